@@ -1,0 +1,1 @@
+"""The torch side of bottleneckd: the only package that imports torch."""
