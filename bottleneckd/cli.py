@@ -110,6 +110,212 @@ def calibrate(obj: Context, seconds: float, directory: str, no_gpu: bool, as_jso
         click.echo(peaks_view.calibration_text(measurements, table))
 
 
+def _sidecar_options(f):  # noqa: ANN001, ANN201
+    from bottleneckd.daemon import SAMPLER_NAMES
+
+    f = click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True, help="Seconds between samples (0.1 = 10 Hz).")(f)
+    f = click.option("--pid", type=int, default=None, help="The training job's main process (its tree is sampled too).")(f)
+    f = click.option("--disable", "disabled", multiple=True, type=click.Choice(SAMPLER_NAMES), help="Turn a sampler off (repeatable).")(f)
+    f = click.option("--duration", type=click.FloatRange(0, None, min_open=True), default=None, help="Stop after this many seconds.")(f)
+    f = click.option("--socket", "socket_path", default=None, help="Channel the torch hook sends step phases to.")(f)
+    return f
+
+
+def _build(obj: Context, interval: float, pid: int | None, disabled: tuple[str, ...], socket_path: str | None):  # noqa: ANN202
+    from bottleneckd.daemon import build_sidecar, job_paths
+    from bottleneckd.detect import detect_machine
+
+    if pid is not None:
+        import psutil
+
+        if not psutil.pid_exists(pid):
+            raise InputError(f"--pid {pid}: no such process; pass the PID of the running training job")
+    catalog, profile = obj.catalog(), obj.profile()
+    return build_sidecar(detect_machine(), catalog, profile, interval, pid, job_paths(), frozenset(disabled), socket_path=socket_path)
+
+
+@cli.command()
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Trace file to write (JSON lines).")
+@click.option("--force", is_flag=True, help="Overwrite an existing trace.")
+@click.option("--quiet", is_flag=True, help="No live line.")
+@_sidecar_options
+@click.pass_obj
+def record(obj: Context, output: str, force: bool, quiet: bool, interval: float, pid: int | None, disabled: tuple[str, ...],
+           duration: float | None, socket_path: str | None) -> None:
+    """Sample this machine (and the hook's step phases) into a trace until Ctrl-C or --duration."""
+    from bottleneckd.sidecar_run import live_line, run_foreground
+    from bottleneckd.trace import TraceWriter
+
+    side = _build(obj, interval, pid, disabled, socket_path)
+    writer = TraceWriter(output, side.machine, side.peaks, interval, {"pid": pid}, overwrite=force)
+    side.loop.sinks.insert(0, writer)
+    try:
+        run_foreground(side, duration, None if quiet else lambda snap: click.echo(live_line(snap), err=True))
+    finally:
+        writer.close()
+    click.echo(f"wrote {side.pipeline.samples} samples to {output}", err=True)
+
+
+@cli.command()
+@click.argument("trace", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
+@click.option("--window", type=click.IntRange(1, 3600), default=10, show_default=True, help="Samples per diagnosis window.")
+@click.option("--timeline", is_flag=True, help="Also print the verdict at every sample.")
+@click.pass_obj
+def analyze(obj: Context, trace: str, fmt: str, window: int, timeline: bool) -> None:
+    """Run a recorded trace through the same pipeline that live samples take."""
+    from bottleneckd.errors import TraceError
+    from bottleneckd.pipeline import Pipeline
+    from bottleneckd.report import build_report, render_markdown, render_text
+    from bottleneckd.trace import read_trace
+
+    header, samples = read_trace(trace)
+    pipeline = Pipeline(header.peaks, window=window)
+    error: TraceError | None = None
+    try:
+        for s in samples:
+            snap = pipeline(s)
+            if timeline:
+                click.echo(f"{s.t:.1f} {snap.verdict.resource} {snap.verdict.confidence:.2f}", err=True)
+    except TraceError as e:
+        error = e
+    doc = build_report(pipeline)
+    doc["trace"] = trace
+    if fmt == "json":
+        _emit_json(doc)
+    elif fmt == "markdown":
+        click.echo(render_markdown(doc))
+    else:
+        click.echo(render_text(doc))
+    if error is not None:
+        raise error
+
+
+@cli.command()
+@click.option("--bind", default="127.0.0.1:9400", show_default=True, help="HOST:PORT for the exporter.")
+@click.option("--web-config", type=click.Path(dir_okay=False), default=None, help="TLS and basic auth (Prometheus web config format).")
+@click.option("--trace", "trace_path", type=click.Path(dir_okay=False), default=None, help="Serve a recorded trace, replayed at its own pace, instead of live samples.")
+@click.option("--quiet", is_flag=True)
+@_sidecar_options
+@click.pass_obj
+def serve(obj: Context, bind: str, web_config: str | None, trace_path: str | None, quiet: bool, interval: float, pid: int | None,
+          disabled: tuple[str, ...], duration: float | None, socket_path: str | None) -> None:
+    """Prometheus exporter: the latest sample and diagnosis on HOST:PORT/metrics."""
+    from bottleneckd.exporter import SnapshotCollector, serve as start
+    from bottleneckd.sidecar_run import live_line, run_foreground
+
+    if trace_path:
+        _replay(trace_path, bind, web_config, duration, quiet)
+        return
+    side = _build(obj, interval, pid, disabled, socket_path)
+    server = start(SnapshotCollector(lambda: side.pipeline.latest, lambda: side.steps_total), bind, web_config)
+    click.echo(f"bottleneckd: serving metrics on http://{bind}/metrics", err=True)
+    try:
+        run_foreground(side, duration, None if quiet else lambda snap: click.echo(live_line(snap), err=True))
+    finally:
+        server.shutdown()
+
+
+def _replay(trace_path: str, bind: str, web_config: str | None, duration: float | None, quiet: bool) -> None:
+    import time as _time
+
+    from bottleneckd.exporter import SnapshotCollector, serve as start
+    from bottleneckd.pipeline import Pipeline
+    from bottleneckd.trace import read_trace
+
+    header, samples = read_trace(trace_path)
+    items = list(samples)
+    if not items:
+        raise InputError(f"{trace_path}: the trace holds no samples")
+    pipeline = Pipeline(header.peaks)
+    steps = [0]
+    server = start(SnapshotCollector(lambda: pipeline.latest, lambda: steps[0]), bind, web_config)
+    click.echo(f"bottleneckd: replaying {len(items)} samples of {trace_path} on http://{bind}/metrics", err=True)
+    t0 = _time.monotonic()
+    try:
+        k = 0
+        while duration is None or _time.monotonic() - t0 < duration:
+            s = items[k % len(items)]
+            pipeline(s)
+            steps[0] += s.phases.steps if s.phases else 0
+            k += 1
+            _time.sleep(min(header.interval, 1.0))
+            if duration is None and k >= len(items):
+                break
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
+
+
+@cli.command()
+@click.option("--resource", default=None, help="Only mitigations for this resource id.")
+@click.option("--json", "as_json", is_flag=True)
+def mitigations(resource: str | None, as_json: bool) -> None:
+    """The knowledge base: section 6.1's mitigations, mapped to the paper's taxonomy."""
+    from bottleneckd.knowledge import load_knowledge
+    from bottleneckd.resources import check_resource
+
+    kb = load_knowledge()
+    if resource is not None:
+        check_resource(resource, "--resource")
+        kb = tuple(m for m in kb if resource in m.resources)
+    if as_json:
+        _emit_json([m.to_json() for m in kb])
+        return
+    for m in kb:
+        cites = "; ".join(m.cites) or "-"
+        flags = (" [changes semantics]" if m.changes_semantics else "") + (f" [hook: {m.hook}]" if m.hook else "") + (" [baseline]" if m.baseline else "")
+        click.echo(f"{m.id}: {m.name}{flags}\n    {m.taxonomy_path}; cuts {m.effect.replace('_', ' ')}; section {m.section}; cites {cites}\n    resources: {', '.join(m.resources)}")
+
+
+@cli.command()
+@click.option("--epochs", type=click.IntRange(1, 100), default=2, show_default=True)
+@click.option("--workers", type=click.IntRange(0, 64), default=1, show_default=True)
+@click.option("--interval", type=click.FloatRange(0.1, 10), default=1.0, show_default=True)
+@click.option("--report-json", type=click.Path(dir_okay=False), default=None, help="Write the JSON report here.")
+@click.pass_obj
+def demo(obj: Context, epochs: int, workers: int, interval: float, report_json: str | None) -> None:
+    """Run the built-in CPU training job under the sidecar and diagnose it live (no GPU needed)."""
+    import importlib.util
+    import os
+    import subprocess
+    import tempfile
+
+    from bottleneckd.report import build_report, render_text
+    from bottleneckd.sidecar_run import live_line, run_foreground
+
+    if importlib.util.find_spec("torch") is None:
+        raise InputError("the demo job needs torch: pip install 'bottleneckd[torch]' (CPU build: pip install torch==2.13.0)")
+    sock = os.path.join(tempfile.mkdtemp(prefix="bottleneckd-demo-"), "bottleneckd.sock")
+    side = _build(obj, interval, None, (), sock)
+    env = {**os.environ, "BOTTLENECKD_SOCKET": sock}
+    import sys as _sys
+
+    job = subprocess.Popen([_sys.executable, "-m", "bottleneckd.torch.demo", "--epochs", str(epochs), "--workers", str(workers)], env=env)
+    from bottleneckd.samplers.process_tree import ProcessTree
+    from bottleneckd.samplers.cpu_compute import CpuComputeSampler
+    from bottleneckd.samplers.cpu_memory import CpuMemorySampler
+
+    tree = ProcessTree(job.pid)
+    side.loop.samplers = [CpuComputeSampler(side.peaks, tree) if s.name == "cpu_compute" else CpuMemorySampler(side.peaks, tree) if s.name == "cpu_memory" else s
+                          for s in side.loop.samplers]
+    click.echo(f"bottleneckd: diagnosing the demo job (pid {job.pid}) live; Ctrl-C stops both", err=True)
+    try:
+        run_foreground(side, None, lambda snap: click.echo(live_line(snap), err=True), stop_when=lambda: job.poll() is not None)
+    finally:
+        if job.poll() is None:
+            job.terminate()
+        job.wait()
+    doc = build_report(side.pipeline)
+    click.echo("\n=== bottleneckd report (whole run) ===")
+    click.echo(render_text(doc))
+    if report_json:
+        Path(report_json).write_text(json.dumps(doc, indent=1))
+    if job.returncode:
+        sys.exit(job.returncode)
+
+
 def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:

@@ -1,0 +1,1 @@
+"""Diagnosis: window statistics -> findings (pure rules) -> a stable verdict."""

@@ -1,0 +1,57 @@
+"""Hysteresis, so the verdict does not flap, and regime changes reported with their time."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from bottleneckd.diagnosis.verdict import RegimeChange, Verdict
+from bottleneckd.window import WindowStats
+
+
+def regime_label(w: WindowStats, before: str, after: str) -> str:
+    steps = w.phases.steps if w.phases else None
+    writes = sum(s.mean for (r, _, m), s in w.stats.items() if r == "storage_bandwidth" and m == "throughput")
+    reads = sum(s.mean for (r, _, m), s in w.stats.items() if r == "storage_bandwidth" and m == "read_bytes_per_second")
+    if steps == 0 and writes > 2 * max(reads, 1.0):
+        return "checkpoint writing (no steps, storage busy writing)"
+    if steps == 0:
+        return "no training steps (evaluation, checkpoint or a pause)"
+    if before == "undetermined" and steps:
+        return f"training steps under way: {after} now limits the step"
+    epoch = w.phases.facts.get("epoch") if w.phases else None
+    if after in ("storage_bandwidth", "storage_network_bandwidth") and epoch is not None:
+        return f"epoch {epoch}: reading from storage (cold cache)"
+    return f"bottleneck moved from {before} to {after}"
+
+
+class VerdictTracker:
+    """A new verdict replaces the current one after ``hold`` consecutive windows agree, or at
+    once when it is much stronger (confidence margin ``jump``)."""
+
+    def __init__(self, hold: int = 3, jump: float = 0.35) -> None:
+        self.hold = hold
+        self.jump = jump
+        self.current: Verdict | None = None
+        self._candidate: str | None = None
+        self._count = 0
+        self.changes: list[RegimeChange] = []
+
+    def update(self, v: Verdict, w: WindowStats) -> Verdict:
+        cur = self.current
+        if cur is None:
+            self.current = v
+            return v
+        if v.resource == cur.resource:
+            self._candidate, self._count = None, 0
+            self.current = replace(v, since=cur.since)
+            return self.current
+        if v.resource == self._candidate:
+            self._count += 1
+        else:
+            self._candidate, self._count = v.resource, 1
+        if self._count >= self.hold or v.confidence - cur.confidence >= self.jump:
+            self.changes.append(RegimeChange(v.t, cur.resource, v.resource, regime_label(w, cur.resource, v.resource)))
+            self.current = replace(v, since=v.t)
+            self._candidate, self._count = None, 0
+            return self.current
+        return replace(cur, t=v.t)

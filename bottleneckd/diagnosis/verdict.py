@@ -1,0 +1,46 @@
+"""The verdict types."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What one rule concludes from one window."""
+
+    resource: str
+    stage: str
+    score: float  # 0..1: how strongly this resource limits the step
+    evidence: tuple[str, ...]
+    headroom: float | None = None  # step speed-up if this resource stopped limiting (x)
+    figures: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RegimeChange:
+    t: float
+    before: str
+    after: str
+    label: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    resource: str  # one of the twelve ids, or "undetermined"
+    stage: str
+    confidence: float
+    evidence: tuple[str, ...]
+    secondary: tuple[tuple[str, float], ...]
+    headroom: float | None
+    reason: str = ""  # why undetermined, or how the headroom was derived
+    t: float = 0.0
+    since: float = 0.0
+    figures: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["secondary"] = [{"resource": r, "score": round(s, 3)} for r, s in self.secondary]
+        d["confidence"] = round(self.confidence, 3)
+        return d

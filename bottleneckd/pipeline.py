@@ -1,0 +1,71 @@
+"""sample -> window -> diagnosis -> recommendation -> snapshot. Live samples and recorded traces
+go through this same object; the exporter, the reports and the hook read its snapshots."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from bottleneckd.diagnosis.classify import classify
+from bottleneckd.diagnosis.stability import VerdictTracker
+from bottleneckd.diagnosis.verdict import RegimeChange, Verdict
+from bottleneckd.knowledge import Mitigation, load_knowledge
+from bottleneckd.peaks import PeakTable
+from bottleneckd.recommend import Recommendation, recommend
+from bottleneckd.sample import Sample
+from bottleneckd.window import Window, WindowStats
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The one current-diagnosis type every consumer reads."""
+
+    sample: Sample
+    stats: WindowStats
+    verdict: Verdict
+    recommendations: tuple[Recommendation, ...]
+    changes: tuple[RegimeChange, ...]
+
+
+class Pipeline:
+    def __init__(self, peaks: PeakTable, kb: tuple[Mitigation, ...] | None = None, window: int = 10, hold: int = 3) -> None:
+        self.peaks = peaks
+        self.kb = kb if kb is not None else load_knowledge()
+        self.window = Window(window)
+        self.tracker = VerdictTracker(hold=hold)
+        self._lock = threading.Lock()
+        self._latest: Snapshot | None = None
+        self.samples = 0
+        self.first_t: float | None = None
+        #: seconds each stable verdict held, and its latest instance
+        self.held: dict[str, float] = {}
+        self.last_of: dict[str, Verdict] = {}
+        self.facts: dict = {}
+
+    def __call__(self, sample: Sample) -> Snapshot:
+        self.window.add(sample)
+        stats = self.window.stats()
+        assert stats is not None
+        if stats.phases is not None:
+            self.facts.update(stats.phases.facts)
+        raw = classify(stats, self.peaks)
+        stable = self.tracker.update(raw, stats)
+        self.samples += 1
+        self.first_t = self.first_t if self.first_t is not None else sample.t
+        self.held[stable.resource] = self.held.get(stable.resource, 0.0) + sample.interval
+        self.last_of[stable.resource] = stable
+        snap = Snapshot(sample, stats, stable, tuple(recommend(stable, self.kb, self.facts)), tuple(self.tracker.changes))
+        with self._lock:
+            self._latest = snap
+        return snap
+
+    @property
+    def latest(self) -> Snapshot | None:
+        with self._lock:
+            return self._latest
+
+    def dominant(self) -> Verdict | None:
+        """The verdict that held longest over the run."""
+        if not self.held:
+            return None
+        return self.last_of[max(self.held, key=lambda r: self.held[r])]

@@ -1,0 +1,1 @@
+"""Samplers, one file per resource family. Each has a ``name``, ``available()`` and ``sample()``."""

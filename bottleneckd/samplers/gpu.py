@@ -1,0 +1,139 @@
+"""GPU sampler: compute, memory, memory bandwidth, PCIe and NVLink, power and clocks (NVML).
+
+One read per field per GPU per tick. On GPUs with GPM (Hopper and later) SM activity, tensor
+activity and DRAM bandwidth utilization come from GPM; elsewhere they are unknown (the NVML
+"GPU utilization" is a busy-time fraction and is reported under its own name). A lost GPU is
+marked down, its series dropped, and the other GPUs go on.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from bottleneckd import nvml as nv
+from bottleneckd.detect.gpus import resolve_backend
+from bottleneckd.peaks import PeakTable
+from bottleneckd.sample import Reading, utilization
+from bottleneckd.samplers.base import Rates
+
+log = logging.getLogger(__name__)
+
+
+class GpuSampler:
+    name = "gpu"
+
+    def __init__(self, peaks: PeakTable, backend: nv.NvmlBackend | None | str = "auto", process_every: int = 10) -> None:
+        self._why: dict[str, str] = {}
+        self._nv = resolve_backend(backend, self._why)
+        self._peaks = peaks
+        self._rates = Rates()
+        self._down: set[int] = set()
+        self._gpm = {i: self._nv.gpm_supported(i) for i in range(self._nv.device_count())} if self._nv else {}
+        self._process_every = process_every
+        self._tick = 0
+
+    def available(self) -> tuple[bool, str]:
+        if self._nv is None:
+            return False, self._why.get("gpus", "NVML unavailable")
+        if self._nv.device_count() == 0:
+            return False, "NVML reports no GPU"
+        return True, ""
+
+    def sample(self) -> list[Reading]:
+        if self._nv is None:
+            return []
+        out: list[Reading] = []
+        self._tick += 1
+        for i in range(self._nv.device_count()):
+            dev = f"gpu{i}"
+            if i in self._down:
+                out.append(Reading("gpu_compute", dev, "up", 0.0, "bool"))
+                continue
+            try:
+                out += self._one(i, dev)
+                out.append(Reading("gpu_compute", dev, "up", 1.0, "bool"))
+            except nv.GpuLostError as e:
+                log.error("%s; its series are dropped, sampling goes on", e)
+                self._down.add(i)
+                out = [r for r in out if r.device != dev]
+                out.append(Reading("gpu_compute", dev, "up", 0.0, "bool"))
+        return out
+
+    def _one(self, i: int, dev: str) -> list[Reading]:
+        n, p = self._nv, self._peaks
+        assert n is not None
+        out: list[Reading] = []
+        util = n.utilization(i)
+        out.append(Reading("gpu_compute", dev, "busy_fraction", None if util is None else util[0] / 100, "ratio",
+                           "" if util else "NVML utilization not supported"))
+        gpm = n.gpm_metrics(i) if self._gpm.get(i) else None
+
+        def g(metric: int) -> float | None:
+            return None if gpm is None else gpm.get(metric)
+
+        no_gpm = "GPM not supported on this GPU (Hopper or later needed)" if not self._gpm.get(i) else "first GPM interval"
+        for metric, gid in (("sm_activity", nv.GPM_SM_UTIL), ("sm_occupancy", nv.GPM_SM_OCCUPANCY), ("tensor_activity", nv.GPM_ANY_TENSOR_UTIL)):
+            v = g(gid)
+            out.append(Reading("gpu_compute", dev, metric, None if v is None else v / 100, "ratio", "" if v is not None else no_gpm))
+        sm = g(nv.GPM_SM_UTIL)
+        out.append(Reading("gpu_compute", dev, "utilization", None if sm is None else sm / 100, "ratio",
+                           "" if sm is not None else f"SM activity unknown ({no_gpm}); busy_fraction is a time fraction, not load"))
+        dram = g(nv.GPM_DRAM_BW_UTIL)
+        bw_peak = p.value("gpu_memory_bandwidth", dev)
+        out += utilization("gpu_memory_bandwidth", dev, None if dram is None or bw_peak is None else dram / 100 * bw_peak, bw_peak, "B/s",
+                           f"DRAM bandwidth needs GPM ({no_gpm})")
+        if dram is not None and bw_peak is None:
+            out = [r for r in out if not (r.resource == "gpu_memory_bandwidth" and r.metric == "utilization")]
+            out.append(Reading("gpu_memory_bandwidth", dev, "utilization", dram / 100, "ratio"))
+
+        mem = n.memory(i)
+        out += utilization("gpu_memory", dev, None if mem is None else float(mem[1]), None if mem is None else float(mem[0]), "B",
+                           "NVML memory info not supported")
+        if self._tick % self._process_every == 1:
+            procs = n.process_memory(i)
+            if procs is not None:
+                for pid, b in procs.items():
+                    out.append(Reading("gpu_memory", dev, f"process_bytes:{pid}", float(b), "B"))
+
+        # PCIe: GPM rates when present (no blocking), else the 20 ms-window NVML counter
+        if gpm is not None and g(nv.GPM_PCIE_TX_PER_SEC) is not None:
+            tx, rx = g(nv.GPM_PCIE_TX_PER_SEC) * 1048576, (g(nv.GPM_PCIE_RX_PER_SEC) or 0.0) * 1048576  # type: ignore[operator]
+            pcie: tuple[float, float] | None = (tx, rx)
+        else:
+            pcie = n.pcie_throughput(i)
+        pcie_peak = p.value("cpu_gpu_interconnect", dev)
+        out += utilization("cpu_gpu_interconnect", dev, None if pcie is None else max(pcie), pcie_peak, "B/s", "PCIe throughput not supported")
+        if pcie is not None:
+            out += [Reading("cpu_gpu_interconnect", dev, "tx_bytes_per_second", pcie[0], "B/s"),
+                    Reading("cpu_gpu_interconnect", dev, "rx_bytes_per_second", pcie[1], "B/s")]
+        gen, width = n.pcie_current_link(i)
+        out += [Reading("cpu_gpu_interconnect", dev, "link_generation", None if gen is None else float(gen), "gen"),
+                Reading("cpu_gpu_interconnect", dev, "link_width", None if width is None else float(width), "lanes")]
+
+        nvl = n.nvlink_data_bytes(i)
+        nvl_peak = p.value("inter_gpu_interconnect", dev)
+        if nvl is not None:
+            tx_r, rx_r = self._rates.rate(f"{i}.nvl.tx", nvl[0]), self._rates.rate(f"{i}.nvl.rx", nvl[1])
+            total = None if tx_r is None or rx_r is None else tx_r + rx_r
+            out += utilization("inter_gpu_interconnect", dev, total, nvl_peak, "B/s", "first interval")
+        elif g(nv.GPM_NVLINK_TOTAL_TX_PER_SEC) is not None:
+            total = ((g(nv.GPM_NVLINK_TOTAL_TX_PER_SEC) or 0) + (g(nv.GPM_NVLINK_TOTAL_RX_PER_SEC) or 0)) * 1048576
+            out += utilization("inter_gpu_interconnect", dev, total, nvl_peak, "B/s")
+        else:
+            out += utilization("inter_gpu_interconnect", dev, None, nvl_peak, "B/s", "no active NVLink on this GPU")
+
+        power = n.power_watts(i)
+        out.append(Reading("gpu_compute", dev, "power", power, "W", "" if power is not None else "not supported"))
+        energy = n.energy_joules(i)
+        if energy is not None:
+            out.append(Reading("gpu_compute", dev, "energy", energy, "J"))
+        clocks, maxc = n.clocks_mhz(i), n.max_clocks_mhz(i)
+        if clocks is not None:
+            out.append(Reading("gpu_compute", dev, "sm_clock", float(clocks[0]), "MHz"))
+            if maxc:
+                out.append(Reading("gpu_compute", dev, "sm_clock_ratio", clocks[0] / maxc[0], "ratio"))
+        reasons = n.clock_event_reasons(i)
+        if reasons is not None:
+            for bit, label in nv.CLOCK_EVENT_REASONS.items():
+                out.append(Reading("gpu_compute", dev, f"throttle:{label}", 1.0 if reasons & bit else 0.0, "bool"))
+        return out

@@ -1,0 +1,46 @@
+"""The sampler in a background thread of the training process, used when no sidecar listens.
+Only daemon-side modules run here; they do not touch torch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from bottleneckd.catalog import load_catalog
+from bottleneckd.channel import PhaseReceiver
+from bottleneckd.daemon import build_samplers
+from bottleneckd.detect import detect_machine
+from bottleneckd.loop import SamplingLoop
+from bottleneckd.peaks import resolve_peaks
+from bottleneckd.pipeline import Pipeline
+from bottleneckd.profile import load_profile
+from bottleneckd.report import build_report
+
+
+class _Inbox(PhaseReceiver):
+    """A receiver without a socket: the watcher hands it messages directly."""
+
+    def __init__(self) -> None:  # noqa: D107 - deliberately skips the socket setup
+        import threading
+
+        self._lock = threading.Lock()
+        self._steps, self._wall, self._phases, self._facts = 0, 0.0, {}, {}
+        self.received = self.rejected = 0
+
+
+class LocalSidecar:
+    def __init__(self, pid: int, interval: float = 1.0) -> None:
+        machine = detect_machine()
+        peaks = resolve_peaks(machine, load_catalog(), load_profile())
+        samplers, _ = build_samplers(machine, peaks, pid=pid)
+        self.pipeline = Pipeline(peaks)
+        self.receiver = _Inbox()
+        self.loop = SamplingLoop(samplers, interval, [self.pipeline], self.receiver.drain)
+        self.loop.start()
+
+    def report(self) -> dict[str, Any] | None:
+        if self.pipeline.latest is None:
+            self.loop.tick()
+        return build_report(self.pipeline, self.pipeline.latest.verdict if self.pipeline.latest else None)
+
+    def stop(self) -> None:
+        self.loop.stop()

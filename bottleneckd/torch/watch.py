@@ -1,0 +1,270 @@
+"""``bottleneckd.torch.watch``: sync-free step-phase timing for a plain PyTorch training loop.
+
+Phases of a step: data_wait (inside ``next()`` on the DataLoader), transfer (data ready to
+forward start: the host-to-device copies), forward, backward (forward end to optimizer start),
+optimizer, other (the rest of the wall time). Wall time is measured between consecutive
+optimizer steps, so the phases add up to it by construction, ``other`` absorbing what no hook
+sees. No synchronize and no ``.item()``; on CUDA the device phases come from events read lazily.
+Any exception inside our instrumentation disables it (logged once); training goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import torch
+
+from bottleneckd.channel import PhaseSender, default_socket_path
+from bottleneckd.torch.timing import CudaClock, HostClock
+
+log = logging.getLogger("bottleneckd.torch")
+PHASE_ORDER = ("data_wait", "transfer", "forward", "backward", "optimizer")
+
+
+@dataclass(frozen=True)
+class EpochReport:
+    epoch: int
+    steps: int
+    phases: dict[str, float]
+    report: dict[str, Any] | None
+    text: str
+
+
+def phases_from_marks(marks: list[tuple[str, float]], prev_end: float | None) -> tuple[dict[str, float], float] | None:
+    """Turn a step's marks into phase seconds and the step's wall time."""
+    t = dict(marks)
+    if "step_end" not in t:
+        return None
+    start = prev_end if prev_end is not None else t.get("step_start", t.get("data_ready"))
+    if start is None:
+        return None
+    wall = t["step_end"] - start
+    out: dict[str, float] = {}
+    if "data_ready" in t and "step_start" in t:
+        out["data_wait"] = max(0.0, t["data_ready"] - t["step_start"])
+    if "data_ready" in t and "forward_start" in t:
+        out["transfer"] = max(0.0, t["forward_start"] - t["data_ready"])
+    if "forward_start" in t and "forward_end" in t:
+        out["forward"] = max(0.0, t["forward_end"] - t["forward_start"])
+    if "forward_end" in t and "optimizer_start" in t:
+        out["backward"] = max(0.0, t["optimizer_start"] - t["forward_end"])
+    if "optimizer_start" in t:
+        out["optimizer"] = max(0.0, t["step_end"] - t["optimizer_start"])
+    out["other"] = max(0.0, wall - sum(out.values()))
+    return out, wall
+
+
+class _LoaderProxy:
+    """Wraps a DataLoader so iterating it times the wait for each batch and sees the epoch end."""
+
+    def __init__(self, loader: Iterable, watcher: "Watcher") -> None:
+        self._loader = loader
+        self._w = watcher
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._loader, name)
+
+    def __len__(self) -> int:
+        return len(self._loader)  # type: ignore[arg-type]
+
+    def __iter__(self):  # noqa: ANN204
+        it = iter(self._loader)
+        w = self._w
+        while True:
+            w._mark("step_start")
+            try:
+                batch = next(it)
+            except StopIteration:
+                w._mark_cancel("step_start")
+                w.epoch_end()
+                return
+            w._mark("data_ready")
+            yield batch
+
+
+class Watcher:
+    def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer | None = None, dataloader: Iterable | None = None,
+                 *, socket_path: str | None = None, report_every: float = 0.5, print_epoch: bool = True,
+                 local_sampling: bool | None = None, interval: float = 1.0) -> None:
+        self.model = model
+        self.optimizer = optimizer
+        self.enabled = True
+        self.epoch = 0
+        self.print_epoch = print_epoch
+        self.epoch_reports: list[EpochReport] = []
+        dev = next((p.device for p in model.parameters()), torch.device("cpu"))
+        self.device = dev
+        self._clock: HostClock | CudaClock = CudaClock() if dev.type == "cuda" else HostClock()
+        self._prev_end: float | None = None
+        self._acc: dict[str, float] = {}
+        self._acc_wall = 0.0
+        self._acc_steps = 0
+        self._epoch_acc: dict[str, float] = {}
+        self._epoch_steps = 0
+        self._last_send = time.perf_counter()
+        self._report_every = report_every
+        self._handles: list[Any] = []
+        self._sock_path = socket_path or default_socket_path()
+        self._sender = PhaseSender(self._sock_path)
+        self.facts: dict[str, Any] = {"device": dev.type, "pid": os.getpid()}
+        self._local = None
+        if local_sampling is None:
+            local_sampling = not os.path.exists(self._sock_path)
+        if local_sampling:
+            self._start_local(interval)
+        self.dataloader = _LoaderProxy(dataloader, self) if dataloader is not None else None
+        if dataloader is not None:
+            self.facts.update(loader_facts(dataloader))
+        self._install()
+
+    # --- instrumentation -------------------------------------------------------------------
+    def _install(self) -> None:
+        self._handles.append(self.model.register_forward_pre_hook(self._guard(lambda *a: self._mark("forward_start"))))
+        self._handles.append(self.model.register_forward_hook(self._guard(lambda *a: self._mark("forward_end"))))
+        if self.optimizer is not None:
+            self._handles.append(self.optimizer.register_step_pre_hook(self._guard(lambda *a: self._mark("optimizer_start"))))
+            self._handles.append(self.optimizer.register_step_post_hook(self._guard(lambda *a: self._end_step())))
+
+    def _guard(self, fn: Any) -> Any:
+        def hook(*args: Any) -> None:
+            if not self.enabled:
+                return None
+            try:
+                fn(*args)
+            except Exception as e:  # noqa: BLE001 - fail open: our failure never breaks the step
+                self.disable(f"{type(e).__name__}: {e}")
+            return None
+
+        return hook
+
+    def _mark(self, label: str) -> None:
+        if self.enabled:
+            try:
+                self._clock.mark(label)
+            except Exception as e:  # noqa: BLE001
+                self.disable(f"{type(e).__name__}: {e}")
+
+    def _mark_cancel(self, label: str) -> None:
+        if isinstance(self._clock, HostClock) and self._clock._marks and self._clock._marks[-1][0] == label:
+            self._clock._marks.pop()
+        elif isinstance(self._clock, CudaClock) and self._clock._marks and self._clock._marks[-1][0] == label:
+            self._clock._marks.pop()
+
+    def _end_step(self) -> None:
+        self._clock.mark("step_end")
+        done = self._clock.end_step()
+        steps = [done] if done else []
+        steps += self._clock.ready()
+        for marks in steps:
+            got = phases_from_marks(marks, self._prev_end)
+            self._prev_end = dict(marks).get("step_end", self._prev_end)
+            if got is None:
+                continue
+            ph, wall = got
+            for k, v in ph.items():
+                self._acc[k] = self._acc.get(k, 0.0) + v
+                self._epoch_acc[k] = self._epoch_acc.get(k, 0.0) + v
+            self._acc_wall += wall
+            self._acc_steps += 1
+            self._epoch_steps += 1
+        now = time.perf_counter()
+        if now - self._last_send >= self._report_every and self._acc_steps:
+            self.flush()
+
+    def flush(self) -> None:
+        doc = {"v": 1, "pid": os.getpid(), "steps": self._acc_steps, "wall": self._acc_wall, "phases": self._acc,
+               "facts": {**self.facts, "epoch": self.epoch}}
+        self._sender.send(doc)
+        if self._local is not None:
+            self._local.receiver.ingest(json.dumps(doc).encode())
+        self._acc, self._acc_wall, self._acc_steps = {}, 0.0, 0
+        self._last_send = time.perf_counter()
+
+    def disable(self, why: str) -> None:
+        if not self.enabled:
+            return
+        self.enabled = False
+        log.warning("bottleneckd instrumentation disabled after an internal error (%s); training is unaffected", why)
+        for h in self._handles:
+            try:
+                h.remove()
+            except Exception:  # noqa: BLE001
+                pass
+
+    def close(self) -> None:
+        for h in self._handles:
+            h.remove()
+        self._handles = []
+        if self._local is not None:
+            self._local.stop()
+        self._sender.close()
+
+    # --- reporting -------------------------------------------------------------------------
+    def _start_local(self, interval: float) -> None:
+        from bottleneckd.torch.local import LocalSidecar
+
+        try:
+            self._local = LocalSidecar(os.getpid(), interval)
+        except Exception as e:  # noqa: BLE001
+            log.warning("bottleneckd: local sampling unavailable (%s)", e)
+
+    def epoch_end(self) -> EpochReport | None:
+        """Print the verdict and top recommendations as one block; return them as an object."""
+        try:
+            if self._acc_steps:
+                self.flush()
+            report = self._local.report() if self._local is not None else read_sidecar_report(self._sock_path)
+            from bottleneckd.report import render_text
+
+            total = sum(self._epoch_acc.values())
+            share = ", ".join(f"{k} {v / total:.0%}" for k, v in sorted(self._epoch_acc.items(), key=lambda kv: -kv[1]) if total) or "no steps"
+            text = f"[bottleneckd] epoch {self.epoch}: {self._epoch_steps} steps; step time: {share}"
+            if report is not None:
+                text += "\n" + render_text(report, top=3)
+            rep = EpochReport(self.epoch, self._epoch_steps, dict(self._epoch_acc), report, text)
+            if self.print_epoch:
+                print(text, flush=True)
+            self.epoch_reports.append(rep)
+            self.epoch += 1
+            self._epoch_acc, self._epoch_steps = {}, 0
+            return rep
+        except Exception as e:  # noqa: BLE001
+            self.disable(f"epoch report: {type(e).__name__}: {e}")
+            return None
+
+
+def loader_facts(loader: Any) -> dict[str, Any]:
+    f: dict[str, Any] = {}
+    for k in ("num_workers", "pin_memory", "persistent_workers", "prefetch_factor", "batch_size"):
+        if hasattr(loader, k):
+            f["loader_workers" if k == "num_workers" else k] = getattr(loader, k)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    f["cores"] = cores
+    if "loader_workers" in f:
+        f["loader_workers_saturate_cores"] = f["loader_workers"] >= cores
+    return f
+
+
+def read_sidecar_report(sock_path: str) -> dict[str, Any] | None:
+    path = os.path.join(os.path.dirname(sock_path), "bottleneckd.report.json")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+_lock = threading.Lock()
+
+
+def watch(model: torch.nn.Module, optimizer: torch.optim.Optimizer | None = None, dataloader: Iterable | None = None, **kw: Any) -> Watcher:
+    """Time every step of a plain training loop. Iterate ``watcher.dataloader`` instead of the
+    loader to time data waits and see epoch ends (or call ``watcher.epoch_end()``)."""
+    with _lock:
+        return Watcher(model, optimizer, dataloader, **kw)
