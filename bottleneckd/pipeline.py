@@ -65,7 +65,12 @@ class Pipeline:
             return self._latest
 
     def dominant(self) -> Verdict | None:
-        """The verdict that held longest over the run."""
+        """The verdict that held longest over the run; idle or undetermined stretches (before the
+        job starts, after it ends) do not hide a bottleneck that held for 3 or more intervals."""
         if not self.held:
             return None
+        determined = {r: s for r, s in self.held.items() if r != "undetermined"}
+        interval = max(self.window.samples[-1].interval, 1e-9) if self.window.samples else 1.0
+        if determined and max(determined.values()) >= 3 * interval * 0.9:
+            return self.last_of[max(determined, key=lambda r: determined[r])]
         return self.last_of[max(self.held, key=lambda r: self.held[r])]

@@ -38,7 +38,9 @@ class CudaClock:
     def mark(self, label: str) -> None:
         if label in ("data_ready", "step_start"):
             self._marks.append((label, time.perf_counter()))
-            return
+            if label == "step_start":
+                return
+            label = "data_ready_device"  # device-side anchor: later events are timed from it
         e = torch.cuda.Event(enable_timing=True)
         e.record()
         self._marks.append((label, e))
@@ -62,7 +64,7 @@ class CudaClock:
                 continue
             host = [(l, t) for l, t in marks if isinstance(t, float)]
             first_label, first = events[0]
-            base = host[-1][1] if host else 0.0
-            conv = [(l, base + first.elapsed_time(e) / 1000.0) for l, e in events]
+            base = dict(host).get("data_ready", host[-1][1] if host else 0.0)
+            conv = [(l, base + first.elapsed_time(e) / 1000.0) for l, e in events if l != "data_ready_device"]
             out.append(host + conv)
         return out

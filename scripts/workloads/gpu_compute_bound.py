@@ -1,0 +1,30 @@
+"""Labelled workload: GPU compute bound. Wide bf16 linear layers, data already on the GPU.
+Label: gpu_compute."""
+
+import argparse
+import time
+
+import torch
+from torch import nn
+
+from bottleneckd.torch import watch
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--seconds", type=float, default=20)
+ap.add_argument("--width", type=int, default=8192)
+args = ap.parse_args()
+dev = "cuda"
+model = nn.Sequential(*[nn.Linear(args.width, args.width, bias=False) for _ in range(4)]).to(dev, torch.bfloat16)
+opt = torch.optim.SGD(model.parameters(), lr=1e-4)
+x = torch.randn(8192, args.width, device=dev, dtype=torch.bfloat16)
+w = watch(model, opt, [x] * 1000000, print_epoch=False)
+w.facts["autocast_dtype"] = "bfloat16"
+t0 = time.time()
+for batch in w.dataloader:
+    opt.zero_grad(set_to_none=True)
+    model(batch).float().pow(2).mean().backward()
+    opt.step()
+    if time.time() - t0 > args.seconds:
+        break
+torch.cuda.synchronize()
+w.close()
