@@ -159,7 +159,7 @@ def record(obj: Context, output: str, force: bool, quiet: bool, interval: float,
 @cli.command()
 @click.argument("trace", type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
-@click.option("--window", type=click.IntRange(1, 3600), default=10, show_default=True, help="Samples per diagnosis window.")
+@click.option("--window", type=click.IntRange(1, 3600), default=5, show_default=True, help="Samples per diagnosis window.")
 @click.option("--timeline", is_flag=True, help="Also print the verdict at every sample.")
 @click.pass_obj
 def analyze(obj: Context, trace: str, fmt: str, window: int, timeline: bool) -> None:

@@ -68,7 +68,7 @@ def build_samplers(machine: Machine, peaks: PeakTable, pid: int | None = None, p
 
 def build_sidecar(machine: Machine, catalog: Catalog, profile: Profile | None, interval: float = 1.0, pid: int | None = None,
                   paths: tuple[str, ...] = (".",), disabled: frozenset[str] = frozenset(), listen: bool = True,
-                  socket_path: str | None = None, nvml: NvmlBackend | None | str = "auto", window: int = 10) -> Sidecar:
+                  socket_path: str | None = None, nvml: NvmlBackend | None | str = "auto", window: int = 5) -> Sidecar:
     peaks = resolve_peaks(machine, catalog, profile)
     samplers, why = build_samplers(machine, peaks, pid, paths, disabled, nvml)
     pipeline = Pipeline(peaks, window=window)

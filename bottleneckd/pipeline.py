@@ -28,7 +28,7 @@ class Snapshot:
 
 
 class Pipeline:
-    def __init__(self, peaks: PeakTable, kb: tuple[Mitigation, ...] | None = None, window: int = 10, hold: int = 3) -> None:
+    def __init__(self, peaks: PeakTable, kb: tuple[Mitigation, ...] | None = None, window: int = 5, hold: int = 2) -> None:
         self.peaks = peaks
         self.kb = kb if kb is not None else load_knowledge()
         self.window = Window(window)

@@ -38,8 +38,12 @@ def build_report(p: Pipeline, verdict: Verdict | None = None) -> dict[str, Any]:
     return doc
 
 
-def _headroom_text(h: float | None) -> str:
-    return "unknown (needs step phases from the torch hook)" if h is None else f"a step could be up to {h:.2f}x faster if this stopped limiting it"
+def _headroom_text(h: float | None, doc: dict[str, Any] | None = None) -> str:
+    if h is not None:
+        return f"a step could be up to {h:.2f}x faster if this stopped limiting it"
+    if doc and doc.get("step_phases"):
+        return "no removable stage: the step is this work itself; only doing less of it (the mitigations below) makes it faster"
+    return "unknown (needs step phases from the torch hook)"
 
 
 def render_text(doc: dict[str, Any], top: int = 5) -> str:
@@ -52,7 +56,7 @@ def render_text(doc: dict[str, Any], top: int = 5) -> str:
     for e in v.get("evidence", []):
         lines.append(f"  evidence: {e}")
     if v["resource"] != "undetermined":
-        lines.append(f"  headroom: {_headroom_text(v.get('headroom'))}")
+        lines.append(f"  headroom: {_headroom_text(v.get('headroom'), doc)}")
     if v.get("secondary"):
         lines.append("  secondary pressures: " + ", ".join(f"{s['resource']} ({s['score']:.2f})" for s in v["secondary"]))
     for c in doc.get("regime_changes", []):
@@ -79,7 +83,7 @@ def render_markdown(doc: dict[str, Any]) -> str:
     out.append("")
     out += [f"- {e}" for e in v.get("evidence", [])]
     if v["resource"] != "undetermined":
-        out.append(f"- Headroom: {_headroom_text(v.get('headroom'))}")
+        out.append(f"- Headroom: {_headroom_text(v.get('headroom'), doc)}")
     if doc.get("recommendations"):
         out += ["", "| # | mitigation | taxonomy | cites | changes semantics | hook |", "|---|---|---|---|---|---|"]
         for k, r in enumerate(doc["recommendations"], 1):

@@ -112,7 +112,7 @@ class Watcher:
         self._handles: list[Any] = []
         self._sock_path = socket_path or default_socket_path()
         self._sender = PhaseSender(self._sock_path)
-        self.facts: dict[str, Any] = {"device": dev.type, "pid": os.getpid()}
+        self.facts: dict[str, Any] = {"device": dev.type, "pid": os.getpid(), **model_facts(model)}
         self._local = None
         if local_sampling is None:
             local_sampling = not os.path.exists(self._sock_path)
@@ -237,6 +237,17 @@ class Watcher:
         except Exception as e:  # noqa: BLE001
             self.disable(f"epoch report: {type(e).__name__}: {e}")
             return None
+
+
+def model_facts(model: torch.nn.Module) -> dict[str, Any]:
+    """What the recommender needs to skip advice already in effect."""
+    dtypes = {p.dtype for p in model.parameters()}
+    f: dict[str, Any] = {"has_conv": any(isinstance(m, torch.nn.modules.conv._ConvNd) for m in model.modules()),
+                         "parameters": sum(p.numel() for p in model.parameters())}
+    low = dtypes & {torch.bfloat16, torch.float16}
+    if low:
+        f["autocast_dtype"] = str(next(iter(low))).split(".")[-1]
+    return f
 
 
 def loader_facts(loader: Any) -> dict[str, Any]:

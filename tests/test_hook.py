@@ -1,0 +1,121 @@
+import json
+import os
+import socket
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch import nn  # noqa: E402
+from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
+
+from bottleneckd.channel import PhaseReceiver  # noqa: E402
+from bottleneckd.torch import watch  # noqa: E402
+
+
+class SlowDataset(torch.utils.data.Dataset):
+    def __init__(self, n, delay):
+        self.n, self.delay = n, delay
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        time.sleep(self.delay)
+        return torch.randn(32), torch.tensor(i % 4)
+
+
+def train(w, model, opt, epochs=1):
+    loss_fn = nn.CrossEntropyLoss()
+    for _ in range(epochs):
+        for x, y in w.dataloader:
+            opt.zero_grad()
+            loss_fn(model(x), y).backward()
+            opt.step()
+
+
+def test_phases_add_up_to_the_step_wall_time(tmp_path):
+    model = nn.Sequential(nn.Linear(32, 512), nn.ReLU(), nn.Linear(512, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = DataLoader(SlowDataset(64, 0.002), batch_size=8)
+    w = watch(model, opt, loader, socket_path=str(tmp_path / "none.sock"), local_sampling=False, print_epoch=False)
+    t0 = time.perf_counter()
+    train(w, model, opt)
+    wall = time.perf_counter() - t0
+    rep = w.epoch_reports[-1]
+    assert rep.steps == 8
+    total = sum(rep.phases.values())
+    # the first step's wall starts at its data request; iteration set-up before it is not a step
+    assert total == pytest.approx(wall, rel=0.10)
+    assert rep.phases["data_wait"] / total > 0.5  # 8 x 2 ms sleeps per batch dominate
+    for k in ("forward", "backward", "optimizer", "transfer", "other"):
+        assert rep.phases[k] >= 0
+    w.close()
+
+
+def test_the_watcher_sends_json_to_a_listening_sidecar(tmp_path):
+    path = str(tmp_path / "s" / "bottleneckd.sock")
+    rx = PhaseReceiver(path).start()
+    assert oct(os.stat(path).st_mode & 0o777) == "0o600"
+    model = nn.Linear(32, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = DataLoader(TensorDataset(torch.randn(64, 32), torch.randint(0, 4, (64,))), batch_size=8, num_workers=0)
+    w = watch(model, opt, loader, socket_path=path, report_every=0.0, print_epoch=False)
+    assert w._local is None  # a sidecar listens: no sampler thread of our own
+    train(w, model, opt)
+    time.sleep(0.5)
+    got = rx.drain()
+    rx.close()
+    assert got is not None and got.steps == 8
+    assert got.facts["loader_workers"] == 0 and got.facts["device"] == "cpu" and got.facts["has_conv"] is False
+    assert set(got.phases) >= {"data_wait", "forward", "backward", "optimizer"}
+    w.close()
+
+
+def test_sender_is_lossy_without_a_sidecar(tmp_path):
+    model = nn.Linear(4, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    w = watch(model, opt, [(torch.randn(2, 4), torch.tensor([0, 1]))] * 20, socket_path=str(tmp_path / "absent.sock"),
+              local_sampling=False, report_every=0.0, print_epoch=False)
+    train(w, model, opt)
+    assert w._sender.dropped > 0 and w.enabled
+
+
+def test_receiver_rejects_non_json_and_never_unpickles(tmp_path):
+    rx = PhaseReceiver(str(tmp_path / "r.sock"))
+    rx.ingest(b"\x80\x04K\x01.")  # a pickle
+    rx.ingest(b'{"steps": "x"}')
+    assert rx.rejected == 2 and rx.drain() is None
+    rx.close()
+
+
+def test_a_failure_inside_our_hooks_disables_them_and_training_goes_on(tmp_path, caplog):
+    model = nn.Linear(8, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = [(torch.randn(4, 8), torch.tensor([0, 1, 0, 1]))] * 10
+    w = watch(model, opt, data, socket_path=str(tmp_path / "x.sock"), local_sampling=False, print_epoch=False)
+
+    def broken(*a):
+        raise RuntimeError("bug in bottleneckd")
+
+    w._clock.mark = broken
+    before = model.weight.detach().clone()
+    train(w, model, opt)
+    assert not w.enabled
+    assert not torch.equal(before, model.weight)  # the steps ran
+    assert sum("instrumentation disabled" in r.message for r in caplog.records) == 1
+    assert not model._forward_pre_hooks and not model._forward_hooks  # our hooks are gone
+
+
+def test_epoch_end_prints_one_block_and_returns_it(tmp_path, capsys):
+    model = nn.Linear(8, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = [(torch.randn(4, 8), torch.tensor([0, 1, 0, 1]))] * 6
+    w = watch(model, opt, data, socket_path=str(tmp_path / "x.sock"), local_sampling=True, interval=0.2)
+    train(w, model, opt, epochs=2)
+    out = capsys.readouterr().out
+    assert out.count("[bottleneckd] epoch 0") == 1 and out.count("[bottleneckd] epoch 1") == 1
+    rep = w.epoch_reports[0]
+    assert rep.steps == 6 and rep.report is not None and "verdict" in rep.report
+    assert "bottleneck:" in rep.text
+    w.close()

@@ -1,0 +1,76 @@
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from bottleneckd.errors import TraceError
+from bottleneckd.trace import read_trace
+from tests.conftest import ROOT, run_cli
+
+GPU_TRACE = ROOT / "tests/data/gpu_compute/trace.jsonl"
+
+
+def test_record_then_analyze_round_trip(tmp_path, cli_env):
+    out = tmp_path / "t.jsonl"
+    r = run_cli(["record", "-o", str(out), "--duration", "1.5", "--interval", "0.25", "--quiet", "--socket", str(tmp_path / "s/sock")], cli_env)
+    assert r.returncode == 0, r.stderr
+    header, samples = read_trace(str(out))
+    items = list(samples)
+    assert header.version == 1 and header.interval == 0.25 and 4 <= len(items) <= 7
+    assert {p.resource for p in header.peaks.peaks} >= {"cpu_compute", "storage_bandwidth"}
+    r = run_cli(["analyze", str(out), "--format", "json"], cli_env)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["schema"] == "bottleneckd.report/1" and doc["samples"] == len(items)
+    # an existing trace is not overwritten without --force
+    before = out.read_bytes()
+    r = run_cli(["record", "-o", str(out), "--duration", "0.5", "--quiet"], cli_env)
+    assert r.returncode == 2 and "already exists" in r.stderr and out.read_bytes() == before
+
+
+def test_sigterm_loses_at_most_one_interval(tmp_path, cli_env):
+    out = tmp_path / "t.jsonl"
+    p = subprocess.Popen([sys.executable, "-m", "bottleneckd.cli", "record", "-o", str(out), "--interval", "0.2", "--quiet",
+                          "--socket", str(tmp_path / "s/sock")], env=cli_env, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.5)
+    lines_before = len(out.read_text().splitlines())
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(timeout=10) == 0
+    lines = out.read_text().splitlines()
+    assert len(lines) >= lines_before and all(json.loads(l) for l in lines)
+    assert len(list(read_trace(str(out))[1])) >= 5
+
+
+def test_truncated_last_line_is_skipped(tmp_path):
+    text = GPU_TRACE.read_text()
+    cut = tmp_path / "cut.jsonl"
+    cut.write_text(text[: len(text) - 200])  # a crash in the middle of the last line
+    header, samples = read_trace(str(cut))
+    assert len(list(samples)) == len(text.splitlines()) - 2
+
+
+def test_corrupt_line_is_named_and_the_good_part_is_analysed(tmp_path, cli_env):
+    lines = GPU_TRACE.read_text().splitlines()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join(lines[:21] + ["{not json"] + lines[21:]) + "\n")
+    with pytest.raises(TraceError) as e:
+        list(read_trace(str(bad))[1])
+    assert e.value.line == 22
+    r = run_cli(["analyze", str(bad), "--format", "json"], cli_env)
+    assert r.returncode == 2
+    assert f"{bad}:22:" in r.stderr and "Traceback" not in r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["samples"] == 20 and doc["verdict"]["resource"] == "gpu_compute"
+
+
+@pytest.mark.parametrize("content,problem", [("", "empty file"), ('{"type": "header", "format": "other"}\n', "not a bottleneckd trace"),
+                                              ('{"type":"header","format":"bottleneckd.trace","version":99}\n', "version 99")])
+def test_not_a_trace(tmp_path, content, problem, cli_env):
+    p = tmp_path / "x.jsonl"
+    p.write_text(content)
+    r = run_cli(["analyze", str(p)], cli_env)
+    assert r.returncode == 2 and problem in r.stderr and r.stderr.count("\n") == 1
