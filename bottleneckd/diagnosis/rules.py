@@ -161,8 +161,8 @@ def compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
             return [Finding("gpu_compute", "compute", 0.4, tuple(gev), None)]
         peak_c = max((x.value for x in peaks.for_resource("gpu_compute") if x.value), default=None)
         peak_b = max((x.value for x in peaks.for_resource("gpu_memory_bandwidth") if x.value), default=None)
-        f_ratio = flops / peak_c if flops and peak_c else None
-        b_ratio = byts / peak_b if byts and peak_b else None
+        f_ratio = flops / peak_c if flops is not None and peak_c else None
+        b_ratio = byts / peak_b if byts is not None and peak_b else None
         if dram is not None and dram >= 0.6 and (sm is None or dram >= (tensor or 0)):
             out.append(Finding("gpu_memory_bandwidth", "compute", min(1.0, dram / DRAM_PRACTICAL_MAX),
                                tuple(gev + [f"DRAM bandwidth {_pct(dram)} of peak", f"SM activity {_pct(sm)}, tensor activity {_pct(tensor)}"]), None))
@@ -186,8 +186,8 @@ def compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     mbw = w.get("cpu_memory_bandwidth", "host", "utilization")
     peak_c = peaks.value("cpu_compute", "cpu")
     peak_b = peaks.value("cpu_memory_bandwidth", "host")
-    f_ratio = flops / peak_c if flops and peak_c else None
-    b_ratio = byts / peak_b if byts and peak_b else None
+    f_ratio = flops / peak_c if flops is not None and peak_c else None
+    b_ratio = byts / peak_b if byts is not None and peak_b else None
     cev = list(ev)
     if main is not None:
         cev.append(f"training process at {main:.2f} of {cores:.0f} cores")

@@ -21,6 +21,7 @@ from typing import Any, Iterable
 import torch
 
 from bottleneckd.channel import PhaseSender, default_socket_path
+from bottleneckd.torch.roofline import StepCounter
 from bottleneckd.torch.timing import CudaClock, HostClock
 
 log = logging.getLogger("bottleneckd.torch")
@@ -36,8 +37,9 @@ class EpochReport:
     text: str
 
 
-def phases_from_marks(marks: list[tuple[str, float]], prev_end: float | None) -> tuple[dict[str, float], float] | None:
-    """Turn a step's marks into phase seconds and the step's wall time."""
+def phases_from_marks(marks: list[tuple[str, float]], prev_end: float | None, comm: float = 0.0) -> tuple[dict[str, float], float] | None:
+    """Turn a step's marks into phase seconds and the step's wall time. ``comm`` is the time spent
+    in blocking collectives during the step; it is taken out of the backward span it fell in."""
     t = dict(marks)
     if "step_end" not in t:
         return None
@@ -53,7 +55,11 @@ def phases_from_marks(marks: list[tuple[str, float]], prev_end: float | None) ->
     if "forward_start" in t and "forward_end" in t:
         out["forward"] = max(0.0, t["forward_end"] - t["forward_start"])
     if "forward_end" in t and "optimizer_start" in t:
-        out["backward"] = max(0.0, t["optimizer_start"] - t["forward_end"])
+        span = max(0.0, t["optimizer_start"] - t["forward_end"])
+        out["communication"] = min(comm, span)
+        out["backward"] = span - out["communication"]
+    elif comm:
+        out["communication"] = comm
     if "optimizer_start" in t:
         out["optimizer"] = max(0.0, t["step_end"] - t["optimizer_start"])
     out["other"] = max(0.0, wall - sum(out.values()))
@@ -91,7 +97,7 @@ class _LoaderProxy:
 class Watcher:
     def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer | None = None, dataloader: Iterable | None = None,
                  *, socket_path: str | None = None, report_every: float = 0.5, print_epoch: bool = True,
-                 local_sampling: bool | None = None, interval: float = 1.0) -> None:
+                 local_sampling: bool | None = None, interval: float = 1.0, roofline_step: int | None = 3) -> None:
         self.model = model
         self.optimizer = optimizer
         self.enabled = True
@@ -110,6 +116,11 @@ class Watcher:
         self._last_send = time.perf_counter()
         self._report_every = report_every
         self._handles: list[Any] = []
+        self._comm = 0.0
+        self._step_index = 0
+        self._roofline_step = roofline_step
+        self._counter = StepCounter()
+        self._counted_step = False
         self._sock_path = socket_path or default_socket_path()
         self._sender = PhaseSender(self._sock_path)
         self.facts: dict[str, Any] = {"device": dev.type, "pid": os.getpid(), **model_facts(model)}
@@ -124,8 +135,15 @@ class Watcher:
         self._install()
 
     # --- instrumentation -------------------------------------------------------------------
+    def add_communication(self, seconds: float) -> None:
+        """Time spent in a blocking collective during the current step (see collectives.py)."""
+        self._comm += seconds
+
     def _install(self) -> None:
-        self._handles.append(self.model.register_forward_pre_hook(self._guard(lambda *a: self._mark("forward_start"))))
+        from bottleneckd.torch.collectives import wrap_collectives
+
+        self._handles.append(wrap_collectives(self))
+        self._handles.append(self.model.register_forward_pre_hook(self._guard(self._forward_start)))
         self._handles.append(self.model.register_forward_hook(self._guard(lambda *a: self._mark("forward_end"))))
         if self.optimizer is not None:
             self._handles.append(self.optimizer.register_step_pre_hook(self._guard(lambda *a: self._mark("optimizer_start"))))
@@ -143,6 +161,18 @@ class Watcher:
 
         return hook
 
+    def _forward_start(self, *_: Any) -> None:
+        self._mark("forward_start")
+        if self._roofline_step is not None and self._step_index == self._roofline_step and not self._counter.active:
+            self._counter.start()  # this one step runs under counting modes; its timing is discarded
+
+    def _finish_count(self) -> None:
+        counts = self._counter.stop()
+        self._counted_step = True
+        if counts is not None:
+            self.facts.update({"flops_per_step": counts.flops, "operand_bytes_per_step": counts.operand_bytes,
+                               "arithmetic_intensity": counts.intensity})
+
     def _mark(self, label: str) -> None:
         if self.enabled:
             try:
@@ -157,12 +187,19 @@ class Watcher:
             self._clock._marks.pop()
 
     def _end_step(self) -> None:
+        self._step_index += 1
+        if self._counter.active:
+            self._finish_count()
+            self._clock.end_step()  # a counted step runs slowly: drop its timing
+            self._prev_end = None
+            return
         self._clock.mark("step_end")
         done = self._clock.end_step()
         steps = [done] if done else []
         steps += self._clock.ready()
+        comm, self._comm = self._comm, 0.0
         for marks in steps:
-            got = phases_from_marks(marks, self._prev_end)
+            got = phases_from_marks(marks, self._prev_end, comm if marks is done else 0.0)
             self._prev_end = dict(marks).get("step_end", self._prev_end)
             if got is None:
                 continue
@@ -173,11 +210,18 @@ class Watcher:
             self._acc_wall += wall
             self._acc_steps += 1
             self._epoch_steps += 1
+            self._acc_compute = getattr(self, "_acc_compute", 0.0) + ph.get("forward", 0.0) + ph.get("backward", 0.0) + ph.get("optimizer", 0.0)
         now = time.perf_counter()
         if now - self._last_send >= self._report_every and self._acc_steps:
             self.flush()
 
     def flush(self) -> None:
+        compute = getattr(self, "_acc_compute", 0.0)
+        if "flops_per_step" in self.facts and compute > 0:
+            per_step = compute / self._acc_steps
+            self.facts["achieved_flops"] = self.facts["flops_per_step"] / per_step
+            self.facts["achieved_bytes_per_second"] = self.facts["operand_bytes_per_step"] / per_step
+        self._acc_compute = 0.0
         doc = {"v": 1, "pid": os.getpid(), "steps": self._acc_steps, "wall": self._acc_wall, "phases": self._acc,
                "facts": {**self.facts, "epoch": self.epoch}}
         self._sender.send(doc)
