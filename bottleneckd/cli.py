@@ -316,6 +316,116 @@ def demo(obj: Context, epochs: int, workers: int, interval: float, report_json: 
         sys.exit(job.returncode)
 
 
+@cli.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--no-inject", is_flag=True, help="Do not install the step-phase instrumentation in the job.")
+@click.option("--live", is_flag=True, help="One screen redrawn each interval (plain lines when not a terminal).")
+@click.option("--quiet", is_flag=True, help="No live output; only the final report.")
+@click.option("--report-json", type=click.Path(dir_okay=False), default=None, help="Write the JSON report here.")
+@click.option("--trace", "trace_path", type=click.Path(dir_okay=False), default=None, help="Also record a trace.")
+@click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True)
+@click.option("--bind", default=None, help="Also export Prometheus metrics on HOST:PORT.")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.pass_obj
+def run(obj: Context, no_inject: bool, live: bool, quiet: bool, report_json: str | None, trace_path: str | None,
+        interval: float, bind: str | None, command: tuple[str, ...]) -> None:
+    """Run CMD under the sidecar: bottleneckd run [options] -- python train.py ..."""
+    from bottleneckd import jobrun
+    from bottleneckd.daemon import build_sidecar, job_paths
+    from bottleneckd.detect import detect_machine
+    from bottleneckd.live import LiveView
+    from bottleneckd.report import build_report, render_text
+    from bottleneckd.trace import TraceWriter
+
+    catalog, profile = obj.catalog(), obj.profile()
+    if trace_path and Path(trace_path).exists():
+        raise InputError(f"{trace_path}: already exists; choose another --trace")
+    machine = detect_machine()
+    sock = jobrun.temp_socket()
+    side = build_sidecar(machine, catalog, profile, interval, None, job_paths(), socket_path=sock)
+    job = jobrun.start_job(command, jobrun.job_env(sock, not no_inject and jobrun.is_python_torch_job(command)))
+    _retarget(side, job.pid)
+    writer = TraceWriter(trace_path, machine, side.peaks, interval, {"command": list(command)}) if trace_path else None
+    if writer:
+        side.loop.sinks.insert(0, writer)
+    server = None
+    if bind:
+        from bottleneckd.exporter import SnapshotCollector, serve as start
+
+        server = start(SnapshotCollector(lambda: side.pipeline.latest, lambda: side.steps_total), bind)
+    view = LiveView(live, quiet)
+    try:
+        code = jobrun.supervise(side, job, view)
+    finally:
+        if writer:
+            writer.close()
+        if server:
+            server.shutdown()
+    doc = build_report(side.pipeline)
+    doc["command"] = list(command)
+    doc["exit_code"] = code
+    click.echo("\n=== bottleneckd report ===\n" + render_text(doc), err=True)
+    if report_json:
+        jobrun.write_json(report_json, doc)
+    sys.exit(code)
+
+
+def _retarget(side, pid: int) -> None:  # noqa: ANN001
+    """Point the CPU samplers at the job's process tree."""
+    from bottleneckd.samplers.cpu_compute import CpuComputeSampler
+    from bottleneckd.samplers.cpu_memory import CpuMemorySampler
+    from bottleneckd.samplers.process_tree import ProcessTree
+
+    tree = ProcessTree(pid)
+    side.loop.samplers = [CpuComputeSampler(side.peaks, tree) if s.name == "cpu_compute" else
+                          CpuMemorySampler(side.peaks, tree) if s.name == "cpu_memory" else s for s in side.loop.samplers]
+
+
+@cli.command()
+@click.option("--pid", type=int, required=True, help="The training job's main process.")
+@click.option("--duration", type=click.FloatRange(0, None, min_open=True), default=None, help="Stop after this many seconds (default: until the job exits).")
+@click.option("--report-json", type=click.Path(dir_okay=False), default=None)
+@click.option("--rate", type=click.FloatRange(0.1, 20), default=2.0, show_default=True, help="py-spy stack samples per second.")
+@click.option("--no-stacks", is_flag=True, help="Do not sample stacks (no ptrace needed).")
+@click.option("--live", is_flag=True)
+@click.option("--quiet", is_flag=True)
+@click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True)
+@click.pass_obj
+def attach(obj: Context, pid: int, duration: float | None, report_json: str | None, rate: float, no_stacks: bool, live: bool,
+           quiet: bool, interval: float) -> None:
+    """Diagnose a job that is already running (py-spy stacks, non-blocking)."""
+    import psutil
+
+    from bottleneckd.live import LiveView
+    from bottleneckd.report import build_report, render_text
+    from bottleneckd.sidecar_run import run_foreground
+    from bottleneckd.stacks import StackSampler
+
+    side = _build(obj, interval, pid, (), None)
+    stacks = None
+    if not no_stacks:
+        stacks = StackSampler(pid, rate)
+        why = stacks.check()
+        if why:
+            click.echo(f"bottleneckd: {why}", err=True)
+            stacks = None
+        else:
+            side.phase_sources.append(stacks.drain)
+            stacks.start()
+    click.echo(f"bottleneckd: attached to pid {pid}" + (" with py-spy stacks" if stacks else ""), err=True)
+    try:
+        run_foreground(side, duration, LiveView(live, quiet), stop_when=lambda: not psutil.pid_exists(pid) or
+                       psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
+    finally:
+        if stacks:
+            stacks.stop()
+    doc = build_report(side.pipeline)
+    doc["pid"] = pid
+    doc["stack_samples"] = stacks.samples_total if stacks else 0
+    click.echo("\n=== bottleneckd report ===\n" + render_text(doc), err=True)
+    if report_json:
+        Path(report_json).write_text(json.dumps(doc, indent=1))
+
+
 def main(argv: list[str] | None = None) -> None:
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     try:

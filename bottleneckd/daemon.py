@@ -36,6 +36,8 @@ class Sidecar:
     loop: SamplingLoop
     receiver: PhaseReceiver | None
     steps_total: int = 0
+    #: more sources of step phases (py-spy stacks in attach mode)
+    phase_sources: list = None  # type: ignore[assignment]
 
 
 def build_samplers(machine: Machine, peaks: PeakTable, pid: int | None = None, paths: tuple[str, ...] = (".",),
@@ -73,14 +75,15 @@ def build_sidecar(machine: Machine, catalog: Catalog, profile: Profile | None, i
     samplers, why = build_samplers(machine, peaks, pid, paths, disabled, nvml)
     pipeline = Pipeline(peaks, window=window)
     receiver = PhaseReceiver(socket_path).start() if listen else None
-    side = Sidecar(machine, peaks, samplers, why, pipeline, None, receiver)  # type: ignore[arg-type]
+    side = Sidecar(machine, peaks, samplers, why, pipeline, None, receiver, 0, [])  # type: ignore[arg-type]
 
     def phases():  # noqa: ANN202
-        if receiver is None:
-            return None
-        p = receiver.drain()
+        p = receiver.drain() if receiver is not None else None
         if p is not None:
             side.steps_total += p.steps
+        if p is None:  # hook phases win; stack samples stand in when there are none
+            for src in side.phase_sources:
+                p = p or src()
         return p
 
     side.loop = SamplingLoop(samplers, interval, [pipeline], phases)

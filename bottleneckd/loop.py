@@ -29,8 +29,14 @@ class SamplingLoop:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._last = time.monotonic()
+        self._tick_lock = threading.Lock()
 
     def tick(self) -> Sample:
+        """One sample through every sampler and sink (thread-safe: ticks never interleave)."""
+        with self._tick_lock:
+            return self._tick()
+
+    def _tick(self) -> Sample:
         readings: list[Reading] = []
         statuses = []
         for s in self.samplers:

@@ -43,6 +43,8 @@ PHASES: Final[dict[str, str]] = {
     "backward": "compute",
     "optimizer": "optimizer",
     "communication": "communication",
+    "gpu_wait": "compute",
+    "file_io": "data",
     "other": "other",
 }
 

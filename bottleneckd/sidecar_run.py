@@ -49,7 +49,7 @@ class ReportFile:
 
 
 def run_foreground(side: Sidecar, duration: float | None, on_tick: Callable[[Snapshot], None] | None = None,
-                   stop_when: Callable[[], bool] | None = None) -> None:
+                   stop_when: Callable[[], bool] | None = None, install_signals: bool = True) -> None:
     """Run the loop in this thread until SIGINT/SIGTERM, ``duration`` or ``stop_when()``."""
     stop = threading.Event()
 
@@ -57,7 +57,7 @@ def run_foreground(side: Sidecar, duration: float | None, on_tick: Callable[[Sna
         stop.set()
         side.loop.stop()
 
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)} if install_signals else {}
     side.loop.sinks.append(ReportFile(side))
     if on_tick is not None:
         side.loop.sinks.append(lambda _s: on_tick(side.pipeline.latest) if side.pipeline.latest else None)

@@ -38,8 +38,7 @@ class LocalSidecar:
         self.loop.start()
 
     def report(self) -> dict[str, Any] | None:
-        if self.pipeline.latest is None:
-            self.loop.tick()
+        self.loop.tick()  # include the phases just flushed
         return build_report(self.pipeline, self.pipeline.latest.verdict if self.pipeline.latest else None)
 
     def stop(self) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -40,7 +41,11 @@ class EpochReport:
 def phases_from_marks(marks: list[tuple[str, float]], prev_end: float | None, comm: float = 0.0) -> tuple[dict[str, float], float] | None:
     """Turn a step's marks into phase seconds and the step's wall time. ``comm`` is the time spent
     in blocking collectives during the step; it is taken out of the backward span it fell in."""
-    t = dict(marks)
+    t: dict[str, float] = {}
+    for label, when in marks:  # the first start and the last end of each phase
+        if label.endswith("_start") and label in t:
+            continue
+        t[label] = when
     if "step_end" not in t:
         return None
     start = prev_end if prev_end is not None else t.get("step_start", t.get("data_ready"))
@@ -95,7 +100,7 @@ class _LoaderProxy:
 
 
 class Watcher:
-    def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer | None = None, dataloader: Iterable | None = None,
+    def __init__(self, model: torch.nn.Module | None, optimizer: torch.optim.Optimizer | None = None, dataloader: Iterable | None = None,
                  *, socket_path: str | None = None, report_every: float = 0.5, print_epoch: bool = True,
                  local_sampling: bool | None = None, interval: float = 1.0, roofline_step: int | None = 3) -> None:
         self.model = model
@@ -104,7 +109,7 @@ class Watcher:
         self.epoch = 0
         self.print_epoch = print_epoch
         self.epoch_reports: list[EpochReport] = []
-        dev = next((p.device for p in model.parameters()), torch.device("cpu"))
+        dev = next((p.device for p in model.parameters()), torch.device("cpu")) if model is not None else torch.device("cpu")
         self.device = dev
         self._clock: HostClock | CudaClock = CudaClock() if dev.type == "cuda" else HostClock()
         self._prev_end: float | None = None
@@ -123,7 +128,8 @@ class Watcher:
         self._counted_step = False
         self._sock_path = socket_path or default_socket_path()
         self._sender = PhaseSender(self._sock_path)
-        self.facts: dict[str, Any] = {"device": dev.type, "pid": os.getpid(), **model_facts(model)}
+        self.facts: dict[str, Any] = {"device": dev.type, "pid": os.getpid(), **(model_facts(model) if model is not None else {})}
+        self.print_to = sys.stderr if os.environ.get("BOTTLENECKD_EPOCH_PRINT") == "stderr" else sys.stdout
         self._local = None
         if local_sampling is None:
             local_sampling = not os.path.exists(self._sock_path)
@@ -132,6 +138,10 @@ class Watcher:
         self.dataloader = _LoaderProxy(dataloader, self) if dataloader is not None else None
         if dataloader is not None:
             self.facts.update(loader_facts(dataloader))
+        global _global_watcher
+        if _global_watcher is not None and not getattr(self, "_is_global", False):
+            _global_watcher.close()  # an explicit watch() wins over the injected instrumentation
+            _global_watcher = None
         self._install()
 
     # --- instrumentation -------------------------------------------------------------------
@@ -242,6 +252,7 @@ class Watcher:
                 pass
 
     def close(self) -> None:
+        self.enabled = False
         for h in self._handles:
             h.remove()
         self._handles = []
@@ -267,16 +278,17 @@ class Watcher:
             from bottleneckd.report import render_text
 
             total = sum(self._epoch_acc.values())
-            share = ", ".join(f"{k} {v / total:.0%}" for k, v in sorted(self._epoch_acc.items(), key=lambda kv: -kv[1]) if total) or "no steps"
+            share = ", ".join(f"{k} {v / total:.0%}" for k, v in sorted(self._epoch_acc.items(), key=lambda kv: -kv[1]) if total and v > 0) or "no steps"
             text = f"[bottleneckd] epoch {self.epoch}: {self._epoch_steps} steps; step time: {share}"
             if report is not None:
                 text += "\n" + render_text(report, top=3)
             rep = EpochReport(self.epoch, self._epoch_steps, dict(self._epoch_acc), report, text)
             if self.print_epoch:
-                print(text, flush=True)
+                print(text, file=self.print_to, flush=True)
             self.epoch_reports.append(rep)
             self.epoch += 1
             self._epoch_acc, self._epoch_steps = {}, 0
+            self._prev_end = None  # the next epoch's first step starts at its own data request
             return rep
         except Exception as e:  # noqa: BLE001
             self.disable(f"epoch report: {type(e).__name__}: {e}")
@@ -316,6 +328,7 @@ def read_sidecar_report(sock_path: str) -> dict[str, Any] | None:
 
 
 _lock = threading.Lock()
+_global_watcher: "Watcher | None" = None  # the one installed by `bottleneckd run` (inject.py)
 
 
 def watch(model: torch.nn.Module, optimizer: torch.optim.Optimizer | None = None, dataloader: Iterable | None = None, **kw: Any) -> Watcher:

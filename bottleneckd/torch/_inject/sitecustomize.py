@@ -1,0 +1,76 @@
+"""Loaded by ``bottleneckd run`` (through PYTHONPATH) in the job's Python processes.
+
+It does nothing until the job imports torch, and nothing in DataLoader worker processes; then it
+installs the step-phase instrumentation. Any other sitecustomize on the path still runs.
+"""
+
+import os
+import sys
+
+
+def _chain_other_sitecustomize() -> None:
+    here = os.path.dirname(os.path.abspath(__file__))
+    import importlib.util
+
+    for entry in sys.path:
+        if os.path.abspath(entry or ".") == here:
+            continue
+        spec = importlib.util.find_spec("sitecustomize") if False else None
+        cand = os.path.join(entry or ".", "sitecustomize.py")
+        if os.path.isfile(cand):
+            spec = importlib.util.spec_from_file_location("_bottleneckd_chained_sitecustomize", cand)
+            if spec and spec.loader:
+                mod = importlib.util.module_from_spec(spec)
+                try:
+                    spec.loader.exec_module(mod)
+                except Exception:  # noqa: BLE001
+                    pass
+            return
+
+
+def _after_torch_import() -> None:
+    import importlib.abc
+    import importlib.machinery
+    import multiprocessing
+
+    if multiprocessing.parent_process() is not None:
+        return  # a DataLoader worker or other child: not the training loop
+    if os.environ.get("LOCAL_RANK", os.environ.get("RANK", "0")) != "0":
+        return  # one rank per node reports (its peers do the same work)
+
+    class _Finder(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):  # noqa: ANN001, ANN201
+            if name != "torch":
+                return None
+            sys.meta_path.remove(self)
+            spec = importlib.machinery.PathFinder.find_spec(name, path)
+            if spec is None or spec.loader is None:
+                return spec
+            original = spec.loader.exec_module
+
+            def exec_module(module):  # noqa: ANN001, ANN202
+                original(module)
+                try:
+                    from bottleneckd.torch.inject import install
+
+                    install()
+                except Exception as e:  # noqa: BLE001
+                    sys.stderr.write(f"bottleneckd: instrumentation not installed ({e})\n")
+
+            spec.loader.exec_module = exec_module
+            return spec
+
+    if "torch" in sys.modules:
+        from bottleneckd.torch.inject import install
+
+        install()
+    else:
+        sys.meta_path.insert(0, _Finder())
+
+
+if os.environ.get("BOTTLENECKD_INJECT") == "1":
+    try:
+        _after_torch_import()
+    except Exception as _e:  # noqa: BLE001
+        sys.stderr.write(f"bottleneckd: instrumentation not installed ({_e})\n")
+_chain_other_sitecustomize()

@@ -1,0 +1,54 @@
+"""Labelled workload: communication bound (two gloo ranks on this node, a large model, a tiny
+batch; gradients all-reduced after each backward). Label: inter_gpu_interconnect (stage
+communication): rank-to-rank traffic inside one node, which gloo over loopback stands in for.
+
+Launched like torchrun: this script starts one process per rank with RANK/WORLD_SIZE set."""
+
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+
+def rank_main(rank: int, seconds: float) -> None:
+    import torch
+    import torch.distributed as dist
+    from torch import nn
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    model = nn.Sequential(nn.Linear(2048, 2048), nn.Linear(2048, 2048), nn.Linear(2048, 2048))  # 12.6 M parameters
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(2, 2048)
+    t0, steps = time.perf_counter(), 0
+    while True:
+        opt.zero_grad()
+        model(x).sum().backward()
+        for p in model.parameters():
+            dist.all_reduce(p.grad)
+        opt.step()
+        steps += 1
+        done = torch.tensor([float(time.perf_counter() - t0 >= seconds)])
+        dist.all_reduce(done)
+        if done.item() > 0:
+            break
+    if rank == 0:
+        dt = time.perf_counter() - t0
+        print(f"throughput: {steps / dt:.3f} steps/s ({steps} steps in {dt:.1f} s)", flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=20)
+    ap.add_argument("--port", type=int, default=29533)
+    ap.add_argument("--rank", type=int, default=None)
+    args = ap.parse_args()
+    if args.rank is not None:
+        rank_main(args.rank, args.seconds)
+    else:
+        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(args.port), WORLD_SIZE="2", LOCAL_WORLD_SIZE="2")
+        procs = [subprocess.Popen([sys.executable, __file__, "--rank", str(r), "--seconds", str(args.seconds)],
+                                  env=dict(env, RANK=str(r), LOCAL_RANK=str(r))) for r in range(2)]
+        sys.exit(max(p.wait() for p in procs))

@@ -1,0 +1,37 @@
+"""Labelled workload: CPU memory-bandwidth bound (elementwise and normalisation ops on large
+activations; almost no multiply-adds per byte). Label: cpu_memory_bandwidth."""
+
+import argparse
+
+import torch
+from torch import nn
+
+from common import train
+
+
+class Elementwise(nn.Module):
+    def __init__(self, d: int, depth: int = 6) -> None:
+        super().__init__()
+        self.norms = nn.ModuleList(nn.LayerNorm(d) for _ in range(depth))
+
+    def forward(self, x):
+        for n in self.norms:
+            x = torch.nn.functional.gelu(n(x)) + x
+        return x
+
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--seconds", type=float, default=20)
+args = ap.parse_args()
+model = Elementwise(1024)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x = torch.randn(8192, 1024)  # 32 MiB activations, far past the caches
+
+
+def step(b):
+    opt.zero_grad()
+    model(b).mean().backward()
+    opt.step()
+
+
+train(step, lambda: [x] * 8, args.seconds)
