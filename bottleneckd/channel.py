@@ -13,6 +13,7 @@ import os
 import socket
 import tempfile
 import threading
+from collections import deque
 from typing import Any
 
 from bottleneckd.sample import StepPhases
@@ -69,6 +70,7 @@ class PhaseReceiver:
         self._facts: dict[str, Any] = {}
         self.received = 0
         self.rejected = 0
+        self.events: deque[dict[str, Any]] = deque(maxlen=256)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="bottleneckd-channel", daemon=True)
 
@@ -89,6 +91,12 @@ class PhaseReceiver:
     def ingest(self, data: bytes) -> None:
         try:
             d = json.loads(data)
+            if isinstance(d, dict) and "event" in d:
+                with self._lock:
+                    self.events.append({"event": str(d["event"]), "name": str(d.get("name", "")), "t": float(d.get("t", 0.0)),
+                                        "changes_semantics": bool(d.get("changes_semantics", False)), "note": str(d.get("note", ""))})
+                    self.received += 1
+                return
             steps = int(d["steps"])
             wall = float(d["wall"])
             phases = {str(k): float(v) for k, v in d["phases"].items()}

@@ -149,6 +149,7 @@ def record(obj: Context, output: str, force: bool, quiet: bool, interval: float,
     side = _build(obj, interval, pid, disabled, socket_path)
     writer = TraceWriter(output, side.machine, side.peaks, interval, {"pid": pid}, overwrite=force)
     side.loop.sinks.insert(0, writer)
+    side.loop.sinks.insert(1, _event_copier(side, writer))
     try:
         run_foreground(side, duration, None if quiet else lambda snap: click.echo(live_line(snap), err=True))
     finally:
@@ -208,7 +209,8 @@ def serve(obj: Context, bind: str, web_config: str | None, trace_path: str | Non
         _replay(trace_path, bind, web_config, duration, quiet)
         return
     side = _build(obj, interval, pid, disabled, socket_path)
-    server = start(SnapshotCollector(lambda: side.pipeline.latest, lambda: side.steps_total), bind, web_config)
+    server = start(SnapshotCollector(lambda: side.pipeline.latest, lambda: side.steps_total,
+                                     lambda: list(side.receiver.events) if side.receiver else []), bind, web_config)
     click.echo(f"bottleneckd: serving metrics on http://{bind}/metrics", err=True)
     try:
         run_foreground(side, duration, None if quiet else lambda snap: click.echo(live_line(snap), err=True))
@@ -347,6 +349,7 @@ def run(obj: Context, no_inject: bool, live: bool, quiet: bool, report_json: str
     writer = TraceWriter(trace_path, machine, side.peaks, interval, {"command": list(command)}) if trace_path else None
     if writer:
         side.loop.sinks.insert(0, writer)
+        side.loop.sinks.insert(1, _event_copier(side, writer))
     server = None
     if bind:
         from bottleneckd.exporter import SnapshotCollector, serve as start
@@ -367,6 +370,21 @@ def run(obj: Context, no_inject: bool, live: bool, quiet: bool, report_json: str
     if report_json:
         jobrun.write_json(report_json, doc)
     sys.exit(code)
+
+
+def _event_copier(side, writer):  # noqa: ANN001, ANN202
+    """A sink that copies the hook's events (mitigations applied) into the trace."""
+    seen = [0]
+
+    def copy(_sample):  # noqa: ANN001, ANN202
+        if side.receiver is None:
+            return
+        events = list(side.receiver.events)
+        for e in events[seen[0]:] if len(events) >= seen[0] else events:
+            writer.event(e["event"], **{k: v for k, v in e.items() if k != "event"})
+        seen[0] = len(events)
+
+    return copy
 
 
 def _retarget(side, pid: int) -> None:  # noqa: ANN001

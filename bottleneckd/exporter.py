@@ -33,9 +33,11 @@ def _name(metric: str) -> str:
 
 
 class SnapshotCollector(Collector):
-    def __init__(self, latest: Callable[[], Snapshot | None], steps_total: Callable[[], int] = lambda: 0) -> None:
+    def __init__(self, latest: Callable[[], Snapshot | None], steps_total: Callable[[], int] = lambda: 0,
+                 events: Callable[[], list[dict[str, Any]]] = lambda: []) -> None:
         self._latest = latest
         self._steps_total = steps_total
+        self._events = events
 
     def collect(self) -> Iterator[Metric]:
         snap = self._latest()
@@ -94,6 +96,16 @@ class SnapshotCollector(Collector):
             yield fam
             yield GaugeMetricFamily("bottleneckd_step_seconds", "Mean wall-clock seconds per step over the window", value=ph.wall_seconds / ph.steps)
         yield CounterMetricFamily("bottleneckd_steps", "Training steps reported by the hook", value=self._steps_total())
+        applied = GaugeMetricFamily("bottleneckd_mitigation_applied_timestamp_seconds",
+                                    "Unix time a mitigation was last applied through the torch hook (for dashboard annotations)",
+                                    labels=["mitigation", "changes_semantics"])
+        last: dict[str, dict[str, Any]] = {}
+        for e in self._events():
+            if e.get("event") == "mitigation_applied":
+                last[e["name"]] = e
+        for name, e in last.items():
+            applied.add_metric([name, "true" if e.get("changes_semantics") else "false"], e["t"])
+        yield applied
         up = GaugeMetricFamily("bottleneckd_sampler_up", "1 if the sampler's last run succeeded", labels=["sampler"])
         dur = GaugeMetricFamily("bottleneckd_sampler_duration_seconds", "Duration of the sampler's last run", labels=["sampler"])
         for st in s.samplers:

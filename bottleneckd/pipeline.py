@@ -39,6 +39,8 @@ class Pipeline:
         self.first_t: float | None = None
         #: seconds each stable verdict held, and its latest instance
         self.held: dict[str, float] = {}
+        #: the same, counting only windows in which training steps were reported
+        self.held_training: dict[str, float] = {}
         self.last_of: dict[str, Verdict] = {}
         self.facts: dict = {}
 
@@ -53,6 +55,8 @@ class Pipeline:
         self.samples += 1
         self.first_t = self.first_t if self.first_t is not None else sample.t
         self.held[stable.resource] = self.held.get(stable.resource, 0.0) + sample.interval
+        if stats.phases is not None and stats.phases.steps:
+            self.held_training[stable.resource] = self.held_training.get(stable.resource, 0.0) + sample.interval
         self.last_of[stable.resource] = stable
         snap = Snapshot(sample, stats, stable, tuple(recommend(stable, self.kb, self.facts)), tuple(self.tracker.changes))
         with self._lock:
@@ -69,8 +73,9 @@ class Pipeline:
         job starts, after it ends) do not hide a bottleneck that held for 3 or more intervals."""
         if not self.held:
             return None
-        determined = {r: s for r, s in self.held.items() if r != "undetermined"}
+        held = self.held_training or self.held  # while training, not set-up or tear-down
+        determined = {r: s for r, s in held.items() if r != "undetermined"}
         interval = max(self.window.samples[-1].interval, 1e-9) if self.window.samples else 1.0
         if determined and max(determined.values()) >= 3 * interval * 0.9:
             return self.last_of[max(determined, key=lambda r: determined[r])]
-        return self.last_of[max(self.held, key=lambda r: self.held[r])]
+        return self.last_of[max(held, key=lambda r: held[r])]

@@ -25,6 +25,9 @@ class _Inbox(PhaseReceiver):
         self._lock = threading.Lock()
         self._steps, self._wall, self._phases, self._facts = 0, 0.0, {}, {}
         self.received = self.rejected = 0
+        from collections import deque
+
+        self.events = deque(maxlen=256)
 
 
 class LocalSidecar:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import deque
 import os
 import sys
 import threading
@@ -27,6 +28,27 @@ from bottleneckd.torch.timing import CudaClock, HostClock
 
 log = logging.getLogger("bottleneckd.torch")
 PHASE_ORDER = ("data_wait", "transfer", "forward", "backward", "optimizer")
+
+
+@dataclass
+class Trial:
+    """A mitigation applied by ``Watcher.apply``; with ``verify`` it is measured over ``steps``
+    steps after ``warmup`` and kept only if throughput (examples per second of wall clock) rose."""
+
+    name: str
+    mitigation: Any
+    verify: bool
+    steps: int
+    warmup: int
+    before: float | None  # examples (or steps) per second over the steps before
+    after_walls: list[float]
+    after_examples: list[int]
+    kept: bool | None = None  # None while measuring
+    ratio: float | None = None
+
+    @property
+    def changes_semantics(self) -> bool:
+        return bool(self.mitigation.changes_semantics)
 
 
 @dataclass(frozen=True)
@@ -77,6 +99,7 @@ class _LoaderProxy:
     def __init__(self, loader: Iterable, watcher: "Watcher") -> None:
         self._loader = loader
         self._w = watcher
+        self.echo = 1  # data echoing: each batch yielded this many times
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._loader, name)
@@ -97,6 +120,10 @@ class _LoaderProxy:
                 return
             w._mark("data_ready")
             yield batch
+            for _ in range(self.echo - 1):
+                w._mark("step_start")
+                w._mark("data_ready")
+                yield batch
 
 
 class Watcher:
@@ -123,6 +150,10 @@ class Watcher:
         self._handles: list[Any] = []
         self._comm = 0.0
         self._step_index = 0
+        self._examples = 0
+        self._history: deque[tuple[float, int]] = deque(maxlen=256)
+        self.trials: list[Trial] = []
+        self._trial: Trial | None = None
         self._roofline_step = roofline_step
         self._counter = StepCounter()
         self._counted_step = False
@@ -171,8 +202,12 @@ class Watcher:
 
         return hook
 
-    def _forward_start(self, *_: Any) -> None:
+    def _forward_start(self, *hook_args: Any) -> None:
         self._mark("forward_start")
+        args = hook_args[1] if len(hook_args) > 1 else ()
+        first = args[0] if isinstance(args, tuple) and args else None
+        if isinstance(first, torch.Tensor) and first.dim() > 0:
+            self._examples += int(first.shape[0])
         if self._roofline_step is not None and self._step_index == self._roofline_step and not self._counter.active:
             self._counter.start()  # this one step runs under counting modes; its timing is discarded
 
@@ -219,11 +254,67 @@ class Watcher:
                 self._epoch_acc[k] = self._epoch_acc.get(k, 0.0) + v
             self._acc_wall += wall
             self._acc_steps += 1
+            self._record_step(wall)
             self._epoch_steps += 1
             self._acc_compute = getattr(self, "_acc_compute", 0.0) + ph.get("forward", 0.0) + ph.get("backward", 0.0) + ph.get("optimizer", 0.0)
         now = time.perf_counter()
         if now - self._last_send >= self._report_every and self._acc_steps:
             self.flush()
+
+    def _record_step(self, wall: float) -> None:
+        ex, self._examples = self._examples, 0
+        self._history.append((wall, ex))
+        t = self._trial
+        if t is None:
+            return
+        if t.warmup > 0:
+            t.warmup -= 1
+            return
+        t.after_walls.append(wall)
+        t.after_examples.append(ex)
+        if len(t.after_walls) >= t.steps:
+            after = _throughput(list(zip(t.after_walls, t.after_examples)))
+            t.ratio = after / t.before if after and t.before else None
+            t.kept = t.ratio is not None and t.ratio > 1.0
+            self._trial = None
+            if not t.kept:
+                t.mitigation.revert()
+            verdict = "kept" if t.kept else "reverted"
+            print(f"[bottleneckd] {t.name}: throughput x{t.ratio:.3f} over {t.steps} steps (wall clock): {verdict}" if t.ratio
+                  else f"[bottleneckd] {t.name}: could not measure throughput: {verdict}", file=self.print_to, flush=True)
+
+    def apply(self, mitigation: Any, *, verify: bool = False, steps: int = 20, warmup: int = 2, **kwargs: Any) -> Trial:
+        """Apply a mitigation by knowledge-base hook id (e.g. ``"mixed_precision"``) or object.
+
+        With ``verify=True`` the throughput of the ``steps`` steps before is compared with ``steps``
+        steps after (``warmup`` skipped); the mitigation is reverted unless it was faster."""
+        from bottleneckd.torch.mitigations import REGISTRY, Context
+
+        if isinstance(mitigation, str):
+            if mitigation not in REGISTRY:
+                raise ValueError(f"unknown mitigation {mitigation!r}; one of: {', '.join(sorted(REGISTRY))}")
+            mitigation = REGISTRY[mitigation](**kwargs)
+        before = _throughput(list(self._history)[-steps:])
+        if verify and (before is None or len(self._history) < 3):
+            raise ValueError("verify needs at least 3 timed steps before the mitigation is applied")
+        if self.model is None:
+            raise ValueError("mitigations need the model: use watch(model, optimizer, loader)")
+        mitigation.apply(Context(self.model, self.optimizer, self.dataloader, self))
+        t = Trial(mitigation.name, mitigation, verify, steps, warmup, before, [], [])
+        self.trials.append(t)
+        if verify:
+            self._trial = t
+        sem = " This changes training semantics: check model quality (section 5 of the paper)." if mitigation.changes_semantics else ""
+        print(f"[bottleneckd] applied {mitigation.name}: {mitigation.note}.{sem}", file=self.print_to, flush=True)
+        self._sender.send({"v": 1, "event": "mitigation_applied", "name": mitigation.name, "t": time.time(),
+                           "changes_semantics": bool(mitigation.changes_semantics), "note": mitigation.note})
+        return t
+
+    def revert(self, name: str) -> None:
+        for t in self.trials:
+            if t.name == name and t.kept is not False:
+                t.mitigation.revert()
+                t.kept = False
 
     def flush(self) -> None:
         compute = getattr(self, "_acc_compute", 0.0)
@@ -293,6 +384,15 @@ class Watcher:
         except Exception as e:  # noqa: BLE001
             self.disable(f"epoch report: {type(e).__name__}: {e}")
             return None
+
+
+def _throughput(steps: list[tuple[float, int]]) -> float | None:
+    """Examples per second over the steps (steps per second when batch sizes are unknown)."""
+    wall = sum(w for w, _ in steps)
+    if not steps or wall <= 0:
+        return None
+    ex = sum(e for _, e in steps)
+    return (ex if ex else len(steps)) / wall
 
 
 def model_facts(model: torch.nn.Module) -> dict[str, Any]:

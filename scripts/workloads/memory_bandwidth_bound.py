@@ -7,17 +7,7 @@ import torch
 from torch import nn
 
 from common import train
-
-
-class Elementwise(nn.Module):
-    def __init__(self, d: int, depth: int = 6) -> None:
-        super().__init__()
-        self.norms = nn.ModuleList(nn.LayerNorm(d) for _ in range(depth))
-
-    def forward(self, x):
-        for n in self.norms:
-            x = torch.nn.functional.gelu(n(x)) + x
-        return x
+from memory_bandwidth_bound_model import Elementwise
 
 
 ap = argparse.ArgumentParser()

@@ -1,0 +1,33 @@
+"""Data echoing (Choi et al., 2019): each batch the loader gives is used ``factor`` times, so a
+slow input pipeline feeds more steps. Changes training semantics (repeated data)."""
+
+from __future__ import annotations
+
+from bottleneckd.torch.mitigations.base import Context
+
+
+class DataEchoing:
+    name = "data_echoing"
+    changes_semantics = True
+
+    def __init__(self, factor: int = 2) -> None:
+        if factor < 2:
+            raise ValueError("an echo factor below 2 does nothing")
+        self.factor = factor
+        self.note = f"each batch used {factor} times"
+        self._loader = None
+        self._facts: dict | None = None
+
+    def apply(self, ctx: Context) -> None:
+        if ctx.loader is None:
+            raise ValueError("data echoing needs the loader: watch(model, optimizer, loader) and iterate watcher.dataloader")
+        self._loader = ctx.loader
+        ctx.loader.echo = self.factor
+        self._facts = ctx.watcher.facts
+        self._facts["data_echoing"] = self.factor
+
+    def revert(self) -> None:
+        if self._loader is not None:
+            self._loader.echo = 1
+        if self._facts is not None:
+            self._facts.pop("data_echoing", None)

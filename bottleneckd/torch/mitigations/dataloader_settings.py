@@ -1,0 +1,56 @@
+"""DataLoader settings: workers, pinned memory, persistent workers, prefetch. They take effect
+when the next iterator is made (the next epoch). Pinned memory pays off only with
+``non_blocking=True`` copies in the loop. Semantics unchanged."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from bottleneckd.torch.mitigations.base import Context
+
+SETTABLE = ("num_workers", "pin_memory", "prefetch_factor", "persistent_workers")
+
+
+class DataLoaderSettings:
+    name = "dataloader_settings"
+    changes_semantics = False
+
+    def __init__(self, num_workers: int | None = None, pin_memory: bool | None = None, persistent_workers: bool | None = None,
+                 prefetch_factor: int | None = None) -> None:
+        self.wanted = {"num_workers": num_workers, "pin_memory": pin_memory, "persistent_workers": persistent_workers,
+                       "prefetch_factor": prefetch_factor}
+        self._old: dict[str, Any] = {}
+        self._loader: Any = None
+        self.note = ""
+
+    def apply(self, ctx: Context) -> None:
+        loader = getattr(ctx.loader, "_loader", ctx.loader)
+        if loader is None or not hasattr(loader, "num_workers"):
+            raise ValueError("DataLoader settings need a torch DataLoader passed to watch()")
+        wanted = dict(self.wanted)
+        if wanted["num_workers"] is None:
+            cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+            wanted["num_workers"] = max(1, cores - 1)  # leave a core for the training loop
+        if wanted["num_workers"] and wanted["persistent_workers"] is None:
+            wanted["persistent_workers"] = True
+        if wanted["num_workers"] and wanted["prefetch_factor"] is None:
+            wanted["prefetch_factor"] = 4
+        self._loader = loader
+        changed = []
+        for k in SETTABLE:
+            v = wanted[k]
+            if v is None:
+                continue
+            self._old[k] = getattr(loader, k)
+            object.__setattr__(loader, k, v)  # DataLoader forbids some of these after __init__; they are read at iter()
+            changed.append(f"{k}={v}")
+        if getattr(loader, "_iterator", None) is not None and self._old.get("persistent_workers"):
+            loader._iterator = None  # a persistent iterator would keep the old settings
+        self.note = ", ".join(changed) + " (from the next epoch)"
+        ctx.watcher.facts.update({("loader_workers" if k == "num_workers" else k): wanted[k] for k in SETTABLE if wanted[k] is not None})
+
+    def revert(self) -> None:
+        for k, v in self._old.items():
+            object.__setattr__(self._loader, k, v)
+        self._old = {}

@@ -1,0 +1,327 @@
+"""Each mitigation applies, changes what it should, and reverts (real torch on CPU)."""
+
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch import nn  # noqa: E402
+from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
+
+from bottleneckd.knowledge import load_knowledge  # noqa: E402
+from bottleneckd.torch import watch  # noqa: E402
+from bottleneckd.torch.mitigations import REGISTRY  # noqa: E402
+
+
+def w_for(model, opt=None, loader=None, tmp_path=None, **kw):
+    return watch(model, opt, loader, socket_path=f"{tmp_path}/none.sock", local_sampling=False, print_epoch=False, roofline_step=None, **kw)
+
+
+def test_every_hook_in_the_knowledge_base_is_implemented():
+    hooks = {m.hook for m in load_knowledge() if m.hook}
+    assert hooks <= set(REGISTRY), hooks - set(REGISTRY)
+    for name in ("mixed_precision", "channels_last", "activation_checkpointing", "data_echoing", "dataloader_settings",
+                 "gradient_accumulation", "ddp_comm_hook", "less_frequent_sync", "progressive_freezing", "selective_backprop",
+                 "progressive_resizing"):
+        assert name in REGISTRY
+
+
+def test_mixed_precision_bf16_changes_dtype_and_reverts(tmp_path):
+    model = nn.Linear(16, 16)
+    w = w_for(model, torch.optim.SGD(model.parameters(), lr=0.1), tmp_path=tmp_path)
+    x = torch.randn(4, 16)
+    assert model(x).dtype == torch.float32
+    w.apply("mixed_precision", dtype="bfloat16")
+    assert model(x).dtype == torch.bfloat16
+    assert w.facts["autocast_dtype"] == "bfloat16"
+    w.revert("mixed_precision")
+    assert model(x).dtype == torch.float32 and "autocast_dtype" not in w.facts
+
+
+def test_fp16_loss_scaling_unscales_and_skips_non_finite_steps(tmp_path):
+    torch.manual_seed(0)
+    model = nn.Linear(8, 1)
+    ref = nn.Linear(8, 1)
+    ref.load_state_dict(model.state_dict())
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(4, 8)
+    with torch.autocast("cpu", dtype=torch.float16):  # the reference: autocast, no scaling
+        rloss = ref(x).float().pow(2).mean()
+    rloss.backward()
+    with torch.no_grad():
+        expected = ref.weight - 0.1 * ref.weight.grad
+    w = w_for(model, opt, tmp_path=tmp_path)
+    trial = w.apply("mixed_precision", dtype="float16", init_scale=1024.0)
+    m = trial.mitigation
+    loss = model(x).float().pow(2).mean()
+    loss.backward()
+    assert model.weight.grad.abs().max() > 10 * ref.weight.grad.abs().max()  # scaled by 1024 before the step
+    opt.step()
+    assert torch.allclose(model.weight, expected, atol=1e-3)
+    before = model.weight.detach().clone()
+    opt.zero_grad()
+    (model(x).float().sum() * float("inf")).backward()  # an overflow
+    opt.step()
+    assert torch.equal(model.weight, before) and m.skipped_steps == 1 and m.scale == 512.0
+    w.revert("mixed_precision")
+    opt.zero_grad()
+    model(x).sum().backward()
+    assert model.weight.grad.abs().max() < 10  # no scaling after revert
+
+
+def test_channels_last_converts_weights_and_inputs_and_reverts(tmp_path):
+    model = nn.Sequential(nn.Conv2d(3, 8, 3), nn.ReLU())
+    w = w_for(model, tmp_path=tmp_path)
+    seen = []
+    model[0].register_forward_pre_hook(lambda m, a: seen.append(a[0].is_contiguous(memory_format=torch.channels_last)))
+    w.apply("channels_last")
+    assert model[0].weight.is_contiguous(memory_format=torch.channels_last)
+    model(torch.randn(2, 3, 16, 16))
+    assert seen[-1] is True
+    w.revert("channels_last")
+    assert model[0].weight.is_contiguous() and not model[0].weight.is_contiguous(memory_format=torch.channels_last)
+    model(torch.randn(2, 3, 16, 16))
+    assert seen[-1] is False
+
+
+def saved_bytes(model, x):
+    total = [0]
+
+    def pack(t):
+        total[0] += t.numel() * t.element_size()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = model(x).sum()
+    out.backward()
+    return total[0]
+
+
+def test_activation_checkpointing_saves_fewer_activations_same_gradients(tmp_path):
+    torch.manual_seed(0)
+    model = nn.Sequential(*[nn.Sequential(nn.Linear(256, 256), nn.GELU(), nn.Linear(256, 256), nn.GELU()) for _ in range(4)])
+    x = torch.randn(64, 256)
+    w = w_for(model, tmp_path=tmp_path)
+    plain = saved_bytes(model, x)
+    g_plain = [p.grad.clone() for p in model.parameters()]
+    model.zero_grad()
+    w.apply("activation_checkpointing")
+    ck = saved_bytes(model, x)
+    g_ck = [p.grad.clone() for p in model.parameters()]
+    assert ck < plain / 2
+    assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(g_plain, g_ck))
+    w.revert("activation_checkpointing")
+    model.zero_grad()
+    assert saved_bytes(model, x) == plain
+
+
+def test_data_echoing_repeats_batches_and_reverts(tmp_path):
+    model = nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    loader = DataLoader(TensorDataset(torch.randn(32, 4)), batch_size=8)
+    w = w_for(model, opt, loader, tmp_path=tmp_path)
+    w.apply("data_echoing", factor=3)
+    seen = [b[0] for b in w.dataloader]
+    assert len(seen) == 12 and torch.equal(seen[0], seen[1]) and torch.equal(seen[1], seen[2]) and not torch.equal(seen[2], seen[3])
+    w.revert("data_echoing")
+    assert len(list(w.dataloader)) == 4
+
+
+def test_dataloader_settings_take_effect_next_epoch_and_revert(tmp_path):
+    model = nn.Linear(4, 1)
+    loader = DataLoader(TensorDataset(torch.randn(32, 4)), batch_size=8, num_workers=0)
+    w = w_for(model, torch.optim.SGD(model.parameters(), lr=0.1), loader, tmp_path=tmp_path)
+    w.apply("dataloader_settings", num_workers=2, persistent_workers=False, prefetch_factor=2)
+    assert loader.num_workers == 2 and w.facts["loader_workers"] == 2
+    it = iter(loader)
+    assert type(it).__name__ == "_MultiProcessingDataLoaderIter"
+    assert len(list(it)) == 4
+    w.revert("dataloader_settings")
+    assert loader.num_workers == 0 and type(iter(loader)).__name__ == "_SingleProcessDataLoaderIter"
+
+
+def test_gradient_accumulation_equals_the_large_batch_step_and_reverts(tmp_path):
+    torch.manual_seed(0)
+    model, ref = nn.Linear(8, 1), nn.Linear(8, 1)
+    ref.load_state_dict(model.state_dict())
+    opt, ropt = torch.optim.SGD(model.parameters(), lr=0.1), torch.optim.SGD(ref.parameters(), lr=0.1)
+    w = w_for(model, opt, tmp_path=tmp_path)
+    w.apply("gradient_accumulation", k=4)
+    xs = [torch.randn(2, 8) for _ in range(4)]
+    steps = []
+    opt.register_step_post_hook(lambda *a: steps.append(1))
+    for x in xs:
+        opt.zero_grad()
+        model(x).pow(2).mean().backward()
+        opt.step()
+    assert len(steps) == 1  # one real optimizer step per 4 batches
+    ropt.zero_grad()
+    ref(torch.cat(xs)).pow(2).mean().backward()
+    ropt.step()
+    assert torch.allclose(model.weight, ref.weight, atol=1e-6)
+    w.revert("gradient_accumulation")
+    opt.zero_grad()
+    model(xs[0]).sum().backward()
+    opt.step()
+    assert len(steps) == 2 and "step" not in opt.__dict__
+
+
+@pytest.fixture
+def ddp_world():
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    yield
+    dist.destroy_process_group()
+
+
+def test_ddp_comm_hook_compresses_and_reverts(tmp_path, ddp_world):
+    model = nn.parallel.DistributedDataParallel(nn.Linear(32, 32))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    w = w_for(model, opt, tmp_path=tmp_path)
+    w.apply("ddp_comm_hook", kind="fp16")
+    model(torch.randn(4, 32)).sum().backward()
+    d = model._bottleneckd_comm_dispatch
+    assert d.calls.get("fp16", 0) >= 1
+    w.revert("ddp_comm_hook")
+    model(torch.randn(4, 32)).sum().backward()
+    assert d.calls.get("allreduce", 0) >= 1
+    w.apply("ddp_comm_hook", kind="powersgd")  # re-applying works: one dispatcher per model
+    assert d.kind == "powersgd"
+
+
+def test_less_frequent_sync_skips_the_all_reduce_between_steps(tmp_path, ddp_world):
+    model = nn.parallel.DistributedDataParallel(nn.Linear(32, 32))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    w = w_for(model, opt, tmp_path=tmp_path)
+    w.apply("ddp_comm_hook", kind="fp16")  # the dispatcher counts the all-reduces
+    d = model._bottleneckd_comm_dispatch
+    w.apply("less_frequent_sync", k=4)
+    for _ in range(8):
+        opt.zero_grad()
+        model(torch.randn(4, 32)).sum().backward()
+        opt.step()
+    assert d.calls["fp16"] == 2  # one synchronisation per 4 micro-batches
+
+
+def test_progressive_freezing_follows_the_schedule_and_reverts(tmp_path):
+    model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4), nn.Linear(4, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    w = w_for(model, opt, tmp_path=tmp_path)
+    t = w.apply("progressive_freezing", total_steps=10, start=0.5)
+    assert t.mitigation.schedule(3) == [5, 7, 10]
+    for _ in range(6):
+        opt.zero_grad()
+        model(torch.randn(2, 4)).sum().backward()
+        opt.step()
+    assert not model[0].weight.requires_grad and model[1].weight.requires_grad
+    w.revert("progressive_freezing")
+    assert all(p.requires_grad for p in model.parameters())
+
+
+def test_selective_backprop_keeps_the_highest_losses(tmp_path):
+    torch.manual_seed(0)
+    model = nn.Linear(4, 3)
+    loss_fn = nn.CrossEntropyLoss()
+    w = w_for(model, torch.optim.SGD(model.parameters(), lr=0.1), tmp_path=tmp_path)
+    t = w.apply("selective_backprop", loss_module=loss_fn, keep=0.25)
+    x, y = torch.randn(8, 4), torch.randint(0, 3, (8,))
+    loss = loss_fn(model(x), y)
+    per = nn.functional.cross_entropy(model(x), y, reduction="none")
+    assert t.mitigation.last_kept == 2
+    assert torch.allclose(loss, per.topk(2).values.mean())
+    w.revert("selective_backprop")
+    assert torch.allclose(loss_fn(model(x), y), per.mean())
+
+
+def test_progressive_resizing_grows_inputs_and_reverts(tmp_path):
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    w = w_for(model, opt, tmp_path=tmp_path)
+    sizes = []
+    model[0].register_forward_pre_hook(lambda m, a: sizes.append(a[0].shape[-1]))
+    w.apply("progressive_resizing", total_steps=8, start_scale=0.5, until=0.5)
+    for _ in range(6):
+        opt.zero_grad()
+        model(torch.randn(2, 3, 64, 64)).sum().backward()
+        opt.step()
+    assert sizes[0] == 32 and sizes[-1] == 64 and sizes == sorted(sizes)
+    w.revert("progressive_resizing")
+    model(torch.randn(2, 3, 64, 64))
+    assert sizes[-1] == 64
+
+
+class SlowDown:
+    """A mitigation that makes each step slower: verification must reject it."""
+
+    name = "slow_down"
+    changes_semantics = False
+    note = "sleeps 20 ms per forward"
+
+    def apply(self, ctx):
+        self.h = ctx.model.register_forward_pre_hook(lambda *a: time.sleep(0.02))
+        self.reverted = False
+
+    def revert(self):
+        self.h.remove()
+        self.reverted = True
+
+
+class SpeedUp(SlowDown):
+    """Removes a slow hook the model had: verification must keep it."""
+
+    name = "speed_up"
+
+    def __init__(self, slow_handle):
+        self.slow = slow_handle
+
+    def apply(self, ctx):
+        self.slow.remove()
+        self.reverted = False
+
+    def revert(self):
+        self.reverted = True
+
+
+def run_steps(w, model, opt, n):
+    for _ in range(n):
+        for x in [torch.randn(4, 8)]:
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+
+
+def test_verification_rejects_a_slower_mitigation_and_keeps_a_faster_one(tmp_path, capsys):
+    model = nn.Linear(8, 8)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = [torch.randn(4, 8)] * 200
+    w = watch(model, opt, data, socket_path=f"{tmp_path}/n.sock", local_sampling=False, print_epoch=False, roofline_step=None)
+    it = iter(w.dataloader)
+
+    def steps(n):
+        for _ in range(n):
+            x = next(it)
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+
+    steps(10)
+    t = w.apply(SlowDown(), verify=True, steps=8, warmup=1)
+    steps(10)
+    assert t.kept is False and t.ratio < 0.5 and t.mitigation.reverted
+    slow = model.register_forward_pre_hook(lambda *a: time.sleep(0.02))
+    steps(10)
+    t2 = w.apply(SpeedUp(slow), verify=True, steps=8, warmup=1)
+    steps(10)
+    assert t2.kept is True and t2.ratio > 2 and not t2.mitigation.reverted
+    out = capsys.readouterr().out
+    assert "slow_down: throughput x0." in out and "reverted" in out and "speed_up: throughput x" in out and "kept" in out
+
+
+def test_semantics_changing_mitigations_say_so_when_applied(tmp_path, capsys):
+    model = nn.Linear(4, 4)
+    w = w_for(model, torch.optim.SGD(model.parameters(), lr=0.1), tmp_path=tmp_path)
+    w.apply("gradient_accumulation", k=2)
+    assert "changes training semantics" in capsys.readouterr().out
+    w.apply("channels_last")
+    assert "changes training semantics" not in capsys.readouterr().out

@@ -1,0 +1,79 @@
+"""The labelled scenario suite: tests/data/<scenario>/trace.jsonl with its expected verdict.
+
+Recorded traces come from real runs (the provenance says where); constructed ones from
+tests/data/construct.py. Every trace goes through the same pipeline as live samples."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bottleneckd.knowledge import load_knowledge
+from bottleneckd.pipeline import Pipeline
+from bottleneckd.report import build_report
+from bottleneckd.resources import RESOURCES
+from bottleneckd.trace import read_trace
+
+DATA = Path(__file__).resolve().parent / "data"
+SCENARIOS = sorted(p.parent.name for p in DATA.glob("*/expected.json"))
+
+
+def analyse(name: str) -> tuple[Pipeline, dict]:
+    header, samples = read_trace(str(DATA / name / "trace.jsonl"))
+    p = Pipeline(header.peaks)
+    for s in samples:
+        p(s)
+    return p, build_report(p)
+
+
+def test_the_suite_covers_all_twelve_plus_balanced_idle_and_a_regime_change():
+    expected = {json.loads((DATA / s / "expected.json").read_text())["resource"] for s in SCENARIOS}
+    assert set(RESOURCES) <= expected, set(RESOURCES) - expected
+    assert {"balanced", "idle", "regime_change"} <= set(SCENARIOS)
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_verdict_matches_the_label(name):
+    exp = json.loads((DATA / name / "expected.json").read_text())
+    assert exp["provenance"].startswith(("recorded", "constructed"))
+    p, doc = analyse(name)
+    v = doc["verdict"]
+    assert v["resource"] == exp["resource"], (name, v)
+    if exp["stage"] != "*":
+        assert v["stage"] == exp["stage"], (name, v)
+    assert v["evidence"], "a verdict comes with numbers"
+    if exp.get("regime_change"):
+        changes = [c for c in doc["regime_changes"] if c["after"] == exp["regime_change"]["to"]]
+        assert changes, doc["regime_changes"]
+
+
+@pytest.mark.parametrize("name", SCENARIOS)
+def test_no_recommendation_contradicts_the_verdict(name):
+    p, doc = analyse(name)
+    v = doc["verdict"]
+    recs = doc["recommendations"]
+    if v["resource"] == "undetermined":
+        assert recs == []
+        return
+    assert recs, "an active bottleneck gets recommendations"
+    allowed = {v["resource"]} | {s["resource"] for s in v["secondary"]}
+    for r in recs:
+        assert r["addresses"] in allowed and r["addresses"] in r["resources"]
+    top = recs[0]
+    assert top["addresses"] == v["resource"] and v["stage"] in top["stages"]
+    facts = doc["facts"]
+    if facts.get("autocast_dtype") in ("bfloat16", "float16"):
+        assert all(r["id"] != "mixed_precision" for r in recs)
+    if facts.get("loader_workers_saturate_cores"):
+        assert all(r["id"] != "more_loader_workers" for r in recs)
+
+
+def test_knowledge_base_covers_every_resource_with_taxonomy_and_citations():
+    kb = load_knowledge()
+    for r in RESOURCES:
+        assert any(r in m.resources for m in kb), r
+    assert {m.action for m in kb} == {"remove", "restrict", "reorder", "replace", "retrofit"}
+    assert any(m.baseline and m.id == "fewer_epochs" for m in kb)
+    assert any(m.cites == ("Choi et al., 2019",) and m.id == "data_echoing" for m in kb)
+    for m in kb:
+        assert m.section and m.stages and m.effect in ("time_per_iteration", "iterations", "both")
