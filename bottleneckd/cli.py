@@ -223,15 +223,17 @@ def _replay(trace_path: str, bind: str, web_config: str | None, duration: float 
 
     from bottleneckd.exporter import SnapshotCollector, serve as start
     from bottleneckd.pipeline import Pipeline
-    from bottleneckd.trace import read_trace
+    from bottleneckd.trace import read_events, read_trace
 
     header, samples = read_trace(trace_path)
     items = list(samples)
     if not items:
         raise InputError(f"{trace_path}: the trace holds no samples")
+    events = read_events(trace_path)
     pipeline = Pipeline(header.peaks)
     steps = [0]
-    server = start(SnapshotCollector(lambda: pipeline.latest, lambda: steps[0]), bind, web_config)
+    shown: list[dict] = []  # events up to the sample being served, with their times moved to now
+    server = start(SnapshotCollector(lambda: pipeline.latest, lambda: steps[0], lambda: shown), bind, web_config)
     click.echo(f"bottleneckd: replaying {len(items)} samples of {trace_path} on http://{bind}/metrics", err=True)
     t0 = _time.monotonic()
     try:
@@ -239,6 +241,10 @@ def _replay(trace_path: str, bind: str, web_config: str | None, duration: float 
         while duration is None or _time.monotonic() - t0 < duration:
             s = items[k % len(items)]
             pipeline(s)
+            for e in events:
+                if items[0].t <= e["t"] <= s.t and not any(x["name"] == e.get("name") for x in shown):
+                    shown.append({"event": e.get("kind", ""), "name": e.get("name", ""), "t": _time.time(),
+                                  "changes_semantics": e.get("changes_semantics", False)})
             steps[0] += s.phases.steps if s.phases else 0
             k += 1
             _time.sleep(min(header.interval, 1.0))

@@ -17,7 +17,7 @@ from prometheus_client.registry import Collector
 
 from bottleneckd.errors import InputError
 from bottleneckd.pipeline import Snapshot
-from bottleneckd.resources import PHASES, RESOURCES
+from bottleneckd.resources import PHASES, RESOURCES, STAGES
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +62,8 @@ class SnapshotCollector(Collector):
             elif r.unit in SUFFIX:
                 base, _, detail = r.metric.partition(":")
                 suffix, mul = SUFFIX[r.unit]
-                name = f"bottleneckd_{r.resource}_{_name(base)}{suffix}"
+                base_name = _name(base)
+                name = f"bottleneckd_{r.resource}_{base_name}" + ("" if base_name.endswith(suffix.lstrip("_")) else suffix)
                 if name.endswith("_joules"):
                     continue  # energy is a counter below
                 labels = ["device", "detail"] if detail else ["device"]
@@ -84,6 +85,10 @@ class SnapshotCollector(Collector):
         for res in RESOURCES + ("undetermined",):
             active.add_metric([res], 1.0 if v.resource == res else 0.0)
         yield active
+        stage = GaugeMetricFamily("bottleneckd_bottleneck_stage", "1 for the stage of the step where the active bottleneck shows", labels=["stage"])
+        for st in STAGES:
+            stage.add_metric([st], 1.0 if v.stage == st else 0.0)
+        yield stage
         yield GaugeMetricFamily("bottleneckd_bottleneck_confidence_ratio", "Confidence in the active bottleneck", value=v.confidence)
         yield GaugeMetricFamily("bottleneckd_bottleneck_since_seconds", "Unix time since which the active bottleneck holds", value=v.since)
         if v.headroom is not None:

@@ -73,6 +73,22 @@ def read_header(path: str, line: str) -> TraceHeader:
         raise TraceError(path, 1, f"header field missing or malformed: {e}") from e
 
 
+def read_events(path: str) -> list[dict[str, Any]]:
+    """The event lines of a trace (mitigations applied ...), in order; bad lines are skipped."""
+    out = []
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                if '"type":"event"' in line.replace(" ", ""):
+                    try:
+                        out.append(json.loads(line))
+                    except json.JSONDecodeError:
+                        continue
+    except OSError:
+        pass
+    return out
+
+
 def read_trace(path: str) -> tuple[TraceHeader, Iterator[Sample]]:
     """The header, and an iterator over samples. A bad line raises TraceError after the good
     lines before it have been yielded; a last line cut short by a crash is skipped silently."""

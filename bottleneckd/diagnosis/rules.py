@@ -62,8 +62,8 @@ def data_wait(w: WindowStats, peaks: PeakTable) -> list[Finding]:
         ev = [f"waiting for the next batch {_pct(share)} of step time ({fmt_s(p.per_step('data_wait'))} per step over {p.steps} steps)"]
     head = _headroom(share)
     cores = w.get("cpu_compute", "host", "cores") or 1.0
-    workers = w.get("cpu_compute", "job", "worker_cores_busy")
-    job = w.get("cpu_compute", "job", "cores_busy")
+    workers = w.get("cpu_compute", "job", "worker_busy_cores")
+    job = w.get("cpu_compute", "job", "busy_cores")
     host = w.get("cpu_compute", "host", "utilization")
     iowait = w.get("cpu_compute", "host", "iowait")
     disk_wait = w.get("cpu_compute", "job", "processes_in_disk_wait")
@@ -159,7 +159,7 @@ def compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
         gev = list(ev)
         if busy is not None and busy >= 0.9 and sm is not None and sm < 0.5:
             gev.append(f"NVML 'GPU utilization' {_pct(busy)} but SM activity only {_pct(sm)}: kernels are small or serial, not compute-bound")
-            main = w.get("cpu_compute", "job", "main_cores_busy")
+            main = w.get("cpu_compute", "job", "main_busy_cores")
             if main is not None and main >= 0.85:
                 return [Finding("cpu_compute", "compute", 0.7, tuple(gev + [f"training process main thread at {main:.2f} cores: kernel launches limit the step"]), None)]
             return [Finding("gpu_compute", "compute", 0.4, tuple(gev), None)]
@@ -185,7 +185,7 @@ def compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
         return out
     # CPU training
     cores = w.get("cpu_compute", "host", "cores") or 1.0
-    main = w.get("cpu_compute", "job", "main_cores_busy")
+    main = w.get("cpu_compute", "job", "main_busy_cores")
     host = w.get("cpu_compute", "host", "utilization")
     mbw = w.get("cpu_memory_bandwidth", "host", "utilization")
     peak_c = peaks.value("cpu_compute", "cpu")

@@ -51,7 +51,7 @@ class CpuComputeSampler:
             out.append(Reading("cpu_compute", f"cpu{k}", "busy", busy, "ratio"))
         n = max(1, len(per))
         out.append(Reading("cpu_compute", "host", "utilization", busy_total / n, "ratio"))
-        out.append(Reading("cpu_compute", "host", "cores_busy", busy_total, "cores"))
+        out.append(Reading("cpu_compute", "host", "busy_cores", busy_total, "cores"))
         out.append(Reading("cpu_compute", "host", "cores", float(n), "cores"))
         out.append(Reading("cpu_compute", "host", "iowait", iowait / n, "ratio"))
         psi = read_psi(self._psi)
@@ -72,9 +72,9 @@ class CpuComputeSampler:
                 if p.pid != self._tree.pid:
                     workers += c
                 states[st] = states.get(st, 0) + 1
-            out.append(Reading("cpu_compute", "job", "cores_busy", total, "cores"))
-            out.append(Reading("cpu_compute", "job", "main_cores_busy", total - workers, "cores"))
-            out.append(Reading("cpu_compute", "job", "worker_cores_busy", workers, "cores"))
+            out.append(Reading("cpu_compute", "job", "busy_cores", total, "cores"))
+            out.append(Reading("cpu_compute", "job", "main_busy_cores", total - workers, "cores"))
+            out.append(Reading("cpu_compute", "job", "worker_busy_cores", workers, "cores"))
             out.append(Reading("cpu_compute", "job", "processes", float(len(members)), "count"))
             out.append(Reading("cpu_compute", "job", "processes_in_disk_wait", float(states.get("disk-sleep", 0)), "count"))
         return out

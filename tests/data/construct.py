@@ -58,9 +58,9 @@ def readings(f: Figures, peaks: Any, jitter: Callable[[float], float]) -> list[R
         nvl_peak = peaks.value("inter_gpu_interconnect", g)
         out += [Reading("inter_gpu_interconnect", g, "throughput", j(f["nvlink"]), "B/s"), Reading("inter_gpu_interconnect", g, "utilization", j(f["nvlink"]) / nvl_peak, "ratio")]
     out += [Reading("cpu_compute", "host", "utilization", j(f["host_cpu"]), "ratio"), Reading("cpu_compute", "host", "cores", 8.0, "cores"),
-            Reading("cpu_compute", "host", "iowait", j(f["iowait"]), "ratio"), Reading("cpu_compute", "job", "cores_busy", j(f["job_cores"]), "cores"),
-            Reading("cpu_compute", "job", "worker_cores_busy", j(f["worker_cores"]), "cores"),
-            Reading("cpu_compute", "job", "main_cores_busy", j(f["job_cores"] - f["worker_cores"]), "cores"),
+            Reading("cpu_compute", "host", "iowait", j(f["iowait"]), "ratio"), Reading("cpu_compute", "job", "busy_cores", j(f["job_cores"]), "cores"),
+            Reading("cpu_compute", "job", "worker_busy_cores", j(f["worker_cores"]), "cores"),
+            Reading("cpu_compute", "job", "main_busy_cores", j(f["job_cores"] - f["worker_cores"]), "cores"),
             Reading("cpu_memory", "host", "utilization", min(1.0, j(f["host_mem"])), "ratio"),
             Reading("cpu_memory", "host", "swap_in_bytes_per_second", f["swap"], "B/s"), Reading("cpu_memory", "host", "swap_out_bytes_per_second", f["swap"], "B/s"),
             Reading("cpu_memory_bandwidth", "host", "utilization", None, "ratio", "no memory-bandwidth counters (constructed machine)")]
