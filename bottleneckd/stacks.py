@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import json
 import linecache
-import os
-import sys
 import logging
+import os
 import re
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from collections import Counter
+
+import psutil
 
 from bottleneckd.sample import StepPhases
 
@@ -97,9 +99,47 @@ def main_thread(dump: list[dict], pid: int) -> dict | None:
     return None
 
 
+WAIT_FRAMES = ("Popen.wait", "Popen._wait", "Popen._try_wait", "waitpid", "BaseProcess.join", "Popen.poll", "_wait_for_tstate_lock",
+               "start_processes", "ProcessContext.join", "SimpleElasticAgent", "LocalElasticAgent")
+
+
+def _environ(p: "psutil.Process") -> dict[str, str]:
+    try:
+        return p.environ()
+    except Exception:  # noqa: BLE001
+        return {}
+
+
+def training_process(pid: int, frames: list[dict]) -> int:
+    """A launcher (torchrun, mp.spawn, a script that starts its ranks) only waits: follow it to
+    the process that trains, rank 0 when ranks are named, else the busiest Python child."""
+    if not any(w in f.get("name", "") for f in frames[:6] for w in WAIT_FRAMES):
+        return pid
+    try:
+        kids = [k for k in psutil.Process(pid).children(recursive=True) if "python" in k.name().lower()]
+    except psutil.Error:
+        return pid
+    if not kids:
+        return pid
+    for k in kids:
+        env = _environ(k)
+        if env.get("LOCAL_RANK", env.get("RANK")) == "0":
+            return k.pid
+
+    def busy(k: "psutil.Process") -> float:
+        try:
+            t = k.cpu_times()
+            return t.user + t.system
+        except psutil.Error:
+            return -1.0
+
+    return max(kids, key=busy).pid
+
+
 class StackSampler:
     def __init__(self, pid: int, rate_hz: float = 2.0, py_spy: str | None = None) -> None:
         self.pid = pid
+        self.target = pid
         self.interval = 1.0 / rate_hz
         self.exe = py_spy or find_py_spy()
         self._counts: Counter[str] = Counter()
@@ -111,9 +151,10 @@ class StackSampler:
         self.error: str | None = None
         self.samples_total = 0
 
-    def dump(self) -> list[dict] | None:
+    def dump(self, pid: int | None = None) -> list[dict] | None:
         assert self.exe is not None
-        p = subprocess.run([self.exe, "dump", "--pid", str(self.pid), "--nonblocking", "--json"], capture_output=True, text=True, timeout=10)
+        pid = self.target if pid is None else pid
+        p = subprocess.run([self.exe, "dump", "--pid", str(pid), "--nonblocking", "--json"], capture_output=True, text=True, timeout=10)
         if p.returncode != 0:
             err = (p.stderr or p.stdout).strip()
             if any(k in err for k in ("Permission", "ptrace", "Operation not permitted", "EPERM")):
@@ -126,7 +167,9 @@ class StackSampler:
         if self.exe is None:
             return "py-spy is not installed (pip install py-spy); diagnosing without stacks"
         try:
-            self.dump()
+            d = self.dump(self.pid)
+            t = main_thread(d or [], self.pid)
+            self.target = training_process(self.pid, t.get("frames", []) if t else [])
             return None
         except PermissionError as e:
             return str(e)
@@ -140,7 +183,7 @@ class StackSampler:
             except (RuntimeError, PermissionError, subprocess.TimeoutExpired, ValueError) as e:
                 self.error = str(e)
                 continue
-            t = main_thread(d or [], self.pid)
+            t = main_thread(d or [], self.target)
             if t is None:
                 continue
             phase = classify_frames(t.get("frames", []))

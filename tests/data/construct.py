@@ -62,6 +62,7 @@ def readings(f: Figures, peaks: Any, jitter: Callable[[float], float]) -> list[R
             Reading("cpu_compute", "job", "worker_busy_cores", j(f["worker_cores"]), "cores"),
             Reading("cpu_compute", "job", "main_busy_cores", j(f["job_cores"] - f["worker_cores"]), "cores"),
             Reading("cpu_memory", "host", "utilization", min(1.0, j(f["host_mem"])), "ratio"),
+            Reading("cpu_memory", "host", "used", f["host_mem"] * 64 * 2**30, "B"), Reading("cpu_memory", "job", "resident_bytes", 12e9, "B"),
             Reading("cpu_memory", "host", "swap_in_bytes_per_second", f["swap"], "B/s"), Reading("cpu_memory", "host", "swap_out_bytes_per_second", f["swap"], "B/s"),
             Reading("cpu_memory_bandwidth", "host", "utilization", None, "ratio", "no memory-bandwidth counters (constructed machine)")]
     seq, iops = peaks.value("storage_bandwidth", "nvme0n1", "sequential_read"), peaks.value("storage_bandwidth", "nvme0n1", "random_read_4k_iops")
