@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+"""Benchmark the torch hook: (1) the watcher's per-step cost on a small CPU model, interleaved
+blocks of steps with and without it; (2) each mitigation's measured speed-up (wall clock,
+verify=True) on a workload with the matching bottleneck beside one without it.
+
+    python scripts/bench_watcher.py [--blocks 10] [--steps 200] [--only overhead|mitigations] [--device cpu|cuda]
+
+Target (issue 5): the watcher costs at most 1% of step time and 50 microseconds per step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "workloads"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bottleneckd.torch import watch  # noqa: E402
+from bottleneckd.torch.demo import CostlyImages  # noqa: E402
+
+
+def small_model() -> nn.Module:
+    return nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+
+
+def overhead(blocks: int, steps: int, device: str = "cpu") -> None:
+    torch.manual_seed(0)
+    model = small_model().to(device)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(64, 256, device=device), torch.randint(0, 10, (64,), device=device)
+    data = [(x, y)] * steps
+    loss_fn = nn.CrossEntropyLoss()
+
+    def run(loader) -> float:
+        t0 = time.perf_counter()
+        for xb, yb in loader:
+            opt.zero_grad()
+            loss_fn(model(xb), yb).backward()
+            opt.step()
+        if device == "cuda":
+            torch.cuda.synchronize()  # the benchmark's own clock; the watcher never synchronises
+        return (time.perf_counter() - t0) / steps
+
+    run(data)  # warm-up
+    bare, watched = [], []
+    for b in range(blocks):
+        for mode in (("bare", "watched") if b % 2 == 0 else ("watched", "bare")):  # interleaved, alternating order
+            if mode == "bare":
+                bare.append(run(data))
+            else:
+                w = watch(model, opt, data, local_sampling=False, print_epoch=False, roofline_step=None, socket_path="/nonexistent/sock")
+                watched.append(run(w.dataloader))
+                w.close()
+    b, wd = statistics.median(bare), statistics.median(watched)
+    print(f"overhead on {device}: bare {b * 1e6:.1f} us/step, watched {wd * 1e6:.1f} us/step (medians of {blocks} blocks of {steps} steps)")
+    print(f"overhead: +{(wd - b) * 1e6:.1f} us per step = {(wd / b - 1) * 100:+.2f}% of step time (ratio watched/bare {wd / b:.4f})")
+
+
+def trial(make, mitigation: str, kwargs: dict, device: str, before: int = 30, steps: int = 30) -> float | None:
+    model, opt, loader, step = make(device)
+    w = watch(model, opt, loader, local_sampling=False, print_epoch=False, roofline_step=None, socket_path="/nonexistent/sock")
+    it = iter(w.dataloader)
+    t = None
+    for k in range(before + steps + 8):
+        try:
+            b = next(it)
+        except StopIteration:
+            it = iter(w.dataloader)
+            b = next(it)
+        step(model, opt, b)
+        if k == before - 1:
+            if "loss_module" in kwargs:
+                kwargs = {**kwargs, "loss_module": model.loss}
+            t = w.apply(mitigation, verify=True, steps=steps, warmup=4, **kwargs)
+        if t is not None and t.kept is not None:
+            break
+    if device == "cuda":
+        torch.cuda.synchronize()
+    w.close()
+    return None if t is None else t.ratio
+
+
+def loss_step(model, opt, b) -> None:
+    x, y = b
+    x, y = x.to(next(model.parameters()).device, non_blocking=True), y.to(next(model.parameters()).device, non_blocking=True)
+    opt.zero_grad()
+    model.loss(model(x), y).backward()
+    opt.step()
+
+
+def data_bound(device: str):
+    torch.set_num_threads(1)
+    model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(256, 10)).to(device)
+    model.loss = nn.CrossEntropyLoss()
+    loader = DataLoader(CostlyImages(100000, 24), batch_size=32, num_workers=1)
+    return model, torch.optim.SGD(model.parameters(), lr=0.01), loader, loss_step
+
+
+def compute_bound(device: str):
+    torch.set_num_threads(2)
+    width = 2048 if device == "cpu" else 8192
+    model = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 10)).to(device)
+    model.loss = nn.CrossEntropyLoss()
+    xs = [(torch.randn(256 if device == "cpu" else 4096, width), torch.randint(0, 10, (256 if device == "cpu" else 4096,)))] * 100000
+    return model, torch.optim.SGD(model.parameters(), lr=0.01), xs, loss_step
+
+
+def conv_bound(device: str):
+    torch.set_num_threads(2)
+    model = nn.Sequential(nn.Conv2d(3, 64, 3, padding=1), nn.ReLU(), nn.Conv2d(64, 64, 3, padding=1), nn.ReLU(),
+                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)).to(device)
+    model.loss = nn.CrossEntropyLoss()
+    n = 32 if device == "cpu" else 256
+    xs = [(torch.randn(n, 3, 64, 64), torch.randint(0, 10, (n,)))] * 100000
+    return model, torch.optim.SGD(model.parameters(), lr=0.01), xs, loss_step
+
+
+CASES = [  # mitigation, kwargs, matching workload, other workload
+    ("data_echoing", {"factor": 2}, data_bound, compute_bound),
+    ("dataloader_settings", {"num_workers": 2, "persistent_workers": True, "prefetch_factor": 4}, data_bound, compute_bound),
+    ("mixed_precision", {"dtype": "bfloat16"}, compute_bound, data_bound),
+    ("channels_last", {}, conv_bound, data_bound),
+    ("progressive_resizing", {"total_steps": 400, "start_scale": 0.5, "until": 0.9}, conv_bound, data_bound),
+    ("selective_backprop", {"loss_module": None, "keep": 0.5}, compute_bound, data_bound),
+    ("activation_checkpointing", {}, compute_bound, data_bound),
+    ("gradient_accumulation", {"k": 4}, compute_bound, data_bound),
+]
+
+
+def mitigations(device: str, only: list[str] | None = None) -> None:
+    print(f"\nmitigation speed-ups on {device} (wall-clock throughput after / before, verify=True, 30 steps each)")
+    print(f"{'mitigation':<26} {'matching workload':<30} {'ratio':>7}   {'other workload':<30} {'ratio':>7}")
+    for name, kw, match, other in CASES:
+        if only and name not in only:
+            continue
+        if name == "dataloader_settings" and device == "cuda":
+            kw = {**kw, "pin_memory": True}
+        r1 = trial(match, name, dict(kw), device)
+        r2 = trial(other, name, dict(kw), device)
+        f = lambda r: "n/a" if r is None else f"{r:.3f}"  # noqa: E731
+        print(f"{name:<26} {match.__name__:<30} {f(r1):>7}   {other.__name__:<30} {f(r2):>7}", flush=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--blocks", type=int, default=10)
+    ap.add_argument("--steps", type=int, default=200)
+    ap.add_argument("--only", choices=["overhead", "mitigations"], default=None)
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--cases", nargs="*", help="only these mitigations")
+    args = ap.parse_args()
+    if args.only in (None, "overhead"):
+        overhead(args.blocks, args.steps, args.device)
+    if args.only in (None, "mitigations"):
+        mitigations(args.device, args.cases)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
