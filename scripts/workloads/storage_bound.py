@@ -5,6 +5,7 @@ import argparse
 import mmap
 import os
 import random
+import tempfile
 
 import torch
 from torch import nn
@@ -48,7 +49,7 @@ def make_file(path: str, mib: int) -> None:
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--seconds", type=float, default=20)
-ap.add_argument("--file", default=os.path.join(os.getcwd(), ".bottleneckd-storage-workload.bin"))
+ap.add_argument("--file", default=os.path.join(tempfile.gettempdir(), "bottleneckd-storage-workload.bin"), help="on a disk-backed file system (O_DIRECT)")
 ap.add_argument("--mib", type=int, default=1024)
 args = ap.parse_args()
 make_file(args.file, args.mib)
