@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import os
 import threading
-import time
 import weakref
 from typing import Any
 
@@ -29,17 +28,14 @@ def _wrap(fn: Any) -> Any:
     def timed(*args: Any, **kwargs: Any) -> Any:
         if kwargs.get("async_op") or not _watchers:
             return fn(*args, **kwargs)
-        t0 = time.perf_counter()
+        ws = [w for w in list(_watchers) if w.enabled]
+        for w in ws:
+            w.comm_begin()
         try:
             return fn(*args, **kwargs)
         finally:
-            dt = time.perf_counter() - t0
-            for w in list(_watchers):
-                try:
-                    if w.enabled:
-                        w.add_communication(dt)
-                except Exception:  # noqa: BLE001 - never break the collective
-                    pass
+            for w in ws:
+                w.comm_end()
 
     timed._bottleneckd = True  # type: ignore[attr-defined]
     return timed

@@ -55,11 +55,11 @@ class GlobalWatcher(Watcher):
         self._handles.append(optim_mod.register_optimizer_step_post_hook(self._guard(lambda *a: self._global_step_end())))
         self._patch_loader()
 
-    def _pre(self, module: torch.nn.Module, *_: Any) -> None:
+    def _pre(self, module: torch.nn.Module, args: tuple) -> None:
         if self._depth == 0:
             if not self._narrowed and module not in self._candidates:
                 self._candidates.append(module)
-            self._forward_start()
+            self._forward_start(module, args)
         self._depth += 1
 
     def _post(self, module: torch.nn.Module, *_: Any) -> None:
@@ -81,8 +81,7 @@ class GlobalWatcher(Watcher):
             for h in self._global_module_hooks:
                 h.remove()
                 self._handles.remove(h)
-            self._handles.append(self.root.register_forward_pre_hook(self._guard(self._pre)))
-            self._handles.append(self.root.register_forward_hook(self._guard(self._post)))
+            self._handles.append(self._wrap_forward(self.root))
             self._narrowed = True
             if self.device.type == "cuda" and not isinstance(self._clock, CudaClock):
                 self._clock = CudaClock()
@@ -104,7 +103,7 @@ class GlobalWatcher(Watcher):
             try:
                 batch = original(it)
             except StopIteration:
-                w._mark_cancel("step_start")
+                w._unmark("step_start")
                 w.epoch_end()
                 raise
             w._mark("data_ready")

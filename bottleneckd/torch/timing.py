@@ -1,4 +1,16 @@
-"""Phase clocks: host perf counters on CPU; CUDA events read lazily on GPU (no synchronize)."""
+"""Phase clocks. Both turn a step's marks into phase seconds, without synchronising.
+
+- HostClock (CPU training): perf-counter timestamps.
+- CudaClock (GPU training): CUDA events from a reused pool, recorded on the current stream at
+  each mark and read once ``query()`` says the step's last event completed, a few steps later.
+  Every phase is measured on the GPU's own timeline, so they add up to the GPU's step time:
+  ``data_wait`` is the time the GPU sat idle between the previous step's end and the moment the
+  host handed it the next batch (the input pipeline starving it); while the host runs ahead of
+  the GPU that gap is zero, as it should be.
+
+``end_step`` returns the steps completed so far as ``(phases, wall)``: ``phases`` in PHASE_KEYS
+order, ``wall`` their sum.
+"""
 
 from __future__ import annotations
 
@@ -8,63 +20,157 @@ from typing import Any
 
 import torch
 
+PHASE_KEYS = ("data_wait", "transfer", "forward", "backward", "optimizer", "communication", "other")
+Step = tuple[tuple[float, ...], float]
+
+
+def _phases(t: dict[str, float], start: float, comm: float) -> Step:
+    """Phase seconds from one step's timestamps (or event times), step start to step end."""
+    end = t["step_end"]
+    wall = max(0.0, end - start)
+    dr, ss, fs, fe, os_ = t.get("data_ready"), t.get("step_start"), t.get("forward_start"), t.get("forward_end"), t.get("optimizer_start")
+    data = max(0.0, dr - (ss if ss is not None else start)) if dr is not None else 0.0
+    transfer = max(0.0, fs - dr) if fs is not None and dr is not None else 0.0
+    forward = max(0.0, fe - fs) if fe is not None and fs is not None else 0.0
+    if fe is not None and os_ is not None:
+        span = max(0.0, os_ - fe)
+        comm = min(comm, span)
+        backward = span - comm
+    else:
+        backward = 0.0
+    optim = max(0.0, end - os_) if os_ is not None else 0.0
+    other = max(0.0, wall - data - transfer - forward - backward - optim - comm)
+    return (data, transfer, forward, backward, optim, comm, other), data + transfer + forward + backward + optim + comm + other
+
+
+SLOTS = ("step_start", "data_ready", "forward_start", "forward_end", "optimizer_start", "step_end")
+_SLOT = {k: i for i, k in enumerate(SLOTS)}
+
 
 class HostClock:
-    """Marks are host timestamps; a step's phases are ready at once."""
+    """The hot path only stores timestamps in fixed slots; phases are computed in ``drain()``,
+    a batch at a time, when the watcher reports (every half second)."""
 
     def __init__(self) -> None:
-        self._marks: list[tuple[str, float]] = []
+        self.cur: list[float | None] = [None] * len(SLOTS)
+        self.done: list[tuple[list[float | None], float, bool]] = []
+        self.prev_end: float | None = None
+        self._comm = 0.0
+        self._own = True
 
     def mark(self, label: str) -> None:
-        self._marks.append((label, time.perf_counter()))
+        now = time.perf_counter()
+        i = _SLOT[label]
+        if i in (0, 2, 4) and self.cur[i] is not None:
+            return  # the first start and the last end of each phase
+        self.cur[i] = now
 
-    def end_step(self) -> list[tuple[str, float]]:
-        m, self._marks = self._marks, []
-        return m
+    def unmark(self, label: str) -> None:
+        self.cur[_SLOT[label]] = None
 
-    def ready(self) -> list[list[tuple[str, float]]]:
-        return []
+    def comm_begin(self) -> None:
+        self._c0 = time.perf_counter()
+
+    def comm_end(self) -> None:
+        self._comm += time.perf_counter() - self._c0
+
+    def end_step(self) -> None:
+        self.cur[5] = time.perf_counter()
+        self.done.append((self.cur, self._comm, self._own))
+        self.cur, self._comm, self._own = [None] * len(SLOTS), 0.0, False
+
+    def drain(self) -> list[Step]:
+        out: list[Step] = []
+        done, self.done = self.done, []
+        for slots, comm, own in done:
+            t = {k: v for k, v in zip(SLOTS, slots) if v is not None}
+            start = self.prev_end if self.prev_end is not None and not own else t.get("step_start", t.get("data_ready", t.get("forward_start", t["step_end"])))
+            self.prev_end = t["step_end"]
+            out.append(_phases(t, start, comm))
+        return out
+
+    def discard_step(self) -> None:
+        self.cur, self._comm = [None] * len(SLOTS), 0.0
+        self.reset()
+
+    def reset(self) -> None:
+        self._own = True
 
 
 class CudaClock:
-    """Device phases through CUDA events; each step's events are read once ``query()`` says the
-    last one completed, a few steps later. Host-side phases (data wait) use perf counters."""
-
     def __init__(self, max_pending: int = 64) -> None:
-        self._marks: list[tuple[str, Any]] = []
-        self._pending: deque[list[tuple[str, Any]]] = deque()
+        self.t: dict[str, Any] = {}
+        self._comm: list[tuple[Any, Any]] = []
+        self._pending: deque[tuple[dict[str, Any], list[tuple[Any, Any]], bool]] = deque()
+        self._pool: list[Any] = []
         self._max = max_pending
+        self._prev_end: Any = None
+        self._own_anchor = True
+
+    def _event(self) -> Any:
+        e = self._pool.pop() if self._pool else torch.cuda.Event(enable_timing=True)
+        e.record()
+        return e
 
     def mark(self, label: str) -> None:
-        if label in ("data_ready", "step_start"):
-            self._marks.append((label, time.perf_counter()))
-            if label == "step_start":
-                return
-            label = "data_ready_device"  # device-side anchor: later events are timed from it
-        e = torch.cuda.Event(enable_timing=True)
-        e.record()
-        self._marks.append((label, e))
+        if label.endswith("_start") and label in self.t:
+            return
+        old = self.t.get(label)
+        if old is not None:
+            self._pool.append(old)
+        self.t[label] = self._event()
 
-    def end_step(self) -> list[tuple[str, float]]:
-        m, self._marks = self._marks, []
-        if len(self._pending) < self._max:  # beyond that, drop rather than hold memory
-            self._pending.append(m)
-        return []
+    def unmark(self, label: str) -> None:
+        e = self.t.pop(label, None)
+        if e is not None:
+            self._pool.append(e)
 
-    def ready(self) -> list[list[tuple[str, float]]]:
-        """Steps whose events completed, converted to seconds relative to the first device mark."""
-        out = []
-        while self._pending:
-            marks = self._pending[0]
-            events = [(l, e) for l, e in marks if not isinstance(e, float)]
-            if events and not events[-1][1].query():
-                break
-            self._pending.popleft()
-            if not events:
-                continue
-            host = [(l, t) for l, t in marks if isinstance(t, float)]
-            first_label, first = events[0]
-            base = dict(host).get("data_ready", host[-1][1] if host else 0.0)
-            conv = [(l, base + first.elapsed_time(e) / 1000.0) for l, e in events if l != "data_ready_device"]
-            out.append(host + conv)
+    def comm_begin(self) -> None:
+        self._c0 = self._event()
+
+    def comm_end(self) -> None:
+        self._comm.append((self._c0, self._event()))
+
+    def end_step(self) -> None:
+        self.mark("step_end")
+        t, self.t = self.t, {}
+        comm, self._comm = self._comm, []
+        if len(self._pending) < self._max:
+            self._pending.append((t, comm, self._own_anchor))
+            self._own_anchor = False
+        else:  # the GPU is far behind: drop this step's timing rather than hold memory
+            self._release(t, comm)
+
+    def drain(self) -> list[Step]:
+        return self.ready()
+
+    def _release(self, t: dict[str, Any], comm: list[tuple[Any, Any]]) -> None:
+        self._pool.extend(t.values())
+        for a, b in comm:
+            self._pool += [a, b]
+
+    def ready(self) -> list[Step]:
+        out: list[Step] = []
+        while self._pending and self._pending[0][0]["step_end"].query():
+            t, comm, own = self._pending.popleft()
+            anchor = self._prev_end if self._prev_end is not None and not own else t.get("step_start", t.get("data_ready"))
+            if anchor is None:
+                anchor = t["step_end"]
+            ms = {k: anchor.elapsed_time(e) / 1000.0 for k, e in t.items()}
+            c = sum(a.elapsed_time(b) for a, b in comm) / 1000.0
+            out.append(_phases(ms, 0.0, c))
+            if self._prev_end is not None:
+                self._pool.append(self._prev_end)
+            self._prev_end = t.pop("step_end")
+            self._release(t, comm)
         return out
+
+    def discard_step(self) -> None:
+        t, self.t = self.t, {}
+        self._release(t, self._comm)
+        self._comm = []
+        self.reset()
+
+    def reset(self) -> None:
+        """The next step is timed from its own step_start (a new epoch, after a discarded step)."""
+        self._own_anchor = True

@@ -24,7 +24,7 @@ import torch
 
 from bottleneckd.channel import PhaseSender, default_socket_path
 from bottleneckd.torch.roofline import StepCounter
-from bottleneckd.torch.timing import CudaClock, HostClock
+from bottleneckd.torch.timing import PHASE_KEYS, CudaClock, HostClock
 
 log = logging.getLogger("bottleneckd.torch")
 PHASE_ORDER = ("data_wait", "transfer", "forward", "backward", "optimizer")
@@ -60,39 +60,6 @@ class EpochReport:
     text: str
 
 
-def phases_from_marks(marks: list[tuple[str, float]], prev_end: float | None, comm: float = 0.0) -> tuple[dict[str, float], float] | None:
-    """Turn a step's marks into phase seconds and the step's wall time. ``comm`` is the time spent
-    in blocking collectives during the step; it is taken out of the backward span it fell in."""
-    t: dict[str, float] = {}
-    for label, when in marks:  # the first start and the last end of each phase
-        if label.endswith("_start") and label in t:
-            continue
-        t[label] = when
-    if "step_end" not in t:
-        return None
-    start = prev_end if prev_end is not None else t.get("step_start", t.get("data_ready"))
-    if start is None:
-        return None
-    wall = t["step_end"] - start
-    out: dict[str, float] = {}
-    if "data_ready" in t and "step_start" in t:
-        out["data_wait"] = max(0.0, t["data_ready"] - t["step_start"])
-    if "data_ready" in t and "forward_start" in t:
-        out["transfer"] = max(0.0, t["forward_start"] - t["data_ready"])
-    if "forward_start" in t and "forward_end" in t:
-        out["forward"] = max(0.0, t["forward_end"] - t["forward_start"])
-    if "forward_end" in t and "optimizer_start" in t:
-        span = max(0.0, t["optimizer_start"] - t["forward_end"])
-        out["communication"] = min(comm, span)
-        out["backward"] = span - out["communication"]
-    elif comm:
-        out["communication"] = comm
-    if "optimizer_start" in t:
-        out["optimizer"] = max(0.0, t["step_end"] - t["optimizer_start"])
-    out["other"] = max(0.0, wall - sum(out.values()))
-    return out, wall
-
-
 class _LoaderProxy:
     """Wraps a DataLoader so iterating it times the wait for each batch and sees the epoch end."""
 
@@ -115,7 +82,7 @@ class _LoaderProxy:
             try:
                 batch = next(it)
             except StopIteration:
-                w._mark_cancel("step_start")
+                w._unmark("step_start")
                 w.epoch_end()
                 return
             w._mark("data_ready")
@@ -139,18 +106,18 @@ class Watcher:
         dev = next((p.device for p in model.parameters()), torch.device("cpu")) if model is not None else torch.device("cpu")
         self.device = dev
         self._clock: HostClock | CudaClock = CudaClock() if dev.type == "cuda" else HostClock()
-        self._prev_end: float | None = None
-        self._acc: dict[str, float] = {}
+        self._acc = [0.0] * len(PHASE_KEYS)
         self._acc_wall = 0.0
         self._acc_steps = 0
-        self._epoch_acc: dict[str, float] = {}
+        self._acc_compute = 0.0
+        self._epoch_acc = [0.0] * len(PHASE_KEYS)
         self._epoch_steps = 0
         self._last_send = time.perf_counter()
         self._report_every = report_every
         self._handles: list[Any] = []
-        self._comm = 0.0
         self._step_index = 0
         self._examples = 0
+        self._step_examples: list[int] = []
         self._history: deque[tuple[float, int]] = deque(maxlen=256)
         self.trials: list[Trial] = []
         self._trial: Trial | None = None
@@ -176,19 +143,58 @@ class Watcher:
         self._install()
 
     # --- instrumentation -------------------------------------------------------------------
-    def add_communication(self, seconds: float) -> None:
-        """Time spent in a blocking collective during the current step (see collectives.py)."""
-        self._comm += seconds
+    def comm_begin(self) -> None:
+        """A blocking collective starts (collectives.py); on CUDA timed with events."""
+        if self.enabled:
+            try:
+                self._clock.comm_begin()
+            except Exception as e:  # noqa: BLE001
+                self.disable(f"{type(e).__name__}: {e}")
+
+    def comm_end(self) -> None:
+        if self.enabled:
+            try:
+                self._clock.comm_end()
+            except Exception as e:  # noqa: BLE001
+                self.disable(f"{type(e).__name__}: {e}")
 
     def _install(self) -> None:
         from bottleneckd.torch.collectives import wrap_collectives
 
         self._handles.append(wrap_collectives(self))
-        self._handles.append(self.model.register_forward_pre_hook(self._guard(self._forward_start)))
-        self._handles.append(self.model.register_forward_hook(self._guard(lambda *a: self._mark("forward_end"))))
+        self._handles.append(self._wrap_forward(self.model))
         if self.optimizer is not None:
             self._handles.append(self.optimizer.register_step_pre_hook(self._guard(lambda *a: self._mark("optimizer_start"))))
             self._handles.append(self.optimizer.register_step_post_hook(self._guard(lambda *a: self._end_step())))
+
+    def _wrap_forward(self, module: torch.nn.Module) -> Any:
+        """Time the root forward through an instance attribute: a module hook would push every
+        call of the model off torch's hook-free fast path."""
+        original = module.forward
+        w = self
+
+        def forward(*args: Any, **kwargs: Any) -> Any:
+            if w.enabled:
+                try:
+                    w._forward_start(module, args)
+                except Exception as e:  # noqa: BLE001 - fail open
+                    w.disable(f"{type(e).__name__}: {e}")
+            out = original(*args, **kwargs)
+            if w.enabled:
+                try:
+                    w._clock.mark("forward_end")
+                except Exception as e:  # noqa: BLE001
+                    w.disable(f"{type(e).__name__}: {e}")
+            return out
+
+        module.forward = forward  # type: ignore[method-assign]
+
+        class _Unwrap:
+            def remove(self) -> None:
+                if module.__dict__.get("forward") is forward:
+                    del module.forward
+
+        return _Unwrap()
 
     def _guard(self, fn: Any) -> Any:
         def hook(*args: Any) -> None:
@@ -202,10 +208,9 @@ class Watcher:
 
         return hook
 
-    def _forward_start(self, *hook_args: Any) -> None:
-        self._mark("forward_start")
-        args = hook_args[1] if len(hook_args) > 1 else ()
-        first = args[0] if isinstance(args, tuple) and args else None
+    def _forward_start(self, module: Any, args: tuple) -> None:
+        self._clock.mark("forward_start")
+        first = args[0] if args else None
         if isinstance(first, torch.Tensor) and first.dim() > 0:
             self._examples += int(first.shape[0])
         if self._roofline_step is not None and self._step_index == self._roofline_step and not self._counter.active:
@@ -225,44 +230,41 @@ class Watcher:
             except Exception as e:  # noqa: BLE001
                 self.disable(f"{type(e).__name__}: {e}")
 
-    def _mark_cancel(self, label: str) -> None:
-        if isinstance(self._clock, HostClock) and self._clock._marks and self._clock._marks[-1][0] == label:
-            self._clock._marks.pop()
-        elif isinstance(self._clock, CudaClock) and self._clock._marks and self._clock._marks[-1][0] == label:
-            self._clock._marks.pop()
+    def _unmark(self, label: str) -> None:
+        if self.enabled:
+            self._clock.unmark(label)
 
     def _end_step(self) -> None:
         self._step_index += 1
         if self._counter.active:
             self._finish_count()
-            self._clock.end_step()  # a counted step runs slowly: drop its timing
-            self._prev_end = None
+            self._clock.discard_step()  # a counted step runs slowly: its timing is dropped
+            self._examples = 0
             return
-        self._clock.mark("step_end")
-        done = self._clock.end_step()
-        steps = [done] if done else []
-        steps += self._clock.ready()
-        comm, self._comm = self._comm, 0.0
-        for marks in steps:
-            got = phases_from_marks(marks, self._prev_end, comm if marks is done else 0.0)
-            self._prev_end = dict(marks).get("step_end", self._prev_end)
-            if got is None:
-                continue
-            ph, wall = got
-            for k, v in ph.items():
-                self._acc[k] = self._acc.get(k, 0.0) + v
-                self._epoch_acc[k] = self._epoch_acc.get(k, 0.0) + v
+        self._clock.end_step()
+        self._step_examples.append(self._examples)
+        self._examples = 0
+        if time.perf_counter() - self._last_send >= self._report_every:
+            self.flush()
+        elif self._trial is not None:
+            self._drain()  # a verification in progress decides at the step it completes
+
+    def _drain(self) -> None:
+        """Turn the steps timed since the last call into phase sums (off the per-step path)."""
+        steps = self._clock.drain()
+        examples, self._step_examples = self._step_examples[: len(steps)], self._step_examples[len(steps):]
+        for (ph, wall), ex in zip(steps, examples + [0] * (len(steps) - len(examples))):
+            acc, ep = self._acc, self._epoch_acc
+            for k in range(len(ph)):
+                acc[k] += ph[k]
+                ep[k] += ph[k]
             self._acc_wall += wall
             self._acc_steps += 1
-            self._record_step(wall)
             self._epoch_steps += 1
-            self._acc_compute = getattr(self, "_acc_compute", 0.0) + ph.get("forward", 0.0) + ph.get("backward", 0.0) + ph.get("optimizer", 0.0)
-        now = time.perf_counter()
-        if now - self._last_send >= self._report_every and self._acc_steps:
-            self.flush()
+            self._acc_compute += ph[2] + ph[3] + ph[4]
+            self._record_step(wall, ex)
 
-    def _record_step(self, wall: float) -> None:
-        ex, self._examples = self._examples, 0
+    def _record_step(self, wall: float, ex: int) -> None:
         self._history.append((wall, ex))
         t = self._trial
         if t is None:
@@ -294,6 +296,7 @@ class Watcher:
             if mitigation not in REGISTRY:
                 raise ValueError(f"unknown mitigation {mitigation!r}; one of: {', '.join(sorted(REGISTRY))}")
             mitigation = REGISTRY[mitigation](**kwargs)
+        self._drain()
         before = _throughput(list(self._history)[-steps:])
         if verify and (before is None or len(self._history) < 3):
             raise ValueError("verify needs at least 3 timed steps before the mitigation is applied")
@@ -317,18 +320,22 @@ class Watcher:
                 t.kept = False
 
     def flush(self) -> None:
-        compute = getattr(self, "_acc_compute", 0.0)
-        if "flops_per_step" in self.facts and compute > 0:
+        self._drain()
+        self._last_send = time.perf_counter()
+        if not self._acc_steps:
+            return
+        compute = self._acc_compute
+        if "flops_per_step" in self.facts and compute > 0 and self._acc_steps:
             per_step = compute / self._acc_steps
             self.facts["achieved_flops"] = self.facts["flops_per_step"] / per_step
             self.facts["achieved_bytes_per_second"] = self.facts["operand_bytes_per_step"] / per_step
         self._acc_compute = 0.0
-        doc = {"v": 1, "pid": os.getpid(), "steps": self._acc_steps, "wall": self._acc_wall, "phases": self._acc,
-               "facts": {**self.facts, "epoch": self.epoch}}
+        doc = {"v": 1, "pid": os.getpid(), "steps": self._acc_steps, "wall": self._acc_wall,
+               "phases": dict(zip(PHASE_KEYS, self._acc)), "facts": {**self.facts, "epoch": self.epoch}}
         self._sender.send(doc)
         if self._local is not None:
             self._local.receiver.ingest(json.dumps(doc).encode())
-        self._acc, self._acc_wall, self._acc_steps = {}, 0.0, 0
+        self._acc, self._acc_wall, self._acc_steps = [0.0] * len(PHASE_KEYS), 0.0, 0
         self._last_send = time.perf_counter()
 
     def disable(self, why: str) -> None:
@@ -363,23 +370,23 @@ class Watcher:
     def epoch_end(self) -> EpochReport | None:
         """Print the verdict and top recommendations as one block; return them as an object."""
         try:
-            if self._acc_steps:
-                self.flush()
+            self.flush()
             report = self._local.report() if self._local is not None else read_sidecar_report(self._sock_path)
             from bottleneckd.report import render_text
 
-            total = sum(self._epoch_acc.values())
-            share = ", ".join(f"{k} {v / total:.0%}" for k, v in sorted(self._epoch_acc.items(), key=lambda kv: -kv[1]) if total and v > 0) or "no steps"
+            phases = dict(zip(PHASE_KEYS, self._epoch_acc))
+            total = sum(phases.values())
+            share = ", ".join(f"{k} {v / total:.0%}" for k, v in sorted(phases.items(), key=lambda kv: -kv[1]) if total and v > 0) or "no steps"
             text = f"[bottleneckd] epoch {self.epoch}: {self._epoch_steps} steps; step time: {share}"
             if report is not None:
                 text += "\n" + render_text(report, top=3)
-            rep = EpochReport(self.epoch, self._epoch_steps, dict(self._epoch_acc), report, text)
+            rep = EpochReport(self.epoch, self._epoch_steps, phases, report, text)
             if self.print_epoch:
                 print(text, file=self.print_to, flush=True)
             self.epoch_reports.append(rep)
             self.epoch += 1
-            self._epoch_acc, self._epoch_steps = {}, 0
-            self._prev_end = None  # the next epoch's first step starts at its own data request
+            self._epoch_acc, self._epoch_steps = [0.0] * len(PHASE_KEYS), 0
+            self._clock.reset()  # the next epoch's first step starts at its own data request
             return rep
         except Exception as e:  # noqa: BLE001
             self.disable(f"epoch report: {type(e).__name__}: {e}")
