@@ -93,7 +93,9 @@ class PynvmlBackend:
         self._handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(pynvml.nvmlDeviceGetCount())]
         self._unsupported: set[tuple[str, int]] = set()
         self._gpm_prev: dict[int, Any] = {}
+        self._gpm_spare: dict[int, Any] = {}
         self._nvlinks: dict[int, list[int]] = {}
+        self._max_clocks: dict[int, tuple[int, int] | None] = {}
 
     def _q(self, what: str, i: int, fn: Callable[..., T], *args: Any) -> T | None:
         n = self._n
@@ -113,7 +115,7 @@ class PynvmlBackend:
             return None
 
     def close(self) -> None:
-        for s in self._gpm_prev.values():
+        for s in list(self._gpm_prev.values()) + list(self._gpm_spare.values()):
             try:
                 self._n.nvmlGpmSampleFree(s)
             except Exception:  # noqa: BLE001
@@ -214,6 +216,12 @@ class PynvmlBackend:
         return None if sm is None or mem is None else (int(sm), int(mem))
 
     def max_clocks_mhz(self, i: int) -> tuple[int, int] | None:
+        if i in self._max_clocks:  # static: read once
+            return self._max_clocks[i]
+        self._max_clocks[i] = self._read_max_clocks(i)
+        return self._max_clocks[i]
+
+    def _read_max_clocks(self, i: int) -> tuple[int, int] | None:
         n = self._n
         sm = self._q("max_clock_sm", i, n.nvmlDeviceGetMaxClockInfo, n.NVML_CLOCK_SM)
         mem = self._q("max_clock_mem", i, n.nvmlDeviceGetMaxClockInfo, n.NVML_CLOCK_MEM)
@@ -232,9 +240,9 @@ class PynvmlBackend:
     def gpm_metrics(self, i: int) -> dict[int, float | None] | None:
         """Metrics over the interval since the previous call on this GPU (None on the first)."""
         n = self._n
-        sample = n.nvmlGpmSampleAlloc()
+        sample = self._gpm_spare.pop(i, None) or n.nvmlGpmSampleAlloc()  # two samples per GPU, reused in turn
         if self._q("gpm_sample", i, n.nvmlGpmSampleGet, sample) is None:
-            n.nvmlGpmSampleFree(sample)
+            self._gpm_spare[i] = sample
             return None
         prev, self._gpm_prev[i] = self._gpm_prev.get(i), sample
         if prev is None:
@@ -256,7 +264,7 @@ class PynvmlBackend:
             log.warning("NVML GPM metrics failed on GPU %d: %s", i, e)
             return None
         finally:
-            n.nvmlGpmSampleFree(prev)
+            self._gpm_spare[i] = prev
 
     def process_memory(self, i: int) -> dict[int, int] | None:
         procs = self._q("processes", i, self._n.nvmlDeviceGetComputeRunningProcesses)

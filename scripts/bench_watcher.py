@@ -89,7 +89,10 @@ def overhead(blocks: int, steps: int, device: str = "cpu") -> None:
     print(f"instrumentation work alone: {direct * 1e6:.2f} us per step = {direct / b * 100:.2f}% of this step")
 
 
-def trial(make, mitigation: str, kwargs: dict, device: str, before: int = 30, steps: int = 30) -> float | None:
+def trial(make, mitigation: str, kwargs: dict, device: str, before: int = 30, steps: int = 30, settle: int = 10) -> float | None:
+    """``settle`` steps first (start-up, caches, cuDNN autotuning), then ``before`` steps of
+    baseline, then the mitigation measured over ``steps`` steps."""
+    before += settle
     model, opt, loader, step, loss = make(device)
     w = watch(model, opt, loader, local_sampling=False, print_epoch=False, roofline_step=None, socket_path="/nonexistent/sock")
     it = iter(w.dataloader)

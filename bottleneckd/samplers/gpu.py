@@ -31,6 +31,7 @@ class GpuSampler:
         self._gpm = {i: self._nv.gpm_supported(i) for i in range(self._nv.device_count())} if self._nv else {}
         self._process_every = process_every
         self._tick = 0
+        self._link: dict[int, tuple[int | None, int | None]] = {}
 
     def available(self) -> tuple[bool, str]:
         if self._nv is None:
@@ -106,7 +107,9 @@ class GpuSampler:
         if pcie is not None:
             out += [Reading("cpu_gpu_interconnect", dev, "tx_bytes_per_second", pcie[0], "B/s"),
                     Reading("cpu_gpu_interconnect", dev, "rx_bytes_per_second", pcie[1], "B/s")]
-        gen, width = n.pcie_current_link(i)
+        if self._tick % self._process_every == 1 or i not in self._link:  # the link changes rarely: read it every 10th tick
+            self._link[i] = n.pcie_current_link(i)
+        gen, width = self._link[i]
         out += [Reading("cpu_gpu_interconnect", dev, "link_generation", None if gen is None else float(gen), "gen"),
                 Reading("cpu_gpu_interconnect", dev, "link_width", None if width is None else float(width), "lanes")]
 

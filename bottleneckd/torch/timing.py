@@ -14,7 +14,9 @@ order, ``wall`` their sum.
 
 from __future__ import annotations
 
+import os
 import time
+import weakref
 from collections import deque
 from typing import Any
 
@@ -97,15 +99,41 @@ class HostClock:
         self._own = True
 
 
+_live_cuda_clocks: "weakref.WeakSet[CudaClock]" = weakref.WeakSet()
+_fork_leak: list[Any] = []  # CUDA events a forked child inherited: never destroyed there
+
+
+def _after_fork_in_child() -> None:
+    """A forked child (a DataLoader worker) must not destroy the parent's CUDA events: CUDA is
+    not usable after fork, and a destroy call aborts the child. Keep them alive, unused."""
+    for c in list(_live_cuda_clocks):
+        _fork_leak.append((c.t, c._pool, c._pending, c._comm, c._anchor))
+        c.t, c._pool, c._pending, c._comm, c._anchor = {}, [], deque(), [], None
+        c.active = False
+        c.forked = True
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class CudaClock:
-    def __init__(self, max_pending: int = 64) -> None:
+    """Times one step in ``sample_every`` with CUDA events (six, from a reused pool); the steps
+    between are counted but not timed, which keeps the cost per step to a few microseconds on
+    launch-bound jobs. Shares and per-step times come from the timed steps."""
+
+    def __init__(self, max_pending: int = 64, sample_every: int = 8) -> None:
         self.t: dict[str, Any] = {}
         self._comm: list[tuple[Any, Any]] = []
-        self._pending: deque[tuple[dict[str, Any], list[tuple[Any, Any]], bool]] = deque()
+        self._pending: deque[tuple[dict[str, Any], list[tuple[Any, Any]], Any]] = deque()
         self._pool: list[Any] = []
         self._max = max_pending
-        self._prev_end: Any = None
-        self._own_anchor = True
+        self.every = max(1, sample_every)
+        self._n = 0
+        self.active = True  # the first step is timed from its own start
+        self._anchor: Any = None  # end of the step before a timed one: the data-wait gap starts there
+        self.forked = False
+        _live_cuda_clocks.add(self)
 
     def _event(self) -> Any:
         e = self._pool.pop() if self._pool else torch.cuda.Event(enable_timing=True)
@@ -113,6 +141,8 @@ class CudaClock:
         return e
 
     def mark(self, label: str) -> None:
+        if not self.active:
+            return
         if label.endswith("_start") and label in self.t:
             return
         old = self.t.get(label)
@@ -126,42 +156,47 @@ class CudaClock:
             self._pool.append(e)
 
     def comm_begin(self) -> None:
-        self._c0 = self._event()
+        if self.active:
+            self._c0 = self._event()
 
     def comm_end(self) -> None:
-        self._comm.append((self._c0, self._event()))
+        if self.active:
+            self._comm.append((self._c0, self._event()))
 
     def end_step(self) -> None:
-        self.mark("step_end")
-        t, self.t = self.t, {}
-        comm, self._comm = self._comm, []
-        if len(self._pending) < self._max:
-            self._pending.append((t, comm, self._own_anchor))
-            self._own_anchor = False
-        else:  # the GPU is far behind: drop this step's timing rather than hold memory
-            self._release(t, comm)
-
-    def drain(self) -> list[Step]:
-        return self.ready()
+        if self.forked:
+            return
+        if self.active:
+            self.mark("step_end")
+            t, self.t = self.t, {}
+            comm, self._comm = self._comm, []
+            if len(self._pending) < self._max:
+                self._pending.append((t, comm, self._anchor))
+            else:  # the GPU is far behind: drop this step's timing rather than hold memory
+                self._release(t, comm)
+                if self._anchor is not None:
+                    self._pool.append(self._anchor)
+            self._anchor = None
+        self._n += 1
+        self.active = self._n % self.every == 0
+        if self.active:
+            self._anchor = self._event()  # this step's end, where the next (timed) step's data wait begins
 
     def _release(self, t: dict[str, Any], comm: list[tuple[Any, Any]]) -> None:
         self._pool.extend(t.values())
         for a, b in comm:
             self._pool += [a, b]
 
-    def ready(self) -> list[Step]:
+    def drain(self) -> list[Step]:
         out: list[Step] = []
         while self._pending and self._pending[0][0]["step_end"].query():
-            t, comm, own = self._pending.popleft()
-            anchor = self._prev_end if self._prev_end is not None and not own else t.get("step_start", t.get("data_ready"))
-            if anchor is None:
-                anchor = t["step_end"]
-            ms = {k: anchor.elapsed_time(e) / 1000.0 for k, e in t.items()}
+            t, comm, anchor = self._pending.popleft()
+            start = anchor if anchor is not None else t.get("step_start", t.get("data_ready", t["step_end"]))
+            ms = {k: start.elapsed_time(e) / 1000.0 for k, e in t.items()}
             c = sum(a.elapsed_time(b) for a, b in comm) / 1000.0
             out.append(_phases(ms, 0.0, c))
-            if self._prev_end is not None:
-                self._pool.append(self._prev_end)
-            self._prev_end = t.pop("step_end")
+            if anchor is not None:
+                self._pool.append(anchor)
             self._release(t, comm)
         return out
 
@@ -173,4 +208,7 @@ class CudaClock:
 
     def reset(self) -> None:
         """The next step is timed from its own step_start (a new epoch, after a discarded step)."""
-        self._own_anchor = True
+        if self._anchor is not None:
+            self._pool.append(self._anchor)
+        self._anchor = None
+        self.active = True
