@@ -94,10 +94,11 @@ def trial(make, mitigation: str, kwargs: dict, device: str, before: int = 30, st
     baseline, then the mitigation measured over ``steps`` steps."""
     before += settle
     model, opt, loader, step, loss = make(device)
-    w = watch(model, opt, loader, local_sampling=False, print_epoch=False, roofline_step=None, socket_path="/nonexistent/sock")
+    w = watch(model, opt, loader, local_sampling=False, print_epoch=False, roofline_step=None, socket_path="/nonexistent/sock",
+              cuda_sample_every=1)  # every step timed: the baseline and the trial are both measured in full
     it = iter(w.dataloader)
     t = None
-    for k in range(before + steps + 8):
+    for k in range(before + steps * 3 + 20):
         try:
             b = next(it)
         except StopIteration:

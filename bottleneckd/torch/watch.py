@@ -96,7 +96,8 @@ class _LoaderProxy:
 class Watcher:
     def __init__(self, model: torch.nn.Module | None, optimizer: torch.optim.Optimizer | None = None, dataloader: Iterable | None = None,
                  *, socket_path: str | None = None, report_every: float = 0.5, print_epoch: bool = True,
-                 local_sampling: bool | None = None, interval: float = 1.0, roofline_step: int | None = 3) -> None:
+                 local_sampling: bool | None = None, interval: float = 1.0, roofline_step: int | None = 3,
+                 cuda_sample_every: int = 8) -> None:
         self.model = model
         self.optimizer = optimizer
         self.enabled = True
@@ -105,7 +106,8 @@ class Watcher:
         self.epoch_reports: list[EpochReport] = []
         dev = next((p.device for p in model.parameters()), torch.device("cpu")) if model is not None else torch.device("cpu")
         self.device = dev
-        self._clock: HostClock | CudaClock = CudaClock() if dev.type == "cuda" else HostClock()
+        self._cuda_every = cuda_sample_every
+        self._clock: HostClock | CudaClock = CudaClock(sample_every=cuda_sample_every) if dev.type == "cuda" else HostClock()
         self._acc = [0.0] * len(PHASE_KEYS)
         self._acc_wall = 0.0
         self._acc_steps = 0
@@ -279,6 +281,8 @@ class Watcher:
             t.ratio = after / t.before if after and t.before else None
             t.kept = t.ratio is not None and t.ratio > 1.0
             self._trial = None
+            if isinstance(self._clock, CudaClock):
+                self._clock.every = self._cuda_every
             if not t.kept:
                 t.mitigation.revert()
             verdict = "kept" if t.kept else "reverted"
@@ -307,6 +311,8 @@ class Watcher:
         self.trials.append(t)
         if verify:
             self._trial = t
+            if isinstance(self._clock, CudaClock):
+                self._clock.every = 1  # time every step while the verdict is measured
         sem = " This changes training semantics: check model quality (section 5 of the paper)." if mitigation.changes_semantics else ""
         print(f"[bottleneckd] applied {mitigation.name}: {mitigation.note}.{sem}", file=self.print_to, flush=True)
         self._sender.send({"v": 1, "event": "mitigation_applied", "name": mitigation.name, "t": time.time(),
