@@ -435,7 +435,7 @@ def attach(obj: Context, pid: int, duration: float | None, report_json: str | No
         else:
             side.phase_sources.append(stacks.drain)
             stacks.start()
-    via = f" with py-spy stacks" + (f" of pid {stacks.target} (the process that trains)" if stacks and stacks.target != pid else "") if stacks else ""
+    via = " with py-spy stacks" + (f" of pid {stacks.target} (the process that trains)" if stacks and stacks.target != pid else "") if stacks else ""
     click.echo(f"bottleneckd: attached to pid {pid}{via}", err=True)
     try:
         run_foreground(side, duration, LiveView(live, quiet), stop_when=lambda: not psutil.pid_exists(pid) or

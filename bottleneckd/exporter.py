@@ -4,7 +4,6 @@ never touches hardware). Base units, low cardinality; unknown figures are absent
 from __future__ import annotations
 
 import base64
-import hmac
 import logging
 import ssl
 import threading

@@ -62,11 +62,23 @@ def table4_text(catalog: Catalog) -> str:
     )
 
 
+#: measured metrics and the catalog figure each compares with (same unit and direction)
+FAMILY = {"bf16_matmul": "tensor", "fp16_matmul": "tensor", "fp16_bf16_tensor_dense": "tensor", "fp32_matmul": "fp32", "fp32": "fp32",
+          "h2d_pinned": "pcie", "d2h_pinned": "pcie", "h2d_pageable": "pcie", "d2h_pageable": "pcie", "pcie_per_direction": "pcie"}
+
+
+def catalog_for(m: Measurement, table: PeakTable) -> float | None:
+    fam = FAMILY.get(m.metric, m.metric)
+    for p in table.for_resource(m.resource):
+        if p.device == m.device and p.catalog_value is not None and FAMILY.get(p.metric, p.metric) == fam:
+            return p.catalog_value
+    return None
+
+
 def calibration_text(measurements: list[Measurement], table: PeakTable) -> str:
     rows = []
     for m in measurements:
-        p = table.get(m.resource, m.device, m.metric)
-        cat = p.catalog_value if p else None
+        cat = catalog_for(m, table)
         ratio = f"{m.value / cat:.0%}" if cat else "-"
         rows.append([m.resource, m.device, m.metric, fmt_value(m.value, m.unit), fmt_value(cat, m.unit) if cat else "none", ratio, m.method])
     return _table(rows, ["resource", "device", "metric", "measured", "catalog", "measured/catalog", "method"])

@@ -98,7 +98,10 @@ def trial(make, mitigation: str, kwargs: dict, device: str, before: int = 30, st
               cuda_sample_every=1)  # every step timed: the baseline and the trial are both measured in full
     it = iter(w.dataloader)
     t = None
-    for k in range(before + steps * 3 + 20):
+    deadline = time.monotonic() + 120
+    for k in range(100000):  # until the trial decides (accumulation makes steps k times longer), or 2 minutes
+        if time.monotonic() > deadline:
+            break
         try:
             b = next(it)
         except StopIteration:
@@ -108,7 +111,12 @@ def trial(make, mitigation: str, kwargs: dict, device: str, before: int = 30, st
         if k == before - 1:
             if "loss_module" in kwargs:
                 kwargs = {**kwargs, "loss_module": loss}
-            t = w.apply(mitigation, verify=True, steps=steps, warmup=4, **kwargs)
+            try:
+                t = w.apply(mitigation, verify=True, steps=steps, warmup=4, **kwargs)
+            except ValueError as e:  # does not apply to this workload (e.g. no DataLoader)
+                print(f"  {mitigation} on {make.__name__}: not applicable ({e})")
+                w.close()
+                return None
         if t is not None and t.kept is not None:
             break
     if device == "cuda":

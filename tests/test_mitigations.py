@@ -308,7 +308,7 @@ def test_verification_rejects_a_slower_mitigation_and_keeps_a_faster_one(tmp_pat
     steps(10)
     t = w.apply(SlowDown(), verify=True, steps=8, warmup=1)
     steps(10)
-    assert t.kept is False and t.ratio < 0.5 and t.mitigation.reverted
+    assert t.kept is False and t.ratio < 0.5 and t.mitigation.reverted  # reverted at the next forward, not inside opt.step
     slow = model.register_forward_pre_hook(lambda *a: time.sleep(0.02))
     steps(10)
     t2 = w.apply(SpeedUp(slow), verify=True, steps=8, warmup=1)
@@ -325,3 +325,25 @@ def test_semantics_changing_mitigations_say_so_when_applied(tmp_path, capsys):
     assert "changes training semantics" in capsys.readouterr().out
     w.apply("channels_last")
     assert "changes training semantics" not in capsys.readouterr().out
+
+
+def test_a_rejected_mitigation_with_optimizer_hooks_reverts_without_breaking_the_step(tmp_path):
+    """Reverting removes the mitigation's optimizer hook; doing that inside the optimizer's hook
+    loop would raise in the user's opt.step(). It must happen at a safe point instead."""
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = [torch.randn(2, 3, 16, 16)] * 200
+    w = watch(model, opt, data, socket_path=f"{tmp_path}/n.sock", local_sampling=False, print_epoch=False, roofline_step=None)
+    slow = model.register_forward_pre_hook(lambda *a: time.sleep(0.002))
+    it = iter(w.dataloader)
+    for k in range(60):
+        x = next(it)
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+        if k == 9:
+            slow.remove()
+            t = w.apply("progressive_resizing", verify=True, steps=5, warmup=0, total_steps=1000, start_scale=0.5)
+            model.register_forward_pre_hook(lambda *a: time.sleep(0.02))  # make the trial slower: it must be rejected
+    assert t.kept is False
+    assert len(opt._optimizer_step_post_hooks) == 1  # the mitigation's step counter is gone; the watcher's own remains

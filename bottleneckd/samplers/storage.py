@@ -3,7 +3,6 @@ and storage capacity (free space on the mounts the job uses)."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import psutil

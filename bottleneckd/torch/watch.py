@@ -122,6 +122,7 @@ class Watcher:
         self._step_examples: list[int] = []
         self._history: deque[tuple[float, int]] = deque(maxlen=256)
         self.trials: list[Trial] = []
+        self._pending_reverts: list[Any] = []
         self._trial: Trial | None = None
         self._roofline_step = roofline_step
         self._counter = StepCounter()
@@ -211,6 +212,8 @@ class Watcher:
         return hook
 
     def _forward_start(self, module: Any, args: tuple) -> None:
+        while self._pending_reverts:
+            self._pending_reverts.pop(0).revert()
         self._clock.mark("forward_start")
         first = args[0] if args else None
         if isinstance(first, torch.Tensor) and first.dim() > 0:
@@ -284,7 +287,9 @@ class Watcher:
             if isinstance(self._clock, CudaClock):
                 self._clock.every = self._cuda_every
             if not t.kept:
-                t.mitigation.revert()
+                # never inside the optimizer's own hook loop: removing a hook there would break the
+                # step ("OrderedDict mutated during iteration"); done at the next forward instead
+                self._pending_reverts.append(t.mitigation)
             verdict = "kept" if t.kept else "reverted"
             print(f"[bottleneckd] {t.name}: throughput x{t.ratio:.3f} over {t.steps} steps (wall clock): {verdict}" if t.ratio
                   else f"[bottleneckd] {t.name}: could not measure throughput: {verdict}", file=self.print_to, flush=True)

@@ -4,7 +4,6 @@ activations; almost no multiply-adds per byte). Label: cpu_memory_bandwidth."""
 import argparse
 
 import torch
-from torch import nn
 
 from common import train
 from memory_bandwidth_bound_model import Elementwise

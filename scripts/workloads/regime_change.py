@@ -5,7 +5,6 @@ For the scenario suite, the two halves use different resources: the first half i
 memory-bandwidth-bound model (cpu_memory_bandwidth), the second the costly loader (cpu_compute)."""
 
 import argparse
-import time
 
 import torch
 from torch import nn

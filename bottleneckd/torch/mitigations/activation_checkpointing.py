@@ -47,7 +47,7 @@ class ActivationCheckpointing:
         self._facts["activation_checkpointing"] = True
 
     def revert(self) -> None:
-        for m, original in self._saved:
+        for m, _original in self._saved:
             if "forward" in m.__dict__:
                 del m.forward
         self._saved = []
