@@ -1,0 +1,132 @@
+"""`bottleneckd run` and `bottleneckd attach` end to end, with real processes, torch and py-spy."""
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from bottleneckd.stacks import StackSampler, classify_frames, op_intensity
+from tests.conftest import ROOT, run_cli
+
+PLAIN_JOB = textwrap.dedent("""
+    import sys, time, torch
+    from torch import nn
+    from torch.utils.data import DataLoader, TensorDataset
+    m = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 4))
+    opt = torch.optim.SGD(m.parameters(), lr=0.01)
+    lf = nn.CrossEntropyLoss()
+    dl = DataLoader(TensorDataset(torch.randn(2048, 64), torch.randint(0, 4, (2048,))), batch_size=32)
+    t0 = time.time()
+    while time.time() - t0 < float(sys.argv[1]):
+        for x, y in dl:
+            opt.zero_grad(); lf(m(x), y).backward(); opt.step()
+    print("job output line")
+""")
+
+
+@pytest.fixture
+def plain_job(tmp_path):
+    p = tmp_path / "train.py"
+    p.write_text(PLAIN_JOB)
+    return p
+
+
+def test_run_passes_the_exit_code_and_leaves_job_output_intact(tmp_path, cli_env):
+    r = run_cli(["run", "--quiet", "--", sys.executable, "-c", "print('hello from the job'); import sys; sys.exit(3)"], cli_env)
+    assert r.returncode == 3
+    assert r.stdout == "hello from the job\n"  # our output goes to stderr
+    assert "=== bottleneckd report ===" in r.stderr
+
+
+def test_run_instruments_an_unmodified_torch_script(tmp_path, cli_env, plain_job):
+    rep = tmp_path / "r.json"
+    trace = tmp_path / "t.jsonl"
+    r = run_cli(["run", "--quiet", "--report-json", str(rep), "--trace", str(trace), "--", sys.executable, str(plain_job), "4"], cli_env, timeout=180)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().endswith("job output line")
+    doc = json.loads(rep.read_text())
+    assert doc["schema"] == "bottleneckd.report/1" and doc["exit_code"] == 0
+    assert doc["step_phases"] and doc["step_phases"]["steps"] > 0  # phases from an unmodified script
+    assert doc["facts"]["loader_workers"] == 0 and doc["facts"]["device"] == "cpu"
+    assert "[bottleneckd] epoch 0" in r.stderr  # the epoch-end block, on stderr
+    lines = trace.read_text().splitlines()
+    assert json.loads(lines[0])["meta"]["command"][-1] == "4"
+
+
+def test_run_rejects_a_missing_program(cli_env):
+    r = run_cli(["run", "--", "/nonexistent/program"], cli_env)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "no such program" in r.stderr
+
+
+def test_ctrl_c_stops_the_job_and_the_sidecar_with_a_report(tmp_path, cli_env, plain_job):
+    p = subprocess.Popen([sys.executable, "-m", "bottleneckd.cli", "run", "--quiet", "--", sys.executable, str(plain_job), "60"],
+                         env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    time.sleep(6)
+    os.killpg(p.pid, signal.SIGINT)  # what the terminal does on Ctrl-C: the whole foreground group
+    out, err = p.communicate(timeout=60)
+    assert p.returncode in (130, 1), (p.returncode, err[-500:])  # the job's own exit (KeyboardInterrupt or SIGINT)
+    assert "=== bottleneckd report ===" in err
+
+
+def test_attach_samples_stacks_and_ends_with_the_target(tmp_path, cli_env, plain_job):
+    job = subprocess.Popen([sys.executable, str(plain_job), "12"], env=cli_env, stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(3)
+        rep = tmp_path / "a.json"
+        r = run_cli(["attach", "--pid", str(job.pid), "--quiet", "--rate", "5", "--report-json", str(rep)], cli_env, timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert job.poll() is not None  # attach ended because the target exited
+        doc = json.loads(rep.read_text())
+        assert doc["pid"] == job.pid and doc["stack_samples"] > 10
+        assert doc["verdict"]["resource"] != "undetermined" or doc["verdict"]["reason"]
+        assert doc["facts"].get("phase_source") == "py-spy"
+    finally:
+        job.kill()
+
+
+def test_attach_without_ptrace_says_what_to_grant_and_goes_on(tmp_path):
+    fake = tmp_path / "py-spy"
+    fake.write_text("#!/bin/sh\necho 'Error: Permission Denied: ptrace_attach failed (Operation not permitted)' >&2\nexit 1\n")
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    s = StackSampler(os.getpid(), py_spy=str(fake))
+    why = s.check()
+    assert why is not None and "SYS_PTRACE" in why and "without stacks" in why and "\n" not in why
+
+
+def test_attach_to_a_missing_pid_is_exit_2(cli_env):
+    r = run_cli(["attach", "--pid", "999999999", "--duration", "1"], cli_env)
+    assert r.returncode == 2 and "no such process" in r.stderr
+
+
+def test_stack_classification():
+    f = lambda name, path: {"name": name, "filename": path, "line": 0}  # noqa: E731
+    assert classify_frames([f("Queue.get", "multiprocessing/queues.py"), f("_MultiProcessingDataLoaderIter._try_get_data", "torch/utils/data/dataloader.py")]) == "data_wait"
+    assert classify_frames([f("SGD.step", "torch/optim/sgd.py")]) == "optimizer"
+    assert classify_frames([f("_engine_run_backward", "torch/autograd/graph.py"), f("backward", "torch/autograd/__init__.py")]) == "backward"
+    assert classify_frames([f("all_reduce", "torch/distributed/distributed_c10d.py")]) == "communication"
+    assert classify_frames([f("Linear.forward", "torch/nn/modules/linear.py"), f("Module._call_impl", "torch/nn/modules/module.py")]) == "forward"
+    assert classify_frames([f("main", "train.py")]) == "other"
+    assert op_intensity([f("layer_norm", "torch/nn/functional.py")]) == "low"
+    assert op_intensity([f("Linear.forward", "torch/nn/modules/linear.py")]) == "high"
+
+
+def test_live_screen_shows_every_resource_and_the_verdict():
+    from bottleneckd.live import render_screen
+    from bottleneckd.pipeline import Pipeline
+    from bottleneckd.resources import RESOURCES
+    from bottleneckd.trace import read_trace
+
+    header, samples = read_trace(str(ROOT / "tests/data/cpu_compute/trace.jsonl"))
+    p = Pipeline(header.peaks)
+    for s in samples:
+        p(s)
+    screen = render_screen(p.latest, 120)
+    for r in RESOURCES:
+        assert r in screen
+    assert "verdict: cpu_compute" in screen and "data_wait" in screen and "[" in screen and "top recommendation" in screen
