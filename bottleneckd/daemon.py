@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable
 
 from bottleneckd.catalog import Catalog
 from bottleneckd.channel import PhaseReceiver
@@ -13,6 +14,7 @@ from bottleneckd.nvml import NvmlBackend
 from bottleneckd.peaks import PeakTable, resolve_peaks
 from bottleneckd.pipeline import Pipeline
 from bottleneckd.profile import Profile
+from bottleneckd.sample import StepPhases
 from bottleneckd.samplers.base import Sampler
 from bottleneckd.samplers.cpu_compute import CpuComputeSampler
 from bottleneckd.samplers.cpu_memory import CpuMemorySampler
@@ -33,11 +35,11 @@ class Sidecar:
     samplers: list[Sampler]
     unavailable: dict[str, str]
     pipeline: Pipeline
-    loop: SamplingLoop
     receiver: PhaseReceiver | None
+    loop: SamplingLoop | None = None
     steps_total: int = 0
-    #: more sources of step phases (py-spy stacks in attach mode)
-    phase_sources: list = None  # type: ignore[assignment]
+    #: more sources of step phases (py-spy stacks in attach mode), used when the hook sends none
+    phase_sources: list[Callable[[], StepPhases | None]] = field(default_factory=list)
 
 
 def build_samplers(machine: Machine, peaks: PeakTable, pid: int | None = None, paths: tuple[str, ...] = (".",),
@@ -75,9 +77,9 @@ def build_sidecar(machine: Machine, catalog: Catalog, profile: Profile | None, i
     samplers, why = build_samplers(machine, peaks, pid, paths, disabled, nvml)
     pipeline = Pipeline(peaks, window=window)
     receiver = PhaseReceiver(socket_path).start() if listen else None
-    side = Sidecar(machine, peaks, samplers, why, pipeline, None, receiver, 0, [])  # type: ignore[arg-type]
+    side = Sidecar(machine, peaks, samplers, why, pipeline, receiver)
 
-    def phases():  # noqa: ANN202
+    def phases() -> StepPhases | None:
         p = receiver.drain() if receiver is not None else None
         if p is not None:
             side.steps_total += p.steps

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections import deque
 import os
 import sys
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -25,30 +25,10 @@ import torch
 from bottleneckd.channel import PhaseSender, default_socket_path
 from bottleneckd.torch.roofline import StepCounter
 from bottleneckd.torch.timing import PHASE_KEYS, CudaClock, HostClock
+from bottleneckd.torch.trials import Trial, TrialsMixin
 
 log = logging.getLogger("bottleneckd.torch")
 PHASE_ORDER = ("data_wait", "transfer", "forward", "backward", "optimizer")
-
-
-@dataclass
-class Trial:
-    """A mitigation applied by ``Watcher.apply``; with ``verify`` it is measured over ``steps``
-    steps after ``warmup`` and kept only if throughput (examples per second of wall clock) rose."""
-
-    name: str
-    mitigation: Any
-    verify: bool
-    steps: int
-    warmup: int
-    before: float | None  # examples (or steps) per second over the steps before
-    after_walls: list[float]
-    after_examples: list[int]
-    kept: bool | None = None  # None while measuring
-    ratio: float | None = None
-
-    @property
-    def changes_semantics(self) -> bool:
-        return bool(self.mitigation.changes_semantics)
 
 
 @dataclass(frozen=True)
@@ -93,7 +73,7 @@ class _LoaderProxy:
                 yield batch
 
 
-class Watcher:
+class Watcher(TrialsMixin):
     def __init__(self, model: torch.nn.Module | None, optimizer: torch.optim.Optimizer | None = None, dataloader: Iterable | None = None,
                  *, socket_path: str | None = None, report_every: float = 0.5, print_epoch: bool = True,
                  local_sampling: bool | None = None, interval: float = 1.0, roofline_step: int | None = 3,
@@ -269,67 +249,6 @@ class Watcher:
             self._acc_compute += ph[2] + ph[3] + ph[4]
             self._record_step(wall, ex)
 
-    def _record_step(self, wall: float, ex: int) -> None:
-        self._history.append((wall, ex))
-        t = self._trial
-        if t is None:
-            return
-        if t.warmup > 0:
-            t.warmup -= 1
-            return
-        t.after_walls.append(wall)
-        t.after_examples.append(ex)
-        if len(t.after_walls) >= t.steps:
-            after = _throughput(list(zip(t.after_walls, t.after_examples)))
-            t.ratio = after / t.before if after and t.before else None
-            t.kept = t.ratio is not None and t.ratio > 1.0
-            self._trial = None
-            if isinstance(self._clock, CudaClock):
-                self._clock.every = self._cuda_every
-            if not t.kept:
-                # never inside the optimizer's own hook loop: removing a hook there would break the
-                # step ("OrderedDict mutated during iteration"); done at the next forward instead
-                self._pending_reverts.append(t.mitigation)
-            verdict = "kept" if t.kept else "reverted"
-            print(f"[bottleneckd] {t.name}: throughput x{t.ratio:.3f} over {t.steps} steps (wall clock): {verdict}" if t.ratio
-                  else f"[bottleneckd] {t.name}: could not measure throughput: {verdict}", file=self.print_to, flush=True)
-
-    def apply(self, mitigation: Any, *, verify: bool = False, steps: int = 20, warmup: int = 2, **kwargs: Any) -> Trial:
-        """Apply a mitigation by knowledge-base hook id (e.g. ``"mixed_precision"``) or object.
-
-        With ``verify=True`` the throughput of the ``steps`` steps before is compared with ``steps``
-        steps after (``warmup`` skipped); the mitigation is reverted unless it was faster."""
-        from bottleneckd.torch.mitigations import REGISTRY, Context
-
-        if isinstance(mitigation, str):
-            if mitigation not in REGISTRY:
-                raise ValueError(f"unknown mitigation {mitigation!r}; one of: {', '.join(sorted(REGISTRY))}")
-            mitigation = REGISTRY[mitigation](**kwargs)
-        self._drain()
-        before = _throughput(list(self._history)[-steps:])
-        if verify and (before is None or len(self._history) < 3):
-            raise ValueError("verify needs at least 3 timed steps before the mitigation is applied")
-        if self.model is None:
-            raise ValueError("mitigations need the model: use watch(model, optimizer, loader)")
-        mitigation.apply(Context(self.model, self.optimizer, self.dataloader, self))
-        t = Trial(mitigation.name, mitigation, verify, steps, warmup, before, [], [])
-        self.trials.append(t)
-        if verify:
-            self._trial = t
-            if isinstance(self._clock, CudaClock):
-                self._clock.every = 1  # time every step while the verdict is measured
-        sem = " This changes training semantics: check model quality (section 5 of the paper)." if mitigation.changes_semantics else ""
-        print(f"[bottleneckd] applied {mitigation.name}: {mitigation.note}.{sem}", file=self.print_to, flush=True)
-        self._sender.send({"v": 1, "event": "mitigation_applied", "name": mitigation.name, "t": time.time(),
-                           "changes_semantics": bool(mitigation.changes_semantics), "note": mitigation.note})
-        return t
-
-    def revert(self, name: str) -> None:
-        for t in self.trials:
-            if t.name == name and t.kept is not False:
-                t.mitigation.revert()
-                t.kept = False
-
     def flush(self) -> None:
         self._drain()
         self._last_send = time.perf_counter()
@@ -402,15 +321,6 @@ class Watcher:
         except Exception as e:  # noqa: BLE001
             self.disable(f"epoch report: {type(e).__name__}: {e}")
             return None
-
-
-def _throughput(steps: list[tuple[float, int]]) -> float | None:
-    """Examples per second over the steps (steps per second when batch sizes are unknown)."""
-    wall = sum(w for w, _ in steps)
-    if not steps or wall <= 0:
-        return None
-    ex = sum(e for _, e in steps)
-    return (ex if ex else len(steps)) / wall
 
 
 def model_facts(model: torch.nn.Module) -> dict[str, Any]:
