@@ -65,11 +65,39 @@ def one(interval: float | None, seconds: float, tmp: Path) -> dict:
     return res
 
 
+def soak(seconds: float, interval: float) -> None:
+    """The sidecar alone for a long run: its resident memory must stay flat (bounded windows)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        side = subprocess.Popen([sys.executable, "-m", "bottleneckd.cli", "serve", "--bind", "127.0.0.1:0", "--interval", str(interval),
+                                 "--quiet", "--socket", f"{tmp}/s/sock", "--duration", str(seconds)], env=env(), stderr=subprocess.DEVNULL)
+        p = psutil.Process(side.pid)
+        points = []
+        t0 = time.monotonic()
+        while side.poll() is None:
+            try:
+                points.append((time.monotonic() - t0, p.memory_info().rss / 1e6))
+            except psutil.Error:
+                break
+            time.sleep(5)
+    warm = [r for t, r in points if t >= 20]
+    if len(warm) < 2:
+        print("soak: too short to judge")
+        return
+    slope = (warm[-1] - warm[0]) / max(1e-9, points[-1][0] - 20) * 3600
+    print(f"soak at {1 / interval:g} Hz for {seconds:.0f} s: resident {warm[0]:.1f} MB at 20 s, {warm[-1]:.1f} MB at the end, "
+          f"max {max(warm):.1f} MB; drift {slope:+.2f} MB per hour")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=12)
+    ap.add_argument("--soak", type=float, default=0, help="instead: run the sidecar alone this many seconds and track its memory")
+    ap.add_argument("--soak-interval", type=float, default=0.1)
     args = ap.parse_args()
+    if args.soak:
+        soak(args.soak, args.soak_interval)
+        return 0
     conds = [None, 1.0, 0.1]
     results: dict = {c: [] for c in conds}
     with tempfile.TemporaryDirectory() as tmp:

@@ -347,3 +347,25 @@ def test_a_rejected_mitigation_with_optimizer_hooks_reverts_without_breaking_the
             model.register_forward_pre_hook(lambda *a: time.sleep(0.02))  # make the trial slower: it must be rejected
     assert t.kept is False
     assert len(opt._optimizer_step_post_hooks) == 1  # the mitigation's step counter is gone; the watcher's own remains
+
+
+def test_accumulated_micro_batches_add_up_to_the_step_wall_time(tmp_path):
+    """With accumulation one optimizer step spans k batches: their phases must add up, not overlap."""
+    model = nn.Linear(64, 4)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = [torch.randn(16, 64)] * 41
+    w = watch(model, opt, data, socket_path=f"{tmp_path}/n.sock", local_sampling=False, print_epoch=False, roofline_step=None)
+    w.apply("gradient_accumulation", k=4)
+    it = iter(w.dataloader)
+    t0 = time.perf_counter()
+    for _ in range(40):
+        x = next(it)
+        time.sleep(0.001)  # some work between batches, like a loss and logging
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+    wall = time.perf_counter() - t0
+    w.flush()
+    steps = list(w._history)
+    assert len(steps) == 10 and all(ex == 64 for _, ex in steps)  # 10 optimizer steps of 4 x 16 examples
+    assert sum(s for s, _ in steps) == pytest.approx(wall, rel=0.05)

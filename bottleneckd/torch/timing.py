@@ -41,8 +41,12 @@ def _phases(t: dict[str, float], start: float, comm: float) -> Step:
     else:
         backward = 0.0
     optim = max(0.0, end - os_) if os_ is not None else 0.0
-    other = max(0.0, wall - data - transfer - forward - backward - optim - comm)
-    return (data, transfer, forward, backward, optim, comm, other), data + transfer + forward + backward + optim + comm + other
+    parts = [data, transfer, forward, backward, optim, comm]
+    busy = sum(parts)
+    if busy > wall > 0:  # marks from several micro-batches overlap: keep the wall, scale the phases into it
+        parts = [p * wall / busy for p in parts]
+        busy = wall
+    return (*parts, wall - busy), wall
 
 
 SLOTS = ("step_start", "data_ready", "forward_start", "forward_end", "optimizer_start", "step_end")
@@ -56,16 +60,34 @@ class HostClock:
     def __init__(self) -> None:
         self.cur: list[float | None] = [None] * len(SLOTS)
         self.done: list[tuple[list[float | None], float, bool]] = []
-        self.prev_end: float | None = None
+        self.prev_end: float | None = None  # end of the last micro-batch or step (hot path)
+        self._drained_end: float | None = None  # end of the last step turned into phases
         self._comm = 0.0
         self._own = True
+        self._seg = [0.0] * len(PHASE_KEYS)
+        self._seg_wall = 0.0
 
     def mark(self, label: str) -> None:
         now = time.perf_counter()
         i = _SLOT[label]
+        if i == 0 and self.cur[3] is not None:
+            self._close_segment(now)  # a new batch after a forward, with no optimizer step between: a micro-batch
         if i in (0, 2, 4) and self.cur[i] is not None:
             return  # the first start and the last end of each phase
         self.cur[i] = now
+
+    def _close_segment(self, now: float) -> None:
+        """Fold a finished micro-batch (data, transfer, forward, then backward up to now) into the
+        step, so that phases of accumulated micro-batches add up instead of overlapping."""
+        slots = self.cur
+        t = {k: v for k, v in zip(SLOTS, slots) if v is not None}
+        t["optimizer_start"] = t["step_end"] = now  # its backward runs until the next batch is asked for
+        start = self.prev_end if self.prev_end is not None and not self._own else t.get("step_start", t["forward_start"])
+        ph, wall = _phases(t, start, self._comm)
+        self._seg = [a + b for a, b in zip(self._seg, ph)]
+        self._seg_wall += wall
+        self.prev_end, self._own, self._comm = now, False, 0.0
+        self.cur = [None] * len(SLOTS)
 
     def unmark(self, label: str) -> None:
         self.cur[_SLOT[label]] = None
@@ -78,21 +100,29 @@ class HostClock:
 
     def end_step(self) -> None:
         self.cur[5] = time.perf_counter()
-        self.done.append((self.cur, self._comm, self._own))
+        self.done.append((self.cur, self._comm, self._own, self._seg, self._seg_wall, self.prev_end))
+        self.prev_end = self.cur[5]
         self.cur, self._comm, self._own = [None] * len(SLOTS), 0.0, False
+        self._seg, self._seg_wall = [0.0] * len(PHASE_KEYS), 0.0
 
     def drain(self) -> list[Step]:
         out: list[Step] = []
         done, self.done = self.done, []
-        for slots, comm, own in done:
+        for slots, comm, own, seg, seg_wall, seg_end in done:
             t = {k: v for k, v in zip(SLOTS, slots) if v is not None}
-            start = self.prev_end if self.prev_end is not None and not own else t.get("step_start", t.get("data_ready", t.get("forward_start", t["step_end"])))
-            self.prev_end = t["step_end"]
-            out.append(_phases(t, start, comm))
+            if seg_wall:  # micro-batches came first: this last part starts where they ended
+                start = seg_end
+            else:
+                start = self._drained_end if self._drained_end is not None and not own else t.get(
+                    "step_start", t.get("data_ready", t.get("forward_start", t["step_end"])))
+            self._drained_end = t["step_end"]
+            ph, wall = _phases(t, start, comm)
+            out.append((tuple(a + b for a, b in zip(ph, seg)), wall + seg_wall))
         return out
 
     def discard_step(self) -> None:
         self.cur, self._comm = [None] * len(SLOTS), 0.0
+        self._seg, self._seg_wall = [0.0] * len(PHASE_KEYS), 0.0
         self.reset()
 
     def reset(self) -> None:

@@ -30,6 +30,7 @@ class Trial:
     after_examples: list[int]
     kept: bool | None = None  # None while measuring
     ratio: float | None = None
+    min_gain: float = 0.0  # kept only if throughput rose by more than this fraction
 
     @property
     def changes_semantics(self) -> bool:
@@ -61,7 +62,7 @@ class TrialsMixin:
         if len(t.after_walls) >= t.steps:
             after = _throughput(list(zip(t.after_walls, t.after_examples)))
             t.ratio = after / t.before if after and t.before else None
-            t.kept = t.ratio is not None and t.ratio > 1.0
+            t.kept = t.ratio is not None and t.ratio > 1.0 + t.min_gain
             self._trial = None
             if isinstance(self._clock, CudaClock):
                 self._clock.every = self._cuda_every
@@ -73,11 +74,13 @@ class TrialsMixin:
             print(f"[bottleneckd] {t.name}: throughput x{t.ratio:.3f} over {t.steps} steps (wall clock): {verdict}" if t.ratio
                   else f"[bottleneckd] {t.name}: could not measure throughput: {verdict}", file=self.print_to, flush=True)
 
-    def apply(self, mitigation: Any, *, verify: bool = False, steps: int = 20, warmup: int = 2, **kwargs: Any) -> Trial:
+    def apply(self, mitigation: Any, *, verify: bool = False, steps: int = 20, warmup: int = 2, min_gain: float = 0.02,
+              **kwargs: Any) -> Trial:
         """Apply a mitigation by knowledge-base hook id (e.g. ``"mixed_precision"``) or object.
 
         With ``verify=True`` the throughput of the ``steps`` steps before is compared with ``steps``
-        steps after (``warmup`` skipped); the mitigation is reverted unless it was faster."""
+        steps after (``warmup`` skipped); the mitigation is reverted unless it was faster by more
+        than ``min_gain`` (2% by default: a margin for step-time noise; 0 keeps any gain)."""
         from bottleneckd.torch.mitigations import REGISTRY, Context
 
         if isinstance(mitigation, str):
@@ -91,7 +94,7 @@ class TrialsMixin:
         if self.model is None:
             raise ValueError("mitigations need the model: use watch(model, optimizer, loader)")
         mitigation.apply(Context(self.model, self.optimizer, self.dataloader, self))
-        t = Trial(mitigation.name, mitigation, verify, steps, warmup, before, [], [])
+        t = Trial(mitigation.name, mitigation, verify, steps, warmup, before, [], [], min_gain=min_gain)
         self.trials.append(t)
         if verify:
             self._trial = t
