@@ -99,15 +99,7 @@ class GlobalWatcher(Watcher):
                     w.facts.update(loader_facts(_LoaderView(it)))
                 except Exception:  # noqa: BLE001
                     pass
-            w._mark("step_start")
-            try:
-                batch = original(it)
-            except StopIteration:
-                w._unmark("step_start")
-                w.epoch_end()
-                raise
-            w._mark("data_ready")
-            return batch
+            return w.timed_next(lambda: original(it))
 
         cls.__next__ = __next__
         self._handles.append(_Restore(cls, "__next__", original))

@@ -58,14 +58,10 @@ class _LoaderProxy:
         it = iter(self._loader)
         w = self._w
         while True:
-            w._mark("step_start")
             try:
-                batch = next(it)
+                batch = w.timed_next(it.__next__)
             except StopIteration:
-                w._unmark("step_start")
-                w.epoch_end()
                 return
-            w._mark("data_ready")
             yield batch
             for _ in range(self.echo - 1):
                 w._mark("step_start")
@@ -214,6 +210,18 @@ class Watcher(TrialsMixin):
                 self._clock.mark(label)
             except Exception as e:  # noqa: BLE001
                 self.disable(f"{type(e).__name__}: {e}")
+
+    def timed_next(self, fetch: Any) -> Any:
+        """The wait for the next batch (``fetch()``), timed; the loader's end is the epoch's end."""
+        self._mark("step_start")
+        try:
+            batch = fetch()
+        except StopIteration:
+            self._unmark("step_start")
+            self.epoch_end()
+            raise
+        self._mark("data_ready")
+        return batch
 
     def _unmark(self, label: str) -> None:
         if self.enabled:

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from common import train
+from common import classifier_step, train
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--seconds", type=float, default=20)
@@ -16,14 +16,7 @@ model = nn.Sequential(nn.Linear(1024, 2048), nn.ReLU(), nn.Linear(2048, 2048), n
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 data = TensorDataset(torch.randn(4096, 1024), torch.randint(0, 10, (4096,)))
 loader = DataLoader(data, batch_size=256, shuffle=True)
-loss_fn = nn.CrossEntropyLoss()
-
-
-def step(b):
-    x, y = b
-    opt.zero_grad()
-    loss_fn(model(x), y).backward()
-    opt.step()
+step = classifier_step(model, opt, nn.CrossEntropyLoss())
 
 
 train(step, lambda: loader, args.seconds)
