@@ -6,14 +6,13 @@ and the problem, so a broken catalog never half-loads.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from importlib import resources as importlib_resources
 from pathlib import Path
 from typing import Any, Mapping
 
-from bottleneckd.errors import InputError
+from bottleneckd.errors import InputError, read_json
 from bottleneckd.resources import RESOURCES
 
 UNITS = frozenset({"FLOP/s", "madd/s", "B/s", "B", "IO/s"})
@@ -180,14 +179,7 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
 
 def load_catalog(path: str | Path | None = None) -> Catalog:
     p = Path(path) if path is not None else default_catalog_path()
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"{p}: cannot read the peak catalog ({e.strerror or e}); pass an existing file with --catalog") from e
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(f"{p}:{e.lineno}: not valid JSON ({e.msg}); fix the file or pass another with --catalog") from e
+    doc = read_json(p, "peak catalog", "fix it or pass another file with --catalog")
     r = _Reader(str(p))
     schema = r.get(doc, "schema", "$", str)
     if schema != SCHEMA:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Any
+
 
 class InputError(Exception):
     """Bad input from the user: a file, a field, an argument. The message is one line that
@@ -16,3 +20,15 @@ class TraceError(InputError):
         self.path = path
         self.line = line
         self.problem = problem
+
+
+def read_json(path: Path, what: str, fix: str) -> Any:
+    """A JSON file's contents, or one InputError naming the file (and line) and saying ``fix``."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise InputError(f"{path}: cannot read the {what} ({e.strerror or e}); {fix}") from e
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        raise InputError(f"{path}:{e.lineno}: the {what} is not valid JSON ({e.msg}); {fix}") from e

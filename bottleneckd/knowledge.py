@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from importlib import resources as importlib_resources
 from pathlib import Path
 from typing import Any
 
-from bottleneckd.errors import InputError
+from bottleneckd.errors import InputError, read_json
 from bottleneckd.resources import RESOURCES, STAGES
 
 COMPONENTS = {"function": {"architecture", "model_parameters"}, "data": {"training_data", "derived_data"},
@@ -58,13 +57,8 @@ class Mitigation:
 
 def load_knowledge(path: str | Path | None = None) -> tuple[Mitigation, ...]:
     p = Path(path) if path else Path(str(importlib_resources.files("bottleneckd") / "data" / "mitigations.json"))
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise InputError(f"{p}: cannot read the knowledge base ({e.strerror or e})") from e
-    except json.JSONDecodeError as e:
-        raise InputError(f"{p}:{e.lineno}: not valid JSON ({e.msg})") from e
-    if doc.get("schema") != SCHEMA:
+    doc = read_json(p, "knowledge base", "fix the file or reinstall bottleneckd")
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise InputError(f"{p}: schema: expected {SCHEMA!r}")
     out = []
     for i, m in enumerate(doc.get("mitigations", [])):

@@ -14,7 +14,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from bottleneckd.errors import InputError
+from bottleneckd.errors import InputError, read_json
 from bottleneckd.resources import RESOURCES
 
 SCHEMA = "bottleneckd.profile/1"
@@ -73,12 +73,7 @@ def load_profile(path: Path | str | None = None, *, required: bool = False) -> P
         if required or path is not None:
             raise InputError(f"{p}: calibration profile not found; run 'bottleneckd calibrate' or pass an existing --profile")
         return None
-    try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise InputError(f"{p}: cannot read the calibration profile ({e.strerror or e})") from e
-    except json.JSONDecodeError as e:
-        raise InputError(f"{p}:{e.lineno}: calibration profile is not valid JSON ({e.msg}); rerun 'bottleneckd calibrate'") from e
+    doc = read_json(p, "calibration profile", "rerun 'bottleneckd calibrate' or pass another --profile")
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise InputError(f"{p}: schema: expected {SCHEMA!r}; rerun 'bottleneckd calibrate'")
     ms = doc.get("measurements")
