@@ -270,7 +270,8 @@ class PynvmlBackend:
         procs = self._q("processes", i, self._n.nvmlDeviceGetComputeRunningProcesses)
         if procs is None:
             return None
-        return {int(p.pid): int(p.usedGpuMemory or 0) for p in procs}
+        # usedGpuMemory is None where the driver cannot attribute memory (e.g. in some containers): unknown, not 0
+        return {int(p.pid): int(p.usedGpuMemory) for p in procs if p.usedGpuMemory is not None}
 
 
 def open_backend() -> NvmlBackend:

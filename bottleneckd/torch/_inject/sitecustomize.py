@@ -15,7 +15,6 @@ def _chain_other_sitecustomize() -> None:
     for entry in sys.path:
         if os.path.abspath(entry or ".") == here:
             continue
-        spec = importlib.util.find_spec("sitecustomize") if False else None
         cand = os.path.join(entry or ".", "sitecustomize.py")
         if os.path.isfile(cand):
             spec = importlib.util.spec_from_file_location("_bottleneckd_chained_sitecustomize", cand)
