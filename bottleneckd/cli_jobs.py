@@ -50,7 +50,7 @@ def run(obj: Context, no_inject: bool, live: bool, quiet: bool, report_json: str
         from bottleneckd.exporter import serve as start
 
         server = start(SnapshotCollector(lambda: side.pipeline.latest, lambda: side.steps_total), bind)
-    view = LiveView(live, quiet)
+    view = LiveView(live, quiet, peaks=side.peaks)
     try:
         code = jobrun.supervise(side, job, view)
     finally:
@@ -101,7 +101,7 @@ def attach(obj: Context, pid: int, duration: float | None, report_json: str | No
     via = " with py-spy stacks" + (f" of pid {stacks.target} (the process that trains)" if stacks and stacks.target != pid else "") if stacks else ""
     click.echo(f"bottleneckd: attached to pid {pid}{via}", err=True)
     try:
-        run_foreground(side, duration, LiveView(live, quiet), stop_when=lambda: not psutil.pid_exists(pid) or
+        run_foreground(side, duration, LiveView(live, quiet, peaks=side.peaks), stop_when=lambda: not psutil.pid_exists(pid) or
                        psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
     finally:
         if stacks:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import shutil
+import os
 import sys
 from typing import TextIO
 
+from bottleneckd.peaks import PeakTable
 from bottleneckd.pipeline import Snapshot
 from bottleneckd.resources import PHASES, RESOURCES
 from bottleneckd.sidecar_run import live_line
@@ -19,15 +20,24 @@ def bar(x: float, width: int) -> str:
     return "#" * n + "-" * (width - n)
 
 
-def render_screen(snap: Snapshot, width: int = 100) -> str:
+def unknown_reasons(peaks: PeakTable | None) -> dict[str, str]:
+    """Why each resource's peak is unknown, for resources no sampler reports."""
+    out: dict[str, str] = {}
+    for p in peaks.peaks if peaks else ():
+        if p.value is None:
+            out.setdefault(p.resource, p.source)
+    return out
+
+
+def render_screen(snap: Snapshot, width: int = 100, reasons: dict[str, str] | None = None) -> str:
     w = snap.stats
     lines = ["bottleneckd — live (Ctrl-C stops)", ""]
     bw = max(10, min(40, width - 60))
     for r in RESOURCES:
         best = w.busiest(r)
         if best is None:
-            note = w.note(r) or "not sampled here"
-            lines.append(f"{r:<26} {'':{bw + 2}} unknown: {note[: max(10, width - bw - 40)]}")
+            note = w.note(r) or (reasons or {}).get(r) or "not sampled here"
+            lines.append(f"{r:<26} {'':{bw + 2}} unknown: {note[: max(10, width - bw - 39)]}")
         else:
             dev, u = best
             lines.append(f"{r:<26} [{bar(u, bw)}] {u * 100:5.1f}%  {dev}")
@@ -56,7 +66,8 @@ def render_screen(snap: Snapshot, width: int = 100) -> str:
 
 
 class LiveView:
-    def __init__(self, live: bool, quiet: bool, out: TextIO = sys.stderr, every: int = 10) -> None:
+    def __init__(self, live: bool, quiet: bool, out: TextIO = sys.stderr, every: int = 10, peaks: PeakTable | None = None) -> None:
+        self.reasons = unknown_reasons(peaks)
         self.tty = out.isatty()
         self.live = live
         self.quiet = quiet
@@ -68,8 +79,11 @@ class LiveView:
     def __call__(self, snap: Snapshot) -> None:
         self.n += 1
         if self.live and self.tty:
-            width = shutil.get_terminal_size((100, 40)).columns
-            self.out.write(CLEAR + render_screen(snap, width) + "\n")
+            try:
+                width = os.get_terminal_size(self.out.fileno()).columns  # the stream we draw on, not stdout
+            except OSError:
+                width = 100
+            self.out.write(CLEAR + render_screen(snap, width, self.reasons) + "\n")
             self.out.flush()
             return
         if self.quiet:

@@ -95,13 +95,14 @@ class Sample:
         )
 
 
-def utilization(resource: str, device: str, used: float | None, peak: float | None, unit: str, why_unknown: str = "") -> list[Reading]:
+def utilization(resource: str, device: str, used: float | None, peak: float | None, unit: str, why_unknown: str = "",
+                peak_why: str = "peak unknown; run 'bottleneckd calibrate'") -> list[Reading]:
     """The raw figure and its fraction of the peak (None with the reason when either is unknown)."""
     out = [Reading(resource, device, "throughput" if unit.endswith("/s") else "used", used, unit, "" if used is not None else why_unknown)]
     if used is None:
         out.append(Reading(resource, device, "utilization", None, "ratio", why_unknown or "figure not measurable here"))
     elif not peak:
-        out.append(Reading(resource, device, "utilization", None, "ratio", "peak unknown; run 'bottleneckd calibrate'"))
+        out.append(Reading(resource, device, "utilization", None, "ratio", peak_why))
     else:
         out.append(Reading(resource, device, "utilization", used / peak, "ratio"))
     out.append(Reading(resource, device, "peak", peak, unit, "" if peak else "unknown"))

@@ -37,7 +37,8 @@ class InterNodeSampler:
             rx = self._rates.rate(f"{nic}.rx", float(c.bytes_recv))
             peak = self._peaks.value("inter_node_interconnect", nic)
             busiest = None if tx is None or rx is None else max(tx, rx)
-            out += utilization("inter_node_interconnect", nic, busiest, peak, "B/s", "first interval")
+            out += utilization("inter_node_interconnect", nic, busiest, peak, "B/s", "first interval",
+                               peak_why=f"{nic}: no link speed reported (virtual interface, link down, or driver)")
             out += [Reading("inter_node_interconnect", nic, "tx_bytes_per_second", tx, "B/s"),
                     Reading("inter_node_interconnect", nic, "rx_bytes_per_second", rx, "B/s")]
         for dev, port in self._ib:
