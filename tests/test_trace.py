@@ -73,3 +73,31 @@ def test_not_a_trace(tmp_path, content, problem, cli_env):
     p.write_text(content)
     r = run_cli(["analyze", str(p)], cli_env)
     assert r.returncode == 2 and problem in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_a_mitigation_applied_by_the_hook_is_recorded_as_an_event(tmp_path, cli_env):
+    torch = pytest.importorskip("torch")
+    from bottleneckd.torch import watch
+
+    sock = tmp_path / "s" / "bottleneckd.sock"
+    out = tmp_path / "t.jsonl"
+    rec = subprocess.Popen([sys.executable, "-m", "bottleneckd.cli", "record", "-o", str(out), "--duration", "4", "--interval", "0.25",
+                            "--quiet", "--socket", str(sock)], env=cli_env, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while not sock.exists():
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        model = torch.nn.Linear(8, 8)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        w = watch(model, opt, [torch.randn(4, 8)] * 10, socket_path=str(sock), print_epoch=False, roofline_step=None)
+        w.apply("channels_last")
+        for x in w.dataloader:
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+        w.close()
+    finally:
+        assert rec.wait(timeout=60) == 0
+    events = [json.loads(l) for l in out.read_text().splitlines() if '"type":"event"' in l]
+    assert [(e["kind"], e["name"], e["changes_semantics"]) for e in events] == [("mitigation_applied", "channels_last", False)]

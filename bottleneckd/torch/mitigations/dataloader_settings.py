@@ -48,6 +48,8 @@ class DataLoaderSettings:
         if getattr(loader, "_iterator", None) is not None and self._old.get("persistent_workers"):
             loader._iterator = None  # a persistent iterator would keep the old settings
         self.note = ", ".join(changed) + " (from the next epoch)"
+        if wanted.get("pin_memory"):
+            self.note += "; pinned memory pays off only with .to(device, non_blocking=True) in the loop"
         ctx.watcher.facts.update({("loader_workers" if k == "num_workers" else k): wanted[k] for k in SETTABLE if wanted[k] is not None})
 
     def revert(self) -> None:
