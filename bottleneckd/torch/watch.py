@@ -102,7 +102,6 @@ class Watcher(TrialsMixin):
         self._trial: Trial | None = None
         self._roofline_step = roofline_step
         self._counter = StepCounter()
-        self._counted_step = False
         self._sock_path = socket_path or default_socket_path()
         self._sender = PhaseSender(self._sock_path)
         self.facts: dict[str, Any] = {"device": dev.type, "pid": os.getpid(), **(model_facts(model) if model is not None else {})}
@@ -122,20 +121,21 @@ class Watcher(TrialsMixin):
         self._install()
 
     # --- instrumentation -------------------------------------------------------------------
-    def comm_begin(self) -> None:
-        """A blocking collective starts (collectives.py); on CUDA timed with events."""
+    def _safe(self, fn: Any, *args: Any) -> None:
+        """Run a piece of our instrumentation; a failure turns the instrumentation off, never the
+        training step (fail-open)."""
         if self.enabled:
             try:
-                self._clock.comm_begin()
-            except Exception as e:  # noqa: BLE001
+                fn(*args)
+            except Exception as e:  # noqa: BLE001 - our failure never breaks the step
                 self.disable(f"{type(e).__name__}: {e}")
 
+    def comm_begin(self) -> None:
+        """A blocking collective starts (collectives.py); on CUDA timed with events."""
+        self._safe(self._clock.comm_begin)
+
     def comm_end(self) -> None:
-        if self.enabled:
-            try:
-                self._clock.comm_end()
-            except Exception as e:  # noqa: BLE001
-                self.disable(f"{type(e).__name__}: {e}")
+        self._safe(self._clock.comm_end)
 
     def _install(self) -> None:
         from bottleneckd.torch.collectives import wrap_collectives
@@ -153,17 +153,9 @@ class Watcher(TrialsMixin):
         w = self
 
         def forward(*args: Any, **kwargs: Any) -> Any:
-            if w.enabled:
-                try:
-                    w._forward_start(module, args)
-                except Exception as e:  # noqa: BLE001 - fail open
-                    w.disable(f"{type(e).__name__}: {e}")
+            w._safe(w._forward_start, module, args)
             out = original(*args, **kwargs)
-            if w.enabled:
-                try:
-                    w._clock.mark("forward_end")
-                except Exception as e:  # noqa: BLE001
-                    w.disable(f"{type(e).__name__}: {e}")
+            w._safe(w._clock.mark, "forward_end")
             return out
 
         module.forward = forward  # type: ignore[method-assign]
@@ -177,13 +169,7 @@ class Watcher(TrialsMixin):
 
     def _guard(self, fn: Any) -> Any:
         def hook(*args: Any) -> None:
-            if not self.enabled:
-                return None
-            try:
-                fn(*args)
-            except Exception as e:  # noqa: BLE001 - fail open: our failure never breaks the step
-                self.disable(f"{type(e).__name__}: {e}")
-            return None
+            self._safe(fn, *args)
 
         return hook
 
@@ -199,17 +185,12 @@ class Watcher(TrialsMixin):
 
     def _finish_count(self) -> None:
         counts = self._counter.stop()
-        self._counted_step = True
         if counts is not None:
             self.facts.update({"flops_per_step": counts.flops, "operand_bytes_per_step": counts.operand_bytes,
                                "arithmetic_intensity": counts.intensity})
 
     def _mark(self, label: str) -> None:
-        if self.enabled:
-            try:
-                self._clock.mark(label)
-            except Exception as e:  # noqa: BLE001
-                self.disable(f"{type(e).__name__}: {e}")
+        self._safe(self._clock.mark, label)
 
     def timed_next(self, fetch: Any) -> Any:
         """The wait for the next batch (``fetch()``), timed; the loader's end is the epoch's end."""
@@ -224,8 +205,7 @@ class Watcher(TrialsMixin):
         return batch
 
     def _unmark(self, label: str) -> None:
-        if self.enabled:
-            self._clock.unmark(label)
+        self._safe(self._clock.unmark, label)
 
     def _end_step(self) -> None:
         self._step_index += 1
