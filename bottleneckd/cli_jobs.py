@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -111,7 +110,9 @@ def attach(obj: Context, pid: int, duration: float | None, report_json: str | No
     doc["stack_samples"] = stacks.samples_total if stacks else 0
     click.echo("\n=== bottleneckd report ===\n" + render_text(doc), err=True)
     if report_json:
-        Path(report_json).write_text(json.dumps(doc, indent=1))
+        from bottleneckd.jobrun import write_json
+
+        write_json(report_json, doc)
 
 
 @click.command()
@@ -123,35 +124,27 @@ def attach(obj: Context, pid: int, duration: float | None, report_json: str | No
 def demo(obj: Context, epochs: int, workers: int, interval: float, report_json: str | None) -> None:
     """Run the built-in CPU training job under the sidecar and diagnose it live (no GPU needed)."""
     import importlib.util
-    import os
-    import subprocess
-    import tempfile
 
+    from bottleneckd import jobrun
     from bottleneckd.report import build_report, render_text
-    from bottleneckd.sidecar_run import live_line, run_foreground
+    from bottleneckd.sidecar_run import live_line
 
     if importlib.util.find_spec("torch") is None:
         raise InputError("the demo job needs torch: pip install 'bottleneckd[torch]' (CPU build: pip install torch==2.13.0)")
-    sock = os.path.join(tempfile.mkdtemp(prefix="bottleneckd-demo-"), "bottleneckd.sock")
+    sock = jobrun.temp_socket()
     side = build(obj, interval, None, (), sock)
-    env = {**os.environ, "BOTTLENECKD_SOCKET": sock}
-    import sys as _sys
-
-    job = subprocess.Popen([_sys.executable, "-m", "bottleneckd.torch.demo", "--epochs", str(epochs), "--workers", str(workers)], env=env)
+    # the demo calls bottleneckd.torch.watch itself: nothing to inject
+    job = jobrun.start_job((sys.executable, "-m", "bottleneckd.torch.demo", "--epochs", str(epochs), "--workers", str(workers)),
+                           jobrun.job_env(sock, inject=False))
     retarget(side, job.pid)
     click.echo(f"bottleneckd: diagnosing the demo job (pid {job.pid}) live; Ctrl-C stops both", err=True)
-    try:
-        run_foreground(side, None, lambda snap: click.echo(live_line(snap), err=True), stop_when=lambda: job.poll() is not None)
-    finally:
-        if job.poll() is None:
-            job.terminate()
-        job.wait()
+    code = jobrun.supervise(side, job, lambda snap: click.echo(live_line(snap), err=True))
     doc = build_report(side.pipeline)
     click.echo("\n=== bottleneckd report (whole run) ===")
     click.echo(render_text(doc))
     if report_json:
-        Path(report_json).write_text(json.dumps(doc, indent=1))
-    if job.returncode:
-        sys.exit(job.returncode)
+        jobrun.write_json(report_json, doc)
+    if code:
+        sys.exit(code)
 
 
