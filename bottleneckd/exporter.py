@@ -24,7 +24,6 @@ log = logging.getLogger(__name__)
 SUFFIX = {"ratio": ("_ratio", 1.0), "B/s": ("_bytes_per_second", 1.0), "B": ("_bytes", 1.0), "W": ("_watts", 1.0),
           "J": ("_joules", 1.0), "MHz": ("_hertz", 1e6), "IO/s": ("_operations_per_second", 1.0), "cores": ("_cores", 1.0),
           "count": ("", 1.0), "bool": ("", 1.0), "requests": ("_requests", 1.0), "FLOP/s": ("_flops", 1.0), "gen": ("", 1.0), "lanes": ("", 1.0)}
-SKIP_METRICS = {"utilization", "peak", "up"}
 
 
 def _name(metric: str) -> str:
@@ -47,6 +46,7 @@ class SnapshotCollector(Collector):
         peak_fams: dict[str, GaugeMetricFamily] = {}
         raw: dict[str, GaugeMetricFamily] = {}
         gpu_up = GaugeMetricFamily("bottleneckd_gpu_up", "1 while the GPU answers NVML, 0 once it is lost", labels=["device"])
+        energy = CounterMetricFamily("bottleneckd_gpu_energy_joules", "GPU energy since driver load", labels=["device"])
         for r in s.readings:
             if r.value is None:
                 continue
@@ -58,22 +58,18 @@ class SnapshotCollector(Collector):
                 fam.add_metric([r.resource, r.device], r.value * mul)
             elif r.metric == "up" and r.resource == "gpu_compute":
                 gpu_up.add_metric([r.device], r.value)
+            elif r.metric == "energy":
+                energy.add_metric([r.device], r.value)  # a counter, not a gauge
             elif r.unit in SUFFIX:
                 base, _, detail = r.metric.partition(":")
                 suffix, mul = SUFFIX[r.unit]
                 base_name = _name(base)
                 name = f"bottleneckd_{r.resource}_{base_name}" + ("" if base_name.endswith(suffix.lstrip("_")) else suffix)
-                if name.endswith("_joules"):
-                    continue  # energy is a counter below
                 labels = ["device", "detail"] if detail else ["device"]
                 fam = raw.get(name + str(len(labels)))
                 if fam is None:
                     fam = raw[name + str(len(labels))] = GaugeMetricFamily(name, f"{r.resource} {base} ({r.unit})", labels=labels)
                 fam.add_metric([r.device, detail] if detail else [r.device], r.value * mul)
-        energy = CounterMetricFamily("bottleneckd_gpu_energy_joules", "GPU energy since driver load", labels=["device"])
-        for r in s.readings:
-            if r.metric == "energy" and r.value is not None:
-                energy.add_metric([r.device], r.value)
         yield util
         yield from peak_fams.values()
         yield from raw.values()
