@@ -51,18 +51,21 @@ class PhaseSender:
 
 
 class PhaseReceiver:
-    """Used by the sidecar: accumulates step phases between drains."""
+    """Used by the sidecar: accumulates step phases between drains. With ``listen=False`` there is
+    no socket: the watcher's own sampling thread hands it messages through ``ingest``."""
 
-    def __init__(self, path: str | None = None) -> None:
+    def __init__(self, path: str | None = None, listen: bool = True) -> None:
         self.path = path or default_socket_path()
-        d = os.path.dirname(self.path)
-        os.makedirs(d, mode=0o700, exist_ok=True)
-        if os.path.exists(self.path):
-            os.unlink(self.path)
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        self._sock.bind(self.path)
-        os.chmod(self.path, 0o600)
-        self._sock.settimeout(0.2)
+        self._sock: socket.socket | None = None
+        if listen:
+            d = os.path.dirname(self.path)
+            os.makedirs(d, mode=0o700, exist_ok=True)
+            if os.path.exists(self.path):
+                os.unlink(self.path)
+            self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            self._sock.bind(self.path)
+            os.chmod(self.path, 0o600)
+            self._sock.settimeout(0.2)
         self._lock = threading.Lock()
         self._steps = 0
         self._wall = 0.0
@@ -75,10 +78,12 @@ class PhaseReceiver:
         self._thread = threading.Thread(target=self._run, name="bottleneckd-channel", daemon=True)
 
     def start(self) -> "PhaseReceiver":
-        self._thread.start()
+        if self._sock is not None:
+            self._thread.start()
         return self
 
     def _run(self) -> None:
+        assert self._sock is not None
         while not self._stop.is_set():
             try:
                 data = self._sock.recv(MAX_DATAGRAM)
@@ -122,6 +127,8 @@ class PhaseReceiver:
 
     def close(self) -> None:
         self._stop.set()
+        if self._sock is None:
+            return
         self._sock.close()
         try:
             os.unlink(self.path)

@@ -16,27 +16,13 @@ from bottleneckd.profile import load_profile
 from bottleneckd.report import build_report
 
 
-class _Inbox(PhaseReceiver):
-    """A receiver without a socket: the watcher hands it messages directly."""
-
-    def __init__(self) -> None:  # noqa: D107 - deliberately skips the socket setup
-        import threading
-
-        self._lock = threading.Lock()
-        self._steps, self._wall, self._phases, self._facts = 0, 0.0, {}, {}
-        self.received = self.rejected = 0
-        from collections import deque
-
-        self.events = deque(maxlen=256)
-
-
 class LocalSidecar:
     def __init__(self, pid: int, interval: float = 1.0) -> None:
         machine = detect_machine()
         peaks = resolve_peaks(machine, load_catalog(), load_profile())
         samplers, _ = build_samplers(machine, peaks, pid=pid)
         self.pipeline = Pipeline(peaks)
-        self.receiver = _Inbox()
+        self.receiver = PhaseReceiver(listen=False)
         self.loop = SamplingLoop(samplers, interval, [self.pipeline], self.receiver.drain)
         self.loop.start()
 
