@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bottleneckd import nvml as nv
+from bottleneckd.hardware import nvml as nv
 
 
 @dataclass

@@ -2,9 +2,9 @@ import json
 
 import pytest
 
-from bottleneckd import calibrate
-from bottleneckd.profile import load_profile
-from bottleneckd.errors import InputError
+from bottleneckd.peaks import calibrate
+from bottleneckd.peaks.profile import load_profile
+from bottleneckd.model.errors import InputError
 from tests.conftest import run_cli
 
 

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import pytest
 
-from bottleneckd.catalog import UNITS, default_catalog_path, load_catalog
-from bottleneckd.errors import InputError
+from bottleneckd.peaks.catalog import UNITS, default_catalog_path, load_catalog
+from bottleneckd.model.errors import InputError
 from tests.conftest import run_cli
 
 REQUIRED_GPUS = ["V100", "A100 40GB SXM", "A100 80GB SXM", "A100 40GB PCIe", "A100 80GB PCIe", "H100 SXM", "H100 PCIe", "H200",

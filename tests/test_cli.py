@@ -2,8 +2,8 @@ import json
 
 from click.testing import CliRunner
 
-from bottleneckd.cli import cli
-from bottleneckd.resources import RESOURCES
+from bottleneckd.cli.main import cli
+from bottleneckd.model.resources import RESOURCES
 from tests.conftest import run_cli
 
 

@@ -1,9 +1,9 @@
 import pytest
 
-from bottleneckd.catalog import load_catalog
-from bottleneckd.detect import detect_machine
-from bottleneckd.peaks import resolve_peaks
-from bottleneckd.resources import RESOURCES
+from bottleneckd.peaks.catalog import load_catalog
+from bottleneckd.hardware.detect import detect_machine
+from bottleneckd.peaks.resolve import resolve_peaks
+from bottleneckd.model.resources import RESOURCES
 from tests.fake_nvml import FakeGpu, FakeNvml
 
 

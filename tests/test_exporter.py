@@ -5,13 +5,13 @@ import urllib.request
 
 import pytest
 
-from bottleneckd.catalog import load_catalog
-from bottleneckd.detect import detect_machine
-from bottleneckd.exporter import SnapshotCollector
-from bottleneckd.peaks import resolve_peaks
-from bottleneckd.pipeline import Pipeline
-from bottleneckd.sample import Reading, Sample, SamplerStatus
-from bottleneckd.trace import read_trace
+from bottleneckd.peaks.catalog import load_catalog
+from bottleneckd.hardware.detect import detect_machine
+from bottleneckd.outputs.exporter import SnapshotCollector
+from bottleneckd.peaks.resolve import resolve_peaks
+from bottleneckd.diagnosis.pipeline import Pipeline
+from bottleneckd.model.sample import Reading, Sample, SamplerStatus
+from bottleneckd.outputs.trace import read_trace
 from prometheus_client import CollectorRegistry, generate_latest
 from tests.conftest import ROOT
 from tests.prometheus_server import Prometheus, free_port, wait_http

@@ -8,7 +8,7 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 
-from bottleneckd.knowledge import load_knowledge  # noqa: E402
+from bottleneckd.advice.knowledge import load_knowledge  # noqa: E402
 from bottleneckd.torch import watch  # noqa: E402
 from bottleneckd.torch.mitigations import REGISTRY  # noqa: E402
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from bottleneckd.stacks import StackSampler, classify_frames, op_intensity
+from bottleneckd.samplers.stacks import StackSampler, classify_frames, op_intensity
 from tests.conftest import ROOT, run_cli
 
 PLAIN_JOB = textwrap.dedent("""
@@ -117,10 +117,10 @@ def test_stack_classification():
 
 
 def test_live_screen_shows_every_resource_and_the_verdict():
-    from bottleneckd.live import render_screen
-    from bottleneckd.pipeline import Pipeline
-    from bottleneckd.resources import RESOURCES
-    from bottleneckd.trace import read_trace
+    from bottleneckd.outputs.live import render_screen
+    from bottleneckd.diagnosis.pipeline import Pipeline
+    from bottleneckd.model.resources import RESOURCES
+    from bottleneckd.outputs.trace import read_trace
 
     header, samples = read_trace(str(ROOT / "tests/data/cpu_compute/trace.jsonl"))
     p = Pipeline(header.peaks)

@@ -2,12 +2,12 @@ import time
 
 import pytest
 
-from bottleneckd.catalog import load_catalog
-from bottleneckd.daemon import build_samplers
-from bottleneckd.detect import detect_machine
-from bottleneckd.loop import SamplingLoop
-from bottleneckd.peaks import resolve_peaks
-from bottleneckd.sample import Sample
+from bottleneckd.peaks.catalog import load_catalog
+from bottleneckd.runtime.sidecar import build_samplers
+from bottleneckd.hardware.detect import detect_machine
+from bottleneckd.runtime.loop import SamplingLoop
+from bottleneckd.peaks.resolve import resolve_peaks
+from bottleneckd.model.sample import Sample
 from bottleneckd.samplers.cpu_memory_bandwidth import CpuMemoryBandwidthSampler
 from bottleneckd.samplers.gpu import GpuSampler
 from bottleneckd.samplers.inter_node import InterNodeSampler
@@ -153,7 +153,7 @@ class Boom:
 
 
 def test_a_failing_sampler_is_isolated_and_logged_once(caplog):
-    from bottleneckd.sample import Reading
+    from bottleneckd.model.sample import Reading
 
     class Fine:
         name = "fine"
@@ -182,7 +182,7 @@ def test_interval_bounds():
 
 
 def test_loop_runs_at_its_rate_with_bounded_window():
-    from bottleneckd.pipeline import Pipeline
+    from bottleneckd.diagnosis.pipeline import Pipeline
 
     m = detect_machine()
     peaks = resolve_peaks(m, load_catalog())

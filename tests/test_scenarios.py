@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from bottleneckd.knowledge import load_knowledge
-from bottleneckd.pipeline import Pipeline
-from bottleneckd.report import build_report
-from bottleneckd.resources import RESOURCES
-from bottleneckd.trace import read_trace
+from bottleneckd.advice.knowledge import load_knowledge
+from bottleneckd.diagnosis.pipeline import Pipeline
+from bottleneckd.outputs.report import build_report
+from bottleneckd.model.resources import RESOURCES
+from bottleneckd.outputs.trace import read_trace
 
 DATA = Path(__file__).resolve().parent / "data"
 SCENARIOS = sorted(p.parent.name for p in DATA.glob("*/expected.json"))

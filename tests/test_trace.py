@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from bottleneckd.errors import TraceError
-from bottleneckd.trace import read_trace
+from bottleneckd.model.errors import TraceError
+from bottleneckd.outputs.trace import read_trace
 from tests.conftest import ROOT, run_cli
 
 GPU_TRACE = ROOT / "tests/data/gpu_compute/trace.jsonl"

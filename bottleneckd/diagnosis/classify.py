@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from bottleneckd.diagnosis.rules import RULES
 from bottleneckd.diagnosis.verdict import Finding, Verdict
-from bottleneckd.peaks import PeakTable
-from bottleneckd.resources import UNDETERMINED
-from bottleneckd.window import WindowStats
+from bottleneckd.peaks.resolve import PeakTable
+from bottleneckd.model.resources import UNDETERMINED
+from bottleneckd.diagnosis.window import WindowStats
 
 ACTIVE = 0.5  # a finding below this score is a secondary pressure at most
 SECONDARY = 0.3

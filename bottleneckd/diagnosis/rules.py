@@ -9,9 +9,9 @@ job (DCGM); DRAM activity ~0.8 is the practical maximum; communication >10% of s
 from __future__ import annotations
 
 from bottleneckd.diagnosis.verdict import Finding
-from bottleneckd.peaks import PeakTable
-from bottleneckd.units import fmt_value
-from bottleneckd.window import WindowStats
+from bottleneckd.peaks.resolve import PeakTable
+from bottleneckd.model.units import fmt_value
+from bottleneckd.diagnosis.window import WindowStats
 
 INPUT_MODERATE = 0.05
 INPUT_HIGH = 0.20
@@ -96,7 +96,7 @@ def data_wait(w: WindowStats, peaks: PeakTable) -> list[Finding]:
 
 
 def fmt_s(x: float | None) -> str:
-    from bottleneckd.units import fmt_seconds
+    from bottleneckd.model.units import fmt_seconds
 
     return fmt_seconds(x)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bottleneckd.diagnosis.verdict import RegimeChange, Verdict
-from bottleneckd.window import WindowStats
+from bottleneckd.diagnosis.window import WindowStats
 
 
 def regime_label(w: WindowStats, before: str, after: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Protocol
 
-from bottleneckd.sample import Reading
+from bottleneckd.model.sample import Reading
 
 
 class Sampler(Protocol):

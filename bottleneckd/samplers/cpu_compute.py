@@ -6,8 +6,8 @@ from pathlib import Path
 
 import psutil
 
-from bottleneckd.peaks import PeakTable
-from bottleneckd.sample import Reading
+from bottleneckd.peaks.resolve import PeakTable
+from bottleneckd.model.sample import Reading
 from bottleneckd.samplers.process_tree import ProcessTree
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import psutil
 
-from bottleneckd.peaks import PeakTable
-from bottleneckd.sample import Reading, utilization
+from bottleneckd.peaks.resolve import PeakTable
+from bottleneckd.model.sample import Reading, utilization
 from bottleneckd.samplers.base import Rates
 from bottleneckd.samplers.cpu_compute import read_psi
 from bottleneckd.samplers.process_tree import ProcessTree

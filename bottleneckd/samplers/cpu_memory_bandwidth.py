@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bottleneckd.peaks import PeakTable
-from bottleneckd.sample import Reading, utilization
+from bottleneckd.peaks.resolve import PeakTable
+from bottleneckd.model.sample import Reading, utilization
 from bottleneckd.samplers.base import Rates
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import logging
 
-from bottleneckd import nvml as nv
-from bottleneckd.detect.gpus import resolve_backend
-from bottleneckd.peaks import PeakTable
-from bottleneckd.sample import Reading, utilization
+from bottleneckd.hardware import nvml as nv
+from bottleneckd.hardware.detect.gpus import resolve_backend
+from bottleneckd.peaks.resolve import PeakTable
+from bottleneckd.model.sample import Reading, utilization
 from bottleneckd.samplers.base import Rates
 
 log = logging.getLogger(__name__)

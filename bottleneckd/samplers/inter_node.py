@@ -7,9 +7,9 @@ from pathlib import Path
 
 import psutil
 
-from bottleneckd.detect.machine import Machine
-from bottleneckd.peaks import PeakTable
-from bottleneckd.sample import Reading, utilization
+from bottleneckd.hardware.detect.machine import Machine
+from bottleneckd.peaks.resolve import PeakTable
+from bottleneckd.model.sample import Reading, utilization
 from bottleneckd.samplers.base import Rates
 
 

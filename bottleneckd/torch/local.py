@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from bottleneckd.catalog import load_catalog
-from bottleneckd.channel import PhaseReceiver
-from bottleneckd.daemon import build_samplers
-from bottleneckd.detect import detect_machine
-from bottleneckd.loop import SamplingLoop
-from bottleneckd.peaks import resolve_peaks
-from bottleneckd.pipeline import Pipeline
-from bottleneckd.profile import load_profile
-from bottleneckd.report import build_report
+from bottleneckd.peaks.catalog import load_catalog
+from bottleneckd.outputs.channel import PhaseReceiver
+from bottleneckd.runtime.sidecar import build_samplers
+from bottleneckd.hardware.detect import detect_machine
+from bottleneckd.runtime.loop import SamplingLoop
+from bottleneckd.peaks.resolve import resolve_peaks
+from bottleneckd.diagnosis.pipeline import Pipeline
+from bottleneckd.peaks.profile import load_profile
+from bottleneckd.outputs.report import build_report
 
 
 class LocalSidecar:

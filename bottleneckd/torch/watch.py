@@ -22,7 +22,7 @@ from typing import Any, Iterable
 
 import torch
 
-from bottleneckd.channel import PhaseSender, default_socket_path
+from bottleneckd.outputs.channel import PhaseSender, default_socket_path
 from bottleneckd.torch.roofline import StepCounter
 from bottleneckd.torch.timing import PHASE_KEYS, CudaClock, HostClock
 from bottleneckd.torch.trials import Trial, TrialsMixin
@@ -290,7 +290,7 @@ class Watcher(TrialsMixin):
         try:
             self.flush()
             report = self._local.report() if self._local is not None else read_sidecar_report(self._sock_path)
-            from bottleneckd.report import render_text
+            from bottleneckd.outputs.report import render_text
 
             phases = dict(zip(PHASE_KEYS, self._epoch_acc))
             total = sum(phases.values())

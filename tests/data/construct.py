@@ -19,11 +19,11 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from bottleneckd.catalog import load_catalog
-from bottleneckd.detect import detect_machine
-from bottleneckd.peaks import resolve_peaks
-from bottleneckd.sample import Reading, Sample, StepPhases
-from bottleneckd.trace import TraceWriter
+from bottleneckd.peaks.catalog import load_catalog
+from bottleneckd.hardware.detect import detect_machine
+from bottleneckd.peaks.resolve import resolve_peaks
+from bottleneckd.model.sample import Reading, Sample, StepPhases
+from bottleneckd.outputs.trace import TraceWriter
 from tests.fake_hardware import fake_tree_at
 from tests.fake_nvml import FakeGpu, FakeNvml
 

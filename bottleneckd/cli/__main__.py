@@ -1,0 +1,6 @@
+"""``python -m bottleneckd.cli`` works like the ``bottleneckd`` command."""
+
+from bottleneckd.cli.main import main
+
+if __name__ == "__main__":
+    main()

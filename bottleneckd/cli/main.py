@@ -1,0 +1,135 @@
+"""The ``bottleneckd`` command line. Bad input: one line on stderr, exit code 2."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import click
+
+from bottleneckd.cli.common import Context, emit_json
+from bottleneckd.model.errors import InputError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Show tracebacks and debug logs.")
+@click.option("--catalog", type=click.Path(dir_okay=False), default=None, help="Peak catalog JSON (default: the built-in one).")
+@click.option("--profile", type=click.Path(dir_okay=False), default=None, help="Calibration profile (default: ~/.config/bottleneckd/profile.json).")
+@click.version_option(package_name="bottleneckd")
+@click.pass_context
+def cli(ctx: click.Context, debug: bool, catalog: str | None, profile: str | None) -> None:
+    """bottleneckd: find the resource that limits a training job, with numbers as evidence."""
+    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="bottleneckd: %(levelname)s: %(message)s")
+    ctx.obj = Context(debug, catalog, profile)
+
+
+@cli.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--table4", is_flag=True, help="Reproduce the paper's Table 4 and its worked example.")
+@click.pass_obj
+def peaks(obj: Context, as_json: bool, table4: bool) -> None:
+    """Peak throughput of every resource of this machine (catalog, detected or calibrated)."""
+    from bottleneckd.peaks import view as peaks_view
+
+    if table4:
+        catalog = obj.catalog()
+        if as_json:
+            emit_json(peaks_view.table4_json(catalog))
+        else:
+            click.echo(peaks_view.table4_text(catalog))
+        return
+    machine, table = obj.peak_table()
+    if as_json:
+        emit_json({"machine": machine.to_json(), "peaks": table.to_json()})
+    else:
+        click.echo(peaks_view.peaks_text(machine, table))
+
+
+@cli.command()
+@click.option("--seconds", type=click.FloatRange(0.1, 30), default=2.0, show_default=True, help="Time per benchmark.")
+@click.option("--dir", "directory", type=click.Path(file_okay=False, exists=True), default=".", show_default=True,
+              help="Directory on the storage to measure (a temporary file is written there and removed).")
+@click.option("--no-gpu", is_flag=True, help="Skip the GPU benchmarks.")
+@click.option("--json", "as_json", is_flag=True, help="Print the measurements as JSON.")
+@click.option("--output", type=click.Path(dir_okay=False), default=None, help="Where to save the profile (default: --profile or ~/.config/bottleneckd/profile.json).")
+@click.pass_obj
+def calibrate(obj: Context, seconds: float, directory: str, no_gpu: bool, as_json: bool, output: str | None) -> None:
+    """Measure this machine's real peaks and save them as the profile later runs use."""
+    from dataclasses import asdict
+
+    from bottleneckd.peaks import calibrate as cal
+    from bottleneckd.peaks import view as peaks_view
+    from bottleneckd.hardware.detect import detect_machine
+    from bottleneckd.peaks.resolve import resolve_peaks
+    from bottleneckd.peaks.profile import default_profile_path, load_profile, save_profile
+
+    catalog = obj.catalog()  # validate inputs before spending a minute measuring
+    path = Path(output or obj.profile_path or default_profile_path())
+    if path.exists():
+        load_profile(path)  # an unreadable existing profile is an error, not something to overwrite silently
+    measurements, skipped = cal.run_all(directory, seconds, lambda s: click.echo(s, err=True), with_gpu=not no_gpu)
+    profile = save_profile(measurements, path)
+    click.echo(f"saved {len(measurements)} measurements to {path}", err=True)
+    machine = detect_machine()
+    table = resolve_peaks(machine, catalog, profile)
+    if as_json:
+        emit_json({"profile": str(path), "measurements": [asdict(m) for m in measurements],
+                    "skipped": [asdict(s) for s in skipped], "peaks": table.to_json()})
+    else:
+        click.echo(peaks_view.calibration_text(measurements, table))
+
+
+@cli.command()
+@click.option("--resource", default=None, help="Only mitigations for this resource id.")
+@click.option("--json", "as_json", is_flag=True)
+def mitigations(resource: str | None, as_json: bool) -> None:
+    """The knowledge base: section 6.1's mitigations, mapped to the paper's taxonomy."""
+    from bottleneckd.advice.knowledge import load_knowledge
+    from bottleneckd.model.resources import check_resource
+
+    kb = load_knowledge()
+    if resource is not None:
+        check_resource(resource, "--resource")
+        kb = tuple(m for m in kb if resource in m.resources)
+    if as_json:
+        emit_json([m.to_json() for m in kb])
+        return
+    for m in kb:
+        cites = "; ".join(m.cites) or "-"
+        flags = (" [changes semantics]" if m.changes_semantics else "") + (f" [hook: {m.hook}]" if m.hook else "") + (" [baseline]" if m.baseline else "")
+        click.echo(f"{m.id}: {m.name}{flags}\n    {m.taxonomy_path}; cuts {m.effect.replace('_', ' ')}; section {m.section}; cites {cites}\n    resources: {', '.join(m.resources)}")
+
+
+def _register() -> None:
+    from bottleneckd.cli import jobs as cli_jobs
+    from bottleneckd.cli import sidecar as cli_sidecar
+
+    for cmd in (cli_sidecar.record, cli_sidecar.analyze, cli_sidecar.serve, cli_jobs.run, cli_jobs.attach, cli_jobs.demo):
+        cli.add_command(cmd)
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> None:
+    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    try:
+        cli.main(args=argv, prog_name="bottleneckd", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("bottleneckd: aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(2 if isinstance(e, click.UsageError) else e.exit_code)
+    except InputError as e:
+        if debug:
+            raise
+        click.echo(f"bottleneckd: error: {e}", err=True)
+        sys.exit(2)
+    except click.exceptions.Exit as e:
+        sys.exit(e.exit_code)
+
+
+if __name__ == "__main__":
+    main()

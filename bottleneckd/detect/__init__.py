@@ -1,5 +1,0 @@
-"""Detection of this machine: what it has, read from NVML, /sys and /proc."""
-
-from bottleneckd.detect.machine import Machine, detect_machine
-
-__all__ = ["Machine", "detect_machine"]

@@ -1,0 +1,94 @@
+"""Rolling windows of samples and their statistics (bounded memory: a deque of fixed length)."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+from typing import Iterable
+
+from bottleneckd.model.sample import Sample, StepPhases
+
+
+@dataclass(frozen=True)
+class Stat:
+    mean: float
+    p95: float
+    max: float
+    last: float
+    count: int
+
+
+@dataclass(frozen=True)
+class WindowStats:
+    start: float
+    end: float
+    samples: int
+    stats: dict[tuple[str, str, str], Stat]
+    notes: dict[tuple[str, str, str], str]
+    phases: StepPhases | None
+
+    def get(self, resource: str, device: str | None, metric: str, field: str = "mean") -> float | None:
+        """One statistic; with ``device=None`` the largest over devices (the busiest GPU, disk, NIC)."""
+        if device is not None:
+            s = self.stats.get((resource, device, metric))
+            return None if s is None else getattr(s, field)
+        vals = [getattr(s, field) for (r, _, m), s in self.stats.items() if r == resource and m == metric]
+        return max(vals) if vals else None
+
+    def busiest(self, resource: str, metric: str = "utilization") -> tuple[str, float] | None:
+        best = None
+        for (r, d, m), s in self.stats.items():
+            if r == resource and m == metric and (best is None or s.mean > best[1]):
+                best = (d, s.mean)
+        return best
+
+    def devices(self, resource: str) -> list[str]:
+        return sorted({d for (r, d, _) in self.stats if r == resource})
+
+    def note(self, resource: str, metric: str = "utilization") -> str:
+        return next((n for (r, _, m), n in self.notes.items() if r == resource and m == metric and n), "")
+
+
+def merge_phases(items: Iterable[StepPhases | None]) -> StepPhases | None:
+    steps, wall, phases, facts = 0, 0.0, {}, {}
+    any_ = False
+    for p in items:
+        if p is None:
+            continue
+        any_ = True
+        steps += p.steps
+        wall += p.wall_seconds
+        for k, v in p.phases.items():
+            phases[k] = phases.get(k, 0.0) + v
+        facts.update(p.facts)
+    return StepPhases(steps, wall, phases, facts) if any_ and steps else None
+
+
+class Window:
+    def __init__(self, length: int = 30) -> None:
+        self.samples: deque[Sample] = deque(maxlen=length)
+
+    def add(self, sample: Sample) -> None:
+        self.samples.append(sample)
+
+    def clear(self) -> None:
+        self.samples.clear()
+
+    def stats(self) -> WindowStats | None:
+        if not self.samples:
+            return None
+        series: dict[tuple[str, str, str], list[float]] = {}
+        notes: dict[tuple[str, str, str], str] = {}
+        for s in self.samples:
+            for r in s.readings:
+                key = (r.resource, r.device, r.metric)
+                if r.value is None:
+                    notes[key] = r.note
+                else:
+                    series.setdefault(key, []).append(r.value)
+        stats = {}
+        for k, v in series.items():
+            ordered = sorted(v)
+            stats[k] = Stat(sum(v) / len(v), ordered[min(len(v) - 1, int(round(0.95 * (len(v) - 1))))], ordered[-1], v[-1], len(v))
+        return WindowStats(self.samples[0].t, self.samples[-1].t, len(self.samples), stats, notes,
+                           merge_phases(s.phases for s in self.samples))

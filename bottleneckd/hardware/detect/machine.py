@@ -1,0 +1,119 @@
+"""The machine description: frozen data, every field either known or None with a reason."""
+
+from __future__ import annotations
+
+import platform
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from bottleneckd.hardware.detect import gpus as gpu_detect
+from bottleneckd.hardware.detect import host as host_detect
+from bottleneckd.hardware.nvml import NvmlBackend
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    index: int
+    name: str
+    uuid: str | None
+    memory_total_bytes: int | None
+    pcie_max_generation: int | None
+    pcie_max_width: int | None
+    nvlink_active_links: int | None
+    gpm_supported: bool
+
+
+@dataclass(frozen=True)
+class CpuInfo:
+    model: str | None
+    logical_cores: int | None
+    physical_cores: int | None
+    sockets: int | None
+    max_mhz: float | None
+    flags: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class BlockDevice:
+    name: str
+    size_bytes: int | None
+    rotational: bool | None
+    model: str | None
+    transport: str | None  # "nvme", "scsi/sata", "virtio", ...
+    pcie_generation: int | None  # for NVMe: the controller's link
+
+
+@dataclass(frozen=True)
+class Nic:
+    name: str
+    speed_mbps: int | None  # None: unknown (link down, virtual, or not reported)
+    operstate: str | None
+
+
+@dataclass(frozen=True)
+class IbPort:
+    device: str
+    port: int
+    rate_gbps: float | None
+    state: str | None
+
+
+@dataclass(frozen=True)
+class Mount:
+    mountpoint: str
+    fstype: str
+    source: str
+    network: bool
+
+
+@dataclass(frozen=True)
+class Machine:
+    hostname: str
+    cpu: CpuInfo
+    memory_total_bytes: int | None
+    gpus: tuple[GpuInfo, ...]
+    block_devices: tuple[BlockDevice, ...]
+    nics: tuple[Nic, ...]
+    ib_ports: tuple[IbPort, ...]
+    mounts: tuple[Mount, ...]
+    #: what could not be detected, and why (key -> reason)
+    unknown: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> "Machine":
+        return Machine(
+            hostname=d["hostname"],
+            cpu=CpuInfo(**{**d["cpu"], "flags": tuple(d["cpu"].get("flags", ()))}),
+            memory_total_bytes=d.get("memory_total_bytes"),
+            gpus=tuple(GpuInfo(**g) for g in d.get("gpus", ())),
+            block_devices=tuple(BlockDevice(**b) for b in d.get("block_devices", ())),
+            nics=tuple(Nic(**n) for n in d.get("nics", ())),
+            ib_ports=tuple(IbPort(**p) for p in d.get("ib_ports", ())),
+            mounts=tuple(Mount(**m) for m in d.get("mounts", ())),
+            unknown=dict(d.get("unknown", {})),
+        )
+
+
+def detect_machine(
+    sys_root: str = "/sys",
+    proc_root: str = "/proc",
+    nvml: NvmlBackend | None | str = "auto",
+) -> Machine:
+    """Detect this machine. ``nvml="auto"`` opens the real NVML; pass a backend (or None) to
+    choose. Roots are parameters so tests can hand fake /sys and /proc trees."""
+    unknown: dict[str, str] = {}
+    gpus = gpu_detect.detect_gpus(nvml, unknown)
+    return Machine(
+        hostname=platform.node(),
+        cpu=host_detect.detect_cpu(sys_root, proc_root, unknown),
+        memory_total_bytes=host_detect.detect_memory_total(proc_root, unknown),
+        gpus=gpus,
+        block_devices=host_detect.detect_block_devices(sys_root, unknown),
+        nics=host_detect.detect_nics(sys_root, unknown),
+        ib_ports=host_detect.detect_ib_ports(sys_root, unknown),
+        mounts=host_detect.detect_mounts(proc_root, unknown),
+        unknown=unknown,
+    )

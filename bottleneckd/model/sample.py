@@ -1,0 +1,130 @@
+"""The data that flows from the samplers: readings, one sample per tick, step phases."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from bottleneckd.model.identity import RankIdentity
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One figure: raw (unit as named) or ``metric == "utilization"`` (a fraction of the peak).
+
+    ``value is None`` means unknown, never zero; ``note`` then says why."""
+
+    resource: str
+    device: str
+    metric: str
+    value: float | None
+    unit: str
+    note: str = ""
+
+    def to_json(self) -> list[Any]:
+        return [self.resource, self.device, self.metric, self.value, self.unit] + ([self.note] if self.note else [])
+
+    @staticmethod
+    def from_json(row: list[Any]) -> "Reading":
+        return Reading(str(row[0]), str(row[1]), str(row[2]), None if row[3] is None else float(row[3]), str(row[4]),
+                       str(row[5]) if len(row) > 5 else "")
+
+
+@dataclass(frozen=True)
+class StepPhases:
+    """Step-phase seconds summed over ``steps`` steps in one interval (from the torch hook)."""
+
+    steps: int
+    wall_seconds: float
+    phases: dict[str, float]
+    #: extra facts the hook knows (dtype, loader workers, achieved FLOP/s ...)
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    def per_step(self, phase: str) -> float | None:
+        return self.phases.get(phase, 0.0) / self.steps if self.steps else None
+
+    def share(self, phase: str) -> float | None:
+        return self.phases.get(phase, 0.0) / self.wall_seconds if self.wall_seconds > 0 else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"steps": self.steps, "wall_seconds": self.wall_seconds, "phases": self.phases, "facts": self.facts}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> "StepPhases":
+        return StepPhases(int(d["steps"]), float(d["wall_seconds"]), {k: float(v) for k, v in d["phases"].items()}, dict(d.get("facts", {})))
+
+
+@dataclass(frozen=True)
+class RankPhases:
+    """One rank's step phases over one interval (every rank of a job reports its own)."""
+
+    identity: RankIdentity
+    phases: StepPhases
+
+    def to_json(self) -> dict[str, Any]:
+        return {"identity": self.identity.to_json(), "phases": self.phases.to_json()}
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> "RankPhases":
+        return RankPhases(RankIdentity.from_json(d["identity"]), StepPhases.from_json(d["phases"]))
+
+
+@dataclass(frozen=True)
+class SamplerStatus:
+    name: str
+    up: bool
+    seconds: float
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Sample:
+    t: float
+    interval: float
+    readings: tuple[Reading, ...]
+    phases: StepPhases | None = None
+    samplers: tuple[SamplerStatus, ...] = ()
+    #: per-rank phases of a distributed job (``phases`` is then the job's view: the ranks merged)
+    ranks: tuple[RankPhases, ...] = ()
+
+    def get(self, resource: str, device: str | None, metric: str) -> float | None:
+        for r in self.readings:
+            if r.resource == resource and r.metric == metric and (device is None or r.device == device):
+                return r.value
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": "sample",
+            "t": self.t,
+            "interval": self.interval,
+            "readings": [r.to_json() for r in self.readings],
+            "phases": None if self.phases is None else self.phases.to_json(),
+            "samplers": {s.name: [s.up, round(s.seconds, 6), s.error] for s in self.samplers},
+            **({"ranks": [r.to_json() for r in self.ranks]} if self.ranks else {}),
+        }
+
+    @staticmethod
+    def from_json(d: dict[str, Any]) -> "Sample":
+        return Sample(
+            t=float(d["t"]),
+            interval=float(d.get("interval", 1.0)),
+            readings=tuple(Reading.from_json(r) for r in d["readings"]),
+            phases=None if d.get("phases") is None else StepPhases.from_json(d["phases"]),
+            samplers=tuple(SamplerStatus(k, bool(v[0]), float(v[1]), str(v[2]) if len(v) > 2 else "") for k, v in d.get("samplers", {}).items()),
+            ranks=tuple(RankPhases.from_json(r) for r in d.get("ranks", ())),
+        )
+
+
+def utilization(resource: str, device: str, used: float | None, peak: float | None, unit: str, why_unknown: str = "",
+                peak_why: str = "peak unknown; run 'bottleneckd calibrate'") -> list[Reading]:
+    """The raw figure and its fraction of the peak (None with the reason when either is unknown)."""
+    out = [Reading(resource, device, "throughput" if unit.endswith("/s") else "used", used, unit, "" if used is not None else why_unknown)]
+    if used is None:
+        out.append(Reading(resource, device, "utilization", None, "ratio", why_unknown or "figure not measurable here"))
+    elif not peak:
+        out.append(Reading(resource, device, "utilization", None, "ratio", peak_why))
+    else:
+        out.append(Reading(resource, device, "utilization", used / peak, "ratio"))
+    out.append(Reading(resource, device, "peak", peak, unit, "" if peak else "unknown"))
+    return out

@@ -1,0 +1,194 @@
+"""The Prometheus exporter: a custom collector that only reads the latest snapshot (a scrape
+never touches hardware). Base units, low cardinality; unknown figures are absent, never 0."""
+
+from __future__ import annotations
+
+import base64
+import logging
+import ssl
+import threading
+from typing import Any, Callable, Iterator
+from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
+
+from prometheus_client import make_wsgi_app
+from prometheus_client.core import CollectorRegistry, CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from bottleneckd.model.errors import InputError
+from bottleneckd.diagnosis.pipeline import Snapshot
+from bottleneckd.model.resources import PHASES, RESOURCES, STAGES
+
+log = logging.getLogger(__name__)
+
+#: unit -> (metric-name suffix, multiplier to base unit)
+SUFFIX = {"ratio": ("_ratio", 1.0), "B/s": ("_bytes_per_second", 1.0), "B": ("_bytes", 1.0), "W": ("_watts", 1.0),
+          "J": ("_joules", 1.0), "MHz": ("_hertz", 1e6), "IO/s": ("_operations_per_second", 1.0), "cores": ("_cores", 1.0),
+          "count": ("", 1.0), "bool": ("", 1.0), "requests": ("_requests", 1.0), "FLOP/s": ("_flops", 1.0), "gen": ("", 1.0), "lanes": ("", 1.0)}
+
+
+def _name(metric: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in metric)
+
+
+class SnapshotCollector(Collector):
+    def __init__(self, latest: Callable[[], Snapshot | None], steps_total: Callable[[], int] = lambda: 0,
+                 events: Callable[[], list[dict[str, Any]]] = lambda: []) -> None:
+        self._latest = latest
+        self._steps_total = steps_total
+        self._events = events
+
+    def collect(self) -> Iterator[Metric]:
+        snap = self._latest()
+        if snap is None:
+            return
+        s = snap.sample
+        util = GaugeMetricFamily("bottleneckd_utilization_ratio", "Utilization of a resource as a fraction of its peak", labels=["resource", "device"])
+        peak_fams: dict[str, GaugeMetricFamily] = {}
+        raw: dict[str, GaugeMetricFamily] = {}
+        gpu_up = GaugeMetricFamily("bottleneckd_gpu_up", "1 while the GPU answers NVML, 0 once it is lost", labels=["device"])
+        energy = CounterMetricFamily("bottleneckd_gpu_energy_joules", "GPU energy since driver load", labels=["device"])
+        for r in s.readings:
+            if r.value is None:
+                continue
+            if r.metric == "utilization":
+                util.add_metric([r.resource, r.device], r.value)
+            elif r.metric == "peak":
+                suffix, mul = SUFFIX.get(r.unit, ("", 1.0))
+                fam = peak_fams.setdefault(suffix, GaugeMetricFamily(f"bottleneckd_peak{suffix}", f"Peak of a resource ({r.unit})", labels=["resource", "device"]))
+                fam.add_metric([r.resource, r.device], r.value * mul)
+            elif r.metric == "up" and r.resource == "gpu_compute":
+                gpu_up.add_metric([r.device], r.value)
+            elif r.metric == "energy":
+                energy.add_metric([r.device], r.value)  # a counter, not a gauge
+            elif r.unit in SUFFIX:
+                base, _, detail = r.metric.partition(":")
+                suffix, mul = SUFFIX[r.unit]
+                base_name = _name(base)
+                name = f"bottleneckd_{r.resource}_{base_name}" + ("" if base_name.endswith(suffix.lstrip("_")) else suffix)
+                labels = ["device", "detail"] if detail else ["device"]
+                fam = raw.get(name + str(len(labels)))
+                if fam is None:
+                    fam = raw[name + str(len(labels))] = GaugeMetricFamily(name, f"{r.resource} {base} ({r.unit})", labels=labels)
+                fam.add_metric([r.device, detail] if detail else [r.device], r.value * mul)
+        yield util
+        yield from peak_fams.values()
+        yield from raw.values()
+        yield gpu_up
+        yield energy
+        v = snap.verdict
+        active = GaugeMetricFamily("bottleneckd_bottleneck_active", "1 for the active bottleneck, 0 for the others", labels=["resource"])
+        for res in RESOURCES + ("undetermined",):
+            active.add_metric([res], 1.0 if v.resource == res else 0.0)
+        yield active
+        stage = GaugeMetricFamily("bottleneckd_bottleneck_stage", "1 for the stage of the step where the active bottleneck shows", labels=["stage"])
+        for st in STAGES:
+            stage.add_metric([st], 1.0 if v.stage == st else 0.0)
+        yield stage
+        yield GaugeMetricFamily("bottleneckd_bottleneck_confidence_ratio", "Confidence in the active bottleneck", value=v.confidence)
+        yield GaugeMetricFamily("bottleneckd_bottleneck_since_seconds", "Unix time since which the active bottleneck holds", value=v.since)
+        if v.headroom is not None:
+            yield GaugeMetricFamily("bottleneckd_bottleneck_headroom_ratio", "Possible step speed-up if the bottleneck stopped limiting", value=v.headroom)
+        ph = snap.stats.phases
+        if ph is not None and ph.steps:
+            fam = GaugeMetricFamily("bottleneckd_step_phase_seconds", "Mean seconds per step in each phase over the window", labels=["phase", "stage"])
+            for phase, secs in ph.phases.items():
+                fam.add_metric([phase, PHASES.get(phase, "other")], secs / ph.steps)
+            yield fam
+            yield GaugeMetricFamily("bottleneckd_step_seconds", "Mean wall-clock seconds per step over the window", value=ph.wall_seconds / ph.steps)
+        yield CounterMetricFamily("bottleneckd_steps", "Training steps reported by the hook", value=self._steps_total())
+        applied = GaugeMetricFamily("bottleneckd_mitigation_applied_timestamp_seconds",
+                                    "Unix time a mitigation was last applied through the torch hook (for dashboard annotations)",
+                                    labels=["mitigation", "changes_semantics"])
+        last: dict[str, dict[str, Any]] = {}
+        for e in self._events():
+            if e.get("event") == "mitigation_applied":
+                last[e["name"]] = e
+        for name, e in last.items():
+            applied.add_metric([name, "true" if e.get("changes_semantics") else "false"], e["t"])
+        yield applied
+        up = GaugeMetricFamily("bottleneckd_sampler_up", "1 if the sampler's last run succeeded", labels=["sampler"])
+        dur = GaugeMetricFamily("bottleneckd_sampler_duration_seconds", "Duration of the sampler's last run", labels=["sampler"])
+        for st in s.samplers:
+            up.add_metric([st.name], 1.0 if st.up else 0.0)
+            dur.add_metric([st.name], st.seconds)
+        yield up
+        yield dur
+
+
+def load_web_config(path: str) -> dict[str, Any]:
+    """Prometheus exporter-toolkit web config: tls_server_config.cert_file/key_file and
+    basic_auth_users (bcrypt hashes)."""
+    import yaml  # noqa: PLC0415
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = yaml.safe_load(f) or {}
+    except OSError as e:
+        raise InputError(f"{path}: cannot read the web config ({e.strerror or e})") from e
+    except yaml.YAMLError as e:
+        raise InputError(f"{path}: not valid YAML ({str(e).splitlines()[0]})") from e
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: expected a mapping with tls_server_config and/or basic_auth_users")
+    tls = doc.get("tls_server_config")
+    if tls is not None and not (isinstance(tls, dict) and tls.get("cert_file") and tls.get("key_file")):
+        raise InputError(f"{path}: tls_server_config: needs cert_file and key_file")
+    users = doc.get("basic_auth_users")
+    if users is not None:
+        if not isinstance(users, dict) or not all(isinstance(v, str) and v.startswith("$2") for v in users.values()):
+            raise InputError(f"{path}: basic_auth_users: expected user: bcrypt-hash pairs (htpasswd -nBC 10 USER)")
+        try:
+            import bcrypt  # noqa: F401, PLC0415
+        except ImportError as e:
+            raise InputError(f"{path}: basic_auth_users needs the bcrypt package: pip install bcrypt") from e
+    return doc
+
+
+def _auth_app(app: Callable, users: dict[str, str]) -> Callable:
+    import bcrypt  # noqa: PLC0415
+
+    def wrapped(environ: dict, start_response: Callable) -> Any:
+        header = environ.get("HTTP_AUTHORIZATION", "")
+        if header.startswith("Basic "):
+            try:
+                user, _, pw = base64.b64decode(header[6:]).decode().partition(":")
+                h = users.get(user)
+                if h and bcrypt.checkpw(pw.encode(), h.encode()):
+                    return app(environ, start_response)
+            except (ValueError, UnicodeDecodeError):
+                pass
+        start_response("401 Unauthorized", [("WWW-Authenticate", 'Basic realm="bottleneckd"'), ("Content-Type", "text/plain")])
+        return [b"unauthorized\n"]
+
+    return wrapped
+
+
+class _Quiet(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+        pass
+
+
+def serve(collector: Collector, bind: str, web_config: str | None = None) -> WSGIServer:
+    """Start the exporter on ``host:port`` in a daemon thread; returns the server."""
+    host, _, port = bind.rpartition(":")
+    if not host or not port.isdigit():
+        raise InputError(f"--bind {bind!r}: expected HOST:PORT, e.g. 127.0.0.1:9400")
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(collector)
+    app = make_wsgi_app(registry)
+    cfg = load_web_config(web_config) if web_config else {}
+    if cfg.get("basic_auth_users"):
+        app = _auth_app(app, cfg["basic_auth_users"])
+    try:
+        server = make_server(host.strip("[]"), int(port), app, handler_class=_Quiet)
+    except OSError as e:
+        raise InputError(f"--bind {bind}: cannot listen ({e.strerror or e}); choose another port") from e
+    tls = cfg.get("tls_server_config")
+    if tls:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        try:
+            ctx.load_cert_chain(tls["cert_file"], tls["key_file"])
+        except (OSError, ssl.SSLError) as e:
+            raise InputError(f"{web_config}: tls_server_config: cannot load the certificate or key ({e})") from e
+        server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, name="bottleneckd-exporter", daemon=True).start()
+    return server

@@ -1,0 +1,102 @@
+"""Reports: terminal text, JSON (schema bottleneckd.report/1, see docs/report-schema.md), Markdown."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from bottleneckd.diagnosis.verdict import Verdict
+from bottleneckd.diagnosis.pipeline import Pipeline
+from bottleneckd.advice.recommend import recommend, skipped
+from bottleneckd.model.units import fmt_value
+
+SCHEMA = "bottleneckd.report/1"
+
+
+def build_report(p: Pipeline, verdict: Verdict | None = None) -> dict[str, Any]:
+    v = verdict or p.dominant()
+    snap = p.latest
+    doc: dict[str, Any] = {"schema": SCHEMA, "created": time.time(), "samples": p.samples}
+    if v is None or snap is None:
+        doc["verdict"] = {"resource": "undetermined", "stage": "other", "confidence": 0.0, "evidence": [], "headroom": None,
+                          "reason": "no samples"}
+        doc["recommendations"] = []
+        return doc
+    recs = recommend(v, p.kb, p.facts)
+    doc["verdict"] = v.to_json()
+    doc["held_seconds"] = {k: round(s, 3) for k, s in sorted(p.held.items(), key=lambda kv: -kv[1])}
+    doc["recommendations"] = [r.to_json() for r in recs]
+    doc["already_in_effect"] = [{"id": m.id, "because": why} for m, why in skipped(v, p.kb, p.facts)]
+    doc["regime_changes"] = [{"t": c.t, "before": c.before, "after": c.after, "label": c.label} for c in snap.changes]
+    doc["utilization"] = [
+        {"resource": r, "device": d, "mean": round(s.mean, 4), "p95": round(s.p95, 4)}
+        for (r, d, m), s in sorted(snap.stats.stats.items()) if m == "utilization"
+    ]
+    ph = snap.stats.phases
+    doc["step_phases"] = None if ph is None else {"steps": ph.steps, "share": {k: round(x / ph.wall_seconds, 4) for k, x in ph.phases.items()} if ph.wall_seconds else {}}
+    doc["facts"] = p.facts
+    return doc
+
+
+def _headroom_text(h: float | None, doc: dict[str, Any] | None = None) -> str:
+    if h is not None:
+        return f"a step could be up to {h:.2f}x faster if this stopped limiting it"
+    if doc and doc.get("step_phases"):
+        return "no removable stage: the step is this work itself; only doing less of it (the mitigations below) makes it faster"
+    return "unknown (needs step phases from the torch hook)"
+
+
+def render_text(doc: dict[str, Any], top: int = 5) -> str:
+    v = doc["verdict"]
+    lines = []
+    if v["resource"] == "undetermined":
+        lines.append(f"bottleneck: undetermined — {v.get('reason', '')}")
+    else:
+        lines.append(f"bottleneck: {v['resource']} (stage: {v['stage']}, confidence {v['confidence']:.0%})")
+    for e in v.get("evidence", []):
+        lines.append(f"  evidence: {e}")
+    if v["resource"] != "undetermined":
+        lines.append(f"  headroom: {_headroom_text(v.get('headroom'), doc)}")
+    if v.get("secondary"):
+        lines.append("  secondary pressures: " + ", ".join(f"{s['resource']} ({s['score']:.2f})" for s in v["secondary"]))
+    for c in doc.get("regime_changes", []):
+        lines.append(f"  regime change at {time.strftime('%H:%M:%S', time.localtime(c['t']))}: {c['before']} -> {c['after']} ({c['label']})")
+    recs = doc.get("recommendations", [])[:top]
+    if recs:
+        lines.append("recommendations (Bartoldson, Kailkhura and Blalock, JMLR 2023):")
+        for k, r in enumerate(recs, 1):
+            sem = " [changes training semantics: check quality, section 5]" if r["changes_semantics"] else ""
+            hook = f" [bottleneckd.torch can apply: {r['hook']}]" if r["hook"] else ""
+            cites = "; ".join(r["cites"]) or f"section {r['section']}"
+            lines.append(f"  {k}. {r['name']}{sem}{hook}")
+            lines.append(f"     {r['taxonomy_path']}: {cites}; {r['why']}")
+    for s in doc.get("already_in_effect", []):
+        lines.append(f"  skipped {s['id']}: already in effect ({s['because']})")
+    return "\n".join(lines)
+
+
+def render_markdown(doc: dict[str, Any]) -> str:
+    v = doc["verdict"]
+    out = [f"### Bottleneck: `{v['resource']}`" + (f" (stage `{v['stage']}`, confidence {v['confidence']:.0%})" if v["resource"] != "undetermined" else "")]
+    if v.get("reason"):
+        out.append(f"_{v['reason']}_")
+    out.append("")
+    out += [f"- {e}" for e in v.get("evidence", [])]
+    if v["resource"] != "undetermined":
+        out.append(f"- Headroom: {_headroom_text(v.get('headroom'), doc)}")
+    if doc.get("recommendations"):
+        out += ["", "| # | mitigation | taxonomy | cites | changes semantics | hook |", "|---|---|---|---|---|---|"]
+        for k, r in enumerate(doc["recommendations"], 1):
+            out.append(f"| {k} | {r['name']} | {r['taxonomy_path']} | {'; '.join(r['cites']) or 'section ' + r['section']} | "
+                       f"{'yes' if r['changes_semantics'] else 'no'} | {r['hook'] or '-'} |")
+    if doc.get("utilization"):
+        out += ["", "| resource | device | mean utilization | p95 |", "|---|---|---|---|"]
+        out += [f"| {u['resource']} | {u['device']} | {u['mean']:.0%} | {u['p95']:.0%} |" for u in doc["utilization"]]
+    return "\n".join(out) + "\n"
+
+
+def fmt_util_line(doc: dict[str, Any]) -> str:
+    return ", ".join(f"{u['resource']}:{u['device']}={u['mean']:.0%}" for u in doc.get("utilization", []))
+
+
+__all__ = ["build_report", "render_text", "render_markdown", "fmt_value"]

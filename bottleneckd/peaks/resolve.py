@@ -1,0 +1,249 @@
+"""Peak throughput of each resource of this machine: calibrated, detected, catalog or unknown.
+
+Precedence: a figure measured here (``bottleneckd calibrate``) beats a detected one, which beats
+the catalog. A resource with no figure is reported as unknown with the reason, never as 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Iterable
+
+from bottleneckd.peaks.catalog import Catalog, DeviceSpec
+from bottleneckd.hardware.detect.machine import Machine
+from bottleneckd.peaks.profile import Profile
+from bottleneckd.model.resources import CAPACITY_RESOURCES, RESOURCES
+
+#: fp32 FLOPs per cycle per core by vector ISA, assuming two FMA units (stated in every estimate)
+_FP32_FLOPS_PER_CYCLE = (("avx512f", 64), ("avx2", 32), ("avx", 16), ("asimd", 16))
+
+
+@dataclass(frozen=True)
+class ResolvedPeak:
+    resource: str
+    device: str
+    metric: str
+    value: float | None
+    unit: str
+    origin: str  # "calibrated" | "detected" | "catalog" | "unknown"
+    source: str  # where the figure came from, or why it is unknown
+    catalog_value: float | None = None
+
+    @property
+    def known(self) -> bool:
+        return self.value is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class PeakTable:
+    peaks: tuple[ResolvedPeak, ...]
+
+    def for_resource(self, resource: str) -> tuple[ResolvedPeak, ...]:
+        return tuple(p for p in self.peaks if p.resource == resource)
+
+    def get(self, resource: str, device: str, metric: str | None = None) -> ResolvedPeak | None:
+        for p in self.peaks:
+            if p.resource == resource and p.device == device and (metric is None or p.metric == metric):
+                return p
+        return None
+
+    def value(self, resource: str, device: str, metric: str | None = None) -> float | None:
+        p = self.get(resource, device, metric)
+        return None if p is None else p.value
+
+    def fastest_compute_madd(self) -> float | None:
+        """The fastest compute peak on the machine, in multiply-adds per second."""
+        best = None
+        for p in self.peaks:
+            if p.resource in ("gpu_compute", "cpu_compute") and p.value is not None:
+                madd = p.value / 2 if p.unit == "FLOP/s" else p.value
+                best = madd if best is None else max(best, madd)
+        return best
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [p.to_json() for p in self.peaks]
+
+    @staticmethod
+    def from_json(rows: Iterable[dict[str, Any]]) -> "PeakTable":
+        return PeakTable(tuple(ResolvedPeak(**r) for r in rows))
+
+
+def table4_ratio(peak: ResolvedPeak, fastest_madd: float | None) -> str:
+    """The Table-4 style column: multiply-adds per 16-bit value moved, or share of the fastest compute."""
+    if peak.value is None or fastest_madd is None or peak.resource in CAPACITY_RESOURCES:
+        return "-"
+    if peak.unit in ("FLOP/s", "madd/s"):
+        madd = peak.value / 2 if peak.unit == "FLOP/s" else peak.value
+        return f"{madd / fastest_madd:.3g}x of fastest compute"
+    if peak.unit == "B/s":
+        return f"{fastest_madd / (peak.value / 2):,.0f} madd per 16-bit value"
+    if peak.unit == "IO/s":
+        return f"{fastest_madd / (peak.value * 2048):,.0f} madd per 16-bit value (4 KiB ops)"
+    return "-"
+
+
+def _calibrated(profile: Profile | None, resource: str, device: str, metric: str | None = None) -> ResolvedPeak | None:
+    if profile is None:
+        return None
+    m = profile.best(resource, device, metric)
+    if m is None:
+        return None
+    return ResolvedPeak(resource, device, m.metric, m.value, m.unit, "calibrated", f"measured here: {m.method}")
+
+
+def _with_catalog(calibrated: ResolvedPeak | None, fallback: ResolvedPeak) -> ResolvedPeak:
+    if calibrated is None:
+        return fallback
+    return ResolvedPeak(**{**asdict(calibrated), "catalog_value": fallback.value})
+
+
+def _gpu_peaks(machine: Machine, catalog: Catalog, profile: Profile | None) -> list[ResolvedPeak]:
+    out: list[ResolvedPeak] = []
+    multi = len(machine.gpus) > 1
+    for g in machine.gpus:
+        dev = f"gpu{g.index}"
+        spec: DeviceSpec | None = catalog.gpu_spec(g.name)
+        missing = f"GPU model {g.name!r} is not in the catalog; run 'bottleneckd calibrate'"
+
+        def cat(resource: str, metric: str, unit: str) -> ResolvedPeak:
+            p = spec.peak(resource, metric) if spec else None
+            if p is None:
+                return ResolvedPeak(resource, dev, metric, None, unit, "unknown", missing)
+            flag = " (unverified)" if p.unverified else ""
+            return ResolvedPeak(resource, dev, metric, p.value, p.unit, "catalog", f"{spec.name}: {p.source}{flag}", p.value)  # type: ignore[union-attr]
+
+        out.append(_with_catalog(_calibrated(profile, "gpu_compute", dev, "bf16_matmul"), cat("gpu_compute", "fp16_bf16_tensor_dense", "FLOP/s")))
+        out.append(_with_catalog(_calibrated(profile, "gpu_compute", dev, "fp32_matmul"), cat("gpu_compute", "fp32", "FLOP/s")))
+        if g.memory_total_bytes:
+            out.append(ResolvedPeak("gpu_memory", dev, "capacity", float(g.memory_total_bytes), "B", "detected", "NVML memory info (total)"))
+        else:
+            out.append(cat("gpu_memory", "capacity", "B"))
+        out.append(_with_catalog(_calibrated(profile, "gpu_memory_bandwidth", dev), cat("gpu_memory_bandwidth", "dram_bandwidth", "B/s")))
+
+        pcie = _pcie_peak(g.pcie_max_generation, g.pcie_max_width, catalog, dev)
+        out.append(_with_catalog(_calibrated(profile, "cpu_gpu_interconnect", dev), pcie))
+
+        nvl = spec.peak("inter_gpu_interconnect", "nvlink_total") if spec else None
+        cal = _calibrated(profile, "inter_gpu_interconnect", dev)
+        if g.nvlink_active_links and nvl is not None:
+            # the catalog's total is for all links of the part; scale to the links found active
+            value = nvl.value * min(g.nvlink_active_links, nvl.links) / nvl.links if nvl.links else nvl.value
+            fb = ResolvedPeak("inter_gpu_interconnect", dev, "nvlink_total", value, "B/s", "detected",
+                              f"{g.nvlink_active_links} active NVLink links (NVML) x per-link figure of {spec.name}: {nvl.source}", nvl.value)  # type: ignore[union-attr]
+        elif not multi:
+            fb = ResolvedPeak("inter_gpu_interconnect", dev, "nvlink_total", None, "B/s", "unknown", "only one GPU: no inter-GPU traffic on this machine")
+        elif g.nvlink_active_links == 0 and pcie.value is not None:
+            fb = ResolvedPeak("inter_gpu_interconnect", dev, "pcie_peer", pcie.value, "B/s", "detected", "no active NVLink: peer traffic crosses PCIe; " + pcie.source)
+        else:
+            fb = ResolvedPeak("inter_gpu_interconnect", dev, "nvlink_total", None, "B/s", "unknown", "NVLink state not readable and no catalog figure")
+        out.append(_with_catalog(cal, fb))
+    return out
+
+
+def _pcie_peak(gen: int | None, width: int | None, catalog: Catalog, dev: str) -> ResolvedPeak:
+    if gen is None or width is None:
+        return ResolvedPeak("cpu_gpu_interconnect", dev, "pcie", None, "B/s", "unknown", "PCIe link generation/width not reported by NVML")
+    link = catalog.link(f"pcie_gen{gen}_x16")
+    if link is None:
+        return ResolvedPeak("cpu_gpu_interconnect", dev, "pcie", None, "B/s", "unknown", f"PCIe gen {gen} is not in the catalog")
+    value = link.peak.value * width / 16
+    return ResolvedPeak("cpu_gpu_interconnect", dev, "pcie_per_direction", value, "B/s", "detected",
+                        f"max link gen {gen} x{width} (NVML) with {link.peak.source}", value)
+
+
+def _cpu_peaks(machine: Machine, catalog: Catalog, profile: Profile | None) -> list[ResolvedPeak]:
+    cpu = machine.cpu
+    spec = catalog.cpu_spec(cpu.model or "")
+    cal = _calibrated(profile, "cpu_compute", "cpu")
+    if spec is not None and spec.peak("cpu_compute"):
+        p = spec.peak("cpu_compute")
+        fb = ResolvedPeak("cpu_compute", "cpu", "fp32_fma", p.value, p.unit, "catalog", f"{spec.name}: {p.source}", p.value)  # type: ignore[union-attr]
+    else:
+        per_cycle = next((n for flag, n in _FP32_FLOPS_PER_CYCLE if flag in cpu.flags), None)
+        if cpu.physical_cores and cpu.max_mhz and per_cycle:
+            v = cpu.physical_cores * cpu.max_mhz * 1e6 * per_cycle
+            fb = ResolvedPeak("cpu_compute", "cpu", "fp32_fma", v, "FLOP/s", "detected",
+                              f"estimate: {cpu.physical_cores} cores x {cpu.max_mhz:.0f} MHz x {per_cycle} FLOP/cycle "
+                              f"({'/'.join(f for f, _ in _FP32_FLOPS_PER_CYCLE if f in cpu.flags)[:12]}, two FMA units assumed)")
+        else:
+            why = "CPU model not in the catalog and " + (
+                "the maximum clock is not exposed" if not cpu.max_mhz else "its vector width is unknown")
+            fb = ResolvedPeak("cpu_compute", "cpu", "fp32_fma", None, "FLOP/s", "unknown", why + "; run 'bottleneckd calibrate'")
+    out = [_with_catalog(cal, fb)]
+    if machine.memory_total_bytes:
+        out.append(ResolvedPeak("cpu_memory", "host", "capacity", float(machine.memory_total_bytes), "B", "detected", "/proc/meminfo MemTotal"))
+    else:
+        out.append(ResolvedPeak("cpu_memory", "host", "capacity", None, "B", "unknown", machine.unknown.get("memory", "not detected")))
+    out.append(_with_catalog(
+        _calibrated(profile, "cpu_memory_bandwidth", "host"),
+        ResolvedPeak("cpu_memory_bandwidth", "host", "dram_bandwidth", None, "B/s", "unknown",
+                     "DIMM speed and channel count are not readable here (SMBIOS); run 'bottleneckd calibrate'"),
+    ))
+    return out
+
+
+def _storage_peaks(machine: Machine, catalog: Catalog, profile: Profile | None) -> list[ResolvedPeak]:
+    out: list[ResolvedPeak] = []
+    for b in machine.block_devices:
+        if b.size_bytes:
+            out.append(ResolvedPeak("storage_capacity", b.name, "capacity", float(b.size_bytes), "B", "detected", f"/sys/block/{b.name}/size"))
+        for metric, unit in (("sequential_read", "B/s"), ("random_read_4k_iops", "IO/s")):
+            link = catalog.link(f"nvme_gen{b.pcie_generation}_{'seq_read' if metric == 'sequential_read' else 'random_read_iops'}") if b.transport == "nvme" and b.pcie_generation else None
+            if link is not None:
+                fb = ResolvedPeak("storage_bandwidth", b.name, metric, link.peak.value, unit, "catalog",
+                                  f"NVMe on a PCIe gen {b.pcie_generation} link: {link.peak.source}", link.peak.value)
+            else:
+                kind = b.transport or "unknown transport"
+                fb = ResolvedPeak("storage_bandwidth", b.name, metric, None, unit, "unknown",
+                                  f"no catalog figure for a {kind} device; run 'bottleneckd calibrate'")
+            out.append(_with_catalog(_calibrated(profile, "storage_bandwidth", b.name, metric), fb))
+    if not machine.block_devices:
+        why = machine.unknown.get("block_devices", "no block device found")
+        out.append(ResolvedPeak("storage_capacity", "-", "capacity", None, "B", "unknown", why))
+        out.append(ResolvedPeak("storage_bandwidth", "-", "sequential_read", None, "B/s", "unknown", why))
+    return out
+
+
+def _network_peaks(machine: Machine, catalog: Catalog, profile: Profile | None) -> list[ResolvedPeak]:
+    out: list[ResolvedPeak] = []
+    for n in machine.nics:
+        if n.speed_mbps:
+            v = n.speed_mbps * 1e6 / 8
+            out.append(ResolvedPeak("inter_node_interconnect", n.name, "ethernet_per_direction", v, "B/s", "detected",
+                                    f"/sys/class/net/{n.name}/speed = {n.speed_mbps} Mb/s; line rate / 8"))
+    for p in machine.ib_ports:
+        if p.rate_gbps:
+            out.append(ResolvedPeak("inter_node_interconnect", f"{p.device}/{p.port}", "infiniband_per_direction", p.rate_gbps * 1e9 / 8, "B/s", "detected",
+                                    f"/sys/class/infiniband/{p.device}/ports/{p.port}/rate = {p.rate_gbps:g} Gb/s"))
+    if not out:
+        reasons = "; ".join(f"{k}: {v}" for k, v in machine.unknown.items() if k.startswith("nic")) or "no network interface with a reported speed"
+        out.append(ResolvedPeak("inter_node_interconnect", "-", "link", None, "B/s", "unknown", reasons))
+    fastest = max((p.value for p in out if p.value is not None), default=None)
+    net_mounts = [m for m in machine.mounts if m.network]
+    for m in net_mounts:
+        if fastest is not None:
+            out.append(ResolvedPeak("storage_network_bandwidth", m.mountpoint, "link", fastest, "B/s", "detected",
+                                    f"{m.fstype} mount from {m.source}: bounded by the fastest local link"))
+        else:
+            out.append(ResolvedPeak("storage_network_bandwidth", m.mountpoint, "link", None, "B/s", "unknown",
+                                    f"{m.fstype} mount, but no network link speed is known"))
+    if not net_mounts:
+        out.append(ResolvedPeak("storage_network_bandwidth", "-", "link", None, "B/s", "unknown", "no network file system is mounted"))
+    return out
+
+
+def resolve_peaks(machine: Machine, catalog: Catalog, profile: Profile | None = None) -> PeakTable:
+    peaks = _gpu_peaks(machine, catalog, profile) + _cpu_peaks(machine, catalog, profile)
+    peaks += _storage_peaks(machine, catalog, profile) + _network_peaks(machine, catalog, profile)
+    if not machine.gpus:
+        why = machine.unknown.get("gpus", "no GPU")
+        for r in ("gpu_compute", "gpu_memory", "gpu_memory_bandwidth", "inter_gpu_interconnect", "cpu_gpu_interconnect"):
+            unit = "FLOP/s" if r == "gpu_compute" else ("B" if r == "gpu_memory" else "B/s")
+            peaks.append(ResolvedPeak(r, "-", "-", None, unit, "unknown", why))
+    order = {r: i for i, r in enumerate(RESOURCES)}
+    peaks.sort(key=lambda p: order[p.resource])
+    return PeakTable(tuple(peaks))
+

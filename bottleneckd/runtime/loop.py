@@ -1,0 +1,86 @@
+"""The one sampling loop: every sampler timed and isolated; one Sample per tick to each sink."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Callable
+
+from bottleneckd.model.sample import Reading, Sample, SamplerStatus, StepPhases
+from bottleneckd.samplers.base import Sampler
+
+log = logging.getLogger(__name__)
+Sink = Callable[[Sample], None]
+
+MIN_INTERVAL = 0.1  # 10 Hz
+
+
+class SamplingLoop:
+    def __init__(self, samplers: list[Sampler], interval: float = 1.0, sinks: list[Sink] | None = None,
+                 phases: Callable[[], StepPhases | None] | None = None) -> None:
+        if interval < MIN_INTERVAL:
+            raise ValueError(f"interval {interval} s is below {MIN_INTERVAL} s (10 Hz)")
+        self.samplers = samplers
+        self.interval = interval
+        self.sinks = sinks or []
+        self._phases = phases
+        self._failed: set[str] = set()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._last = time.monotonic()
+        self._tick_lock = threading.Lock()
+
+    def tick(self) -> Sample:
+        """One sample through every sampler and sink (thread-safe: ticks never interleave)."""
+        with self._tick_lock:
+            return self._tick()
+
+    def _tick(self) -> Sample:
+        readings: list[Reading] = []
+        statuses = []
+        for s in self.samplers:
+            t0 = time.perf_counter()
+            try:
+                got = s.sample()
+                readings += got
+                statuses.append(SamplerStatus(s.name, True, time.perf_counter() - t0))
+                self._failed.discard(s.name)
+            except Exception as e:  # noqa: BLE001 - one failing sampler must not stop the others
+                if s.name not in self._failed:
+                    log.warning("sampler %s failed (%s: %s); skipped until it recovers", s.name, type(e).__name__, e)
+                    self._failed.add(s.name)
+                statuses.append(SamplerStatus(s.name, False, time.perf_counter() - t0, f"{type(e).__name__}: {e}"))
+        now = time.monotonic()
+        sample = Sample(time.time(), now - self._last, tuple(readings), self._phases() if self._phases else None, tuple(statuses))
+        self._last = now
+        for sink in self.sinks:
+            try:
+                sink(sample)
+            except Exception:  # noqa: BLE001
+                log.exception("sink failed")
+        return sample
+
+    def run(self, duration: float | None = None) -> None:
+        """Tick at a fixed rate until stop() (or ``duration`` seconds)."""
+        start = time.monotonic()
+        next_t = start + self.interval
+        self._last = start
+        while not self._stop.is_set():
+            if self._stop.wait(max(0.0, next_t - time.monotonic())):
+                break
+            self.tick()
+            next_t += self.interval
+            if next_t < time.monotonic():  # fell behind: skip, do not burst
+                next_t = time.monotonic() + self.interval
+            if duration is not None and time.monotonic() - start >= duration:
+                break
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self.run, name="bottleneckd-sampler", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)

@@ -1,0 +1,217 @@
+"""Stack sampling of a running job with py-spy (non-blocking: the target is never paused).
+
+The main thread's innermost recognised frame says which stage of the step it is in; counts over
+an interval become step phases, so attach-mode jobs go through the same rules as hooked ones.
+"""
+
+from __future__ import annotations
+
+import json
+import linecache
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+from collections import Counter
+
+import psutil
+
+from bottleneckd.model.sample import StepPhases
+
+log = logging.getLogger(__name__)
+
+# (substring of file path, function name substring or "", phase), checked from the innermost frame out
+RULES: tuple[tuple[str, str, str], ...] = (
+    ("torch/distributed/", "", "communication"),
+    ("torch/cuda/__init__", "synchronize", "gpu_wait"),
+    ("torch/cuda/streams", "synchronize", "gpu_wait"),
+    ("torch/utils/data/", "_try_get_data", "data_wait"),
+    ("torch/utils/data/", "_get_data", "data_wait"),
+    ("torch/utils/data/_utils/fetch", "", "data_wait"),
+    ("torch/utils/data/", "__next__", "data_wait"),
+    ("torch/optim/", "", "optimizer"),
+    ("torch/autograd/", "backward", "backward"),
+    ("torch/_tensor", "backward", "backward"),
+    ("torch/nn/modules/module", "_call_impl", "forward"),
+    ("torch/serialization", "", "file_io"),
+)
+
+# operator classes by arithmetic intensity (section 2.3): normalisation and elementwise ops move
+# bytes with few multiply-adds; matrix products and convolutions reuse each byte many times
+LOW_INTENSITY = re.compile(r"^(LayerNorm|BatchNorm\w*|GroupNorm|InstanceNorm\w*|RMSNorm|GELU|ReLU|SiLU|Tanh|Sigmoid|Dropout\w*|Softmax)\.forward$"
+                           r"|^(layer_norm|batch_norm|group_norm|gelu|relu|silu|dropout|softmax|normalize)$")
+HIGH_INTENSITY = re.compile(r"^(Linear|Conv[123]d|ConvTranspose[123]d|MultiheadAttention|Bilinear)\.forward$|^(linear|conv[123]d|scaled_dot_product_attention)$")
+
+PERMISSION_HINT = ("py-spy cannot read process {pid}: ptrace is not permitted. Run as root, or grant CAP_SYS_PTRACE "
+                   "(docker: --cap-add SYS_PTRACE; Kubernetes: securityContext.capabilities.add: [SYS_PTRACE]), or set "
+                   "kernel.yama.ptrace_scope=0. Diagnosing without stacks.")
+
+
+def find_py_spy() -> str | None:
+    """py-spy on PATH, or beside this interpreter (a virtual environment not activated)."""
+    beside = os.path.join(os.path.dirname(sys.executable), "py-spy")
+    return shutil.which("py-spy") or (beside if os.access(beside, os.X_OK) else None)
+
+
+def classify_frames(frames: list[dict]) -> str:
+    """frames innermost first, as py-spy gives them."""
+    for f in frames:
+        path = f.get("filename") or f.get("short_filename") or ""
+        name = f.get("name", "")
+        for needle, func, phase in RULES:
+            if needle in path and func in name:
+                return phase
+    return "other"
+
+
+HIGH_LINE = re.compile(r"\b(linear|matmul|mm|bmm|addmm|conv[123]d|einsum|Linear|Conv[123]d|scaled_dot_product_attention)\b|@")
+LOW_LINE = re.compile(r"\b(layer_norm|LayerNorm|batch_norm|BatchNorm\w*|group_norm|gelu|GELU|relu|ReLU|silu|sigmoid|tanh|softmax|dropout|normalize)\b")
+
+
+def op_intensity(frames: list[dict]) -> str | None:
+    """'low' or 'high' for the innermost operator recognised: by the frame's function name, or
+    else by the source line it is executing (builtin ops such as F.gelu have no frame of their
+    own, but their call sits on the innermost Python line)."""
+    for f in frames:
+        name = f.get("name", "")
+        if LOW_INTENSITY.search(name):
+            return "low"
+        if HIGH_INTENSITY.search(name):
+            return "high"
+    if frames:
+        f = frames[0]
+        line = linecache.getline(f.get("filename", ""), int(f.get("line", 0) or 0))
+        if HIGH_LINE.search(line):
+            return "high"
+        if LOW_LINE.search(line):
+            return "low"
+    return None
+
+
+def main_thread(dump: list[dict], pid: int) -> dict | None:
+    for t in dump:
+        if t.get("pid", pid) == pid and (t.get("thread_name") == "MainThread" or t.get("os_thread_id") == pid):
+            return t
+    return None
+
+
+WAIT_FRAMES = ("Popen.wait", "Popen._wait", "Popen._try_wait", "waitpid", "BaseProcess.join", "Popen.poll", "_wait_for_tstate_lock",
+               "start_processes", "ProcessContext.join", "SimpleElasticAgent", "LocalElasticAgent")
+
+
+def _environ(p: "psutil.Process") -> dict[str, str]:
+    try:
+        return p.environ()
+    except Exception:  # noqa: BLE001
+        return {}
+
+
+def training_process(pid: int, frames: list[dict]) -> int:
+    """A launcher (torchrun, mp.spawn, a script that starts its ranks) only waits: follow it to
+    the process that trains, rank 0 when ranks are named, else the busiest Python child."""
+    if not any(w in f.get("name", "") for f in frames[:6] for w in WAIT_FRAMES):
+        return pid
+    try:
+        kids = [k for k in psutil.Process(pid).children(recursive=True) if "python" in k.name().lower()]
+    except psutil.Error:
+        return pid
+    if not kids:
+        return pid
+    for k in kids:
+        env = _environ(k)
+        if env.get("LOCAL_RANK", env.get("RANK")) == "0":
+            return k.pid
+
+    def busy(k: "psutil.Process") -> float:
+        try:
+            t = k.cpu_times()
+            return t.user + t.system
+        except psutil.Error:
+            return -1.0
+
+    return max(kids, key=busy).pid
+
+
+class StackSampler:
+    def __init__(self, pid: int, rate_hz: float = 2.0, py_spy: str | None = None) -> None:
+        self.pid = pid
+        self.target = pid
+        self.interval = 1.0 / rate_hz
+        self.exe = py_spy or find_py_spy()
+        self._counts: Counter[str] = Counter()
+        self._ops: Counter[str] = Counter()
+        self._n = 0
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.error: str | None = None
+        self.samples_total = 0
+
+    def dump(self, pid: int | None = None) -> list[dict] | None:
+        assert self.exe is not None
+        pid = self.target if pid is None else pid
+        p = subprocess.run([self.exe, "dump", "--pid", str(pid), "--nonblocking", "--json"], capture_output=True, text=True, timeout=10)
+        if p.returncode != 0:
+            err = (p.stderr or p.stdout).strip()
+            if any(k in err for k in ("Permission", "ptrace", "Operation not permitted", "EPERM")):
+                raise PermissionError(PERMISSION_HINT.format(pid=self.pid))
+            raise RuntimeError(err.splitlines()[-1] if err else f"py-spy exited {p.returncode}")
+        return json.loads(p.stdout)
+
+    def check(self) -> str | None:
+        """None if stacks can be read; else one line saying why not and what to grant."""
+        if self.exe is None:
+            return "py-spy is not installed (pip install py-spy); diagnosing without stacks"
+        try:
+            d = self.dump(self.pid)
+            t = main_thread(d or [], self.pid)
+            self.target = training_process(self.pid, t.get("frames", []) if t else [])
+            return None
+        except PermissionError as e:
+            return str(e)
+        except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
+            return f"py-spy cannot sample process {self.pid} ({e}); diagnosing without stacks"
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                d = self.dump()
+            except (RuntimeError, PermissionError, subprocess.TimeoutExpired, ValueError) as e:
+                self.error = str(e)
+                continue
+            t = main_thread(d or [], self.target)
+            if t is None:
+                continue
+            phase = classify_frames(t.get("frames", []))
+            op = op_intensity(t.get("frames", [])) if phase == "forward" else None
+            with self._lock:
+                self._counts[phase] += 1
+                if op:
+                    self._ops[op] += 1
+                self._n += 1
+                self.samples_total += 1
+
+    def start(self) -> "StackSampler":
+        self._thread = threading.Thread(target=self._run, name="bottleneckd-py-spy", daemon=True)
+        self._thread.start()
+        return self
+
+    def drain(self) -> StepPhases | None:
+        """Stack samples since the last drain, as phase shares (``steps`` counts stack samples)."""
+        with self._lock:
+            if not self._n:
+                return None
+            n, counts, ops = self._n, dict(self._counts), dict(self._ops)  # ops: cumulative, a property of the code
+            self._n, self._counts = 0, Counter()
+        facts: dict = {"phase_source": "py-spy", "stack_samples": n}
+        if sum(ops.values()) >= 3:
+            facts["low_intensity_op_share"] = ops.get("low", 0) / sum(ops.values())
+        return StepPhases(n, n * self.interval, {k: v * self.interval for k, v in counts.items()}, facts)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=5)
