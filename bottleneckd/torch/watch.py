@@ -256,7 +256,7 @@ class Watcher(TrialsMixin):
             self.facts["achieved_bytes_per_second"] = self.facts["operand_bytes_per_step"] / per_step
         self._acc_compute = 0.0
         report = StepReport(self._identity, self._acc_steps, self._acc_wall, dict(zip(PHASE_KEYS, self._acc)),
-                            self.facts.freeze(epoch=self.epoch, mitigations=[t.name for t in self.trials if t.kept is not False]))
+                            self.facts.freeze(epoch=self.epoch, mitigations=[t.name for t in self.trials if t.kept is not False] or None))
         self._sender.send(report)
         if self._local is not None:
             self._local.receiver.accept(report)
