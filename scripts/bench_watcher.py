@@ -77,6 +77,9 @@ def overhead(blocks: int, steps: int, device: str = "cpu", clock: str = "wall") 
     print(f"overhead on {device} ({clock} clock): bare {b * 1e6:.1f} us/step; watched minus bare, per adjacent pair of blocks: "
           f"median {d * 1e6:+.1f} us/step (quartiles {q[0] * 1e6:+.1f}, {q[2] * 1e6:+.1f}) over {blocks} pairs of {steps} steps")
     print(f"overhead: {d / b * 100:+.2f}% of step time (ratio watched/bare {(b + d) / b:.4f})")
+    qb, qw = statistics.quantiles(bare, n=10)[0], statistics.quantiles(watched, n=10)[0]
+    print(f"low tails (less sensitive to other processes): 10th percentile watched minus bare {(qw - qb) * 1e6:+.1f} us/step, "
+          f"fastest block watched minus bare {(min(watched) - min(bare)) * 1e6:+.1f} us/step")
     # the instrumentation's own work, without the noise of training steps around it: the marks of
     # a step and its share of the reports (drain + send), on this thread's CPU clock
     w = watch(model, opt, None, local_sampling=False, print_epoch=False, roofline_step=None, socket_path="/nonexistent/sock",
