@@ -73,7 +73,7 @@ class Watcher(TrialsMixin):
     def __init__(self, model: torch.nn.Module | None, optimizer: torch.optim.Optimizer | None = None, dataloader: Iterable | None = None,
                  *, socket_path: str | None = None, report_every: float = 0.5, print_epoch: bool = True,
                  local_sampling: bool | None = None, interval: float = 1.0, roofline_step: int | None = 3,
-                 cuda_sample_every: int = 8) -> None:
+                 cuda_sample_every: int = 8, install_hooks: bool = True) -> None:
         self.model = model
         self.optimizer = optimizer
         self.enabled = True
@@ -118,7 +118,8 @@ class Watcher(TrialsMixin):
         if _global_watcher is not None and not getattr(self, "_is_global", False):
             _global_watcher.close()  # an explicit watch() wins over the injected instrumentation
             _global_watcher = None
-        self._install()
+        if install_hooks:
+            self._install()
 
     # --- instrumentation -------------------------------------------------------------------
     def _safe(self, fn: Any, *args: Any) -> None:
@@ -206,6 +207,24 @@ class Watcher(TrialsMixin):
 
     def _unmark(self, label: str) -> None:
         self._safe(self._clock.unmark, label)
+
+    def mark(self, label: str) -> None:
+        """Public phase mark for framework callbacks that see the step's edges themselves."""
+        self._mark(label)
+
+    def end_step(self) -> None:
+        """Public end of one optimizer step, for framework callbacks."""
+        self._safe(self._end_step)
+
+    def skip_gap(self) -> None:
+        """The time since the last step was not training (evaluation, a checkpoint): the next
+        step is timed from now, not from the last step's end."""
+        def restart() -> None:
+            self._clock.unmark("step_start")
+            self._clock.reset()
+            self._clock.mark("step_start")
+
+        self._safe(restart)
 
     def _end_step(self) -> None:
         self._step_index += 1
