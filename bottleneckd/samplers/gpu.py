@@ -59,7 +59,7 @@ class GpuSampler:
             return []
         out: list[Reading] = []
         self._tick += 1
-        job = {p.pid for p in self._tree.members()} if self._tree is not None and self._tick % self._process_every == 1 else None
+        job = {p.pid for p in self._tree.members()} if self._tree is not None and (self._tick - 1) % self._process_every == 0 else None
         for i in range(self._nv.device_count()):
             dev = self._nv.label(i)
             if i in self._down:
@@ -110,7 +110,7 @@ class GpuSampler:
         mem = n.memory(i)
         out += utilization("gpu_memory", dev, None if mem is None else float(mem[1]), None if mem is None else float(mem[0]), "B",
                            "NVML memory info not supported")
-        if self._tick % self._process_every == 1:
+        if (self._tick - 1) % self._process_every == 0:
             procs = n.process_memory(i)
             if procs is not None:
                 for pid, b in procs.items():
@@ -130,7 +130,7 @@ class GpuSampler:
         if pcie is not None:
             out += [Reading("cpu_gpu_interconnect", dev, "tx_bytes_per_second", pcie[0], "B/s"),
                     Reading("cpu_gpu_interconnect", dev, "rx_bytes_per_second", pcie[1], "B/s")]
-        if self._tick % self._process_every == 1 or i not in self._link:  # the link changes rarely: read it every 10th tick
+        if (self._tick - 1) % self._process_every == 0 or i not in self._link:  # the link changes rarely: read it every 10th tick
             self._link[i] = n.pcie_current_link(i)
         gen, width = self._link[i]
         out += [Reading("cpu_gpu_interconnect", dev, "link_generation", None if gen is None else float(gen), "gen"),
