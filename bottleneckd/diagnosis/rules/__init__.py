@@ -9,8 +9,9 @@ from bottleneckd.diagnosis.rules.cpu_compute import cpu_compute
 from bottleneckd.diagnosis.rules.gpu_compute import gpu_compute
 from bottleneckd.diagnosis.rules.input import data_wait
 from bottleneckd.diagnosis.rules.machine_only import machine_only
+from bottleneckd.diagnosis.rules.other import other
 from bottleneckd.diagnosis.rules.transfer import transfer
 
-RULES = (data_wait, transfer, communication, gpu_compute, cpu_compute, capacity, machine_only)
+RULES = (data_wait, transfer, communication, gpu_compute, cpu_compute, other, capacity, machine_only)
 
-__all__ = ["RULES", "capacity", "communication", "cpu_compute", "data_wait", "gpu_compute", "machine_only", "transfer"]
+__all__ = ["RULES", "capacity", "communication", "cpu_compute", "data_wait", "gpu_compute", "machine_only", "other", "transfer"]
