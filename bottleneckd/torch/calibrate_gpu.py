@@ -94,8 +94,9 @@ def main() -> None:
             b = torch.empty(nbytes, dtype=torch.uint8, device=f"cuda:{j}")
             torch.cuda.set_device(i)
             rate, spent = timed(lambda: b.copy_(a, non_blocking=True), float(nbytes), args.seconds)
-            _emit(resource="inter_gpu_interconnect", device=f"gpu{i}", metric=f"copy_to_gpu{j}", value=rate, unit="B/s",
-                  method=f"GPU{i} to GPU{j} copy {args.copy_mib} MiB (peer access: {torch.cuda.can_device_access_peer(i, j)})",
+            _emit(resource="inter_gpu_interconnect", device=f"GPU-{torch.cuda.get_device_properties(i).uuid}",
+                  metric=f"copy_to_GPU-{torch.cuda.get_device_properties(j).uuid}", value=rate, unit="B/s",
+                  method=f"cuda:{i} to cuda:{j} copy {args.copy_mib} MiB (peer access: {torch.cuda.can_device_access_peer(i, j)})",
                   seconds=spent)
             del a, b
 
