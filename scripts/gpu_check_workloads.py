@@ -155,7 +155,7 @@ def sync_check(seconds: float, small: bool, dev: str) -> dict[str, Any]:
     model, opt, loader, loss, _ = build("fp32_mlp", "base", small, dev)
     w = watch(model, opt, loader, print_epoch=False, local_sampling=False, cuda_sample_every=1)
     it = iter(w.dataloader)
-    for _ in range(5):  # warm-up outside the check (allocator, cuBLAS handles)
+    for _ in range(2):  # warm-up outside the check (allocator, cuBLAS handles); the roofline step (3rd) is inside it
         opt.zero_grad(set_to_none=True)
         loss(model, next(it)).backward()
         opt.step()
