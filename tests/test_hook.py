@@ -9,6 +9,7 @@ from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 
 from bottleneckd.outputs.channel import PhaseReceiver  # noqa: E402
 from bottleneckd.torch import watch  # noqa: E402
+from bottleneckd.torch.transport import SocketTransport  # noqa: E402
 
 
 class SlowDataset(torch.utils.data.Dataset):
@@ -62,7 +63,7 @@ def test_the_watcher_sends_json_to_a_listening_sidecar(tmp_path):
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     loader = DataLoader(TensorDataset(torch.randn(64, 32), torch.randint(0, 4, (64,))), batch_size=8, num_workers=0)
     w = watch(model, opt, loader, socket_path=path, report_every=0.0, print_epoch=False)
-    assert w._local is None  # a sidecar listens: no sampler thread of our own
+    assert isinstance(w._transport, SocketTransport)  # a sidecar listens: no sampler thread of our own
     train(w, model, opt)
     time.sleep(0.5)
     got = rx.drain()
@@ -79,7 +80,7 @@ def test_sender_is_lossy_without_a_sidecar(tmp_path):
     w = watch(model, opt, [(torch.randn(2, 4), torch.tensor([0, 1]))] * 20, socket_path=str(tmp_path / "absent.sock"),
               local_sampling=False, report_every=0.0, print_epoch=False)
     train(w, model, opt)
-    assert w._sender.dropped > 0 and w.enabled
+    assert w._transport.dropped > 0 and w.enabled
 
 
 def test_receiver_rejects_non_json_and_never_unpickles(tmp_path):
