@@ -175,9 +175,9 @@ def sync_check(seconds: float, small: bool, dev: str) -> dict[str, Any]:
         torch.cuda.set_sync_debug_mode(0)
     torch.cuda.synchronize()
     w.flush()
-    timed = len(w._history) if hasattr(w, "_history") else None
+    counted = w.steps_done()
     w.close()
-    return {"workload": "sync_check", "ok": err is None, "steps": steps, "steps_timed": timed, "error": err}
+    return {"workload": "sync_check", "ok": err is None, "steps": steps, "steps_counted_by_hook": counted, "error": err}
 
 
 def main() -> None:

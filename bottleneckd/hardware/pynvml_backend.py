@@ -18,24 +18,14 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
+from bottleneckd.hardware.mig import Unit, mig_units
 from bottleneckd.hardware.nvml import GPM_METRICS, GpuLostError, NvmlBackend, NvmlUnavailable
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 GPM_MIN_INTERVAL = 0.1  # seconds; the interval must be strictly longer
-
-
-@dataclass(frozen=True)
-class _Unit:
-    index: int  # NVML index of the physical GPU
-    label: str
-    handle: Any
-    parent: Any = None  # the physical GPU's handle, for a MIG slice
-    gpu_instance: int | None = None
-    fractions: tuple[float, float] | None = None  # (compute, memory) share of the GPU, for a MIG slice
 
 
 class PynvmlBackend:
@@ -59,41 +49,14 @@ class PynvmlBackend:
         self._max_clocks: dict[int, tuple[int, int] | None] = {}
         self._why: dict[str, str] = {}
         self._procs_fn: Callable[[Any], Any] | None = None
-        self._units: list[_Unit] = []
+        self._units: list[Unit] = []
         for i in range(count):
             try:
                 h = n.nvmlDeviceGetHandleByIndex(i)
             except n.NVMLError as e:  # NO_PERMISSION (counted, not ours to use), GPU_IS_LOST, UNKNOWN
                 self._why[f"gpu{i}"] = f"NVML refuses a handle to GPU {i}: {e}"
                 continue
-            self._units += self._mig_units(i, h) or [_Unit(i, f"gpu{i}", h)]
-
-    # -- enumeration ------------------------------------------------------------------------
-    def _mig_units(self, i: int, h: Any) -> list[_Unit]:
-        """The MIG slices of GPU ``i`` when it is in MIG mode (else [])."""
-        n = self._n
-        try:
-            if n.nvmlDeviceGetMigMode(h)[0] != n.NVML_DEVICE_MIG_ENABLE:
-                return []
-            slots = n.nvmlDeviceGetMaxMigDeviceCount(h)
-            total = n.nvmlDeviceGetMemoryInfo(h).total
-        except (n.NVMLError, n.NVMLLibraryMismatchError):
-            return []  # not MIG-capable (or a driver without MIG): the whole GPU
-        out = []
-        for k in range(slots):
-            try:
-                m = n.nvmlDeviceGetMigDeviceHandleByIndex(h, k)
-                attrs = n.nvmlDeviceGetAttributes(m)  # MIG device handles only (nvml.h)
-                gi = n.nvmlDeviceGetGpuInstanceId(m)
-            except n.NVMLError:  # NOT_FOUND: no MIG device in that slot
-                continue
-            compute = attrs.gpuInstanceSliceCount / slots if slots else None
-            memory = attrs.memorySizeMB * 1048576 / total if total else None
-            fr = (min(1.0, compute), min(1.0, memory)) if compute and memory else None
-            out.append(_Unit(i, f"gpu{i}.mig{k}", m, h, gi, fr))
-        if not out:
-            self._why[f"gpu{i}"] = "MIG mode is on but no MIG device is configured"
-        return out
+            self._units += mig_units(n, i, h, self._why) or [Unit(i, f"gpu{i}", h)]
 
     def device_count(self) -> int:
         return len(self._units)

@@ -133,8 +133,9 @@ class GpuSampler:
         if (self._tick - 1) % self._process_every == 0 or i not in self._link:  # the link changes rarely: read it every 10th tick
             self._link[i] = n.pcie_current_link(i)
         gen, width = self._link[i]
-        out += [Reading("cpu_gpu_interconnect", dev, "link_generation", None if gen is None else float(gen), "gen"),
-                Reading("cpu_gpu_interconnect", dev, "link_width", None if width is None else float(width), "lanes")]
+        no_link = "not reported for this device (a MIG slice, or not supported)"
+        out += [Reading("cpu_gpu_interconnect", dev, "link_generation", None if gen is None else float(gen), "gen", "" if gen is not None else no_link),
+                Reading("cpu_gpu_interconnect", dev, "link_width", None if width is None else float(width), "lanes", "" if width is not None else no_link)]
 
         nvl = n.nvlink_data_bytes(i)
         nvl_peak = p.value("inter_gpu_interconnect", dev)
