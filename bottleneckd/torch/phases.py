@@ -10,6 +10,7 @@ read from ``PHASES``, not from positions.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import add
 from typing import Callable, Iterable
 
 from bottleneckd.model.resources import HOOK_PHASES, PHASES
@@ -38,59 +39,46 @@ class PhaseTotals:
         return sorted(((k, v / total) for k, v in self.phases.items() if v > 0), key=lambda kv: -kv[1])
 
 
-class _Sum:
-    __slots__ = ("steps", "wall", "phases")
-
-    def __init__(self) -> None:
-        self.steps = 0
-        self.wall = 0.0
-        self.phases = dict.fromkeys(HOOK_PHASES, 0.0)
-
-    def totals(self) -> PhaseTotals:
-        return PhaseTotals(self.steps, self.wall, dict(self.phases))
-
-
 class PhaseAccumulator:
     """Sums steps for two consumers: the interval report (``take_interval``) and the epoch
-    (``take_epoch``). ``on_step(wall, examples)`` sees every step once, in order (trials use it)."""
+    (``take_epoch``, which includes every interval taken since the last epoch end).
+    ``on_step(wall, examples)`` sees every step once, in order (trials use it)."""
 
     def __init__(self, on_step: Callable[[float, int], None] | None = None) -> None:
-        self._interval = _Sum()
-        self._epoch = _Sum()
         self._on_step = on_step
+        self._sums = [0.0] * len(HOOK_PHASES)  # the interval's, aligned with HOOK_PHASES; named in _totals
+        self._wall = 0.0
+        self._steps = 0
+        self._epoch = PhaseTotals(0, 0.0, dict.fromkeys(HOOK_PHASES, 0.0))
 
     def add(self, steps: Iterable[tuple[tuple[float, ...], float]], examples: list[int]) -> int:
         """Add the steps a clock drained (phase tuples in HOOK_PHASES order, and wall), with the
         examples of each step (missing ones count 0). Returns how many steps were added."""
         n = 0
-        iv, ep = self._interval, self._epoch
-        ivp, epp = iv.phases, ep.phases
+        sums, on_step = self._sums, self._on_step
         for ph, wall in steps:
-            for name, sec in zip(HOOK_PHASES, ph):
-                ivp[name] += sec
-                epp[name] += sec
-            iv.wall += wall
-            ep.wall += wall
-            ex = examples[n] if n < len(examples) else 0
+            sums[:] = map(add, sums, ph)
+            self._wall += wall
+            if on_step is not None:
+                on_step(wall, examples[n] if n < len(examples) else 0)
             n += 1
-            if self._on_step is not None:
-                self._on_step(wall, ex)
-        iv.steps += n
-        ep.steps += n
+        self._steps += n
         return n
 
     @property
     def interval_steps(self) -> int:
-        return self._interval.steps
-
-    @property
-    def epoch_steps(self) -> int:
-        return self._epoch.steps
+        return self._steps
 
     def take_interval(self) -> PhaseTotals:
-        out, self._interval = self._interval.totals(), _Sum()
+        """The steps added since the last call, by phase name; they count in the epoch too."""
+        out = PhaseTotals(self._steps, self._wall, dict(zip(HOOK_PHASES, self._sums)))
+        self._sums, self._wall, self._steps = [0.0] * len(HOOK_PHASES), 0.0, 0
+        e = self._epoch
+        self._epoch = PhaseTotals(e.steps + out.steps, e.wall_seconds + out.wall_seconds,
+                                  {k: v + out.phases[k] for k, v in e.phases.items()})
         return out
 
     def take_epoch(self) -> PhaseTotals:
-        out, self._epoch = self._epoch.totals(), _Sum()
+        """Every interval taken since the last epoch end (take the interval first)."""
+        out, self._epoch = self._epoch, PhaseTotals(0, 0.0, dict.fromkeys(HOOK_PHASES, 0.0))
         return out

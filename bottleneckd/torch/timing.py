@@ -31,9 +31,13 @@ Step = tuple[tuple[float, ...], float]
 
 def _phases(t: dict[str, float], start: float, comm: float) -> Step:
     """Phase seconds from one step's timestamps (or event times), step start to step end."""
-    end = t["step_end"]
+    return _phases_of(t.get("step_start"), t.get("data_ready"), t.get("forward_start"), t.get("forward_end"),
+                      t.get("optimizer_start"), t["step_end"], start, comm)
+
+
+def _phases_of(ss: float | None, dr: float | None, fs: float | None, fe: float | None, os_: float | None, end: float,
+               start: float, comm: float) -> Step:
     wall = max(0.0, end - start)
-    dr, ss, fs, fe, os_ = t.get("data_ready"), t.get("step_start"), t.get("forward_start"), t.get("forward_end"), t.get("optimizer_start")
     data = max(0.0, dr - (ss if ss is not None else start)) if dr is not None else 0.0
     transfer = max(0.0, fs - dr) if fs is not None and dr is not None else 0.0
     forward = max(0.0, fe - fs) if fe is not None and fs is not None else 0.0
@@ -44,12 +48,11 @@ def _phases(t: dict[str, float], start: float, comm: float) -> Step:
     else:
         backward = 0.0
     optim = max(0.0, end - os_) if os_ is not None else 0.0
-    parts = [data, transfer, forward, backward, optim, comm]
-    busy = sum(parts)
+    busy = data + transfer + forward + backward + optim + comm
     if busy > wall > 0:  # marks from several micro-batches overlap: keep the wall, scale the phases into it
-        parts = [p * wall / busy for p in parts]
-        busy = wall
-    return (*parts, wall - busy), wall
+        k = wall / busy
+        return (data * k, transfer * k, forward * k, backward * k, optim * k, comm * k, 0.0), wall
+    return (data, transfer, forward, backward, optim, comm, wall - busy), wall
 
 
 SLOTS = ("step_start", "data_ready", "forward_start", "forward_end", "optimizer_start", "step_end")
@@ -154,15 +157,15 @@ class HostClock:
         out: list[Step] = []
         done, self.done = self.done, []
         for s in done:
-            t = dict(zip(SLOTS, s.marks))
+            ss, dr, fs, fe, os_, end = s.marks
             if s.seg_wall:  # micro-batches came first: this last part starts where they ended
                 start = s.seg_end
             elif self._drained_end is not None and not s.own_start:
                 start = self._drained_end
             else:
-                start = next((v for v in s.marks if v is not None))
-            self._drained_end = s.marks[5]
-            ph, wall = _phases(t, start, s.comm)
+                start = next(v for v in s.marks if v is not None)
+            self._drained_end = end
+            ph, wall = _phases_of(ss, dr, fs, fe, os_, end, start, s.comm)
             if s.inner is not None:  # the closure's forward and backward ran inside optimizer.step()
                 fwd, bwd = s.inner
                 ph = list(ph)
