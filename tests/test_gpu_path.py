@@ -69,7 +69,9 @@ def test_job_process_marks_the_jobs_gpus_from_nvml_process_lists(fake_tree):
     s = GpuSampler(resolve_peaks(detect_machine(*fake_tree, nvml=nvml), load_catalog()), nvml, tree=ProcessTree(me))
     r = s.sample()
     assert _by(r, "gpu0", "job_process") == 0.0 and _by(r, "gpu1", "job_process") == 1.0
-    assert _by(s.sample(), "gpu1", "job_process") == "absent"  # read with the process lists, every tenth tick
+    nvml.gpus[1].processes = {}
+    r = s.sample()  # process lists are read every tenth tick; the last answer holds in between
+    assert _by(r, "gpu0", "job_process") == 0.0 and _by(r, "gpu1", "job_process") == 1.0
 
 
 def test_nvml_is_opened_once_per_process(monkeypatch, fake_tree):

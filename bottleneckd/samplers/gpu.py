@@ -7,8 +7,9 @@ reported under its own name). GPM's DRAM figure is a percentage of the *theoreti
 (nvml.h), so bytes/s are that times the catalog figure, not a calibrated one. A lost GPU (also
 one lost before the sampler started) is marked down, its series dropped, and the others go on.
 
-Which GPUs are the job's: every tenth tick, with the process lists, ``job_process`` is 1 on a
-GPU where a process of the job's tree runs and 0 elsewhere; the rules decide on those GPUs only.
+Which GPUs are the job's: every tenth tick, with the process lists, whether a process of the job's
+tree runs on each GPU; ``job_process`` (1 or 0) repeats that answer on every tick, so every
+window has it, and the rules decide on the job's GPUs only.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class GpuSampler:
                 log.error("%s; it is reported down", e)
                 self._down.add(i)
         self._tree = tree
+        self._job_gpu: dict[int, bool] = {}  # unit -> a job process runs there (last process-list read)
         self._process_every = process_every
         self._tick = 0
         self._link: dict[int, tuple[int | None, int | None]] = {}
@@ -117,7 +119,9 @@ class GpuSampler:
                     if b is not None:
                         out.append(Reading("gpu_memory", dev, f"process_bytes:{pid}", float(b), "B"))
                 if job is not None:
-                    out.append(Reading("gpu_compute", dev, "job_process", 1.0 if job & set(procs) else 0.0, "bool"))
+                    self._job_gpu[i] = bool(job & set(procs))
+        if i in self._job_gpu:
+            out.append(Reading("gpu_compute", dev, "job_process", 1.0 if self._job_gpu[i] else 0.0, "bool"))
 
         # PCIe: GPM rates when present (no blocking), else the 20 ms-window NVML counter
         if gpm is not None and g(nv.GPM_PCIE_TX_PER_SEC) is not None:
