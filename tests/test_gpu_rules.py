@@ -102,7 +102,13 @@ def test_another_tenants_memory_bound_gpu_does_not_decide_the_jobs_verdict(fake_
     mine = {("gpu_compute", "gpu0", "job_process"): 1.0, ("gpu_compute", "gpu1", "job_process"): 0.0}
     f = gpu_compute(_w({**r, **mine}, param_dtype="float32"), peaks)
     assert [x.resource for x in f] == ["gpu_compute"] and any("gpu0" in e for e in f[0].evidence)
-    # without process lists every GPU is considered, and the evidence says so
+    # in a container NVML's PIDs are not the job's: the CUDA UUIDs the hook reports decide
+    other_ns = {("gpu_compute", "gpu0", "job_process"): 0.0, ("gpu_compute", "gpu1", "job_process"): 0.0}
+    f = gpu_compute(_w({**r, **other_ns}, param_dtype="float32", cuda_uuids=("GPU-fake-0",)), peaks)
+    assert [x.resource for x in f] == ["gpu_compute"] and any("gpu0" in e for e in f[0].evidence)
+    f = gpu_compute(_w({**r, **other_ns}, param_dtype="float32", cuda_uuids=("GPU-fake-1",)), peaks)
+    assert [x.resource for x in f] == ["gpu_memory_bandwidth"]
+    # without either every GPU is considered, and the evidence says so
     f = gpu_compute(_w(r, param_dtype="float32"), peaks)
     assert sorted(x.resource for x in f) == ["gpu_compute", "gpu_memory_bandwidth"]
     assert all(any("which GPUs are the job's is unknown" in e for e in x.evidence) for x in f)

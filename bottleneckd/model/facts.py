@@ -56,6 +56,8 @@ FACTS: dict[str, FactSpec] = {s.name: s for s in (
     _spec("has_conv", "bool", _W, "the model has a convolution layer"),
     _spec("input_rank", "int", _W, "dimensions of the model's first input (4 for an image batch NCHW)"),
     _spec("allow_tf32", "bool", _W, "torch.backends.cuda.matmul.allow_tf32"),
+    _spec("cuda_uuids", "strs", "bottleneckd.torch.probe",
+          "UUIDs (GPU-...) of the CUDA devices holding the model's parameters: the job's GPUs, whatever the PID namespace"),
     _spec("compiled", "bool", _W, "the model is torch.compile'd"),
     _spec("ddp", "bool", f"{_W} {_C}", "DistributedDataParallel, or more than one rank"),
     _spec("fsdp", "bool", _W, "FullyShardedDataParallel"),

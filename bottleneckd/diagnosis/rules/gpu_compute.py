@@ -1,8 +1,8 @@
 """GPU compute vs GPU memory bandwidth vs launch/host overhead, decided per GPU of the job.
 
-- The job's GPUs: those where NVML's process lists show a process of the job (``job_process``);
-  other tenants' GPUs are left out. Unknown (no process lists, another PID namespace): every GPU,
-  said in the evidence.
+- The job's GPUs: those whose UUID the hook reports (``cuda_uuids``), else those where NVML's
+  process lists show a process of the job (``job_process``); other tenants' GPUs are left out.
+  Unknown (no hook, no process lists, another PID namespace): every GPU, said in the evidence.
 - GPM (Hopper and later): DRAM bandwidth against the *busiest* pipe (tensor, FP32, FP16, FP64,
   integer), so an fp32 job with no tensor-core use is not memory-bound at DRAM 60% and SM 95%.
 - The roofline (achieved FLOP/s and operand bytes/s, section 2.3) against the peak of the path
@@ -28,13 +28,24 @@ PIPES = ("tensor_activity", "fp32_activity", "fp16_activity", "fp64_activity", "
 LOW_SM = 0.5  # SM activity below this: the SMs are mostly idle
 
 
-def job_gpus(w: WindowStats) -> tuple[list[str], str]:
-    """The GPUs the job runs on, and a note when that is not known."""
+def _uuid_key(u: str | None) -> str:
+    return (u or "").split("-", 1)[-1].lower()  # "GPU-<hex>" / "MIG-<hex>": compare the identity, not the prefix
+
+
+def job_gpus(w: WindowStats, peaks: PeakTable) -> tuple[list[str], str]:
+    """The GPUs the job runs on (the CUDA UUIDs its hook reports, else its processes in NVML's
+    process lists), and a note when that is not known."""
     devs = w.devices("gpu_compute")
+    uuids = (w.phases.facts.get("cuda_uuids") if w.phases else None) or ()
+    if uuids:
+        of = {p.device: _uuid_key(p.uuid) for p in peaks.for_resource("gpu_compute") if p.uuid}
+        mine = [d for d in devs if of.get(d) in {_uuid_key(u) for u in uuids}]
+        if mine:
+            return mine, ""
     seen = {d: w.get("gpu_compute", d, "job_process") for d in devs}
     known = {d: v for d, v in seen.items() if v is not None}
     if not known:
-        return devs, "which GPUs are the job's is unknown (no NVML process list): every GPU considered"
+        return devs, "which GPUs are the job's is unknown (no CUDA UUIDs from the hook, no NVML process list): every GPU considered"
     mine = [d for d, v in known.items() if v > 0]
     if not mine:
         return devs, "no job process in NVML's process lists (another PID namespace?): every GPU considered"
@@ -47,7 +58,7 @@ def gpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
         return []
     if not runs_on_gpu(w):
         return []
-    devs, note = job_gpus(w)
+    devs, note = job_gpus(w, peaks)
     base = [f"forward+backward+optimizer {pct(comp_share)} of step time"] if comp_share is not None else []
     if note:
         base.append(note)
