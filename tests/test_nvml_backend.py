@@ -111,3 +111,19 @@ def test_mig_slices_are_units_with_mig_gpm_and_scaled_peaks(fake_tree):
     assert _by(r, "gpu0.mig0", "sm_activity") == pytest.approx(0.9)
     assert _by(r, "gpu0.mig0", "busy_fraction") is None  # NVML has no utilisation per MIG slice
     assert _by(r, "gpu0.mig0", "utilization") is not None and _by(r, "gpu0.mig0", "power") is None  # whole-GPU fields: not per slice
+
+
+def test_every_pynvml_name_the_backend_uses_exists_in_nvidia_ml_py():
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "bottleneckd/hardware"
+    src = (root / "pynvml_backend.py").read_text() + (root / "mig.py").read_text()
+    names = set(re.findall(r"\bn\.((?:nvml|NVML|c_nvml)\w+)", src)) | set(re.findall(r"self\._n\.(\w+)", src))
+    assert len(names) > 40
+    assert [n for n in sorted(names) if not hasattr(pynvml, n)] == []
+    # the GPM metric ids kept in nvml.py are nvml.h's
+    for ours, theirs in ((nv.GPM_SM_UTIL, "SM_UTIL"), (nv.GPM_ANY_TENSOR_UTIL, "ANY_TENSOR_UTIL"), (nv.GPM_DRAM_BW_UTIL, "DRAM_BW_UTIL"),
+                         (nv.GPM_FP32_UTIL, "FP32_UTIL"), (nv.GPM_FP16_UTIL, "FP16_UTIL"), (nv.GPM_FP64_UTIL, "FP64_UTIL"),
+                         (nv.GPM_INTEGER_UTIL, "INTEGER_UTIL"), (nv.GPM_SM_OCCUPANCY, "SM_OCCUPANCY")):
+        assert ours == getattr(pynvml, f"NVML_GPM_METRIC_{theirs}")
