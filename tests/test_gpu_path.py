@@ -104,3 +104,11 @@ def test_detect_has_no_import_cycle_and_no_function_local_imports():
               if isinstance(n, ast.ImportFrom) and n.module}
         for mod in ("host", "gpus")}
     assert not any("detect.machine" in m for ms in imports.values() for m in ms)  # detectors do not import the assembly
+
+
+def test_gh200_host_link_is_c2c_and_gets_no_h200_figures(fake_tree):
+    m = detect_machine(*fake_tree, nvml=FakeNvml([FakeGpu(name="NVIDIA GH200 480GB")]))
+    t = resolve_peaks(m, load_catalog())
+    link = t.get("cpu_gpu_interconnect", "gpu0")
+    assert link.metric.startswith("nvlink_c2c") and link.value == pytest.approx(450e9)
+    assert t.value("gpu_memory_bandwidth", "gpu0") == pytest.approx(4.0e12)  # not the H200's 4.8 TB/s
