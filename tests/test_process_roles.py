@@ -171,3 +171,6 @@ def test_attach_reads_the_whole_stack():
                             f("wrapper", "torch/optim/optimizer.py"), f("main", "train.py")]) == "optimizer"
     assert classify_frames([f("save", "torch/serialization.py"), f("main", "train.py")]) == "file_io"
     assert classify_frames([f("main", "train.py")]) == "other"
+    # importing torch.utils.data at start-up is not waiting for data
+    assert classify_frames([f("<module>", "torch/utils/data/dataloader.py"), f("_call_with_frames_removed", "<frozen importlib._bootstrap>"),
+                            f("<module>", "train.py")]) == "other"
