@@ -173,4 +173,17 @@ def test_attach_reads_the_whole_stack():
     assert classify_frames([f("main", "train.py")]) == "other"
     # importing torch.utils.data at start-up is not waiting for data
     assert classify_frames([f("<module>", "torch/utils/data/dataloader.py"), f("_call_with_frames_removed", "<frozen importlib._bootstrap>"),
-                            f("<module>", "train.py")]) == "other"
+                            f("<module>", "train.py")]) == "startup"
+
+
+def test_stack_samples_of_start_up_are_not_steps():
+    from collections import Counter
+
+    from bottleneckd.samplers.stacks import StackSampler
+
+    s = StackSampler(os.getpid(), py_spy="/bin/true")
+    s._counts, s._n = Counter({"startup": 4}), 4
+    assert s.drain() is None
+    s._counts, s._n = Counter({"startup": 2, "forward": 2}), 4
+    ph = s.drain()
+    assert ph is not None and ph.steps == 2 and ph.share("forward") == 1.0
