@@ -169,7 +169,8 @@ def test_attach_reads_the_whole_stack():
     # optimizer.step with its helpers on top
     assert classify_frames([f("_multi_tensor_adam", "torch/optim/adam.py"), f("Adam.step", "torch/optim/adam.py"),
                             f("wrapper", "torch/optim/optimizer.py"), f("main", "train.py")]) == "optimizer"
-    assert classify_frames([f("save", "torch/serialization.py"), f("main", "train.py")]) == "file_io"
+    assert classify_frames([f("load", "torch/serialization.py"), f("D.__getitem__", "train.py")]) == "file_io"
+    assert classify_frames([f("_save", "torch/serialization.py"), f("save", "torch/serialization.py"), f("main", "train.py")]) == "other"
     assert classify_frames([f("main", "train.py")]) == "other"
     # importing torch.utils.data at start-up is not waiting for data
     assert classify_frames([f("<module>", "torch/utils/data/dataloader.py"), f("_call_with_frames_removed", "<frozen importlib._bootstrap>"),

@@ -37,7 +37,7 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("torch/distributed/", "", "communication"),
     ("torch/cuda/__init__", "synchronize", "gpu_wait"),
     ("torch/cuda/streams", "synchronize", "gpu_wait"),
-    ("torch/serialization", "", "file_io"),
+    ("torch/serialization", "load", "file_io"),  # torch.save (a checkpoint) is outside the step's phases: "other"
     ("torch/optim/", "", "optimizer"),
     ("torch/autograd/", "backward", "backward"),
     ("torch/_tensor", "backward", "backward"),
