@@ -188,3 +188,26 @@ def test_stack_samples_of_start_up_are_not_steps():
     s._counts, s._n = Counter({"startup": 2, "forward": 2}), 4
     ph = s.drain()
     assert ph is not None and ph.steps == 2 and ph.share("forward") == 1.0
+
+
+@pytest.mark.timeout(60)
+def test_the_job_s_own_reads_asked_for_versus_fetched_from_the_block_layer(tmp_path):
+    """A job rereading a procfs file: read calls and bytes asked for, none fetched from a disk."""
+    from bottleneckd.hardware.detect.machine import detect_machine
+    from bottleneckd.peaks.resolve import PeakTable
+    from bottleneckd.samplers.storage import StorageSampler
+
+    job = start(tmp_path, "reads.py", """
+        t = time.time()
+        while time.time() - t < 20:
+            open("/proc/self/stat").read()
+    """)
+    try:
+        s = StorageSampler(PeakTable(()), detect_machine(), tree=ProcessTree(job.pid))
+        s.sample()
+        time.sleep(1.0)
+        got = {r.metric: r.value for r in s.sample() if r.device == "job"}
+        assert got["read_calls_per_second"] > 100 and got["read_chars_per_second"] > 10_000
+        assert got["read_bytes_per_second"] == 0.0 and got["launcher_bytes_per_second"] == 0.0
+    finally:
+        stop(job)

@@ -94,6 +94,12 @@ def test_cpu_low_intensity_with_too_little_traffic_is_overhead_not_bandwidth():
     assert f.resource == "cpu_compute" and any("overhead" in e for e in f.evidence)
 
 
+def test_cpu_low_intensity_operands_that_fit_in_any_cache_are_overhead_not_bandwidth():
+    facts = {"arithmetic_intensity": 0.5, "achieved_bytes_per_second": 20e9, "operand_bytes_per_step": 300e3}
+    f = top(cpu_compute(window({**HOST, **job(1.0, 1.0)}, COMPUTE, facts), NO_PEAKS))
+    assert f.resource == "cpu_compute" and any("last-level cache" in e for e in f.evidence)
+
+
 def test_cpu_high_intensity_saturating_the_cores_is_cpu_compute():
     facts = {"arithmetic_intensity": 40.0}
     f = top(cpu_compute(window({**HOST, **job(7.7, 1.0)}, COMPUTE, facts), NO_PEAKS))

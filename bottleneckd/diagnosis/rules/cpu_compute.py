@@ -10,7 +10,7 @@ near the cores they may use, or one thread at ~100% of its core (a serial or GIL
 
 from __future__ import annotations
 
-from bottleneckd.diagnosis.ridge import lowest_ridge
+from bottleneckd.diagnosis.ridge import lowest_ridge, smallest_last_level_cache
 from bottleneckd.diagnosis.rules.common import (MIN_DRAM_BYTES, NEAR_PEAK_FLOOR, CpuState, compute_share, cpu_state, io_wait, pct,
                                                runs_on_gpu)
 from bottleneckd.diagnosis.verdict import Finding
@@ -65,6 +65,14 @@ def cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
         # of a core, and its bytes/s shrinks with it while its intensity does not
         ran = max(cpu.busy if cpu.busy is not None else (cpu.host or 0.0) * cpu.cores, 0.05)
         per_core = byts / min(ran, cpu.cores) if byts is not None else None
+        step_bytes = facts.get("operand_bytes_per_step")
+        llc = smallest_last_level_cache()
+        in_cache = step_bytes is not None and llc is not None and step_bytes < llc
+        if in_cache:
+            cev.append(f"arithmetic intensity {ai:.2f} FLOP/byte but {fmt_value(step_bytes, 'B')} of operands per step fit in the "
+                       f"last-level cache of any current CPU ({fmt_value(llc, 'B')}): not DRAM-bound; per-operator overhead "
+                       "(Python, small ops) limits the step")
+            return [Finding("cpu_compute", "compute", 0.6, tuple(cev), None)]
         if per_core is not None and per_core >= MIN_DRAM_BYTES:
             cev.append(f"arithmetic intensity {ai:.2f} FLOP/byte, below the lowest ridge point of any current CPU or GPU "
                        f"({ridge.flop_per_byte:.1f}, {ridge.part}): the memory-bandwidth side of every roofline")
