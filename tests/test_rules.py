@@ -127,6 +127,14 @@ def test_cpu_busy_ranks_with_untimed_communication_are_undetermined():
     assert f.resource == UNDETERMINED and "not timed" in f.evidence[-1]
 
 
+def test_cpu_busy_ranks_with_timed_communication_can_be_compute_bound():
+    timed = {"forward": 0.45, "backward": 0.45, "communication": 0.05, "optimizer": 0.05}
+    f = top(cpu_compute(window({**HOST, **job(7.5, 1.0, ranks=2)}, timed, {"world_size": 2}), NO_PEAKS))
+    assert f.resource == "cpu_compute"
+    g = top(cpu_compute(window({**HOST, **job(7.5, 1.0, ranks=2)}, COMPUTE, {"world_size": 2, "ddp": True, "ddp_comm_timing": "comm hook"}), NO_PEAKS))
+    assert g.resource == "cpu_compute"
+
+
 def test_cpu_with_peaks_known_uses_the_roofline():
     peaks = PeakTable((ResolvedPeak("cpu_compute", "cpu", "fp32", 1e12, "FLOP/s", "catalog", "test"),
                        ResolvedPeak("cpu_memory_bandwidth", "host", "copy", 40e9, "B/s", "calibrated", "test")))
