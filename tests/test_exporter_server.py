@@ -169,3 +169,15 @@ def test_non_finite_and_negative_values_are_never_exported():
     values = [line.rsplit(" ", 1)[1] for line in text.splitlines() if line and not line.startswith("#")]
     assert values and not [v for v in values if v in ("NaN", "+Inf", "-Inf") or v.startswith("-")], text
     assert 'bottleneckd_cpu_compute_busy_ratio{device="cpu0"} 0.5' in text  # the good value is still there
+
+
+def test_the_daemonset_never_serves_every_interface_without_auth():
+    import yaml
+
+    ds = next(yaml.safe_load_all((ROOT / "deploy/kubernetes/daemonset.yaml").read_text()))
+    c = ds["spec"]["template"]["spec"]["containers"][0]
+    args = c["args"]
+    bind = args[args.index("--bind") + 1]
+    assert not bind.startswith("0.0.0.0") and "--web-config" in args
+    mounted = {m["mountPath"] for m in c["volumeMounts"]}
+    assert str(Path(args[args.index("--web-config") + 1]).parent) in mounted

@@ -13,6 +13,7 @@ from bottleneckd.advice.knowledge import Mitigation, load_knowledge
 from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.advice.recommend import Recommendation, recommend
 from bottleneckd.model.sample import Sample
+from bottleneckd.model.resources import UNDETERMINED
 from bottleneckd.diagnosis.window import Window, WindowStats
 
 
@@ -74,7 +75,7 @@ class Pipeline:
         if not self.held:
             return None
         held = self.held_training or self.held  # while training, not set-up or tear-down
-        determined = {r: s for r, s in held.items() if r != "undetermined"}
+        determined = {r: s for r, s in held.items() if r != UNDETERMINED}
         interval = max(self.window.samples[-1].interval, 1e-9) if self.window.samples else 1.0
         if determined and max(determined.values()) >= 3 * interval * 0.9:
             return self.last_of[max(determined, key=lambda r: determined[r])]

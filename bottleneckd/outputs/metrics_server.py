@@ -175,8 +175,8 @@ class MetricsServer(ThreadingWSGIServer):
 def parse_bind(bind: str) -> tuple[str, int]:
     """``HOST:PORT`` (``[::1]:9400`` for IPv6), or one InputError."""
     host, _, port = bind.rpartition(":")
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise InputError(f"--bind {bind!r}: expected HOST:PORT with a port from 1 to 65535, e.g. 127.0.0.1:9400")
+    if not host or not port.isdigit() or not 0 <= int(port) < 65536:
+        raise InputError(f"--bind {bind!r}: expected HOST:PORT with a port from 1 to 65535 (0: any free port), e.g. 127.0.0.1:9400")
     return host.strip("[]"), int(port)
 
 

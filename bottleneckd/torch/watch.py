@@ -28,7 +28,6 @@ from bottleneckd.torch.timing import PHASE_KEYS, CudaClock, HostClock
 from bottleneckd.torch.trials import Trial, TrialsMixin
 
 log = logging.getLogger("bottleneckd.torch")
-PHASE_ORDER = ("data_wait", "transfer", "forward", "backward", "optimizer")
 
 
 @dataclass(frozen=True)
