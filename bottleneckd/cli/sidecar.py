@@ -152,7 +152,7 @@ def replay(trace_path: str, bind: str, web_config: str | None, duration: float |
 
     source = TraceReplay(trace_path)
     server = serve_metrics(source, bind, web_config)
-    say(f"bottleneckd: replaying {len(source.items)} samples of {trace_path} on http://{bind}/metrics")
+    say(f"bottleneckd: replaying {len(source.items)} samples of {trace_path} on http{'s' if server.ssl_context else ''}://{bind}/metrics")
     t0 = time.monotonic()
     try:
         k = 0
