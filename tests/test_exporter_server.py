@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from bottleneckd.diagnosis.pipeline import Pipeline
 from bottleneckd.model.errors import InputError
+from bottleneckd.model.protocol import Event
 from bottleneckd.model.sample import Reading, Sample, SamplerStatus, StepPhases
 from bottleneckd.outputs.exporter import SnapshotCollector
 from bottleneckd.outputs.metrics_server import load_web_config, serve_metrics, stop_metrics
@@ -43,7 +44,7 @@ class Source:
         return 7
 
     def events(self) -> list:
-        return [{"event": "mitigation_applied", "name": "channels_last", "t": 1.0e9, "changes_semantics": False}]
+        return [Event("mitigation_applied", "channels_last", 1.0e9)]
 
 
 def openssl(*args: str) -> None:
@@ -164,7 +165,7 @@ def test_non_finite_and_negative_values_are_never_exported():
            Reading("storage_bandwidth", "vda", "read", -5.0, "B/s"), Reading("cpu_compute", "cpu0", "busy", 0.5, "ratio"))
     p(Sample(time.time(), 1.0, bad, StepPhases(3, -1.0, {"forward": math.nan}), (SamplerStatus("cpu_compute", True, math.inf),)))
     reg = CollectorRegistry(auto_describe=False)
-    reg.register(SnapshotCollector(lambda: p.latest, lambda: -972, lambda: [{"event": "mitigation_applied", "name": "x", "t": math.nan}]))
+    reg.register(SnapshotCollector(lambda: p.latest, lambda: -972, lambda: [Event("mitigation_applied", "x", math.nan)]))
     text = generate_latest(reg).decode()
     values = [line.rsplit(" ", 1)[1] for line in text.splitlines() if line and not line.startswith("#")]
     assert values and not [v for v in values if v in ("NaN", "+Inf", "-Inf") or v.startswith("-")], text

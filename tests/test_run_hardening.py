@@ -6,26 +6,44 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import textwrap
+import tempfile
 import time
 from pathlib import Path
+
+import pytest
 
 from prometheus_client import CollectorRegistry, generate_latest
 
 from tests.conftest import ROOT, run_cli
 
 
-def _env(cli_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
-    tmp = tmp_path / "tmp"
-    tmp.mkdir(exist_ok=True)
+@pytest.fixture
+def short_tmp():
+    """A TMPDIR of the test's own, to see what run leaves there (short, as /tmp is)."""
+    d = tempfile.mkdtemp(prefix="bnt", dir="/tmp")
+    yield Path(d)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def _env(cli_env: dict[str, str], tmp: Path) -> dict[str, str]:
     return {**cli_env, "TMPDIR": str(tmp)}
 
 
-def test_exit_code_passes_through_when_the_report_cannot_be_written(tmp_path, cli_env):
-    env = _env(cli_env, tmp_path)
+def test_a_long_tmpdir_still_gives_a_socket_that_binds(tmp_path, cli_env):
+    long_tmp = tmp_path / ("x" * 60)
+    long_tmp.mkdir()
+    r = run_cli(["run", "--quiet", "--", sys.executable, "-c", "import sys; sys.exit(4)"], {**cli_env, "TMPDIR": str(long_tmp)})
+    assert r.returncode == 4, r.stderr[-800:]
+    assert os.listdir(long_tmp) == []
+
+
+def test_exit_code_passes_through_when_the_report_cannot_be_written(tmp_path, cli_env, short_tmp):
+    env = _env(cli_env, short_tmp)
     out = tmp_path / "gone"
     out.mkdir()
     job = f"import shutil, sys; shutil.rmtree({str(out)!r}); sys.exit(3)"  # the job removes the report's directory
@@ -35,35 +53,35 @@ def test_exit_code_passes_through_when_the_report_cannot_be_written(tmp_path, cl
     assert os.listdir(env["TMPDIR"]) == []
 
 
-def test_no_run_directory_or_socket_is_left_after_any_exit(tmp_path, cli_env):
-    env = _env(cli_env, tmp_path)
+def test_no_run_directory_or_socket_is_left_after_any_exit(tmp_path, cli_env, short_tmp):
+    env = _env(cli_env, short_tmp)
     for job in ("import time; time.sleep(2.5)", "import sys; sys.exit(5)", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"):
         run_cli(["run", "--quiet", "--interval", "0.5", "--", sys.executable, "-c", job], env)
     run_cli(["run", "--quiet", "--", "/nonexistent/program"], env)
     assert os.listdir(env["TMPDIR"]) == []
 
 
-def test_the_jobs_own_sitecustomize_and_tests_package_win(tmp_path, cli_env):
+def test_the_jobs_own_sitecustomize_and_tests_package_win(tmp_path, cli_env, short_tmp):
     user = tmp_path / "user"
     (user / "tests").mkdir(parents=True)
     (user / "tests" / "__init__.py").write_text("WHOSE = 'the job'\n")
     (user / "sitecustomize.py").write_text("import os\nMARK = 'user sitecustomize ran'\nos.environ['USER_SITE_RAN'] = '1'\n")
     job = ("import os, sitecustomize, tests; print(getattr(sitecustomize, 'MARK', 'ours')); print(tests.WHOSE); "
            "print(os.environ.get('USER_SITE_RAN')); import bottleneckd; print('bottleneckd importable')")
-    env = {**_env(cli_env, tmp_path), "PYTHONPATH": f"{user}{os.pathsep}{ROOT}"}  # the job's own path first; run must not put the project before it
+    env = {**_env(cli_env, short_tmp), "PYTHONPATH": f"{user}{os.pathsep}{ROOT}"}  # the job's own path first; run must not put the project before it
     r = run_cli(["run", "--quiet", "--", sys.executable, "-c", job], env, cwd=str(tmp_path))
     assert r.returncode == 0, r.stderr[-800:]
     assert r.stdout.splitlines() == ["user sitecustomize ran", "the job", "1", "bottleneckd importable"]
 
 
-def test_uninstrumented_python_is_said_in_the_report(tmp_path, cli_env):
+def test_uninstrumented_python_is_said_in_the_report(tmp_path, cli_env, short_tmp):
     rep = tmp_path / "r.json"
-    r = run_cli(["run", "--quiet", "--report-json", str(rep), "--", sys.executable, "-S", "-c", "pass"], _env(cli_env, tmp_path))
+    r = run_cli(["run", "--quiet", "--report-json", str(rep), "--", sys.executable, "-S", "-c", "pass"], _env(cli_env, short_tmp))
     assert r.returncode == 0
     note = json.loads(rep.read_text())["instrumentation"]["note"]
     assert "python -S" in note and "python -S" in r.stderr
     r = run_cli(["run", "--quiet", "--report-json", str(tmp_path / "r2.json"), "--", "sh", "-c", f"{sys.executable} -I -c pass"],
-                _env(cli_env, tmp_path))
+                _env(cli_env, short_tmp))
     note = json.loads((tmp_path / "r2.json").read_text())["instrumentation"]["note"]
     assert "'sh'" in note and "no step phases" in note
 
@@ -98,47 +116,48 @@ def _start(tmp_path: Path, env: dict[str, str], mode: str, *extra: str) -> tuple
     return p, mark
 
 
-def test_ctrl_c_reaches_the_job_once_and_its_clean_up_finishes(tmp_path, cli_env):
-    p, mark = _start(tmp_path, _env(cli_env, tmp_path), "default")
+def test_ctrl_c_reaches_the_job_once_and_its_clean_up_finishes(tmp_path, cli_env, short_tmp):
+    p, mark = _start(tmp_path, _env(cli_env, short_tmp), "default")
     os.killpg(p.pid, signal.SIGINT)  # the terminal's Ctrl-C: the whole foreground group
     out, err = p.communicate(timeout=60)
     assert mark.read_text() == "INT", err[-800:]  # once, and the job's finally block completed
     assert p.returncode == 0 and "=== bottleneckd report ===" in err
 
 
-def test_a_job_that_ignores_sigterm_is_killed_after_the_grace_period(tmp_path, cli_env):
-    p, mark = _start(tmp_path, _env(cli_env, tmp_path), "ignore-term", "--grace", "1")
+def test_a_job_that_ignores_sigterm_is_killed_after_the_grace_period(tmp_path, cli_env, short_tmp):
+    p, mark = _start(tmp_path, _env(cli_env, short_tmp), "ignore-term", "--grace", "1")
     t0 = time.monotonic()
     os.kill(p.pid, signal.SIGTERM)  # to run only (a service manager stopping it)
     out, err = p.communicate(timeout=60)
     assert time.monotonic() - t0 < 20
     assert "ignored SIGTERM for 1 s; sending SIGKILL" in err and p.returncode == 137, err[-800:]
-    assert os.listdir(tmp_path / "tmp") == []
+    assert os.listdir(short_tmp) == []
 
 
 def test_events_reach_the_exporter_and_the_trace_each_once(tmp_path):
     from bottleneckd.cli.common import event_copier
+    from bottleneckd.model.protocol import Event, encode
     from bottleneckd.outputs.exporter import SnapshotCollector
     from bottleneckd.runtime.sidecar import build_sidecar
 
     side = build_sidecar(nvml=None, listen=False, interval=0.5)
     side.loop.tick()
-    written: list[tuple[str, dict]] = []
+    written: list = []
 
     class Writer:
-        def event(self, kind: str, **fields: object) -> None:
-            written.append((kind, fields))
+        def event(self, e: Event) -> None:
+            written.append(e)
 
     copy = event_copier(side, Writer())
     for k in range(300):  # more than the receiver keeps between two ticks
-        side.receiver.ingest(json.dumps({"event": "mitigation_applied", "name": f"m{k % 3}", "t": 1e9 + k}).encode())
+        side.receiver.ingest(encode(Event("mitigation_applied", f"m{k % 3}", 1e9 + k)))
         if k == 9:
             copy(None)
     copy(None)
     copy(None)  # nothing twice
-    kinds = [k for k, _ in written]
-    lost = sum(f["count"] for k, f in written if k == "events_lost")
-    assert kinds.count("mitigation_applied") + lost == 300 and lost == 300 - 10 - 256
+    kinds = [e.kind for e in written]
+    lost = sum(int(e.note.split()[0]) for e in written if e.kind == "events_lost")
+    assert kinds.count("mitigation_applied") + lost == 300 and lost == 300 - 10 - side.receiver.events.maxlen
     reg = CollectorRegistry(auto_describe=False)
     reg.register(SnapshotCollector(side.latest, side.steps, side.events))
     assert 'bottleneckd_mitigation_applied_timestamp_seconds{changes_semantics="false",mitigation="m2"}' in generate_latest(reg).decode()

@@ -24,6 +24,7 @@ from prometheus_client.exposition import ThreadingWSGIServer
 
 from bottleneckd.diagnosis.pipeline import Snapshot
 from bottleneckd.model.errors import InputError
+from bottleneckd.model.protocol import Event
 from bottleneckd.outputs.exporter import SnapshotCollector
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ class MetricsSource(Protocol):
 
     def steps(self) -> int: ...
 
-    def events(self) -> list[dict[str, Any]]: ...
+    def events(self) -> list[Event]: ...
 
 
 def load_web_config(path: str) -> dict[str, Any]:
