@@ -179,3 +179,37 @@ def test_one_assembly_and_sinks_by_name():
         loop.add_sink(name, lambda _s, n=name: order.append(n))
     loop.tick()
     assert order == ["trace", "pipeline", "view", "stop"]
+
+
+def test_run_bind_exports_the_jobs_mitigation_events(tmp_path, cli_env, short_tmp):
+    """`run --bind` is wired like `serve`: the hook's events become dashboard annotations."""
+    from tests.prometheus_server import free_port
+
+    port = free_port()
+    job = textwrap.dedent(f"""
+        import os, time, urllib.request
+        from bottleneckd.model.protocol import Event
+        from bottleneckd.outputs.channel import PhaseSender
+        PhaseSender(os.environ["BOTTLENECKD_SOCKET"]).send(Event("mitigation_applied", "channels_last", time.time()))
+        for _ in range(60):
+            time.sleep(0.5)
+            body = urllib.request.urlopen("http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+            if 'mitigation="channels_last"' in body:
+                print("annotated")
+                break
+    """)
+    r = run_cli(["run", "--quiet", "--interval", "0.5", "--bind", f"127.0.0.1:{port}", "--", sys.executable, "-c", job],
+                _env(cli_env, short_tmp), timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "annotated", r.stderr[-800:]
+
+
+@pytest.mark.parametrize("command,flag", [
+    (("python", "-S", "train.py"), "-S"), (("python3", "-W", "ignore", "-IS", "t.py"), "-S"), (("python3.11", "-E", "t.py"), "-E"),
+    (("python", "-I", "-m", "train"), "-I"), (("env", "-i", "python", "t.py"), "env -i"), (("env", "A=1", "python", "-E", "t"), "-E"),
+    (("python", "t.py", "-S"), None), (("python", "-c", "pass", "-S"), None), (("torchrun", "t.py"), None), (("sh", "-c", "python -S t"), None),
+])
+def test_what_the_command_line_shows_about_instrumentation(command, flag):
+    from bottleneckd.runtime.job_env import uninstrumented_reason
+
+    why = uninstrumented_reason(command)
+    assert (why is None) if flag is None else (flag in why)
