@@ -39,6 +39,7 @@ def _setup(tmp: Path) -> dict[str, str]:
     (tmp / "profile_nan.json").write_text('{"schema": "bottleneckd.profile/1", "measurements": [{"value": NaN}]}')
     (tmp / "web_unknown.yml").write_text("http_server_config:\n  http2: false\n")
     (tmp / "web_request_cert.yml").write_text(f"tls_server_config:\n  cert_file: {tmp}/c.pem\n  key_file: {tmp}/k.pem\n  client_auth_type: RequestClientCert\n")
+    (tmp / "web_fifo_key.yml").write_text(f"tls_server_config:\n  cert_file: {tmp}/existing\n  key_file: {tmp}/fifo\n")
     os.symlink(tmp / "nowhere" / "target", tmp / "dangling")
     return {"t": str(tmp), "py": sys.executable, "long": str(tmp / ("s" * 120)), "job": f"open('{tmp}/{JOB_MARK}', 'w')"}
 
@@ -69,6 +70,7 @@ CASES = [
     ("serve-web-config-fifo", ["serve", "--web-config", "{t}/fifo", "--duration", "1"], "regular file"),
     ("serve-web-config-unknown-key", ["serve", "--web-config", "{t}/web_unknown.yml", "--duration", "1"], "http_server_config"),
     ("serve-client-cert-unverified", ["serve", "--web-config", "{t}/web_request_cert.yml", "--duration", "1"], "RequestClientCert"),
+    ("serve-tls-key-fifo", ["serve", "--web-config", "{t}/web_fifo_key.yml", "--duration", "1"], "not a regular file"),
     ("serve-bind-nonsense", ["serve", "--bind", "nonsense", "--duration", "1"], "--bind"),
     ("serve-bind-port-range", ["serve", "--bind", "127.0.0.1:99999", "--duration", "1"], "65535"),
     # files written

@@ -88,6 +88,7 @@ def load_web_config(path: str) -> dict[str, Any]:
         for key in ("min_version", "max_version"):
             if key in tls and tls[key] not in TLS_VERSIONS:
                 raise InputError(f"{path}: tls_server_config.{key} {tls[key]!r}: use one of {', '.join(TLS_VERSIONS)}")
+        tls_context(tls, path)  # the files load now, before anything starts
     users = doc.get("basic_auth_users")
     if users is not None:
         if not isinstance(users, dict) or not all(isinstance(v, str) and v.startswith("$2") for v in users.values()):
@@ -100,6 +101,17 @@ def load_web_config(path: str) -> dict[str, Any]:
 
 
 def tls_context(tls: dict[str, Any], where: str) -> ssl.SSLContext:
+    import os
+    import stat
+
+    for key in ("cert_file", "key_file", "client_ca_file"):
+        if tls.get(key):
+            try:
+                regular = stat.S_ISREG(os.stat(tls[key]).st_mode)
+            except OSError as e:
+                raise InputError(f"{where}: tls_server_config.{key} {tls[key]}: cannot read ({e.strerror})") from e
+            if not regular:  # a FIFO would hang the start
+                raise InputError(f"{where}: tls_server_config.{key} {tls[key]}: not a regular file")
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     try:
         ctx.load_cert_chain(tls["cert_file"], tls["key_file"])
