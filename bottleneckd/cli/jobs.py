@@ -18,6 +18,7 @@ def run_job(obj: Context, command: tuple[str, ...], inject: bool, interval: floa
             grace: float = 30.0, meta: dict[str, Any] | None = None) -> tuple[Any, int, dict[str, Any]]:
     """Start ``command`` under a sidecar and supervise it to the end: returns the sidecar, the
     job's exit code and what the report adds about the run. Nothing is left in /tmp."""
+    from bottleneckd.outputs.live import LiveView, unknown_reasons
     from bottleneckd.outputs.metrics_server import serve_metrics, stop_metrics
     from bottleneckd.runtime import job as jobrun
     from bottleneckd.runtime.job_env import SOCKET_NAME, job_env, no_phases_note, run_directory, uninstrumented_reason
@@ -25,6 +26,8 @@ def run_job(obj: Context, command: tuple[str, ...], inject: bool, interval: floa
     with run_directory() as run_dir:
         sock = os.path.join(run_dir, SOCKET_NAME)
         side = build(obj, interval, None, (), sock)
+        if isinstance(view, LiveView):  # the live screen says why each unsampled resource is unknown
+            view.reasons = unknown_reasons(side.peaks)
         writer = server = None
         try:
             if trace_path:
@@ -74,7 +77,8 @@ def run(obj: Context, no_inject: bool, live: bool, quiet: bool, report_json: str
         if not bind:
             raise InputError("--web-config: only used with --bind HOST:PORT; add --bind")
         load_web_config(web_config)
-    obj.catalog(), obj.profile()
+    obj.catalog()  # bad data files are found before the job starts
+    obj.profile()
     view = LiveView(live, quiet)
     side, code, extra = run_job(obj, command, not no_inject, interval, view, trace_path, bind, web_config, force, grace)
     report_epilogue(side.pipeline, {"command": list(command), "exit_code": code, **extra}, report_json, force)
