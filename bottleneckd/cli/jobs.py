@@ -81,7 +81,7 @@ def run(obj: Context, no_inject: bool, live: bool, quiet: bool, report_json: str
     obj.profile()
     view = LiveView(live, quiet)
     side, code, extra = run_job(obj, command, not no_inject, interval, view, trace_path, bind, web_config, force, grace)
-    report_epilogue(side.pipeline, {"command": list(command), "exit_code": code, **extra}, report_json, force)
+    report_epilogue(side.pipeline, {"command": list(command), "exit_code": code, **extra}, report_json, force, run_totals=side.run_totals)
     sys.exit(code)
 
 
@@ -127,7 +127,8 @@ def attach(obj: Context, pid: int, duration: float | None, report_json: str | No
         if stacks:
             stacks.stop()
         side.close()
-    if not report_epilogue(side.pipeline, {"pid": pid, "stack_samples": stacks.samples_total if stacks else 0}, report_json, force):
+    if not report_epilogue(side.pipeline, {"pid": pid, "stack_samples": stacks.samples_total if stacks else 0}, report_json, force,
+                           run_totals=side.run_totals):
         sys.exit(2)
 
 
@@ -151,6 +152,7 @@ def demo(obj: Context, epochs: int, workers: int, interval: float, report_json: 
     # the demo calls bottleneckd.torch.watch itself: nothing to inject
     command = (sys.executable, "-m", "bottleneckd.torch.demo", "--epochs", str(epochs), "--workers", str(workers))
     side, code, _extra = run_job(obj, command, False, interval, lambda snap: say(live_line(snap)))
-    report_epilogue(side.pipeline, {}, report_json, force, title="bottleneckd report (whole run)", to_stdout=True)
+    report_epilogue(side.pipeline, {}, report_json, force, title="bottleneckd report (whole run)", to_stdout=True,
+                    run_totals=side.run_totals)
     if code:
         sys.exit(code)
