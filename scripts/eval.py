@@ -127,7 +127,7 @@ def read_report(path: Path, log: Path) -> dict:
 
 def under_run(w: Workload, seconds: float, env: dict[str, str], out: Path) -> dict:
     rep, log = out / f"{w.name}.run.json", out / f"{w.name}.run.log"
-    call(BN + ["run", "--quiet", "--report-json", str(rep), "--"] + script(w, seconds), env, seconds * 6 + 240, log)
+    call(BN + ["run", "--quiet", "--force", "--report-json", str(rep), "--"] + script(w, seconds), env, seconds * 6 + 240, log)
     return read_report(rep, log)
 
 
@@ -137,7 +137,7 @@ def under_attach(w: Workload, seconds: float, warmup: float, env: dict[str, str]
     with open(out / f"{w.name}.attach.job.log", "w") as jf:
         job = subprocess.Popen(script(w, seconds + warmup), env=env, stdout=jf, stderr=subprocess.STDOUT, start_new_session=True)
         time.sleep(warmup)
-        call(BN + ["attach", "--pid", str(job.pid), "--quiet", "--report-json", str(rep)], env, (seconds + warmup) * 6 + 240, log)
+        call(BN + ["attach", "--pid", str(job.pid), "--quiet", "--force", "--report-json", str(rep)], env, (seconds + warmup) * 6 + 240, log)
         try:
             job.wait(timeout=60)
         except subprocess.TimeoutExpired:
