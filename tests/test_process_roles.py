@@ -25,7 +25,7 @@ def start(tmp_path, name: str, code: str, argv: list[str] | None = None, env: di
     return subprocess.Popen(argv or [sys.executable, str(p)], env={**os.environ, **(env or {})})
 
 
-def roles_after(tree: ProcessTree, want: int, ticks: int = 12) -> dict[int, str]:
+def roles_after(tree: ProcessTree, want: int, ticks: int = 24) -> dict[int, str]:
     roles: dict[int, str] = {}
     for _ in range(ticks):
         time.sleep(0.5)

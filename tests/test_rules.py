@@ -147,6 +147,14 @@ def test_cpu_rule_is_silent_when_the_step_is_not_mostly_compute():
     assert cpu_compute(window({**HOST, **job(7.8, 1.0)}, DATA), NO_PEAKS) == []
 
 
+def test_half_compute_half_data_on_the_same_cpu_is_the_data_stage():
+    from bottleneckd.diagnosis.classify import classify
+
+    w = window({**HOST, **job(1.0, 0.99)}, {"forward": 0.25, "backward": 0.25, "data_wait": 0.45, "optimizer": 0.05})
+    v = classify(w, NO_PEAKS)
+    assert (v.resource, v.stage) == ("cpu_compute", "data")
+
+
 # --- GPU compute, transfer, communication, capacity -----------------------------------------
 
 GPU = {"gpu_compute/0/busy_fraction": 0.98, "gpu_compute/0/sm_activity": 0.9, "gpu_compute/0/tensor_activity": 0.5,

@@ -10,6 +10,8 @@ near the cores they may use, or one thread at ~100% of its core (a serial or GIL
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from bottleneckd.diagnosis.ridge import lowest_ridge, smallest_last_level_cache
 from bottleneckd.diagnosis.rules.common import (MIN_DRAM_BYTES, NEAR_PEAK_FLOOR, CpuState, compute_share, cpu_state, io_wait, pct,
                                                runs_on_gpu)
@@ -21,6 +23,18 @@ from bottleneckd.peaks.resolve import PeakTable
 
 
 def cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
+    """The findings of _cpu_compute, weighed by how much of the step the compute stage takes: a
+    step half in compute and half waiting for data on the same CPU is the data stage's as much as
+    compute's, and the input rule's finding (scored by its share) decides."""
+    out = _cpu_compute(w, peaks)
+    share = compute_share(w)
+    if share is None or share >= 0.8:
+        return out
+    k = share / 0.8
+    return [replace(f, score=f.score * k) for f in out]
+
+
+def _cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     p = w.phases
     comp_share = compute_share(w)
     if comp_share is not None and comp_share < 0.5:
