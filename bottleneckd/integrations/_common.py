@@ -34,7 +34,7 @@ class Marks:
         def make() -> None:
             from bottleneckd.torch.watch import Watcher
 
-            self.watcher = Watcher(model, optimizer, None, install_hooks=False, print_epoch=False, **self.watch_kwargs)
+            self.watcher = Watcher(model, optimizer, None, hooks=False, print_epoch=False, **self.watch_kwargs)
             self.watcher.facts["framework"] = self.framework
 
         self.call(make)

@@ -25,7 +25,7 @@ class DataLoaderSettings:
         self.note = ""
 
     def apply(self, ctx: Context) -> None:
-        loader = getattr(ctx.loader, "_loader", ctx.loader)
+        loader = getattr(ctx.loader, "loader", None)
         if loader is None or not hasattr(loader, "num_workers"):
             raise ValueError("DataLoader settings need a torch DataLoader passed to watch()")
         wanted = dict(self.wanted)
@@ -50,7 +50,9 @@ class DataLoaderSettings:
         self.note = ", ".join(changed) + " (from the next epoch)"
         if wanted.get("pin_memory"):
             self.note += "; pinned memory pays off only with .to(device, non_blocking=True) in the loop"
-        ctx.watcher.facts.update({("loader_workers" if k == "num_workers" else k): wanted[k] for k in SETTABLE if wanted[k] is not None})
+        for k in SETTABLE:
+            if wanted[k] is not None:
+                ctx.facts.set("loader_workers" if k == "num_workers" else k, wanted[k])
 
     def revert(self) -> None:
         for k, v in self._old.items():

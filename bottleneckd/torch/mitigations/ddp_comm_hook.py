@@ -59,7 +59,7 @@ class DdpCommHook:
         if self.kind == "powersgd":
             self._d.state = powerSGD_hook.PowerSGDState(process_group=None, matrix_approximation_rank=self.rank, start_powerSGD_iter=2)
         self._d.kind = self.kind
-        ctx.watcher.facts["comm_hook"] = self.kind
+        ctx.facts.set("comm_hook", self.kind)
 
     def revert(self) -> None:
         if self._d is not None:
