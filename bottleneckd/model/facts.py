@@ -59,6 +59,8 @@ FACTS: dict[str, FactSpec] = {s.name: s for s in (
     _spec("has_conv", "bool", _P, "the model has a convolution layer"),
     _spec("input_rank", "int", _P, "dimensions of the model's first input (4 for an image batch NCHW)"),
     _spec("allow_tf32", "bool", _P, "torch.backends.cuda.matmul.allow_tf32"),
+    _spec("cuda_uuids", "strs", _P,
+          "UUIDs (GPU-...) of the CUDA devices holding the model's parameters: the job's GPUs, whatever the PID namespace"),
     _spec("compiled", "bool", _P, "the model is torch.compile'd"),
     _spec("ddp", "bool", f"{_P} {_C}", "DistributedDataParallel, or more than one rank"),
     _spec("fsdp", "bool", _P, "FullyShardedDataParallel"),

@@ -8,6 +8,8 @@ from typing import Any
 from bottleneckd.diagnosis.verdict import Verdict
 from bottleneckd.diagnosis.pipeline import Pipeline
 from bottleneckd.advice.recommend import not_fitting, recommend, skipped
+from bottleneckd.model.resources import UNDETERMINED
+from bottleneckd.model.sample import StepPhases
 from bottleneckd.model.units import fmt_value
 
 SCHEMA = "bottleneckd.report/1"
@@ -18,7 +20,7 @@ def build_report(p: Pipeline, verdict: Verdict | None = None) -> dict[str, Any]:
     v = verdict or (snap.dominant if snap else None)
     doc: dict[str, Any] = {"schema": SCHEMA, "created": time.time(), "samples": snap.samples if snap else 0}
     if v is None or snap is None:
-        doc["verdict"] = {"resource": "undetermined", "stage": "other", "confidence": 0.0, "evidence": [], "headroom": None,
+        doc["verdict"] = {"resource": UNDETERMINED, "stage": "other", "confidence": 0.0, "evidence": [], "headroom": None,
                           "reason": "no samples"}
         doc["recommendations"] = []
         return doc
@@ -28,15 +30,23 @@ def build_report(p: Pipeline, verdict: Verdict | None = None) -> dict[str, Any]:
     doc["recommendations"] = [r.to_json() for r in recs]
     doc["already_in_effect"] = [{"id": m.id, "because": why} for m, why in skipped(v, p.kb, snap.facts)]
     doc["not_fitting"] = [{"id": m.id, "because": why} for m, why in not_fitting(v, p.kb, snap.facts)]
-    doc["regime_changes"] = [{"t": c.t, "before": c.before, "after": c.after, "label": c.label} for c in snap.changes]
+    doc["regime_changes"] = [{"t": c.t, "before": c.before, "after": c.after, "label": c.label,
+                              "before_stage": c.before_stage, "after_stage": c.after_stage} for c in snap.changes]
     doc["utilization"] = [
         {"resource": r, "device": d, "mean": round(s.mean, 4), "p95": round(s.p95, 4)}
         for (r, d, m), s in sorted(snap.stats.stats.items()) if m == "utilization"
     ]
     ph = snap.stats.phases
-    doc["step_phases"] = None if ph is None else {"steps": ph.steps, "share": {k: round(x / ph.wall_seconds, 4) for k, x in ph.phases.items()} if ph.wall_seconds else {}}
+    doc["step_phases"] = step_phases_json(ph)
     doc["facts"] = snap.facts.to_json()
     return doc
+
+
+def step_phases_json(ph: StepPhases | None) -> dict[str, Any] | None:
+    """Steps and each phase's share of their wall time."""
+    if ph is None:
+        return None
+    return {"steps": ph.steps, "share": {k: round(x / ph.wall_seconds, 4) for k, x in ph.phases.items()} if ph.wall_seconds else {}}
 
 
 def _headroom_text(h: float | None, doc: dict[str, Any] | None = None) -> str:
@@ -50,18 +60,18 @@ def _headroom_text(h: float | None, doc: dict[str, Any] | None = None) -> str:
 def render_text(doc: dict[str, Any], top: int = 5) -> str:
     v = doc["verdict"]
     lines = []
-    if v["resource"] == "undetermined":
+    if v["resource"] == UNDETERMINED:
         lines.append(f"bottleneck: undetermined — {v.get('reason', '')}")
     else:
         lines.append(f"bottleneck: {v['resource']} (stage: {v['stage']}, confidence {v['confidence']:.0%})")
     for e in v.get("evidence", []):
         lines.append(f"  evidence: {e}")
-    if v["resource"] != "undetermined":
+    if v["resource"] != UNDETERMINED:
         lines.append(f"  headroom: {_headroom_text(v.get('headroom'), doc)}")
     if v.get("secondary"):
         lines.append("  secondary pressures: " + ", ".join(f"{s['resource']} ({s['score']:.2f})" for s in v["secondary"]))
     for c in doc.get("regime_changes", []):
-        lines.append(f"  regime change at {time.strftime('%H:%M:%S', time.localtime(c['t']))}: {c['before']} -> {c['after']} ({c['label']})")
+        lines.append(f"  regime change at {time.strftime('%H:%M:%S', time.localtime(c['t']))}: {c['before']}/{c.get('before_stage', '')} -> {c['after']}/{c.get('after_stage', '')} ({c['label']})")
     recs = doc.get("recommendations", [])[:top]
     if recs:
         lines.append("recommendations (Bartoldson, Kailkhura and Blalock, JMLR 2023):")
@@ -73,17 +83,20 @@ def render_text(doc: dict[str, Any], top: int = 5) -> str:
             lines.append(f"     {r['taxonomy_path']}: {cites}; {r['why']}")
     for s in doc.get("already_in_effect", []):
         lines.append(f"  skipped {s['id']}: already in effect ({s['because']})")
+    note = (doc.get("instrumentation") or {}).get("note")
+    if note:
+        lines.append(f"instrumentation: {note}")
     return "\n".join(lines)
 
 
 def render_markdown(doc: dict[str, Any]) -> str:
     v = doc["verdict"]
-    out = [f"### Bottleneck: `{v['resource']}`" + (f" (stage `{v['stage']}`, confidence {v['confidence']:.0%})" if v["resource"] != "undetermined" else "")]
+    out = [f"### Bottleneck: `{v['resource']}`" + (f" (stage `{v['stage']}`, confidence {v['confidence']:.0%})" if v["resource"] != UNDETERMINED else "")]
     if v.get("reason"):
         out.append(f"_{v['reason']}_")
     out.append("")
     out += [f"- {e}" for e in v.get("evidence", [])]
-    if v["resource"] != "undetermined":
+    if v["resource"] != UNDETERMINED:
         out.append(f"- Headroom: {_headroom_text(v.get('headroom'), doc)}")
     if doc.get("recommendations"):
         out += ["", "| # | mitigation | taxonomy | cites | changes semantics | hook |", "|---|---|---|---|---|---|"]

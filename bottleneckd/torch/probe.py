@@ -14,8 +14,11 @@ import torch
 
 def model_facts(model: torch.nn.Module) -> dict[str, Any]:
     by_dtype: Counter = Counter()
+    cuda: set[int] = set()
     for p in model.parameters():
         by_dtype[p.dtype] += p.numel()
+        if p.is_cuda:
+            cuda.add(p.get_device())
     dtype = by_dtype.most_common(1)[0][0] if by_dtype else None
     low = {torch.bfloat16, torch.float16}
     return {
@@ -24,6 +27,8 @@ def model_facts(model: torch.nn.Module) -> dict[str, Any]:
         "param_dtype": str(dtype).split(".")[-1] if dtype is not None else None,
         # parameters already in a low precision: mixed precision is in effect in all but name
         "autocast_dtype": str(dtype).split(".")[-1] if dtype in low else None,
+        # the GPUs' identities, as NVML names them: CUDA's indexes are not NVML's (no synchronisation: cached properties)
+        "cuda_uuids": tuple(sorted(f"GPU-{torch.cuda.get_device_properties(i).uuid}" for i in cuda)) or None,
         **parallel_facts(model),
     }
 

@@ -6,13 +6,13 @@ and the epoch-end report comes back through ``report()``.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from typing import Any, Protocol
 
 from bottleneckd.model.protocol import Event, Message, StepReport
 from bottleneckd.outputs.channel import PhaseSender, default_socket_path
+from bottleneckd.outputs.report_file import read_report_file
 
 log = logging.getLogger("bottleneckd.torch")
 
@@ -94,13 +94,8 @@ def make_transport(socket_path: str | None, local_sampling: bool | None, interva
 
 
 def read_sidecar_report(sock_path: str) -> dict[str, Any] | None:
-    path = os.path.join(os.path.dirname(sock_path), "bottleneckd.report.json")
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) else None
+    """The sidecar's report file, named and read in one module (outputs/report_file.py)."""
+    return read_report_file(sock_path)
 
 
 __all__ = ["Event", "StepReport", "Transport", "SocketTransport", "LocalTransport", "make_transport", "read_sidecar_report"]
