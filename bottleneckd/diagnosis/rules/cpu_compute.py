@@ -48,8 +48,8 @@ def _cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
         return []
     facts = p.facts if p else {}
     cpu = cpu_state(w)
-    if comp_share is None and not cpu.busy_evidence:
-        return []  # no phases and nothing busy: the machine-only rules speak
+    if comp_share is None:
+        return []  # no step phases (start-up, or no hook and no stacks): which stage is busy is unknown
     cev = ([f"forward+backward+optimizer {pct(comp_share)} of step time"] if comp_share is not None else []) + cpu.describe()
     if not cpu.busy_evidence:
         return _waiting(w, cpu, cev, facts)
