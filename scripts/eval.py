@@ -51,6 +51,7 @@ class Workload:
     intervention: str | None
     min_speedup: float | None
     needs: str  # "cpu" or "gpu"
+    proof_seconds: float | None = None  # a floor on --proof-seconds for slow steps (a few steps a second)
 
     @property
     def label(self) -> str:
@@ -64,13 +65,14 @@ def discover() -> list[Workload]:
         consts = {}
         for node in ast.parse(path.read_text()).body:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                if node.targets[0].id in ("LABEL", "STAGE", "INTERVENTION", "MIN_SPEEDUP", "NEEDS"):
+                if node.targets[0].id in ("LABEL", "STAGE", "INTERVENTION", "MIN_SPEEDUP", "NEEDS", "PROOF_SECONDS"):
                     consts[node.targets[0].id] = ast.literal_eval(node.value)
         if "LABEL" not in consts:
             continue
         label = consts["LABEL"]
         found.append(Workload(path.stem, tuple(label) if isinstance(label, (tuple, list)) else (label,), consts.get("STAGE"),
-                              consts.get("INTERVENTION"), consts.get("MIN_SPEEDUP"), consts.get("NEEDS", "cpu")))
+                              consts.get("INTERVENTION"), consts.get("MIN_SPEEDUP"), consts.get("NEEDS", "cpu"),
+                              consts.get("PROOF_SECONDS")))
     return sorted(found, key=lambda w: (w.name in LAST, w.name))
 
 
@@ -266,7 +268,7 @@ def main() -> int:
         if args.no_proof:
             row["proof"], row["scored"] = None, True
         else:
-            row["proof"] = prove(w, args.proof_runs, args.proof_seconds, env, out)
+            row["proof"] = prove(w, args.proof_runs, max(args.proof_seconds, w.proof_seconds or 0), env, out)
             row["scored"] = row["proof"]["proven"]
         if "run" in modes:
             row["run"] = judge(w, under_run(w, args.seconds, env, out))
