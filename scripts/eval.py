@@ -78,7 +78,9 @@ def discover() -> list[Workload]:
 
 def job_env(home: str) -> dict[str, str]:
     pp = os.pathsep.join([str(ROOT)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))
-    return {**os.environ, "PYTHONPATH": pp, "BOTTLENECKD_HOME": home, "PYTHONUNBUFFERED": "1"}
+    # BOTTLENECKD_HOME empty: no calibration profile. XDG_RUNTIME_DIR: the default channel socket
+    # lives there, so a sidecar of another user of a shared host is not "already listening".
+    return {**os.environ, "PYTHONPATH": pp, "BOTTLENECKD_HOME": home, "XDG_RUNTIME_DIR": home, "PYTHONUNBUFFERED": "1"}
 
 
 def throughput(text: str) -> float | None:
