@@ -14,6 +14,7 @@ from torch.utils.data import DataLoader
 from common import FftSignals, classifier_step, mlp, options, train
 
 args = options(__doc__).parse_args()
+torch.set_num_threads(1)  # one intra-op thread: on a shared 2-core host, two spin on each other
 model = mlp(256, 2)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 loader = DataLoader(FftSignals(100000, 16384, 0 if args.intervene else 12), batch_size=8, num_workers=0)
