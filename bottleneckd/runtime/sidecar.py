@@ -54,7 +54,7 @@ class Sidecar:
         return self.steps_total
 
     def events(self) -> list[Event]:
-        return list(self.receiver.events)
+        return self.receiver.events_since(0)[0]  # under the receiver's lock: the channel thread appends
 
     def close(self) -> None:
         self.receiver.close()
