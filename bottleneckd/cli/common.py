@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from typing import Any
 
 import click
 
 from bottleneckd.model.errors import InputError
+from bottleneckd.model.files import under_kernel_tree
 from bottleneckd.runtime.job_env import MAX_SOCKET_PATH
 
 
@@ -69,17 +71,10 @@ def check_socket(path: str | None) -> None:
         d = os.path.dirname(d)
     if d and not os.path.isdir(d):
         raise InputError(f"--socket {p}: {d} is a file, not a directory; choose another path")
-    real = os.path.realpath(os.path.dirname(p))
-    if real.startswith(("/proc/", "/sys/")) or real in ("/proc", "/sys"):
+    if under_kernel_tree(os.path.dirname(p)):
         raise InputError(f"--socket {p}: /proc and /sys are kernel interfaces; choose a path under your own directory")
-    if os.path.lexists(p) and not os.path.exists(p) or (os.path.exists(p) and not _is_socket(p)):
+    if os.path.lexists(p) and not stat.S_ISSOCK(os.lstat(p).st_mode):
         raise InputError(f"--socket {p}: a file that is not a socket is there; choose another path (it is not removed)")
-
-
-def _is_socket(p: str) -> bool:
-    import stat
-
-    return stat.S_ISSOCK(os.lstat(p).st_mode)
 
 
 def build(obj: Context, interval: float, pid: int | None, disabled: tuple[str, ...] = (), socket_path: str | None = None):  # noqa: ANN201

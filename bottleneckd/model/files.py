@@ -34,7 +34,8 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def _under_kernel_tree(path: str) -> str | None:
+def under_kernel_tree(path: str) -> str | None:
+    """/proc or /sys when ``path`` (links resolved) is in one of them, else None."""
     real = os.path.realpath(path)
     for root in KERNEL_TREES:
         if real == root or real.startswith(root + "/"):
@@ -114,7 +115,7 @@ def check_output(path: str, what: str, force: bool = False) -> str:
         raise InputError(f"{what}: empty path")
     ab = os.path.abspath(path)
     parent = os.path.dirname(ab)
-    root = _under_kernel_tree(parent)
+    root = under_kernel_tree(parent)
     if root:
         raise InputError(f"{what} {path}: {root} is a kernel interface, not a place for files; write under your own directory")
     if not os.path.exists(parent):
