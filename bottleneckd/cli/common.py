@@ -6,13 +6,25 @@ from __future__ import annotations
 import json
 import os
 import stat
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import click
 
 from bottleneckd.model.errors import InputError
 from bottleneckd.model.files import under_kernel_tree
 from bottleneckd.runtime.job_env import MAX_SOCKET_PATH
+
+if TYPE_CHECKING:  # the CLI imports these only when a command needs them (start-up time)
+    from bottleneckd.diagnosis.pipeline import Pipeline
+    from bottleneckd.hardware.detect.machine import Machine
+    from bottleneckd.model.sample import Sample, StepPhases
+    from bottleneckd.outputs.trace import TraceWriter
+    from bottleneckd.peaks.catalog import Catalog
+    from bottleneckd.peaks.profile import Profile
+    from bottleneckd.peaks.resolve import PeakTable
+    from bottleneckd.runtime.sidecar import Sidecar
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Context:
@@ -21,17 +33,17 @@ class Context:
         self.catalog_path = catalog
         self.profile_path = profile
 
-    def catalog(self):  # noqa: ANN201
+    def catalog(self) -> Catalog:
         from bottleneckd.peaks.catalog import load_catalog
 
         return load_catalog(self.catalog_path)
 
-    def profile(self):  # noqa: ANN201
+    def profile(self) -> Profile | None:
         from bottleneckd.peaks.profile import load_profile
 
         return load_profile(self.profile_path)
 
-    def peak_table(self, machine=None):  # noqa: ANN001, ANN201
+    def peak_table(self, machine: Machine | None = None) -> tuple[Machine, PeakTable]:
         from bottleneckd.hardware.detect import detect_machine
         from bottleneckd.peaks.resolve import resolve_peaks
 
@@ -48,7 +60,7 @@ def say(line: str) -> None:
     click.echo(line, err=True)
 
 
-def sidecar_options(f):  # noqa: ANN001, ANN201
+def sidecar_options(f: F) -> F:
     from bottleneckd.runtime.sidecar import SAMPLER_NAMES
 
     f = click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True, help="Seconds between samples (0.1 = 10 Hz).")(f)
@@ -77,7 +89,7 @@ def check_socket(path: str | None) -> None:
         raise InputError(f"--socket {p}: a file that is not a socket is there; choose another path (it is not removed)")
 
 
-def build(obj: Context, interval: float, pid: int | None, disabled: tuple[str, ...] = (), socket_path: str | None = None):  # noqa: ANN201
+def build(obj: Context, interval: float, pid: int | None, disabled: tuple[str, ...] = (), socket_path: str | None = None) -> Sidecar:
     """The sidecar for a command, after its inputs are checked."""
     from bottleneckd.runtime.sidecar import build_sidecar, job_paths
 
@@ -94,7 +106,8 @@ def build(obj: Context, interval: float, pid: int | None, disabled: tuple[str, .
         raise InputError(f"--socket {socket_path or 'default'}: cannot listen ({e.strerror or e}); choose another path") from e
 
 
-def start_trace(side, path: str, meta: dict[str, Any], force: bool, what: str, on_error=None):  # noqa: ANN001, ANN201
+def start_trace(side: Sidecar, path: str, meta: dict[str, Any], force: bool, what: str,
+                on_error: Callable[[str], None] | None = None) -> TraceWriter:
     """A trace writer on ``side``'s loop, with the hook's events copied into it."""
     from bottleneckd.outputs.trace import TraceWriter
 
@@ -104,7 +117,7 @@ def start_trace(side, path: str, meta: dict[str, Any], force: bool, what: str, o
     return writer
 
 
-def event_copier(side, writer):  # noqa: ANN001, ANN201
+def event_copier(side: Sidecar, writer: TraceWriter) -> Callable[[Sample], None]:
     """A sink that copies the hook's events (mitigations applied) into the trace, each once, by
     sequence number; events lost because the receiver's log was full are counted in the trace."""
     import time
@@ -113,7 +126,7 @@ def event_copier(side, writer):  # noqa: ANN001, ANN201
 
     seq = [0]
 
-    def copy(_sample):  # noqa: ANN001, ANN202
+    def copy(_sample: Sample) -> None:
         events, total = side.receiver.events_since(seq[0])
         missed = total - seq[0] - len(events)
         seq[0] = total
@@ -125,7 +138,7 @@ def event_copier(side, writer):  # noqa: ANN001, ANN201
     return copy
 
 
-def retarget(side, pid: int) -> None:  # noqa: ANN001
+def retarget(side: Sidecar, pid: int) -> None:
     """Point the CPU samplers at the job's process tree."""
     from bottleneckd.samplers.cpu_compute import CpuComputeSampler
     from bottleneckd.samplers.cpu_memory import CpuMemorySampler
@@ -148,8 +161,8 @@ def check_outputs(force: bool, **paths: str | None) -> None:
             check_output(path, "--" + option.replace("_", "-"), force)
 
 
-def report_epilogue(pipeline, extra: dict[str, Any], report_json: str | None, force: bool,  # noqa: ANN001
-                    title: str = "bottleneckd report", to_stdout: bool = False, run_totals=None) -> bool:  # noqa: ANN001
+def report_epilogue(pipeline: Pipeline, extra: dict[str, Any], report_json: str | None, force: bool,
+                    title: str = "bottleneckd report", to_stdout: bool = False, run_totals: StepPhases | None = None) -> bool:
     """The end of a run: the report as text, and as JSON when asked. ``run_totals`` (the
     sidecar's step phases over the whole run) replace the last window's. False when the JSON could
     not be written (said in one line; the caller decides the exit code)."""

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from bottleneckd.cli.common import Context, build, check_outputs, emit_json, say, sidecar_options, start_trace
 from bottleneckd.model.errors import InputError
 from bottleneckd.model.protocol import Event
+
+if TYPE_CHECKING:
+    from bottleneckd.diagnosis.pipeline import Snapshot
 
 
 @click.command()
@@ -123,7 +128,7 @@ class TraceReplay:
         self.steps_total = 0
         self.shown: list[Event] = []
 
-    def latest(self):  # noqa: ANN201
+    def latest(self) -> Snapshot | None:
         return self.pipeline.latest
 
     def steps(self) -> int:
