@@ -34,19 +34,25 @@ def _is_type_checking(test: ast.expr) -> bool:
 
 
 def _imports(body: list[ast.stmt], module_level: bool) -> list[ast.Import | ast.ImportFrom]:
-    """Imports run when the module is imported (``module_level``), or all of them."""
-    if not module_level:
-        return [n for stmt in body for n in ast.walk(stmt) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    """Imports run when the module is imported (``module_level``), or all that run at some time
+    (function-local ones too); never those under ``if TYPE_CHECKING:``."""
     out: list[ast.Import | ast.ImportFrom] = []
     for n in body:
         if isinstance(n, (ast.Import, ast.ImportFrom)):
             out.append(n)
-        elif isinstance(n, ast.If) and not _is_type_checking(n.test):
-            out += _imports(n.body, True) + _imports(n.orelse, True)
+        elif isinstance(n, ast.If):
+            if not _is_type_checking(n.test):
+                out += _imports(n.body, module_level) + _imports(n.orelse, module_level)
         elif isinstance(n, ast.Try):
-            out += _imports(n.body, True) + _imports(n.orelse, True) + _imports(n.finalbody, True)
+            out += _imports(n.body, module_level) + _imports(n.orelse, module_level) + _imports(n.finalbody, module_level)
             for h in n.handlers:
-                out += _imports(h.body, True)
+                out += _imports(h.body, module_level)
+        elif not module_level:
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                inner = getattr(n, field, None)
+                if isinstance(inner, list):
+                    out += _imports([x for x in inner if isinstance(x, ast.stmt)] +
+                                    [s for h in inner if isinstance(h, ast.ExceptHandler) for s in h.body], False)
     return out
 
 
