@@ -38,8 +38,9 @@ def run_job(obj: Context, command: tuple[str, ...], inject: bool, interval: floa
                                      on_error=lambda msg: say(f"bottleneckd: error: {msg}"))
             if bind:
                 server = serve_metrics(side, bind, web_config)
-            if inject and uninstrumented_reason(command):
-                say(f"bottleneckd: {uninstrumented_reason(command)}; the job runs without step phases")
+            blind = uninstrumented_reason(command) if inject else None
+            if blind:
+                say(f"bottleneckd: {blind}; the job runs without step phases")
             job = jobrun.start_job(command, job_env(run_dir, sock, inject))
             retarget(side, job.pid)
             code = jobrun.supervise(side, job, view, grace, say)
