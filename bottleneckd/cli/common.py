@@ -28,20 +28,29 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Context:
+    """The options every command shares; the catalog and profile are read (and checked) once, on
+    first use, however many steps of a command ask for them."""
+
     def __init__(self, debug: bool, catalog: str | None, profile: str | None) -> None:
         self.debug = debug
         self.catalog_path = catalog
         self.profile_path = profile
+        self._catalog: Catalog | None = None
+        self._profile: tuple[Profile | None] | None = None  # a 1-tuple once read: None is a valid profile
 
     def catalog(self) -> Catalog:
         from bottleneckd.peaks.catalog import load_catalog
 
-        return load_catalog(self.catalog_path)
+        if self._catalog is None:
+            self._catalog = load_catalog(self.catalog_path)
+        return self._catalog
 
     def profile(self) -> Profile | None:
         from bottleneckd.peaks.profile import load_profile
 
-        return load_profile(self.profile_path)
+        if self._profile is None:
+            self._profile = (load_profile(self.profile_path),)
+        return self._profile[0]
 
     def peak_table(self, machine: Machine | None = None) -> tuple[Machine, PeakTable]:
         from bottleneckd.hardware.detect import detect_machine
