@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 
-
 class InputError(Exception):
     """Bad input from the user: a file, a field, an argument. The message is one line that
     names what was wrong and how to fix it."""
