@@ -98,6 +98,9 @@ class HostClock:
     def comm_end(self) -> None:
         self._comm += time.perf_counter() - self._c0
 
+    def add_comm(self, seconds: float) -> None:
+        self._comm += seconds
+
     def end_step(self) -> None:
         self.cur[5] = time.perf_counter()
         self.done.append((self.cur, self._comm, self._own, self._seg, self._seg_wall, self.prev_end))
@@ -163,6 +166,7 @@ class CudaClock:
         self.active = True  # the first step is timed from its own start
         self._anchor: Any = None  # end of the step before a timed one: the data-wait gap starts there
         self.forked = False
+        self._foreign: set[int] = set()  # ids of events add_comm was given: not ours to reuse
         _live_cuda_clocks.add(self)
 
     def _event(self) -> Any:
@@ -193,6 +197,13 @@ class CudaClock:
         if self.active:
             self._comm.append((self._c0, self._event()))
 
+    def add_comm(self, pair: tuple[Any, Any]) -> None:
+        """Exposed communication measured elsewhere (DDP's buckets), as two recorded events; they
+        never go into this clock's pool (their owner made them)."""
+        if self.active:
+            self._foreign.update((id(pair[0]), id(pair[1])))
+            self._comm.append(pair)
+
     def end_step(self) -> None:
         if self.forked:
             return
@@ -214,12 +225,16 @@ class CudaClock:
 
     def _release(self, t: dict[str, Any], comm: list[tuple[Any, Any]]) -> None:
         self._pool.extend(t.values())
-        for a, b in comm:
-            self._pool += [a, b]
+        for pair in comm:
+            for e in pair:
+                if id(e) in self._foreign:
+                    self._foreign.discard(id(e))
+                else:
+                    self._pool.append(e)
 
     def drain(self) -> list[Step]:
         out: list[Step] = []
-        while self._pending and self._pending[0][0]["step_end"].query():
+        while self._pending and self._pending[0][0]["step_end"].query() and all(b.query() for _, b in self._pending[0][1]):
             t, comm, anchor = self._pending.popleft()
             start = anchor if anchor is not None else t.get("step_start", t.get("data_ready", t["step_end"]))
             ms = {k: start.elapsed_time(e) / 1000.0 for k, e in t.items()}

@@ -137,6 +137,11 @@ class Watcher(TrialsMixin):
     def comm_end(self) -> None:
         self._safe(self._clock.comm_end)
 
+    def comm_exposed(self, span: Any) -> None:
+        """Communication the step waited for inside backward (DDP, ddp_comm.py): seconds on the
+        host clock, a (start, end) pair of CUDA events on the CUDA clock."""
+        self._safe(self._clock.add_comm, span)
+
     def _install(self) -> None:
         from bottleneckd.torch.collectives import wrap_collectives
 
