@@ -51,7 +51,7 @@ def build_samplers(machine: Machine, peaks: PeakTable, pid: int | None = None, p
         "cpu_compute": lambda: CpuComputeSampler(peaks, tree, proc_root),
         "cpu_memory": lambda: CpuMemorySampler(peaks, tree, proc_root),
         "cpu_memory_bandwidth": lambda: CpuMemoryBandwidthSampler(peaks, sys_root),
-        "storage": lambda: StorageSampler(peaks, machine, paths, proc_root),
+        "storage": lambda: StorageSampler(peaks, machine, paths, proc_root, tree),
         "storage_network": lambda: StorageNetworkSampler(peaks, machine, proc_root),
         "inter_node": lambda: InterNodeSampler(peaks, machine, sys_root),
     }

@@ -23,21 +23,26 @@ from bottleneckd.model.sample import StepPhases
 
 log = logging.getLogger(__name__)
 
-# (substring of file path, function name substring or "", phase), checked from the innermost frame out
+# (substring of file path, function name substring or "", phase). A stack is classified by the
+# whole of it, not its innermost frame: the first phase in PHASE_ORDER with a matching frame
+# anywhere in the stack wins, so a dataset's __getitem__ that runs a model, a numpy FFT or a torch
+# operator is still the data stage, and a collective called from forward is communication.
 RULES: tuple[tuple[str, str, str], ...] = (
+    ("torch/utils/data/", "", "data_wait"),
+    ("datasets/arrow_dataset", "__getitem__", "data_wait"),
+    ("datasets/iterable_dataset", "__iter__", "data_wait"),
+    ("torchvision/datasets/", "", "data_wait"),
+    ("webdataset/", "", "data_wait"),
     ("torch/distributed/", "", "communication"),
     ("torch/cuda/__init__", "synchronize", "gpu_wait"),
     ("torch/cuda/streams", "synchronize", "gpu_wait"),
-    ("torch/utils/data/", "_try_get_data", "data_wait"),
-    ("torch/utils/data/", "_get_data", "data_wait"),
-    ("torch/utils/data/_utils/fetch", "", "data_wait"),
-    ("torch/utils/data/", "__next__", "data_wait"),
+    ("torch/serialization", "", "file_io"),
     ("torch/optim/", "", "optimizer"),
     ("torch/autograd/", "backward", "backward"),
     ("torch/_tensor", "backward", "backward"),
     ("torch/nn/modules/module", "_call_impl", "forward"),
-    ("torch/serialization", "", "file_io"),
 )
+PHASE_ORDER = ("data_wait", "communication", "gpu_wait", "file_io", "optimizer", "backward", "forward")
 
 # operator classes by arithmetic intensity (section 2.3): normalisation and elementwise ops move
 # bytes with few multiply-adds; matrix products and convolutions reuse each byte many times
@@ -57,14 +62,16 @@ def find_py_spy() -> str | None:
 
 
 def classify_frames(frames: list[dict]) -> str:
-    """frames innermost first, as py-spy gives them."""
+    """The stage of one stack (frames innermost first, as py-spy gives them): the first phase of
+    PHASE_ORDER matched by any frame, else "other"."""
+    seen: set[str] = set()
     for f in frames:
-        path = f.get("filename") or f.get("short_filename") or ""
+        path = (f.get("filename") or f.get("short_filename") or "").replace("\\", "/")
         name = f.get("name", "")
         for needle, func, phase in RULES:
             if needle in path and func in name:
-                return phase
-    return "other"
+                seen.add(phase)
+    return next((ph for ph in PHASE_ORDER if ph in seen), "other")
 
 
 HIGH_LINE = re.compile(r"\b(linear|matmul|mm|bmm|addmm|conv[123]d|einsum|Linear|Conv[123]d|scaled_dot_product_attention)\b|@")
