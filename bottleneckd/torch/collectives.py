@@ -85,7 +85,7 @@ def _attach(ddp: Any) -> None:
 
 def _ddp_facts(w: Any, ddp: Any, timer: Any) -> None:
     w.facts["ddp"] = True
-    w.facts["ddp_comm_timing"] = "comm hook" if isinstance(timer, ddp_comm.DdpCommTimer) else f"off: {timer}"
+    w.facts["ddp_comm_timing"] = "comm hook" if isinstance(timer, ddp_comm.DdpCommTimer) else f"off: {timer}"[:64]
     pg = getattr(ddp, "process_group", None)
     try:
         if pg is not None:
@@ -149,3 +149,44 @@ def wrap_collectives(watcher: Any) -> _Registration:
             watcher.facts["local_world_size"] = int(os.environ["LOCAL_WORLD_SIZE"])
         watcher.facts["ddp"] = bool(watcher.facts.get("ddp")) or (cls is not None and isinstance(model, cls))
     return _Registration(watcher)
+
+
+class RankIdentityCache:
+    """This process's rank identity for each report: the launcher's environment, with rank and
+    world size from the process group once there is one (``torch.multiprocessing.spawn`` sets no
+    RANK), and the GPU's UUID where the model is on one. Fixed once the process group exists."""
+
+    def __init__(self) -> None:
+        self._fixed: Any = None
+
+    def get(self, device: Any = None) -> Any:
+        from bottleneckd.model.identity import RankIdentity
+
+        if self._fixed is not None:
+            return self._fixed
+        env = dict(os.environ)
+        ready = dist.is_available() and dist.is_initialized()
+        if ready:
+            env["RANK"], env["WORLD_SIZE"] = str(dist.get_rank()), str(dist.get_world_size())
+            if "LOCAL_RANK" not in env and "SLURM_LOCALID" not in env:
+                env["LOCAL_RANK"] = env["RANK"]  # spawn: every rank on this host
+        ident = RankIdentity.from_env(env, gpu=_gpu_uuid(device))
+        if ready:
+            self._fixed = ident
+        return ident
+
+
+def _gpu_uuid(device: Any) -> str:
+    try:
+        import torch
+
+        if device is None or getattr(device, "type", "") != "cuda":
+            return ""
+        idx = device.index if device.index is not None else torch.cuda.current_device()
+        u = str(torch.cuda.get_device_properties(idx).uuid)
+        return u if u.startswith(("GPU-", "MIG-")) else f"GPU-{u}"
+    except Exception:  # noqa: BLE001 - no UUID is "", never an error
+        return ""
+
+
+rank_identity = RankIdentityCache().get  # one process is one rank

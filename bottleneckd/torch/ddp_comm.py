@@ -177,7 +177,7 @@ class DdpCommTimer:
             self.failed = f"{type(e).__name__}: {e}"
             log.warning("bottleneckd: DDP communication timing off after an internal error (%s); training is unaffected", self.failed)
             for w in self._watchers():
-                w.facts["ddp_comm_timing"] = f"off: {self.failed}"
+                w.facts["ddp_comm_timing"] = f"off: {self.failed}"[:64]
         self._ready, self._done, self._timing = [], [], False
 
 

@@ -253,7 +253,9 @@ class Watcher(TrialsMixin):
             self.facts["achieved_flops"] = self.facts["flops_per_step"] / per_step
             self.facts["achieved_bytes_per_second"] = self.facts["operand_bytes_per_step"] / per_step
         self._acc_compute = 0.0
-        doc = {"v": 1, "pid": os.getpid(), "steps": self._acc_steps, "wall": self._acc_wall,
+        from bottleneckd.torch.collectives import rank_identity
+
+        doc = {"v": 1, "pid": os.getpid(), "identity": rank_identity(self.device).to_json(), "steps": self._acc_steps, "wall": self._acc_wall,
                "phases": dict(zip(PHASE_KEYS, self._acc)), "facts": {**self.facts, "epoch": self.epoch}}
         self._sender.send(doc)
         if self._local is not None:

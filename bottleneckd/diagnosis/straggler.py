@@ -1,0 +1,172 @@
+"""The straggler: which rank (or node) every other rank waits for. Pure functions over the
+per-rank phases of a window of samples (``Sample.ranks``).
+
+Under a synchronous all-reduce every rank's wall time per step is the same (the fast ranks wait),
+so wall clocks cannot find a slow rank. Two per-rank figures can: compute time per step (forward
++ backward, where backward excludes the communication it waited for; GPU-side on CUDA) and time
+waiting in collectives per step. The straggler computes longest and waits least; its victims wait
+for it. A rank is named only when it is the slowest in most of the recent intervals and its
+compute is longer than the median rank's by more than the noise margin; all the ranks of one
+node slower than every rank elsewhere are a slow node, named as the node.
+
+An interval is one report period of one rank (``RankPhases``: its steps in one sampling tick);
+"slowest in most steps" is judged over the last ``last`` intervals in which two or more ranks
+reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from statistics import median
+from typing import Any, Iterable, Sequence
+
+from bottleneckd.model.identity import RankIdentity
+from bottleneckd.model.sample import RankPhases, Sample
+
+COMPUTE_PHASES = ("forward", "backward")
+WAIT_PHASES = ("communication",)
+MARGIN = 0.10  # compute this much longer than the median rank's, or it is noise
+MAJORITY = 0.6  # slowest in at least this share of the intervals judged
+MIN_INTERVALS = 3
+LAST = 10
+
+
+@dataclass(frozen=True)
+class RankFigures:
+    """One rank over the window: means per step."""
+
+    identity: RankIdentity
+    compute: float  # seconds per step in forward + backward
+    wait: float  # seconds per step waiting in collectives
+    steps: int
+    slowest: int  # intervals in which it computed longest
+    last_arrival: int  # intervals in which it waited least (the others waited for it)
+
+
+@dataclass(frozen=True)
+class Straggler:
+    kind: str  # "rank" | "node"
+    rank: int | None  # the rank (None for a node)
+    node: str
+    gpu: str
+    ranks: tuple[int, ...]  # the ranks concerned (one, or all of the node's)
+    compute: float  # its compute per step (s); for a node the mean over its ranks
+    median_compute: float  # the median rank's
+    slowest_share: float  # share of the intervals in which it was the slowest
+    last_share: float  # share of the intervals in which it arrived last (waited least)
+    intervals: int
+    step_time_lost: float  # s per step: slowest compute - median compute
+
+    @property
+    def excess(self) -> float:
+        return self.compute / self.median_compute - 1.0 if self.median_compute > 0 else 0.0
+
+    def evidence(self) -> tuple[str, ...]:
+        who = f"rank {self.rank} on {self.node}" + (f" ({self.gpu})" if self.gpu else "") if self.kind == "rank" else \
+            f"node {self.node} (ranks {', '.join(map(str, self.ranks))})"
+        return (
+            f"straggler: {who} computes {self.excess:.0%} longer than the median rank "
+            f"({self.compute * 1e3:.1f} ms vs {self.median_compute * 1e3:.1f} ms of forward+backward per step)",
+            f"slowest in {self.slowest_share:.0%} and last to arrive at the all-reduce in {self.last_share:.0%} of the last {self.intervals} intervals",
+            f"step time lost to it: {self.step_time_lost * 1e3:.1f} ms per step (the other ranks wait)",
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "rank": self.rank, "node": self.node, "gpu": self.gpu, "ranks": list(self.ranks),
+                "compute_seconds": self.compute, "median_compute_seconds": self.median_compute, "excess_ratio": self.excess,
+                "slowest_share": self.slowest_share, "last_arrival_share": self.last_share, "intervals": self.intervals,
+                "step_time_lost_seconds": self.step_time_lost}
+
+
+def _per_step(rp: RankPhases, names: Sequence[str]) -> float:
+    s = rp.phases.steps
+    return sum(rp.phases.phases.get(n, 0.0) for n in names) / s if s else 0.0
+
+
+def intervals(samples: Iterable[Sample], last: int = LAST) -> list[tuple[RankPhases, ...]]:
+    """The last ``last`` sample intervals in which two or more ranks of one job reported steps."""
+    out = []
+    for s in samples:
+        rs = tuple(r for r in s.ranks if r.phases.steps > 0)
+        if len({r.identity.key for r in rs}) >= 2:
+            out.append(rs)
+    return out[-last:]
+
+
+def rank_figures(window: Sequence[tuple[RankPhases, ...]]) -> list[RankFigures]:
+    """Per rank: compute and wait per step over the window (step-weighted), and how often it was
+    the slowest and the last to arrive."""
+    acc: dict[str, list[Any]] = {}
+    for rs in window:
+        by_key: dict[str, RankPhases] = {}
+        for r in rs:
+            by_key[r.identity.key] = r  # one report per rank per interval (the receiver sums)
+        comp = {k: _per_step(r, COMPUTE_PHASES) for k, r in by_key.items()}
+        wait = {k: _per_step(r, WAIT_PHASES) for k, r in by_key.items()}
+        slowest = max(comp, key=lambda k: comp[k])
+        last = min(wait, key=lambda k: (wait[k], -comp[k]))
+        for k, r in by_key.items():
+            a = acc.setdefault(k, [r.identity, 0.0, 0.0, 0, 0, 0])
+            a[0] = r.identity
+            a[1] += comp[k] * r.phases.steps
+            a[2] += wait[k] * r.phases.steps
+            a[3] += r.phases.steps
+            a[4] += k == slowest
+            a[5] += k == last
+    return [RankFigures(a[0], a[1] / a[3], a[2] / a[3], a[3], a[4], a[5]) for a in acc.values() if a[3]]
+
+
+def find_straggler(samples: Iterable[Sample], last: int = LAST, margin: float = MARGIN, majority: float = MAJORITY,
+                   min_intervals: int = MIN_INTERVALS) -> Straggler | None:
+    """The rank or node the job waits for, or None (fewer than two ranks, too few intervals, no
+    rank consistently slowest, or a spread within the noise margin)."""
+    window = intervals(samples, last)
+    if len(window) < min_intervals:
+        return None
+    figs = rank_figures(window)
+    if len(figs) < 2:
+        return None
+    med = median(f.compute for f in figs)
+    if med <= 0:
+        return None
+    n = len(window)
+    node = _slow_node(figs, med, margin, n)
+    if node is not None:
+        return node
+    top = max(figs, key=lambda f: f.compute)
+    if top.slowest / n < majority or top.compute < med * (1 + margin):
+        return None
+    return Straggler("rank", top.identity.rank, top.identity.node, top.identity.gpu, (top.identity.rank,), top.compute, med,
+                     top.slowest / n, top.last_arrival / n, n, top.compute - med)
+
+
+def _slow_node(figs: list[RankFigures], med: float, margin: float, n: int) -> Straggler | None:
+    """Every rank of one node slower than every rank elsewhere (by the margin), with several nodes:
+    the node is the straggler (its ranks share a cause: thermal limits, a noisy neighbour, a NIC)."""
+    nodes: dict[str, list[RankFigures]] = {}
+    for f in figs:
+        nodes.setdefault(f.identity.node, []).append(f)
+    if len(nodes) < 2:
+        return None
+    for name, own in nodes.items():
+        others = [f for f in figs if f.identity.node != name]
+        if len(own) < 2 or not others:
+            continue
+        slowest_other = max(f.compute for f in others)
+        if min(f.compute for f in own) >= slowest_other * (1 + margin):
+            mean = sum(f.compute for f in own) / len(own)
+            share = sum(f.slowest for f in own) / n
+            last = sum(f.last_arrival for f in own) / n
+            if share < MAJORITY:
+                continue
+            return Straggler("node", None, name, "", tuple(sorted(f.identity.rank for f in own)), mean, med, share, last,
+                             n, max(f.compute for f in own) - med)
+    return None
+
+
+def topology(ranks: Iterable[RankPhases]) -> dict[str, list[int]]:
+    """Node name -> the ranks on it, from the identities that reported."""
+    out: dict[str, set[int]] = {}
+    for r in ranks:
+        out.setdefault(r.identity.node, set()).add(r.identity.rank)
+    return {k: sorted(v) for k, v in sorted(out.items())}
