@@ -81,3 +81,21 @@ def test_figures_and_topology():
     f = {x.identity.rank: x for x in rank_figures(w)}
     assert f[1].compute == pytest.approx(0.12, rel=0.05) and f[1].wait < f[0].wait
     assert topology(window({0: 0.1, 1: 0.1}, nodes={0: "a", 1: "b"}, n=1)[0].ranks) == {"a": [0], "b": [1]}
+
+
+def test_the_verdict_carries_the_straggler_and_a_wait_for_it_is_not_a_link_bottleneck():
+    from bottleneckd.diagnosis.straggler import with_straggler
+    from bottleneckd.diagnosis.verdict import Verdict
+
+    comm = Verdict("inter_gpu_interconnect", "communication", 0.8, ("gradient communication 25% of step time",), (), 1.3)
+    samples = window({0: 0.10, 1: 0.10, 2: 0.14, 3: 0.10})
+    v = with_straggler(comm, samples)
+    assert v.resource == "gpu_compute" and v.stage == "compute" and v.straggler["rank"] == 2  # its ranks have GPUs
+    assert v.evidence[0].startswith("straggler: rank 2") and "gradient communication 25% of step time" in v.evidence
+    assert v.headroom == pytest.approx(0.142 / 0.102, rel=0.05)
+    # a compute verdict keeps its resource and gains the straggler's evidence
+    cpu = Verdict("cpu_compute", "compute", 0.8, ("x",), (), None)
+    v = with_straggler(cpu, samples)
+    assert v.resource == "cpu_compute" and v.straggler["rank"] == 2 and v.evidence[0] == "x"
+    # even ranks: the verdict is unchanged
+    assert with_straggler(comm, window({0: 0.1, 1: 0.1, 2: 0.1, 3: 0.1})) is comm

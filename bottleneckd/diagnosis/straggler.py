@@ -18,10 +18,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from statistics import median
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from bottleneckd.model.identity import RankIdentity
 from bottleneckd.model.sample import RankPhases, Sample
+
+if TYPE_CHECKING:
+    from bottleneckd.diagnosis.verdict import Verdict
 
 COMPUTE_PHASES = ("forward", "backward")
 WAIT_PHASES = ("communication",)
@@ -170,3 +173,28 @@ def topology(ranks: Iterable[RankPhases]) -> dict[str, list[int]]:
     for r in ranks:
         out.setdefault(r.identity.node, set()).add(r.identity.rank)
     return {k: sorted(v) for k, v in sorted(out.items())}
+
+
+def with_straggler(v: "Verdict", samples: Iterable[Sample]) -> "Verdict":
+    """The window's verdict with the straggler, when one is named. When the job's steps wait in
+    communication and the straggler's extra compute accounts for at least half of the median
+    rank's wait, the wait is for the straggler, not for the link: the verdict becomes the
+    straggler's compute (load imbalance), with the link's figures kept as secondary evidence."""
+    from dataclasses import replace
+
+    samples = list(samples)
+    window = intervals(samples)
+    s = find_straggler(samples)
+    if s is None:
+        return v
+    figs = rank_figures(window)
+    med_wait = median(f.wait for f in figs)
+    med_step = median(f.compute + f.wait for f in figs)
+    if v.stage == "communication" and med_wait > 0 and s.step_time_lost >= 0.5 * med_wait:
+        resource = "gpu_compute" if s.gpu else "cpu_compute"
+        head = med_step / (med_step - s.step_time_lost) if med_step > s.step_time_lost > 0 else None
+        return replace(v, resource=resource, stage="compute", evidence=s.evidence() + tuple(v.evidence),
+                       headroom=head, straggler=s.to_json(),
+                       reason=f"the ranks wait in communication for the straggler ({s.step_time_lost * 1e3:.1f} ms of their "
+                              f"{med_wait * 1e3:.1f} ms wait per step): its compute limits the step; headroom if it computed as fast as the median rank")
+    return replace(v, evidence=tuple(v.evidence) + s.evidence(), straggler=s.to_json())

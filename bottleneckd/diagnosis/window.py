@@ -26,6 +26,8 @@ class WindowStats:
     stats: dict[tuple[str, str, str], Stat]
     notes: dict[tuple[str, str, str], str]
     phases: StepPhases | None
+    #: node -> the ranks that reported from it in the window (empty for one process)
+    topology: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
     def get(self, resource: str, device: str | None, metric: str, field: str = "mean") -> float | None:
         """One statistic; with ``device=None`` the largest over devices (the busiest GPU, disk, NIC)."""
@@ -90,5 +92,10 @@ class Window:
         for k, v in series.items():
             ordered = sorted(v)
             stats[k] = Stat(sum(v) / len(v), ordered[min(len(v) - 1, int(round(0.95 * (len(v) - 1))))], ordered[-1], v[-1], len(v))
+        nodes: dict[str, set[int]] = {}
+        for s in self.samples:
+            for r in s.ranks:
+                nodes.setdefault(r.identity.node, set()).add(r.identity.rank)
         return WindowStats(self.samples[0].t, self.samples[-1].t, len(self.samples), stats, notes,
-                           merge_phases(s.phases for s in self.samples))
+                           merge_phases(s.phases for s in self.samples),
+                           tuple((n, tuple(sorted(rs))) for n, rs in sorted(nodes.items())))
