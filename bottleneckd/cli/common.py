@@ -70,10 +70,9 @@ def event_copier(side, writer):  # noqa: ANN001, ANN202
     def copy(_sample):  # noqa: ANN001, ANN202
         if side.receiver is None:
             return
-        events = list(side.receiver.events)
-        for e in events[seen[0]:] if len(events) >= seen[0] else events:
-            writer.event(e["event"], **{k: v for k, v in e.items() if k != "event"})
-        seen[0] = len(events)
+        events, seen[0] = side.receiver.events_since(seen[0])
+        for e in events:
+            writer.event(e)
 
     return copy
 

@@ -51,7 +51,7 @@ def analyze(obj: Context, trace: str, fmt: str, window: int, timeline: bool) -> 
     from bottleneckd.outputs.trace import read_trace
 
     header, samples = read_trace(trace)
-    pipeline = Pipeline(header.peaks, window=window)
+    pipeline = Pipeline(header.peaks, window=window, machine=header.machine)
     error: TraceError | None = None
     try:
         for s in samples:
@@ -101,6 +101,9 @@ def serve(obj: Context, bind: str, web_config: str | None, trace_path: str | Non
 
 def replay(trace_path: str, bind: str, web_config: str | None, duration: float | None, quiet: bool) -> None:
     import time as _time
+    from dataclasses import replace
+
+    from bottleneckd.model.protocol import Event
 
     from bottleneckd.outputs.exporter import SnapshotCollector
     from bottleneckd.outputs.exporter import serve as start
@@ -112,9 +115,9 @@ def replay(trace_path: str, bind: str, web_config: str | None, duration: float |
     if not items:
         raise InputError(f"{trace_path}: the trace holds no samples")
     events = read_events(trace_path)
-    pipeline = Pipeline(header.peaks)
+    pipeline = Pipeline(header.peaks, machine=header.machine)
     steps = [0]
-    shown: list[dict] = []  # events up to the sample being served, with their times moved to now
+    shown: list[Event] = []  # events up to the sample being served, with their times moved to now
     server = start(SnapshotCollector(lambda: pipeline.latest, lambda: steps[0], lambda: shown), bind, web_config)
     click.echo(f"bottleneckd: replaying {len(items)} samples of {trace_path} on http://{bind}/metrics", err=True)
     t0 = _time.monotonic()
@@ -124,9 +127,8 @@ def replay(trace_path: str, bind: str, web_config: str | None, duration: float |
             s = items[k % len(items)]
             pipeline(s)
             for e in events:
-                if items[0].t <= e["t"] <= s.t and not any(x["name"] == e.get("name") for x in shown):
-                    shown.append({"event": e.get("kind", ""), "name": e.get("name", ""), "t": _time.time(),
-                                  "changes_semantics": e.get("changes_semantics", False)})
+                if items[0].t <= e.t <= s.t and not any(x.name == e.name for x in shown):
+                    shown.append(replace(e, t=_time.time()))
             steps[0] += s.phases.steps if s.phases else 0
             k += 1
             _time.sleep(min(header.interval, 1.0))

@@ -45,6 +45,7 @@ def _spec(name: str, type_: str, producers: str, doc: str, choices: tuple[str, .
 
 
 _W, _I, _C = "bottleneckd.torch.watch", "bottleneckd.torch.inject", "bottleneckd.torch.collectives"
+_F = "bottleneckd.torch.facts"
 _M = "bottleneckd.torch.mitigations."
 _D = "bottleneckd.torch.ddp_comm"
 FACTS: dict[str, FactSpec] = {s.name: s for s in (
@@ -52,16 +53,16 @@ FACTS: dict[str, FactSpec] = {s.name: s for s in (
     _spec("device", "str", f"{_W} {_I}", "the model's device type: cpu, cuda, ..."),
     _spec("pid", "int", _W, "the training process"),
     _spec("epoch", "int", _W, "epochs completed"),
-    _spec("parameters", "int", _W, "number of model parameters"),
-    _spec("param_dtype", "str", _W, "dtype of most of the model's parameters (float32, bfloat16 ...)"),
-    _spec("has_conv", "bool", _W, "the model has a convolution layer"),
-    _spec("input_rank", "int", _W, "dimensions of the model's first input (4 for an image batch NCHW)"),
-    _spec("allow_tf32", "bool", _W, "torch.backends.cuda.matmul.allow_tf32"),
-    _spec("compiled", "bool", _W, "the model is torch.compile'd"),
-    _spec("ddp", "bool", f"{_W} {_C} {_D}", "DistributedDataParallel, or more than one rank"),
-    _spec("fsdp", "bool", _W, "FullyShardedDataParallel"),
-    _spec("sharded", "bool", _W, "parameters or optimizer state sharded across ranks (FSDP, ZeRO)"),
-    _spec("offloading", "bool", _W, "parameters or optimizer state offloaded to the CPU"),
+    _spec("parameters", "int", _F, "number of model parameters"),
+    _spec("param_dtype", "str", _F, "dtype of most of the model's parameters (float32, bfloat16 ...)"),
+    _spec("has_conv", "bool", _F, "the model has a convolution layer"),
+    _spec("input_rank", "int", _F, "dimensions of the model's first input (4 for an image batch NCHW)"),
+    _spec("allow_tf32", "bool", _F, "torch.backends.cuda.matmul.allow_tf32"),
+    _spec("compiled", "bool", _F, "the model is torch.compile'd"),
+    _spec("ddp", "bool", f"{_F} {_C} {_D}", "DistributedDataParallel, or more than one rank"),
+    _spec("fsdp", "bool", _F, "FullyShardedDataParallel"),
+    _spec("sharded", "bool", _F, "parameters or optimizer state sharded across ranks (FSDP, ZeRO)"),
+    _spec("offloading", "bool", _F, "parameters or optimizer state offloaded to the CPU"),
     _spec("world_size", "int", _C, "ranks in the job"),
     _spec("local_world_size", "int", _C, "ranks on this node"),
     # communication inside backward (DDP's buckets through the comm-hook wrapper, ddp_comm.py)
@@ -72,15 +73,15 @@ FACTS: dict[str, FactSpec] = {s.name: s for s in (
     _spec("comm_exposed_seconds_per_step", "float", _D, "seconds per step backward waited for communication after its last gradient"),
     _spec("comm_overlapped_seconds_per_step", "float", _D, "seconds per step of communication hidden behind backward"),
     _spec("comm_overlap_ratio", "float", _D, "share of the communication hidden behind backward"),
-    _spec("optimizer_closure", "bool", _W, "the optimizer's step takes a closure (LBFGS ...)"),
+    _spec("optimizer_closure", "bool", _F, "the optimizer's step takes a closure (LBFGS ...)"),
     # the data loader (hook)
-    _spec("loader_workers", "int", f"{_W} {_M}dataloader_settings", "DataLoader num_workers"),
-    _spec("pin_memory", "bool", f"{_W} {_M}dataloader_settings", "DataLoader pin_memory"),
-    _spec("persistent_workers", "bool", f"{_W} {_M}dataloader_settings", "DataLoader persistent_workers"),
-    _spec("prefetch_factor", "int", f"{_W} {_M}dataloader_settings", "DataLoader prefetch_factor"),
-    _spec("batch_size", "int", _W, "DataLoader batch_size"),
-    _spec("cores", "int", _W, "CPU cores the training process may run on"),
-    _spec("loader_workers_saturate_cores", "bool", _W, "loader workers >= usable cores"),
+    _spec("loader_workers", "int", f"{_F} {_M}dataloader_settings", "DataLoader num_workers"),
+    _spec("pin_memory", "bool", f"{_F} {_M}dataloader_settings", "DataLoader pin_memory"),
+    _spec("persistent_workers", "bool", f"{_F} {_M}dataloader_settings", "DataLoader persistent_workers"),
+    _spec("prefetch_factor", "int", f"{_F} {_M}dataloader_settings", "DataLoader prefetch_factor"),
+    _spec("batch_size", "int", _F, "DataLoader batch_size"),
+    _spec("cores", "int", _F, "CPU cores the training process may run on"),
+    _spec("loader_workers_saturate_cores", "bool", _F, "loader workers >= usable cores"),
     # one counted step (hook, roofline)
     _spec("flops_per_step", "float", _W, "FLOP of one step (torch.utils.flop_counter)"),
     _spec("operand_bytes_per_step", "float", _W, "operand bytes of one step"),
@@ -89,7 +90,7 @@ FACTS: dict[str, FactSpec] = {s.name: s for s in (
     _spec("achieved_bytes_per_second", "float", _W, "operand bytes/s over the compute phases"),
     # mitigations in effect (hook; unset on revert)
     _spec("mitigations", "strs", _W, "hook ids of the mitigations applied and not reverted"),
-    _spec("autocast_dtype", "str", f"{_W} {_M}mixed_precision", "low-precision dtype in effect",
+    _spec("autocast_dtype", "str", f"{_F} {_M}mixed_precision", "low-precision dtype in effect",
           ("bfloat16", "float16")),
     _spec("channels_last", "bool", f"{_M}channels_last", "channels_last memory format in effect"),
     _spec("activation_checkpointing", "bool", f"{_M}activation_checkpointing", "activation checkpointing in effect"),
@@ -98,6 +99,7 @@ FACTS: dict[str, FactSpec] = {s.name: s for s in (
     _spec("comm_hook", "str", f"{_M}ddp_comm_hook", "DDP communication hook in effect"),
     # the daemon side
     _spec("cpu_fast_bf16", "bool", "bottleneckd.advice.fit", "the CPU has bf16 instructions (amx_bf16 or avx512_bf16)"),
+    _spec("gpu_count", "int", "bottleneckd.advice.fit", "GPUs detected on the machine"),
     _spec("phase_source", "str", "bottleneckd.samplers.stacks", "where the step phases come from", ("hook", "py-spy")),
     _spec("stack_samples", "int", "bottleneckd.samplers.stacks", "py-spy stack samples in the interval"),
     _spec("low_intensity_op_share", "float", "bottleneckd.samplers.stacks", "share of stack samples in low-intensity operators"),

@@ -69,6 +69,8 @@ class StepReport:
         phases = d.get("phases")
         if not isinstance(phases, dict) or len(phases) > len(PHASES):
             raise ProtocolError("phases: expected an object of phase name -> seconds")
+        if d.get("facts") is not None and not isinstance(d["facts"], dict):
+            raise ProtocolError("facts: expected an object of fact name -> value")
         bad = [k for k in phases if k not in PHASES]
         if bad:
             raise ProtocolError(f"phases: unknown phase {bad[0]!r:.40}; known: {', '.join(PHASES)}")

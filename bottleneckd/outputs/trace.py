@@ -15,6 +15,9 @@ from typing import IO, Any, Iterator
 
 from bottleneckd.hardware.detect.machine import Machine
 from bottleneckd.model.errors import InputError, TraceError
+from bottleneckd.model.protocol import VERSION as MESSAGE_VERSION
+from bottleneckd.model.protocol import Event, ProtocolError
+from bottleneckd.model.protocol import from_json as message_from_json
 from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.model.sample import Sample
 
@@ -49,8 +52,9 @@ class TraceWriter:
     def __call__(self, sample: Sample) -> None:
         self._write(sample.to_json())
 
-    def event(self, kind: str, **fields: Any) -> None:
-        self._write({"type": "event", "t": time.time(), "kind": kind, **fields})
+    def event(self, e: Event) -> None:
+        """An event line: the wire message's own keys (``kind``, ``name``, ``t`` ...)."""
+        self._write(e.to_json())
 
     def close(self) -> None:
         if not self._f.closed:
@@ -73,7 +77,7 @@ def read_header(path: str, line: str) -> TraceHeader:
         raise TraceError(path, 1, f"header field missing or malformed: {e}") from e
 
 
-def read_events(path: str) -> list[dict[str, Any]]:
+def read_events(path: str) -> list[Event]:
     """The event lines of a trace (mitigations applied ...), in order; bad lines are skipped."""
     out = []
     try:
@@ -81,9 +85,14 @@ def read_events(path: str) -> list[dict[str, Any]]:
             for line in f:
                 if '"type":"event"' in line.replace(" ", ""):
                     try:
-                        out.append(json.loads(line))
-                    except json.JSONDecodeError:
+                        d = json.loads(line)
+                        if isinstance(d, dict):
+                            d.setdefault("version", MESSAGE_VERSION)  # lines written before messages had versions
+                        e = message_from_json(d)
+                    except (ValueError, RecursionError, ProtocolError):
                         continue
+                    if isinstance(e, Event):
+                        out.append(e)
     except OSError:
         pass
     return out

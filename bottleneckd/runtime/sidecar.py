@@ -14,7 +14,7 @@ from bottleneckd.hardware.nvml import NvmlBackend
 from bottleneckd.peaks.resolve import PeakTable, resolve_peaks
 from bottleneckd.diagnosis.pipeline import Pipeline
 from bottleneckd.peaks.profile import Profile
-from bottleneckd.model.sample import StepPhases
+from bottleneckd.model.sample import RankPhases, StepPhases
 from bottleneckd.samplers.base import Sampler
 from bottleneckd.samplers.cpu_compute import CpuComputeSampler
 from bottleneckd.samplers.cpu_memory import CpuMemorySampler
@@ -75,18 +75,18 @@ def build_sidecar(machine: Machine, catalog: Catalog, profile: Profile | None, i
                   socket_path: str | None = None, nvml: NvmlBackend | None | str = "auto", window: int = 5) -> Sidecar:
     peaks = resolve_peaks(machine, catalog, profile)
     samplers, why = build_samplers(machine, peaks, pid, paths, disabled, nvml)
-    pipeline = Pipeline(peaks, window=window)
+    pipeline = Pipeline(peaks, window=window, machine=machine)
     receiver = PhaseReceiver(socket_path).start() if listen else None
     side = Sidecar(machine, peaks, samplers, why, pipeline, receiver)
 
-    def phases() -> StepPhases | None:
-        p = receiver.drain() if receiver is not None else None
+    def phases() -> tuple[StepPhases | None, tuple[RankPhases, ...]]:
+        p, ranks = receiver.drain_ranks() if receiver is not None else (None, ())
         if p is not None:
             side.steps_total += p.steps
         if p is None:  # hook phases win; stack samples stand in when there are none
             for src in side.phase_sources:
                 p = p or src()
-        return p
+        return p, ranks
 
     side.loop = SamplingLoop(samplers, interval, [pipeline], phases)
     return side

@@ -21,7 +21,7 @@ class LocalSidecar:
         machine = detect_machine()
         peaks = resolve_peaks(machine, load_catalog(), load_profile())
         samplers, _ = build_samplers(machine, peaks, pid=pid)
-        self.pipeline = Pipeline(peaks)
+        self.pipeline = Pipeline(peaks, machine=machine)
         self.receiver = PhaseReceiver(listen=False)
         self.loop = SamplingLoop(samplers, interval, [self.pipeline], self.receiver.drain)
         self.loop.start()
