@@ -198,3 +198,44 @@ def with_straggler(v: "Verdict", samples: Iterable[Sample]) -> "Verdict":
                        reason=f"the ranks wait in communication for the straggler ({s.step_time_lost * 1e3:.1f} ms of their "
                               f"{med_wait * 1e3:.1f} ms wait per step): its compute limits the step; headroom if it computed as fast as the median rank")
     return replace(v, evidence=tuple(v.evidence) + s.evidence(), straggler=s.to_json())
+
+
+class StragglerHistory:
+    """Which straggler the run's windows named, for the run's report: the verdict that held
+    longest is its latest instance, often from the job's tear-down when ranks have stopped
+    reporting, so the straggler is taken from the whole run instead: the one named in at least
+    half of the windows in which several ranks reported."""
+
+    def __init__(self) -> None:
+        self.windows = 0
+        self._named: dict[tuple[str, Any, str], list[Any]] = {}
+
+    def update(self, v: "Verdict", samples: Iterable[Sample]) -> None:
+        if len(intervals(samples)) < MIN_INTERVALS:
+            return
+        self.windows += 1
+        s = v.straggler
+        if s:
+            k = (s["kind"], s["rank"], s["node"])
+            e = self._named.setdefault(k, [0, s])
+            e[0] += 1
+            e[1] = s
+
+    def persistent(self) -> tuple[dict[str, Any], int] | None:
+        if not self._named:
+            return None
+        count, s = max(self._named.values(), key=lambda e: e[0])
+        return (s, count) if count * 2 >= self.windows else None
+
+    def apply(self, v: "Verdict | None") -> "Verdict | None":
+        """``v`` with the run's persistent straggler when it carries none of its own."""
+        from dataclasses import replace
+
+        p = self.persistent()
+        if v is None or p is None or v.straggler:
+            return v
+        s, count = p
+        who = f"rank {s['rank']} on {s['node']}" if s["kind"] == "rank" else f"node {s['node']}"
+        ev = (f"straggler over the run: {who}, named in {count} of {self.windows} windows with several ranks; "
+              f"{s['excess_ratio']:.0%} longer compute than the median rank, {s['step_time_lost_seconds'] * 1e3:.1f} ms per step lost",)
+        return replace(v, evidence=tuple(v.evidence) + ev, straggler={**s, "windows_named": count, "windows": self.windows})

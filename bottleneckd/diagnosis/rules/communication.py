@@ -25,7 +25,7 @@ def communication(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     world = (p.facts.get("world_size") if p else None) or 1
     local = (p.facts.get("local_world_size") if p else None) or world
     several_hosts = len(w.topology) > 1 or world > local
-    where = _placement(w.topology)
+    where = _placement(w.topology, world)
     during = min(1.0, nic[1] / share) if nic is not None and share else None  # NIC busy while communicating
     if nic is not None and (nic[1] >= BUSY or (during or 0) >= BUSY or (base and several_hosts)):
         nic_ev = f"{nic[0]} at {pct(nic[1])} of its line rate" + (f", {pct(during)} during communication" if during is not None else "")
@@ -45,10 +45,12 @@ def communication(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     return out
 
 
-def _placement(topology: tuple[tuple[str, tuple[int, ...]], ...]) -> str:
+def _placement(topology: tuple[tuple[str, tuple[int, ...]], ...], world: int) -> str:
     if not topology:
         return ""
     if len(topology) == 1:
         node, ranks = topology[0]
-        return f"{len(ranks)} ranks on one node ({node})" if len(ranks) > 1 else ""
+        if len(ranks) < 2:
+            return ""
+        return f"{len(ranks)} ranks on one node ({node})" + (f" (ranks {', '.join(map(str, ranks))} of {world} reporting)" if world > len(ranks) else "")
     return "ranks on " + str(len(topology)) + " nodes: " + "; ".join(f"{n}: {', '.join(map(str, r))}" for n, r in topology)
