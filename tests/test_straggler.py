@@ -99,3 +99,21 @@ def test_the_verdict_carries_the_straggler_and_a_wait_for_it_is_not_a_link_bottl
     assert v.resource == "cpu_compute" and v.straggler["rank"] == 2 and v.evidence[0] == "x"
     # even ranks: the verdict is unchanged
     assert with_straggler(comm, window({0: 0.1, 1: 0.1, 2: 0.1, 3: 0.1})) is comm
+
+
+def test_the_run_keeps_the_straggler_named_in_most_windows_and_forgets_it_after_the_job():
+    from bottleneckd.diagnosis.straggler import StragglerHistory, with_straggler
+    from bottleneckd.diagnosis.verdict import Verdict
+
+    h = StragglerHistory()
+    v0 = Verdict("inter_gpu_interconnect", "communication", 0.8, ("c",), (), None)
+    samples = window({0: 0.10, 1: 0.10, 2: 0.10, 3: 0.13}, n=12) + [Sample(100.0 + i, 1.0, ()) for i in range(30)]
+    last = None
+    for s in samples:
+        last = with_straggler(v0, h.observe(s))
+        h.update(last)
+    assert last.straggler is None  # the job has ended: no ranks report
+    assert h.windows == 8  # windows with 5 or more multi-rank intervals, while ranks reported
+    v = h.apply(v0)
+    assert v.straggler["rank"] == 3 and v.straggler["windows_named"] == 8
+    assert "straggler over the run: rank 3 on n1, named in 8 of 8 windows" in v.evidence[-1]
