@@ -5,8 +5,9 @@ Under a synchronous all-reduce every rank's wall time per step is the same (the 
 so wall clocks cannot find a slow rank. Two per-rank figures can: compute time per step (forward
 + backward, where backward excludes the communication it waited for; GPU-side on CUDA) and time
 waiting in collectives per step. The straggler computes longest and waits least; its victims wait
-for it. A rank is named only when it is the slowest in most of the recent intervals and its
-compute is longer than the median rank's by more than the noise margin; all the ranks of one
+for it. A rank is named only when it is the slowest in most of the recent intervals, the last to
+arrive (the one waiting least) in at least half of them, and its compute is longer than the
+median rank's by more than the noise margin; all the ranks of one
 node slower than every rank elsewhere are a slow node, named as the node.
 
 An interval is one report period of one rank (``RankPhases``: its steps in one sampling tick);
@@ -31,6 +32,7 @@ COMPUTE_PHASES = ("forward", "backward")
 WAIT_PHASES = ("communication",)
 MARGIN = 0.10  # compute this much longer than the median rank's, or it is noise
 MAJORITY = 0.6  # slowest in at least this share of the intervals judged
+LAST_ARRIVAL = 0.5  # and the last to arrive (waiting least) in at least half of them
 MIN_INTERVALS = 5
 LAST = 10  # on a loaded 2-core machine, 5 intervals named a rank of an even job in 5 of 26 windows; 10 in none
 
@@ -138,7 +140,8 @@ def find_straggler(samples: Iterable[Sample], last: int = LAST, margin: float = 
     if node is not None:
         return node
     top = max(figs, key=lambda f: f.compute)
-    if top.slowest / n < majority or top.compute < med * (1 + margin):
+    # both signals agree: it computes longest in most intervals, and it is the one the others wait for
+    if top.slowest / n < majority or top.last_arrival / n < LAST_ARRIVAL or top.compute < med * (1 + margin):
         return None
     return Straggler("rank", top.identity.rank, top.identity.node, top.identity.gpu, (top.identity.rank,), top.compute, med,
                      top.slowest / n, top.last_arrival / n, n, top.compute - med)
@@ -161,7 +164,7 @@ def _slow_node(figs: list[RankFigures], med: float, margin: float, n: int) -> St
             mean = sum(f.compute for f in own) / len(own)
             share = sum(f.slowest for f in own) / n
             last = sum(f.last_arrival for f in own) / n
-            if share < MAJORITY:
+            if share < MAJORITY or last < LAST_ARRIVAL:
                 continue
             return Straggler("node", None, name, "", tuple(sorted(f.identity.rank for f in own)), mean, med, share, last,
                              n, max(f.compute for f in own) - med)
