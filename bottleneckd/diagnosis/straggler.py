@@ -100,7 +100,8 @@ def intervals(samples: Iterable[Sample], last: int = LAST) -> list[tuple[RankPha
 
 
 def rank_figures(window: Sequence[tuple[RankPhases, ...]]) -> list[RankFigures]:
-    """Per rank: compute and wait per step over the window (step-weighted), and how often it was
+    """Per rank: compute and wait per step (the median over the window's intervals: one slow
+    interval, such as the first steps' warm-up, does not make a straggler), and how often it was
     the slowest and the last to arrive."""
     acc: dict[str, list[Any]] = {}
     for rs in window:
@@ -112,14 +113,14 @@ def rank_figures(window: Sequence[tuple[RankPhases, ...]]) -> list[RankFigures]:
         slowest = max(comp, key=lambda k: comp[k])
         last = min(wait, key=lambda k: (wait[k], -comp[k]))
         for k, r in by_key.items():
-            a = acc.setdefault(k, [r.identity, 0.0, 0.0, 0, 0, 0])
+            a = acc.setdefault(k, [r.identity, [], [], 0, 0, 0])
             a[0] = r.identity
-            a[1] += comp[k] * r.phases.steps
-            a[2] += wait[k] * r.phases.steps
+            a[1].append(comp[k])
+            a[2].append(wait[k])
             a[3] += r.phases.steps
             a[4] += k == slowest
             a[5] += k == last
-    return [RankFigures(a[0], a[1] / a[3], a[2] / a[3], a[3], a[4], a[5]) for a in acc.values() if a[3]]
+    return [RankFigures(a[0], median(a[1]), median(a[2]), a[3], a[4], a[5]) for a in acc.values() if a[3]]
 
 
 def find_straggler(samples: Iterable[Sample], last: int = LAST, margin: float = MARGIN, majority: float = MAJORITY,
