@@ -53,7 +53,10 @@ def test_recording_rules_and_the_alert_find_the_straggler_across_two_nodes(tmp_p
                                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         prom = Prometheus(tmp_path, [f"127.0.0.1:{p}" for p in ports.values()], rule_files=[str(ROOT / "deploy/prometheus/rules.yml")])
         # every rank's series, each from its own node's sidecar
-        got = prom.wait_for("bottleneckd_rank_compute_seconds", timeout=60)
+        deadline, got = time.monotonic() + 60, []
+        while time.monotonic() < deadline and len(got) < 4:
+            got = prom.query("bottleneckd_rank_compute_seconds")["data"]["result"]
+            time.sleep(0.5)
         assert {(s["metric"]["rank"], s["metric"]["host"], s["metric"]["instance"]) for s in got} == {
             ("0", "node-a", f"127.0.0.1:{ports['node-a']}"), ("1", "node-a", f"127.0.0.1:{ports['node-a']}"),
             ("2", "node-b", f"127.0.0.1:{ports['node-b']}"), ("3", "node-b", f"127.0.0.1:{ports['node-b']}")}

@@ -117,3 +117,21 @@ def test_the_run_keeps_the_straggler_named_in_most_windows_and_forgets_it_after_
     v = h.apply(v0)
     assert v.straggler["rank"] == 3 and v.straggler["windows_named"] == 8
     assert "straggler over the run: rank 3 on n1, named in 8 of 8 windows" in v.evidence[-1]
+
+
+def test_a_straggler_is_named_only_after_it_held_for_hold_consecutive_windows():
+    from bottleneckd.diagnosis.straggler import HOLD, StragglerHistory, with_straggler
+    from bottleneckd.diagnosis.verdict import Verdict
+
+    v0 = Verdict("cpu_compute", "compute", 0.8, ("x",), (), None)
+    h = StragglerHistory()
+    named = []
+    for s in window({0: 0.10, 1: 0.10, 2: 0.10, 3: 0.13}, n=16):
+        named.append(with_straggler(v0, h.observe(s), h).straggler is not None)
+    # judged from the 5th interval on; named from the HOLD-th consecutive finding
+    assert named.index(True) == 5 - 1 + HOLD - 1 and all(named[named.index(True):])
+    # found in 3 consecutive windows only (CPU contention for a few seconds): never named
+    found = find_straggler(window({0: 0.10, 1: 0.10, 2: 0.10, 3: 0.13}))
+    h = StragglerHistory()
+    assert [h.confirm(x) for x in [found] * 3 + [None] + [found] * (HOLD - 1)] == [None] * (3 + 1 + HOLD - 1)
+    assert h.confirm(found) is found

@@ -83,7 +83,7 @@ class Pipeline:
         if sample.phases is not None:
             self._job_facts = Facts(sample.phases.facts)  # the report's whole state replaces the last
         facts = Facts({**self._machine_facts, **self._job_facts})
-        raw = with_straggler(classify(stats, self.peaks), self._stragglers.observe(sample))  # the rank the others wait for
+        raw = with_straggler(classify(stats, self.peaks), self._stragglers.observe(sample), self._stragglers)  # the rank the others wait for
         self._stragglers.update(raw)
         stable = self.tracker.update(raw, stats)
         self._samples += 1
