@@ -64,7 +64,11 @@ class CpuComputeSampler:
         by_role = {RANK: 0.0, WORKER: 0.0, LAUNCHER: 0.0}
         count = {RANK: 0, WORKER: 0, LAUNCHER: 0}
         main_threads: list[float] = []
+        main_demand: list[float] = []
         hottest = {RANK: 0.0, WORKER: 0.0}
+        demand = {RANK: 0.0, WORKER: 0.0}
+        worker_demand: dict[int, float] = {}
+        waiting = 0.0
         busiest_worker = 0.0
         d_procs = d_threads = 0
         stats = []
@@ -88,9 +92,15 @@ class CpuComputeSampler:
             r = rates.get(s.tid)
             if r is None or role == LAUNCHER:
                 continue
-            hottest[role] = max(hottest[role], r)
+            hottest[role] = max(hottest[role], r.cpu)
+            demand[role] = max(demand[role], r.demand)
+            waiting += r.wait or 0.0
+            if role == WORKER:
+                worker_demand[s.pid] = worker_demand.get(s.pid, 0.0) + r.demand
             if role == RANK and s.tid == s.pid:
-                main_threads.append(r)
+                main_threads.append(r.cpu)
+                main_demand.append(r.demand)
+        has_wait = any(r.wait is not None for r in rates.values())
         ranks = [p.pid for p in members if tree.role(p.pid) == RANK]
         usable = usable_cores(ranks or [tree.pid], self._proc, self._cgroot)
         cg = cgroup_dir(ranks[0] if ranks else tree.pid, self._proc, self._cgroot)
@@ -110,6 +120,15 @@ class CpuComputeSampler:
             Reading("cpu_compute", "job", "hottest_thread_busy", hottest[RANK] if rates else None, "cores", first),
             Reading("cpu_compute", "job", "worker_hottest_thread_busy", hottest[WORKER] if rates and count[WORKER] else None, "cores",
                     first or ("" if count[WORKER] else "no loader workers")),
+            # running + waiting on a run queue: what the thread asks of the CPU on a shared machine
+            Reading("cpu_compute", "job", "main_thread_demand", max(main_demand) if main_demand and has_wait else None, "cores",
+                    first or ("" if has_wait else "schedstat not available")),
+            Reading("cpu_compute", "job", "hottest_thread_demand", demand[RANK] if has_wait else None, "cores",
+                    first or ("" if has_wait else "schedstat not available")),
+            Reading("cpu_compute", "job", "worker_max_demand", min(1.0, max(worker_demand.values())) if worker_demand and has_wait else None, "cores",
+                    first or ("" if has_wait else "schedstat not available") or ("" if count[WORKER] else "no loader workers")),
+            Reading("cpu_compute", "job", "runqueue_wait_cores", waiting if has_wait else None, "cores",
+                    first or ("" if has_wait else "schedstat not available")),
             Reading("cpu_compute", "job", "usable_cores", usable, "cores", "" if usable is not None else "affinity not readable"),
             Reading("cpu_compute", "job", "processes", float(len(members)), "count"),
             Reading("cpu_compute", "job", "ranks", float(count[RANK]), "count"),

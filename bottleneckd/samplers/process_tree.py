@@ -63,6 +63,18 @@ def _cpu_total(p: psutil.Process) -> float:
         return 0.0
 
 
+def _demand_total(p: psutil.Process) -> float:
+    """CPU seconds used plus seconds the main thread waited on a run queue (schedstat): what the
+    process asked of the CPU, which on a contended machine says more than what it got."""
+    wait = 0.0
+    try:
+        with open(f"/proc/{p.pid}/schedstat") as f:
+            wait = int(f.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        pass
+    return _cpu_total(p) + wait
+
+
 def names_launcher(cmd: list[str]) -> bool:
     """A command line that starts a job rather than training: a shell, torchrun, accelerate launch ..."""
     if not cmd:
@@ -143,7 +155,7 @@ class ProcessTree:
         now = time.monotonic()
         cur, rate = {}, {}
         for pid, p in procs.items():
-            c = _cpu_total(p)
+            c = _demand_total(p)
             cur[pid] = (now, c)
             prev = self._cpu.get(pid)
             if prev is not None and now > prev[0]:
@@ -151,8 +163,9 @@ class ProcessTree:
         self._cpu, self._rate = cur, rate
 
     def _spawner_waits(self, p: psutil.Process, kids: list[psutil.Process]) -> bool:
-        """``torch.multiprocessing.spawn``: the parent joins two or more spawned children and uses
-        next to no CPU while they work (a spawn-context DataLoader's parent trains itself)."""
+        """``torch.multiprocessing.spawn``: the parent joins two or more spawned children and asks
+        next to nothing of the CPU while they work (a spawn-context DataLoader's parent trains
+        itself). Rates are CPU used plus run-queue wait, so a contended machine does not hide it."""
         sp = spawned(kids)
         mine = self._rate.get(p.pid)
         theirs = max((self._rate.get(k.pid, 0.0) for k in sp), default=0.0)

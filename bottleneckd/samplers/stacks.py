@@ -20,6 +20,7 @@ from collections import Counter
 import psutil
 
 from bottleneckd.model.sample import StepPhases
+from bottleneckd.samplers.process_tree import LAUNCHER, RANK, ProcessTree
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,8 @@ def classify_frames(frames: list[dict]) -> str:
     for f in frames:
         path = (f.get("filename") or f.get("short_filename") or "").replace("\\", "/")
         name = f.get("name", "")
+        if name == "<module>" or "importlib" in path:  # a module being imported, not the step
+            continue
         for needle, func, phase in RULES:
             if needle in path and func in name:
                 seen.add(phase)
@@ -156,6 +159,8 @@ class StackSampler:
         self._thread: threading.Thread | None = None
         self.error: str | None = None
         self.samples_total = 0
+        self._tree = ProcessTree(pid)
+        self._dumps = 0
 
     def dump(self, pid: int | None = None) -> list[dict] | None:
         assert self.exe is not None
@@ -182,8 +187,26 @@ class StackSampler:
         except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
             return f"py-spy cannot sample process {self.pid} ({e}); diagnosing without stacks"
 
+    def _retarget(self) -> None:
+        """Follow the launcher to a rank once the process roles show it only waits (the roles need a
+        few intervals of CPU figures: torch.multiprocessing.spawn's parent is told by its CPU)."""
+        members = self._tree.members()
+        if self._tree.role(self.target) != LAUNCHER:
+            return
+        ranks = [p for p in members if self._tree.role(p.pid) == RANK]
+        if not ranks:
+            return
+        zero = [p for p in ranks if _environ(p).get("LOCAL_RANK", _environ(p).get("RANK")) == "0"]
+        self.target = (zero or sorted(ranks, key=lambda p: p.pid))[0].pid
+
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
+            self._dumps += 1
+            if self._dumps % 3 == 1:
+                try:
+                    self._retarget()
+                except Exception:  # noqa: BLE001 - a process gone between calls: keep the current target
+                    pass
             try:
                 d = self.dump()
             except (RuntimeError, PermissionError, subprocess.TimeoutExpired, ValueError) as e:

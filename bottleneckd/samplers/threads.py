@@ -1,8 +1,12 @@
-"""Per-thread CPU time and scheduler state from /proc/PID/task/TID/stat.
+"""Per-thread CPU time, run-queue wait and scheduler state from /proc/PID/task/TID/{stat,schedstat}.
 
 A process's CPU figure sums its threads; a Python step under the GIL, or a serial loader, shows
 as one thread at ~100% of a core while the process (and the host) look half idle. The main
 thread of a process is the thread whose id is the process id.
+
+On a shared machine a thread can want a full core and get a fifth of one: ``schedstat``'s second
+field is the time it spent runnable, waiting on a run queue (kernel Documentation/scheduler/
+sched-stats.rst). Running plus waiting is what the thread asks of the CPU, whatever else runs there.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ class ThreadStat:
     tid: int
     state: str  # R running, S sleeping, D uninterruptible (disk) wait ...
     cpu_seconds: float
+    wait_seconds: float | None = None  # runnable but not running (schedstat); None where not kept
 
 
 def parse_stat(text: str) -> tuple[str, float] | None:
@@ -46,25 +51,47 @@ def threads(pid: int, proc_root: str = "/proc") -> list[ThreadStat]:
             parsed = parse_stat((base / t / "stat").read_text())
         except (OSError, ValueError):
             continue
-        if parsed is not None:
-            out.append(ThreadStat(pid, int(t), parsed[0], parsed[1]))
+        if parsed is None:
+            continue
+        wait = None
+        try:
+            f = (base / t / "schedstat").read_text().split()
+            wait = int(f[1]) / 1e9 if len(f) >= 2 else None
+        except (OSError, ValueError):
+            pass
+        out.append(ThreadStat(pid, int(t), parsed[0], parsed[1], wait))
     return out
 
 
+@dataclass(frozen=True)
+class ThreadRate:
+    cpu: float  # cores used over the interval (0..1)
+    wait: float | None  # share of the interval spent runnable on a run queue (0..1)
+
+    @property
+    def demand(self) -> float:
+        """What the thread asked of the CPU: running plus waiting to run (0..1)."""
+        return min(1.0, self.cpu + (self.wait or 0.0))
+
+
 class ThreadRates:
-    """CPU cores each thread used over the last interval (a thread first seen has no rate yet)."""
+    """Per thread, CPU used and run-queue wait over the last interval (a thread first seen has no rate yet)."""
 
     def __init__(self) -> None:
-        self._prev: dict[int, tuple[float, float]] = {}
+        self._prev: dict[int, tuple[float, float, float | None]] = {}
 
-    def update(self, stats: list[ThreadStat], now: float | None = None) -> dict[int, float]:
+    def update(self, stats: list[ThreadStat], now: float | None = None) -> dict[int, ThreadRate]:
         now = time.monotonic() if now is None else now
-        out: dict[int, float] = {}
-        cur: dict[int, tuple[float, float]] = {}
+        out: dict[int, ThreadRate] = {}
+        cur: dict[int, tuple[float, float, float | None]] = {}
         for s in stats:
-            cur[s.tid] = (now, s.cpu_seconds)
+            cur[s.tid] = (now, s.cpu_seconds, s.wait_seconds)
             prev = self._prev.get(s.tid)
             if prev is not None and now > prev[0] and s.cpu_seconds >= prev[1]:
-                out[s.tid] = min(1.0, (s.cpu_seconds - prev[1]) / (now - prev[0]))
+                dt = now - prev[0]
+                wait = None
+                if s.wait_seconds is not None and prev[2] is not None and s.wait_seconds >= prev[2]:
+                    wait = min(1.0, (s.wait_seconds - prev[2]) / dt)
+                out[s.tid] = ThreadRate(min(1.0, (s.cpu_seconds - prev[1]) / dt), wait)
         self._prev = cur
         return out

@@ -72,9 +72,13 @@ SATURATED = 0.80  # the job's processes at >= 80% of the cores they may use
 ONE_CORE = 0.85  # one thread at >= 85% of a core: a serial step (Python under the GIL)
 D_THREADS = 0.3  # job threads in uninterruptible (disk) wait, mean over the window
 IO_STALL = 0.20
-CPU_STALL = 0.20  # PSI cpu "some": runnable tasks waiting for a CPU >= 20% of the time  # PSI io "some": tasks stalled on I/O >= 20% of the time
-#: achieved operand bytes/s below this cannot be DRAM-bound on any current machine: 4% (the
-#: near-peak floor) of one DDR4-3200 channel's 25.6 GB/s (JEDEC JESD79-4)
+CPU_STALL = 0.20
+#: a disk busy this much of the time while the job's own reads miss the page cache is its bottleneck
+#: candidate; below it the disk has room and waits elsewhere dominate
+DISK_BUSY_WITH_MISSES = 0.3  # PSI cpu "some": runnable tasks waiting for a CPU >= 20% of the time  # PSI io "some": tasks stalled on I/O >= 20% of the time
+#: achieved operand bytes per second per core the job ran on, below which it cannot be DRAM-bound
+#: on any current machine: 4% (the near-peak floor) of one DDR4-3200 channel's 25.6 GB/s (JEDEC
+#: JESD79-4). Per core, because on a shared machine bytes/s shrink with the CPU time the job gets
 MIN_DRAM_BYTES = NEAR_PEAK_FLOOR * 25.6e9
 
 
@@ -93,20 +97,44 @@ class CpuState:
     ranks: int
     host: float | None
     pressure: float | None = None  # CPU pressure stalls (the job's cgroup, else the host)
+    #: running + waiting on a run queue (schedstat): what the threads ask of the CPU when it is shared
+    main_demand: float | None = None
+    hottest_demand: float | None = None
+    worker_max_demand: float | None = None
+    waiting: float | None = None  # cores' worth of the job's threads runnable but not running
+
+    @property
+    def demand(self) -> float | None:
+        return None if self.busy is None else self.busy + (self.waiting or 0.0)
+
+    @property
+    def hot(self) -> float:
+        """The busiest single thread, running or waiting to run (0..1)."""
+        return max(self.main or 0.0, self.hottest or 0.0, self.main_demand or 0.0, self.hottest_demand or 0.0)
+
+    @property
+    def worker_hot(self) -> float:
+        return max(self.worker_max or 0.0, self.worker_max_demand or 0.0)
 
     @property
     def saturated(self) -> bool:
+        """The job's own CPU use fills the cores it may use."""
         if self.busy is not None:
             return self.busy >= SATURATED * self.cores
         return (self.host or 0.0) >= SATURATED
 
     @property
+    def contended(self) -> bool:
+        """Running plus waiting to run fills the cores: other processes take the CPU the job wants."""
+        return not self.saturated and self.demand is not None and self.demand >= SATURATED * self.cores
+
+    @property
     def serial(self) -> bool:
-        return max(self.main or 0.0, self.hottest or 0.0) >= ONE_CORE
+        return self.hot >= ONE_CORE
 
     @property
     def busy_evidence(self) -> bool:
-        return self.saturated or self.serial
+        return self.saturated or self.contended or self.serial
 
     def describe(self) -> list[str]:
         ev = []
@@ -118,8 +146,11 @@ class CpuState:
         hot = max(self.main or 0.0, self.hottest or 0.0)
         if self.main is not None or self.hottest is not None:
             ev.append(f"hottest training thread at {hot:.2f} of a core" + (" (main thread)" if (self.main or 0) >= hot else ""))
+        if self.waiting is not None and self.waiting >= 0.1:
+            ev.append(f"the job's threads runnable but waiting for a CPU {self.waiting:.2f} cores' worth of time "
+                      f"(busiest thread running or waiting {self.hot:.2f} of the time): other processes share these cores")
         if self.workers is not None and self.n_workers:
-            ev.append(f"{self.n_workers:.0f} loader workers at {self.workers:.2f} cores (busiest {self.worker_max or 0:.2f})")
+            ev.append(f"{self.n_workers:.0f} loader workers at {self.workers:.2f} cores (busiest {self.worker_hot:.2f} running or waiting)")
         if self.pressure is not None and self.pressure >= CPU_STALL:
             ev.append(f"runnable tasks waiting for a CPU {pct(self.pressure)} of the time (CPU pressure stalls)")
         return ev
@@ -140,7 +171,9 @@ def cpu_state(w: WindowStats) -> CpuState:
     return CpuState(cores, g("cpu_compute", "job", "busy_cores"), g("cpu_compute", "job", "main_busy_cores"),
                     g("cpu_compute", "job", "hottest_thread_busy"), workers, g("cpu_compute", "job", "worker_max_busy_cores"),
                     max(0.0, n), int(round(ranks)) if ranks is not None else 1, g("cpu_compute", "host", "utilization"),
-                    psi if psi is not None else g("cpu_compute", "host", "pressure_some"))
+                    psi if psi is not None else g("cpu_compute", "host", "pressure_some"),
+                    g("cpu_compute", "job", "main_thread_demand"), g("cpu_compute", "job", "hottest_thread_demand"),
+                    g("cpu_compute", "job", "worker_max_demand"), g("cpu_compute", "job", "runqueue_wait_cores"))
 
 
 def io_wait(w: WindowStats) -> tuple[float, list[str]]:
@@ -174,9 +207,15 @@ def io_wait(w: WindowStats) -> tuple[float, list[str]]:
     busy_dev = w.busiest("storage_bandwidth", "busy")
     if busy_dev is not None and busy_dev[1] >= BUSY and (job_reads_disk or score):
         score = max(score, busy_dev[1] * 0.9)
+    # the job's reads miss the page cache and reach a disk that is busy a good part of the time
+    misses = reads is not None and chars and reads >= 1e6 and reads >= 0.5 * chars
+    if misses and busy_dev is not None and busy_dev[1] >= DISK_BUSY_WITH_MISSES:
+        score = max(score, min(1.0, 0.5 + busy_dev[1] / 2))
         q = g("storage_bandwidth", busy_dev[0], "queue_depth")
         ev.append(f"{busy_dev[0]} busy {pct(busy_dev[1])} of the time" + (f", {q:.1f} requests queued on average" if q is not None else "")
                   + " (no peak needed)")
+    elif score and busy_dev is not None and busy_dev[1] >= DISK_BUSY_WITH_MISSES:
+        ev.append(f"{busy_dev[0]} busy {pct(busy_dev[1])} of the time")
     if score and reads is not None:
         hit = f", {pct(1 - reads / chars)} served from the page cache" if chars else ""
         per = f" in {fmt_value(calls, 'reads/s')}" if calls else ""

@@ -34,6 +34,11 @@ def cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     cev = ([f"forward+backward+optimizer {pct(comp_share)} of step time"] if comp_share is not None else []) + cpu.describe()
     if not cpu.busy_evidence:
         return _waiting(w, cpu, cev, facts)
+    ranks = max(cpu.ranks, int(facts.get("world_size") or 1))
+    if (ranks > 1 or facts.get("ddp")) and facts.get("ddp_comm_timing") != "comm hook":
+        why = (f"{ranks} ranks whose gradient communication is not timed here (DDP runs it inside backward): compute and "
+               "communication cannot be told apart; time it (bottleneckd's DDP communication hook) or compare a step under no_sync()")
+        return [Finding(UNDETERMINED, "compute", 0.6, tuple(cev + [why]), None)]
     flops, byts = facts.get("achieved_flops"), facts.get("achieved_bytes_per_second")
     peak_c = peaks.value("cpu_compute", "cpu")
     peak_b = peaks.value("cpu_memory_bandwidth", "host")
@@ -56,14 +61,19 @@ def cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     ai = facts.get("arithmetic_intensity")
     ridge = lowest_ridge()
     if ai is not None and ridge is not None and ai < ridge.flop_per_byte and peak_b is None:
-        if byts is not None and byts >= MIN_DRAM_BYTES:
+        # bytes per core-second the job actually ran: on a shared machine the job gets a fraction
+        # of a core, and its bytes/s shrinks with it while its intensity does not
+        ran = max(cpu.busy if cpu.busy is not None else (cpu.host or 0.0) * cpu.cores, 0.05)
+        per_core = byts / min(ran, cpu.cores) if byts is not None else None
+        if per_core is not None and per_core >= MIN_DRAM_BYTES:
             cev.append(f"arithmetic intensity {ai:.2f} FLOP/byte, below the lowest ridge point of any current CPU or GPU "
                        f"({ridge.flop_per_byte:.1f}, {ridge.part}): the memory-bandwidth side of every roofline")
-            cev.append(f"achieved {fmt_value(byts, 'B/s')} of operands (memory bandwidth peak unknown here)")
+            cev.append(f"achieved {fmt_value(byts, 'B/s')} of operands, {fmt_value(per_core, 'B/s')} per core it ran on "
+                       "(memory bandwidth peak unknown here)")
             return [Finding("cpu_memory_bandwidth", "compute", 0.55 + 0.3 * (1 - ai / ridge.flop_per_byte), tuple(cev), None,
                             {"arithmetic_intensity": ai, "lowest_ridge": ridge.flop_per_byte})]
-        if byts is not None:
-            cev.append(f"arithmetic intensity {ai:.2f} FLOP/byte but only {fmt_value(byts, 'B/s')} of operands: too little traffic to "
+        if per_core is not None:
+            cev.append(f"arithmetic intensity {ai:.2f} FLOP/byte but only {fmt_value(per_core, 'B/s')} of operands per core: too little traffic to "
                        "fill any machine's memory bandwidth; per-operator overhead (Python, small ops) limits the step")
             return [Finding("cpu_compute", "compute", 0.6, tuple(cev), None)]
     low = facts.get("low_intensity_op_share")

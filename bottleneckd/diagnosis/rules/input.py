@@ -6,7 +6,7 @@ core when it builds batches itself). With none of these the verdict is undetermi
 
 from __future__ import annotations
 
-from bottleneckd.diagnosis.rules.common import (BUSY, CPU_STALL, INPUT_HIGH, INPUT_MODERATE, ONE_CORE, SATURATED, cpu_state, fmt_s, headroom,
+from bottleneckd.diagnosis.rules.common import (BUSY, CPU_STALL, CpuState, INPUT_HIGH, INPUT_MODERATE, ONE_CORE, SATURATED, cpu_state, fmt_s, headroom,
                                                io_wait, pct, storage_evidence)
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
@@ -47,10 +47,9 @@ def data_wait(w: WindowStats, peaks: PeakTable) -> list[Finding]:
             extra.append(f"network file system {nfs[0]} reading while local disks read {local / 1e6:.1f} MB/s")
         out.append(Finding(resource, "data", strength * max(0.6, min(1.0, max(s_util / 0.8, io))),
                            tuple(ev + (s_ev if s_util else []) + extra), head))
-    loader_ev = _loader_busy(cpu, p.facts.get("loader_workers"))
+    loader_ev, weight = _loader_busy(cpu)
     if loader_ev:
-        score = strength * (1.0 if cpu.saturated else 0.9)
-        out.append(Finding("cpu_compute", "data", score, tuple(ev + cpu.describe() + loader_ev), head))
+        out.append(Finding("cpu_compute", "data", strength * weight, tuple(ev + cpu.describe() + loader_ev), head))
     if not out:
         why = ("waiting for the next batch, but no loader process or thread is near a full core "
                f"and no storage wait is seen: the loader waits on something no sampler measures (a sleep, a lock, a remote service)")
@@ -58,16 +57,21 @@ def data_wait(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     return out
 
 
-def _loader_busy(cpu, n_workers) -> list[str]:
-    """Why the batches are CPU-bound, or [] if they are not."""
+def _loader_busy(cpu: CpuState) -> tuple[list[str], float]:
+    """Why the batches are CPU-bound and how directly the evidence says so, or ([], 0)."""
     if cpu.saturated:
-        return [f"the job's processes use {SATURATED * 100:.0f}% or more of the cores they may use"]
-    if cpu.n_workers and cpu.worker_max is not None and cpu.worker_max >= ONE_CORE:
-        return ["each loader worker builds batches at a full core: more workers (or cheaper transforms) would keep up"]
+        return [f"the job's processes use {SATURATED * 100:.0f}% or more of the cores they may use"], 1.0
+    own_worker = cpu.worker_max or 0.0
+    if cpu.n_workers and own_worker >= ONE_CORE:
+        return ["each loader worker builds batches at a full core: more workers (or cheaper transforms) would keep up"], 0.95
     if cpu.n_workers and cpu.workers is not None and cpu.workers >= SATURATED * cpu.n_workers:
-        return ["the loader workers are busy all the time"]
-    if cpu.n_workers < 0.5 and cpu.serial:
-        return ["no loader workers: the main thread builds each batch itself at a full core (a serial input pipeline)"]
-    if cpu.pressure is not None and cpu.pressure >= CPU_STALL and (cpu.busy or 0.0) >= 0.5:
-        return ["the loader's processes are runnable but wait for a CPU: the cores are contended"]
-    return []
+        return ["the loader workers are busy all the time"], 0.95
+    own_main = max(cpu.main or 0.0, cpu.hottest or 0.0)
+    if cpu.n_workers < 0.5 and own_main >= ONE_CORE:
+        return ["no loader workers: the main thread builds each batch itself at a full core (a serial input pipeline)"], 0.95
+    # running plus waiting on a run queue: the loader wants the CPU, other processes hold it
+    if cpu.n_workers and cpu.worker_hot >= ONE_CORE or cpu.n_workers < 0.5 and cpu.serial or cpu.contended:
+        return ["the loader's threads want a full core but wait for a CPU other processes hold: the cores are contended"], 0.75
+    if cpu.waiting is None and cpu.pressure is not None and cpu.pressure >= CPU_STALL and (cpu.busy or 0.0) >= 0.5:
+        return ["the loader's processes are runnable but wait for a CPU: the cores are contended"], 0.7
+    return [], 0.0
