@@ -313,3 +313,23 @@ def test_the_sender_never_blocks_or_raises(tmp_path: Path) -> None:
         assert PhaseSender(str(tmp_path / "absent.sock")).send(report()) is False
     finally:
         listener.close()
+
+
+# --- the same through the command line: one line, exit code 2, nothing lost ----------------
+def test_cli_refuses_a_regular_file_as_socket(tmp_path: Path, cli_env: dict) -> None:
+    from tests.conftest import run_cli
+
+    f = tmp_path / "notes.txt"
+    f.write_text("keep me")
+    r = run_cli(["record", "-o", str(tmp_path / "t.jsonl"), "--socket", str(f), "--duration", "1"], cli_env)
+    assert r.returncode == 2 and "not a socket" in r.stderr and "Traceback" not in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and f.read_text() == "keep me"
+
+
+def test_cli_refuses_a_second_sidecar_on_a_live_socket(tmp_path: Path, cli_env: dict, rx: PhaseReceiver,
+                                                       pipeline: Pipeline) -> None:
+    from tests.conftest import run_cli
+
+    r = run_cli(["record", "-o", str(tmp_path / "t.jsonl"), "--socket", rx.path, "--duration", "1"], cli_env)
+    assert r.returncode == 2 and "another bottleneckd sidecar is listening" in r.stderr and "Traceback" not in r.stderr
+    still_works(rx, pipeline, epoch=13)  # the first sidecar was not deafened

@@ -32,7 +32,6 @@ from bottleneckd.torch.timing import PHASE_KEYS, CudaClock, HostClock
 from bottleneckd.torch.trials import Trial, TrialsMixin
 
 log = logging.getLogger("bottleneckd.torch")
-PHASE_ORDER = ("data_wait", "transfer", "forward", "backward", "optimizer")
 
 
 @dataclass(frozen=True)
@@ -260,7 +259,7 @@ class Watcher(TrialsMixin):
             self.facts["achieved_bytes_per_second"] = self.facts["operand_bytes_per_step"] / per_step
         self._acc_compute = 0.0
         report = StepReport(rank_identity(self.device), self._acc_steps, self._acc_wall, dict(zip(PHASE_KEYS, self._acc)),
-                            self.facts.freeze(epoch=self.epoch, mitigations=[t.name for t in self.trials if t.kept is not False]))
+                            self.facts.freeze(epoch=self.epoch, mitigations=[t.name for t in self.trials if t.kept is not False] or None))
         self._sender.send(report)
         if self._local is not None:
             self._local.receiver.accept(report)
@@ -323,12 +322,9 @@ class Watcher(TrialsMixin):
 
 
 def read_sidecar_report(sock_path: str) -> dict[str, Any] | None:
-    path = os.path.join(os.path.dirname(sock_path), "bottleneckd.report.json")
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
+    from bottleneckd.outputs.report_file import read_report_file
+
+    return read_report_file(sock_path)
 
 
 _lock = threading.Lock()
