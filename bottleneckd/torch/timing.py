@@ -18,21 +18,26 @@ import os
 import time
 import weakref
 from collections import deque
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
 from bottleneckd.model.resources import HOOK_PHASES
 
-PHASE_KEYS = HOOK_PHASES
+PHASE_KEYS = HOOK_PHASES  # phase tuples from the clocks are in this order (model.resources, the one list)
 Step = tuple[tuple[float, ...], float]
 
 
 def _phases(t: dict[str, float], start: float, comm: float) -> Step:
     """Phase seconds from one step's timestamps (or event times), step start to step end."""
-    end = t["step_end"]
+    return _phases_of(t.get("step_start"), t.get("data_ready"), t.get("forward_start"), t.get("forward_end"),
+                      t.get("optimizer_start"), t["step_end"], start, comm)
+
+
+def _phases_of(ss: float | None, dr: float | None, fs: float | None, fe: float | None, os_: float | None, end: float,
+               start: float, comm: float) -> Step:
     wall = max(0.0, end - start)
-    dr, ss, fs, fe, os_ = t.get("data_ready"), t.get("step_start"), t.get("forward_start"), t.get("forward_end"), t.get("optimizer_start")
     data = max(0.0, dr - (ss if ss is not None else start)) if dr is not None else 0.0
     transfer = max(0.0, fs - dr) if fs is not None and dr is not None else 0.0
     forward = max(0.0, fe - fs) if fe is not None and fs is not None else 0.0
@@ -43,16 +48,30 @@ def _phases(t: dict[str, float], start: float, comm: float) -> Step:
     else:
         backward = 0.0
     optim = max(0.0, end - os_) if os_ is not None else 0.0
-    parts = [data, transfer, forward, backward, optim, comm]
-    busy = sum(parts)
+    busy = data + transfer + forward + backward + optim + comm
     if busy > wall > 0:  # marks from several micro-batches overlap: keep the wall, scale the phases into it
-        parts = [p * wall / busy for p in parts]
-        busy = wall
-    return (*parts, wall - busy), wall
+        k = wall / busy
+        return (data * k, transfer * k, forward * k, backward * k, optim * k, comm * k, 0.0), wall
+    return (data, transfer, forward, backward, optim, comm, wall - busy), wall
 
 
 SLOTS = ("step_start", "data_ready", "forward_start", "forward_end", "optimizer_start", "step_end")
 _SLOT = {k: i for i, k in enumerate(SLOTS)}
+_NO_SEG = (0.0,) * len(PHASE_KEYS)
+_FWD, _BWD, _OPT = PHASE_KEYS.index("forward"), PHASE_KEYS.index("backward"), PHASE_KEYS.index("optimizer")
+
+
+@dataclass(frozen=True, slots=True)
+class StepMarks:
+    """One finished step as the hot path left it: its timestamps, turned into phases in ``drain``."""
+
+    marks: tuple[float | None, ...]  # in SLOTS order, step_end set
+    comm: float  # seconds in blocking collectives
+    own_start: bool  # the step's wall starts at its own step_start (epoch start, after a dropped step)
+    seg: tuple[float, ...]  # phases of the micro-batches folded in before the last one (PHASE_KEYS order)
+    seg_wall: float
+    seg_end: float | None  # where those micro-batches ended
+    inner: tuple[float, float] | None  # forward and backward seconds inside the optimizer's closure
 
 
 class HostClock:
@@ -61,32 +80,55 @@ class HostClock:
 
     def __init__(self) -> None:
         self.cur: list[float | None] = [None] * len(SLOTS)
-        self.done: list[tuple[list[float | None], float, bool]] = []
+        self.done: list[StepMarks] = []
         self.prev_end: float | None = None  # end of the last micro-batch or step (hot path)
         self._drained_end: float | None = None  # end of the last step turned into phases
         self._comm = 0.0
+        self._c0 = 0.0
         self._own = True
-        self._seg = [0.0] * len(PHASE_KEYS)
+        self._seg: tuple[float, ...] = _NO_SEG
         self._seg_wall = 0.0
+        self._closure: list[float] | None = None  # [forward, backward, forward_start, forward_end] in a closure step
 
     def mark(self, label: str) -> None:
         now = time.perf_counter()
         i = _SLOT[label]
-        if i == 0 and self.cur[3] is not None:
+        if self._closure is not None and 2 <= i <= 3:
+            self._closure[i] = now  # forward inside the optimizer's closure: summed in closure_end
+            return
+        cur = self.cur
+        if i == 0 and cur[3] is not None:
             self._close_segment(now)  # a new batch after a forward, with no optimizer step between: a micro-batch
-        if i in (0, 2, 4) and self.cur[i] is not None:
+            cur = self.cur
+        if (i == 0 or i == 2 or i == 4) and cur[i] is not None:
             return  # the first start and the last end of each phase
-        self.cur[i] = now
+        cur[i] = now
+
+    def closure_begin(self) -> None:
+        """The optimizer calls the step's closure: its forward and backward are summed apart."""
+        c = self._closure
+        if c is None:
+            self._closure = c = [0.0, 0.0, 0.0, 0.0]
+        c[2] = c[3] = 0.0
+
+    def closure_end(self) -> None:
+        c = self._closure
+        if c is None:
+            return
+        now = time.perf_counter()
+        if c[3] >= c[2] > 0.0:
+            c[0] += c[3] - c[2]
+            c[1] += now - c[3]  # the loss and its backward, up to the closure's return
 
     def _close_segment(self, now: float) -> None:
         """Fold a finished micro-batch (data, transfer, forward, then backward up to now) into the
         step, so that phases of accumulated micro-batches add up instead of overlapping."""
-        slots = self.cur
-        t = {k: v for k, v in zip(SLOTS, slots) if v is not None}
+        t = dict(zip(SLOTS, self.cur))
         t["optimizer_start"] = t["step_end"] = now  # its backward runs until the next batch is asked for
-        start = self.prev_end if self.prev_end is not None and not self._own else t.get("step_start", t["forward_start"])
+        ss = t["step_start"]
+        start = self.prev_end if self.prev_end is not None and not self._own else (ss if ss is not None else t["forward_start"])
         ph, wall = _phases(t, start, self._comm)
-        self._seg = [a + b for a, b in zip(self._seg, ph)]
+        self._seg = tuple(a + b for a, b in zip(self._seg, ph))
         self._seg_wall += wall
         self.prev_end, self._own, self._comm = now, False, 0.0
         self.cur = [None] * len(SLOTS)
@@ -104,30 +146,46 @@ class HostClock:
         self._comm += seconds
 
     def end_step(self) -> None:
-        self.cur[5] = time.perf_counter()
-        self.done.append((self.cur, self._comm, self._own, self._seg, self._seg_wall, self.prev_end))
-        self.prev_end = self.cur[5]
-        self.cur, self._comm, self._own = [None] * len(SLOTS), 0.0, False
-        self._seg, self._seg_wall = [0.0] * len(PHASE_KEYS), 0.0
+        cur = self.cur
+        cur[5] = end = time.perf_counter()
+        c = self._closure
+        self.done.append(StepMarks(tuple(cur), self._comm, self._own, self._seg, self._seg_wall, self.prev_end,
+                                   None if c is None else (c[0], c[1])))
+        self.prev_end = end
+        self.cur, self._comm, self._own, self._closure = [None] * len(SLOTS), 0.0, False, None
+        if self._seg_wall:
+            self._seg, self._seg_wall = _NO_SEG, 0.0
 
     def drain(self) -> list[Step]:
         out: list[Step] = []
         done, self.done = self.done, []
-        for slots, comm, own, seg, seg_wall, seg_end in done:
-            t = {k: v for k, v in zip(SLOTS, slots) if v is not None}
-            if seg_wall:  # micro-batches came first: this last part starts where they ended
-                start = seg_end
+        for s in done:
+            ss, dr, fs, fe, os_, end = s.marks
+            if s.seg_wall:  # micro-batches came first: this last part starts where they ended
+                start = s.seg_end
+            elif self._drained_end is not None and not s.own_start:
+                start = self._drained_end
             else:
-                start = self._drained_end if self._drained_end is not None and not own else t.get(
-                    "step_start", t.get("data_ready", t.get("forward_start", t["step_end"])))
-            self._drained_end = t["step_end"]
-            ph, wall = _phases(t, start, comm)
-            out.append((tuple(a + b for a, b in zip(ph, seg)), wall + seg_wall))
+                start = next(v for v in s.marks if v is not None)
+            self._drained_end = end
+            ph, wall = _phases_of(ss, dr, fs, fe, os_, end, start, s.comm)
+            if s.inner is not None:  # the closure's forward and backward ran inside optimizer.step()
+                fwd, bwd = s.inner
+                ph = list(ph)
+                inside = min(fwd + bwd, ph[_OPT])
+                scale = inside / (fwd + bwd) if fwd + bwd > 0 else 0.0
+                ph[_FWD] += fwd * scale
+                ph[_BWD] += bwd * scale
+                ph[_OPT] -= inside
+                ph = tuple(ph)
+            if s.seg_wall:
+                ph = tuple(a + b for a, b in zip(ph, s.seg))
+            out.append((ph, wall + s.seg_wall))
         return out
 
     def discard_step(self) -> None:
-        self.cur, self._comm = [None] * len(SLOTS), 0.0
-        self._seg, self._seg_wall = [0.0] * len(PHASE_KEYS), 0.0
+        self.cur, self._comm, self._closure = [None] * len(SLOTS), 0.0, None
+        self._seg, self._seg_wall = _NO_SEG, 0.0
         self.reset()
 
     def reset(self) -> None:
