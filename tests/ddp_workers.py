@@ -80,7 +80,7 @@ def ddp_steps(rank: int, world: int, port: int, out: str, width: int, steps: int
     w.close()
     rx.close()
     doc: dict[str, Any] = {"phases": ph.phases if ph else None, "steps": ph.steps if ph else 0, "wall": ph.wall_seconds if ph else 0,
-                           "facts": ph.facts if ph else {}, "user_calls": calls["n"], "second_registration": second_registration,
+                           "facts": dict(ph.facts) if ph else {}, "user_calls": calls["n"], "second_registration": second_registration,
                            "grads_equal": grads_equal}
     Path(out, f"rank{rank}.json").write_text(json.dumps(doc, default=str))
     dist.barrier()
