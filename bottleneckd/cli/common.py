@@ -154,13 +154,13 @@ def check_outputs(force: bool, **paths: str | None) -> None:
 
 
 def report_epilogue(pipeline, extra: dict[str, Any], report_json: str | None, force: bool,  # noqa: ANN001
-                    title: str = "bottleneckd report", to_stdout: bool = False) -> bool:
+                    title: str = "bottleneckd report", to_stdout: bool = False, doc: dict[str, Any] | None = None) -> bool:
     """The end of a run: the report as text, and as JSON when asked. False when the JSON could not
     be written (said in one line; the caller decides the exit code)."""
     from bottleneckd.model.files import write_text
     from bottleneckd.outputs.report import build_report, render_text
 
-    doc = build_report(pipeline)
+    doc = dict(doc) if doc is not None else build_report(pipeline)  # doc: another sidecar's report (run joined it)
     doc.update(extra)
     click.echo(f"\n=== {title} ===\n" + render_text(doc), err=not to_stdout)
     if not report_json:
