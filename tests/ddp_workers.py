@@ -85,3 +85,37 @@ def ddp_steps(rank: int, world: int, port: int, out: str, width: int, steps: int
     Path(out, f"rank{rank}.json").write_text(json.dumps(doc, default=str))
     dist.barrier()
     dist.destroy_process_group()
+
+
+def fsdp_steps(rank: int, world: int, port: int, out: str, width: int, steps: int) -> None:
+    """FSDP2 (fully_shard) over gloo on CPU: its all-gathers and reduce-scatters go through
+    torch.distributed's *_single / *_tensor functions, which collectives.py times."""
+    from torch.distributed.fsdp import fully_shard
+
+    from bottleneckd.outputs.channel import PhaseReceiver
+    from bottleneckd.torch import watch
+
+    init(rank, world, port)
+    sock = os.path.join(out, f"r{rank}.sock")
+    rx = PhaseReceiver(sock).start()
+    model = mlp(width)
+    for layer in model:
+        if isinstance(layer, nn.Linear):
+            fully_shard(layer)
+    fully_shard(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    w = watch(model, opt, socket_path=sock, local_sampling=False, print_epoch=False, roofline_step=None, report_every=0.05)
+    x, y = torch.randn(4, width), torch.randint(0, 4, (4,))
+    for _ in range(steps):
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+    w.flush()
+    time.sleep(0.3)
+    ph = rx.drain()
+    w.close()
+    rx.close()
+    Path(out, f"rank{rank}.json").write_text(json.dumps({"phases": ph.phases if ph else None, "wall": ph.wall_seconds if ph else 0,
+                                                         "facts": dict(ph.facts) if ph else {}}, default=str))
+    dist.barrier()
+    dist.destroy_process_group()

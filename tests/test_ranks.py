@@ -56,3 +56,11 @@ def test_a_user_comm_hook_registered_later_runs_inside_the_timing_wrapper(tmp_pa
         assert "only be called once" in r["second_registration"]  # as DDP itself says
         assert r["grads_equal"] is True
         assert r["phases"]["communication"] > 0
+
+
+def test_fsdp_all_gathers_and_reduce_scatters_are_timed_as_communication(tmp_path):
+    ranks = _spawn(tmp_path, ddp_workers.fsdp_steps, 512, 6)
+    for r in ranks:
+        assert r["phases"] is not None, r
+        assert r["phases"]["communication"] > 0, r
+        assert sum(r["phases"].values()) == pytest.approx(r["wall"], rel=1e-6)

@@ -110,13 +110,13 @@ def test_the_run_keeps_the_straggler_named_in_most_windows_and_forgets_it_after_
     samples = window({0: 0.10, 1: 0.10, 2: 0.10, 3: 0.13}, n=12) + [Sample(100.0 + i, 1.0, ()) for i in range(30)]
     last = None
     for s in samples:
-        last = with_straggler(v0, h.observe(s))
+        last = with_straggler(v0, h.observe(s), h)
         h.update(last)
     assert last.straggler is None  # the job has ended: no ranks report
     assert h.windows == 8  # windows with 5 or more multi-rank intervals, while ranks reported
     v = h.apply(v0)
     assert v.straggler["rank"] == 3 and v.straggler["windows_named"] == 8
-    assert "straggler over the run: rank 3 on n1, named in 8 of 8 windows" in v.evidence[-1]
+    assert "straggler over the run: rank 3 on n1, found in 8 of 8 windows" in v.evidence[-1]
 
 
 def test_a_straggler_is_named_only_after_it_held_for_hold_consecutive_windows():

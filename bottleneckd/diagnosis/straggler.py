@@ -209,10 +209,10 @@ def with_straggler(v: "Verdict", samples: Iterable[Sample], history: "StragglerH
 
 
 class StragglerHistory:
-    """Which straggler the run's windows named, for the run's report: the verdict that held
-    longest is its latest instance, often from the job's tear-down when ranks have stopped
-    reporting, so the straggler is taken from the whole run instead: the one named in at least
-    half of the windows in which several ranks reported."""
+    """The straggler over the run, for the run's report: the verdict that held longest is its
+    latest instance, often from the job's tear-down when ranks have stopped reporting, so the
+    straggler is taken from the whole run instead: the one found in at least half of the windows
+    in which several ranks reported (and named at least once: it held for HOLD windows)."""
 
     def __init__(self, last: int = LAST) -> None:
         self.windows = 0
@@ -220,6 +220,7 @@ class StragglerHistory:
         self.recent: deque[Sample] = deque(maxlen=last)  # the samples the straggler is judged on
         self.current = False  # the latest sample had rank reports
         self._streak: tuple[Any, int] = (None, 0)  # the straggler found in consecutive windows, and how many
+        self._found: Straggler | None = None  # found in the latest window (before the hold)
 
     def observe(self, sample: Sample) -> tuple[Sample, ...]:
         """Add a sample; returns the samples to judge this window's straggler on (none once the
@@ -233,6 +234,7 @@ class StragglerHistory:
         """``s`` once the same rank (or node) was found in HOLD consecutive windows: a rank that
         CPU contention slows for a few seconds is not a straggler of the job (on the 2-core test
         machine an evenly loaded rank ran 25-32% slower for ~10 s in 1 of 6 runs: 3 windows)."""
+        self._found = s
         if s is None:
             self._streak = (None, 0)
             return None
@@ -242,13 +244,13 @@ class StragglerHistory:
         return s if n >= HOLD else None
 
     def update(self, v: "Verdict") -> None:
+        """Count the latest window: the straggler found in it (before the hold), if any."""
         if not self.current or len(intervals(self.recent)) < MIN_INTERVALS:
             return
         self.windows += 1
-        s = v.straggler
-        if s:
-            k = (s["kind"], s["rank"], s["node"])
-            e = self._named.setdefault(k, [0, s])
+        if self._found is not None:
+            s = self._found.to_json()
+            e = self._named.setdefault((s["kind"], s["rank"], s["node"]), [0, s])
             e[0] += 1
             e[1] = s
 
@@ -256,7 +258,7 @@ class StragglerHistory:
         if not self._named:
             return None
         count, s = max(self._named.values(), key=lambda e: e[0])
-        return (s, count) if count * 2 >= self.windows else None
+        return (s, count) if count * 2 >= self.windows and count >= HOLD else None
 
     def apply(self, v: "Verdict | None") -> "Verdict | None":
         """``v`` with the run's persistent straggler when it carries none of its own."""
@@ -267,6 +269,6 @@ class StragglerHistory:
             return v
         s, count = p
         who = f"rank {s['rank']} on {s['node']}" if s["kind"] == "rank" else f"node {s['node']}"
-        ev = (f"straggler over the run: {who}, named in {count} of {self.windows} windows with several ranks; "
+        ev = (f"straggler over the run: {who}, found in {count} of {self.windows} windows with several ranks; "
               f"{s['excess_ratio']:.0%} longer compute than the median rank, {s['step_time_lost_seconds'] * 1e3:.1f} ms per step lost",)
         return replace(v, evidence=tuple(v.evidence) + ev, straggler={**s, "windows_named": count, "windows": self.windows})
