@@ -47,7 +47,7 @@ def _first_rank_report(timeline: list) -> float:
 
 @pytest.mark.integration
 def test_a_rank_with_30_percent_more_forward_work_is_named_within_30_s(tmp_path, cli_env):
-    rep, timeline = run_job(tmp_path, cli_env, "--seconds", "22", "--slow-rank", "2", "--extra", "0.3")
+    rep, timeline = run_job(tmp_path, cli_env, "--seconds", "35", "--slow-rank", "2", "--extra", "0.3")
     t0 = _first_rank_report(timeline)
     assert {r.identity.rank for s, _ in timeline for r in s.ranks} == {0, 1, 2, 3}  # every rank reported
     named = [(s.t - t0, v.straggler) for s, v in timeline if v.straggler]

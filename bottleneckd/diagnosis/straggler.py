@@ -34,7 +34,7 @@ MARGIN = 0.10  # compute this much longer than the median rank's, or it is noise
 MAJORITY = 0.6  # slowest in at least this share of the intervals judged
 LAST_ARRIVAL = 0.5  # and the last to arrive (waiting least) in at least half of them
 MIN_INTERVALS = 5
-HOLD = 5  # consecutive windows that must find the same straggler before a verdict names it
+HOLD = 5  # windows of the last HOLD + 2 that must find the same straggler before a verdict names it
 LAST = 10  # on a loaded 2-core machine, 5 intervals named a rank of an even job in 5 of 26 windows; 10 in none
 
 
@@ -219,7 +219,7 @@ class StragglerHistory:
         self._named: dict[tuple[str, Any, str], list[Any]] = {}
         self.recent: deque[Sample] = deque(maxlen=last)  # the samples the straggler is judged on
         self.current = False  # the latest sample had rank reports
-        self._streak: tuple[Any, int] = (None, 0)  # the straggler found in consecutive windows, and how many
+        self._seen: deque[Any] = deque(maxlen=HOLD + 2)  # which straggler each recent window found (None: none)
         self._found: Straggler | None = None  # found in the latest window (before the hold)
 
     def observe(self, sample: Sample) -> tuple[Sample, ...]:
@@ -231,17 +231,16 @@ class StragglerHistory:
         return tuple(self.recent) if self.current else ()
 
     def confirm(self, s: Straggler | None) -> Straggler | None:
-        """``s`` once the same rank (or node) was found in HOLD consecutive windows: a rank that
-        CPU contention slows for a few seconds is not a straggler of the job (on the 2-core test
-        machine an evenly loaded rank ran 25-32% slower for ~10 s in 1 of 6 runs: 3 windows)."""
+        """``s`` once the same rank (or node) was found in HOLD of the last HOLD + 2 windows: a
+        rank that CPU contention slows for a few seconds is not a straggler of the job (on the
+        2-core test machine an evenly loaded rank ran 25-32% slower for ~10 s in 1 of 6 runs: 3
+        windows), and one noisy window does not hide a real one."""
         self._found = s
+        self._seen.append(None if s is None else (s.kind, s.rank, s.node))
         if s is None:
-            self._streak = (None, 0)
             return None
-        key = (s.kind, s.rank, s.node)
-        n = self._streak[1] + 1 if self._streak[0] == key else 1
-        self._streak = (key, n)
-        return s if n >= HOLD else None
+        key = self._seen[-1]
+        return s if sum(k == key for k in self._seen) >= HOLD else None
 
     def update(self, v: "Verdict") -> None:
         """Count the latest window: the straggler found in it (before the hold), if any."""
