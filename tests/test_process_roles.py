@@ -25,7 +25,7 @@ def start(tmp_path, name: str, code: str, argv: list[str] | None = None, env: di
     return subprocess.Popen(argv or [sys.executable, str(p)], env={**os.environ, **(env or {})})
 
 
-def roles_after(tree: ProcessTree, want: int, ticks: int = 12) -> dict[int, str]:
+def roles_after(tree: ProcessTree, want: int, ticks: int = 24) -> dict[int, str]:
     roles: dict[int, str] = {}
     for _ in range(ticks):
         time.sleep(0.5)
@@ -169,8 +169,45 @@ def test_attach_reads_the_whole_stack():
     # optimizer.step with its helpers on top
     assert classify_frames([f("_multi_tensor_adam", "torch/optim/adam.py"), f("Adam.step", "torch/optim/adam.py"),
                             f("wrapper", "torch/optim/optimizer.py"), f("main", "train.py")]) == "optimizer"
-    assert classify_frames([f("save", "torch/serialization.py"), f("main", "train.py")]) == "file_io"
+    assert classify_frames([f("load", "torch/serialization.py"), f("D.__getitem__", "train.py")]) == "file_io"
+    assert classify_frames([f("_save", "torch/serialization.py"), f("save", "torch/serialization.py"), f("main", "train.py")]) == "other"
     assert classify_frames([f("main", "train.py")]) == "other"
     # importing torch.utils.data at start-up is not waiting for data
     assert classify_frames([f("<module>", "torch/utils/data/dataloader.py"), f("_call_with_frames_removed", "<frozen importlib._bootstrap>"),
-                            f("<module>", "train.py")]) == "other"
+                            f("<module>", "train.py")]) == "startup"
+
+
+def test_stack_samples_of_start_up_are_not_steps():
+    from collections import Counter
+
+    from bottleneckd.samplers.stacks import StackSampler
+
+    s = StackSampler(os.getpid(), py_spy="/bin/true")
+    s._counts, s._n = Counter({"startup": 4}), 4
+    assert s.drain() is None
+    s._counts, s._n = Counter({"startup": 2, "forward": 2}), 4
+    ph = s.drain()
+    assert ph is not None and ph.steps == 2 and ph.share("forward") == 1.0
+
+
+@pytest.mark.timeout(60)
+def test_the_job_s_own_reads_asked_for_versus_fetched_from_the_block_layer(tmp_path):
+    """A job rereading a procfs file: read calls and bytes asked for, none fetched from a disk."""
+    from bottleneckd.hardware.detect.machine import detect_machine
+    from bottleneckd.peaks.resolve import PeakTable
+    from bottleneckd.samplers.storage import StorageSampler
+
+    job = start(tmp_path, "reads.py", """
+        t = time.time()
+        while time.time() - t < 20:
+            open("/proc/self/stat").read()
+    """)
+    try:
+        s = StorageSampler(PeakTable(()), detect_machine(), tree=ProcessTree(job.pid))
+        s.sample()
+        time.sleep(1.0)
+        got = {r.metric: r.value for r in s.sample() if r.device == "job"}
+        assert got["read_calls_per_second"] > 100 and got["read_chars_per_second"] > 10_000
+        assert got["read_bytes_per_second"] == 0.0 and got["launcher_bytes_per_second"] == 0.0
+    finally:
+        stop(job)

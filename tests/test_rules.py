@@ -94,6 +94,12 @@ def test_cpu_low_intensity_with_too_little_traffic_is_overhead_not_bandwidth():
     assert f.resource == "cpu_compute" and any("overhead" in e for e in f.evidence)
 
 
+def test_cpu_low_intensity_operands_that_fit_in_any_cache_are_overhead_not_bandwidth():
+    facts = {"arithmetic_intensity": 0.5, "achieved_bytes_per_second": 20e9, "operand_bytes_per_step": 300e3}
+    f = top(cpu_compute(window({**HOST, **job(1.0, 1.0)}, COMPUTE, facts), NO_PEAKS))
+    assert f.resource == "cpu_compute" and any("last-level cache" in e for e in f.evidence)
+
+
 def test_cpu_high_intensity_saturating_the_cores_is_cpu_compute():
     facts = {"arithmetic_intensity": 40.0}
     f = top(cpu_compute(window({**HOST, **job(7.7, 1.0)}, COMPUTE, facts), NO_PEAKS))
@@ -121,6 +127,14 @@ def test_cpu_busy_ranks_with_untimed_communication_are_undetermined():
     assert f.resource == UNDETERMINED and "not timed" in f.evidence[-1]
 
 
+def test_cpu_busy_ranks_with_timed_communication_can_be_compute_bound():
+    timed = {"forward": 0.45, "backward": 0.45, "communication": 0.05, "optimizer": 0.05}
+    f = top(cpu_compute(window({**HOST, **job(7.5, 1.0, ranks=2)}, timed, {"world_size": 2}), NO_PEAKS))
+    assert f.resource == "cpu_compute"
+    g = top(cpu_compute(window({**HOST, **job(7.5, 1.0, ranks=2)}, COMPUTE, {"world_size": 2, "ddp": True, "ddp_comm_timing": "comm hook"}), NO_PEAKS))
+    assert g.resource == "cpu_compute"
+
+
 def test_cpu_with_peaks_known_uses_the_roofline():
     peaks = PeakTable((ResolvedPeak("cpu_compute", "cpu", "fp32", 1e12, "FLOP/s", "catalog", "test"),
                        ResolvedPeak("cpu_memory_bandwidth", "host", "copy", 40e9, "B/s", "calibrated", "test")))
@@ -131,6 +145,14 @@ def test_cpu_with_peaks_known_uses_the_roofline():
 
 def test_cpu_rule_is_silent_when_the_step_is_not_mostly_compute():
     assert cpu_compute(window({**HOST, **job(7.8, 1.0)}, DATA), NO_PEAKS) == []
+
+
+def test_half_compute_half_data_on_the_same_cpu_is_the_data_stage():
+    from bottleneckd.diagnosis.classify import classify
+
+    w = window({**HOST, **job(1.0, 0.99)}, {"forward": 0.25, "backward": 0.25, "data_wait": 0.45, "optimizer": 0.05})
+    v = classify(w, NO_PEAKS)
+    assert (v.resource, v.stage) == ("cpu_compute", "data")
 
 
 # --- GPU compute, transfer, communication, capacity -----------------------------------------

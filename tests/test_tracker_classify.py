@@ -96,7 +96,7 @@ def test_dominant_is_the_verdict_held_longest_while_training():
     feed(p, {**HOST, **job(7.9, 1.0)}, {"forward": 0.5, "backward": 0.5}, 6, t)
     d = p.dominant()
     assert (d.resource, d.stage) == ("cpu_compute", "compute")
-    assert p.held_training["cpu_compute"] == 10.0
+    assert p.held["cpu_compute"] == 10.0 and p.held[UNDETERMINED] == 10.0
 
 
 def test_dominant_prefers_a_bottleneck_that_held_three_intervals_over_longer_undetermined_stretches():

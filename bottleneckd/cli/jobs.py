@@ -35,6 +35,7 @@ def run_job(obj: Context, command: tuple[str, ...], inject: bool, interval: floa
             grace: float = 30.0, meta: dict[str, Any] | None = None) -> tuple[Any, int, dict[str, Any]]:
     """Start ``command`` under a sidecar and supervise it to the end: returns the sidecar, the
     job's exit code and what the report adds about the run. Nothing is left in /tmp."""
+    from bottleneckd.outputs.live import LiveView, unknown_reasons
     from bottleneckd.outputs.metrics_server import serve_metrics, stop_metrics
     from bottleneckd.runtime import job as jobrun
     from bottleneckd.runtime.job_env import SOCKET_NAME, job_env, no_phases_note, run_directory, uninstrumented_reason
@@ -43,6 +44,8 @@ def run_job(obj: Context, command: tuple[str, ...], inject: bool, interval: floa
     with run_directory() as run_dir:
         sock = os.path.join(run_dir, SOCKET_NAME)
         side = build(obj, interval, None, (), sock)
+        if isinstance(view, LiveView):  # the live screen says why each unsampled resource is unknown
+            view.reasons = unknown_reasons(side.peaks)
         writer = server = None
         try:
             if trace_path:
@@ -97,13 +100,15 @@ def run(obj: Context, no_inject: bool, live: bool, quiet: bool, report_json: str
         if not bind:
             raise InputError("--web-config: only used with --bind HOST:PORT; add --bind")
         load_web_config(web_config)
-    obj.catalog(), obj.profile()
+    obj.catalog()  # bad data files are found before the job starts
+    obj.profile()
     view = LiveView(live, quiet)
     side, code, extra = run_job(obj, command, not no_inject, interval, view, trace_path, bind, web_config, force, grace)
     from bottleneckd.outputs.report_file import read_report_file
 
     node = read_report_file(extra["node_sidecar"]) if extra.get("node_sidecar") else None  # the node sidecar's view of every rank
-    report_epilogue(side.pipeline, {"command": list(command), "exit_code": code, **extra}, report_json, force, doc=node)
+    report_epilogue(side.pipeline, {"command": list(command), "exit_code": code, **extra}, report_json, force,
+                    run_totals=side.run_totals, doc=node)
     sys.exit(code)
 
 
@@ -149,7 +154,8 @@ def attach(obj: Context, pid: int, duration: float | None, report_json: str | No
         if stacks:
             stacks.stop()
         side.close()
-    if not report_epilogue(side.pipeline, {"pid": pid, "stack_samples": stacks.samples_total if stacks else 0}, report_json, force):
+    if not report_epilogue(side.pipeline, {"pid": pid, "stack_samples": stacks.samples_total if stacks else 0}, report_json, force,
+                           run_totals=side.run_totals):
         sys.exit(2)
 
 
@@ -173,6 +179,7 @@ def demo(obj: Context, epochs: int, workers: int, interval: float, report_json: 
     # the demo calls bottleneckd.torch.watch itself: nothing to inject
     command = (sys.executable, "-m", "bottleneckd.torch.demo", "--epochs", str(epochs), "--workers", str(workers))
     side, code, _extra = run_job(obj, command, False, interval, lambda snap: say(live_line(snap)))
-    report_epilogue(side.pipeline, {}, report_json, force, title="bottleneckd report (whole run)", to_stdout=True)
+    report_epilogue(side.pipeline, {}, report_json, force, title="bottleneckd report (whole run)", to_stdout=True,
+                    run_totals=side.run_totals)
     if code:
         sys.exit(code)

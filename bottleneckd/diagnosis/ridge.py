@@ -32,3 +32,10 @@ def lowest_ridge() -> Ridge | None:
     for part in _doc("ridge_points.json").get("cpus", []):
         cands.append(Ridge(part["fp32_flops"] / part["memory_bandwidth"], part["name"], f"{part['derivation']} ({part['source']})"))
     return min(cands, key=lambda r: r.flop_per_byte) if cands else None
+
+
+@lru_cache(maxsize=1)
+def smallest_last_level_cache() -> int | None:
+    """Bytes of the smallest last-level cache of a current CPU (data/ridge_points.json)."""
+    entry = _doc("ridge_points.json").get("smallest_last_level_cache")
+    return int(entry["bytes"]) if entry else None

@@ -41,6 +41,8 @@ class Sidecar:
     receiver: PhaseReceiver  # listening on a socket, or (in-process) fed through ingest()
     loop: SamplingLoop = field(init=False)
     steps_total: int = 0
+    #: step phases summed over the whole run (the window holds only the last few samples)
+    run_totals: StepPhases = field(default_factory=lambda: StepPhases(0, 0.0, {}))
     #: more sources of step phases (py-spy stacks in attach mode), used when the hook sends none
     phase_sources: list[Callable[[], StepPhases | None]] = field(default_factory=list)
 
@@ -63,7 +65,7 @@ def build_samplers(machine: Machine, peaks: PeakTable, pid: int | None = None, p
                    sys_root: str = "/sys", proc_root: str = "/proc") -> tuple[list[Sampler], dict[str, str]]:
     tree = ProcessTree(pid) if pid else None
     makers = {
-        "gpu": lambda: GpuSampler(peaks, nvml),
+        "gpu": lambda: GpuSampler(peaks, nvml, tree=tree),
         "cpu_compute": lambda: CpuComputeSampler(peaks, tree, proc_root),
         "cpu_memory": lambda: CpuMemorySampler(peaks, tree, proc_root),
         "cpu_memory_bandwidth": lambda: CpuMemoryBandwidthSampler(peaks, sys_root),
@@ -121,6 +123,10 @@ def build_sidecar(machine: Machine | None = None, catalog: Catalog | None = None
         if p is None:  # hook phases win; stack samples stand in when there are none
             for src in side.phase_sources:
                 p = p or src()
+        if p is not None:
+            t = side.run_totals
+            side.run_totals = StepPhases(t.steps + p.steps, t.wall_seconds + p.wall_seconds,
+                                         {k: t.phases.get(k, 0.0) + p.phases.get(k, 0.0) for k in {**t.phases, **p.phases}})
         return p, ranks
 
     side.loop = SamplingLoop(samplers, interval, {"pipeline": pipeline}, phases)

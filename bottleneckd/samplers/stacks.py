@@ -37,12 +37,13 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("torch/distributed/", "", "communication"),
     ("torch/cuda/__init__", "synchronize", "gpu_wait"),
     ("torch/cuda/streams", "synchronize", "gpu_wait"),
-    ("torch/serialization", "", "file_io"),
+    ("torch/serialization", "load", "file_io"),  # torch.save (a checkpoint) is outside the step's phases: "other"
     ("torch/optim/", "", "optimizer"),
     ("torch/autograd/", "backward", "backward"),
     ("torch/_tensor", "backward", "backward"),
     ("torch/nn/modules/module", "_call_impl", "forward"),
 )
+STARTUP = "startup"  # importing modules: not a step; drained samples of it are left out
 PHASE_ORDER = ("data_wait", "communication", "gpu_wait", "file_io", "optimizer", "backward", "forward")
 
 # operator classes by arithmetic intensity (section 2.3): normalisation and elementwise ops move
@@ -69,7 +70,9 @@ def classify_frames(frames: list[dict]) -> str:
     for f in frames:
         path = (f.get("filename") or f.get("short_filename") or "").replace("\\", "/")
         name = f.get("name", "")
-        if name == "<module>" or "importlib" in path:  # a module being imported, not the step
+        if "importlib._bootstrap" in path:  # start-up: a module being imported, not a training step
+            return STARTUP
+        if name == "<module>":
             continue
         for needle, func, phase in RULES:
             if needle in path and func in name:
@@ -236,6 +239,9 @@ class StackSampler:
                 return None
             n, counts, ops = self._n, dict(self._counts), dict(self._ops)  # ops: cumulative, a property of the code
             self._n, self._counts = 0, Counter()
+        n -= counts.pop(STARTUP, 0)
+        if n <= 0:  # only start-up (imports) seen: no training step yet
+            return None
         facts: dict = {"phase_source": "py-spy", "stack_samples": n}
         if sum(ops.values()) >= 3:
             facts["low_intensity_op_share"] = ops.get("low", 0) / sum(ops.values())

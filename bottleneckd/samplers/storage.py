@@ -14,7 +14,7 @@ from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.model.sample import Reading, utilization
 from bottleneckd.samplers.base import Rates
 from bottleneckd.samplers.pressure import Pressure, cgroup_dir
-from bottleneckd.samplers.process_tree import LAUNCHER, ProcessTree
+from bottleneckd.samplers.process_tree import LAUNCHER, RANK, WORKER, ProcessTree
 
 
 def read_diskstats(proc_root: str) -> dict[str, tuple[int, int]]:
@@ -118,12 +118,15 @@ class StorageSampler:
         assert tree is not None
         calls = chars = fetched = written = 0.0
         readable = 0
+        by_role: dict[str, float] = {RANK: 0.0, WORKER: 0.0, LAUNCHER: 0.0}
         for p in tree.members():
-            if tree.role(p.pid) == LAUNCHER:
-                continue
+            role = tree.role(p.pid)
             try:
                 io = p.io_counters()
             except Exception:  # noqa: BLE001 - gone, or /proc/PID/io not readable
+                continue
+            by_role[role] += io.read_bytes + io.write_bytes
+            if role == LAUNCHER:
                 continue
             readable += 1
             calls += io.read_count
@@ -150,6 +153,8 @@ class StorageSampler:
             Reading("storage_bandwidth", "job", "read_chars_per_second", cs, "B/s", "first interval" if cs is None else ""),
             Reading("storage_bandwidth", "job", "read_bytes_per_second", bs, "B/s", "first interval" if bs is None else ""),
             Reading("storage_bandwidth", "job", "write_bytes_per_second", ws, "B/s", "first interval" if ws is None else ""),
+            *(Reading("storage_bandwidth", "job", f"{role}_bytes_per_second", r(f"job.{role}.{key}", v), "B/s")
+              for role, v in by_role.items()),
             Reading("storage_bandwidth", "job", "pressure_some", jsome, "ratio", jwhy),
             Reading("storage_bandwidth", "job", "pressure_full", jfull, "ratio", jwhy),
         ]

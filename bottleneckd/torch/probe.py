@@ -14,8 +14,11 @@ import torch
 
 def model_facts(model: torch.nn.Module) -> dict[str, Any]:
     by_dtype: Counter = Counter()
+    cuda: set[int] = set()
     for p in model.parameters():
         by_dtype[p.dtype] += p.numel()
+        if p.is_cuda:
+            cuda.add(p.get_device())
     dtype = by_dtype.most_common(1)[0][0] if by_dtype else None
     low = {torch.bfloat16, torch.float16}
     return {
@@ -24,7 +27,22 @@ def model_facts(model: torch.nn.Module) -> dict[str, Any]:
         "param_dtype": str(dtype).split(".")[-1] if dtype is not None else None,
         # parameters already in a low precision: mixed precision is in effect in all but name
         "autocast_dtype": str(dtype).split(".")[-1] if dtype in low else None,
+        # the GPUs' identities, as NVML names them: CUDA's indexes are not NVML's (no synchronisation: cached properties)
+        "cuda_uuids": tuple(sorted(f"GPU-{torch.cuda.get_device_properties(i).uuid}" for i in cuda)) or None,
+        **parallel_facts(model),
     }
+
+
+def parallel_facts(model: torch.nn.Module) -> dict[str, Any]:
+    """How the model is spread over ranks, by class name (no torch.distributed import needed):
+    FSDP (FullyShardedDataParallel, or FSDP2's FSDPModule) shards it; FSDP's CPUOffload offloads."""
+    kinds = [type(m).__name__ for m in model.modules()]
+    fsdp = any(k == "FullyShardedDataParallel" or k.startswith("FSDP") for k in kinds)
+    offload = any(bool(getattr(getattr(m, "cpu_offload", None), "offload_params", False)) for m in model.modules())
+    f: dict[str, Any] = {"fsdp": fsdp, "sharded": fsdp, "offloading": offload}
+    if isinstance(model, torch.nn.parallel.DistributedDataParallel):
+        f["ddp"] = True  # not False otherwise: collectives.py says so for a multi-rank job without the wrapper
+    return f
 
 
 def runtime_facts(model: torch.nn.Module | None) -> dict[str, Any]:

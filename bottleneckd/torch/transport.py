@@ -6,13 +6,13 @@ and the epoch-end report comes back through ``report()``.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from typing import Any, Protocol
 
 from bottleneckd.model.protocol import Event, Message, StepReport
-from bottleneckd.outputs.channel import PhaseReceiver, PhaseSender, default_socket_path
+from bottleneckd.outputs.channel import PhaseSender, default_socket_path
+from bottleneckd.outputs.report_file import read_report_file
 
 log = logging.getLogger("bottleneckd.torch")
 
@@ -26,27 +26,6 @@ class Transport(Protocol):
     def report(self) -> dict[str, Any] | None: ...
 
     def close(self) -> None: ...
-
-
-def _legacy(msg: Message) -> dict[str, Any]:
-    """The message as the channel before protocol.py read it (until the channel takes messages)."""
-    if isinstance(msg, Event):
-        return {"v": 1, "event": msg.kind, "name": msg.name, "t": msg.t, "changes_semantics": msg.changes_semantics, "note": msg.note}
-    return {"v": 1, "pid": msg.identity.pid, "steps": msg.steps, "wall": msg.wall_seconds, "phases": dict(msg.phases),
-            "facts": msg.facts.to_json()}
-
-
-_TYPED = hasattr(PhaseReceiver, "accept")
-
-
-def _deliver(target: Any, msg: Message) -> bool:
-    """Hand a message to a channel end (sender or in-process receiver)."""
-    if isinstance(target, PhaseReceiver):
-        if _TYPED:
-            return target.accept(msg) is not False
-        target.ingest(json.dumps(_legacy(msg)).encode())
-        return True
-    return target.send(msg if _TYPED else _legacy(msg)) is not False
 
 
 class SocketTransport:
@@ -66,7 +45,7 @@ class SocketTransport:
         return self._sender.dropped
 
     def send(self, msg: Message) -> None:
-        _deliver(self._sender, msg)
+        self._sender.send(msg)
 
     def report(self) -> dict[str, Any] | None:
         return read_sidecar_report(self.path)
@@ -91,10 +70,8 @@ class LocalTransport:
         return self._local.receiver
 
     def send(self, msg: Message) -> None:
-        if _deliver(self._local.receiver, msg):
-            self.sent += 1
-        else:
-            self.dropped += 1
+        self._local.receiver.accept(msg)
+        self.sent += 1
 
     def report(self) -> dict[str, Any] | None:
         return self._local.report()
@@ -117,13 +94,8 @@ def make_transport(socket_path: str | None, local_sampling: bool | None, interva
 
 
 def read_sidecar_report(sock_path: str) -> dict[str, Any] | None:
-    path = os.path.join(os.path.dirname(sock_path), "bottleneckd.report.json")
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except (OSError, ValueError):
-        return None
-    return doc if isinstance(doc, dict) else None
+    """The sidecar's report file, named and read in one module (outputs/report_file.py)."""
+    return read_report_file(sock_path)
 
 
 __all__ = ["Event", "StepReport", "Transport", "SocketTransport", "LocalTransport", "make_transport", "read_sidecar_report"]

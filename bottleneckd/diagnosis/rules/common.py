@@ -217,7 +217,7 @@ def io_wait(w: WindowStats) -> tuple[float, list[str]]:
     elif score and busy_dev is not None and busy_dev[1] >= DISK_BUSY_WITH_MISSES:
         ev.append(f"{busy_dev[0]} busy {pct(busy_dev[1])} of the time")
     if score and reads is not None:
-        hit = f", {pct(1 - reads / chars)} served from the page cache" if chars else ""
+        hit = f", {pct(max(0.0, 1 - reads / chars))} served from the page cache" if chars else ""
         per = f" in {fmt_value(calls, 'reads/s')}" if calls else ""
         ev.append(f"job reads {fmt_value(reads, 'B/s')} from the block device{per}{hit}")
         if calls and reads / max(calls, 1.0) < 64 * 1024:

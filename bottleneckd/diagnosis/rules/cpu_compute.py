@@ -10,7 +10,9 @@ near the cores they may use, or one thread at ~100% of its core (a serial or GIL
 
 from __future__ import annotations
 
-from bottleneckd.diagnosis.ridge import lowest_ridge
+from dataclasses import replace
+
+from bottleneckd.diagnosis.ridge import lowest_ridge, smallest_last_level_cache
 from bottleneckd.diagnosis.rules.common import (MIN_DRAM_BYTES, NEAR_PEAK_FLOOR, CpuState, compute_share, cpu_state, io_wait, pct,
                                                runs_on_gpu)
 from bottleneckd.diagnosis.verdict import Finding
@@ -21,6 +23,18 @@ from bottleneckd.peaks.resolve import PeakTable
 
 
 def cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
+    """The findings of _cpu_compute, weighed by how much of the step the compute stage takes: a
+    step half in compute and half waiting for data on the same CPU is the data stage's as much as
+    compute's, and the input rule's finding (scored by its share) decides."""
+    out = _cpu_compute(w, peaks)
+    share = compute_share(w)
+    if share is None or share >= 0.8:
+        return out
+    k = share / 0.8
+    return [replace(f, score=f.score * k) for f in out]
+
+
+def _cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     p = w.phases
     comp_share = compute_share(w)
     if comp_share is not None and comp_share < 0.5:
@@ -35,7 +49,8 @@ def cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     if not cpu.busy_evidence:
         return _waiting(w, cpu, cev, facts)
     ranks = max(cpu.ranks, int(facts.get("world_size") or 1))
-    if (ranks > 1 or facts.get("ddp")) and facts.get("ddp_comm_timing") != "comm hook":
+    comm_seen = bool(p and (p.share("communication") or 0.0) > 0.0)  # collectives timed (FSDP, explicit all_reduce)
+    if (ranks > 1 or facts.get("ddp")) and facts.get("ddp_comm_timing") != "comm hook" and not comm_seen:
         why = (f"{ranks} ranks whose gradient communication is not timed here (DDP runs it inside backward): compute and "
                "communication cannot be told apart; time it (bottleneckd's DDP communication hook) or compare a step under no_sync()")
         return [Finding(UNDETERMINED, "compute", 0.6, tuple(cev + [why]), None)]
@@ -65,6 +80,14 @@ def cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
         # of a core, and its bytes/s shrinks with it while its intensity does not
         ran = max(cpu.busy if cpu.busy is not None else (cpu.host or 0.0) * cpu.cores, 0.05)
         per_core = byts / min(ran, cpu.cores) if byts is not None else None
+        step_bytes = facts.get("operand_bytes_per_step")
+        llc = smallest_last_level_cache()
+        in_cache = step_bytes is not None and llc is not None and step_bytes < llc
+        if in_cache:
+            cev.append(f"arithmetic intensity {ai:.2f} FLOP/byte but {fmt_value(step_bytes, 'B')} of operands per step fit in the "
+                       f"last-level cache of any current CPU ({fmt_value(llc, 'B')}): not DRAM-bound; per-operator overhead "
+                       "(Python, small ops) limits the step")
+            return [Finding("cpu_compute", "compute", 0.6, tuple(cev), None)]
         if per_core is not None and per_core >= MIN_DRAM_BYTES:
             cev.append(f"arithmetic intensity {ai:.2f} FLOP/byte, below the lowest ridge point of any current CPU or GPU "
                        f"({ridge.flop_per_byte:.1f}, {ridge.part}): the memory-bandwidth side of every roofline")
