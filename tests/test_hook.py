@@ -101,7 +101,7 @@ def test_the_watcher_sends_json_to_a_listening_sidecar(tmp_path):
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     loader = DataLoader(TensorDataset(torch.randn(64, 32), torch.randint(0, 4, (64,))), batch_size=8, num_workers=0)
     w = watch(model, opt, loader, socket_path=path, report_every=0.0, print_epoch=False)
-    assert isinstance(w._transport, SocketTransport)  # a sidecar listens: no sampler thread of our own
+    assert isinstance(w.transport, SocketTransport)  # a sidecar listens: no sampler thread of our own
     train(w, model, opt)
     time.sleep(0.5)
     got = rx.drain()
@@ -118,7 +118,7 @@ def test_sender_is_lossy_without_a_sidecar(tmp_path):
     w = watch(model, opt, [(torch.randn(2, 4), torch.tensor([0, 1]))] * 20, socket_path=str(tmp_path / "absent.sock"),
               local_sampling=False, report_every=0.0, print_epoch=False)
     train(w, model, opt)
-    assert w._transport.dropped > 0 and w.enabled
+    assert w.transport.dropped > 0 and w.enabled
 
 
 def test_receiver_rejects_non_json_and_never_unpickles(tmp_path):
@@ -138,7 +138,7 @@ def test_a_failure_inside_our_hooks_disables_them_and_training_goes_on(tmp_path,
     def broken(*a):
         raise RuntimeError("bug in bottleneckd")
 
-    w._clock.mark = broken
+    w.clock.mark = broken
     before = model.weight.detach().clone()
     train(w, model, opt)
     assert not w.enabled

@@ -92,7 +92,7 @@ class DdpCommTimer:
             if not ws:
                 return
             # on CUDA only steps the watchers' clocks time (one in eight): events cost little
-            self._timing = not self.on_cuda or any(getattr(w._clock, "active", True) for w in ws)
+            self._timing = not self.on_cuda or any(getattr(getattr(w, "clock", None), "active", True) for w in ws)
             if not self._timing:
                 return
             # runs after the graph task; it queues the real end-of-step callback, which then runs
