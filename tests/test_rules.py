@@ -225,3 +225,11 @@ def test_machine_only_storage_from_disk_wait_without_phases():
 
 def test_machine_only_is_silent_with_phases():
     assert machine_only(window({**HOST, "storage_bandwidth/vda/busy": 0.9}, COMPUTE), NO_PEAKS) == []
+
+
+def test_cpu_waits_for_the_hook_s_roofline_before_telling_compute_from_bandwidth():
+    facts = {"parameters": 1000, "device": "cpu"}
+    early = top(cpu_compute(window({**HOST, **job(1.0, 0.99)}, COMPUTE, facts, n=1), NO_PEAKS))
+    assert early.resource == UNDETERMINED and "not yet counted" in early.evidence[-1]
+    late = top(cpu_compute(window({**HOST, **job(1.0, 0.99)}, COMPUTE, facts, n=5), NO_PEAKS))  # 50 steps, no counts: go on
+    assert late.resource == "cpu_compute"

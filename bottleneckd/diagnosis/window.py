@@ -26,6 +26,8 @@ class WindowStats:
     stats: dict[tuple[str, str, str], Stat]
     notes: dict[tuple[str, str, str], str]
     phases: StepPhases | None
+    #: training steps reported since the window was created (the run so far), not only in the window
+    steps_seen: int = 0
     #: node -> the ranks that reported from it in the window (empty for one process)
     topology: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
@@ -76,9 +78,12 @@ class Window:
     def __init__(self, length: int = 30, phase_samples: int = PHASE_SAMPLES) -> None:
         self.samples: deque[Sample] = deque(maxlen=length)
         self.phase_samples = max(1, phase_samples)
+        self.steps_seen = 0
 
     def add(self, sample: Sample) -> None:
         self.samples.append(sample)
+        if sample.phases is not None:
+            self.steps_seen += sample.phases.steps
 
     def clear(self) -> None:
         self.samples.clear()
@@ -110,5 +115,5 @@ class Window:
         for s in self.samples:
             for r in s.ranks:
                 nodes.setdefault(r.identity.node, set()).add(r.identity.rank)
-        return WindowStats(self.samples[0].t, self.samples[-1].t, len(self.samples), stats, notes, phases,
+        return WindowStats(self.samples[0].t, self.samples[-1].t, len(self.samples), stats, notes, phases, self.steps_seen,
                            tuple((n, tuple(sorted(rs))) for n, rs in sorted(nodes.items())))

@@ -22,6 +22,11 @@ from bottleneckd.model.units import fmt_value
 from bottleneckd.peaks.resolve import PeakTable
 
 
+#: the hook counts one step's FLOPs and bytes at its 3rd step and reports them with the next report;
+#: past this many steps without them the counting failed, and the rule goes on without
+ROOFLINE_STEPS = 12
+
+
 def cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     """The findings of _cpu_compute, weighed by how much of the step the compute stage takes: a
     step half in compute and half waiting for data on the same CPU is the data stage's as much as
@@ -71,6 +76,11 @@ def _cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
             return [Finding("cpu_memory_bandwidth", "compute", min(1.0, 0.55 + b_ratio), tuple(cev), None)]
         return [Finding("cpu_compute", "compute", min(1.0, 0.55 + f_ratio), tuple(cev), None)]
     mbw = w.get("cpu_memory_bandwidth", "host", "utilization")
+    if (mbw is None and peak_b is None and facts.get("arithmetic_intensity") is None and facts.get("phase_source") != "py-spy"
+            and "parameters" in facts and w.steps_seen <= ROOFLINE_STEPS):
+        why = ("compute or memory bandwidth: no peak is known here and the hook has not yet counted one step's FLOPs and "
+               f"bytes (it does so early in the run; {w.steps_seen} steps so far)")
+        return [Finding(UNDETERMINED, "compute", 0.6, tuple(cev + [why]), None)]
     if mbw is not None and mbw >= 0.6:
         return [Finding("cpu_memory_bandwidth", "compute", min(1.0, mbw / 0.8), tuple(cev + [f"memory bandwidth {pct(mbw)} of peak"]), None)]
     ai = facts.get("arithmetic_intensity")
