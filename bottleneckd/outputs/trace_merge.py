@@ -2,7 +2,8 @@
 ``bottleneckd analyze TRACE [TRACE ...]``: the same pipeline as one node's trace, with every
 rank of the job in ``Sample.ranks`` so the straggler is judged across nodes.
 
-Samples are aligned by time (one tick of the first trace's interval). In each tick:
+Samples are aligned by time (one tick of the first trace's interval; each trace's samples in
+order from its start tick). In each tick:
 
 - ranks: every node's rank reports, together;
 - step phases: summed over the nodes (shares and per-step figures stay means over ranks);
@@ -36,8 +37,14 @@ def merge_node_traces(traces: list[tuple[str, Iterable[Sample]]]) -> Iterator[Sa
     t0 = min(s[0].t for _, s in loaded if s)
     ticks: dict[int, list[tuple[int, Sample]]] = {}
     for i, (_, samples) in enumerate(loaded):
-        for s in samples:
-            ticks.setdefault(round((s.t - t0) / interval), []).append((i, s))
+        if not samples:
+            continue
+        # each trace's k-th sample goes to its start tick + k: one sample per trace per tick, even
+        # when two recorders' clocks tick half an interval apart (rounding each time would pair
+        # two samples of one node in one tick and none in the next)
+        start = round((samples[0].t - t0) / interval)
+        for k, s in enumerate(samples):
+            ticks.setdefault(start + k, []).append((i, s))
     for k in sorted(ticks):
         group = ticks[k]
         primary = next((s for i, s in group if i == 0), None)
