@@ -75,3 +75,29 @@ def test_a_ddp_job_whose_all_reduce_dominates_is_named_communication_intra_node(
     assert v["resource"] == "inter_gpu_interconnect" and v["stage"] == "communication", v
     assert any("ranks on one node" in e for e in v["evidence"]), v["evidence"]
     assert rep["facts"]["ddp"] is True and rep["facts"]["world_size"] == 2
+
+
+@pytest.mark.integration
+def test_run_joins_the_sidecar_already_serving_on_the_node(tmp_path, cli_env):
+    import subprocess
+
+    from tests.prometheus_server import free_port, wait_http
+
+    port = free_port()
+    serve = subprocess.Popen([sys.executable, "-m", "bottleneckd.cli", "serve", "--bind", f"127.0.0.1:{port}", "--quiet",
+                              "--duration", "150"], env=cli_env, stderr=subprocess.DEVNULL)  # on the node's socket (cli_env's)
+    try:
+        wait_http(f"http://127.0.0.1:{port}/metrics")
+        rep = tmp_path / "r.json"
+        r = run_cli(["run", "--quiet", "--report-json", str(rep), "--", sys.executable, "-m", "torch.distributed.run",
+                     "--nproc-per-node", "2", "--master-port", str(_port()), JOB, "--seconds", "12"], cli_env, timeout=200)
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert "joined the sidecar serving this node" in r.stderr
+        doc = json.loads(rep.read_text())
+        assert doc["node_sidecar"] == cli_env["BOTTLENECKD_SOCKET"]
+        assert doc["instrumentation"]["phase_messages"] == 0  # nothing came to a second sidecar
+        text = __import__("urllib.request").request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        assert 'bottleneckd_steps_total' in text and doc["facts"].get("world_size") == 2  # the node sidecar saw the job
+    finally:
+        serve.terminate()
+        serve.wait(timeout=10)
