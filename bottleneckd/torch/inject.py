@@ -80,7 +80,7 @@ class GlobalWatcher(Watcher):
     def _post(self, module: torch.nn.Module, *_: Any) -> None:
         self._depth = max(0, self._depth - 1)
         if self._depth == 0:
-            self.clock.mark("forward_end")
+            self.forward_end()
 
     def _opt_pre(self, opt: torch.optim.Optimizer, args: tuple, kwargs: dict) -> Any:
         if self.optimizer is None:

@@ -25,7 +25,8 @@ The public API for framework callbacks (Lightning, Hugging Face), which mark pha
 Without a DataLoader, the epoch end comes from ``epoch_end()`` or from ``report_every_steps=`` /
 ``report_every_seconds=`` (a block every N steps or T seconds). Optimizers that take a closure
 (LBFGS, SAM-style): the forward and backward inside ``step(closure)`` are timed as forward and
-backward, one step per ``step()`` call (on CUDA they count as the optimizer phase).
+backward, one step per ``step()`` call (on CUDA they stay in the optimizer phase: events are not
+summed per closure call).
 
 The watcher is a thin front over: the clock (``timing``), the phase accumulator (``phases``), the
 transport to a sidecar (``transport``), the loader instrumentation (``loader``), the roofline count
@@ -145,7 +146,8 @@ class Watcher:
         if self._engine.pending:
             self._engine.revert_pending()  # a trial's revert, never inside an optimizer hook
         st = self._step
-        self.clock.mark("forward_start")
+        if not st.in_closure:
+            self.clock.mark("forward_start")
         if st.closure_calls > 1:
             return  # the optimizer's closure again: same batch, counted once
         first = args[0] if args else None
@@ -171,13 +173,23 @@ class Watcher:
         if self._step.closure_fact != (closure is not None):
             self._step.closure_fact = closure is not None
             self.facts["optimizer_closure"] = closure is not None
-        if closure is None or not isinstance(self.clock, HostClock):
+        if closure is None:
             return None
         timed = self._timed_closure(closure)
         return (args[:1] + (timed,) + args[2:], kwargs) if "closure" not in kwargs else (args, {**kwargs, "closure": timed})
 
     def _timed_closure(self, closure: Any) -> Any:
         clock, st = self.clock, self._step
+        if not isinstance(clock, HostClock):  # CUDA: the closure's work stays in the optimizer phase
+            def untimed(*a: Any, **kw: Any) -> Any:
+                st.closure_calls += 1
+                st.in_closure = True
+                try:
+                    return closure(*a, **kw)
+                finally:
+                    st.in_closure = False
+
+            return untimed
 
         def timed(*a: Any, **kw: Any) -> Any:
             st.closure_calls += 1
@@ -188,6 +200,10 @@ class Watcher:
                 clock.closure_end()
 
         return timed
+
+    def forward_end(self) -> None:
+        if not self._step.in_closure:
+            self.clock.mark("forward_end")
 
     def end_step(self) -> None:
         """The optimizer step is done: the step's wall ends here."""
@@ -253,8 +269,9 @@ class Watcher:
             if self.model is not None and totals.steps:
                 self.facts.update(probe.model_facts(self.model))
             report = self.transport.report() if totals.steps else None
-            notes = ["the optimizer takes a closure: forward and backward inside step(closure) timed as forward and backward, "
-                     "one step per step() call"] if self.facts.get("optimizer_closure") else []
+            inside = "timed as forward and backward" if isinstance(self.clock, HostClock) else "in the optimizer phase (CUDA)"
+            notes = [f"the optimizer takes a closure: forward and backward inside step(closure) {inside}, one step per "
+                     "step() call"] if self.facts.get("optimizer_closure") else []
             rep = render_epoch(self.epoch, totals, report, notes)
             if self.print_epoch:
                 print(rep.text, file=self.print_to, flush=True)
@@ -343,13 +360,14 @@ class Watcher:
 class _StepState:
     """What the hot path keeps about the step in progress."""
 
-    __slots__ = ("examples", "step_examples", "micro", "closure_calls", "closure_fact", "input_probed")
+    __slots__ = ("examples", "step_examples", "micro", "closure_calls", "closure_fact", "input_probed", "in_closure")
 
     def __init__(self) -> None:
         self.examples = 0
         self.step_examples: list[int] = []  # per ended step, until drained
         self.micro = False
         self.closure_calls = 0
+        self.in_closure = False  # inside a closure whose forward the clock does not time apart (CUDA)
         self.closure_fact: bool | None = None
         self.input_probed = False
 
