@@ -233,3 +233,12 @@ def test_cpu_waits_for_the_hook_s_roofline_before_telling_compute_from_bandwidth
     assert early.resource == UNDETERMINED and "not yet counted" in early.evidence[-1]
     late = top(cpu_compute(window({**HOST, **job(1.0, 0.99)}, COMPUTE, facts, n=5), NO_PEAKS))  # 50 steps, no counts: go on
     assert late.resource == "cpu_compute"
+
+
+def test_cpu_under_attach_waits_for_the_operator_mix_before_telling_compute_from_bandwidth():
+    early = top(cpu_compute(window({**HOST, **job(1.0, 0.99)}, COMPUTE, {"phase_source": "py-spy"}, n=1), NO_PEAKS))
+    assert early.resource == UNDETERMINED and "stack samples" in early.evidence[-1]
+    low = top(cpu_compute(window({**HOST, **job(1.0, 0.99)}, COMPUTE, {"phase_source": "py-spy", "low_intensity_op_share": 0.9}, n=1), NO_PEAKS))
+    assert low.resource == "cpu_memory_bandwidth"
+    late = top(cpu_compute(window({**HOST, **job(1.0, 0.99)}, COMPUTE, {"phase_source": "py-spy"}, n=5), NO_PEAKS))
+    assert late.resource == "cpu_compute"

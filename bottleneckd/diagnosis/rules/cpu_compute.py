@@ -25,6 +25,9 @@ from bottleneckd.peaks.resolve import PeakTable
 #: the hook counts one step's FLOPs and bytes at its 3rd step and reports them with the next report;
 #: past this many steps without them the counting failed, and the rule goes on without
 ROOFLINE_STEPS = 12
+#: attach: stack samples after which an operator mix still unknown (no recognised operator in
+#: forward) is taken as not low-intensity
+STACK_SAMPLES = 24
 
 
 def cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
@@ -48,8 +51,8 @@ def _cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
         return []
     facts = p.facts if p else {}
     cpu = cpu_state(w)
-    if comp_share is None and not cpu.busy_evidence:
-        return []  # no phases and nothing busy: the machine-only rules speak
+    if comp_share is None:
+        return []  # no step phases (start-up, or no hook and no stacks): which stage is busy is unknown
     cev = ([f"forward+backward+optimizer {pct(comp_share)} of step time"] if comp_share is not None else []) + cpu.describe()
     if not cpu.busy_evidence:
         return _waiting(w, cpu, cev, facts)
@@ -80,6 +83,11 @@ def _cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
             and "parameters" in facts and w.steps_seen <= ROOFLINE_STEPS):
         why = ("compute or memory bandwidth: no peak is known here and the hook has not yet counted one step's FLOPs and "
                f"bytes (it does so early in the run; {w.steps_seen} steps so far)")
+        return [Finding(UNDETERMINED, "compute", 0.6, tuple(cev + [why]), None)]
+    if (mbw is None and peak_b is None and facts.get("phase_source") == "py-spy" and facts.get("low_intensity_op_share") is None
+            and w.steps_seen <= STACK_SAMPLES):
+        why = ("compute or memory bandwidth: no peak is known here and too few forward stack samples name their operators yet "
+               f"({w.steps_seen} stack samples so far)")
         return [Finding(UNDETERMINED, "compute", 0.6, tuple(cev + [why]), None)]
     if mbw is not None and mbw >= 0.6:
         return [Finding("cpu_memory_bandwidth", "compute", min(1.0, mbw / 0.8), tuple(cev + [f"memory bandwidth {pct(mbw)} of peak"]), None)]
