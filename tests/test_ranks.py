@@ -11,6 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 import torch.multiprocessing as mp  # noqa: E402
 
+from bottleneckd.diagnosis.rules.common import COMM_HIGH  # noqa: E402
 from tests import ddp_workers  # noqa: E402
 
 
@@ -35,7 +36,7 @@ def test_ddp_all_reduce_inside_backward_is_timed_as_exposed_communication(tmp_pa
         assert f["ddp_comm_timing"] == "comm hook"
         assert r["grads_equal"] is True
         share = r["phases"]["communication"] / r["wall"]
-        assert share > 0.3, r
+        assert share >= COMM_HIGH, r  # enough for the communication rule to weigh it (measured 0.22-0.47 here)
         assert f["comm_seconds_per_step"] >= f["comm_exposed_seconds_per_step"] > 0
         # the phases still add up to the wall time
         assert sum(r["phases"].values()) == pytest.approx(r["wall"], rel=1e-6)
