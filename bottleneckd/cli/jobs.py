@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import click
 
 from bottleneckd.cli.common import Context, build, check_outputs, report_epilogue, retarget, say, start_trace
 from bottleneckd.model.errors import InputError
+
+if TYPE_CHECKING:
+    from bottleneckd.outputs.metrics_server import WebConfig
 
 
 def node_sidecar_socket() -> str | None:
@@ -31,7 +34,7 @@ def node_sidecar_socket() -> str | None:
 
 
 def run_job(obj: Context, command: tuple[str, ...], inject: bool, interval: float, view: Callable[[Any], None] | None,
-            trace_path: str | None = None, bind: str | None = None, web_config: str | None = None, force: bool = False,
+            trace_path: str | None = None, bind: str | None = None, web_config: WebConfig | str | None = None, force: bool = False,
             grace: float = 30.0, meta: dict[str, Any] | None = None) -> tuple[Any, int, dict[str, Any]]:
     """Start ``command`` under a sidecar and supervise it to the end: returns the sidecar, the
     job's exit code and what the report adds about the run. Nothing is left in /tmp."""
@@ -53,8 +56,9 @@ def run_job(obj: Context, command: tuple[str, ...], inject: bool, interval: floa
                                      on_error=lambda msg: say(f"bottleneckd: error: {msg}"))
             if bind:
                 server = serve_metrics(side, bind, web_config)
-            if inject and uninstrumented_reason(command):
-                say(f"bottleneckd: {uninstrumented_reason(command)}; the job runs without step phases")
+            blind = uninstrumented_reason(command) if inject else None
+            if blind:
+                say(f"bottleneckd: {blind}; the job runs without step phases")
             joined = node_sidecar_socket() if inject else None
             if joined:
                 say(f"bottleneckd: joined the sidecar serving this node ({joined}): the job's ranks report there")
@@ -98,14 +102,15 @@ def run(obj: Context, no_inject: bool, live: bool, quiet: bool, report_json: str
     check_outputs(force, report_json=report_json, trace=trace_path)
     if bind:
         parse_bind(bind)
+    web: WebConfig | None = None
     if web_config:
         if not bind:
             raise InputError("--web-config: only used with --bind HOST:PORT; add --bind")
-        load_web_config(web_config)
+        web = load_web_config(web_config)  # read once, before the job starts
     obj.catalog()  # bad data files are found before the job starts
     obj.profile()
     view = LiveView(live, quiet)
-    side, code, extra = run_job(obj, command, not no_inject, interval, view, trace_path, bind, web_config, force, grace)
+    side, code, extra = run_job(obj, command, not no_inject, interval, view, trace_path, bind, web, force, grace)
     from bottleneckd.outputs.report_file import read_report_file
 
     node = read_report_file(extra["node_sidecar"]) if extra.get("node_sidecar") else None  # the node sidecar's view of every rank

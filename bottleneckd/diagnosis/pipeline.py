@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from bottleneckd.advice.fit import machine_facts
 from bottleneckd.advice.knowledge import Mitigation, load_knowledge
@@ -25,6 +25,9 @@ from bottleneckd.model.facts import Facts
 from bottleneckd.model.resources import UNDETERMINED
 from bottleneckd.model.sample import Sample
 from bottleneckd.peaks.resolve import PeakTable
+
+if TYPE_CHECKING:
+    from bottleneckd.hardware.detect.machine import Machine
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,7 @@ def dominant_of(held: dict[str, float], held_training: dict[str, float], last_of
 
 class Pipeline:
     def __init__(self, peaks: PeakTable, kb: tuple[Mitigation, ...] | None = None, window: int = 5, hold: int = 2,
-                 machine: Any = None) -> None:
+                 machine: Machine | None = None) -> None:
         self.peaks = peaks
         self.kb = kb if kb is not None else load_knowledge()
         self.window = Window(window)

@@ -57,8 +57,13 @@ def _cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     if not cpu.busy_evidence:
         return _waiting(w, cpu, cev, facts)
     ranks = max(cpu.ranks, int(facts.get("world_size") or 1))
-    comm_seen = bool(p and (p.share("communication") or 0.0) > 0.0)  # collectives timed (FSDP, explicit all_reduce)
-    if (ranks > 1 or facts.get("ddp")) and facts.get("ddp_comm_timing") != "comm hook" and not comm_seen:
+    # DDP's all-reduce runs inside backward: timed only through its comm hook. Without DDP (FSDP,
+    # explicit all_reduce) the collectives are Python calls the hook times: any time seen counts.
+    if facts.get("ddp"):
+        timed = facts.get("ddp_comm_timing") == "comm hook"
+    else:
+        timed = bool(p and (p.share("communication") or 0.0) > 0.0)
+    if (ranks > 1 or facts.get("ddp")) and not timed:
         why = (f"{ranks} ranks whose gradient communication is not timed here (DDP runs it inside backward): compute and "
                "communication cannot be told apart; time it (bottleneckd's DDP communication hook) or compare a step under no_sync()")
         return [Finding(UNDETERMINED, "compute", 0.6, tuple(cev + [why]), None)]
