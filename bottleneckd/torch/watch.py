@@ -135,9 +135,9 @@ class Watcher:
         is timed from now, not from the last step's end (for framework callbacks)."""
         if self.enabled:
             try:
-                self._clock.unmark("step_start")
-                self._clock.reset()
-                self._clock.mark("step_start")
+                self.clock.unmark("step_start")
+                self.clock.reset()
+                self.clock.mark("step_start")
             except Exception as e:  # noqa: BLE001
                 self.disable(f"{type(e).__name__}: {e}")
 
