@@ -12,6 +12,7 @@ torch = pytest.importorskip("torch")
 import torch.multiprocessing as mp  # noqa: E402
 
 from bottleneckd.diagnosis.rules.common import COMM_HIGH  # noqa: E402
+from bottleneckd.torch.clock_phases import PHASE_KEYS  # noqa: E402
 from tests import ddp_workers  # noqa: E402
 
 
@@ -65,3 +66,37 @@ def test_fsdp_all_gathers_and_reduce_scatters_are_timed_as_communication(tmp_pat
         assert r["phases"] is not None, r
         assert r["phases"]["communication"] > 0, r
         assert sum(r["phases"].values()) == pytest.approx(r["wall"], rel=1e-6)
+
+
+def test_the_cuda_clock_takes_ddp_exposed_communication_as_event_pairs_it_never_reuses():
+    """DDP's exposed all-reduce (ddp_comm.py) handed to the CUDA clock as (last bucket ready, last
+    bucket done) events: it becomes the communication phase, carved out of backward; the clock
+    waits for the done event (another stream) and never pools events it did not make."""
+    from bottleneckd.torch.cuda_clock import CudaClock
+    from tests.test_gpu_timing import FakeTimeline
+
+    tl = FakeTimeline()
+    clock = CudaClock(sample_every=1, event_factory=tl.event)
+    clock.mark("step_start")
+    clock.mark("data_ready")
+    clock.mark("forward_start")
+    tl.now += 0.010
+    clock.mark("forward_end")
+    tl.now += 0.020
+    ready = tl.event()
+    ready.record()  # the last bucket's gradients are ready here
+    done = tl.event()  # its all-reduce completes 15 ms later, on the communication stream
+    tl.now += 0.015
+    done.record()
+    clock.add_comm((ready, done))
+    clock.mark("optimizer_start")
+    tl.now += 0.005
+    clock.end_step()
+    done.t = None  # not completed yet on its stream: the step is not read
+    assert clock.drain() == []
+    done.t = 0.045
+    [(ph, wall)] = clock.drain()
+    got = dict(zip(PHASE_KEYS, ph))
+    assert got["communication"] == pytest.approx(0.015) and got["backward"] == pytest.approx(0.020)
+    assert wall == pytest.approx(0.050)
+    assert ready not in clock._pool and done not in clock._pool
