@@ -367,7 +367,7 @@ def test_a_rejected_mitigation_with_optimizer_hooks_reverts_without_breaking_the
         if k == 9:
             slow.remove()
             t = w.apply("progressive_resizing", verify=True, steps=5, warmup=0, total_steps=1000, start_scale=0.5)
-            model.register_forward_pre_hook(lambda *a: time.sleep(0.02))  # make the trial slower: it must be rejected
+            model.register_forward_pre_hook(lambda *a: time.sleep(0.1))  # make the trial slower: it must be rejected
     assert t.kept is False
     assert len(opt._optimizer_step_post_hooks) == 1  # the mitigation's step counter is gone; the watcher's own remains
 
