@@ -45,9 +45,9 @@ from typing import Any, Iterable
 import torch
 
 from bottleneckd.model.facts import FactBoard
-from bottleneckd.model.identity import RankIdentity
 from bottleneckd.model.protocol import StepReport
 from bottleneckd.torch import probe
+from bottleneckd.torch.collectives import rank_identity
 from bottleneckd.torch.control import MitigationControl
 from bottleneckd.torch.counting import RooflineCounting
 from bottleneckd.torch.epoch import EpochReport, render_epoch
@@ -84,7 +84,6 @@ class Watcher:
         self.facts = FactBoard({"device": self.device.type, "pid": os.getpid()})
         self._counting = RooflineCounting(roofline_step)
         self.transport = make_transport(socket_path, local_sampling, interval)
-        self._identity = RankIdentity.from_env(pid=os.getpid())
         self.steps = 0  # optimizer steps ended (micro-steps of accumulation not counted)
         self.optimizer_calls = 0
         self._step = _StepState()
@@ -256,7 +255,7 @@ class Watcher:
         totals = self._phases.take_interval()
         self.facts.update(probe.runtime_facts(self.model))
         self.facts.update(self._counting.achieved(totals.compute_seconds / totals.steps))
-        self.transport.send(StepReport(self._identity, totals.steps, totals.wall_seconds, totals.phases,
+        self.transport.send(StepReport(rank_identity(self.device), totals.steps, totals.wall_seconds, totals.phases,
                                         self.facts.freeze(epoch=self.epoch, mitigations=self._engine.names())))
 
     def epoch_end(self) -> EpochReport | None:
@@ -319,6 +318,15 @@ class Watcher:
     def comm_end(self) -> None:
         if self.enabled:
             self.clock.comm_end()
+
+    def comm_exposed(self, span: Any) -> None:
+        """Communication the step waited for inside backward (DDP's buckets, ddp_comm.py): seconds
+        on the host clock, a (start, end) pair of CUDA events on the CUDA clock."""
+        if self.enabled:
+            try:
+                self.clock.add_comm(span)
+            except Exception as e:  # noqa: BLE001 - our failure never breaks the step
+                self.disable(f"{type(e).__name__}: {e}")
 
     # --- teardown -----------------------------------------------------------------------------
     def disable(self, why: str) -> None:
