@@ -25,6 +25,11 @@ class MitigationControl:
         self.trials = Trials(self._decided)
 
     def apply(self, mitigation: Any, *, verify: bool, steps: int, warmup: int, min_gain: float, **kwargs: Any) -> Trial:
+        """Apply a mitigation by knowledge-base hook id (e.g. ``"mixed_precision"``) or object.
+
+        With ``verify=True`` the throughput of the ``steps`` steps before is compared with ``steps``
+        steps after (``warmup`` skipped); the mitigation is reverted unless it was faster by more
+        than ``min_gain`` (2% by default: a margin for step-time noise; 0 keeps any gain)."""
         from bottleneckd.torch.mitigations import REGISTRY
 
         w = self._w

@@ -5,6 +5,7 @@ fact no longer true is unset (None unsets on the FactBoard)."""
 
 from __future__ import annotations
 
+import logging
 import os
 from collections import Counter
 from typing import Any
@@ -68,3 +69,17 @@ def loader_facts(loader: Any) -> dict[str, Any]:
     if f.get("loader_workers") is not None:
         f["loader_workers_saturate_cores"] = f["loader_workers"] >= cores
     return f
+
+
+def startup_facts(model: torch.nn.Module | None, loader: Any, *, warn_no_model: bool) -> dict[str, Any]:
+    """The facts a new watcher starts with (the model's, then the loader's)."""
+    out: dict[str, Any] = {}
+    if model is not None:
+        out.update(model_facts(model))
+    elif warn_no_model:
+        logging.getLogger("bottleneckd.torch").warning(
+            "bottleneckd: watch() got no model: only data waits and optimizer steps are timed "
+            "(pass the model as the first argument to time forward and backward)")
+    if loader is not None:
+        out.update(loader_facts(loader))
+    return out

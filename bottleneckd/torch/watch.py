@@ -4,34 +4,17 @@
     w.apply("mixed_precision", verify=True)  # optional: a mitigation, kept only if it helped
     w.close()
 
-Phases of a step (names from ``model.resources.PHASES``): data_wait (inside ``next()`` on the
-loader), transfer (data ready to forward start: the host-to-device copies), forward, backward
-(forward end to optimizer start), optimizer, communication (blocking collectives), other (the rest
-of the wall time). Wall time runs from one optimizer step's end to the next, so the phases add up
-to it. No synchronize and no ``.item()``; on CUDA the phases come from events read lazily. Any
-exception inside our instrumentation disables it (logged once); training goes on.
+The phases of a step, the marks framework callbacks call (``Watcher(..., hooks=False)``,
+``mark``/``unmark``, ``skip_gap``, ``forward_start``/``forward_end``, ``end_step``,
+``epoch_end``) and the closure optimizers are described in the README ("In a training script").
+No synchronize and no ``.item()``; any exception inside our instrumentation disables it (logged
+once); training goes on.
 
-The public API for framework callbacks (Lightning, Hugging Face), which mark phases themselves:
-
-- ``Watcher(model, optimizer, hooks=False)``: installs no module, optimizer or loader hooks.
-- ``mark(label)``: ``step_start`` (the loop asks for a batch), ``data_ready`` (it has it),
-  ``forward_start``, ``forward_end``, ``optimizer_start``; a label marked twice in one step keeps
-  the first start and the last end.
-  ``forward_start(args)`` is ``mark("forward_start")`` that also counts the examples of the batch
-  (rows of ``args[0]``) for the throughput a mitigation trial compares.
-- ``end_step()``: the optimizer step is done (the step's wall ends here).
-- ``epoch_end()``: print and return the epoch's block (:class:`EpochReport`).
-
-Without a DataLoader, the epoch end comes from ``epoch_end()`` or from ``report_every_steps=`` /
-``report_every_seconds=`` (a block every N steps or T seconds). Optimizers that take a closure
-(LBFGS, SAM-style): the forward and backward inside ``step(closure)`` are timed as forward and
-backward, one step per ``step()`` call (on CUDA they stay in the optimizer phase: events are not
-summed per closure call).
-
-The watcher is a thin front over: the clock (``timing``), the phase accumulator (``phases``), the
-transport to a sidecar (``transport``), the loader instrumentation (``loader``), the roofline count
-(``counting``), trials (``trials``) and the mitigation engine (``mitigations.engine``). Calling
-``watch()`` again replaces the previous watcher (one warning line).
+The watcher is a thin front over: the clock (``timing``), the step state and closure timing
+(``closure``), the phase accumulator (``phases``), the transport to a sidecar (``transport``), the
+loader instrumentation (``loader``), the roofline count (``counting``) and the mitigation control
+(``control``: trials and the mitigation engine). Calling ``watch()`` again replaces the previous
+watcher (one warning line).
 """
 
 from __future__ import annotations
@@ -48,6 +31,8 @@ from bottleneckd.model.facts import FactBoard
 from bottleneckd.model.protocol import StepReport
 from bottleneckd.torch import probe
 from bottleneckd.torch.collectives import rank_identity
+from bottleneckd.torch.cadence import Cadence
+from bottleneckd.torch.closure import StepState, closure_notes, closure_of, with_timed_closure
 from bottleneckd.torch.control import MitigationControl
 from bottleneckd.torch.counting import RooflineCounting
 from bottleneckd.torch.epoch import EpochReport, render_epoch
@@ -86,11 +71,8 @@ class Watcher:
         self.transport = make_transport(socket_path, local_sampling, interval)
         self.steps = 0  # optimizer steps ended (micro-steps of accumulation not counted)
         self.optimizer_calls = 0
-        self._step = _StepState()
-        self._report_every = report_every
-        self._every_steps, self._every_seconds = report_every_steps, report_every_seconds
-        self._last_send = self._last_epoch = time.perf_counter()
-        self._steps_at_epoch = 0
+        self._step = StepState()
+        self._cadence = Cadence(report_every, report_every_steps, report_every_seconds)
         self._loader = InstrumentedLoader(dataloader, self) if dataloader is not None and hooks else None
         self.dataloader = self._loader.iterable if self._loader is not None else dataloader
         self._control = MitigationControl(self, self._loader)
@@ -101,13 +83,7 @@ class Watcher:
         self._step_end_subs = self._engine.listening[_STEP_END]
         self._phases = PhaseAccumulator(self.trials.record_step)
         self._handles: list[Any] = []
-        if model is not None:
-            self.facts.update(probe.model_facts(model))
-        elif hooks:
-            log.warning("bottleneckd: watch() got no model: only data waits and optimizer steps are timed "
-                        "(pass the model as the first argument to time forward and backward)")
-        if dataloader is not None:
-            self.facts.update(probe.loader_facts(dataloader))
+        self.facts.update(probe.startup_facts(model, dataloader, warn_no_model=hooks))
         if hooks:
             self._handles.extend(install_hooks(self))
 
@@ -169,37 +145,11 @@ class Watcher:
             if ctx.micro_step:
                 self.clock.unmark("optimizer_start")
                 self._step.micro = True
-        closure = kwargs.get("closure", args[1] if len(args) > 1 else None)
+        closure = closure_of(args, kwargs)
         if self._step.closure_fact != (closure is not None):
             self._step.closure_fact = closure is not None
             self.facts["optimizer_closure"] = closure is not None
-        if closure is None:
-            return None
-        timed = self._timed_closure(closure)
-        return (args[:1] + (timed,) + args[2:], kwargs) if "closure" not in kwargs else (args, {**kwargs, "closure": timed})
-
-    def _timed_closure(self, closure: Any) -> Any:
-        clock, st = self.clock, self._step
-        if not isinstance(clock, HostClock):  # CUDA: the closure's work stays in the optimizer phase
-            def untimed(*a: Any, **kw: Any) -> Any:
-                st.closure_calls += 1
-                st.in_closure = True
-                try:
-                    return closure(*a, **kw)
-                finally:
-                    st.in_closure = False
-
-            return untimed
-
-        def timed(*a: Any, **kw: Any) -> Any:
-            st.closure_calls += 1
-            clock.closure_begin()
-            try:
-                return closure(*a, **kw)
-            finally:
-                clock.closure_end()
-
-        return timed
+        return None if closure is None else with_timed_closure(args, kwargs, closure, self.clock, self._step)
 
     def forward_end(self) -> None:
         if not self._step.in_closure:
@@ -229,27 +179,22 @@ class Watcher:
         if self._step_end_subs:
             self._engine.run(_STEP_END, self.steps, self.epoch, self.optimizer_calls)
         now = time.perf_counter()
-        if now - self._last_send >= self._report_every:
+        if self._cadence.send_due(now):
             self.flush()
         elif self.trials.current is not None:
             self.drain()  # a verification in progress decides at the step it completes
-        if (self._every_steps and self.steps - self._steps_at_epoch >= self._every_steps) or \
-                (self._every_seconds and now - self._last_epoch >= self._every_seconds):
+        if self._cadence.epoch_due(now, self.steps):
             self.epoch_end()
 
     # --- reports ------------------------------------------------------------------------------
     def drain(self) -> None:
         steps = self.clock.drain()
-        ex = self._step.step_examples
-        self._phases.add(steps, ex[:len(steps)])
-        del ex[:len(steps)]
-        if len(ex) > 4096:  # CUDA times one step in `every`: keep the newest counts only
-            del ex[:-256]
+        self._phases.add(steps, self._step.take_examples(len(steps)))
 
     def flush(self) -> None:
         """Send the steps timed since the last report (also done every ``report_every`` seconds)."""
         self.drain()
-        self._last_send = time.perf_counter()
+        self._cadence.sent()
         if not self._phases.interval_steps:
             return
         totals = self._phases.take_interval()
@@ -264,14 +209,12 @@ class Watcher:
             if self._counting.active:
                 self._counting.abort()  # a counted step that never ended
             self.flush()
-            self._last_epoch, self._steps_at_epoch = time.perf_counter(), self.steps
+            self._cadence.epoch_started(self.steps)
             totals = self._phases.take_epoch()
             if self.model is not None and totals.steps:
                 self.facts.update(probe.model_facts(self.model))
             report = self.transport.report() if totals.steps else None
-            inside = "timed as forward and backward" if isinstance(self.clock, HostClock) else "in the optimizer phase (CUDA)"
-            notes = [f"the optimizer takes a closure: forward and backward inside step(closure) {inside}, one step per "
-                     "step() call"] if self.facts.get("optimizer_closure") else []
+            notes = closure_notes(bool(self.facts.get("optimizer_closure")), isinstance(self.clock, HostClock))
             rep = render_epoch(self.epoch, totals, report, notes)
             if self.print_epoch:
                 print(rep.text, file=self.print_to, flush=True)
@@ -297,11 +240,8 @@ class Watcher:
     # --- mitigations (control.py) -------------------------------------------------------------
     def apply(self, mitigation: Any, *, verify: bool = False, steps: int = 20, warmup: int = 2, min_gain: float = 0.02,
               **kwargs: Any) -> Trial:
-        """Apply a mitigation by knowledge-base hook id (e.g. ``"mixed_precision"``) or object.
-
-        With ``verify=True`` the throughput of the ``steps`` steps before is compared with ``steps``
-        steps after (``warmup`` skipped); the mitigation is reverted unless it was faster by more
-        than ``min_gain`` (2% by default: a margin for step-time noise; 0 keeps any gain)."""
+        """Apply a mitigation by hook id (e.g. ``"mixed_precision"``) or object; ``verify=True``
+        keeps it only if it was faster (:meth:`MitigationControl.apply`)."""
         return self._control.apply(mitigation, verify=verify, steps=steps, warmup=warmup, min_gain=min_gain, **kwargs)
 
     def revert(self, name: str) -> None:
@@ -355,21 +295,6 @@ class Watcher:
         self._teardown()
         self.transport.close()
         forget(self)
-
-
-class _StepState:
-    """What the hot path keeps about the step in progress."""
-
-    __slots__ = ("examples", "step_examples", "micro", "closure_calls", "closure_fact", "input_probed", "in_closure")
-
-    def __init__(self) -> None:
-        self.examples = 0
-        self.step_examples: list[int] = []  # per ended step, until drained
-        self.micro = False
-        self.closure_calls = 0
-        self.in_closure = False  # inside a closure whose forward the clock does not time apart (CUDA)
-        self.closure_fact: bool | None = None
-        self.input_probed = False
 
 
 def watch(model: torch.nn.Module | None, optimizer: torch.optim.Optimizer | None = None, dataloader: Iterable | None = None,
