@@ -142,3 +142,78 @@ def test_accumulator_names_phases_and_folds_intervals_into_the_epoch():
     assert set(COMPUTE_PHASES) == {"forward", "backward", "optimizer"}
     assert all(p in PHASES for p in HOOK_PHASES)
     assert acc.take_epoch().steps == 0
+
+
+def test_injected_watcher_puts_post_step_bookkeeping_in_other_and_the_loss_in_backward(tmp_path, monkeypatch):
+    """A python_heavy-shaped step under `bottleneckd run`'s instrumentation (inject.GlobalWatcher),
+    each part advancing a fake clock by a known amount: the data wait, the model's forward, the
+    loss module (after the root forward: backward by definition, forward end to optimizer start),
+    the backward, the optimizer step and pure-Python bookkeeping after ``opt.step()`` (other)."""
+    import torch
+    from torch import nn
+    from torch.utils.data import DataLoader
+
+    from bottleneckd.torch.inject import GlobalWatcher
+
+    fake = FakeTime()
+    monkeypatch.setattr(timing, "time", fake)
+    cost = {"data": 0.001, "forward": 0.002, "loss": 0.003, "backward": 0.004, "optimizer": 0.0005, "bookkeeping": 0.02}
+
+    class Slow(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):  # noqa: ANN001, ANN205
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):  # noqa: ANN001, ANN205
+            fake.advance(cost["backward"])
+            return g
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = nn.Linear(4, 3)
+
+        def forward(self, x):  # noqa: ANN001, ANN201
+            fake.advance(cost["forward"])
+            return Slow.apply(self.lin(x))
+
+    class Loss(nn.Module):
+        def forward(self, out, y):  # noqa: ANN001, ANN201
+            fake.advance(cost["loss"])
+            return nn.functional.cross_entropy(out, y)
+
+    class Data(torch.utils.data.Dataset):
+        def __len__(self):
+            return 40
+
+        def __getitem__(self, i):  # noqa: ANN001, ANN204
+            fake.advance(cost["data"] / 4)  # a batch of 4
+            return torch.ones(4), i % 3
+
+    class SlowSGD(torch.optim.SGD):
+        def step(self, closure=None):  # noqa: ANN001, ANN201
+            fake.advance(cost["optimizer"])
+            return super().step(closure)
+
+    w = GlobalWatcher(socket_path=str(tmp_path / "none.sock"), local_sampling=False, print_epoch=False, roofline_step=None)
+    try:
+        model, loss_fn = Model(), Loss()
+        opt = SlowSGD(model.parameters(), lr=0.1)
+        for x, y in DataLoader(Data(), batch_size=4):
+            opt.zero_grad()
+            loss_fn(model(x), y).backward()
+            opt.step()
+            fake.advance(cost["bookkeeping"])  # metric code after the optimizer step, before the next batch
+        rep = w.epoch_reports[-1]
+    finally:
+        w.close()
+    assert rep.steps == 10
+    # the first step's wall starts at its own data request (no bookkeeping before it); its loss
+    # module is still timed by the global hooks (forward until the root is known), later ones not
+    want = {"data_wait": 10 * cost["data"], "forward": 10 * cost["forward"] + cost["loss"],
+            "backward": 10 * cost["backward"] + 9 * cost["loss"], "optimizer": 10 * cost["optimizer"],
+            "other": 9 * cost["bookkeeping"]}
+    for k, v in want.items():
+        assert rep.phases[k] == pytest.approx(v, abs=1e-9), k
+    assert rep.phases["transfer"] == pytest.approx(0.0, abs=1e-9)
