@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import click
 
 from bottleneckd.cli.common import Context, build, check_outputs, report_epilogue, retarget, say, start_trace
 from bottleneckd.model.errors import InputError
 
+if TYPE_CHECKING:
+    from bottleneckd.outputs.metrics_server import WebConfig
+
 
 def run_job(obj: Context, command: tuple[str, ...], inject: bool, interval: float, view: Callable[[Any], None] | None,
-            trace_path: str | None = None, bind: str | None = None, web_config: str | None = None, force: bool = False,
+            trace_path: str | None = None, bind: str | None = None, web_config: WebConfig | str | None = None, force: bool = False,
             grace: float = 30.0, meta: dict[str, Any] | None = None) -> tuple[Any, int, dict[str, Any]]:
     """Start ``command`` under a sidecar and supervise it to the end: returns the sidecar, the
     job's exit code and what the report adds about the run. Nothing is left in /tmp."""
@@ -35,12 +38,15 @@ def run_job(obj: Context, command: tuple[str, ...], inject: bool, interval: floa
                                      on_error=lambda msg: say(f"bottleneckd: error: {msg}"))
             if bind:
                 server = serve_metrics(side, bind, web_config)
-            if inject and uninstrumented_reason(command):
-                say(f"bottleneckd: {uninstrumented_reason(command)}; the job runs without step phases")
+            blind = uninstrumented_reason(command) if inject else None
+            if blind:
+                say(f"bottleneckd: {blind}; the job runs without step phases")
             job = jobrun.start_job(command, job_env(run_dir, sock, inject))
             retarget(side, job.pid)
             code = jobrun.supervise(side, job, view, grace, say)
         finally:
+            if isinstance(view, LiveView):
+                view.close()  # leave the live screen before the report is printed
             if writer:
                 writer.close()
             stop_metrics(server)
@@ -73,14 +79,15 @@ def run(obj: Context, no_inject: bool, live: bool, quiet: bool, report_json: str
     check_outputs(force, report_json=report_json, trace=trace_path)
     if bind:
         parse_bind(bind)
+    web: WebConfig | None = None
     if web_config:
         if not bind:
             raise InputError("--web-config: only used with --bind HOST:PORT; add --bind")
-        load_web_config(web_config)
+        web = load_web_config(web_config)  # read once, before the job starts
     obj.catalog()  # bad data files are found before the job starts
     obj.profile()
     view = LiveView(live, quiet)
-    side, code, extra = run_job(obj, command, not no_inject, interval, view, trace_path, bind, web_config, force, grace)
+    side, code, extra = run_job(obj, command, not no_inject, interval, view, trace_path, bind, web, force, grace)
     report_epilogue(side.pipeline, {"command": list(command), "exit_code": code, **extra}, report_json, force, run_totals=side.run_totals)
     sys.exit(code)
 
@@ -109,6 +116,7 @@ def attach(obj: Context, pid: int, duration: float | None, report_json: str | No
     check_outputs(force, report_json=report_json)
     side = build(obj, interval, pid, (), socket_path)
     stacks = None
+    view = LiveView(live, quiet, peaks=side.peaks)
     try:
         if not no_stacks:
             stacks = StackSampler(pid, rate)
@@ -121,9 +129,10 @@ def attach(obj: Context, pid: int, duration: float | None, report_json: str | No
                 stacks.start()
         via = " with py-spy stacks" + (f" of pid {stacks.target} (the process that trains)" if stacks and stacks.target != pid else "") if stacks else ""
         say(f"bottleneckd: attached to pid {pid}{via}")
-        run_foreground(side, duration, LiveView(live, quiet, peaks=side.peaks), stop_when=lambda: not psutil.pid_exists(pid) or
+        run_foreground(side, duration, view, stop_when=lambda: not psutil.pid_exists(pid) or
                        psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
     finally:
+        view.close()  # leave the live screen before the report is printed
         if stacks:
             stacks.stop()
         side.close()
