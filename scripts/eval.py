@@ -27,6 +27,7 @@ import ast
 import json
 import os
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -262,7 +263,14 @@ def main() -> int:
     out = Path(args.out or tempfile.mkdtemp(prefix="bottleneckd-eval-"))
     out.mkdir(parents=True, exist_ok=True)
     home = tempfile.mkdtemp(prefix="bottleneckd-home-")  # empty: no calibration profile, as on a fresh machine
-    env = job_env(home)
+    try:
+        return evaluate(args, workloads, out, job_env(home))
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def evaluate(args: argparse.Namespace, workloads: list[Workload], out: Path, env: dict[str, str]) -> int:
+    """Proofs and verdicts for each workload, then the summary; the exit code."""
     modes = ("run", "attach") if args.mode == "both" else (args.mode,)
     earlier = {r["name"]: r["proof"] for p in args.proofs_from for r in json.loads(Path(p).read_text())["workloads"] if r.get("proof")}
     rows: list[dict] = []
