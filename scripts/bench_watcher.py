@@ -116,7 +116,7 @@ def overhead(blocks: int, steps: int, device: str = "cpu", clock: str = "wall", 
             w.forward_start((x,))
             w.mark("forward_end")
             w.before_optimizer_step((opt,), {})
-            w.end_step()
+            w.after_optimizer_step()
         w.flush()
         costs.append((time.thread_time() - t0) / n)
     if device == "cuda":

@@ -211,3 +211,63 @@ def test_injected_watcher_times_the_original_loader_and_restores_on_close(tmp_pa
     finally:
         w.close()
     assert DataLoader.__iter__ is original_iter and not torch.nn.modules.module._global_forward_pre_hooks
+
+
+class _Base(torch.optim.SGD):
+    """An optimizer whose step calls another hooked step: a subclass calling ``super().step()``
+    once torch has hooked the parent's step too (any plain SGD made first), or SAM's and
+    Lookahead's ``base_optimizer.step()``. torch runs the step hooks once per level."""
+
+
+class _Nested(_Base):
+    def step(self, closure=None):
+        return super().step(closure)
+
+
+@pytest.mark.parametrize("how", ["watch", "injected"])
+def test_an_optimizer_step_inside_another_is_one_step(tmp_path, how):
+    from bottleneckd.torch.inject import GlobalWatcher
+
+    model = nn.Linear(8, 2)
+    _Base(model.parameters(), lr=0.1)  # hooks _Base.step: _Nested's step then runs the hooks twice
+    opt = _Nested(model.parameters(), lr=0.1)
+    loader = DataLoader(Slow(8, 0.0), batch_size=2)
+    if how == "watch":
+        w = watch(model, opt, loader, **kw(tmp_path))
+    else:
+        w = GlobalWatcher(**kw(tmp_path))
+    try:
+        for x, y in loader:
+            step(model, opt, x, y)
+        assert [r.steps for r in w.epoch_reports] == [4]
+        assert w.optimizer_calls == 4 and w._step.opt_depth == 0
+    finally:
+        w.close()
+
+
+class _Failing(torch.optim.SGD):
+    fail = False
+
+    def step(self, closure=None):
+        if self.fail:
+            raise RuntimeError("a failed step the loop catches")
+        return super().step(closure)
+
+
+def test_a_step_that_raised_does_not_hide_the_steps_after_it(tmp_path):
+    """The pre-hook ran, the post-hook never did: the next forward (outside any closure) starts over."""
+    model = nn.Linear(8, 2)
+    opt = _Failing(model.parameters(), lr=0.1)
+    w = watch(model, opt, **kw(tmp_path))
+    x, y = torch.randn(4, 8), torch.tensor([0, 1, 0, 1])
+    try:
+        step(model, opt, x, y)
+        opt.fail = True
+        with pytest.raises(RuntimeError):
+            step(model, opt, x, y)
+        opt.fail = False
+        for _ in range(3):
+            step(model, opt, x, y)
+        assert w.epoch_end().steps == 4 and w._step.opt_depth == 0
+    finally:
+        w.close()

@@ -21,7 +21,7 @@ SEMANTICS = " This changes training semantics: check model quality (section 5 of
 class MitigationControl:
     def __init__(self, w: "Watcher", loader: Any) -> None:
         self._w = w
-        self.engine = MitigationEngine(w.model, w.optimizer, loader, w.set_fact, w.facts.get)
+        self.engine = MitigationEngine(w.model, w.optimizer, loader, w.facts.__setitem__, w.facts.get)
         self.trials = Trials(self._decided)
 
     def apply(self, mitigation: Any, *, verify: bool, steps: int, warmup: int, min_gain: float, **kwargs: Any) -> Trial:

@@ -56,7 +56,7 @@ def optimizer_hooks(w: Any, optimizer: torch.optim.Optimizer) -> list[Any]:
         return None
 
     def post(*_: Any) -> None:
-        w.end_step()
+        w.after_optimizer_step()
 
     return [optimizer.register_step_pre_hook(pre), optimizer.register_step_post_hook(post)]
 
@@ -70,3 +70,12 @@ def install_hooks(w: Any) -> list[Any]:
     if w.optimizer is not None:
         handles.extend(optimizer_hooks(w, w.optimizer))
     return handles
+
+
+def remove_all(handles: list[Any]) -> None:
+    """Remove every handle; one that fails to come off does not keep the others on."""
+    for h in handles:
+        try:
+            h.remove()
+        except Exception:  # noqa: BLE001
+            pass

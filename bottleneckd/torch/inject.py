@@ -88,6 +88,8 @@ class GlobalWatcher(Watcher):
         return self.before_optimizer_step(args, kwargs)
 
     def _opt_post(self, *_: Any) -> None:
+        if not self._step.optimizer_returned():
+            return  # an optimizer step inside another returned: the outer one counts
         self._depth = 0
         self._end_step()
         if self.root is None and self._candidates:

@@ -36,7 +36,7 @@ from bottleneckd.torch.closure import StepState, closure_notes, closure_of, with
 from bottleneckd.torch.control import MitigationControl
 from bottleneckd.torch.counting import RooflineCounting
 from bottleneckd.torch.epoch import EpochReport, render_epoch
-from bottleneckd.torch.hooks import install_hooks
+from bottleneckd.torch.hooks import install_hooks, remove_all
 from bottleneckd.torch.loader import InstrumentedLoader
 from bottleneckd.torch.mitigations.base import Event as MitigationEvent
 from bottleneckd.torch.phases import PhaseAccumulator
@@ -89,7 +89,7 @@ class Watcher:
 
     # --- the public marks (also what the installed hooks call) -------------------------------
     def mark(self, label: str) -> None:
-        """Mark a point of the step (module docstring); never raises into training."""
+        """Mark a point of the step (README, "In a training script"); never raises into training."""
         if self.enabled:
             try:
                 if label == "forward_start":
@@ -122,6 +122,8 @@ class Watcher:
         if self._engine.pending:
             self._engine.revert_pending()  # a trial's revert, never inside an optimizer hook
         st = self._step
+        if st.opt_depth and not st.closure_calls:
+            st.opt_depth = 0  # a forward outside any optimizer step: the last step raised before its end
         if not st.in_closure:
             self.clock.mark("forward_start")
         if st.closure_calls > 1:
@@ -138,6 +140,8 @@ class Watcher:
     def before_optimizer_step(self, args: tuple, kwargs: dict) -> Any:
         """Inside ``optimizer.step()``, before it updates anything; returns new (args, kwargs)
         when the step takes a closure (the closure is then timed)."""
+        if not self._step.optimizer_entered():
+            return None  # a step inside an optimizer step: the outer one is timed and counted
         self.optimizer_calls += 1
         self.clock.mark("optimizer_start")
         if self._before_opt_subs:
@@ -154,6 +158,11 @@ class Watcher:
     def forward_end(self) -> None:
         if not self._step.in_closure:
             self.clock.mark("forward_end")
+
+    def after_optimizer_step(self) -> None:
+        """``optimizer.step()`` returned (the step hooks' counterpart of ``before_optimizer_step``)."""
+        if self._step.optimizer_returned():
+            self.end_step()
 
     def end_step(self) -> None:
         """The optimizer step is done: the step's wall ends here."""
@@ -214,8 +223,8 @@ class Watcher:
             if self.model is not None and totals.steps:
                 self.facts.update(probe.model_facts(self.model))
             report = self.transport.report() if totals.steps else None
-            notes = closure_notes(bool(self.facts.get("optimizer_closure")), isinstance(self.clock, HostClock))
-            rep = render_epoch(self.epoch, totals, report, notes)
+            rep = render_epoch(self.epoch, totals, report,
+                               closure_notes(bool(self.facts.get("optimizer_closure")), isinstance(self.clock, HostClock)))
             if self.print_epoch:
                 print(rep.text, file=self.print_to, flush=True)
             self.epoch_reports.append(rep)
@@ -240,15 +249,11 @@ class Watcher:
     # --- mitigations (control.py) -------------------------------------------------------------
     def apply(self, mitigation: Any, *, verify: bool = False, steps: int = 20, warmup: int = 2, min_gain: float = 0.02,
               **kwargs: Any) -> Trial:
-        """Apply a mitigation by hook id (e.g. ``"mixed_precision"``) or object; ``verify=True``
-        keeps it only if it was faster (:meth:`MitigationControl.apply`)."""
+        """A mitigation by hook id (``"mixed_precision"``) or object, kept if faster (MitigationControl.apply)."""
         return self._control.apply(mitigation, verify=verify, steps=steps, warmup=warmup, min_gain=min_gain, **kwargs)
 
     def revert(self, name: str) -> None:
         self._control.revert(name)
-
-    def set_fact(self, name: str, value: Any) -> None:
-        self.facts[name] = value
 
     # --- collectives (collectives.py) ---------------------------------------------------------
     def comm_begin(self) -> None:
@@ -279,11 +284,7 @@ class Watcher:
     def _teardown(self) -> None:
         self.enabled = False
         self._counting.abort()
-        for h in self._handles:
-            try:
-                h.remove()
-            except Exception:  # noqa: BLE001
-                pass
+        remove_all(self._handles)
         self._handles = []
         if self._loader is not None:
             self._loader.restore()
@@ -299,5 +300,5 @@ class Watcher:
 
 def watch(model: torch.nn.Module | None, optimizer: torch.optim.Optimizer | None = None, dataloader: Iterable | None = None,
           **kw: Any) -> Watcher:
-    """Time every step of a training loop as written (module docstring)."""
+    """Time every step of a training loop as written (README, "In a training script")."""
     return Watcher(model, optimizer, dataloader, **kw)
