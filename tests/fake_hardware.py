@@ -42,3 +42,16 @@ def fake_tree_at(tmp_path: Path) -> tuple[str, str]:
     write(sys_root, "fs/resctrl/mon_data/mon_L3_00/mbm_total_bytes", "1000000")
     write(sys_root, "fs/resctrl/mon_data/mon_L3_01/mbm_total_bytes", "2000000")
     return str(sys_root), str(proc_root)
+
+
+def fake_powercap(sys_root: Path, sockets: int = 1, max_range_uj: int = 262143328850, start_uj: int = 0) -> list[Path]:
+    """RAPL zones as the intel_rapl driver lays them out: intel-rapl:N (package-N) and its DRAM
+    subzone intel-rapl:N:0 (dram). Returns the energy_uj files (packages first, then DRAM)."""
+    files = []
+    for s in range(sockets):
+        for rel, name in ((f"intel-rapl:{s}", f"package-{s}"), (f"intel-rapl:{s}:0", "dram")):
+            write(sys_root, f"class/powercap/{rel}/name", name + "\n")
+            write(sys_root, f"class/powercap/{rel}/max_energy_range_uj", f"{max_range_uj}\n")
+            write(sys_root, f"class/powercap/{rel}/energy_uj", f"{start_uj}\n")
+            files.append(sys_root / "class" / "powercap" / rel / "energy_uj")
+    return sorted(files, key=lambda p: (p.parent.name.count(":"), p.parent.name))

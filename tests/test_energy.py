@@ -1,0 +1,178 @@
+"""Energy: RAPL counters that wrap, NVML's energy counter over >= 100 ms spans, joules per step
+and per example, carbon, the Prometheus counters."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from prometheus_client import generate_latest
+from prometheus_client.core import CollectorRegistry
+
+from bottleneckd.model.sample import Reading, Sample, StepPhases
+from bottleneckd.outputs.energy import EnergyCollector, EnergyMeter
+from bottleneckd.samplers.energy import ROOT_ONLY, RaplSampler
+from tests.fake_hardware import fake_powercap
+
+MAX = 262_143_328_850  # a real max_energy_range_uj (Xeon package zone)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def by(readings: list[Reading], device: str, metric: str) -> Reading:
+    return next(r for r in readings if r.device == device and r.metric == metric)
+
+
+def test_rapl_counts_across_the_wrap(tmp_path: Path) -> None:
+    files = fake_powercap(tmp_path / "sys", sockets=2, max_range_uj=MAX, start_uj=MAX - 30_000_000)
+    clock = Clock()
+    s = RaplSampler(str(tmp_path / "sys"), clock)
+    assert s.available() == (True, "")
+    first = s.sample()
+    assert by(first, "package-0", "energy").value == 0.0
+    assert by(first, "package-0", "power").value is None and by(first, "package-0", "power").note
+    # 2 s later package-0 has used 50 J: 30 J up to the wrap, then 20 J from 0
+    files[0].write_text("20000000\n")
+    files[2].write_text(f"{MAX - 30_000_000 + 4_000_000}\n")  # dram-0: 4 J, no wrap
+    clock.t += 2.0
+    second = s.sample()
+    assert by(second, "package-0", "energy").value == pytest.approx(50.0)
+    assert by(second, "package-0", "power").value == pytest.approx(25.0)
+    assert by(second, "dram-0", "energy").value == pytest.approx(4.0)
+    assert by(second, "dram-0", "energy").resource == "cpu_memory"
+    assert by(second, "package-1", "energy").value == 0.0
+    # and on past it: the count keeps rising
+    files[0].write_text("30000000\n")
+    clock.t += 1.0
+    assert by(s.sample(), "package-0", "energy").value == pytest.approx(60.0)
+
+
+def test_no_rapl_is_unknown_with_the_reason(tmp_path: Path) -> None:
+    s = RaplSampler(str(tmp_path / "empty"))
+    ok, why = s.available()
+    assert not ok and "powercap" in why
+    (r,) = s.sample()
+    assert r.value is None and r.note == why
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not hasattr(os, "setuid"), reason="needs root to drop to an unprivileged user")
+def test_rapl_root_only_is_unknown_with_the_cve() -> None:
+    """energy_uj mode 0400 root, as the kernel has it since CVE-2020-8694, read by an unprivileged user."""
+    import shutil
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="bottleneckd-rapl-"))  # not under pytest's 0700 tmp dir: nobody must reach it
+    try:
+        files = fake_powercap(base / "sys")
+        for d in (base, *[p for p in (base / "sys").rglob("*") if p.is_dir()]):
+            d.chmod(0o755)
+        for f in files:
+            f.chmod(0o400)
+        rows = unprivileged(lambda: [(r.device, r.metric, r.value, r.note) for r in RaplSampler(str(base / "sys")).sample()])
+    finally:
+        shutil.rmtree(base)
+    assert {(d, m) for d, m, v, _ in rows} == {("package-0", "energy"), ("package-0", "power"), ("dram-0", "energy"), ("dram-0", "power")}
+    for _, _, value, note in rows:
+        assert value is None and "CVE-2020-8694" in note and "energy_uj" in note
+    assert ROOT_ONLY.split(":")[0] in rows[0][3]
+
+
+def unprivileged(fn):  # noqa: ANN001, ANN201
+    """Run ``fn`` in a forked child that has dropped root (uid nobody); its result comes back by pipe."""
+    import json
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child
+        try:
+            os.close(r)
+            os.setgid(65534)
+            os.setuid(65534)
+            os.write(w, json.dumps(fn()).encode())
+        except BaseException as e:  # noqa: BLE001
+            os.write(w, json.dumps({"error": repr(e)}).encode())
+        finally:
+            os._exit(0)
+    os.close(w)
+    with os.fdopen(r) as f:
+        out = f.read()
+    os.waitpid(pid, 0)
+    return json.loads(out)
+
+
+def sample(t: float, gpu_j: float | None, cpu_j: float | None, steps: int = 0, examples: int | None = None) -> Sample:
+    rs = [Reading("gpu_compute", "gpu0", "energy", gpu_j, "J", "" if gpu_j is not None else "not supported")]
+    rs.append(Reading("cpu_compute", "package-0", "energy", cpu_j, "J", "" if cpu_j is not None else "RAPL root only"))
+    ph = StepPhases(steps, 0.2 * steps, {"forward": 0.1 * steps}, {}, examples) if steps else None
+    return Sample(t, 1.0, tuple(rs), ph)
+
+
+def test_joules_per_step_and_example() -> None:
+    m = EnergyMeter()
+    m(sample(0.0, 1000.0, 0.0))
+    m(sample(1.0, 1300.0, 50.0, steps=10, examples=320))  # 350 J, 10 steps
+    m(sample(1.05, 1310.0, 52.0, steps=1, examples=32))   # 50 ms: shorter than 100 ms, carried on
+    m(sample(2.0, 1600.0, 100.0, steps=9, examples=288))  # 350 J over 0.05 + 0.95 s, 10 steps
+    m(sample(3.0, 1700.0, 110.0))                          # idle: 110 J, no steps
+    a = m.account()
+    assert a.joules == {"gpu:gpu0": pytest.approx(700.0), "cpu_package:package-0": pytest.approx(110.0)}
+    assert a.training_joules == pytest.approx(700.0)
+    assert a.steps == 20 and a.examples == 640
+    assert a.per_step == pytest.approx(35.0)
+    assert a.per_example == pytest.approx(700.0 / 640)
+    assert [p.steps for p in a.points] == [10, 10, 0]
+    assert a.seconds == pytest.approx(3.0)
+    # carbon at 400 gCO2/kWh: 810 J = 0.000225 kWh -> 0.09 g
+    assert a.carbon_grams(400.0) == pytest.approx(810 / 3.6e6 * 400)
+    doc = a.to_json(400.0)
+    assert doc["joules_per_step"] == pytest.approx(35.0) and doc["carbon_unknown"] == ""
+    assert a.to_json()["carbon_grams"] is None and "--grid-intensity" in a.to_json()["carbon_unknown"]
+
+
+def test_a_counter_that_goes_back_loses_its_span_and_nothing_else() -> None:
+    m = EnergyMeter()
+    m(sample(0.0, 5000.0, 0.0))
+    m(sample(1.0, 20.0, 10.0, steps=5, examples=5))  # NVML reset (driver reload): GPU span lost, CPU counted
+    m(sample(2.0, 120.0, 20.0, steps=5, examples=5))
+    a = m.account()
+    assert a.joules["gpu:gpu0"] == pytest.approx(100.0)
+    assert a.joules["cpu_package:package-0"] == pytest.approx(20.0)
+    assert a.training_joules == pytest.approx(120.0)
+
+
+def test_unknown_energy_says_why_and_examples_unknown_when_not_counted() -> None:
+    m = EnergyMeter()
+    m(sample(0.0, None, None))
+    m(sample(1.0, None, None, steps=3))
+    a = m.account()
+    assert a.per_step is None and "RAPL root only" in a.why_per_step_unknown() and "not supported" in a.why_per_step_unknown()
+    m2 = EnergyMeter()
+    m2(sample(0.0, 0.0, None))
+    m2(sample(1.0, 10.0, None, steps=2, examples=None))
+    a2 = m2.account()
+    assert a2.per_step == pytest.approx(5.0)
+    assert a2.per_example is None and "examples" in a2.why_per_example_unknown()
+    assert a2.unknown == {"cpu_package:package-0": "RAPL root only"}
+
+
+def test_prometheus_counters() -> None:
+    m = EnergyMeter()
+    m(sample(0.0, 0.0, 0.0))
+    m(sample(1.0, 30.0, 10.0, steps=4, examples=64))
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(EnergyCollector(m))
+    text = generate_latest(reg).decode()
+    assert 'bottleneckd_energy_joules_total{device="gpu0",domain="gpu"} 30.0' in text
+    assert 'bottleneckd_energy_joules_total{device="package-0",domain="cpu_package"} 10.0' in text
+    assert "bottleneckd_training_energy_joules_total 40.0" in text
+    assert "bottleneckd_energy_steps_total 4.0" in text
+    assert "bottleneckd_energy_examples_total 64.0" in text
+    assert "bottleneckd_energy_per_step_joules 10.0" in text
+    assert "bottleneckd_energy_per_example_joules 0.625" in text
