@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from bottleneckd.cli.common import Context, build, event_copier, retarget
+from bottleneckd.cli.report import html_recorder
 from bottleneckd.model.errors import InputError
 
 
@@ -17,12 +18,14 @@ from bottleneckd.model.errors import InputError
 @click.option("--quiet", is_flag=True, help="No live output; only the final report.")
 @click.option("--report-json", type=click.Path(dir_okay=False), default=None, help="Write the JSON report here.")
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False), default=None, help="Also record a trace.")
+@click.option("--report-html", type=click.Path(dir_okay=False), default=None, help="Write the HTML report (plots, energy) here.")
+@click.option("--grid-intensity", type=click.FloatRange(0, 5000), default=None, help="gCO2/kWh for the HTML report's carbon figure.")
 @click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True)
 @click.option("--bind", default=None, help="Also export Prometheus metrics on HOST:PORT.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.pass_obj
 def run(obj: Context, no_inject: bool, live: bool, quiet: bool, report_json: str | None, trace_path: str | None,
-        interval: float, bind: str | None, command: tuple[str, ...]) -> None:
+        report_html: str | None, grid_intensity: float | None, interval: float, bind: str | None, command: tuple[str, ...]) -> None:
     """Run CMD under the sidecar: bottleneckd run [options] -- python train.py ..."""
     from bottleneckd.runtime import job as jobrun
     from bottleneckd.runtime.sidecar import build_sidecar, job_paths
@@ -34,6 +37,7 @@ def run(obj: Context, no_inject: bool, live: bool, quiet: bool, report_json: str
     catalog, profile = obj.catalog(), obj.profile()
     if trace_path and Path(trace_path).exists():
         raise InputError(f"{trace_path}: already exists; choose another --trace")
+    recorder = html_recorder(report_html)
     machine = detect_machine()
     sock = jobrun.temp_socket()
     side = build_sidecar(machine, catalog, profile, interval, None, job_paths(), socket_path=sock)
@@ -43,12 +47,16 @@ def run(obj: Context, no_inject: bool, live: bool, quiet: bool, report_json: str
     if writer:
         side.loop.sinks.insert(0, writer)
         side.loop.sinks.insert(1, event_copier(side, writer))
+    if recorder:
+        side.loop.sinks.append(recorder.attach(side.pipeline))  # after the pipeline: it reads each sample's snapshot
     server = None
     if bind:
         from bottleneckd.outputs.exporter import SnapshotCollector
         from bottleneckd.outputs.exporter import serve as start
 
-        server = start(SnapshotCollector(lambda: side.pipeline.latest, lambda: side.steps_total), bind)
+        from bottleneckd.outputs.energy import EnergyCollector
+
+        server = start(SnapshotCollector(lambda: side.pipeline.latest, lambda: side.steps_total), bind, None, (EnergyCollector(side.energy),))
     view = LiveView(live, quiet, peaks=side.peaks)
     try:
         code = jobrun.supervise(side, job, view)
@@ -60,6 +68,8 @@ def run(obj: Context, no_inject: bool, live: bool, quiet: bool, report_json: str
     doc = build_report(side.pipeline)
     doc["command"] = list(command)
     doc["exit_code"] = code
+    if recorder:
+        recorder.finish(doc, report_html, side.peaks, list(side.receiver.events) if side.receiver else [], grid_intensity)
     click.echo("\n=== bottleneckd report ===\n" + render_text(doc), err=True)
     if report_json:
         jobrun.write_json(report_json, doc)

@@ -82,6 +82,7 @@ def analyze(obj: Context, trace: str, fmt: str, window: int, timeline: bool) -> 
 def serve(obj: Context, bind: str, web_config: str | None, trace_path: str | None, quiet: bool, interval: float, pid: int | None,
           disabled: tuple[str, ...], duration: float | None, socket_path: str | None) -> None:
     """Prometheus exporter: the latest sample and diagnosis on HOST:PORT/metrics."""
+    from bottleneckd.outputs.energy import EnergyCollector
     from bottleneckd.outputs.exporter import SnapshotCollector
     from bottleneckd.outputs.exporter import serve as start
     from bottleneckd.runtime.foreground import live_line, run_foreground
@@ -91,7 +92,8 @@ def serve(obj: Context, bind: str, web_config: str | None, trace_path: str | Non
         return
     side = build(obj, interval, pid, disabled, socket_path)
     server = start(SnapshotCollector(lambda: side.pipeline.latest, lambda: side.steps_total,
-                                     lambda: list(side.receiver.events) if side.receiver else []), bind, web_config)
+                                     lambda: list(side.receiver.events) if side.receiver else []), bind, web_config,
+                   (EnergyCollector(side.energy),))
     click.echo(f"bottleneckd: serving metrics on http://{bind}/metrics", err=True)
     try:
         run_foreground(side, duration, None if quiet else lambda snap: click.echo(live_line(snap), err=True))

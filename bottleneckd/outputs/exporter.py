@@ -58,8 +58,9 @@ class SnapshotCollector(Collector):
                 fam.add_metric([r.resource, r.device], r.value * mul)
             elif r.metric == "up" and r.resource == "gpu_compute":
                 gpu_up.add_metric([r.device], r.value)
-            elif r.metric == "energy":
-                energy.add_metric([r.device], r.value)  # a counter, not a gauge
+            elif r.metric == "energy":  # a counter, not a gauge; CPU and DRAM energy: outputs/energy.py's collector
+                if r.resource == "gpu_compute":
+                    energy.add_metric([r.device], r.value)
             elif r.unit in SUFFIX:
                 base, _, detail = r.metric.partition(":")
                 suffix, mul = SUFFIX[r.unit]
@@ -167,13 +168,15 @@ class _Quiet(WSGIRequestHandler):
         pass
 
 
-def serve(collector: Collector, bind: str, web_config: str | None = None) -> WSGIServer:
+def serve(collector: Collector, bind: str, web_config: str | None = None, extra: tuple[Collector, ...] = ()) -> WSGIServer:
     """Start the exporter on ``host:port`` in a daemon thread; returns the server."""
     host, _, port = bind.rpartition(":")
     if not host or not port.isdigit():
         raise InputError(f"--bind {bind!r}: expected HOST:PORT, e.g. 127.0.0.1:9400")
     registry = CollectorRegistry(auto_describe=False)
     registry.register(collector)
+    for c in extra:
+        registry.register(c)
     app = make_wsgi_app(registry)
     cfg = load_web_config(web_config) if web_config else {}
     if cfg.get("basic_auth_users"):

@@ -15,17 +15,19 @@ from bottleneckd.peaks.resolve import PeakTable, resolve_peaks
 from bottleneckd.diagnosis.pipeline import Pipeline
 from bottleneckd.peaks.profile import Profile
 from bottleneckd.model.sample import StepPhases
+from bottleneckd.outputs.energy import EnergyMeter
 from bottleneckd.samplers.base import Sampler
 from bottleneckd.samplers.cpu_compute import CpuComputeSampler
 from bottleneckd.samplers.cpu_memory import CpuMemorySampler
 from bottleneckd.samplers.cpu_memory_bandwidth import CpuMemoryBandwidthSampler
+from bottleneckd.samplers.energy import RaplSampler
 from bottleneckd.samplers.gpu import GpuSampler
 from bottleneckd.samplers.inter_node import InterNodeSampler
 from bottleneckd.samplers.process_tree import ProcessTree
 from bottleneckd.samplers.storage import StorageSampler
 from bottleneckd.samplers.storage_network import StorageNetworkSampler
 
-SAMPLER_NAMES = ("gpu", "cpu_compute", "cpu_memory", "cpu_memory_bandwidth", "storage", "storage_network", "inter_node")
+SAMPLER_NAMES = ("gpu", "cpu_compute", "cpu_memory", "cpu_memory_bandwidth", "storage", "storage_network", "inter_node", "energy")
 
 
 @dataclass
@@ -40,6 +42,8 @@ class Sidecar:
     steps_total: int = 0
     #: more sources of step phases (py-spy stacks in attach mode), used when the hook sends none
     phase_sources: list[Callable[[], StepPhases | None]] = field(default_factory=list)
+    #: joules per step and per example (the exporter's energy counters)
+    energy: EnergyMeter = field(default_factory=EnergyMeter)
 
 
 def build_samplers(machine: Machine, peaks: PeakTable, pid: int | None = None, paths: tuple[str, ...] = (".",),
@@ -54,6 +58,7 @@ def build_samplers(machine: Machine, peaks: PeakTable, pid: int | None = None, p
         "storage": lambda: StorageSampler(peaks, machine, paths, proc_root),
         "storage_network": lambda: StorageNetworkSampler(peaks, machine, proc_root),
         "inter_node": lambda: InterNodeSampler(peaks, machine, sys_root),
+        "energy": lambda: RaplSampler(sys_root),
     }
     out: list[Sampler] = []
     why: dict[str, str] = {}
@@ -63,7 +68,7 @@ def build_samplers(machine: Machine, peaks: PeakTable, pid: int | None = None, p
             continue
         s = make()
         ok, reason = s.available()
-        if ok or name == "cpu_memory_bandwidth":  # unknown bandwidth is still reported, with its reason
+        if ok or name in ("cpu_memory_bandwidth", "energy"):  # unknown bandwidth or energy is still reported, with its reason
             out.append(s)
         if not ok:
             why[name] = reason
@@ -88,7 +93,7 @@ def build_sidecar(machine: Machine, catalog: Catalog, profile: Profile | None, i
                 p = p or src()
         return p
 
-    side.loop = SamplingLoop(samplers, interval, [pipeline], phases)
+    side.loop = SamplingLoop(samplers, interval, [pipeline, side.energy], phases)
     return side
 
 

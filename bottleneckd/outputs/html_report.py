@@ -1,0 +1,175 @@
+"""The HTML report: one self-contained file (plotly.js embedded, nothing fetched when it is
+opened) with the verdict, its evidence and headroom, ranked recommendations with their taxonomy
+path and citations, and plots of the run (outputs/html_figures.py).
+
+A ``Recorder`` is fed every sample after the pipeline has seen it (live as a loop sink, or while a
+trace is replayed through the same Pipeline); ``render`` turns it and the JSON report into a page.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import tempfile
+import time
+from typing import Any
+
+from bottleneckd.diagnosis.pipeline import Pipeline
+from bottleneckd.model.errors import InputError
+from bottleneckd.model.sample import Sample
+from bottleneckd.model.units import fmt_value
+from bottleneckd.outputs import html_figures as figs
+from bottleneckd.outputs.energy import EnergyAccount, EnergyMeter
+from bottleneckd.outputs.report import _headroom_text
+from bottleneckd.outputs.timeline import Timeline
+from bottleneckd.peaks.resolve import PeakTable
+
+CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
+h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;width:100%;font-size:.9em}td,th{border:1px solid #ddd;padding:4px 6px;text-align:left;vertical-align:top}
+.verdict{font-size:1.3em;font-weight:600}.why{color:#777;font-style:italic}.plot{min-height:380px}"""
+
+
+class Recorder:
+    """A loop sink: the timeline and the energy meter of one run, read by ``render``."""
+
+    def __init__(self) -> None:
+        self.pipeline: Pipeline | None = None
+        self.timeline = Timeline()
+        self.energy = EnergyMeter()
+
+    def attach(self, pipeline: Pipeline) -> "Recorder":
+        """Read each sample's snapshot from ``pipeline`` (which must see the sample first)."""
+        self.pipeline = pipeline
+        return self
+
+    def __call__(self, sample: Sample) -> None:
+        self.timeline.add(sample, self.pipeline.latest if self.pipeline else None)
+        self.energy(sample)
+
+    def finish(self, doc: dict[str, Any], path: str, peaks: PeakTable, events: list[dict[str, Any]],
+               grams_per_kwh: float | None = None, title: str = "bottleneckd report", overwrite: bool = False) -> None:
+        """Energy into the JSON report, and the page written to ``path``."""
+        doc["energy"] = self.energy.account().to_json(grams_per_kwh)
+        write(path, render(doc, self, peaks, events, grams_per_kwh, title), overwrite)
+
+
+def _e(x: Any) -> str:
+    return html.escape(str(x))
+
+
+def _verdict_html(doc: dict[str, Any]) -> str:
+    v = doc["verdict"]
+    if v["resource"] == "undetermined":
+        head = f'<p class="verdict" id="verdict">Bottleneck: undetermined</p><p>{_e(v.get("reason", ""))}</p>'
+    else:
+        head = (f'<p class="verdict" id="verdict">Bottleneck: {_e(v["resource"])} (stage {_e(v["stage"])}, confidence '
+                f'{v["confidence"]:.0%})</p>')
+    ev = "".join(f"<li>{_e(e)}</li>" for e in v.get("evidence", []))
+    out = head + (f"<p>Evidence:</p><ul>{ev}</ul>" if ev else "")
+    if v["resource"] != "undetermined":
+        out += f"<p>Headroom: {_e(_headroom_text(v.get('headroom'), doc))}</p>"
+    if v.get("secondary"):
+        out += "<p>Secondary pressures: " + ", ".join(f"{_e(s['resource'])} ({s['score']:.2f})" for s in v["secondary"]) + "</p>"
+    held = doc.get("held_seconds") or {}
+    if held:
+        out += "<p>Held over the run: " + ", ".join(f"{_e(k)} {s:.0f} s" for k, s in held.items()) + "</p>"
+    return out
+
+
+def _recs_html(doc: dict[str, Any]) -> str:
+    recs = doc.get("recommendations", [])
+    if not recs:
+        return '<p class="why">No recommendation: the bottleneck is undetermined or every mitigation for it is already in effect.</p>'
+    rows = []
+    for k, r in enumerate(recs, 1):
+        mech = r.get("mechanism", {})
+        rows.append(
+            f"<tr><td>{k}</td><td>{_e(r['name'])}{' <b>[changes training semantics]</b>' if r['changes_semantics'] else ''}</td>"
+            f"<td>{_e(r['component'])} / {_e(r['subcomponent'])}</td><td>{_e(r['action'])}</td>"
+            f"<td>{_e(mech.get('timing', ''))}, {_e(str(mech.get('basis', '')).replace('_', ' '))}</td>"
+            f"<td>{_e('; '.join(r['cites']) or 'section ' + r['section'])}</td><td>{_e(r['why'])}</td><td>{_e(r.get('hook') or '-')}</td></tr>")
+    skipped = "".join(f"<li>{_e(s['id'])}: already in effect ({_e(s['because'])})</li>" for s in doc.get("already_in_effect", []))
+    return ("<table id=\"recommendations\"><tr><th>#</th><th>mitigation</th><th>component</th><th>action</th><th>mechanism</th>"
+            "<th>citations</th><th>why</th><th>hook</th></tr>" + "".join(rows) + "</table>"
+            + (f"<p>Skipped:</p><ul>{skipped}</ul>" if skipped else ""))
+
+
+def _energy_html(a: EnergyAccount, grams_per_kwh: float | None) -> str:
+    d = a.to_json(grams_per_kwh)
+    items = [f"<li>{_e(k)}: {v:.1f} J</li>" for k, v in d["joules"].items()]
+    items += [f"<li>{_e(k)}: unknown ({_e(v)})</li>" for k, v in d["unknown"].items()]
+    per_step = f"{d['joules_per_step']:.3g} J" if d["joules_per_step"] is not None else f"unknown ({_e(d['joules_per_step_unknown'])})"
+    per_ex = f"{d['joules_per_example']:.3g} J" if d["joules_per_example"] is not None else f"unknown ({_e(d['joules_per_example_unknown'])})"
+    carbon = (f"{d['carbon_grams']:.3g} g CO2 at {grams_per_kwh:g} g/kWh (intensity given by the user)" if d["carbon_grams"] is not None
+              else f"unknown ({_e(d['carbon_unknown'] or 'no energy measured')})")
+    over = f" (over {d['steps']} steps in {d['measured_seconds']:.0f} s measured)" if a.known else ""
+    return f'<p id="energy">Energy per step: {per_step}; per example: {per_ex}{over}. Carbon: {carbon}.</p><ul>{"".join(items)}</ul>'
+
+
+def render(doc: dict[str, Any], rec: Recorder, peaks: PeakTable, events: list[dict[str, Any]] | None = None,
+           grams_per_kwh: float | None = None, title: str = "bottleneckd report") -> str:
+    """The page. Every plot that has data is drawn; where a plot has none, the reason is shown instead."""
+    import plotly.io as pio  # lazy: only the report needs plotly
+    from plotly.offline import get_plotlyjs
+
+    events = events or []
+    acc = rec.energy.account()
+    facts = doc.get("facts", {}) or {}
+    sections: list[tuple[str, str, tuple[Any | None, str]]] = [
+        ("phases", "Step phases", figs.phases_figure(rec.timeline)),
+        ("utilization", "Utilisation against peak", figs.utilization_figure(rec.timeline, doc.get("regime_changes", []), events)),
+        ("roofline", "Roofline", figs.roofline_figure(peaks, facts)),
+        ("ranks", "Ranks", figs.ranks_figure(rec.timeline)),
+        ("energy-plot", "Energy", figs.energy_figure(acc)),
+    ]
+    body = [f"<h1>{_e(title)}</h1>", f"<p>{_e(time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(doc.get('created', time.time()))))}; "
+            f"{doc.get('samples', 0)} samples.</p>", "<h2>Verdict</h2>", _verdict_html(doc), "<h2>Recommendations</h2>", _recs_html(doc),
+            "<h2>Energy</h2>", _energy_html(acc, grams_per_kwh)]
+    for div, name, (fig, why) in sections:
+        if fig is None:
+            if div != "ranks":
+                body.append(f"<h2>{_e(name)}</h2><p class=\"why\" id=\"{div}-why\">{_e(why)}</p>")
+            continue
+        body.append(f"<h2>{_e(name)}</h2>" + pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=div,
+                                                        config={"displaylogo": False, "responsive": True}))
+        if why:
+            body.append(f'<p class="why">{_e(why)}</p>')
+    unknown = rec.timeline.unknown_series()
+    if unknown:
+        body.append("<h2>Not measured</h2><ul>" + "".join(f"<li>{_e(k)}: {_e(v)}</li>" for k, v in sorted(unknown.items())) + "</ul>")
+    if doc.get("utilization"):
+        body.append("<h2>Mean utilisation</h2><table><tr><th>resource</th><th>device</th><th>mean</th><th>p95</th></tr>" + "".join(
+            f"<tr><td>{_e(u['resource'])}</td><td>{_e(u['device'])}</td><td>{u['mean']:.0%}</td><td>{u['p95']:.0%}</td></tr>"
+            for u in doc["utilization"]) + "</table>")
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title><style>{CSS}</style>'
+            f'<script type="text/javascript">{get_plotlyjs()}</script></head><body>{"".join(body)}</body></html>')
+
+
+def write(path: str, text: str, overwrite: bool = False) -> None:
+    """Written whole or not at all (a temp file renamed into place); an existing file is kept unless ``overwrite``."""
+    if os.path.exists(path) and not overwrite:
+        raise InputError(f"{path}: already exists; choose another path or pass --force")
+    d = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(d):
+        raise InputError(f"{path}: directory {d} does not exist")
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".bottleneckd-report-", suffix=".html")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # as any file the user writes (mkstemp makes it 0600)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def energy_summary(a: EnergyAccount) -> str:
+    """One line for the terminal report."""
+    if a.per_step is None:
+        return f"energy per step: unknown ({a.why_per_step_unknown()})"
+    ex = f", {fmt_value(a.per_example, 'J')} per example" if a.per_example is not None else ""
+    return f"energy per step: {fmt_value(a.per_step, 'J')}{ex} ({', '.join(sorted(a.joules))})"
