@@ -47,6 +47,7 @@ def html_recorder(path: str | None):  # noqa: ANN201
 def report(obj: Context, traces: tuple[str, ...], output: str, force: bool, window: int, grid_intensity: float | None,
            json_path: str | None) -> None:
     """Draw recorded traces (one run, possibly in several pieces) as one HTML report."""
+    from bottleneckd.compare.runs import totals
     from bottleneckd.diagnosis.pipeline import Pipeline
     from bottleneckd.model.errors import TraceError
     from bottleneckd.outputs import html_report
@@ -80,6 +81,8 @@ def report(obj: Context, traces: tuple[str, ...], output: str, force: bool, wind
     events = sorted((e for path in traces for e in read_events(path)), key=lambda e: e.get("t", 0.0))
     doc = build_report(pipeline)
     doc["traces"] = list(traces)
+    steps, examples, wall, start = totals(items)
+    doc["throughput"] = {"steps": steps, "examples": examples, "wall_seconds": wall, "start": start}
     doc["events"] = events
     rec.finish(doc, output, header.peaks, events, grid_intensity, f"bottleneckd report: {', '.join(traces)}", overwrite=force)
     if json_path:
