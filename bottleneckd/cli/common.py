@@ -1,13 +1,18 @@
-"""What the CLI commands share: the context object, options and the sidecar they build."""
+"""What the CLI commands share: the context object, options, input checks, the sidecar they build,
+the trace and report outputs, written the same way by every command."""
 
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import click
 
 from bottleneckd.model.errors import InputError
+
+#: the longest path a Unix socket can be bound to (sun_path is 108 bytes with its NUL)
+MAX_SOCKET_PATH = 107
 
 
 class Context:
@@ -39,6 +44,10 @@ def emit_json(doc: Any) -> None:
     click.echo(json.dumps(doc, indent=1))
 
 
+def say(line: str) -> None:
+    click.echo(line, err=True)
+
+
 def sidecar_options(f):  # noqa: ANN001, ANN201
     from bottleneckd.runtime.sidecar import SAMPLER_NAMES
 
@@ -50,30 +59,70 @@ def sidecar_options(f):  # noqa: ANN001, ANN201
     return f
 
 
-def build(obj: Context, interval: float, pid: int | None, disabled: tuple[str, ...], socket_path: str | None):  # noqa: ANN202
+def check_socket(path: str | None) -> None:
+    """A socket path that cannot be bound, refused before anything starts."""
+    from bottleneckd.outputs.channel import default_socket_path
+
+    p = os.path.abspath(path or default_socket_path())
+    if len(os.fsencode(p)) > MAX_SOCKET_PATH:
+        raise InputError(f"--socket {p}: longer than {MAX_SOCKET_PATH} bytes, the most a Unix socket path can hold; choose a shorter path")
+    d = os.path.dirname(p)
+    while d and not os.path.exists(d):
+        d = os.path.dirname(d)
+    if d and not os.path.isdir(d):
+        raise InputError(f"--socket {p}: {d} is a file, not a directory; choose another path")
+    real = os.path.realpath(os.path.dirname(p))
+    if real.startswith(("/proc/", "/sys/")) or real in ("/proc", "/sys"):
+        raise InputError(f"--socket {p}: /proc and /sys are kernel interfaces; choose a path under your own directory")
+    if os.path.lexists(p) and not os.path.exists(p) or (os.path.exists(p) and not _is_socket(p)):
+        raise InputError(f"--socket {p}: a file that is not a socket is there; choose another path (it is not removed)")
+
+
+def _is_socket(p: str) -> bool:
+    import stat
+
+    return stat.S_ISSOCK(os.lstat(p).st_mode)
+
+
+def build(obj: Context, interval: float, pid: int | None, disabled: tuple[str, ...] = (), socket_path: str | None = None):  # noqa: ANN201
+    """The sidecar for a command, after its inputs are checked."""
     from bottleneckd.runtime.sidecar import build_sidecar, job_paths
-    from bottleneckd.hardware.detect import detect_machine
 
     if pid is not None:
         import psutil
 
         if not psutil.pid_exists(pid):
             raise InputError(f"--pid {pid}: no such process; pass the PID of the running training job")
+    check_socket(socket_path)
     catalog, profile = obj.catalog(), obj.profile()
-    return build_sidecar(detect_machine(), catalog, profile, interval, pid, job_paths(), frozenset(disabled), socket_path=socket_path)
+    try:
+        return build_sidecar(None, catalog, profile, interval, pid, job_paths(), frozenset(disabled), socket_path=socket_path)
+    except OSError as e:  # the socket could not be bound
+        raise InputError(f"--socket {socket_path or 'default'}: cannot listen ({e.strerror or e}); choose another path") from e
 
 
-def event_copier(side, writer):  # noqa: ANN001, ANN202
-    """A sink that copies the hook's events (mitigations applied) into the trace."""
-    seen = [0]
+def start_trace(side, path: str, meta: dict[str, Any], force: bool, what: str, on_error=None):  # noqa: ANN001, ANN201
+    """A trace writer on ``side``'s loop, with the hook's events copied into it."""
+    from bottleneckd.outputs.trace import TraceWriter
+
+    writer = TraceWriter(path, side.machine, side.peaks, side.loop.interval, meta, overwrite=force, what=what, on_error=on_error)
+    side.loop.add_sink("trace", writer)
+    side.loop.add_sink("trace_events", event_copier(side, writer))
+    return writer
+
+
+def event_copier(side, writer):  # noqa: ANN001, ANN201
+    """A sink that copies the hook's events (mitigations applied) into the trace, each once, by
+    sequence number; events lost because the receiver's log was full are counted in the trace."""
+    seq = [0]
 
     def copy(_sample):  # noqa: ANN001, ANN202
-        if side.receiver is None:
-            return
-        events = list(side.receiver.events)
-        for e in events[seen[0]:] if len(events) >= seen[0] else events:
-            writer.event(e["event"], **{k: v for k, v in e.items() if k != "event"})
-        seen[0] = len(events)
+        events, seq[0], missed = side.receiver.events_since(seq[0])
+        if missed:
+            writer.event("events_lost", count=missed)
+        for e in events:
+            e = dict(e)
+            writer.event(str(e.pop("event", "")), **e)
 
     return copy
 
@@ -89,3 +138,30 @@ def retarget(side, pid: int) -> None:  # noqa: ANN001
                           CpuMemorySampler(side.peaks, tree) if s.name == "cpu_memory" else s for s in side.loop.samplers]
 
 
+def check_outputs(force: bool, **paths: str | None) -> None:
+    """Every output a command will write, checked before any work starts (one line, exit 2)."""
+    from bottleneckd.model.files import check_output
+
+    for option, path in paths.items():
+        if path is not None:
+            check_output(path, "--" + option.replace("_", "-"), force)
+
+
+def report_epilogue(pipeline, extra: dict[str, Any], report_json: str | None, force: bool,  # noqa: ANN001
+                    title: str = "bottleneckd report", to_stdout: bool = False) -> bool:
+    """The end of a run: the report as text, and as JSON when asked. False when the JSON could not
+    be written (said in one line; the caller decides the exit code)."""
+    from bottleneckd.model.files import write_text
+    from bottleneckd.outputs.report import build_report, render_text
+
+    doc = build_report(pipeline)
+    doc.update(extra)
+    click.echo(f"\n=== {title} ===\n" + render_text(doc), err=not to_stdout)
+    if not report_json:
+        return True
+    try:
+        write_text(report_json, json.dumps(doc, indent=1) + "\n", "--report-json", force)
+    except InputError as e:
+        say(f"bottleneckd: error: {e}")
+        return False
+    return True

@@ -1,15 +1,53 @@
-"""Job commands: run, attach, demo."""
+"""Job commands: run, attach, demo. Every output is checked before the job starts; the job's exit
+code is passed through, even when the report cannot be written."""
 
 from __future__ import annotations
 
+import os
 import sys
-from pathlib import Path
+from typing import Any, Callable
 
 import click
 
-from bottleneckd.cli.common import Context, build, event_copier, retarget
-from bottleneckd.cli.report import html_recorder
+from bottleneckd.cli.common import Context, build, check_outputs, report_epilogue, retarget, say, start_trace
 from bottleneckd.model.errors import InputError
+
+
+def run_job(obj: Context, command: tuple[str, ...], inject: bool, interval: float, view: Callable[[Any], None] | None,
+            trace_path: str | None = None, bind: str | None = None, web_config: str | None = None, force: bool = False,
+            grace: float = 30.0, meta: dict[str, Any] | None = None,
+            sinks: dict[str, Callable[[Any], Any]] | None = None) -> tuple[Any, int, dict[str, Any]]:
+    """Start ``command`` under a sidecar and supervise it to the end: returns the sidecar, the
+    job's exit code and what the report adds about the run. Nothing is left in /tmp."""
+    from bottleneckd.outputs.metrics_server import serve_metrics, stop_metrics
+    from bottleneckd.runtime import job as jobrun
+    from bottleneckd.runtime.job_env import job_env, no_phases_note, run_directory, uninstrumented_reason
+
+    with run_directory() as run_dir:
+        sock = os.path.join(run_dir, "bottleneckd.sock")
+        side = build(obj, interval, None, (), sock)
+        for name, make in (sinks or {}).items():  # more sinks, made from the sidecar (the HTML report's recorder)
+            side.loop.add_sink(name, make(side))
+        writer = server = None
+        try:
+            if trace_path:
+                writer = start_trace(side, trace_path, {"command": list(command), **(meta or {})}, force, "--trace",
+                                     on_error=lambda msg: say(f"bottleneckd: error: {msg}"))
+            if bind:
+                server = serve_metrics(side, bind, web_config)
+            if inject and uninstrumented_reason(command):
+                say(f"bottleneckd: {uninstrumented_reason(command)}; the job runs without step phases")
+            job = jobrun.start_job(command, job_env(run_dir, sock, inject))
+            retarget(side, job.pid)
+            code = jobrun.supervise(side, job, view, grace, say)
+        finally:
+            if writer:
+                writer.close()
+            stop_metrics(server)
+            side.close()
+    extra: dict[str, Any] = {"instrumentation": {"injected": inject, "phase_messages": side.receiver.received,
+                                                 "note": None if side.steps_total else no_phases_note(command, inject)}}
+    return side, code, extra
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -19,60 +57,40 @@ from bottleneckd.model.errors import InputError
 @click.option("--report-json", type=click.Path(dir_okay=False), default=None, help="Write the JSON report here.")
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False), default=None, help="Also record a trace.")
 @click.option("--report-html", type=click.Path(dir_okay=False), default=None, help="Write the HTML report (plots, energy) here.")
-@click.option("--grid-intensity", type=click.FloatRange(0, 5000), default=None, help="gCO2/kWh for the HTML report's carbon figure.")
+@click.option("--grid-intensity", type=click.FloatRange(0, 5000), default=None, help="gCO2/kWh for the report's carbon figure.")
+@click.option("--force", is_flag=True, help="Replace an existing --trace, --report-json or --report-html file.")
 @click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True)
 @click.option("--bind", default=None, help="Also export Prometheus metrics on HOST:PORT.")
+@click.option("--web-config", type=click.Path(dir_okay=False), default=None, help="TLS, client certificates and basic auth for --bind.")
+@click.option("--grace", type=click.FloatRange(0, 3600), default=30.0, show_default=True,
+              help="Seconds a job asked to stop may take before SIGTERM, then SIGKILL.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.pass_obj
-def run(obj: Context, no_inject: bool, live: bool, quiet: bool, report_json: str | None, trace_path: str | None,
-        report_html: str | None, grid_intensity: float | None, interval: float, bind: str | None, command: tuple[str, ...]) -> None:
+def run(obj: Context, no_inject: bool, live: bool, quiet: bool, report_json: str | None, trace_path: str | None, report_html: str | None,
+        grid_intensity: float | None, force: bool, interval: float, bind: str | None, web_config: str | None, grace: float,
+        command: tuple[str, ...]) -> None:
     """Run CMD under the sidecar: bottleneckd run [options] -- python train.py ..."""
-    from bottleneckd.runtime import job as jobrun
-    from bottleneckd.runtime.sidecar import build_sidecar, job_paths
-    from bottleneckd.hardware.detect import detect_machine
     from bottleneckd.outputs.live import LiveView
-    from bottleneckd.outputs.report import build_report, render_text
-    from bottleneckd.outputs.trace import TraceWriter
+    from bottleneckd.outputs.metrics_server import load_web_config, parse_bind
 
-    catalog, profile = obj.catalog(), obj.profile()
-    if trace_path and Path(trace_path).exists():
-        raise InputError(f"{trace_path}: already exists; choose another --trace")
+    from bottleneckd.cli.report import html_recorder
+
+    check_outputs(force, report_json=report_json, trace=trace_path, report_html=report_html)
     recorder = html_recorder(report_html)
-    machine = detect_machine()
-    sock = jobrun.temp_socket()
-    side = build_sidecar(machine, catalog, profile, interval, None, job_paths(), socket_path=sock)
-    job = jobrun.start_job(command, jobrun.job_env(sock, not no_inject and jobrun.is_python_torch_job(command)))
-    retarget(side, job.pid)
-    writer = TraceWriter(trace_path, machine, side.peaks, interval, {"command": list(command)}) if trace_path else None
-    if writer:
-        side.loop.sinks.insert(0, writer)
-        side.loop.sinks.insert(1, event_copier(side, writer))
-    if recorder:
-        side.loop.sinks.append(recorder.attach(side.pipeline))  # after the pipeline: it reads each sample's snapshot
-    server = None
     if bind:
-        from bottleneckd.outputs.exporter import SnapshotCollector
-        from bottleneckd.outputs.exporter import serve as start
-
-        from bottleneckd.outputs.energy import EnergyCollector
-
-        server = start(SnapshotCollector(lambda: side.pipeline.latest, lambda: side.steps_total), bind, None, (EnergyCollector(side.energy),))
-    view = LiveView(live, quiet, peaks=side.peaks)
-    try:
-        code = jobrun.supervise(side, job, view)
-    finally:
-        if writer:
-            writer.close()
-        if server:
-            server.shutdown()
-    doc = build_report(side.pipeline)
-    doc["command"] = list(command)
-    doc["exit_code"] = code
+        parse_bind(bind)
+    if web_config:
+        if not bind:
+            raise InputError("--web-config: only used with --bind HOST:PORT; add --bind")
+        load_web_config(web_config)
+    obj.catalog(), obj.profile()
+    view = LiveView(live, quiet)
+    side, code, extra = run_job(obj, command, not no_inject, interval, view, trace_path, bind, web_config, force, grace,
+                                sinks={"html_report": lambda side: recorder.attach(side.pipeline, side.energy)} if recorder else None)
+    extra["energy"] = side.energy.account().to_json(grid_intensity)
+    report_epilogue(side.pipeline, {"command": list(command), "exit_code": code, **extra}, report_json, force)
     if recorder:
-        recorder.finish(doc, report_html, side.peaks, list(side.receiver.events) if side.receiver else [], grid_intensity)
-    click.echo("\n=== bottleneckd report ===\n" + render_text(doc), err=True)
-    if report_json:
-        jobrun.write_json(report_json, doc)
+        recorder.write_report(report_html, extra, side.peaks, side.events(), grid_intensity, force)
     sys.exit(code)
 
 
@@ -80,49 +98,46 @@ def run(obj: Context, no_inject: bool, live: bool, quiet: bool, report_json: str
 @click.option("--pid", type=int, required=True, help="The training job's main process.")
 @click.option("--duration", type=click.FloatRange(0, None, min_open=True), default=None, help="Stop after this many seconds (default: until the job exits).")
 @click.option("--report-json", type=click.Path(dir_okay=False), default=None)
+@click.option("--force", is_flag=True, help="Replace an existing --report-json file.")
 @click.option("--rate", type=click.FloatRange(0.1, 20), default=2.0, show_default=True, help="py-spy stack samples per second.")
 @click.option("--no-stacks", is_flag=True, help="Do not sample stacks (no ptrace needed).")
 @click.option("--live", is_flag=True)
 @click.option("--quiet", is_flag=True)
 @click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True)
+@click.option("--socket", "socket_path", default=None, help="Channel a hooked job sends step phases to.")
 @click.pass_obj
-def attach(obj: Context, pid: int, duration: float | None, report_json: str | None, rate: float, no_stacks: bool, live: bool,
-           quiet: bool, interval: float) -> None:
+def attach(obj: Context, pid: int, duration: float | None, report_json: str | None, force: bool, rate: float, no_stacks: bool,
+           live: bool, quiet: bool, interval: float, socket_path: str | None) -> None:
     """Diagnose a job that is already running (py-spy stacks, non-blocking)."""
     import psutil
 
     from bottleneckd.outputs.live import LiveView
-    from bottleneckd.outputs.report import build_report, render_text
     from bottleneckd.runtime.foreground import run_foreground
     from bottleneckd.samplers.stacks import StackSampler
 
-    side = build(obj, interval, pid, (), None)
+    check_outputs(force, report_json=report_json)
+    side = build(obj, interval, pid, (), socket_path)
     stacks = None
-    if not no_stacks:
-        stacks = StackSampler(pid, rate)
-        why = stacks.check()
-        if why:
-            click.echo(f"bottleneckd: {why}", err=True)
-            stacks = None
-        else:
-            side.phase_sources.append(stacks.drain)
-            stacks.start()
-    via = " with py-spy stacks" + (f" of pid {stacks.target} (the process that trains)" if stacks and stacks.target != pid else "") if stacks else ""
-    click.echo(f"bottleneckd: attached to pid {pid}{via}", err=True)
     try:
+        if not no_stacks:
+            stacks = StackSampler(pid, rate)
+            why = stacks.check()
+            if why:
+                say(f"bottleneckd: {why}")
+                stacks = None
+            else:
+                side.phase_sources.append(stacks.drain)
+                stacks.start()
+        via = " with py-spy stacks" + (f" of pid {stacks.target} (the process that trains)" if stacks and stacks.target != pid else "") if stacks else ""
+        say(f"bottleneckd: attached to pid {pid}{via}")
         run_foreground(side, duration, LiveView(live, quiet, peaks=side.peaks), stop_when=lambda: not psutil.pid_exists(pid) or
                        psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
     finally:
         if stacks:
             stacks.stop()
-    doc = build_report(side.pipeline)
-    doc["pid"] = pid
-    doc["stack_samples"] = stacks.samples_total if stacks else 0
-    click.echo("\n=== bottleneckd report ===\n" + render_text(doc), err=True)
-    if report_json:
-        from bottleneckd.runtime.job import write_json
-
-        write_json(report_json, doc)
+        side.close()
+    if not report_epilogue(side.pipeline, {"pid": pid, "stack_samples": stacks.samples_total if stacks else 0}, report_json, force):
+        sys.exit(2)
 
 
 @click.command()
@@ -130,31 +145,21 @@ def attach(obj: Context, pid: int, duration: float | None, report_json: str | No
 @click.option("--workers", type=click.IntRange(0, 64), default=1, show_default=True)
 @click.option("--interval", type=click.FloatRange(0.1, 10), default=1.0, show_default=True)
 @click.option("--report-json", type=click.Path(dir_okay=False), default=None, help="Write the JSON report here.")
+@click.option("--force", is_flag=True, help="Replace an existing --report-json file.")
 @click.pass_obj
-def demo(obj: Context, epochs: int, workers: int, interval: float, report_json: str | None) -> None:
+def demo(obj: Context, epochs: int, workers: int, interval: float, report_json: str | None, force: bool) -> None:
     """Run the built-in CPU training job under the sidecar and diagnose it live (no GPU needed)."""
     import importlib.util
 
-    from bottleneckd.runtime import job as jobrun
-    from bottleneckd.outputs.report import build_report, render_text
-    from bottleneckd.runtime.foreground import live_line
+    from bottleneckd.outputs.live import live_line
 
     if importlib.util.find_spec("torch") is None:
         raise InputError("the demo job needs torch: pip install 'bottleneckd[torch]' (CPU build: pip install torch==2.13.0)")
-    sock = jobrun.temp_socket()
-    side = build(obj, interval, None, (), sock)
+    check_outputs(force, report_json=report_json)
+    say("bottleneckd: diagnosing the demo job live; Ctrl-C stops both")
     # the demo calls bottleneckd.torch.watch itself: nothing to inject
-    job = jobrun.start_job((sys.executable, "-m", "bottleneckd.torch.demo", "--epochs", str(epochs), "--workers", str(workers)),
-                           jobrun.job_env(sock, inject=False))
-    retarget(side, job.pid)
-    click.echo(f"bottleneckd: diagnosing the demo job (pid {job.pid}) live; Ctrl-C stops both", err=True)
-    code = jobrun.supervise(side, job, lambda snap: click.echo(live_line(snap), err=True))
-    doc = build_report(side.pipeline)
-    click.echo("\n=== bottleneckd report (whole run) ===")
-    click.echo(render_text(doc))
-    if report_json:
-        jobrun.write_json(report_json, doc)
+    command = (sys.executable, "-m", "bottleneckd.torch.demo", "--epochs", str(epochs), "--workers", str(workers))
+    side, code, _extra = run_job(obj, command, False, interval, lambda snap: say(live_line(snap)))
+    report_epilogue(side.pipeline, {}, report_json, force, title="bottleneckd report (whole run)", to_stdout=True)
     if code:
         sys.exit(code)
-
-

@@ -2,39 +2,40 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
-from bottleneckd.cli.common import (
-    Context,
-    build,
-    emit_json,
-    event_copier,
-    sidecar_options,
-)
+from bottleneckd.cli.common import Context, build, check_outputs, emit_json, say, sidecar_options, start_trace
 from bottleneckd.model.errors import InputError
 
 
 @click.command()
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Trace file to write (JSON lines).")
-@click.option("--force", is_flag=True, help="Overwrite an existing trace.")
+@click.option("--force", is_flag=True, help="Replace an existing trace (it is replaced when recording ends).")
 @click.option("--quiet", is_flag=True, help="No live line.")
 @sidecar_options
 @click.pass_obj
 def record(obj: Context, output: str, force: bool, quiet: bool, interval: float, pid: int | None, disabled: tuple[str, ...],
            duration: float | None, socket_path: str | None) -> None:
     """Sample this machine (and the hook's step phases) into a trace until Ctrl-C or --duration."""
-    from bottleneckd.runtime.foreground import live_line, run_foreground
-    from bottleneckd.outputs.trace import TraceWriter
+    from bottleneckd.outputs.live import live_line
+    from bottleneckd.runtime.foreground import run_foreground
 
+    check_outputs(force, output=output)
     side = build(obj, interval, pid, disabled, socket_path)
-    writer = TraceWriter(output, side.machine, side.peaks, interval, {"pid": pid}, overwrite=force)
-    side.loop.sinks.insert(0, writer)
-    side.loop.sinks.insert(1, event_copier(side, writer))
     try:
-        run_foreground(side, duration, None if quiet else lambda snap: click.echo(live_line(snap), err=True))
+        writer = start_trace(side, output, {"pid": pid}, force, "-o", on_error=lambda _msg: side.loop.stop())
+    except BaseException:
+        side.close()
+        raise
+    try:
+        run_foreground(side, duration, None if quiet else lambda snap: say(live_line(snap)))
     finally:
         writer.close()
-    click.echo(f"wrote {side.pipeline.samples} samples to {output}", err=True)
+    if writer.failed:
+        raise InputError(writer.failed)
+    say(f"wrote {side.pipeline.samples} samples to {output}")
 
 
 @click.command()
@@ -45,8 +46,8 @@ def record(obj: Context, output: str, force: bool, quiet: bool, interval: float,
 @click.pass_obj
 def analyze(obj: Context, trace: str, fmt: str, window: int, timeline: bool) -> None:
     """Run a recorded trace through the same pipeline that live samples take."""
-    from bottleneckd.model.errors import TraceError
     from bottleneckd.diagnosis.pipeline import Pipeline
+    from bottleneckd.model.errors import TraceError
     from bottleneckd.outputs.report import build_report, render_markdown, render_text
     from bottleneckd.outputs.trace import read_trace
 
@@ -57,7 +58,7 @@ def analyze(obj: Context, trace: str, fmt: str, window: int, timeline: bool) -> 
         for s in samples:
             snap = pipeline(s)
             if timeline:
-                click.echo(f"{s.t:.1f} {snap.verdict.resource} {snap.verdict.confidence:.2f}", err=True)
+                say(f"{s.t:.1f} {snap.verdict.resource} {snap.verdict.confidence:.2f}")
     except TraceError as e:
         error = e
     doc = build_report(pipeline)
@@ -74,7 +75,7 @@ def analyze(obj: Context, trace: str, fmt: str, window: int, timeline: bool) -> 
 
 @click.command()
 @click.option("--bind", default="127.0.0.1:9400", show_default=True, help="HOST:PORT for the exporter.")
-@click.option("--web-config", type=click.Path(dir_okay=False), default=None, help="TLS and basic auth (Prometheus web config format).")
+@click.option("--web-config", type=click.Path(dir_okay=False), default=None, help="TLS, client certificates and basic auth (Prometheus web config format).")
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False), default=None, help="Serve a recorded trace, replayed at its own pace, instead of live samples.")
 @click.option("--quiet", is_flag=True)
 @sidecar_options
@@ -82,61 +83,86 @@ def analyze(obj: Context, trace: str, fmt: str, window: int, timeline: bool) -> 
 def serve(obj: Context, bind: str, web_config: str | None, trace_path: str | None, quiet: bool, interval: float, pid: int | None,
           disabled: tuple[str, ...], duration: float | None, socket_path: str | None) -> None:
     """Prometheus exporter: the latest sample and diagnosis on HOST:PORT/metrics."""
-    from bottleneckd.outputs.energy import EnergyCollector
-    from bottleneckd.outputs.exporter import SnapshotCollector
-    from bottleneckd.outputs.exporter import serve as start
-    from bottleneckd.runtime.foreground import live_line, run_foreground
+    from bottleneckd.outputs.live import live_line
+    from bottleneckd.outputs.metrics_server import load_web_config, parse_bind, serve_metrics, stop_metrics
+    from bottleneckd.runtime.foreground import run_foreground
 
+    parse_bind(bind)
+    if web_config:
+        load_web_config(web_config)
     if trace_path:
-        replay(trace_path, bind, web_config, duration, quiet)
+        replay(trace_path, bind, web_config, duration)
         return
     side = build(obj, interval, pid, disabled, socket_path)
-    server = start(SnapshotCollector(lambda: side.pipeline.latest, lambda: side.steps_total,
-                                     lambda: list(side.receiver.events) if side.receiver else []), bind, web_config,
-                   (EnergyCollector(side.energy),))
-    click.echo(f"bottleneckd: serving metrics on http://{bind}/metrics", err=True)
     try:
-        run_foreground(side, duration, None if quiet else lambda snap: click.echo(live_line(snap), err=True))
+        server = serve_metrics(side, bind, web_config)
+    except BaseException:
+        side.close()
+        raise
+    say(f"bottleneckd: serving metrics on http{'s' if server.ssl_context else ''}://{bind}/metrics")
+    try:
+        run_foreground(side, duration, None if quiet else lambda snap: say(live_line(snap)))
     finally:
-        server.shutdown()
+        stop_metrics(server)
 
 
-def replay(trace_path: str, bind: str, web_config: str | None, duration: float | None, quiet: bool) -> None:
-    import time as _time
+class TraceReplay:
+    """A recorded trace served as if live (outputs.metrics_server.MetricsSource): samples at the
+    trace's pace, events shown once their time has come, with their times moved to now."""
 
-    from bottleneckd.outputs.exporter import SnapshotCollector
-    from bottleneckd.outputs.exporter import serve as start
-    from bottleneckd.diagnosis.pipeline import Pipeline
-    from bottleneckd.outputs.trace import read_events, read_trace
+    def __init__(self, trace_path: str) -> None:
+        from bottleneckd.diagnosis.pipeline import Pipeline
+        from bottleneckd.outputs.trace import read_events, read_trace
 
-    header, samples = read_trace(trace_path)
-    items = list(samples)
-    if not items:
-        raise InputError(f"{trace_path}: the trace holds no samples")
-    events = read_events(trace_path)
-    pipeline = Pipeline(header.peaks)
-    steps = [0]
-    shown: list[dict] = []  # events up to the sample being served, with their times moved to now
-    server = start(SnapshotCollector(lambda: pipeline.latest, lambda: steps[0], lambda: shown), bind, web_config)
-    click.echo(f"bottleneckd: replaying {len(items)} samples of {trace_path} on http://{bind}/metrics", err=True)
-    t0 = _time.monotonic()
+        header, samples = read_trace(trace_path)
+        self.interval = header.interval
+        self.items = list(samples)
+        if not self.items:
+            raise InputError(f"{trace_path}: the trace holds no samples")
+        self.pending = read_events(trace_path)
+        self.pipeline = Pipeline(header.peaks)
+        self.steps_total = 0
+        self.shown: list[dict[str, Any]] = []
+
+    def latest(self):  # noqa: ANN201
+        return self.pipeline.latest
+
+    def steps(self) -> int:
+        return self.steps_total
+
+    def events(self) -> list[dict[str, Any]]:
+        return list(self.shown)
+
+    def advance(self, k: int) -> None:
+        import time
+
+        s = self.items[k % len(self.items)]
+        self.pipeline(s)
+        for e in self.pending:
+            if self.items[0].t <= e["t"] <= s.t and not any(x["name"] == e.get("name") for x in self.shown):
+                self.shown.append({"event": e.get("kind", ""), "name": e.get("name", ""), "t": time.time(),
+                                   "changes_semantics": e.get("changes_semantics", False)})
+        self.steps_total += s.phases.steps if s.phases else 0
+
+
+def replay(trace_path: str, bind: str, web_config: str | None, duration: float | None) -> None:
+    import time
+
+    from bottleneckd.outputs.metrics_server import serve_metrics, stop_metrics
+
+    source = TraceReplay(trace_path)
+    server = serve_metrics(source, bind, web_config)
+    say(f"bottleneckd: replaying {len(source.items)} samples of {trace_path} on http://{bind}/metrics")
+    t0 = time.monotonic()
     try:
         k = 0
-        while duration is None or _time.monotonic() - t0 < duration:
-            s = items[k % len(items)]
-            pipeline(s)
-            for e in events:
-                if items[0].t <= e["t"] <= s.t and not any(x["name"] == e.get("name") for x in shown):
-                    shown.append({"event": e.get("kind", ""), "name": e.get("name", ""), "t": _time.time(),
-                                  "changes_semantics": e.get("changes_semantics", False)})
-            steps[0] += s.phases.steps if s.phases else 0
+        while duration is None or time.monotonic() - t0 < duration:
+            source.advance(k)
             k += 1
-            _time.sleep(min(header.interval, 1.0))
-            if duration is None and k >= len(items):
+            time.sleep(min(source.interval, 1.0))
+            if duration is None and k >= len(source.items):
                 break
     except KeyboardInterrupt:
         pass
     finally:
-        server.shutdown()
-
-
+        stop_metrics(server)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +22,8 @@ class TraceError(InputError):
 
 
 def read_json(path: Path, what: str, fix: str) -> Any:
-    """A JSON file's contents, or one InputError naming the file (and line) and saying ``fix``."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"{path}: cannot read the {what} ({e.strerror or e}); {fix}") from e
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as e:
-        raise InputError(f"{path}:{e.lineno}: the {what} is not valid JSON ({e.msg}); {fix}") from e
+    """A JSON file's contents, or one InputError naming the file (and line) and saying ``fix``.
+    Only a regular file of bounded size is read; NaN, infinities and 1e400 are refused."""
+    from bottleneckd.model.files import read_json_file
+
+    return read_json_file(str(path), what, fix)

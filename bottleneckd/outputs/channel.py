@@ -27,6 +27,19 @@ def default_socket_path() -> str:
     return os.environ.get("BOTTLENECKD_SOCKET") or os.path.join(base, "bottleneckd.sock")
 
 
+class EventLog(deque):
+    """A bounded deque of events that counts every append: position ``appended - len`` is the
+    sequence number of its oldest entry, so a reader can ask what came after one it has seen."""
+
+    def __init__(self, maxlen: int) -> None:
+        super().__init__(maxlen=maxlen)
+        self.appended = 0
+
+    def append(self, item: Any) -> None:
+        super().append(item)
+        self.appended += 1
+
+
 class PhaseSender:
     """Used by the hook. Lossy by design."""
 
@@ -73,7 +86,7 @@ class PhaseReceiver:
         self._facts: dict[str, Any] = {}
         self.received = 0
         self.rejected = 0
-        self.events: deque[dict[str, Any]] = deque(maxlen=256)
+        self.events: EventLog = EventLog(maxlen=256)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="bottleneckd-channel", daemon=True)
 
@@ -116,6 +129,14 @@ class PhaseReceiver:
             for k, v in phases.items():
                 self._phases[k] = self._phases.get(k, 0.0) + v
             self._facts.update(facts)
+
+    def events_since(self, seq: int) -> tuple[list[Any], int, int]:
+        """Events after sequence number ``seq`` (0: from the start), the number to pass next
+        time, and how many were lost in between because the log was full."""
+        with self._lock:
+            first = self.events.appended - len(self.events)
+            new = list(self.events)[max(0, seq - first):]
+            return new, self.events.appended, max(0, first - seq)
 
     def drain(self) -> StepPhases | None:
         with self._lock:

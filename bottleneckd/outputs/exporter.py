@@ -3,20 +3,15 @@ never touches hardware). Base units, low cardinality; unknown figures are absent
 
 from __future__ import annotations
 
-import base64
 import logging
-import ssl
-import threading
+import math
 from typing import Any, Callable, Iterator
-from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from prometheus_client import make_wsgi_app
-from prometheus_client.core import CollectorRegistry, CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from bottleneckd.model.errors import InputError
 from bottleneckd.diagnosis.pipeline import Snapshot
-from bottleneckd.model.resources import PHASES, RESOURCES, STAGES
+from bottleneckd.model.resources import PHASES, RESOURCES, STAGES, UNDETERMINED
 
 log = logging.getLogger(__name__)
 
@@ -30,6 +25,10 @@ def _name(metric: str) -> str:
     return "".join(c if c.isalnum() else "_" for c in metric)
 
 
+def exportable(value: float) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(value) and value >= 0
+
+
 class SnapshotCollector(Collector):
     def __init__(self, latest: Callable[[], Snapshot | None], steps_total: Callable[[], int] = lambda: 0,
                  events: Callable[[], list[dict[str, Any]]] = lambda: []) -> None:
@@ -38,6 +37,13 @@ class SnapshotCollector(Collector):
         self._events = events
 
     def collect(self) -> Iterator[Metric]:
+        """Every family, without the values no series may hold: NaN, infinities and negatives
+        (nothing exported here can be below zero; such a value came from a bad sender)."""
+        for fam in self._families():
+            fam.samples = [x for x in fam.samples if exportable(x.value)]
+            yield fam
+
+    def _families(self) -> Iterator[Metric]:
         snap = self._latest()
         if snap is None:
             return
@@ -58,9 +64,8 @@ class SnapshotCollector(Collector):
                 fam.add_metric([r.resource, r.device], r.value * mul)
             elif r.metric == "up" and r.resource == "gpu_compute":
                 gpu_up.add_metric([r.device], r.value)
-            elif r.metric == "energy":  # a counter, not a gauge; CPU and DRAM energy: outputs/energy.py's collector
-                if r.resource == "gpu_compute":
-                    energy.add_metric([r.device], r.value)
+            elif r.metric == "energy":
+                energy.add_metric([r.device], r.value)  # a counter, not a gauge
             elif r.unit in SUFFIX:
                 base, _, detail = r.metric.partition(":")
                 suffix, mul = SUFFIX[r.unit]
@@ -78,7 +83,7 @@ class SnapshotCollector(Collector):
         yield energy
         v = snap.verdict
         active = GaugeMetricFamily("bottleneckd_bottleneck_active", "1 for the active bottleneck, 0 for the others", labels=["resource"])
-        for res in RESOURCES + ("undetermined",):
+        for res in RESOURCES + (UNDETERMINED,):
             active.add_metric([res], 1.0 if v.resource == res else 0.0)
         yield active
         stage = GaugeMetricFamily("bottleneckd_bottleneck_stage", "1 for the stage of the step where the active bottleneck shows", labels=["stage"])
@@ -114,84 +119,3 @@ class SnapshotCollector(Collector):
             dur.add_metric([st.name], st.seconds)
         yield up
         yield dur
-
-
-def load_web_config(path: str) -> dict[str, Any]:
-    """Prometheus exporter-toolkit web config: tls_server_config.cert_file/key_file and
-    basic_auth_users (bcrypt hashes)."""
-    import yaml  # noqa: PLC0415
-
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = yaml.safe_load(f) or {}
-    except OSError as e:
-        raise InputError(f"{path}: cannot read the web config ({e.strerror or e})") from e
-    except yaml.YAMLError as e:
-        raise InputError(f"{path}: not valid YAML ({str(e).splitlines()[0]})") from e
-    if not isinstance(doc, dict):
-        raise InputError(f"{path}: expected a mapping with tls_server_config and/or basic_auth_users")
-    tls = doc.get("tls_server_config")
-    if tls is not None and not (isinstance(tls, dict) and tls.get("cert_file") and tls.get("key_file")):
-        raise InputError(f"{path}: tls_server_config: needs cert_file and key_file")
-    users = doc.get("basic_auth_users")
-    if users is not None:
-        if not isinstance(users, dict) or not all(isinstance(v, str) and v.startswith("$2") for v in users.values()):
-            raise InputError(f"{path}: basic_auth_users: expected user: bcrypt-hash pairs (htpasswd -nBC 10 USER)")
-        try:
-            import bcrypt  # noqa: F401, PLC0415
-        except ImportError as e:
-            raise InputError(f"{path}: basic_auth_users needs the bcrypt package: pip install bcrypt") from e
-    return doc
-
-
-def _auth_app(app: Callable, users: dict[str, str]) -> Callable:
-    import bcrypt  # noqa: PLC0415
-
-    def wrapped(environ: dict, start_response: Callable) -> Any:
-        header = environ.get("HTTP_AUTHORIZATION", "")
-        if header.startswith("Basic "):
-            try:
-                user, _, pw = base64.b64decode(header[6:]).decode().partition(":")
-                h = users.get(user)
-                if h and bcrypt.checkpw(pw.encode(), h.encode()):
-                    return app(environ, start_response)
-            except (ValueError, UnicodeDecodeError):
-                pass
-        start_response("401 Unauthorized", [("WWW-Authenticate", 'Basic realm="bottleneckd"'), ("Content-Type", "text/plain")])
-        return [b"unauthorized\n"]
-
-    return wrapped
-
-
-class _Quiet(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-        pass
-
-
-def serve(collector: Collector, bind: str, web_config: str | None = None, extra: tuple[Collector, ...] = ()) -> WSGIServer:
-    """Start the exporter on ``host:port`` in a daemon thread; returns the server."""
-    host, _, port = bind.rpartition(":")
-    if not host or not port.isdigit():
-        raise InputError(f"--bind {bind!r}: expected HOST:PORT, e.g. 127.0.0.1:9400")
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(collector)
-    for c in extra:
-        registry.register(c)
-    app = make_wsgi_app(registry)
-    cfg = load_web_config(web_config) if web_config else {}
-    if cfg.get("basic_auth_users"):
-        app = _auth_app(app, cfg["basic_auth_users"])
-    try:
-        server = make_server(host.strip("[]"), int(port), app, handler_class=_Quiet)
-    except OSError as e:
-        raise InputError(f"--bind {bind}: cannot listen ({e.strerror or e}); choose another port") from e
-    tls = cfg.get("tls_server_config")
-    if tls:
-        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        try:
-            ctx.load_cert_chain(tls["cert_file"], tls["key_file"])
-        except (OSError, ssl.SSLError) as e:
-            raise InputError(f"{web_config}: tls_server_config: cannot load the certificate or key ({e})") from e
-        server.socket = ctx.wrap_socket(server.socket, server_side=True)
-    threading.Thread(target=server.serve_forever, name="bottleneckd-exporter", daemon=True).start()
-    return server

@@ -9,13 +9,10 @@ trace is replayed through the same Pipeline); ``render`` turns it and the JSON r
 from __future__ import annotations
 
 import html
-import os
-import tempfile
 import time
 from typing import Any
 
 from bottleneckd.diagnosis.pipeline import Pipeline
-from bottleneckd.model.errors import InputError
 from bottleneckd.model.sample import Sample
 from bottleneckd.model.units import fmt_value
 from bottleneckd.outputs import html_figures as figs
@@ -31,27 +28,39 @@ table{border-collapse:collapse;width:100%;font-size:.9em}td,th{border:1px solid 
 
 
 class Recorder:
-    """A loop sink: the timeline and the energy meter of one run, read by ``render``."""
+    """A loop sink: the timeline of one run (and its energy meter), read by ``render``."""
 
     def __init__(self) -> None:
         self.pipeline: Pipeline | None = None
         self.timeline = Timeline()
         self.energy = EnergyMeter()
+        self._feed_energy = True
 
-    def attach(self, pipeline: Pipeline) -> "Recorder":
-        """Read each sample's snapshot from ``pipeline`` (which must see the sample first)."""
+    def attach(self, pipeline: Pipeline, energy: EnergyMeter | None = None) -> "Recorder":
+        """Read each sample's snapshot from ``pipeline`` (which must see the sample first); with
+        ``energy``, that meter (fed elsewhere, e.g. the sidecar's) instead of one of its own."""
         self.pipeline = pipeline
+        if energy is not None:
+            self.energy, self._feed_energy = energy, False
         return self
 
     def __call__(self, sample: Sample) -> None:
         self.timeline.add(sample, self.pipeline.latest if self.pipeline else None)
-        self.energy(sample)
+        if self._feed_energy:
+            self.energy(sample)
 
-    def finish(self, doc: dict[str, Any], path: str, peaks: PeakTable, events: list[dict[str, Any]],
-               grams_per_kwh: float | None = None, title: str = "bottleneckd report", overwrite: bool = False) -> None:
-        """Energy into the JSON report, and the page written to ``path``."""
-        doc["energy"] = self.energy.account().to_json(grams_per_kwh)
-        write(path, render(doc, self, peaks, events, grams_per_kwh, title), overwrite)
+    def write_report(self, path: str, extra: dict[str, Any], peaks: PeakTable, events: list[dict[str, Any]],
+                     grams_per_kwh: float | None = None, force: bool = False, title: str = "bottleneckd report",
+                     what: str = "--report-html") -> dict[str, Any]:
+        """The page written to ``path`` (atomically; an existing file only with ``force``); returns the JSON report it shows."""
+        from bottleneckd.model.files import write_text
+        from bottleneckd.outputs.report import build_report
+
+        assert self.pipeline is not None, "attach() first"
+        doc = {**build_report(self.pipeline), **extra}
+        doc.setdefault("energy", self.energy.account().to_json(grams_per_kwh))
+        write_text(path, render(doc, self, peaks, events, grams_per_kwh, title), what, force)
+        return doc
 
 
 def _e(x: Any) -> str:
@@ -144,27 +153,6 @@ def render(doc: dict[str, Any], rec: Recorder, peaks: PeakTable, events: list[di
             for u in doc["utilization"]) + "</table>")
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title><style>{CSS}</style>'
             f'<script type="text/javascript">{get_plotlyjs()}</script></head><body>{"".join(body)}</body></html>')
-
-
-def write(path: str, text: str, overwrite: bool = False) -> None:
-    """Written whole or not at all (a temp file renamed into place); an existing file is kept unless ``overwrite``."""
-    if os.path.exists(path) and not overwrite:
-        raise InputError(f"{path}: already exists; choose another path or pass --force")
-    d = os.path.dirname(os.path.abspath(path))
-    if not os.path.isdir(d):
-        raise InputError(f"{path}: directory {d} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".bottleneckd-report-", suffix=".html")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # as any file the user writes (mkstemp makes it 0600)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def energy_summary(a: EnergyAccount) -> str:

@@ -8,9 +8,8 @@ from typing import TextIO
 
 from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.diagnosis.pipeline import Snapshot
-from bottleneckd.model.resources import PHASES, RESOURCES
-from bottleneckd.runtime.foreground import live_line
-from bottleneckd.model.units import fmt_seconds
+from bottleneckd.model.resources import PHASES, RESOURCES, UNDETERMINED
+from bottleneckd.model.units import fmt_seconds, fmt_value
 
 CLEAR = "\x1b[H\x1b[2J"
 
@@ -27,6 +26,18 @@ def unknown_reasons(peaks: PeakTable | None) -> dict[str, str]:
         if p.value is None:
             out.setdefault(p.resource, p.source)
     return out
+
+
+def live_line(snap: Snapshot) -> str:
+    """One line: the verdict, the step time, the four busiest resources."""
+    v = snap.verdict
+    utils = sorted(((r.resource, r.device, r.value) for r in snap.sample.readings if r.metric == "utilization" and r.value is not None),
+                   key=lambda x: -x[2])[:4]
+    u = ", ".join(f"{r}[{d}] {x:.0%}" for r, d, x in utils)
+    ph = snap.stats.phases
+    steps = f"; {ph.steps} steps, {fmt_value(ph.wall_seconds / ph.steps, 's')}/step" if ph and ph.steps else ""
+    what = v.resource if v.resource != UNDETERMINED else f"{UNDETERMINED} ({v.reason.split(':')[0]})"
+    return f"[bottleneckd] {what} (confidence {v.confidence:.0%}){steps}; {u}"
 
 
 def render_screen(snap: Snapshot, width: int = 100, reasons: dict[str, str] | None = None) -> str:
@@ -52,7 +63,7 @@ def render_screen(snap: Snapshot, width: int = 100, reasons: dict[str, str] | No
         lines.append("step phases: none reported (no torch hook, or no steps in the window)")
     v = snap.verdict
     lines.append("")
-    if v.resource == "undetermined":
+    if v.resource == UNDETERMINED:
         lines.append(f"verdict: undetermined — {v.reason}")
     else:
         lines.append(f"verdict: {v.resource} (stage {v.stage}, confidence {v.confidence:.0%})")

@@ -8,6 +8,7 @@ from typing import Any
 from bottleneckd.diagnosis.verdict import Verdict
 from bottleneckd.diagnosis.pipeline import Pipeline
 from bottleneckd.advice.recommend import recommend, skipped
+from bottleneckd.model.resources import UNDETERMINED
 from bottleneckd.model.units import fmt_value
 
 SCHEMA = "bottleneckd.report/1"
@@ -18,7 +19,7 @@ def build_report(p: Pipeline, verdict: Verdict | None = None) -> dict[str, Any]:
     snap = p.latest
     doc: dict[str, Any] = {"schema": SCHEMA, "created": time.time(), "samples": p.samples}
     if v is None or snap is None:
-        doc["verdict"] = {"resource": "undetermined", "stage": "other", "confidence": 0.0, "evidence": [], "headroom": None,
+        doc["verdict"] = {"resource": UNDETERMINED, "stage": "other", "confidence": 0.0, "evidence": [], "headroom": None,
                           "reason": "no samples"}
         doc["recommendations"] = []
         return doc
@@ -49,13 +50,13 @@ def _headroom_text(h: float | None, doc: dict[str, Any] | None = None) -> str:
 def render_text(doc: dict[str, Any], top: int = 5) -> str:
     v = doc["verdict"]
     lines = []
-    if v["resource"] == "undetermined":
+    if v["resource"] == UNDETERMINED:
         lines.append(f"bottleneck: undetermined — {v.get('reason', '')}")
     else:
         lines.append(f"bottleneck: {v['resource']} (stage: {v['stage']}, confidence {v['confidence']:.0%})")
     for e in v.get("evidence", []):
         lines.append(f"  evidence: {e}")
-    if v["resource"] != "undetermined":
+    if v["resource"] != UNDETERMINED:
         lines.append(f"  headroom: {_headroom_text(v.get('headroom'), doc)}")
     if v.get("secondary"):
         lines.append("  secondary pressures: " + ", ".join(f"{s['resource']} ({s['score']:.2f})" for s in v["secondary"]))
@@ -72,17 +73,20 @@ def render_text(doc: dict[str, Any], top: int = 5) -> str:
             lines.append(f"     {r['taxonomy_path']}: {cites}; {r['why']}")
     for s in doc.get("already_in_effect", []):
         lines.append(f"  skipped {s['id']}: already in effect ({s['because']})")
+    note = (doc.get("instrumentation") or {}).get("note")
+    if note:
+        lines.append(f"instrumentation: {note}")
     return "\n".join(lines)
 
 
 def render_markdown(doc: dict[str, Any]) -> str:
     v = doc["verdict"]
-    out = [f"### Bottleneck: `{v['resource']}`" + (f" (stage `{v['stage']}`, confidence {v['confidence']:.0%})" if v["resource"] != "undetermined" else "")]
+    out = [f"### Bottleneck: `{v['resource']}`" + (f" (stage `{v['stage']}`, confidence {v['confidence']:.0%})" if v["resource"] != UNDETERMINED else "")]
     if v.get("reason"):
         out.append(f"_{v['reason']}_")
     out.append("")
     out += [f"- {e}" for e in v.get("evidence", [])]
-    if v["resource"] != "undetermined":
+    if v["resource"] != UNDETERMINED:
         out.append(f"- Headroom: {_headroom_text(v.get('headroom'), doc)}")
     if doc.get("recommendations"):
         out += ["", "| # | mitigation | taxonomy | cites | changes semantics | hook |", "|---|---|---|---|---|---|"]

@@ -7,14 +7,16 @@ the good part of a damaged trace and then raises TraceError naming the first bad
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import time
 from dataclasses import dataclass
-from typing import IO, Any, Iterator
+from typing import IO, Any, Callable, Iterator
 
 from bottleneckd.hardware.detect.machine import Machine
 from bottleneckd.model.errors import InputError, TraceError
+from bottleneckd.model.files import MAX_LINE_BYTES, create_stream, json_problem, loads_strict, open_regular
 from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.model.sample import Sample
 
@@ -33,18 +35,39 @@ class TraceHeader:
 
 
 class TraceWriter:
+    """A sink writing one line per sample, flushed as written. A write that fails (disk full, the
+    file-size limit) ends recording with one message to ``on_error``; later samples are ignored."""
+
     def __init__(self, path: str, machine: Machine, peaks: PeakTable, interval: float, meta: dict[str, Any] | None = None,
-                 overwrite: bool = False) -> None:
-        if os.path.exists(path) and not overwrite:
-            raise InputError(f"{path}: already exists; choose another -o or pass --force to overwrite")
+                 overwrite: bool = False, what: str = "trace", on_error: Callable[[str], None] | None = None) -> None:
         self.path = path
-        self._f: IO[str] = open(path, "w", encoding="utf-8")
+        self.what = what
+        self.failed: str | None = None
+        self._on_error = on_error
+        self._f, self._tmp = create_stream(path, what, overwrite)
         self._write({"type": "header", "format": FORMAT, "version": VERSION, "created": time.time(), "interval": interval,
                      "machine": machine.to_json(), "peaks": peaks.to_json(), "meta": meta or {}})
 
     def _write(self, doc: dict[str, Any]) -> None:
-        self._f.write(json.dumps(doc, separators=(",", ":")) + "\n")
-        self._f.flush()
+        if self.failed:
+            return
+        try:
+            self._f.write(json.dumps(doc, separators=(",", ":")) + "\n")
+            self._f.flush()
+        except OSError as e:
+            self._fail(e)
+
+    def _fail(self, e: OSError) -> None:
+        why = "the file-size limit (ulimit -f) is reached" if e.errno == errno.EFBIG else (e.strerror or str(e))
+        self.failed = f"{self.what} {self.path}: recording stopped: {why}; the lines written so far are kept"
+        try:
+            self._f.close()
+        except OSError:
+            pass
+        if self._on_error is not None:
+            self._on_error(self.failed)
+        else:
+            raise InputError(self.failed) from e
 
     def __call__(self, sample: Sample) -> None:
         self._write(sample.to_json())
@@ -54,14 +77,20 @@ class TraceWriter:
 
     def close(self) -> None:
         if not self._f.closed:
-            self._f.close()
+            try:
+                self._f.close()
+            except OSError as e:
+                self._fail(e)
+        if self._tmp is not None:  # --force onto an existing trace: it is replaced only now, whole
+            os.replace(self._tmp, self.path)
+            self._tmp = None
 
 
 def read_header(path: str, line: str) -> TraceHeader:
     try:
-        d = json.loads(line)
-    except json.JSONDecodeError as e:
-        raise TraceError(path, 1, f"header is not JSON ({e.msg}); is this a bottleneckd trace?") from e
+        d = loads_strict(line)
+    except (ValueError, RecursionError) as e:
+        raise TraceError(path, 1, f"header is not usable JSON ({json_problem(e)}); is this a bottleneckd trace?") from e
     if not isinstance(d, dict) or d.get("format") != FORMAT:
         raise TraceError(path, 1, f"not a bottleneckd trace (format is not {FORMAT!r})")
     if d.get("version") != VERSION:
@@ -69,59 +98,81 @@ def read_header(path: str, line: str) -> TraceHeader:
     try:
         return TraceHeader(VERSION, float(d["created"]), float(d["interval"]), Machine.from_json(d["machine"]),
                            PeakTable.from_json(d["peaks"]), dict(d.get("meta", {})))
-    except (KeyError, TypeError, ValueError) as e:
-        raise TraceError(path, 1, f"header field missing or malformed: {e}") from e
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
+        raise TraceError(path, 1, f"header field missing or malformed: {type(e).__name__}: {e}") from e
+
+
+def _lines(path: str, f: IO[bytes]) -> Iterator[tuple[int, str, bool]]:
+    """(line number, text, ends with a newline), each line at most MAX_LINE_BYTES, UTF-8."""
+    lineno = 0
+    while True:
+        raw = f.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        lineno += 1
+        if len(raw) > MAX_LINE_BYTES:
+            raise TraceError(path, lineno, f"line longer than {MAX_LINE_BYTES // 2**20} MiB; is this a bottleneckd trace?")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise TraceError(path, lineno, "not UTF-8 text (binary data?); is this a bottleneckd trace?") from e
+        yield lineno, text, raw.endswith(b"\n")
 
 
 def read_events(path: str) -> list[dict[str, Any]]:
     """The event lines of a trace (mitigations applied ...), in order; bad lines are skipped."""
     out = []
     try:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
+        with open_regular(path, "trace") as f:
+            for _n, line, _nl in _lines(path, f):
                 if '"type":"event"' in line.replace(" ", ""):
                     try:
-                        out.append(json.loads(line))
-                    except json.JSONDecodeError:
+                        d = loads_strict(line)
+                    except (ValueError, RecursionError):
                         continue
-    except OSError:
+                    if isinstance(d, dict) and isinstance(d.get("t"), (int, float)):
+                        out.append(d)
+    except (InputError, OSError):
         pass
     return out
 
 
 def read_trace(path: str) -> tuple[TraceHeader, Iterator[Sample]]:
     """The header, and an iterator over samples. A bad line raises TraceError after the good
-    lines before it have been yielded; a last line cut short by a crash is skipped silently."""
+    lines before it have been yielded; a last line cut short by a crash is skipped silently.
+    Only a regular file is read (a FIFO or /dev/zero is refused), a line at a time, bounded."""
+    f = open_regular(path, "trace")
+    lines = _lines(path, f)
     try:
-        f = open(path, encoding="utf-8")
-    except OSError as e:
-        raise InputError(f"{path}: cannot read the trace ({e.strerror or e})") from e
-    first = f.readline()
-    if not first:
+        first = next(lines, None)
+    except TraceError:
+        f.close()
+        raise
+    if first is None:
         f.close()
         raise TraceError(path, 1, "empty file")
-    header = read_header(path, first)
+    header = read_header(path, first[1])
 
     def samples() -> Iterator[Sample]:
         with f:
-            lineno = 1
-            for line in f:
-                lineno += 1
+            for lineno, line, newline in lines:
                 if not line.strip():
                     continue
                 try:
-                    d = json.loads(line)
+                    d = loads_strict(line)
                 except json.JSONDecodeError as e:
-                    if not line.endswith("\n") and not f.read(1):
+                    if not newline and not f.read(1):
                         return  # truncated final line: the interval being written at a crash
-                    raise TraceError(path, lineno, f"not valid JSON ({e.msg}); the {lineno - 2} samples before it were analysed") from e
+                    raise TraceError(path, lineno, f"not valid JSON ({e.msg}); the samples before it were analysed") from e
+                except (ValueError, RecursionError) as e:
+                    raise TraceError(path, lineno, f"{json_problem(e)}; the samples before it were analysed") from e
                 if not isinstance(d, dict):
                     raise TraceError(path, lineno, "expected a JSON object")
                 if d.get("type") != "sample":
                     continue
                 try:
                     yield Sample.from_json(d)
-                except (KeyError, TypeError, ValueError, IndexError) as e:
+                except (KeyError, TypeError, ValueError, IndexError, AttributeError) as e:
                     raise TraceError(path, lineno, f"malformed sample ({type(e).__name__}: {e})") from e
 
     return header, samples()

@@ -1,56 +1,47 @@
-"""Running the sidecar in the foreground: signals, the live line, the report file for the hook."""
+"""Running a sidecar's loop in this thread until a signal, a duration or a stop condition; the
+report file the hook reads at epoch end is refreshed as it runs."""
 
 from __future__ import annotations
 
-import json
-import os
+import logging
 import signal
 import sys
-import tempfile
 import threading
 from typing import Callable
 
-from bottleneckd.runtime.sidecar import Sidecar
 from bottleneckd.diagnosis.pipeline import Snapshot
 from bottleneckd.outputs.report import build_report
-from bottleneckd.model.units import fmt_value
+from bottleneckd.outputs.report_file import remove_report_file, write_report_file
+from bottleneckd.runtime.sidecar import Sidecar
 
-
-def live_line(snap: Snapshot) -> str:
-    v = snap.verdict
-    utils = sorted(((r.resource, r.device, r.value) for r in snap.sample.readings if r.metric == "utilization" and r.value is not None),
-                   key=lambda x: -x[2])[:4]
-    u = ", ".join(f"{r}[{d}] {x:.0%}" for r, d, x in utils)
-    ph = snap.stats.phases
-    steps = f"; {ph.steps} steps, {fmt_value(ph.wall_seconds / ph.steps, 's')}/step" if ph and ph.steps else ""
-    what = v.resource if v.resource != "undetermined" else f"undetermined ({v.reason.split(':')[0]})"
-    return f"[bottleneckd] {what} (confidence {v.confidence:.0%}){steps}; {u}"
+log = logging.getLogger(__name__)
 
 
 class ReportFile:
-    """Writes the current report next to the channel socket, atomically, for the hook's epoch-end block."""
+    """A sink: every ``every`` ticks, the current report beside the channel socket."""
 
     def __init__(self, side: Sidecar, every: int = 2) -> None:
         self.side = side
         self.every = every
         self.n = 0
-        d = os.path.dirname(side.receiver.path) if side.receiver else None
-        self.path = os.path.join(d, "bottleneckd.report.json") if d else None
+        self.failed = False
 
     def __call__(self, _sample: object) -> None:
         self.n += 1
-        if self.path is None or self.n % self.every:
+        if self.failed or self.n % self.every:
             return
-        doc = build_report(self.side.pipeline, self.side.pipeline.latest.verdict if self.side.pipeline.latest else None)
-        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(self.path), prefix=".report.")
-        with os.fdopen(fd, "w") as f:
-            json.dump(doc, f)
-        os.replace(tmp, self.path)
+        p = self.side.pipeline
+        try:
+            write_report_file(self.side.receiver.path, build_report(p, p.latest.verdict if p.latest else None))
+        except OSError as e:  # the hook then prints its block without the sidecar's verdict
+            log.warning("cannot write the report file for the hook (%s); epoch-end blocks go without it", e.strerror or e)
+            self.failed = True
 
 
 def run_foreground(side: Sidecar, duration: float | None, on_tick: Callable[[Snapshot], None] | None = None,
                    stop_when: Callable[[], bool] | None = None, install_signals: bool = True) -> None:
-    """Run the loop in this thread until SIGINT/SIGTERM, ``duration`` or ``stop_when()``."""
+    """Run the loop in this thread until SIGINT/SIGTERM (when ``install_signals``), ``duration``
+    or ``stop_when()``; the receiver is closed and its files removed on the way out."""
     stop = threading.Event()
 
     def handler(signum: int, _frame: object) -> None:
@@ -58,16 +49,16 @@ def run_foreground(side: Sidecar, duration: float | None, on_tick: Callable[[Sna
         side.loop.stop()
 
     old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)} if install_signals else {}
-    side.loop.sinks.append(ReportFile(side))
+    side.loop.add_sink("report_file", ReportFile(side))
     if on_tick is not None:
-        side.loop.sinks.append(lambda _s: on_tick(side.pipeline.latest) if side.pipeline.latest else None)
+        side.loop.add_sink("view", lambda _s: on_tick(side.pipeline.latest) if side.pipeline.latest else None)
     if stop_when is not None:
-        side.loop.sinks.append(lambda _s: side.loop.stop() if stop_when() else None)
+        side.loop.add_sink("stop", lambda _s: side.loop.stop() if stop_when() else None)
     try:
         side.loop.run(duration)
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-        if side.receiver is not None:
-            side.receiver.close()
+        remove_report_file(side.receiver.path)
+        side.close()
         sys.stdout.flush()

@@ -1,92 +1,94 @@
-"""``bottleneckd run -- CMD``: start the job, instrument it (no code change), diagnose it live,
-report when it ends. The job's exit code is passed through; its output is left untouched (ours
-goes to stderr)."""
+"""Starting ``run``'s job and supervising it: sample until it exits, pass signals on once, and
+stop a job that will not stop. The job's exit code is passed through (a signal n as 128+n)."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
-import sys
-import tempfile
-from pathlib import Path
 from typing import Any, Callable
 
+from bottleneckd.model.errors import InputError
+from bottleneckd.runtime.foreground import run_foreground
 from bottleneckd.runtime.sidecar import Sidecar
 
-INJECT_DIR = str(Path(__file__).resolve().parent.parent / "torch" / "_inject")
-PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
-
-
-def job_env(socket_path: str, inject: bool) -> dict[str, str]:
-    env = dict(os.environ)
-    env["BOTTLENECKD_SOCKET"] = socket_path
-    if inject:
-        env["BOTTLENECKD_INJECT"] = "1"
-        env["BOTTLENECKD_EPOCH_PRINT"] = "stderr"
-        parts = [INJECT_DIR, PACKAGE_PARENT] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
-        env["PYTHONPATH"] = os.pathsep.join(parts)
-    return env
+DEFAULT_GRACE = 30.0
 
 
 def start_job(command: tuple[str, ...], env: dict[str, str]) -> subprocess.Popen:
     try:
         return subprocess.Popen(list(command), env=env)
     except FileNotFoundError as e:
-        from bottleneckd.model.errors import InputError
-
         raise InputError(f"cannot start {command[0]!r}: no such program; check the command after '--'") from e
     except PermissionError as e:
-        from bottleneckd.model.errors import InputError
-
         raise InputError(f"cannot start {command[0]!r}: permission denied") from e
+    except OSError as e:
+        raise InputError(f"cannot start {command[0]!r}: {e.strerror or e}") from e
 
 
 def exit_code(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-def supervise(side: Sidecar, job: subprocess.Popen, on_tick: Callable[[Any], None] | None) -> int:
-    """Sample until the job exits. SIGINT (the terminal's Ctrl-C reaches the job too) and SIGTERM
-    stop sampling and are passed on to the job; then we wait for it."""
-    from bottleneckd.runtime.foreground import run_foreground
-
-    def forward(signum: int, _frame: object) -> None:
-        try:
-            job.send_signal(signal.SIGTERM if signum == signal.SIGTERM else signal.SIGINT)
-        except ProcessLookupError:
-            pass
-        side.loop.stop()
-
-    old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+def _same_group(job: subprocess.Popen) -> bool:
     try:
-        # run_foreground installs its own handlers; ours wrap them by stopping the job as well
-        side.loop.sinks.append(lambda _s: side.loop.stop() if job.poll() is not None else None)
-        run_foreground(side, None, on_tick, install_signals=False)
-    finally:
+        return os.getpgid(job.pid) == os.getpgrp()
+    except OSError:
+        return False
+
+
+def _send(job: subprocess.Popen, sig: int) -> None:
+    try:
+        job.send_signal(sig)
+    except (ProcessLookupError, OSError):
+        pass
+
+
+def stop_job(job: subprocess.Popen, grace: float, term_sent: bool, say: Callable[[str], None]) -> None:
+    """Wait ``grace`` seconds for a job asked to stop; then SIGTERM (unless sent), wait again, then
+    SIGKILL, saying each step."""
+    steps = [] if term_sent else [(signal.SIGTERM, "SIGTERM")]
+    steps.append((signal.SIGKILL, "SIGKILL"))
+    for sig, name in steps:
         try:
-            job.wait(timeout=30)
+            job.wait(timeout=grace)
+            return
         except subprocess.TimeoutExpired:
-            job.terminate()
-            job.wait()
+            what = "ignored SIGTERM" if term_sent or sig == signal.SIGKILL else "has not exited"
+            say(f"bottleneckd: the job (pid {job.pid}) {what} for {grace:g} s; sending {name} (--grace sets the wait)")
+            _send(job, sig)
+            term_sent = term_sent or sig == signal.SIGTERM
+    job.wait()
+
+
+def supervise(side: Sidecar, job: subprocess.Popen, on_tick: Callable[[Any], None] | None, grace: float = DEFAULT_GRACE,
+              say: Callable[[str], None] = print) -> int:
+    """Sample until the job exits. SIGTERM is passed on to the job. SIGINT is passed on only when
+    the job is in another process group: Ctrl-C at a terminal reaches the whole foreground group,
+    the job included, and a second SIGINT would cut the job's own clean-up short. Once asked to
+    stop, a job that is still running after ``grace`` seconds gets SIGTERM, then SIGKILL."""
+    got: list[int] = []
+
+    def on_signal(signum: int, _frame: object) -> None:
+        first = not got
+        got.append(signum)
+        side.loop.stop()
+        if first and (signum == signal.SIGTERM or not _same_group(job)):
+            _send(job, signum)
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        run_foreground(side, None, on_tick, stop_when=lambda: job.poll() is not None, install_signals=False)
+        if job.poll() is None:
+            stop_job(job, grace, term_sent=bool(got) and got[0] == signal.SIGTERM, say=say)
+    finally:
+        if job.poll() is None:  # an error of ours: never leave the job behind
+            _send(job, signal.SIGTERM)
+            try:
+                job.wait(timeout=min(grace, 5.0))
+            except subprocess.TimeoutExpired:
+                job.kill()
+                job.wait()
         for s, h in old.items():
             signal.signal(s, h)
     return exit_code(job.returncode)
-
-
-def temp_socket() -> str:
-    return os.path.join(tempfile.mkdtemp(prefix="bottleneckd-run-"), "bottleneckd.sock")
-
-
-def write_json(path: str, doc: dict[str, Any]) -> None:
-    Path(path).write_text(json.dumps(doc, indent=1))
-
-
-def is_python_torch_job(command: tuple[str, ...]) -> bool:
-    """Injection only matters for Python processes; it is harmless for the others."""
-    exe = os.path.basename(command[0]) if command else ""
-    return exe.startswith("python") or exe in ("torchrun", "accelerate", "deepspeed") or command[0].endswith(".py")
-
-
-__all__ = ["job_env", "start_job", "supervise", "temp_socket", "write_json", "sys"]

@@ -1,4 +1,7 @@
-"""The one sampling loop: every sampler timed and isolated; one Sample per tick to each sink."""
+"""The one sampling loop: every sampler timed and isolated; one Sample per tick to each sink.
+
+Sinks are named; they run in the order of ``SINK_ORDER`` whoever adds them (a trace line is
+written before the diagnosis reads the sample, the view after it, the stop test last)."""
 
 from __future__ import annotations
 
@@ -14,22 +17,41 @@ log = logging.getLogger(__name__)
 Sink = Callable[[Sample], None]
 
 MIN_INTERVAL = 0.1  # 10 Hz
+#: where each named sink runs in a tick; names not listed run after these, in the order added
+SINK_ORDER = ("trace", "trace_events", "pipeline", "report_file", "view", "stop")
 
 
 class SamplingLoop:
-    def __init__(self, samplers: list[Sampler], interval: float = 1.0, sinks: list[Sink] | None = None,
+    def __init__(self, samplers: list[Sampler], interval: float = 1.0, sinks: dict[str, Sink] | list[Sink] | None = None,
                  phases: Callable[[], StepPhases | None] | None = None) -> None:
         if interval < MIN_INTERVAL:
             raise ValueError(f"interval {interval} s is below {MIN_INTERVAL} s (10 Hz)")
         self.samplers = samplers
         self.interval = interval
-        self.sinks = sinks or []
+        self._sinks: dict[str, Sink] = {}
+        for name, sink in (sinks.items() if isinstance(sinks, dict) else ((f"sink{k}", x) for k, x in enumerate(sinks or []))):
+            self.add_sink(name, sink)
         self._phases = phases
         self._failed: set[str] = set()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._last = time.monotonic()
         self._tick_lock = threading.Lock()
+
+    def add_sink(self, name: str, sink: Sink) -> None:
+        """Add a sink under ``name``; it runs at the place SINK_ORDER gives that name."""
+        if name in self._sinks:
+            raise ValueError(f"sink {name!r} is already set")
+        self._sinks[name] = sink
+        rank = {n: k for k, n in enumerate(SINK_ORDER)}
+        self._sinks = dict(sorted(self._sinks.items(), key=lambda kv: rank.get(kv[0], len(SINK_ORDER))))
+
+    def remove_sink(self, name: str) -> None:
+        self._sinks.pop(name, None)
+
+    @property
+    def sink_names(self) -> tuple[str, ...]:
+        return tuple(self._sinks)
 
     def tick(self) -> Sample:
         """One sample through every sampler and sink (thread-safe: ticks never interleave)."""
@@ -54,11 +76,11 @@ class SamplingLoop:
         now = time.monotonic()
         sample = Sample(time.time(), now - self._last, tuple(readings), self._phases() if self._phases else None, tuple(statuses))
         self._last = now
-        for sink in self.sinks:
+        for name, sink in list(self._sinks.items()):
             try:
                 sink(sample)
             except Exception:  # noqa: BLE001
-                log.exception("sink failed")
+                log.exception("sink %s failed", name)
         return sample
 
     def run(self, duration: float | None = None) -> None:

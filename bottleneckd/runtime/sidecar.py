@@ -1,10 +1,12 @@
-"""Assembles the sidecar: detection, peaks, samplers, the loop and the pipeline."""
+"""The one assembly of a sidecar: detection, peaks, samplers, the pipeline, the channel receiver
+and the sampling loop. Every entry point (the CLI commands, the watcher's in-process sidecar)
+calls ``build_sidecar``."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from bottleneckd.peaks.catalog import Catalog
 from bottleneckd.outputs.channel import PhaseReceiver
@@ -12,7 +14,7 @@ from bottleneckd.hardware.detect.machine import Machine
 from bottleneckd.runtime.loop import SamplingLoop
 from bottleneckd.hardware.nvml import NvmlBackend
 from bottleneckd.peaks.resolve import PeakTable, resolve_peaks
-from bottleneckd.diagnosis.pipeline import Pipeline
+from bottleneckd.diagnosis.pipeline import Pipeline, Snapshot
 from bottleneckd.peaks.profile import Profile
 from bottleneckd.model.sample import StepPhases
 from bottleneckd.outputs.energy import EnergyMeter
@@ -37,13 +39,26 @@ class Sidecar:
     samplers: list[Sampler]
     unavailable: dict[str, str]
     pipeline: Pipeline
-    receiver: PhaseReceiver | None
-    loop: SamplingLoop | None = None
+    receiver: PhaseReceiver  # listening on a socket, or (in-process) fed through ingest()
+    loop: SamplingLoop = field(init=False)
     steps_total: int = 0
     #: more sources of step phases (py-spy stacks in attach mode), used when the hook sends none
     phase_sources: list[Callable[[], StepPhases | None]] = field(default_factory=list)
     #: joules per step and per example (the exporter's energy counters)
     energy: EnergyMeter = field(default_factory=EnergyMeter)
+
+    # what the exporter and the report read (outputs.metrics_server.MetricsSource)
+    def latest(self) -> Snapshot | None:
+        return self.pipeline.latest
+
+    def steps(self) -> int:
+        return self.steps_total
+
+    def events(self) -> list[dict[str, Any]]:
+        return list(self.receiver.events)
+
+    def close(self) -> None:
+        self.receiver.close()
 
 
 def build_samplers(machine: Machine, peaks: PeakTable, pid: int | None = None, paths: tuple[str, ...] = (".",),
@@ -75,17 +90,36 @@ def build_samplers(machine: Machine, peaks: PeakTable, pid: int | None = None, p
     return out, why
 
 
-def build_sidecar(machine: Machine, catalog: Catalog, profile: Profile | None, interval: float = 1.0, pid: int | None = None,
-                  paths: tuple[str, ...] = (".",), disabled: frozenset[str] = frozenset(), listen: bool = True,
-                  socket_path: str | None = None, nvml: NvmlBackend | None | str = "auto", window: int = 5) -> Sidecar:
+#: ``profile=DEFAULT_PROFILE``: the user's saved calibration profile, if there is one
+DEFAULT_PROFILE: Any = object()
+
+
+def build_sidecar(machine: Machine | None = None, catalog: Catalog | None = None, profile: Profile | None | Any = DEFAULT_PROFILE,
+                  interval: float = 1.0, pid: int | None = None, paths: tuple[str, ...] = (".",),
+                  disabled: frozenset[str] = frozenset(), listen: bool = True, socket_path: str | None = None,
+                  nvml: NvmlBackend | None | str = "auto", window: int = 5) -> Sidecar:
+    """Detect (unless ``machine`` is given), resolve peaks, build the samplers, the pipeline, the
+    receiver (bound to ``socket_path`` when ``listen``) and the loop that ties them together."""
+    if machine is None:
+        from bottleneckd.hardware.detect import detect_machine
+
+        machine = detect_machine()
+    if catalog is None:
+        from bottleneckd.peaks.catalog import load_catalog
+
+        catalog = load_catalog()
+    if profile is DEFAULT_PROFILE:
+        from bottleneckd.peaks.profile import load_profile
+
+        profile = load_profile()
     peaks = resolve_peaks(machine, catalog, profile)
     samplers, why = build_samplers(machine, peaks, pid, paths, disabled, nvml)
     pipeline = Pipeline(peaks, window=window)
-    receiver = PhaseReceiver(socket_path).start() if listen else None
+    receiver = PhaseReceiver(socket_path, listen=listen).start()
     side = Sidecar(machine, peaks, samplers, why, pipeline, receiver)
 
     def phases() -> StepPhases | None:
-        p = receiver.drain() if receiver is not None else None
+        p = receiver.drain()
         if p is not None:
             side.steps_total += p.steps
         if p is None:  # hook phases win; stack samples stand in when there are none
@@ -93,7 +127,7 @@ def build_sidecar(machine: Machine, catalog: Catalog, profile: Profile | None, i
                 p = p or src()
         return p
 
-    side.loop = SamplingLoop(samplers, interval, [pipeline, side.energy], phases)
+    side.loop = SamplingLoop(samplers, interval, {"pipeline": pipeline, "energy": side.energy}, phases)
     return side
 
 

@@ -335,12 +335,9 @@ def loader_facts(loader: Any) -> dict[str, Any]:
 
 
 def read_sidecar_report(sock_path: str) -> dict[str, Any] | None:
-    path = os.path.join(os.path.dirname(sock_path), "bottleneckd.report.json")
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
+    from bottleneckd.outputs.report_file import read_report_file
+
+    return read_report_file(sock_path)
 
 
 _lock = threading.Lock()

@@ -9,22 +9,25 @@ import sys
 
 
 def _chain_other_sitecustomize() -> None:
-    here = os.path.dirname(os.path.abspath(__file__))
+    """Run the job's own sitecustomize (the next one on sys.path after ours) as Python would
+    have, and leave it as ``sys.modules['sitecustomize']``, so ``import sitecustomize`` in the job
+    returns the job's module, not ours."""
+    import importlib.machinery
     import importlib.util
 
-    for entry in sys.path:
-        if os.path.abspath(entry or ".") == here:
-            continue
-        cand = os.path.join(entry or ".", "sitecustomize.py")
-        if os.path.isfile(cand):
-            spec = importlib.util.spec_from_file_location("_bottleneckd_chained_sitecustomize", cand)
-            if spec and spec.loader:
-                mod = importlib.util.module_from_spec(spec)
-                try:
-                    spec.loader.exec_module(mod)
-                except Exception:  # noqa: BLE001
-                    pass
-            return
+    here = os.path.dirname(os.path.abspath(__file__))
+    rest = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is None or spec.loader is None:
+        return
+    mod = importlib.util.module_from_spec(spec)
+    ours = sys.modules.get("sitecustomize")
+    sys.modules["sitecustomize"] = mod
+    try:
+        spec.loader.exec_module(mod)
+    except Exception as e:  # noqa: BLE001 - what site.py does with a failing sitecustomize
+        sys.modules["sitecustomize"] = ours  # type: ignore[assignment]
+        sys.stderr.write(f"Error in sitecustomize; set PYTHONVERBOSE for traceback:\n{type(e).__name__}: {e}\n")
 
 
 def _after_torch_import() -> None:

@@ -1,0 +1,104 @@
+"""The environment ``run`` gives its job: the channel socket, and (no code change) the injected
+sitecustomize on PYTHONPATH. The job's own modules keep precedence: only a directory holding our
+package (a link to it, in the run's temporary directory) is added, after the job's own entries,
+never the project directory with its ``tests`` and ``scripts``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator
+
+INJECT_DIR = str(Path(__file__).resolve().parent.parent / "torch" / "_inject")
+PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
+#: Python launchers the instrumentation reaches through PYTHONPATH
+PYTHON_LAUNCHERS = ("torchrun", "accelerate", "deepspeed")
+#: interpreter flags under which our sitecustomize cannot load
+NO_SITE_FLAGS = {"S": "python -S skips the site module, so the instrumentation (a sitecustomize) never loads",
+                 "I": "python -I ignores PYTHONPATH, so the instrumentation never loads",
+                 "E": "python -E ignores PYTHONPATH, so the instrumentation never loads"}
+
+
+@contextmanager
+def run_directory() -> Iterator[str]:
+    """An owner-only temporary directory for one run (socket, report file, package link), removed
+    on every way out."""
+    d = tempfile.mkdtemp(prefix="bottleneckd-run-")
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def job_env(run_dir: str, socket_path: str, inject: bool) -> dict[str, str]:
+    env = dict(os.environ)
+    env["BOTTLENECKD_SOCKET"] = socket_path
+    if inject:
+        env["BOTTLENECKD_INJECT"] = "1"
+        env["BOTTLENECKD_EPOCH_PRINT"] = "stderr"
+        pkg = os.path.join(run_dir, "pkg")
+        os.makedirs(pkg, exist_ok=True)
+        if not os.path.lexists(os.path.join(pkg, "bottleneckd")):
+            os.symlink(PACKAGE_DIR, os.path.join(pkg, "bottleneckd"))
+        parts = [INJECT_DIR] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []) + [pkg]
+        env["PYTHONPATH"] = os.pathsep.join(parts)
+    return env
+
+
+def _python_flags(args: list[str]) -> set[str]:
+    """Single-letter interpreter flags before the script, -c or -m (``-W arg``, ``-X opt`` skipped)."""
+    out: set[str] = set()
+    k = 0
+    while k < len(args):
+        a = args[k]
+        if not a.startswith("-") or a in ("-", "--") or a.startswith("--"):
+            break
+        for j, ch in enumerate(a[1:], 1):
+            if ch in "cm":
+                return out
+            if ch in "WX":
+                k += 1 if j == len(a) - 1 else 0  # its argument is the next word
+                break
+            out.add(ch)
+        k += 1
+    return out
+
+
+def uninstrumented_reason(command: tuple[str, ...]) -> str | None:
+    """Why the instrumentation cannot reach this command's Python, when the command line shows it."""
+    args = list(command)
+    while args:
+        exe = os.path.basename(args[0])
+        if exe == "env":
+            rest = args[1:]
+            while rest and (rest[0].startswith("-") or "=" in rest[0]):
+                if rest[0] in ("-i", "--ignore-environment", "-"):
+                    return "env -i clears the environment (PYTHONPATH, the socket), so the instrumentation never loads"
+                if rest[0] in ("-u", "--unset", "-C", "--chdir", "-S", "--split-string"):
+                    rest = rest[1:]
+                rest = rest[1:]
+            args = rest
+            continue
+        if exe.startswith("python"):
+            for flag in ("S", "I", "E"):
+                if flag in _python_flags(args[1:]):
+                    return NO_SITE_FLAGS[flag]
+        return None
+    return None
+
+
+def no_phases_note(command: tuple[str, ...], injected: bool) -> str:
+    """What the report says when the job sent no step phases."""
+    if not injected:
+        return "the job was not instrumented (--no-inject)"
+    why = uninstrumented_reason(command)
+    if why:
+        return f"{why}; call bottleneckd.torch.watch in the script to instrument it explicitly"
+    exe = os.path.basename(command[0]) if command else ""
+    via = f" (started through {exe!r}, which may reset the environment or start Python with -S, -I or -E)" if not (
+        exe.startswith("python") or exe in PYTHON_LAUNCHERS or exe.endswith(".py")) else ""
+    return (f"no step phases came from the job{via}: either it does not train with torch, or its Python ran without the "
+            "instrumentation; call bottleneckd.torch.watch in the script to instrument it explicitly")
