@@ -4,6 +4,7 @@ and per example, carbon, the Prometheus counters."""
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -176,3 +177,35 @@ def test_prometheus_counters() -> None:
     assert "bottleneckd_energy_examples_total 64.0" in text
     assert "bottleneckd_energy_per_step_joules 10.0" in text
     assert "bottleneckd_energy_per_example_joules 0.625" in text
+
+
+def test_a_live_sidecar_serves_its_energy_counters(fake_tree) -> None:
+    """The sidecar's meter is a loop sink; the exporter's server registers its counters."""
+    import socket
+    import urllib.request
+
+    from bottleneckd.hardware.detect import detect_machine
+    from bottleneckd.outputs.metrics_server import serve_metrics, stop_metrics
+    from bottleneckd.peaks.catalog import load_catalog
+    from bottleneckd.runtime.sidecar import build_sidecar
+    from tests.fake_nvml import FakeGpu, FakeNvml
+
+    sys_root, proc_root = fake_tree
+    gpu = FakeGpu()
+    nvml = FakeNvml([gpu])
+    machine = detect_machine(sys_root, proc_root, nvml=nvml)
+    side = build_sidecar(machine, load_catalog(), None, 1.0, listen=False, nvml=nvml)
+    assert "energy" in side.loop.sink_names
+    side.loop.tick()
+    gpu.energy += 500.0  # 500 J on the GPU between two ticks more than 100 ms apart
+    time.sleep(0.15)
+    side.loop.tick()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = serve_metrics(side, f"127.0.0.1:{port}")
+    try:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    finally:
+        stop_metrics(server)
+    assert 'bottleneckd_energy_joules_total{device="gpu0",domain="gpu"} 500.0' in text
