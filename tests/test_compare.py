@@ -131,3 +131,24 @@ def test_cli(tmp_path, cli_env) -> None:
     assert r.returncode == 2 and "go together" in r.stderr
     r = run_cli(["compare", str(DATA / "cpu_compute" / "trace.jsonl"), "--vs", str(DATA / "cpu_compute_training" / "trace.jsonl")], cli_env)
     assert r.returncode == 0 and "untested" in r.stdout and "seconds per training step" in r.stdout
+
+
+def test_blocks_keep_a_mitigation_only_when_it_is_significantly_faster() -> None:
+    from bottleneckd.compare.blocks import decide, seconds_per_item
+
+    assert seconds_per_item([(0.5, 32), (0.5, 32)]) == pytest.approx(1 / 64)
+    assert seconds_per_item([(0.5, 0), (0.7, 0)]) == pytest.approx(0.6)  # per step without batch sizes
+    rng = np.random.default_rng(3)
+
+    def blocks(step: float, n: int = 4) -> list[list[tuple[float, int]]]:
+        return [[(float(step * np.exp(rng.normal(0, 0.02))), 32) for _ in range(10)] for _ in range(n)]
+
+    faster = decide(blocks(0.10), blocks(0.08), alpha=0.05, min_gain=0.02)
+    assert faster.keep and faster.ratio == pytest.approx(1.25, rel=0.03) and "kept" in faster.message
+    assert faster.comparison.ci[0] < 1.25 < faster.comparison.ci[1]
+    same = decide(blocks(0.10), blocks(0.10))
+    assert not same.keep and "reverted" in same.message
+    small = decide(blocks(0.10, 6), blocks(0.099, 6), alpha=0.25, min_gain=0.05)
+    assert not small.keep
+    few = decide(blocks(0.10, 1), blocks(0.05, 1))
+    assert not few.keep and few.comparison is None and "too few" in few.message
