@@ -144,7 +144,8 @@ def ranks_figure(tl: Timeline) -> tuple[Any | None, str]:
 def energy_figure(acc: EnergyAccount) -> tuple[Any | None, str]:
     pts = [p for p in acc.points if p.steps]
     if not pts:
-        return None, acc.why_per_step_unknown() or "no energy measured while training"
+        return None, ("no energy counter could be read (see Energy above)" if not acc.known
+                      else "no training steps reported while energy was measured")
     go = _go()
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=[_time(p.t) for p in pts], y=[p.joules / p.steps for p in pts], name="joules per step", mode="lines+markers"))

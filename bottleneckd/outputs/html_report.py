@@ -106,14 +106,16 @@ def _recs_html(doc: dict[str, Any]) -> str:
 
 def _energy_html(a: EnergyAccount, grams_per_kwh: float | None) -> str:
     d = a.to_json(grams_per_kwh)
-    items = [f"<li>{_e(k)}: {v:.1f} J</li>" for k, v in d["joules"].items()]
-    items += [f"<li>{_e(k)}: unknown ({_e(v)})</li>" for k, v in d["unknown"].items()]
+    unknown = "".join(f"<li>{_e(k)}: unknown ({_e(v)})</li>" for k, v in d["unknown"].items())
+    if not a.known:
+        return f'<p id="energy">Energy per step: unknown (no energy counter could be read).</p><ul>{unknown}</ul>'
+    items = "".join(f"<li>{_e(k)}: {v:.1f} J</li>" for k, v in d["joules"].items()) + unknown
     per_step = f"{d['joules_per_step']:.3g} J" if d["joules_per_step"] is not None else f"unknown ({_e(d['joules_per_step_unknown'])})"
     per_ex = f"{d['joules_per_example']:.3g} J" if d["joules_per_example"] is not None else f"unknown ({_e(d['joules_per_example_unknown'])})"
     carbon = (f"{d['carbon_grams']:.3g} g CO2 at {grams_per_kwh:g} g/kWh (intensity given by the user)" if d["carbon_grams"] is not None
-              else f"unknown ({_e(d['carbon_unknown'] or 'no energy measured')})")
-    over = f" (over {d['steps']} steps in {d['measured_seconds']:.0f} s measured)" if a.known else ""
-    return f'<p id="energy">Energy per step: {per_step}; per example: {per_ex}{over}. Carbon: {carbon}.</p><ul>{"".join(items)}</ul>'
+              else f"unknown ({_e(d['carbon_unknown'])})")
+    return (f'<p id="energy">Energy per step: {per_step}; per example: {per_ex} (over {d["steps"]} steps in '
+            f'{d["measured_seconds"]:.0f} s measured). Carbon: {carbon}.</p><ul>{items}</ul>')
 
 
 def render(doc: dict[str, Any], rec: Recorder, peaks: PeakTable, events: list[dict[str, Any]] | None = None,
