@@ -25,13 +25,13 @@ class Side:
 
 
 def olympic(values: Sequence[float]) -> Side:
-    """The mean with the lowest and the highest value dropped when there are at least 4 (MLPerf's
+    """The mean with the lowest and the highest value dropped when there are at least 5 (MLPerf's
     olympic scoring: 5 runs are scored on 3, 10 on 8), the sample standard deviation of all of
     them, and the number of values the mean is over."""
     every = sorted(float(v) for v in values)
     if not every:
         raise ValueError("no values")
-    dropped = 2 if len(every) >= 4 else 0  # at least 2 left, so there is a spread to test against
+    dropped = 2 if len(every) >= 5 else 0  # MLPerf's minimum of 5 runs: at least 3 left to test
     xs = every[1:-1] if dropped else every
     m = sum(xs) / len(xs)
     # the spread of every run: the trimmed runs' spread understates the noise (dropping the two
