@@ -53,7 +53,7 @@ def bare(name: str, seconds: float) -> float | None:
 
 def under_run(name: str, seconds: float, profile: str, out: Path) -> tuple[dict, float | None]:
     rep = out / f"{name}.run.json"
-    p = subprocess.run(BN + ["--profile", profile, "run", "--quiet", "--report-json", str(rep), "--", PY, str(W / f"{name}.py"), "--seconds", str(seconds)],
+    p = subprocess.run(BN + ["--profile", profile, "run", "--quiet", "--force", "--report-json", str(rep), "--", PY, str(W / f"{name}.py"), "--seconds", str(seconds)],
                        env=env(), capture_output=True, text=True, timeout=seconds * 6 + 120)
     return json.loads(rep.read_text()) if rep.exists() else {"error": p.stderr[-500:]}, throughput(p.stdout)
 
@@ -62,7 +62,7 @@ def under_attach(name: str, seconds: float, profile: str, out: Path) -> tuple[di
     rep = out / f"{name}.attach.json"
     job = subprocess.Popen([PY, str(W / f"{name}.py"), "--seconds", str(seconds)], env=env(), stdout=subprocess.PIPE, text=True)
     time.sleep(min(5.0, seconds / 4))  # let it start training
-    subprocess.run(BN + ["--profile", profile, "attach", "--pid", str(job.pid), "--quiet", "--report-json", str(rep)],
+    subprocess.run(BN + ["--profile", profile, "attach", "--pid", str(job.pid), "--quiet", "--force", "--report-json", str(rep)],
                    env=env(), capture_output=True, text=True, timeout=seconds * 6 + 120)
     stdout, _ = job.communicate(timeout=seconds * 6 + 60)
     return json.loads(rep.read_text()) if rep.exists() else {"error": "no report"}, throughput(stdout)

@@ -28,8 +28,12 @@ def h100x2() -> FakeNvml:
 
 @pytest.fixture
 def cli_env(tmp_path: Path) -> dict[str, str]:
-    """Environment for CLI subprocesses: an empty profile home, so a user's profile never leaks in."""
-    return {**os.environ, "BOTTLENECKD_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT)}
+    """Environment for CLI subprocesses: an empty profile home, so a user's profile never leaks in,
+    and a channel socket of their own."""
+    # a channel socket of the test's own: the default path is shared by every sidecar of this user,
+    # and a second sidecar on a live socket is refused (issue 16 item 6)
+    return {**os.environ, "BOTTLENECKD_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT),
+            "BOTTLENECKD_SOCKET": str(tmp_path / "channel" / "bottleneckd.sock")}
 
 
 def run_cli(args: list[str], env: dict[str, str], timeout: float = 120, **kw) -> subprocess.CompletedProcess:

@@ -138,6 +138,7 @@ def test_dataloader_settings_take_effect_next_epoch_and_revert(tmp_path):
     assert len(list(it)) == 4
     w.revert("dataloader_settings")
     assert loader.num_workers == 0 and type(iter(loader)).__name__ == "_SingleProcessDataLoaderIter"
+    assert w.facts["loader_workers"] == 0 and "prefetch_factor" not in w.facts  # the facts follow the revert
 
 
 def test_gradient_accumulation_equals_the_large_batch_step_and_reverts(tmp_path):

@@ -81,6 +81,8 @@ def test_a_mitigation_applied_by_the_hook_is_recorded_as_an_event(tmp_path, cli_
 
     sock = tmp_path / "s" / "bottleneckd.sock"
     out = tmp_path / "t.jsonl"
+    model = torch.nn.Linear(8, 8)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)  # torch's lazy imports (seconds on a busy machine) before the 4 s recording
     rec = subprocess.Popen([sys.executable, "-m", "bottleneckd.cli", "record", "-o", str(out), "--duration", "4", "--interval", "0.25",
                             "--quiet", "--socket", str(sock)], env=cli_env, stderr=subprocess.DEVNULL)
     try:
@@ -88,8 +90,6 @@ def test_a_mitigation_applied_by_the_hook_is_recorded_as_an_event(tmp_path, cli_
         while not sock.exists():
             assert time.monotonic() < deadline
             time.sleep(0.1)
-        model = torch.nn.Linear(8, 8)
-        opt = torch.optim.SGD(model.parameters(), lr=0.1)
         w = watch(model, opt, [torch.randn(4, 8)] * 10, socket_path=str(sock), print_epoch=False, roofline_step=None)
         w.apply("channels_last")
         for x in w.dataloader:

@@ -7,6 +7,7 @@ from importlib import resources as importlib_resources
 from pathlib import Path
 from typing import Any
 
+from bottleneckd.advice.fit import check_condition
 from bottleneckd.model.errors import InputError, read_json
 from bottleneckd.model.resources import RESOURCES, STAGES
 
@@ -37,6 +38,10 @@ class Mitigation:
     description: str
     baseline: bool
     stages: tuple[str, ...] = ()
+    #: conditions on facts (advice/fit.py): every one must hold for it to fit the job
+    requires: tuple[dict[str, Any], ...] = ()
+    #: it does not fit the job when any holds
+    unfit_if: tuple[dict[str, Any], ...] = ()
 
     @property
     def taxonomy_path(self) -> str:
@@ -76,12 +81,19 @@ def load_knowledge(path: str | Path | None = None) -> tuple[Mitigation, ...]:
         bad_stages = [x for x in m.get("stages", []) if x not in STAGES]
         if bad_stages or not m.get("stages"):
             raise InputError(f"{where}.stages: unknown or missing stages {bad_stages}; use: {', '.join(STAGES)}")
+        for key in ("skip_if", "requires", "unfit_if"):
+            conds = m.get(key, [])
+            if not isinstance(conds, list):
+                raise InputError(f"{where}.{key}: expected a list of conditions")
+            bad_cond = next((w for j, c in enumerate(conds) if (w := check_condition(c, f"{where}.{key}[{j}]"))), None)
+            if bad_cond:
+                raise InputError(bad_cond)
         out.append(Mitigation(
             id=m["id"], name=m["name"], resources=tuple(m["resources"]), component=m["component"], subcomponent=m["subcomponent"],
             action=m["action"], timing=mech["timing"], basis=mech["basis"], effect=m["effect"], changes_semantics=bool(m["changes_semantics"]),
             section=m["section"], cites=tuple(f"{c['authors']}, {c['year']}" for c in m.get("cites", [])), hook=m.get("hook"),
             strength=float(m.get("expected_strength", 0.5)), cost=m.get("cost", "medium"), skip_if=tuple(m.get("skip_if", [])),
             description=m.get("description", ""), baseline=bool(m.get("baseline", False)),
-            stages=tuple(m.get("stages", ())),
+            stages=tuple(m.get("stages", ())), requires=tuple(m.get("requires", [])), unfit_if=tuple(m.get("unfit_if", [])),
         ))
     return tuple(out)

@@ -10,9 +10,7 @@ from typing import Any
 import click
 
 from bottleneckd.model.errors import InputError
-
-#: the longest path a Unix socket can be bound to (sun_path is 108 bytes with its NUL)
-MAX_SOCKET_PATH = 107
+from bottleneckd.runtime.job_env import MAX_SOCKET_PATH
 
 
 class Context:
@@ -114,15 +112,20 @@ def start_trace(side, path: str, meta: dict[str, Any], force: bool, what: str, o
 def event_copier(side, writer):  # noqa: ANN001, ANN201
     """A sink that copies the hook's events (mitigations applied) into the trace, each once, by
     sequence number; events lost because the receiver's log was full are counted in the trace."""
+    import time
+
+    from bottleneckd.model.protocol import Event
+
     seq = [0]
 
     def copy(_sample):  # noqa: ANN001, ANN202
-        events, seq[0], missed = side.receiver.events_since(seq[0])
+        events, total = side.receiver.events_since(seq[0])
+        missed = total - seq[0] - len(events)
+        seq[0] = total
         if missed:
-            writer.event("events_lost", count=missed)
+            writer.event(Event("events_lost", "", time.time(), note=f"{missed} of the hook's events did not fit the sidecar's buffer"))
         for e in events:
-            e = dict(e)
-            writer.event(str(e.pop("event", "")), **e)
+            writer.event(e)
 
     return copy
 

@@ -21,10 +21,10 @@ def run_job(obj: Context, command: tuple[str, ...], inject: bool, interval: floa
     job's exit code and what the report adds about the run. Nothing is left in /tmp."""
     from bottleneckd.outputs.metrics_server import serve_metrics, stop_metrics
     from bottleneckd.runtime import job as jobrun
-    from bottleneckd.runtime.job_env import job_env, no_phases_note, run_directory, uninstrumented_reason
+    from bottleneckd.runtime.job_env import SOCKET_NAME, job_env, no_phases_note, run_directory, uninstrumented_reason
 
     with run_directory() as run_dir:
-        sock = os.path.join(run_dir, "bottleneckd.sock")
+        sock = os.path.join(run_dir, SOCKET_NAME)
         side = build(obj, interval, None, (), sock)
         for name, make in (sinks or {}).items():  # more sinks, made from the sidecar (the HTML report's recorder)
             side.loop.add_sink(name, make(side))

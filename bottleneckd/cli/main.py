@@ -66,6 +66,10 @@ def calibrate(obj: Context, seconds: float, directory: str, no_gpu: bool, as_jso
 
     catalog = obj.catalog()  # validate inputs before spending a minute measuring
     path = Path(output or obj.profile_path or default_profile_path())
+    if output or obj.profile_path:  # a profile is calibrate's to update: replacing it is the point
+        from bottleneckd.model.files import check_output
+
+        check_output(str(path), "--output" if output else "--profile", force=True)
     if path.exists():
         load_profile(path)  # an unreadable existing profile is an error, not something to overwrite silently
     measurements, skipped = cal.run_all(directory, seconds, lambda s: click.echo(s, err=True), with_gpu=not no_gpu)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from bottleneckd.cli.common import Context, build, check_outputs, emit_json, say, sidecar_options, start_trace
 from bottleneckd.model.errors import InputError
+from bottleneckd.model.protocol import Event
 
 
 @click.command()
@@ -52,7 +51,7 @@ def analyze(obj: Context, trace: str, fmt: str, window: int, timeline: bool) -> 
     from bottleneckd.outputs.trace import read_trace
 
     header, samples = read_trace(trace)
-    pipeline = Pipeline(header.peaks, window=window)
+    pipeline = Pipeline(header.peaks, window=window, machine=header.machine)
     error: TraceError | None = None
     try:
         for s in samples:
@@ -120,9 +119,9 @@ class TraceReplay:
         if not self.items:
             raise InputError(f"{trace_path}: the trace holds no samples")
         self.pending = read_events(trace_path)
-        self.pipeline = Pipeline(header.peaks)
+        self.pipeline = Pipeline(header.peaks, machine=header.machine)
         self.steps_total = 0
-        self.shown: list[dict[str, Any]] = []
+        self.shown: list[Event] = []
 
     def latest(self):  # noqa: ANN201
         return self.pipeline.latest
@@ -130,18 +129,18 @@ class TraceReplay:
     def steps(self) -> int:
         return self.steps_total
 
-    def events(self) -> list[dict[str, Any]]:
+    def events(self) -> list[Event]:
         return list(self.shown)
 
     def advance(self, k: int) -> None:
         import time
+        from dataclasses import replace
 
         s = self.items[k % len(self.items)]
         self.pipeline(s)
         for e in self.pending:
-            if self.items[0].t <= e["t"] <= s.t and not any(x["name"] == e.get("name") for x in self.shown):
-                self.shown.append({"event": e.get("kind", ""), "name": e.get("name", ""), "t": time.time(),
-                                   "changes_semantics": e.get("changes_semantics", False)})
+            if self.items[0].t <= e.t <= s.t and not any(x.name == e.name for x in self.shown):
+                self.shown.append(replace(e, t=time.time()))
         self.steps_total += s.phases.steps if s.phases else 0
 
 
@@ -152,7 +151,7 @@ def replay(trace_path: str, bind: str, web_config: str | None, duration: float |
 
     source = TraceReplay(trace_path)
     server = serve_metrics(source, bind, web_config)
-    say(f"bottleneckd: replaying {len(source.items)} samples of {trace_path} on http://{bind}/metrics")
+    say(f"bottleneckd: replaying {len(source.items)} samples of {trace_path} on http{'s' if server.ssl_context else ''}://{bind}/metrics")
     t0 = time.monotonic()
     try:
         k = 0

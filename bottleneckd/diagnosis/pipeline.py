@@ -1,19 +1,29 @@
 """sample -> window -> diagnosis -> recommendation -> snapshot. Live samples and recorded traces
-go through this same object; the exporter, the reports and the hook read its snapshots."""
+go through this same object; the exporter, the reports and the hook read its snapshots.
+
+Threads: only the loop thread calls the pipeline; every other thread (the exporter, the hook's
+epoch report) reads the immutable ``Snapshot`` it publishes under a lock, never the loop's own
+dicts. Facts are the latest report's whole state (replaced, never merged: a reverted mitigation
+is no longer in effect) over the machine's own facts.
+"""
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
+from bottleneckd.advice.fit import machine_facts
+from bottleneckd.advice.knowledge import Mitigation, load_knowledge
+from bottleneckd.advice.recommend import Recommendation, recommend
 from bottleneckd.diagnosis.classify import classify
 from bottleneckd.diagnosis.stability import VerdictTracker
 from bottleneckd.diagnosis.verdict import RegimeChange, Verdict
-from bottleneckd.advice.knowledge import Mitigation, load_knowledge
-from bottleneckd.peaks.resolve import PeakTable
-from bottleneckd.advice.recommend import Recommendation, recommend
-from bottleneckd.model.sample import Sample
 from bottleneckd.diagnosis.window import Window, WindowStats
+from bottleneckd.model.facts import Facts
+from bottleneckd.model.resources import UNDETERMINED
+from bottleneckd.model.sample import Sample
+from bottleneckd.peaks.resolve import PeakTable
 
 
 @dataclass(frozen=True)
@@ -25,40 +35,63 @@ class Snapshot:
     verdict: Verdict
     recommendations: tuple[Recommendation, ...]
     changes: tuple[RegimeChange, ...]
+    #: the facts the recommendations were made on (the job's latest report over the machine's)
+    facts: Facts = field(default_factory=Facts)
+    #: samples seen so far, and seconds each stable verdict held (largest first)
+    samples: int = 0
+    held: tuple[tuple[str, float], ...] = ()
+    #: the verdict that held longest over the run (see Pipeline.dominant)
+    dominant: Verdict | None = None
+
+
+def dominant_of(held: dict[str, float], held_training: dict[str, float], last_of: dict[str, Verdict],
+                interval: float) -> Verdict | None:
+    """The verdict that held longest; idle or undetermined stretches (before the job starts,
+    after it ends) do not hide a bottleneck that held for 3 or more intervals."""
+    if not held:
+        return None
+    use = held_training or held  # while training, not set-up or tear-down
+    determined = {r: s for r, s in use.items() if r != UNDETERMINED}
+    if determined and max(determined.values()) >= 3 * interval * 0.9:
+        return last_of[max(determined, key=lambda r: determined[r])]
+    return last_of[max(use, key=lambda r: use[r])]
 
 
 class Pipeline:
-    def __init__(self, peaks: PeakTable, kb: tuple[Mitigation, ...] | None = None, window: int = 5, hold: int = 2) -> None:
+    def __init__(self, peaks: PeakTable, kb: tuple[Mitigation, ...] | None = None, window: int = 5, hold: int = 2,
+                 machine: Any = None) -> None:
         self.peaks = peaks
         self.kb = kb if kb is not None else load_knowledge()
         self.window = Window(window)
         self.tracker = VerdictTracker(hold=hold)
         self._lock = threading.Lock()
         self._latest: Snapshot | None = None
-        self.samples = 0
-        self.first_t: float | None = None
-        #: seconds each stable verdict held, and its latest instance
-        self.held: dict[str, float] = {}
-        #: the same, counting only windows in which training steps were reported
-        self.held_training: dict[str, float] = {}
-        self.last_of: dict[str, Verdict] = {}
-        self.facts: dict = {}
+        self._machine_facts = machine_facts(machine)
+        self._job_facts = Facts()
+        # written by the loop thread only; others read the snapshot
+        self._samples = 0
+        self._held: dict[str, float] = {}
+        self._held_training: dict[str, float] = {}  # only windows in which training steps were reported
+        self._last_of: dict[str, Verdict] = {}
 
     def __call__(self, sample: Sample) -> Snapshot:
         self.window.add(sample)
         stats = self.window.stats()
         assert stats is not None
-        if stats.phases is not None:
-            self.facts.update(stats.phases.facts)
+        if sample.phases is not None:
+            self._job_facts = Facts(sample.phases.facts)  # the report's whole state replaces the last
+        facts = Facts({**self._machine_facts, **self._job_facts})
         raw = classify(stats, self.peaks)
         stable = self.tracker.update(raw, stats)
-        self.samples += 1
-        self.first_t = self.first_t if self.first_t is not None else sample.t
-        self.held[stable.resource] = self.held.get(stable.resource, 0.0) + sample.interval
+        self._samples += 1
+        self._held[stable.resource] = self._held.get(stable.resource, 0.0) + sample.interval
         if stats.phases is not None and stats.phases.steps:
-            self.held_training[stable.resource] = self.held_training.get(stable.resource, 0.0) + sample.interval
-        self.last_of[stable.resource] = stable
-        snap = Snapshot(sample, stats, stable, tuple(recommend(stable, self.kb, self.facts)), tuple(self.tracker.changes))
+            self._held_training[stable.resource] = self._held_training.get(stable.resource, 0.0) + sample.interval
+        self._last_of[stable.resource] = stable
+        interval = max(self.window.samples[-1].interval, 1e-9)
+        snap = Snapshot(sample, stats, stable, tuple(recommend(stable, self.kb, facts)), tuple(self.tracker.changes),
+                        facts, self._samples, tuple(sorted(self._held.items(), key=lambda kv: -kv[1])),
+                        dominant_of(self._held, self._held_training, self._last_of, interval))
         with self._lock:
             self._latest = snap
         return snap
@@ -68,14 +101,23 @@ class Pipeline:
         with self._lock:
             return self._latest
 
+    @property
+    def samples(self) -> int:
+        snap = self.latest
+        return snap.samples if snap else 0
+
+    @property
+    def facts(self) -> Facts:
+        """The facts of the latest snapshot (the machine's alone before any)."""
+        snap = self.latest
+        return snap.facts if snap else self._machine_facts
+
+    @property
+    def held(self) -> dict[str, float]:
+        snap = self.latest
+        return dict(snap.held) if snap else {}
+
     def dominant(self) -> Verdict | None:
-        """The verdict that held longest over the run; idle or undetermined stretches (before the
-        job starts, after it ends) do not hide a bottleneck that held for 3 or more intervals."""
-        if not self.held:
-            return None
-        held = self.held_training or self.held  # while training, not set-up or tear-down
-        determined = {r: s for r, s in held.items() if r != "undetermined"}
-        interval = max(self.window.samples[-1].interval, 1e-9) if self.window.samples else 1.0
-        if determined and max(determined.values()) >= 3 * interval * 0.9:
-            return self.last_of[max(determined, key=lambda r: determined[r])]
-        return self.last_of[max(held, key=lambda r: held[r])]
+        """The verdict that held longest over the run (from the latest snapshot)."""
+        snap = self.latest
+        return snap.dominant if snap else None

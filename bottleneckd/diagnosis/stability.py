@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from bottleneckd.diagnosis.verdict import RegimeChange, Verdict
 from bottleneckd.diagnosis.window import WindowStats
+from bottleneckd.model.resources import UNDETERMINED
 
 
 def regime_label(w: WindowStats, before: str, after: str) -> str:
@@ -16,7 +17,7 @@ def regime_label(w: WindowStats, before: str, after: str) -> str:
         return "checkpoint writing (no steps, storage busy writing)"
     if steps == 0:
         return "no training steps (evaluation, checkpoint or a pause)"
-    if before == "undetermined" and steps:
+    if before == UNDETERMINED and steps:
         return f"training steps under way: {after} now limits the step"
     epoch = w.phases.facts.get("epoch") if w.phases else None
     if after in ("storage_bandwidth", "storage_network_bandwidth") and epoch is not None:

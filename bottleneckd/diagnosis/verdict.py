@@ -28,7 +28,7 @@ class RegimeChange:
 
 @dataclass(frozen=True)
 class Verdict:
-    resource: str  # one of the twelve ids, or "undetermined"
+    resource: str  # one of the twelve ids, or resources.UNDETERMINED
     stage: str
     confidence: float
     evidence: tuple[str, ...]

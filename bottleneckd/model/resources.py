@@ -35,7 +35,11 @@ CAPACITY_RESOURCES: Final[frozenset[str]] = frozenset(
 #: stages of a training step (section 2.1), as the hook and the diagnosis name them
 STAGES: Final[tuple[str, ...]] = ("data", "transfer", "compute", "optimizer", "communication", "other")
 
-#: step phases the hook measures, and the stage each belongs to
+#: the step phases the torch hook measures, in the order of a step (the one list of phase names:
+#: the hook's timing, the exporter, the live view and the report all use these)
+HOOK_PHASES: Final[tuple[str, ...]] = ("data_wait", "transfer", "forward", "backward", "optimizer", "communication", "other")
+
+#: every step phase (the hook's, and those py-spy stack samples add) and the stage each belongs to
 PHASES: Final[dict[str, str]] = {
     "data_wait": "data",
     "transfer": "transfer",

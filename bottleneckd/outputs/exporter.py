@@ -10,6 +10,7 @@ from typing import Any, Callable, Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from bottleneckd.model.protocol import Event
 from bottleneckd.diagnosis.pipeline import Snapshot
 from bottleneckd.model.resources import PHASES, RESOURCES, STAGES, UNDETERMINED
 
@@ -31,7 +32,7 @@ def exportable(value: float) -> bool:
 
 class SnapshotCollector(Collector):
     def __init__(self, latest: Callable[[], Snapshot | None], steps_total: Callable[[], int] = lambda: 0,
-                 events: Callable[[], list[dict[str, Any]]] = lambda: []) -> None:
+                 events: Callable[[], list[Event]] = lambda: []) -> None:
         self._latest = latest
         self._steps_total = steps_total
         self._events = events
@@ -105,12 +106,12 @@ class SnapshotCollector(Collector):
         applied = GaugeMetricFamily("bottleneckd_mitigation_applied_timestamp_seconds",
                                     "Unix time a mitigation was last applied through the torch hook (for dashboard annotations)",
                                     labels=["mitigation", "changes_semantics"])
-        last: dict[str, dict[str, Any]] = {}
-        for e in self._events():
-            if e.get("event") == "mitigation_applied":
-                last[e["name"]] = e
+        last: dict[str, Any] = {}
+        for e in self._events():  # protocol.Event objects
+            if e.kind == "mitigation_applied":
+                last[e.name] = e
         for name, e in last.items():
-            applied.add_metric([name, "true" if e.get("changes_semantics") else "false"], e["t"])
+            applied.add_metric([name, "true" if e.changes_semantics else "false"], e.t)
         yield applied
         up = GaugeMetricFamily("bottleneckd_sampler_up", "1 if the sampler's last run succeeded", labels=["sampler"])
         dur = GaugeMetricFamily("bottleneckd_sampler_duration_seconds", "Duration of the sampler's last run", labels=["sampler"])

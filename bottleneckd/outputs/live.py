@@ -36,7 +36,7 @@ def live_line(snap: Snapshot) -> str:
     u = ", ".join(f"{r}[{d}] {x:.0%}" for r, d, x in utils)
     ph = snap.stats.phases
     steps = f"; {ph.steps} steps, {fmt_value(ph.wall_seconds / ph.steps, 's')}/step" if ph and ph.steps else ""
-    what = v.resource if v.resource != UNDETERMINED else f"{UNDETERMINED} ({v.reason.split(':')[0]})"
+    what = f"{v.resource}/{v.stage}" if v.resource != UNDETERMINED else f"{UNDETERMINED} ({v.reason.split(':')[0]})"
     return f"[bottleneckd] {what} (confidence {v.confidence:.0%}){steps}; {u}"
 
 

@@ -24,6 +24,7 @@ from prometheus_client.exposition import ThreadingWSGIServer
 
 from bottleneckd.diagnosis.pipeline import Snapshot
 from bottleneckd.model.errors import InputError
+from bottleneckd.model.protocol import Event
 from bottleneckd.outputs.exporter import SnapshotCollector
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ class MetricsSource(Protocol):
 
     def steps(self) -> int: ...
 
-    def events(self) -> list[dict[str, Any]]: ...
+    def events(self) -> list[Event]: ...
 
 
 def load_web_config(path: str) -> dict[str, Any]:
@@ -87,6 +88,7 @@ def load_web_config(path: str) -> dict[str, Any]:
         for key in ("min_version", "max_version"):
             if key in tls and tls[key] not in TLS_VERSIONS:
                 raise InputError(f"{path}: tls_server_config.{key} {tls[key]!r}: use one of {', '.join(TLS_VERSIONS)}")
+        tls_context(tls, path)  # the files load now, before anything starts
     users = doc.get("basic_auth_users")
     if users is not None:
         if not isinstance(users, dict) or not all(isinstance(v, str) and v.startswith("$2") for v in users.values()):
@@ -99,6 +101,17 @@ def load_web_config(path: str) -> dict[str, Any]:
 
 
 def tls_context(tls: dict[str, Any], where: str) -> ssl.SSLContext:
+    import os
+    import stat
+
+    for key in ("cert_file", "key_file", "client_ca_file"):
+        if tls.get(key):
+            try:
+                regular = stat.S_ISREG(os.stat(tls[key]).st_mode)
+            except OSError as e:
+                raise InputError(f"{where}: tls_server_config.{key} {tls[key]}: cannot read ({e.strerror})") from e
+            if not regular:  # a FIFO would hang the start
+                raise InputError(f"{where}: tls_server_config.{key} {tls[key]}: not a regular file")
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     try:
         ctx.load_cert_chain(tls["cert_file"], tls["key_file"])
@@ -175,8 +188,8 @@ class MetricsServer(ThreadingWSGIServer):
 def parse_bind(bind: str) -> tuple[str, int]:
     """``HOST:PORT`` (``[::1]:9400`` for IPv6), or one InputError."""
     host, _, port = bind.rpartition(":")
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise InputError(f"--bind {bind!r}: expected HOST:PORT with a port from 1 to 65535, e.g. 127.0.0.1:9400")
+    if not host or not port.isdigit() or not 0 <= int(port) < 65536:
+        raise InputError(f"--bind {bind!r}: expected HOST:PORT with a port from 1 to 65535 (0: any free port), e.g. 127.0.0.1:9400")
     return host.strip("[]"), int(port)
 
 

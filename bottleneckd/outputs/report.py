@@ -7,7 +7,7 @@ from typing import Any
 
 from bottleneckd.diagnosis.verdict import Verdict
 from bottleneckd.diagnosis.pipeline import Pipeline
-from bottleneckd.advice.recommend import recommend, skipped
+from bottleneckd.advice.recommend import not_fitting, recommend, skipped
 from bottleneckd.model.resources import UNDETERMINED
 from bottleneckd.model.units import fmt_value
 
@@ -15,19 +15,20 @@ SCHEMA = "bottleneckd.report/1"
 
 
 def build_report(p: Pipeline, verdict: Verdict | None = None) -> dict[str, Any]:
-    v = verdict or p.dominant()
-    snap = p.latest
-    doc: dict[str, Any] = {"schema": SCHEMA, "created": time.time(), "samples": p.samples}
+    snap = p.latest  # one immutable snapshot: safe from any thread
+    v = verdict or (snap.dominant if snap else None)
+    doc: dict[str, Any] = {"schema": SCHEMA, "created": time.time(), "samples": snap.samples if snap else 0}
     if v is None or snap is None:
         doc["verdict"] = {"resource": UNDETERMINED, "stage": "other", "confidence": 0.0, "evidence": [], "headroom": None,
                           "reason": "no samples"}
         doc["recommendations"] = []
         return doc
-    recs = recommend(v, p.kb, p.facts)
+    recs = recommend(v, p.kb, snap.facts)
     doc["verdict"] = v.to_json()
-    doc["held_seconds"] = {k: round(s, 3) for k, s in sorted(p.held.items(), key=lambda kv: -kv[1])}
+    doc["held_seconds"] = {k: round(s, 3) for k, s in snap.held}
     doc["recommendations"] = [r.to_json() for r in recs]
-    doc["already_in_effect"] = [{"id": m.id, "because": why} for m, why in skipped(v, p.kb, p.facts)]
+    doc["already_in_effect"] = [{"id": m.id, "because": why} for m, why in skipped(v, p.kb, snap.facts)]
+    doc["not_fitting"] = [{"id": m.id, "because": why} for m, why in not_fitting(v, p.kb, snap.facts)]
     doc["regime_changes"] = [{"t": c.t, "before": c.before, "after": c.after, "label": c.label} for c in snap.changes]
     doc["utilization"] = [
         {"resource": r, "device": d, "mean": round(s.mean, 4), "p95": round(s.p95, 4)}
@@ -35,7 +36,7 @@ def build_report(p: Pipeline, verdict: Verdict | None = None) -> dict[str, Any]:
     ]
     ph = snap.stats.phases
     doc["step_phases"] = None if ph is None else {"steps": ph.steps, "share": {k: round(x / ph.wall_seconds, 4) for k, x in ph.phases.items()} if ph.wall_seconds else {}}
-    doc["facts"] = p.facts
+    doc["facts"] = snap.facts.to_json()
     return doc
 
 

@@ -17,6 +17,9 @@ from typing import IO, Any, Callable, Iterator
 from bottleneckd.hardware.detect.machine import Machine
 from bottleneckd.model.errors import InputError, TraceError
 from bottleneckd.model.files import MAX_LINE_BYTES, create_stream, json_problem, loads_strict, open_regular
+from bottleneckd.model.protocol import VERSION as MESSAGE_VERSION
+from bottleneckd.model.protocol import Event, ProtocolError
+from bottleneckd.model.protocol import from_json as message_from_json
 from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.model.sample import Sample
 
@@ -72,8 +75,9 @@ class TraceWriter:
     def __call__(self, sample: Sample) -> None:
         self._write(sample.to_json())
 
-    def event(self, kind: str, **fields: Any) -> None:
-        self._write({"type": "event", "t": time.time(), "kind": kind, **fields})
+    def event(self, e: Event) -> None:
+        """An event line: the wire message's own keys (``kind``, ``name``, ``t`` ...)."""
+        self._write(e.to_json())
 
     def close(self) -> None:
         if not self._f.closed:
@@ -119,7 +123,7 @@ def _lines(path: str, f: IO[bytes]) -> Iterator[tuple[int, str, bool]]:
         yield lineno, text, raw.endswith(b"\n")
 
 
-def read_events(path: str) -> list[dict[str, Any]]:
+def read_events(path: str) -> list[Event]:
     """The event lines of a trace (mitigations applied ...), in order; bad lines are skipped."""
     out = []
     try:
@@ -128,10 +132,13 @@ def read_events(path: str) -> list[dict[str, Any]]:
                 if '"type":"event"' in line.replace(" ", ""):
                     try:
                         d = loads_strict(line)
-                    except (ValueError, RecursionError):
+                        if isinstance(d, dict):
+                            d.setdefault("version", MESSAGE_VERSION)  # lines written before messages had versions
+                        e = message_from_json(d)
+                    except (ValueError, RecursionError, ProtocolError):
                         continue
-                    if isinstance(d, dict) and isinstance(d.get("t"), (int, float)):
-                        out.append(d)
+                    if isinstance(e, Event):
+                        out.append(e)
     except (InputError, OSError):
         pass
     return out

@@ -22,11 +22,18 @@ NO_SITE_FLAGS = {"S": "python -S skips the site module, so the instrumentation (
                  "E": "python -E ignores PYTHONPATH, so the instrumentation never loads"}
 
 
+SOCKET_NAME = "bottleneckd.sock"
+MAX_SOCKET_PATH = 107  # sun_path holds 108 bytes with its NUL
+
+
 @contextmanager
 def run_directory() -> Iterator[str]:
     """An owner-only temporary directory for one run (socket, report file, package link), removed
     on every way out."""
     d = tempfile.mkdtemp(prefix="bottleneckd-run-")
+    if len(os.fsencode(os.path.join(d, SOCKET_NAME))) > MAX_SOCKET_PATH:  # a long TMPDIR: the socket would not bind
+        os.rmdir(d)
+        d = tempfile.mkdtemp(prefix="bottleneckd-run-", dir="/tmp")
     try:
         yield d
     finally:

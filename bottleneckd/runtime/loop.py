@@ -8,9 +8,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable
+from typing import Callable, Union
 
-from bottleneckd.model.sample import Reading, Sample, SamplerStatus, StepPhases
+from bottleneckd.model.sample import RankPhases, Reading, Sample, SamplerStatus, StepPhases
 from bottleneckd.samplers.base import Sampler
 
 log = logging.getLogger(__name__)
@@ -23,7 +23,7 @@ SINK_ORDER = ("trace", "trace_events", "pipeline", "report_file", "view", "stop"
 
 class SamplingLoop:
     def __init__(self, samplers: list[Sampler], interval: float = 1.0, sinks: dict[str, Sink] | list[Sink] | None = None,
-                 phases: Callable[[], StepPhases | None] | None = None) -> None:
+                 phases: Callable[[], Union[StepPhases, None, tuple[StepPhases | None, tuple[RankPhases, ...]]]] | None = None) -> None:
         if interval < MIN_INTERVAL:
             raise ValueError(f"interval {interval} s is below {MIN_INTERVAL} s (10 Hz)")
         self.samplers = samplers
@@ -74,7 +74,9 @@ class SamplingLoop:
                     self._failed.add(s.name)
                 statuses.append(SamplerStatus(s.name, False, time.perf_counter() - t0, f"{type(e).__name__}: {e}"))
         now = time.monotonic()
-        sample = Sample(time.time(), now - self._last, tuple(readings), self._phases() if self._phases else None, tuple(statuses))
+        got = self._phases() if self._phases else None
+        phases, ranks = got if isinstance(got, tuple) else (got, ())  # the job's phases, and each rank's
+        sample = Sample(time.time(), now - self._last, tuple(readings), phases, tuple(statuses), ranks)
         self._last = now
         for name, sink in list(self._sinks.items()):
             try:

@@ -16,7 +16,8 @@ from bottleneckd.hardware.nvml import NvmlBackend
 from bottleneckd.peaks.resolve import PeakTable, resolve_peaks
 from bottleneckd.diagnosis.pipeline import Pipeline, Snapshot
 from bottleneckd.peaks.profile import Profile
-from bottleneckd.model.sample import StepPhases
+from bottleneckd.model.protocol import Event
+from bottleneckd.model.sample import RankPhases, StepPhases
 from bottleneckd.outputs.energy import EnergyMeter
 from bottleneckd.samplers.base import Sampler
 from bottleneckd.samplers.cpu_compute import CpuComputeSampler
@@ -54,7 +55,7 @@ class Sidecar:
     def steps(self) -> int:
         return self.steps_total
 
-    def events(self) -> list[dict[str, Any]]:
+    def events(self) -> list[Event]:
         return list(self.receiver.events)
 
     def close(self) -> None:
@@ -114,18 +115,18 @@ def build_sidecar(machine: Machine | None = None, catalog: Catalog | None = None
         profile = load_profile()
     peaks = resolve_peaks(machine, catalog, profile)
     samplers, why = build_samplers(machine, peaks, pid, paths, disabled, nvml)
-    pipeline = Pipeline(peaks, window=window)
+    pipeline = Pipeline(peaks, window=window, machine=machine)
     receiver = PhaseReceiver(socket_path, listen=listen).start()
     side = Sidecar(machine, peaks, samplers, why, pipeline, receiver)
 
-    def phases() -> StepPhases | None:
-        p = receiver.drain()
+    def phases() -> tuple[StepPhases | None, tuple[RankPhases, ...]]:
+        p, ranks = receiver.drain_ranks()
         if p is not None:
             side.steps_total += p.steps
         if p is None:  # hook phases win; stack samples stand in when there are none
             for src in side.phase_sources:
                 p = p or src()
-        return p
+        return p, ranks
 
     side.loop = SamplingLoop(samplers, interval, {"pipeline": pipeline, "energy": side.energy}, phases)
     return side

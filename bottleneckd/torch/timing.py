@@ -22,7 +22,9 @@ from typing import Any
 
 import torch
 
-PHASE_KEYS = ("data_wait", "transfer", "forward", "backward", "optimizer", "communication", "other")
+from bottleneckd.model.resources import HOOK_PHASES
+
+PHASE_KEYS = HOOK_PHASES
 Step = tuple[tuple[float, ...], float]
 
 

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from bottleneckd.model.protocol import Event
 from bottleneckd.torch.timing import CudaClock
 
 
@@ -70,6 +71,8 @@ class TrialsMixin:
                 # never inside the optimizer's own hook loop: removing a hook there would break the
                 # step ("OrderedDict mutated during iteration"); done at the next forward instead
                 self._pending_reverts.append(t.mitigation)
+                self._sender.send(Event("mitigation_reverted", t.name, time.time(), t.changes_semantics,
+                                        f"throughput x{t.ratio:.3f}" if t.ratio else "throughput not measurable"))
             verdict = "kept" if t.kept else "reverted"
             print(f"[bottleneckd] {t.name}: throughput x{t.ratio:.3f} over {t.steps} steps (wall clock): {verdict}" if t.ratio
                   else f"[bottleneckd] {t.name}: could not measure throughput: {verdict}", file=self.print_to, flush=True)
@@ -102,8 +105,8 @@ class TrialsMixin:
                 self._clock.every = 1  # time every step while the verdict is measured
         sem = " This changes training semantics: check model quality (section 5 of the paper)." if mitigation.changes_semantics else ""
         print(f"[bottleneckd] applied {mitigation.name}: {mitigation.note}.{sem}", file=self.print_to, flush=True)
-        self._sender.send({"v": 1, "event": "mitigation_applied", "name": mitigation.name, "t": time.time(),
-                           "changes_semantics": bool(mitigation.changes_semantics), "note": mitigation.note})
+        self._sender.send(Event("mitigation_applied", mitigation.name, time.time(), bool(mitigation.changes_semantics),
+                                str(mitigation.note)[:256]))
         return t
 
     def revert(self, name: str) -> None:
@@ -111,4 +114,5 @@ class TrialsMixin:
             if t.name == name and t.kept is not False:
                 t.mitigation.revert()
                 t.kept = False
+                self._sender.send(Event("mitigation_reverted", t.name, time.time(), t.changes_semantics, "reverted by the user"))
 

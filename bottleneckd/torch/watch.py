@@ -22,13 +22,16 @@ from typing import Any, Iterable
 
 import torch
 
+from bottleneckd.model.facts import FactBoard
+from bottleneckd.model.identity import RankIdentity
+from bottleneckd.model.protocol import StepReport
 from bottleneckd.outputs.channel import PhaseSender, default_socket_path
+from bottleneckd.torch.facts import input_facts, loader_facts, model_facts
 from bottleneckd.torch.roofline import StepCounter
 from bottleneckd.torch.timing import PHASE_KEYS, CudaClock, HostClock
 from bottleneckd.torch.trials import Trial, TrialsMixin
 
 log = logging.getLogger("bottleneckd.torch")
-PHASE_ORDER = ("data_wait", "transfer", "forward", "backward", "optimizer")
 
 
 @dataclass(frozen=True)
@@ -104,7 +107,8 @@ class Watcher(TrialsMixin):
         self._counter = StepCounter()
         self._sock_path = socket_path or default_socket_path()
         self._sender = PhaseSender(self._sock_path)
-        self.facts: dict[str, Any] = {"device": dev.type, "pid": os.getpid(), **(model_facts(model) if model is not None else {})}
+        self.facts = FactBoard({"device": dev.type, "pid": os.getpid(), **(model_facts(model, optimizer) if model is not None else {})})
+        self._identity = RankIdentity.from_env()
         self.print_to = sys.stderr if os.environ.get("BOTTLENECKD_EPOCH_PRINT") == "stderr" else sys.stdout
         self._local = None
         if local_sampling is None:
@@ -177,6 +181,8 @@ class Watcher(TrialsMixin):
         while self._pending_reverts:
             self._pending_reverts.pop(0).revert()
         self._clock.mark("forward_start")
+        if "input_rank" not in self.facts:
+            self.facts.update(input_facts(args))
         first = args[0] if args else None
         if isinstance(first, torch.Tensor) and first.dim() > 0:
             self._examples += int(first.shape[0])
@@ -248,11 +254,11 @@ class Watcher(TrialsMixin):
             self.facts["achieved_flops"] = self.facts["flops_per_step"] / per_step
             self.facts["achieved_bytes_per_second"] = self.facts["operand_bytes_per_step"] / per_step
         self._acc_compute = 0.0
-        doc = {"v": 1, "pid": os.getpid(), "steps": self._acc_steps, "wall": self._acc_wall,
-               "phases": dict(zip(PHASE_KEYS, self._acc)), "facts": {**self.facts, "epoch": self.epoch}}
-        self._sender.send(doc)
+        report = StepReport(self._identity, self._acc_steps, self._acc_wall, dict(zip(PHASE_KEYS, self._acc)),
+                            self.facts.freeze(epoch=self.epoch, mitigations=[t.name for t in self.trials if t.kept is not False] or None))
+        self._sender.send(report)
         if self._local is not None:
-            self._local.receiver.ingest(json.dumps(doc).encode())
+            self._local.receiver.accept(report)
         self._acc, self._acc_wall, self._acc_steps = [0.0] * len(PHASE_KEYS), 0.0, 0
         self._last_send = time.perf_counter()
 
@@ -309,29 +315,6 @@ class Watcher(TrialsMixin):
         except Exception as e:  # noqa: BLE001
             self.disable(f"epoch report: {type(e).__name__}: {e}")
             return None
-
-
-def model_facts(model: torch.nn.Module) -> dict[str, Any]:
-    """What the recommender needs to skip advice already in effect."""
-    dtypes = {p.dtype for p in model.parameters()}
-    f: dict[str, Any] = {"has_conv": any(isinstance(m, torch.nn.modules.conv._ConvNd) for m in model.modules()),
-                         "parameters": sum(p.numel() for p in model.parameters())}
-    low = dtypes & {torch.bfloat16, torch.float16}
-    if low:
-        f["autocast_dtype"] = str(next(iter(low))).split(".")[-1]
-    return f
-
-
-def loader_facts(loader: Any) -> dict[str, Any]:
-    f: dict[str, Any] = {}
-    for k in ("num_workers", "pin_memory", "persistent_workers", "prefetch_factor", "batch_size"):
-        if hasattr(loader, k):
-            f["loader_workers" if k == "num_workers" else k] = getattr(loader, k)
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    f["cores"] = cores
-    if "loader_workers" in f:
-        f["loader_workers_saturate_cores"] = f["loader_workers"] >= cores
-    return f
 
 
 def read_sidecar_report(sock_path: str) -> dict[str, Any] | None:

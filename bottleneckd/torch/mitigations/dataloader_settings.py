@@ -51,8 +51,11 @@ class DataLoaderSettings:
         if wanted.get("pin_memory"):
             self.note += "; pinned memory pays off only with .to(device, non_blocking=True) in the loop"
         ctx.watcher.facts.update({("loader_workers" if k == "num_workers" else k): wanted[k] for k in SETTABLE if wanted[k] is not None})
+        self._facts = ctx.watcher.facts
 
     def revert(self) -> None:
         for k, v in self._old.items():
             object.__setattr__(self._loader, k, v)
+        if getattr(self, "_facts", None) is not None:  # the facts say the loader's settings again (None unsets)
+            self._facts.update({("loader_workers" if k == "num_workers" else k): v for k, v in self._old.items()})
         self._old = {}

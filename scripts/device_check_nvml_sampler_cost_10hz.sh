@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Third GPU run, after sampling CUDA steps (1 in 8 timed) and caching static NVML fields: the
+# GPU check, after sampling CUDA steps (1 in 8 timed) and caching static NVML fields: the
 # watcher's cost on CUDA, mitigations on the GPU, and the sampler's cost per tick at 10 Hz.
 set -u
 OUT=${OUT:-/tmp/devout}; mkdir -p "$OUT"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Second GPU run: the hook on CUDA (per-step cost, no-code-change injection), mitigations measured
+# GPU check: the hook on CUDA (per-step cost, no-code-change injection), mitigations measured
 # on the GPU, the sidecar at 10 Hz with real NVML, and a trace with a mitigation applied.
 set -u
 OUT=${OUT:-/tmp/devout}; mkdir -p "$OUT"

@@ -1,0 +1,102 @@
+"""Whether a mitigation fits this job: already in effect (``skip_if``), or not applicable
+(``requires``: every condition must hold, on facts that are known; ``unfit_if``: any condition
+holding rules it out). Conditions are data in data/mitigations.json over declared facts
+(model/facts.py); ``{"all": [...]}`` combines several into one.
+
+The machine's own facts are produced here, on the daemon side, from detection (never from
+torch): ``cpu_fast_bf16`` (the CPU has amx_bf16 or avx512_bf16; without them bf16 on a CPU
+measured 0.67x, issue 11) and ``gpu_count``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from bottleneckd.model.facts import FACTS, Facts
+
+OPS = ("truthy", "falsy", "eq", "ne", "in", ">=", "<=")
+FAST_BF16_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})
+#: hook ids whose state is described by facts of their own (a loader setting is not "the"
+#: mitigation: pinned memory may still be missing after more workers were set)
+OWN_FACTS_HOOKS = frozenset({"dataloader_settings"})
+
+
+def machine_facts(machine: Any) -> Facts:
+    """Facts about the machine the job runs on (a ``hardware.detect.machine.Machine``)."""
+    if machine is None:
+        return Facts()
+    out: dict[str, Any] = {"gpu_count": len(machine.gpus)}
+    if machine.cpu.flags or "cpu" not in machine.unknown:
+        out["cpu_fast_bf16"] = bool(FAST_BF16_FLAGS & set(machine.cpu.flags))
+    return Facts(out)
+
+
+def check_condition(cond: Any, where: str) -> str | None:
+    """Why a knowledge-base condition is malformed, or None."""
+    if isinstance(cond, dict) and set(cond) == {"all"}:
+        if not isinstance(cond["all"], list) or not cond["all"]:
+            return f"{where}.all: expected a non-empty list of conditions"
+        return next((w for i, c in enumerate(cond["all"]) if (w := check_condition(c, f"{where}.all[{i}]"))), None)
+    if not isinstance(cond, dict) or cond.get("fact") not in FACTS:
+        return f"{where}.fact: {cond.get('fact') if isinstance(cond, dict) else cond!r} is not a declared fact (model/facts.py)"
+    if cond.get("op") not in OPS:
+        return f"{where}.op: {cond.get('op')!r} is not one of {', '.join(OPS)}"
+    if cond["op"] not in ("truthy", "falsy") and "value" not in cond:
+        return f"{where}.value: missing for op {cond['op']!r}"
+    return None
+
+
+def facts_read(cond: Mapping[str, Any]) -> list[str]:
+    return [f for c in cond["all"] for f in facts_read(c)] if "all" in cond else [cond["fact"]]
+
+
+def matches(cond: Mapping[str, Any], facts: Mapping[str, Any]) -> bool:
+    """True when the condition holds on known facts (an unknown fact holds nothing)."""
+    if "all" in cond:
+        return all(matches(c, facts) for c in cond["all"])
+    if cond["fact"] not in facts:
+        return False
+    v, op, want = facts[cond["fact"]], cond["op"], cond.get("value")
+    if op == "truthy":
+        return bool(v)
+    if op == "falsy":
+        return not v
+    if op == "eq":
+        return v == want
+    if op == "ne":
+        return v != want
+    if op == "in":
+        return v in want
+    try:
+        return v >= want if op == ">=" else v <= want
+    except TypeError:
+        return False
+
+
+def describe(cond: Mapping[str, Any], facts: Mapping[str, Any]) -> str:
+    if "all" in cond:
+        return " and ".join(describe(c, facts) for c in cond["all"])
+    name = cond["fact"]
+    return f"{name}={facts[name]!r}" if name in facts else f"{name} unknown"
+
+
+def in_effect(m: Any, facts: Mapping[str, Any]) -> str | None:
+    """Why the mitigation is already in effect, or None."""
+    if m.hook and m.hook not in OWN_FACTS_HOOKS and m.hook in (facts.get("mitigations") or ()):
+        return f"applied through the hook ({m.hook})"
+    return next((describe(c, facts) for c in m.skip_if if matches(c, facts)), None)
+
+
+def unfit(m: Any, facts: Mapping[str, Any]) -> str | None:
+    """Why the mitigation does not fit this job, or None."""
+    for c in m.requires:
+        if not matches(c, facts):
+            return f"needs {_want(c)} (here {describe(c, facts)})"
+    return next((f"not for {describe(c, facts)}" for c in m.unfit_if if matches(c, facts)), None)
+
+
+def _want(cond: Mapping[str, Any]) -> str:
+    if "all" in cond:
+        return " and ".join(_want(c) for c in cond["all"])
+    op = cond["op"]
+    return cond["fact"] if op == "truthy" else f"{cond['fact']} {op} {cond.get('value')!r}"

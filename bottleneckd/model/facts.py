@@ -1,0 +1,255 @@
+"""Facts: what the hook and the machine know about the job, typed, immutable and bounded.
+
+Every fact has a declared type and a declared producer (the module that sets it; a contract test
+checks that each producer really does). The hook sends its *whole* current fact state in every
+report, and the receiver replaces a rank's facts with it: a fact the hook unset (a mitigation
+reverted) is gone at the next report, never merged forever.
+
+A value of the wrong type, an unknown name, a non-finite or negative number or an over-long
+string is dropped and counted (``Facts.rejected``), never raised: one bad fact must not stop the
+diagnosis. Only declared names are kept and strings are capped, so a fact set is bounded
+(a few KB at most) however many messages arrive.
+
+Read API: ``facts.get("x")`` (``None`` when unset), ``"x" in facts``, ``facts["x"]``; ``Facts`` is
+an immutable ``Mapping``. Change by copy: ``facts.set(x=1)``, ``facts.unset("x")``. On the hook
+side ``FactBoard`` is the mutable holder with the same validation (``board["x"] = v``,
+``board.pop("x")``, ``board.freeze()``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Union
+
+FactValue = Union[bool, int, float, str, tuple]
+
+MAX_STR = 64  # characters in a string fact
+MAX_ITEMS = 32  # strings in a list fact
+MAX_INT = 2**53  # larger integers lose meaning in JSON consumers anyway
+
+
+@dataclass(frozen=True)
+class FactSpec:
+    name: str
+    type: str  # "bool" | "int" | "float" | "str" | "strs" (a tuple of short strings)
+    producers: tuple[str, ...]  # modules that set it (checked by tests/test_facts.py)
+    doc: str
+    #: the allowed strings, where the set is closed
+    choices: tuple[str, ...] = ()
+
+
+def _spec(name: str, type_: str, producers: str, doc: str, choices: tuple[str, ...] = ()) -> FactSpec:
+    return FactSpec(name, type_, tuple(producers.split()), doc, choices)
+
+
+_W, _I, _C = "bottleneckd.torch.watch", "bottleneckd.torch.inject", "bottleneckd.torch.collectives"
+_F = "bottleneckd.torch.facts"
+_M = "bottleneckd.torch.mitigations."
+FACTS: dict[str, FactSpec] = {s.name: s for s in (
+    # the model and the loop (hook)
+    _spec("device", "str", f"{_W} {_I}", "the model's device type: cpu, cuda, ..."),
+    _spec("pid", "int", _W, "the training process"),
+    _spec("epoch", "int", _W, "epochs completed"),
+    _spec("parameters", "int", _F, "number of model parameters"),
+    _spec("param_dtype", "str", _F, "dtype of most of the model's parameters (float32, bfloat16 ...)"),
+    _spec("has_conv", "bool", _F, "the model has a convolution layer"),
+    _spec("input_rank", "int", _F, "dimensions of the model's first input (4 for an image batch NCHW)"),
+    _spec("allow_tf32", "bool", _F, "torch.backends.cuda.matmul.allow_tf32"),
+    _spec("compiled", "bool", _F, "the model is torch.compile'd"),
+    _spec("ddp", "bool", f"{_F} {_C}", "DistributedDataParallel, or more than one rank"),
+    _spec("fsdp", "bool", _F, "FullyShardedDataParallel"),
+    _spec("sharded", "bool", _F, "parameters or optimizer state sharded across ranks (FSDP, ZeRO)"),
+    _spec("offloading", "bool", _F, "parameters or optimizer state offloaded to the CPU"),
+    _spec("world_size", "int", _C, "ranks in the job"),
+    _spec("local_world_size", "int", _C, "ranks on this node"),
+    _spec("optimizer_closure", "bool", _F, "the optimizer's step takes a closure (LBFGS ...)"),
+    # the data loader (hook)
+    _spec("loader_workers", "int", f"{_F} {_M}dataloader_settings", "DataLoader num_workers"),
+    _spec("pin_memory", "bool", f"{_F} {_M}dataloader_settings", "DataLoader pin_memory"),
+    _spec("persistent_workers", "bool", f"{_F} {_M}dataloader_settings", "DataLoader persistent_workers"),
+    _spec("prefetch_factor", "int", f"{_F} {_M}dataloader_settings", "DataLoader prefetch_factor"),
+    _spec("batch_size", "int", _F, "DataLoader batch_size"),
+    _spec("cores", "int", _F, "CPU cores the training process may run on"),
+    _spec("loader_workers_saturate_cores", "bool", _F, "loader workers >= usable cores"),
+    # one counted step (hook, roofline)
+    _spec("flops_per_step", "float", _W, "FLOP of one step (torch.utils.flop_counter)"),
+    _spec("operand_bytes_per_step", "float", _W, "operand bytes of one step"),
+    _spec("arithmetic_intensity", "float", _W, "FLOP per operand byte"),
+    _spec("achieved_flops", "float", _W, "FLOP/s over the compute phases"),
+    _spec("achieved_bytes_per_second", "float", _W, "operand bytes/s over the compute phases"),
+    # mitigations in effect (hook; unset on revert)
+    _spec("mitigations", "strs", _W, "hook ids of the mitigations applied and not reverted"),
+    _spec("autocast_dtype", "str", f"{_F} {_M}mixed_precision", "low-precision dtype in effect",
+          ("bfloat16", "float16")),
+    _spec("channels_last", "bool", f"{_M}channels_last", "channels_last memory format in effect"),
+    _spec("activation_checkpointing", "bool", f"{_M}activation_checkpointing", "activation checkpointing in effect"),
+    _spec("data_echoing", "int", f"{_M}data_echoing", "data echoing factor in effect"),
+    _spec("gradient_accumulation", "int", f"{_M}gradient_accumulation", "micro-batches per optimizer step"),
+    _spec("comm_hook", "str", f"{_M}ddp_comm_hook", "DDP communication hook in effect"),
+    # the daemon side
+    _spec("cpu_fast_bf16", "bool", "bottleneckd.advice.fit", "the CPU has bf16 instructions (amx_bf16 or avx512_bf16)"),
+    _spec("gpu_count", "int", "bottleneckd.advice.fit", "GPUs detected on the machine"),
+    _spec("phase_source", "str", "bottleneckd.samplers.stacks", "where the step phases come from", ("hook", "py-spy")),
+    _spec("stack_samples", "int", "bottleneckd.samplers.stacks", "py-spy stack samples in the interval"),
+    _spec("low_intensity_op_share", "float", "bottleneckd.samplers.stacks", "share of stack samples in low-intensity operators"),
+)}
+
+
+class FactError(ValueError):
+    """A fact value that does not fit its declaration (raised only by ``check``)."""
+
+
+def check(name: str, value: Any) -> FactValue:
+    """The value normalised to its declared type, or FactError saying what is wrong."""
+    spec = FACTS.get(name)
+    if spec is None:
+        raise FactError(f"unknown fact {name!r}")
+    t = spec.type
+    if t == "bool":
+        if type(value) is not bool:
+            raise FactError(f"{name}: expected true/false, got {type(value).__name__}")
+        return value
+    if t in ("int", "float"):
+        if type(value) is bool or not isinstance(value, (int, float)):
+            raise FactError(f"{name}: expected a number, got {type(value).__name__}")
+        if t == "int" and not isinstance(value, int):
+            if not (isinstance(value, float) and math.isfinite(value) and value.is_integer()):
+                raise FactError(f"{name}: expected an integer, got {value!r}")
+            value = int(value)
+        if isinstance(value, float) and not math.isfinite(value):
+            raise FactError(f"{name}: not a finite number")
+        if value < 0 or abs(value) > (MAX_INT if t == "int" else 1e30):
+            raise FactError(f"{name}: {value!r} out of range")
+        return value if t == "int" else float(value)
+    if t == "str":
+        if not isinstance(value, str) or len(value) > MAX_STR:
+            raise FactError(f"{name}: expected a string of at most {MAX_STR} characters")
+        if spec.choices and value not in spec.choices:
+            raise FactError(f"{name}: {value!r} is not one of {', '.join(spec.choices)}")
+        return value
+    if t == "strs":
+        if not isinstance(value, (list, tuple)) or len(value) > MAX_ITEMS or \
+                not all(isinstance(v, str) and len(v) <= MAX_STR for v in value):
+            raise FactError(f"{name}: expected a list of at most {MAX_ITEMS} short strings")
+        return tuple(value)
+    raise FactError(f"{name}: undeclared type {t!r}")  # pragma: no cover - FACTS is static
+
+
+def _clean(raw: Mapping[str, Any]) -> tuple[dict[str, FactValue], list[str]]:
+    out: dict[str, FactValue] = {}
+    bad: list[str] = []
+    for k, v in raw.items():
+        if v is None:
+            continue  # None means unset (torch's prefetch_factor with no workers, ...)
+        if not isinstance(k, str):
+            bad.append("non-string fact name")
+            continue
+        try:
+            out[k] = check(k, v)
+        except FactError as e:
+            bad.append(str(e)[:200])
+    return out, bad
+
+
+class Facts(Mapping[str, FactValue]):
+    """An immutable, validated set of facts. Built from anything: bad entries are dropped and
+    named in ``dropped`` (their count in ``rejected``)."""
+
+    __slots__ = ("_d", "dropped", "rejected")
+
+    def __init__(self, values: Mapping[str, Any] | None = None, **kw: Any) -> None:
+        d, bad = _clean({**(values or {}), **kw})
+        object.__setattr__(self, "_d", d)
+        object.__setattr__(self, "dropped", tuple(bad[:MAX_ITEMS]))  # the first reasons, bounded
+        object.__setattr__(self, "rejected", len(bad))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("Facts is immutable: use set() / unset()")
+
+    def __getitem__(self, name: str) -> FactValue:
+        return self._d[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._d)
+
+    def __len__(self) -> int:
+        return len(self._d)
+
+    def __repr__(self) -> str:
+        return f"Facts({self._d!r})"
+
+    def set(self, **values: Any) -> "Facts":
+        return Facts({**self._d, **values})
+
+    def unset(self, *names: str) -> "Facts":
+        return Facts({k: v for k, v in self._d.items() if k not in names})
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in self._d.items()}
+
+    @staticmethod
+    def from_json(raw: Any) -> "Facts":
+        """Lenient: what fits is kept, the rest named in ``dropped``."""
+        f = Facts(raw if isinstance(raw, Mapping) else None)
+        if raw is not None and not isinstance(raw, Mapping):
+            object.__setattr__(f, "dropped", ("facts: not an object",))
+            object.__setattr__(f, "rejected", 1)
+        return f
+
+
+EMPTY = Facts()
+
+
+class FactBoard:
+    """The hook's mutable fact state (set and unset), validated on write: a wrong value is
+    dropped and counted, never raised into training. ``freeze()`` is what a report sends."""
+
+    def __init__(self, values: Mapping[str, Any] | None = None) -> None:
+        self._d: dict[str, FactValue] = {}
+        self.rejected = 0
+        self.last_error = ""
+        self.update(values or {})
+
+    def __setitem__(self, name: str, value: Any) -> None:
+        if value is None:
+            self._d.pop(name, None)
+            return
+        try:
+            self._d[name] = check(name, value)
+        except FactError as e:
+            self.rejected += 1
+            self.last_error = str(e)
+
+    def __getitem__(self, name: str) -> FactValue:
+        return self._d[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._d
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self._d.get(name, default)
+
+    def update(self, values: Mapping[str, Any]) -> None:
+        for k, v in values.items():
+            self[k] = v
+
+    def pop(self, name: str, default: Any = None) -> Any:
+        return self._d.pop(name, default)
+
+    def unset(self, *names: str) -> None:
+        for n in names:
+            self._d.pop(n, None)
+
+    def freeze(self, **extra: Any) -> Facts:
+        return Facts({**self._d, **extra})
+
+    def items(self):  # noqa: ANN201
+        return self._d.items()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._d)
+
+    def __len__(self) -> int:
+        return len(self._d)

@@ -1,0 +1,115 @@
+"""The ranking of mitigations, and whether each fits the job (issue 11 item 6; issue 10 items 1, 8):
+unit tests over the real knowledge base, with facts as the hook and the machine produce them."""
+
+from __future__ import annotations
+
+import pytest
+
+from bottleneckd.advice.fit import machine_facts
+from bottleneckd.advice.knowledge import load_knowledge
+from bottleneckd.advice.recommend import COST_WEIGHT, SECONDARY_WEIGHT, not_fitting, recommend, score, skipped
+from bottleneckd.diagnosis.verdict import Verdict
+from bottleneckd.hardware.detect.machine import CpuInfo, Machine
+from bottleneckd.model.facts import Facts
+
+KB = load_knowledge()
+BY_ID = {m.id: m for m in KB}
+
+
+def verdict(resource: str, stage: str = "compute", secondary: tuple = ()) -> Verdict:
+    return Verdict(resource, stage, 0.8, ("e",), secondary, None)
+
+
+def ids(recs) -> list[str]:
+    return [r.mitigation.id for r in recs]
+
+
+def machine(flags: tuple[str, ...], gpus: int = 0) -> Machine:
+    return Machine("h", CpuInfo("cpu", 8, 4, 1, None, flags), 1 << 34, tuple(object() for _ in range(gpus)), (), (), (), ())  # type: ignore[arg-type] - only the GPU count is read
+
+
+CPU_JOB = Facts(device="cpu", has_conv=False, input_rank=2, compiled=False, ddp=False, sharded=False, offloading=False)
+IMAGE_JOB = Facts(device="cuda", has_conv=True, input_rank=4, gpu_count=1, compiled=False, ddp=False)
+
+
+def test_ranked_by_strength_and_cost_highest_first() -> None:
+    recs = recommend(verdict("gpu_compute"), KB, IMAGE_JOB, limit=50)
+    assert recs and [r.score for r in recs] == sorted((r.score for r in recs), reverse=True)
+    for r in recs:
+        assert r.score == pytest.approx(score(r.mitigation, 1.0 if r.resource == "gpu_compute" else SECONDARY_WEIGHT))
+    top = recs[0].mitigation
+    assert top.strength * COST_WEIGHT[top.cost] >= max(m.strength * COST_WEIGHT[m.cost] for m in KB
+                                                       if "gpu_compute" in m.resources and "compute" in m.stages) - 1e-9
+
+
+def test_only_mitigations_of_the_active_stage_for_the_active_resource() -> None:
+    recs = recommend(verdict("cpu_compute", stage="data"), KB, CPU_JOB, limit=50)
+    assert recs and all("data" in r.mitigation.stages for r in recs if r.resource == "cpu_compute")
+    assert "more_loader_workers" in ids(recs) and "shrink_tensors" not in ids(recs)
+
+
+def test_secondary_pressure_ranks_below_the_same_mitigation_for_the_active_resource() -> None:
+    v = verdict("gpu_memory_bandwidth", secondary=(("gpu_compute", 0.6),))
+    recs = {r.mitigation.id: r for r in recommend(v, KB, IMAGE_JOB, limit=50)}
+    sec_only = [r for r in recs.values() if r.resource == "gpu_compute"]
+    assert sec_only and all(r.score == pytest.approx(score(r.mitigation, SECONDARY_WEIGHT * 0.6)) for r in sec_only)
+    assert recs["mixed_precision"].resource == "gpu_memory_bandwidth"  # the better of its two scores
+
+
+def test_undetermined_gets_no_advice() -> None:
+    assert recommend(verdict("undetermined"), KB, IMAGE_JOB) == []
+
+
+def test_progressive_resizing_only_for_image_batches_with_convolutions() -> None:
+    v = verdict("gpu_compute")
+    assert "progressive_resizing" in ids(recommend(v, KB, IMAGE_JOB, limit=50))
+    for facts in (IMAGE_JOB.set(input_rank=2), IMAGE_JOB.set(has_conv=False), IMAGE_JOB.unset("input_rank")):
+        recs = recommend(v, KB, facts, limit=50)
+        assert "progressive_resizing" not in ids(recs)
+        assert any(m.id == "progressive_resizing" and "needs" in why for m, why in not_fitting(v, KB, facts))
+
+
+def test_channels_last_only_with_convolutions() -> None:
+    v = verdict("gpu_memory_bandwidth")
+    assert "channels_last" in ids(recommend(v, KB, IMAGE_JOB, limit=50))
+    assert "channels_last" not in ids(recommend(v, KB, IMAGE_JOB.set(has_conv=False), limit=50))
+
+
+def test_mixed_precision_on_a_cpu_only_with_fast_bf16() -> None:
+    v = verdict("cpu_compute")
+    slow = Facts({**machine_facts(machine(("avx2", "fma"))), **CPU_JOB})
+    fast = Facts({**machine_facts(machine(("avx512f", "avx512_bf16"))), **CPU_JOB})
+    amx = Facts({**machine_facts(machine(("amx_bf16",))), **CPU_JOB})
+    assert slow.get("cpu_fast_bf16") is False and fast.get("cpu_fast_bf16") is True
+    assert "mixed_precision" not in ids(recommend(v, KB, slow, limit=50))
+    assert "mixed_precision" in ids(recommend(v, KB, fast, limit=50))
+    assert "mixed_precision" in ids(recommend(v, KB, amx, limit=50))
+    # attach mode (no hook facts) on a machine with no GPU and no bf16: not advised either
+    bare = machine_facts(machine(("avx2",)))
+    assert bare.get("gpu_count") == 0 and "mixed_precision" not in ids(recommend(v, KB, bare, limit=50))
+    # a GPU job is unaffected by the CPU's flags
+    assert "mixed_precision" in ids(recommend(verdict("gpu_compute"), KB, IMAGE_JOB.set(cpu_fast_bf16=False), limit=50))
+
+
+def test_never_a_mitigation_already_in_effect_and_a_reverted_one_is_advised_again() -> None:
+    v = verdict("gpu_compute")
+    on = IMAGE_JOB.set(autocast_dtype="bfloat16", mitigations=("mixed_precision", "progressive_resizing"))
+    recs = ids(recommend(v, KB, on, limit=50))
+    assert "mixed_precision" not in recs and "progressive_resizing" not in recs
+    why = dict((m.id, w) for m, w in skipped(v, KB, on))
+    assert why["progressive_resizing"] == "applied through the hook (progressive_resizing)"
+    off = on.unset("autocast_dtype", "mitigations")  # both reverted: the hook's next report lacks them
+    recs = ids(recommend(v, KB, off, limit=50))
+    assert "mixed_precision" in recs and "progressive_resizing" in recs
+
+
+def test_not_applicable_is_not_reported_as_in_effect() -> None:
+    v = verdict("inter_gpu_interconnect", stage="communication")
+    facts = IMAGE_JOB.set(ddp=False)
+    assert not any(m.id == "less_frequent_sync" for m, _ in skipped(v, KB, facts))
+    assert any(m.id == "less_frequent_sync" and why == "not for ddp=False" for m, why in not_fitting(v, KB, facts))
+
+
+def test_machine_facts_unknown_cpu_leaves_bf16_unknown() -> None:
+    m = Machine("h", CpuInfo(None, None, None, None, None, ()), None, (), (), (), (), (), {"cpu": "no cpuinfo"})
+    assert "cpu_fast_bf16" not in machine_facts(m) and machine_facts(None) == {}
