@@ -90,7 +90,7 @@ def run(obj: Context, no_inject: bool, live: bool, quiet: bool, report_json: str
     extra["energy"] = side.energy.account().to_json(grid_intensity)
     report_epilogue(side.pipeline, {"command": list(command), "exit_code": code, **extra}, report_json, force)
     if recorder:
-        recorder.write_report(report_html, extra, side.peaks, side.events(), grid_intensity, force)
+        recorder.write_report(report_html, extra, side.peaks, [e.to_json() for e in side.events()], grid_intensity, force)
     sys.exit(code)
 
 

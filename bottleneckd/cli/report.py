@@ -69,7 +69,7 @@ def report(obj: Context, traces: tuple[str, ...], output: str, force: bool, wind
     for s in sorted(items, key=lambda s: s.t):  # the same pipeline as live samples
         pipeline(s)
         rec(s)
-    events = sorted((e for path in traces for e in read_events(path)), key=lambda e: e.get("t", 0.0))
+    events = sorted((e.to_json() for path in traces for e in read_events(path)), key=lambda e: e["t"])
     steps, examples, wall, start = totals(items)
     extra = {"traces": list(traces), "events": events,
              "throughput": {"steps": steps, "examples": examples, "wall_seconds": wall, "start": start}}

@@ -51,7 +51,7 @@ def _marks(fig: Any, changes: list[dict[str, Any]], events: list[dict[str, Any]]
             fig.add_vline(x=_time(c["t"]).timestamp() * 1000, line_dash="dash", line_color="#c0392b",
                           annotation_text=f"regime: {c['before']} → {c['after']}", annotation_position="top left")
     for e in events:
-        if e.get("kind", e.get("event")) == "mitigation_applied" and t0 <= e.get("t", 0.0) <= t1:
+        if e.get("kind") == "mitigation_applied" and t0 <= e.get("t", 0.0) <= t1:
             fig.add_vline(x=_time(e["t"]).timestamp() * 1000, line_dash="dot", line_color="#27ae60",
                           annotation_text=f"applied {e.get('name', '')}", annotation_position="bottom right")
 
