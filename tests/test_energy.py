@@ -209,3 +209,31 @@ def test_a_live_sidecar_serves_its_energy_counters(fake_tree) -> None:
     finally:
         stop_metrics(server)
     assert 'bottleneckd_energy_joules_total{device="gpu0",domain="gpu"} 500.0' in text
+
+
+def test_examples_travel_from_the_hook_message_to_the_job_view() -> None:
+    """StepReport.examples through the wire format and the receiver: summed over ranks, unknown
+    as soon as one report lacks it; a job step is one step of each rank."""
+    from bottleneckd.model.identity import RankIdentity
+    from bottleneckd.model.protocol import StepReport, decode, encode
+    from bottleneckd.outputs.channel import PhaseReceiver
+
+    def report(rank: int, examples: int | None) -> bytes:
+        ident = RankIdentity("j", "", 0, rank, rank, 2, 2, "n", 0, pid=100 + rank)
+        msg = StepReport(ident, 4, 1.0, {"forward": 0.5}, examples=examples)
+        assert decode(encode(msg)).examples == examples
+        return encode(msg)
+
+    rx = PhaseReceiver(listen=False)
+    rx.ingest(report(0, 128))
+    rx.ingest(report(1, 128))
+    job, ranks = rx.drain_ranks()
+    assert job.examples == 256 and [r.phases.examples for r in ranks] == [128, 128]
+    m = EnergyMeter()
+    m(Sample(0.0, 1.0, (Reading("gpu_compute", "gpu0", "energy", 0.0, "J"),)))
+    m(Sample(1.0, 1.0, (Reading("gpu_compute", "gpu0", "energy", 80.0, "J"),), job, ranks=ranks))
+    assert m.account().per_step == pytest.approx(20.0)  # 4 job steps (8 rank-steps), 80 J
+    assert m.account().per_example == pytest.approx(80.0 / 256)
+    rx.ingest(report(0, 128))
+    rx.ingest(report(1, None))
+    assert rx.drain_ranks()[0].examples is None

@@ -3,7 +3,8 @@
 GPU energy is NVML's total-energy counter (samplers/gpu.py), CPU package and DRAM energy RAPL's
 (samplers/energy.py). Energy is taken over spans of at least ``MIN_SPAN`` seconds (NVML updates
 its counter too coarsely for shorter ones) and divided by the steps and examples the torch hook
-reported in the same span. A counter that goes backwards (driver reload) loses that span for that
+reported in the same span (a step of a job with several ranks is one step of each rank; its
+examples are every rank's). A counter that goes backwards (driver reload) loses that span for that
 source, never counts negative. Live samples and recorded traces go through this same meter; the
 exporter reads its counters, the reports its account.
 """
@@ -104,6 +105,15 @@ def _energy(sample: Sample) -> tuple[dict[str, float], dict[str, str]]:
     return known, unknown
 
 
+def _job_steps(sample: Sample) -> int:
+    """The job's training steps in the sample: with several ranks the job's phases add up every
+    rank's steps, and one step of the job is a step on each rank, so their mean."""
+    assert sample.phases is not None
+    if sample.ranks:
+        return round(sum(r.phases.steps for r in sample.ranks) / len(sample.ranks))
+    return sample.phases.steps
+
+
 class EnergyMeter:
     """A sink: feed it every sample in order; ``account()`` says what was measured so far."""
 
@@ -130,7 +140,7 @@ class EnergyMeter:
                 self._start = (sample.t, known)
                 return
             if sample.phases is not None and sample.phases.steps:
-                self._steps += sample.phases.steps
+                self._steps += _job_steps(sample)
                 ex = sample.phases.examples
                 self._examples = None if ex is None or self._examples is None else self._examples + ex
             t0, e0 = self._start
