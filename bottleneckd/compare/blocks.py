@@ -49,8 +49,11 @@ def decide(without: Sequence[Block], with_: Sequence[Block], alpha: float = 0.05
     if len(off) < 2 or len(on) < 2:
         return BlockVerdict(False, None, f"too few timed blocks ({len(off)} without, {len(on)} with; 2 each needed): reverted")
     c = compare_durations(off, on, alpha)
-    if c.verdict != "faster":
-        return BlockVerdict(False, c, f"{c.why}: reverted")
-    if c.speedup < 1.0 + min_gain:
-        return BlockVerdict(False, c, f"significant but below the {min_gain:.0%} minimum gain: reverted")
-    return BlockVerdict(True, c, f"{c.why}: kept")
+    p = "untested" if c.p_value is None else f"one-sided Welch t-test p = {c.p_value:.3g}"
+    if c.verdict == "faster" and c.speedup < 1.0 + min_gain:
+        return BlockVerdict(False, c, f"faster ({p} < alpha {alpha}) but by less than the {min_gain:.0%} minimum gain: reverted")
+    if c.verdict == "faster":
+        return BlockVerdict(True, c, f"faster with it ({p} < alpha {alpha}): kept")
+    if c.verdict == "slower":
+        return BlockVerdict(False, c, "slower with it: reverted")
+    return BlockVerdict(False, c, f"within noise ({p} >= alpha {alpha}): reverted")
