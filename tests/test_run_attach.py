@@ -53,6 +53,7 @@ def test_run_instruments_an_unmodified_torch_script(tmp_path, cli_env, plain_job
     doc = json.loads(rep.read_text())
     assert doc["schema"] == "bottleneckd.report/1" and doc["exit_code"] == 0
     assert doc["step_phases"] and doc["step_phases"]["steps"] > 0  # phases from an unmodified script
+    assert doc["step_phases"]["over"] == "the whole run"  # not only the last window (the job may take long to exit)
     assert doc["facts"]["loader_workers"] == 0 and doc["facts"]["device"] == "cpu"
     assert "[bottleneckd] epoch 0" in r.stderr  # the epoch-end block, on stderr
     lines = trace.read_text().splitlines()

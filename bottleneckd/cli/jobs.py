@@ -19,6 +19,7 @@ def run_job(obj: Context, command: tuple[str, ...], inject: bool, interval: floa
             sinks: dict[str, Callable[[Any], Any]] | None = None) -> tuple[Any, int, dict[str, Any]]:
     """Start ``command`` under a sidecar and supervise it to the end: returns the sidecar, the
     job's exit code and what the report adds about the run. Nothing is left in /tmp."""
+    from bottleneckd.outputs.live import LiveView, unknown_reasons
     from bottleneckd.outputs.metrics_server import serve_metrics, stop_metrics
     from bottleneckd.runtime import job as jobrun
     from bottleneckd.runtime.job_env import SOCKET_NAME, job_env, no_phases_note, run_directory, uninstrumented_reason
@@ -28,6 +29,8 @@ def run_job(obj: Context, command: tuple[str, ...], inject: bool, interval: floa
         side = build(obj, interval, None, (), sock)
         for name, make in (sinks or {}).items():  # more sinks, made from the sidecar (the HTML report's recorder)
             side.loop.add_sink(name, make(side))
+        if isinstance(view, LiveView):  # the live screen says why each unsampled resource is unknown
+            view.reasons = unknown_reasons(side.peaks)
         writer = server = None
         try:
             if trace_path:
@@ -83,14 +86,18 @@ def run(obj: Context, no_inject: bool, live: bool, quiet: bool, report_json: str
         if not bind:
             raise InputError("--web-config: only used with --bind HOST:PORT; add --bind")
         load_web_config(web_config)
-    obj.catalog(), obj.profile()
+    obj.catalog()  # bad data files are found before the job starts
+    obj.profile()
     view = LiveView(live, quiet)
     side, code, extra = run_job(obj, command, not no_inject, interval, view, trace_path, bind, web_config, force, grace,
                                 sinks={"html_report": lambda side: recorder.attach(side.pipeline, side.energy)} if recorder else None)
     extra["energy"] = side.energy.account().to_json(grid_intensity)
-    report_epilogue(side.pipeline, {"command": list(command), "exit_code": code, **extra}, report_json, force)
+    rt = side.run_totals  # what 'bottleneckd compare' reads of a run
+    extra["throughput"] = {"steps": rt.steps, "wall_seconds": rt.wall_seconds, "examples": rt.examples, "start": None}
+    report_epilogue(side.pipeline, {"command": list(command), "exit_code": code, **extra}, report_json, force, run_totals=side.run_totals)
     if recorder:
-        recorder.write_report(report_html, extra, side.peaks, [e.to_json() for e in side.events()], grid_intensity, force)
+        recorder.write_report(report_html, extra, side.peaks, [e.to_json() for e in side.events()], grid_intensity, force,
+                              run_totals=side.run_totals)
     sys.exit(code)
 
 
@@ -136,7 +143,8 @@ def attach(obj: Context, pid: int, duration: float | None, report_json: str | No
         if stacks:
             stacks.stop()
         side.close()
-    if not report_epilogue(side.pipeline, {"pid": pid, "stack_samples": stacks.samples_total if stacks else 0}, report_json, force):
+    if not report_epilogue(side.pipeline, {"pid": pid, "stack_samples": stacks.samples_total if stacks else 0}, report_json, force,
+                           run_totals=side.run_totals):
         sys.exit(2)
 
 
@@ -160,6 +168,7 @@ def demo(obj: Context, epochs: int, workers: int, interval: float, report_json: 
     # the demo calls bottleneckd.torch.watch itself: nothing to inject
     command = (sys.executable, "-m", "bottleneckd.torch.demo", "--epochs", str(epochs), "--workers", str(workers))
     side, code, _extra = run_job(obj, command, False, interval, lambda snap: say(live_line(snap)))
-    report_epilogue(side.pipeline, {}, report_json, force, title="bottleneckd report (whole run)", to_stdout=True)
+    report_epilogue(side.pipeline, {}, report_json, force, title="bottleneckd report (whole run)", to_stdout=True,
+                    run_totals=side.run_totals)
     if code:
         sys.exit(code)

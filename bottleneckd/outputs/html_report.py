@@ -51,13 +51,17 @@ class Recorder:
 
     def write_report(self, path: str, extra: dict[str, Any], peaks: PeakTable, events: list[dict[str, Any]],
                      grams_per_kwh: float | None = None, force: bool = False, title: str = "bottleneckd report",
-                     what: str = "--report-html") -> dict[str, Any]:
-        """The page written to ``path`` (atomically; an existing file only with ``force``); returns the JSON report it shows."""
+                     what: str = "--report-html", run_totals: Any = None) -> dict[str, Any]:
+        """The page written to ``path`` (atomically; an existing file only with ``force``); returns
+        the JSON report it shows (with ``run_totals``, the step phases of the whole run)."""
         from bottleneckd.model.files import write_text
-        from bottleneckd.outputs.report import build_report
+        from bottleneckd.outputs.report import build_report, step_phases_json
 
         assert self.pipeline is not None, "attach() first"
-        doc = {**build_report(self.pipeline), **extra}
+        doc = build_report(self.pipeline)
+        if run_totals is not None and run_totals.steps:
+            doc["step_phases"] = {**step_phases_json(run_totals), "over": "the whole run"}
+        doc.update(extra)
         doc.setdefault("energy", self.energy.account().to_json(grams_per_kwh))
         write_text(path, render(doc, self, peaks, events, grams_per_kwh, title), what, force)
         return doc

@@ -9,6 +9,7 @@ from bottleneckd.diagnosis.verdict import Verdict
 from bottleneckd.diagnosis.pipeline import Pipeline
 from bottleneckd.advice.recommend import not_fitting, recommend, skipped
 from bottleneckd.model.resources import UNDETERMINED
+from bottleneckd.model.sample import StepPhases
 from bottleneckd.model.units import fmt_value
 
 SCHEMA = "bottleneckd.report/1"
@@ -35,9 +36,16 @@ def build_report(p: Pipeline, verdict: Verdict | None = None) -> dict[str, Any]:
         for (r, d, m), s in sorted(snap.stats.stats.items()) if m == "utilization"
     ]
     ph = snap.stats.phases
-    doc["step_phases"] = None if ph is None else {"steps": ph.steps, "share": {k: round(x / ph.wall_seconds, 4) for k, x in ph.phases.items()} if ph.wall_seconds else {}}
+    doc["step_phases"] = step_phases_json(ph)
     doc["facts"] = snap.facts.to_json()
     return doc
+
+
+def step_phases_json(ph: StepPhases | None) -> dict[str, Any] | None:
+    """Steps and each phase's share of their wall time."""
+    if ph is None:
+        return None
+    return {"steps": ph.steps, "share": {k: round(x / ph.wall_seconds, 4) for k, x in ph.phases.items()} if ph.wall_seconds else {}}
 
 
 def _headroom_text(h: float | None, doc: dict[str, Any] | None = None) -> str:

@@ -43,6 +43,8 @@ class Sidecar:
     receiver: PhaseReceiver  # listening on a socket, or (in-process) fed through ingest()
     loop: SamplingLoop = field(init=False)
     steps_total: int = 0
+    #: step phases summed over the whole run (the window holds only the last few samples)
+    run_totals: StepPhases = field(default_factory=lambda: StepPhases(0, 0.0, {}))
     #: more sources of step phases (py-spy stacks in attach mode), used when the hook sends none
     phase_sources: list[Callable[[], StepPhases | None]] = field(default_factory=list)
     #: joules per step and per example (the exporter's energy counters)
@@ -126,6 +128,10 @@ def build_sidecar(machine: Machine | None = None, catalog: Catalog | None = None
         if p is None:  # hook phases win; stack samples stand in when there are none
             for src in side.phase_sources:
                 p = p or src()
+        if p is not None:
+            t = side.run_totals
+            side.run_totals = StepPhases(t.steps + p.steps, t.wall_seconds + p.wall_seconds,
+                                         {k: t.phases.get(k, 0.0) + p.phases.get(k, 0.0) for k in {**t.phases, **p.phases}})
         return p, ranks
 
     side.loop = SamplingLoop(samplers, interval, {"pipeline": pipeline, "energy": side.energy}, phases)

@@ -10,7 +10,6 @@ Any exception inside our instrumentation disables it (logged once); training goe
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
