@@ -106,6 +106,9 @@ def test_run_report_html_of_a_real_cpu_job(tmp_path, cli_env):
     assert r.returncode == 0, r.stderr
     doc = json.loads(rep.read_text())
     assert "energy" in doc and doc["energy"]["steps"] >= 0
+    from bottleneckd.compare.runs import load_run
+
+    assert load_run(str(rep), None).seconds_per_step > 0  # compare reads the run's JSON report
     view = open_page(out, tmp_path / "run.png")
     assert view.errors == []
     assert "phases" in view.plots and "utilization" in view.plots

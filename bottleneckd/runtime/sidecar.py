@@ -44,7 +44,7 @@ class Sidecar:
     loop: SamplingLoop = field(init=False)
     steps_total: int = 0
     #: step phases summed over the whole run (the window holds only the last few samples)
-    run_totals: StepPhases = field(default_factory=lambda: StepPhases(0, 0.0, {}))
+    run_totals: StepPhases = field(default_factory=lambda: StepPhases(0, 0.0, {}, examples=0))
     #: more sources of step phases (py-spy stacks in attach mode), used when the hook sends none
     phase_sources: list[Callable[[], StepPhases | None]] = field(default_factory=list)
     #: joules per step and per example (the exporter's energy counters)
@@ -131,7 +131,8 @@ def build_sidecar(machine: Machine | None = None, catalog: Catalog | None = None
         if p is not None:
             t = side.run_totals
             side.run_totals = StepPhases(t.steps + p.steps, t.wall_seconds + p.wall_seconds,
-                                         {k: t.phases.get(k, 0.0) + p.phases.get(k, 0.0) for k in {**t.phases, **p.phases}})
+                                         {k: t.phases.get(k, 0.0) + p.phases.get(k, 0.0) for k in {**t.phases, **p.phases}},
+                                         examples=None if t.examples is None or p.examples is None else t.examples + p.examples)
         return p, ranks
 
     side.loop = SamplingLoop(samplers, interval, {"pipeline": pipeline, "energy": side.energy}, phases)
