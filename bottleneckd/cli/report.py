@@ -43,7 +43,6 @@ def report(obj: Context, traces: tuple[str, ...], output: str, force: bool, wind
     from bottleneckd.diagnosis.pipeline import Pipeline
     from bottleneckd.model.errors import TraceError
     from bottleneckd.model.files import write_text
-    from bottleneckd.outputs.html_report import energy_summary
     from bottleneckd.outputs.report import render_text
     from bottleneckd.outputs.trace import read_events, read_trace
 
@@ -76,7 +75,7 @@ def report(obj: Context, traces: tuple[str, ...], output: str, force: bool, wind
     doc = rec.write_report(output, extra, header.peaks, events, grid_intensity, force, f"bottleneckd report: {', '.join(traces)}", "-o")
     if json_path:
         write_text(json_path, json.dumps(doc, indent=1) + "\n", "--json", force)
-    say(render_text(doc) + "\n" + energy_summary(rec.energy.account()))
+    say(render_text(doc))
     say(f"bottleneckd: wrote {output}")
     if error is not None:
         raise error

@@ -14,7 +14,6 @@ from typing import Any
 
 from bottleneckd.diagnosis.pipeline import Pipeline
 from bottleneckd.model.sample import Sample
-from bottleneckd.model.units import fmt_value
 from bottleneckd.outputs import html_figures as figs
 from bottleneckd.outputs.energy import EnergyAccount, EnergyMeter
 from bottleneckd.outputs.report import _headroom_text
@@ -159,11 +158,3 @@ def render(doc: dict[str, Any], rec: Recorder, peaks: PeakTable, events: list[di
             for u in doc["utilization"]) + "</table>")
     return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title><style>{CSS}</style>'
             f'<script type="text/javascript">{get_plotlyjs()}</script></head><body>{"".join(body)}</body></html>')
-
-
-def energy_summary(a: EnergyAccount) -> str:
-    """One line for the terminal report."""
-    if a.per_step is None:
-        return f"energy per step: unknown ({a.why_per_step_unknown()})"
-    ex = f", {fmt_value(a.per_example, 'J')} per example" if a.per_example is not None else ""
-    return f"energy per step: {fmt_value(a.per_step, 'J')}{ex} ({', '.join(sorted(a.joules))})"
