@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bottleneckd.model.identity import RankIdentity
-from bottleneckd.model.sample import RankPhases, Reading, StepPhases
+from bottleneckd.model.sample import RankPhases, Reading
 from bottleneckd.outputs.trace import TraceWriter, read_trace
 from tests.browser import need_browser, open_page
 from tests.conftest import ROOT, run_cli

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib.util
+
 import click
 
 from bottleneckd.cli.common import Context, emit_json
@@ -37,10 +39,8 @@ def compare(obj: Context, runs: tuple[str, ...], metric: str | None, target: flo
     bad = [x for x in runs if x.startswith("-") and x != "--vs"]
     if bad:
         raise InputError(f"{bad[0]}: unknown option (see bottleneckd compare --help)")
-    try:
-        import scipy  # noqa: F401
-    except ImportError as e:
-        raise InputError("compare needs scipy: pip install 'bottleneckd[compare]'") from e
+    if importlib.util.find_spec("scipy") is None:
+        raise InputError("compare needs scipy: pip install 'bottleneckd[compare]'")
     a = [load_run(x, metric) for x in baseline]
     b = [load_run(x, metric) for x in candidate]
     doc = compare_groups(a, b, metric, target, minimize, alpha)

@@ -3,6 +3,7 @@ live samples, drawn as one self-contained HTML page."""
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 import click
@@ -17,10 +18,8 @@ def html_recorder(path: str | None) -> Any:
     """A Recorder for an HTML report at ``path`` (None without one); plotly checked before any work."""
     if not path:
         return None
-    try:
-        import plotly  # noqa: F401
-    except ImportError as e:
-        raise InputError("the HTML report needs plotly: pip install 'bottleneckd[report]'") from e
+    if importlib.util.find_spec("plotly") is None:
+        raise InputError("the HTML report needs plotly: pip install 'bottleneckd[report]'")
     from bottleneckd.outputs.html_report import Recorder
 
     return Recorder()
