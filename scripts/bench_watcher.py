@@ -71,22 +71,28 @@ def overhead(blocks: int, steps: int, device: str = "cpu") -> None:
     print(f"overhead on {device}: bare {b * 1e6:.1f} us/step; watched minus bare, per adjacent pair of blocks: "
           f"median {d * 1e6:+.1f} us/step (quartiles {q[0] * 1e6:+.1f}, {q[2] * 1e6:+.1f}) over {blocks} pairs of {steps} steps")
     print(f"overhead: {d / b * 100:+.2f}% of step time (ratio watched/bare {(b + d) / b:.4f})")
-    # the instrumentation's own work, without the noise of training steps around it
-    w = watch(model, opt, None, local_sampling=False, print_epoch=False, roofline_step=None, socket_path="/nonexistent/sock")
-    n = 20000
-    t0 = time.perf_counter()
-    for _ in range(n):
-        w._clock.mark("step_start")
-        w._clock.mark("data_ready")
-        w._forward_start(model, (x,))
-        w._clock.mark("forward_end")
-        w._clock.mark("optimizer_start")
-        w._end_step()
+    # the instrumentation's own work, without the noise of training steps around it: the marks of
+    # a step and its share of the reports (drain + send), on this thread's CPU clock
+    w = watch(model, opt, None, local_sampling=False, print_epoch=False, roofline_step=None, socket_path="/nonexistent/sock",
+              hooks=False, report_every=1e9)
+    n = 450  # about one report interval of these steps
+    costs = []
+    for _ in range(40):
+        t0 = time.thread_time()
+        for _ in range(n):
+            w.mark("step_start")
+            w.mark("data_ready")
+            w.forward_start((x,))
+            w.mark("forward_end")
+            w.before_optimizer_step((opt,), {})
+            w.end_step()
+        w.flush()
+        costs.append((time.thread_time() - t0) / n)
     if device == "cuda":
         torch.cuda.synchronize()
-    direct = (time.perf_counter() - t0) / n
+    direct = statistics.median(costs)
     w.close()
-    print(f"instrumentation work alone: {direct * 1e6:.2f} us per step = {direct / b * 100:.2f}% of this step")
+    print(f"instrumentation work alone (marks + reports, thread CPU time): {direct * 1e6:.2f} us per step = {direct / b * 100:.2f}% of this step")
 
 
 def trial(make, mitigation: str, kwargs: dict, device: str, before: int = 30, steps: int = 30, settle: int = 10) -> float | None:

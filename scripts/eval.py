@@ -1,112 +1,266 @@
 #!/usr/bin/env python3
-"""Run each labelled workload under `bottleneckd run` and under `bottleneckd attach`, print the
-verdict beside the label, and (with --bench) each one's throughput against the bare job as ratios.
+"""The labelled suite: prove each workload's label by its intervention, then check the verdict of
+`bottleneckd run` and `bottleneckd attach --pid` against it.
 
-    python scripts/eval.py [--seconds 20] [--bench] [--only NAME ...] [--gpu]
+    python scripts/eval.py [--only NAME ...] [--mode run|attach|both] [--seconds 15]
+                           [--proof-runs 2] [--proof-seconds 6] [--json out.json] [--gpu]
 
-The runs are interleaved workload by workload (bare, run, attach). A calibration profile is made
-first (CPU only) so that peaks are this machine's measured ones. Exit code 1 if a label is missed.
+1. Proof (never the rules): each workload runs bare and with --intervene, interleaved, a few
+   short runs each; the median throughput with the intervention over the bare median must reach
+   the workload's MIN_SPEEDUP. A workload that misses it is "unproven": reported, not scored.
+2. Verdicts, as a new user gets them on a fresh machine: BOTTLENECKD_HOME is an empty temporary
+   folder (no calibration profile); `bottleneckd run -- python job.py` and, for a job started
+   separately, `bottleneckd attach --pid PID` until the job exits.
+3. Scoring: right = the label's resource and stage (STAGE None: any stage); `undetermined` is not
+   wrong but not right (except where the label is `undetermined`); anything else is wrong.
+   Printed: right/total per mode, a confusion matrix, every wrong verdict with its evidence.
+   Exit code 1 on any wrong verdict or a run that gave no report, else 0.
+
+Labels live in the workloads (module-level LABEL, STAGE, INTERVENTION, MIN_SPEEDUP, NEEDS), read
+here with ast, never by importing the workload.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import re
+import signal
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 W = ROOT / "scripts" / "workloads"
 PY = sys.executable
-BN = [PY, "-m", "bottleneckd.cli"]
-
-WORKLOADS = [  # name, label, stage, needs
-    ("data_cpu_bound", "cpu_compute", "data", "cpu"),
-    ("compute_bound", "cpu_compute", "compute", "cpu"),
-    ("memory_bandwidth_bound", "cpu_memory_bandwidth", "compute", "cpu"),
-    ("storage_bound", "storage_bandwidth", "data", "cpu"),
-    ("communication_bound", "inter_gpu_interconnect", "communication", "cpu"),
-    ("memory_capacity", "cpu_memory", None, "cpu"),
-    ("gpu_compute_bound", "gpu_compute", "compute", "gpu"),
-    ("gpu_memory_bandwidth_bound", "gpu_memory_bandwidth", "compute", "gpu"),
-]
+BN = [PY, "-m", "bottleneckd"]
+LAST = ("memory_capacity",)  # the one that squeezes the host's memory runs last
 
 
-def env() -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(W)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))}
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    labels: tuple[str, ...]  # accepted resource ids (or "undetermined")
+    stage: str | None  # None: any stage
+    intervention: str | None
+    min_speedup: float | None
+    needs: str  # "cpu" or "gpu"
+
+    @property
+    def label(self) -> str:
+        return f"{'|'.join(self.labels)}/{self.stage or '*'}"
+
+
+def discover() -> list[Workload]:
+    """Every scripts/workloads/*.py that declares a LABEL, in name order (LAST at the end)."""
+    found = []
+    for path in sorted(W.glob("*.py")):
+        consts = {}
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                if node.targets[0].id in ("LABEL", "STAGE", "INTERVENTION", "MIN_SPEEDUP", "NEEDS"):
+                    consts[node.targets[0].id] = ast.literal_eval(node.value)
+        if "LABEL" not in consts:
+            continue
+        label = consts["LABEL"]
+        found.append(Workload(path.stem, tuple(label) if isinstance(label, (tuple, list)) else (label,), consts.get("STAGE"),
+                              consts.get("INTERVENTION"), consts.get("MIN_SPEEDUP"), consts.get("NEEDS", "cpu")))
+    return sorted(found, key=lambda w: (w.name in LAST, w.name))
+
+
+def job_env(home: str) -> dict[str, str]:
+    pp = os.pathsep.join([str(ROOT)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))
+    return {**os.environ, "PYTHONPATH": pp, "BOTTLENECKD_HOME": home, "PYTHONUNBUFFERED": "1"}
 
 
 def throughput(text: str) -> float | None:
-    m = re.search(r"throughput: ([\d.]+) steps/s", text)
-    return float(m.group(1)) if m else None
+    """The workload's last throughput line."""
+    found = re.findall(r"throughput: ([\d.]+) \w+/s", text)
+    return float(found[-1]) if found else None
 
 
-def bare(name: str, seconds: float) -> float | None:
-    p = subprocess.run([PY, str(W / f"{name}.py"), "--seconds", str(seconds)], env=env(), capture_output=True, text=True, timeout=seconds * 6 + 120)
-    return throughput(p.stdout)
+def call(cmd: list[str], env: dict[str, str], timeout: float, log: Path) -> int | None:
+    """Run ``cmd`` in its own process group, output to ``log``; None if it timed out (group killed)."""
+    with open(log, "w") as f:
+        p = subprocess.Popen(cmd, env=env, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            return p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            return None
 
 
-def under_run(name: str, seconds: float, profile: str, out: Path) -> tuple[dict, float | None]:
-    rep = out / f"{name}.run.json"
-    p = subprocess.run(BN + ["--profile", profile, "run", "--quiet", "--force", "--report-json", str(rep), "--", PY, str(W / f"{name}.py"), "--seconds", str(seconds)],
-                       env=env(), capture_output=True, text=True, timeout=seconds * 6 + 120)
-    return json.loads(rep.read_text()) if rep.exists() else {"error": p.stderr[-500:]}, throughput(p.stdout)
+def script(w: Workload, seconds: float, intervene: bool = False) -> list[str]:
+    return [PY, str(W / f"{w.name}.py"), "--seconds", f"{seconds:g}"] + (["--intervene"] if intervene else [])
 
 
-def under_attach(name: str, seconds: float, profile: str, out: Path) -> tuple[dict, float | None]:
-    rep = out / f"{name}.attach.json"
-    job = subprocess.Popen([PY, str(W / f"{name}.py"), "--seconds", str(seconds)], env=env(), stdout=subprocess.PIPE, text=True)
-    time.sleep(min(5.0, seconds / 4))  # let it start training
-    subprocess.run(BN + ["--profile", profile, "attach", "--pid", str(job.pid), "--quiet", "--force", "--report-json", str(rep)],
-                   env=env(), capture_output=True, text=True, timeout=seconds * 6 + 120)
-    stdout, _ = job.communicate(timeout=seconds * 6 + 60)
-    return json.loads(rep.read_text()) if rep.exists() else {"error": "no report"}, throughput(stdout)
+def prove(w: Workload, runs: int, seconds: float, env: dict[str, str], out: Path) -> dict:
+    """Bare and intervention runs interleaved (the order alternates); the ratio of medians."""
+    bare: list[float | None] = []
+    fixed: list[float | None] = []
+    for i in range(runs):
+        for intervene in ((False, True) if i % 2 == 0 else (True, False)):
+            log = out / f"{w.name}.{'intervene' if intervene else 'bare'}.{i}.log"
+            call(script(w, seconds, intervene), env, seconds * 6 + 240, log)
+            (fixed if intervene else bare).append(throughput(log.read_text()))
+    ok_b, ok_f = [t for t in bare if t], [t for t in fixed if t]
+    ratio = statistics.median(ok_f) / statistics.median(ok_b) if ok_b and ok_f else None
+    proven = ratio is not None and w.min_speedup is not None and ratio >= w.min_speedup
+    return {"bare": bare, "intervention": fixed, "ratio": ratio, "proven": proven}
 
 
-def verdict(doc: dict) -> tuple[str, str]:
-    v = doc.get("verdict", {})
-    return v.get("resource", "error"), v.get("stage", "-")
+def read_report(path: Path, log: Path) -> dict:
+    if path.exists():
+        try:
+            return json.loads(path.read_text())
+        except ValueError:
+            pass
+    return {"error": log.read_text()[-600:] if log.exists() else "no report"}
+
+
+def under_run(w: Workload, seconds: float, env: dict[str, str], out: Path) -> dict:
+    rep, log = out / f"{w.name}.run.json", out / f"{w.name}.run.log"
+    call(BN + ["run", "--quiet", "--force", "--report-json", str(rep), "--"] + script(w, seconds), env, seconds * 6 + 240, log)
+    return read_report(rep, log)
+
+
+def under_attach(w: Workload, seconds: float, warmup: float, env: dict[str, str], out: Path) -> dict:
+    """Start the job, let it get going, attach until it exits (as a user of attach would)."""
+    rep, log = out / f"{w.name}.attach.json", out / f"{w.name}.attach.log"
+    with open(out / f"{w.name}.attach.job.log", "w") as jf:
+        job = subprocess.Popen(script(w, seconds + warmup), env=env, stdout=jf, stderr=subprocess.STDOUT, start_new_session=True)
+        time.sleep(warmup)
+        call(BN + ["attach", "--pid", str(job.pid), "--quiet", "--force", "--report-json", str(rep)], env, (seconds + warmup) * 6 + 240, log)
+        try:
+            job.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(job.pid, signal.SIGKILL)
+            job.wait()
+    return read_report(rep, log)
+
+
+def judge(w: Workload, doc: dict) -> dict:
+    """Outcome of one verdict against the label: right, undetermined, wrong or error."""
+    v = doc.get("verdict")
+    if not isinstance(v, dict) or "resource" not in v:
+        return {"outcome": "error", "resource": "error", "stage": "-", "evidence": [str(doc.get("error", ""))[-600:]]}
+    res, stage = v.get("resource"), v.get("stage") or "-"
+    if res in w.labels and (w.stage is None or res == "undetermined" or stage == w.stage):
+        outcome = "right"
+    elif res == "undetermined":
+        outcome = "undetermined"
+    else:
+        outcome = "wrong"
+    return {"outcome": outcome, "resource": res, "stage": stage, "confidence": v.get("confidence"),
+            "evidence": v.get("evidence", []), "reason": v.get("reason"), "secondary": v.get("secondary", []),
+            "facts": doc.get("facts", {}), "step_phases": doc.get("step_phases")}
+
+
+def confusion(rows: list[dict], mode: str) -> str:
+    """Label (rows) against verdict (columns), proven workloads only."""
+    pairs = [(r["label"], f"{r[mode]['resource']}/{r[mode]['stage']}") for r in rows if mode in r and r["scored"]]
+    if not pairs:
+        return f"{mode}: nothing scored"
+    labels = sorted({p[0] for p in pairs})
+    verdicts = sorted({p[1] for p in pairs})
+    lw = max(len(x) for x in labels + ["label \\ verdict"])
+    lines = [f"{mode}: label (rows) against verdict (columns)", "label \\ verdict".ljust(lw) + "  " + "  ".join(f"[{i}]" for i in range(len(verdicts)))]
+    for lab in labels:
+        cells = [sum(1 for p in pairs if p == (lab, v)) for v in verdicts]
+        lines.append(lab.ljust(lw) + "  " + "  ".join(f"{c or '.':>{len(str(i)) + 2}}" for i, c in enumerate(cells)))
+    lines += [f"  [{i}] {v}" for i, v in enumerate(verdicts)]
+    return "\n".join(lines)
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--seconds", type=float, default=20)
-    ap.add_argument("--bench", action="store_true", help="also time the bare job and report ratios")
-    ap.add_argument("--only", nargs="*")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", nargs="+", metavar="NAME", help="run only these workloads")
+    ap.add_argument("--mode", choices=("run", "attach", "both"), default="both")
+    ap.add_argument("--seconds", type=float, default=15, help="job length under run and attach")
+    ap.add_argument("--warmup", type=float, default=5, help="seconds the job runs before attach")
+    ap.add_argument("--proof-runs", type=int, default=2, help="runs of each of bare and intervention")
+    ap.add_argument("--proof-seconds", type=float, default=6)
+    ap.add_argument("--no-proof", action="store_true", help="skip the interventions (verdicts scored as unchecked)")
     ap.add_argument("--gpu", action="store_true", help="include the GPU workloads")
-    ap.add_argument("--out", default=None, help="folder for the JSON reports")
+    ap.add_argument("--json", dest="json_path", default=None, help="write every result here")
+    ap.add_argument("--out", default=None, help="folder for logs and reports (default: a temp dir)")
+    ap.add_argument("--list", action="store_true", help="list the workloads and their labels, run nothing")
     args = ap.parse_args()
+    workloads = discover()
+    if args.only:
+        unknown = set(args.only) - {w.name for w in workloads}
+        if unknown:
+            print(f"eval.py: unknown workload(s) {', '.join(sorted(unknown))}; see --list", file=sys.stderr)
+            return 2
+        workloads = [w for w in workloads if w.name in args.only]
+    elif not args.gpu:
+        workloads = [w for w in workloads if w.needs != "gpu"]
+    if args.list:
+        for w in workloads:
+            print(f"{w.name:28} {w.label:44} x{w.min_speedup}  {w.intervention}")
+        return 0
     out = Path(args.out or tempfile.mkdtemp(prefix="bottleneckd-eval-"))
     out.mkdir(parents=True, exist_ok=True)
-    profile = str(out / "profile.json")
-    if not Path(profile).exists():
-        subprocess.run(BN + ["calibrate", "--no-gpu", "--seconds", "1", "--output", profile], env=env(), check=True, capture_output=True)
-    rows, misses = [], 0
-    for name, label, stage, needs in WORKLOADS:
-        if args.only and name not in args.only or (needs == "gpu" and not args.gpu):
-            continue
-        b = bare(name, args.seconds) if args.bench else None
-        run_doc, run_tp = under_run(name, args.seconds, profile, out)
-        att_doc, att_tp = under_attach(name, args.seconds, profile, out)
-        rv, av = verdict(run_doc), verdict(att_doc)
-        ok_run = rv[0] == label and (stage is None or rv[1] == stage)
-        ok_att = av[0] == label and (stage is None or av[1] == stage)
-        misses += (not ok_run) + (not ok_att)
-        rows.append((name, f"{label}/{stage or '*'}", f"{rv[0]}/{rv[1]}", "ok" if ok_run else "MISS", f"{av[0]}/{av[1]}", "ok" if ok_att else "MISS",
-                     f"{run_tp / b:.3f}" if b and run_tp else "-", f"{att_tp / b:.3f}" if b and att_tp else "-"))
-        print(" | ".join(rows[-1]), flush=True)
-    head = ("workload", "label", "run verdict", "", "attach verdict", "", "run/bare", "attach/bare")
-    widths = [max(len(str(r[i])) for r in rows + [head]) for i in range(len(head))]
-    print("\n" + "  ".join(h.ljust(w) for h, w in zip(head, widths)))
-    for r in rows:
-        print("  ".join(str(c).ljust(w) for c, w in zip(r, widths)))
-    print(f"\n{sum(1 for r in rows for k in (3, 5) if r[k] == 'ok')} passed, {misses} failed (reports in {out})")
-    return 1 if misses else 0
+    home = tempfile.mkdtemp(prefix="bottleneckd-home-")  # empty: no calibration profile, as on a fresh machine
+    env = job_env(home)
+    modes = ("run", "attach") if args.mode == "both" else (args.mode,)
+    rows: list[dict] = []
+    t_start = time.time()
+    for w in workloads:
+        t0 = time.time()
+        row: dict = {"name": w.name, **asdict(w), "label": w.label}
+        if args.no_proof:
+            row["proof"], row["scored"] = None, True
+        else:
+            row["proof"] = prove(w, args.proof_runs, args.proof_seconds, env, out)
+            row["scored"] = row["proof"]["proven"]
+        if "run" in modes:
+            row["run"] = judge(w, under_run(w, args.seconds, env, out))
+        if "attach" in modes:
+            row["attach"] = judge(w, under_attach(w, args.seconds, args.warmup, env, out))
+        row["wall_seconds"] = round(time.time() - t0, 1)
+        rows.append(row)
+        ratio = row["proof"]["ratio"] if row["proof"] else None
+        proof = "unchecked" if row["proof"] is None else f"x{ratio:.2f} {'proven' if row['scored'] else 'UNPROVEN'}" if ratio else "UNPROVEN (no throughput)"
+        verdicts = "  ".join(f"{m}: {row[m]['resource']}/{row[m]['stage']} {row[m]['outcome'].upper() if row[m]['outcome'] != 'right' else 'right'}" for m in modes)
+        print(f"{w.name:28} {w.label:40} {proof:22} {verdicts}", flush=True)
+
+    scored = [r for r in rows if r["scored"]]
+    summary: dict = {"workloads": len(rows), "scored": len(scored), "unproven": [r["name"] for r in rows if not r["scored"]],
+                     "wall_seconds": round(time.time() - t_start, 1)}
+    print()
+    for m in modes:
+        outcomes = [r[m]["outcome"] for r in scored]
+        summary[m] = {k: outcomes.count(k) for k in ("right", "undetermined", "wrong", "error")}
+        print(f"{m}: right {outcomes.count('right')}/{len(scored)}, undetermined {outcomes.count('undetermined')}, "
+              f"wrong {outcomes.count('wrong')}, no report {outcomes.count('error')}")
+    for m in modes:
+        print("\n" + confusion(rows, m))
+    if summary["unproven"]:
+        print("\nunproven (intervention below its threshold; not scored):")
+        for r in rows:
+            if not r["scored"]:
+                p = r["proof"]
+                print(f"  {r['name']}: x{p['ratio']:.2f} < x{r['min_speedup']}" if p and p["ratio"] else f"  {r['name']}: no throughput ({p})")
+    bad = [(r, m) for r in scored for m in modes if r[m]["outcome"] in ("wrong", "error")]
+    if bad:
+        print("\nwrong verdicts (label, verdict, evidence):")
+        for r, m in bad:
+            v = r[m]
+            print(f"  {r['name']} [{m}] label {r['label']}, said {v['resource']}/{v['stage']}" + (f" (reason: {v['reason']})" if v.get("reason") and v["resource"] == "undetermined" else ""))
+            for e in v["evidence"]:
+                print(f"      {e}")
+    print(f"\nreports and logs in {out}")
+    if args.json_path:
+        Path(args.json_path).write_text(json.dumps({"summary": summary, "args": vars(args), "workloads": rows}, indent=1, default=str))
+    return 1 if bad else 0
 
 
 if __name__ == "__main__":

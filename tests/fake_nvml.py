@@ -2,6 +2,10 @@
 
 Each FakeGpu holds what the hardware would report; ``None`` in a field means NVML answers
 NotSupported for it. ``lost_after`` makes the GPU fall off the bus after that many samples.
+``mig`` makes the unit a MIG slice ((compute, memory) fractions of its GPU, labelled
+``gpuN.migK``); ``inaccessible`` lists GPUs NVML counts but refuses (label -> reason).
+
+The real backend under pynvml's own API and errors is tested with ``tests/fake_pynvml.py``.
 """
 
 from __future__ import annotations
@@ -32,14 +36,27 @@ class FakeGpu:
     reasons: int | None = 0x4
     processes: dict[int, int] | None = field(default_factory=lambda: {4242: 9 * 10**9})
     lost_after: int | None = None
+    uuid: str | None = None  # default GPU-fake-<index>
+    label: str | None = None  # default gpu<index>
+    mig: tuple[float, float] | None = None
     _calls: int = 0
     _nvl: tuple[int, int] = (0, 0)
 
 
 class FakeNvml:
-    def __init__(self, gpus: list[FakeGpu]) -> None:
+    def __init__(self, gpus: list[FakeGpu], inaccessible: dict[str, str] | None = None) -> None:
         self.gpus = gpus
         self._gpm_first: set[int] = set()
+        self._inaccessible = dict(inaccessible or {})
+
+    def label(self, i: int) -> str:
+        return self.gpus[i].label or f"gpu{i}"
+
+    def inaccessible(self) -> dict[str, str]:
+        return dict(self._inaccessible)
+
+    def mig_fractions(self, i: int):
+        return self.gpus[i].mig
 
     def _g(self, i: int) -> FakeGpu:
         g = self.gpus[i]
@@ -54,7 +71,7 @@ class FakeNvml:
         return self.gpus[i].name
 
     def uuid(self, i: int) -> str | None:
-        return f"GPU-fake-{i}"
+        return self.gpus[i].uuid or f"GPU-fake-{i}"
 
     def memory(self, i: int):
         g = self._g(i)
@@ -99,7 +116,7 @@ class FakeNvml:
         return self._g(i).reasons
 
     def gpm_supported(self, i: int) -> bool:
-        return self.gpus[i].gpm is not None
+        return self._g(i).gpm is not None
 
     def gpm_metrics(self, i: int):
         g = self._g(i)

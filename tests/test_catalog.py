@@ -18,7 +18,8 @@ def test_catalog_has_every_required_part_with_sources():
         assert any(want in n for n in names), want
     for g in c.gpus:
         metrics = {(p.resource, p.metric) for p in g.peaks}
-        assert ("gpu_compute", "fp16_bf16_tensor_dense") in metrics and ("gpu_compute", "fp32") in metrics
+        tensor = {("gpu_compute", "fp16_bf16_tensor_dense"), ("gpu_compute", "fp16_tensor_dense")} & metrics
+        assert len(tensor) == 1 and ("gpu_compute", "fp32") in metrics
         assert ("gpu_memory_bandwidth", "dram_bandwidth") in metrics and ("gpu_memory", "capacity") in metrics
         for p in g.peaks:
             assert p.source and p.unit in UNITS and p.value > 0
@@ -46,9 +47,28 @@ def test_units_are_exact():
     ("NVIDIA A100 80GB PCIe", "nvidia_a100_pcie_80gb"), ("NVIDIA A10", "nvidia_a10"), ("NVIDIA H100 PCIe", "nvidia_h100_pcie"),
     ("NVIDIA H100 80GB HBM3", "nvidia_h100_sxm"), ("NVIDIA H200", "nvidia_h200_sxm"), ("Tesla T4", "nvidia_t4"),
     ("Tesla V100-SXM2-32GB", "nvidia_v100_sxm2"), ("NVIDIA L4", "nvidia_l4"), ("NVIDIA L40S", "nvidia_l40s"),
-    ("NVIDIA GeForce RTX 4090", "nvidia_rtx_4090"), ("NVIDIA B200", "nvidia_b200")])
+    ("NVIDIA GeForce RTX 4090", "nvidia_rtx_4090"), ("NVIDIA B200", "nvidia_b200"),
+    # a left word boundary too: GH200 is not an H200, GB200 not an HGX B200, H100 NVL not an H100 SXM
+    ("NVIDIA GH200 480GB", "nvidia_gh200"), ("NVIDIA GB200", "nvidia_gb200"), ("NVIDIA H100 NVL", "nvidia_h100_nvl")])
 def test_nvml_names_match_the_right_entry(name, expected):
     assert load_catalog().gpu_spec(name).id == expected
+
+
+def test_v100_and_t4_have_no_bf16_tensor_path_and_gh200_has_a_c2c_host_link():
+    c = load_catalog()
+    for name in ("Tesla V100-SXM2-32GB", "Tesla T4"):
+        g = c.gpu_spec(name)
+        assert g.peak("gpu_compute", "fp16_bf16_tensor_dense") is None and g.peak("gpu_compute", "fp16_tensor_dense") is not None
+    link = c.gpu_spec("NVIDIA GH200 480GB").peak("cpu_gpu_interconnect")
+    assert link.metric.startswith("nvlink_c2c") and link.value == pytest.approx(450e9)
+
+
+def test_b200_is_the_hgx_column():
+    """NVIDIA's HGX table: HGX B200 FP32 75 TFLOPS and 7.7 TB/s per GPU (80 and 8 are GB200's)."""
+    b = load_catalog().gpu_spec("NVIDIA B200")
+    assert b.peak("gpu_compute", "fp32").value == pytest.approx(75e12)
+    assert b.peak("gpu_memory_bandwidth").value == pytest.approx(7.7e12)
+    assert "HGX B200" in b.peak("gpu_compute", "fp32").source
 
 
 def _broken(tmp_path: Path, mutate) -> Path:

@@ -24,8 +24,8 @@ from bottleneckd.torch import watch  # noqa: E402
 def steps(w, model, opt, n: int) -> None:
     for _ in range(n):
         x = torch.randn(2, 3, 8, 8)
-        w._mark("step_start")
-        w._mark("data_ready")
+        w.mark("step_start")
+        w.mark("data_ready")
         opt.zero_grad()
         model(x).float().sum().backward()
         opt.step()

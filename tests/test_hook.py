@@ -9,6 +9,7 @@ from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 
 from bottleneckd.outputs.channel import PhaseReceiver  # noqa: E402
 from bottleneckd.torch import watch  # noqa: E402
+from bottleneckd.torch.transport import SocketTransport  # noqa: E402
 
 
 class SlowDataset(torch.utils.data.Dataset):
@@ -36,21 +37,59 @@ def train(w, model, opt, epochs=1):
     return last
 
 
-def test_phases_add_up_to_the_step_wall_time(tmp_path):
-    model = nn.Sequential(nn.Linear(32, 512), nn.ReLU(), nn.Linear(512, 4))
+class Sleepy(nn.Module):
+    """A model whose forward and backward take known times."""
+
+    def __init__(self, fwd, bwd):
+        super().__init__()
+        self.lin = nn.Linear(32, 4)
+        self.fwd, self.bwd = fwd, bwd
+
+    def forward(self, x):
+        time.sleep(self.fwd)
+        return _SleepGrad.apply(self.lin(x), self.bwd)
+
+
+class _SleepGrad(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, s):
+        ctx.s = s
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, g):
+        time.sleep(ctx.s)
+        return g, None
+
+
+def test_phases_match_known_sleeps_and_add_up_to_the_step(tmp_path):
+    """Each phase holds its own sleep: data 20 ms, transfer 5, forward 10, backward 15, optimizer 8,
+    other 6 (between the step's end and the next batch request); together they are the wall."""
+    sleeps = {"data_wait": 0.020, "transfer": 0.005, "forward": 0.010, "backward": 0.015, "optimizer": 0.008, "other": 0.006}
+    model = Sleepy(sleeps["forward"], sleeps["backward"])
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    loader = DataLoader(SlowDataset(64, 0.002), batch_size=8)
+    loader = DataLoader(SlowDataset(12, sleeps["data_wait"] / 2), batch_size=2)  # 2 items of 10 ms per batch
     w = watch(model, opt, loader, socket_path=str(tmp_path / "none.sock"), local_sampling=False, print_epoch=False, roofline_step=None)
+    opt.register_step_pre_hook(lambda *a: time.sleep(sleeps["optimizer"]))  # after ours: inside the optimizer phase
     t0 = time.perf_counter()
-    wall = train(w, model, opt) - t0  # from the first batch request to the last step's end
+    for x, y in loader:
+        time.sleep(sleeps["transfer"])
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        last = time.perf_counter()
+        time.sleep(sleeps["other"])
+    wall = last - t0
     rep = w.epoch_reports[-1]
-    assert rep.steps == 8
+    assert rep.steps == 6
     total = sum(rep.phases.values())
-    # the first step's wall starts at its data request; iteration set-up before it is not a step
-    assert total == pytest.approx(wall, rel=0.05)
-    assert rep.phases["data_wait"] / total > 0.5  # 8 x 2 ms sleeps per batch dominate
-    for k in ("forward", "backward", "optimizer", "transfer", "other"):
-        assert rep.phases[k] >= 0
+    # the first step starts at its data request; the last "other" sleep is after the last step
+    assert total == pytest.approx(wall, abs=0.002)
+    # every phase holds at least its own sleeps; as they add up to the wall, no phase took another's
+    for k, s in sleeps.items():
+        n = 5 if k == "other" else 6  # the first step has nothing before its data request
+        assert rep.phases[k] >= 0.98 * n * s, (k, rep.phases)
+    assert rep.phases["communication"] == 0.0
     w.close()
 
 
@@ -62,7 +101,7 @@ def test_the_watcher_sends_json_to_a_listening_sidecar(tmp_path):
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     loader = DataLoader(TensorDataset(torch.randn(64, 32), torch.randint(0, 4, (64,))), batch_size=8, num_workers=0)
     w = watch(model, opt, loader, socket_path=path, report_every=0.0, print_epoch=False)
-    assert w._local is None  # a sidecar listens: no sampler thread of our own
+    assert isinstance(w._transport, SocketTransport)  # a sidecar listens: no sampler thread of our own
     train(w, model, opt)
     time.sleep(0.5)
     got = rx.drain()
@@ -79,7 +118,7 @@ def test_sender_is_lossy_without_a_sidecar(tmp_path):
     w = watch(model, opt, [(torch.randn(2, 4), torch.tensor([0, 1]))] * 20, socket_path=str(tmp_path / "absent.sock"),
               local_sampling=False, report_every=0.0, print_epoch=False)
     train(w, model, opt)
-    assert w._sender.dropped > 0 and w.enabled
+    assert w._transport.dropped > 0 and w.enabled
 
 
 def test_receiver_rejects_non_json_and_never_unpickles(tmp_path):

@@ -134,37 +134,55 @@ def test_dataloader_settings_take_effect_next_epoch_and_revert(tmp_path):
     w.apply("dataloader_settings", num_workers=2, persistent_workers=False, prefetch_factor=2)
     assert loader.num_workers == 2 and w.facts["loader_workers"] == 2
     it = iter(loader)
-    assert type(it).__name__ == "_MultiProcessingDataLoaderIter"
+    assert type(it._it).__name__ == "_MultiProcessingDataLoaderIter"  # the timed iterator wraps the loader's own
     assert len(list(it)) == 4
     w.revert("dataloader_settings")
-    assert loader.num_workers == 0 and type(iter(loader)).__name__ == "_SingleProcessDataLoaderIter"
-    assert w.facts["loader_workers"] == 0 and "prefetch_factor" not in w.facts  # the facts follow the revert
+    assert loader.num_workers == 0 and type(iter(loader)._it).__name__ == "_SingleProcessDataLoaderIter"
+    # the facts are back to the loader's own settings (they stayed at 2 workers before)
+    assert w.facts.get("loader_workers") == 0 and w.facts.get("persistent_workers") is False and "prefetch_factor" not in w.facts
 
 
-def test_gradient_accumulation_equals_the_large_batch_step_and_reverts(tmp_path):
+@pytest.mark.parametrize("make_opt", [lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9),
+                                      lambda ps: torch.optim.Adam(ps, lr=0.01)], ids=["sgd-momentum", "adam"])
+def test_gradient_accumulation_equals_the_large_batch_step_and_reverts(tmp_path, make_opt):
+    """One real update per k calls of opt.step(), equal to the large batch's, without replacing
+    opt.step or opt.zero_grad: the micro-steps leave the optimizer nothing to update."""
     torch.manual_seed(0)
     model, ref = nn.Linear(8, 1), nn.Linear(8, 1)
     ref.load_state_dict(model.state_dict())
-    opt, ropt = torch.optim.SGD(model.parameters(), lr=0.1), torch.optim.SGD(ref.parameters(), lr=0.1)
+    opt, ropt = make_opt(model.parameters()), make_opt(ref.parameters())
     w = w_for(model, opt, tmp_path=tmp_path)
     w.apply("gradient_accumulation", k=4)
-    xs = [torch.randn(2, 8) for _ in range(4)]
-    steps = []
-    opt.register_step_post_hook(lambda *a: steps.append(1))
-    for x in xs:
+    assert w.facts["gradient_accumulation"] == 4
+    xs = [torch.randn(2, 8) for _ in range(8)]
+    start = model.weight.detach().clone()
+    for i, x in enumerate(xs[:4]):
         opt.zero_grad()
         model(x).pow(2).mean().backward()
         opt.step()
-    assert len(steps) == 1  # one real optimizer step per 4 batches
+        if i < 3:
+            assert torch.equal(model.weight, start) and not opt.state  # a micro-step: no update, no optimizer state
     ropt.zero_grad()
-    ref(torch.cat(xs)).pow(2).mean().backward()
+    ref(torch.cat(xs[:4])).pow(2).mean().backward()
     ropt.step()
     assert torch.allclose(model.weight, ref.weight, atol=1e-6)
+    for x in xs[4:]:  # the second effective step: momentum / Adam moments carried over as for the large batch
+        opt.zero_grad()
+        model(x).pow(2).mean().backward()
+        opt.step()
+    ropt.zero_grad()
+    ref(torch.cat(xs[4:])).pow(2).mean().backward()
+    ropt.step()
+    assert torch.allclose(model.weight, ref.weight, atol=1e-6)
+    assert w.steps == 2 and w.optimizer_calls == 8  # the watcher counts effective steps, not calls
+    assert "step" not in opt.__dict__ and "zero_grad" not in opt.__dict__  # nothing replaced
     w.revert("gradient_accumulation")
+    assert "gradient_accumulation" not in w.facts
+    before = model.weight.detach().clone()
     opt.zero_grad()
     model(xs[0]).sum().backward()
     opt.step()
-    assert len(steps) == 2 and "step" not in opt.__dict__
+    assert not torch.equal(model.weight, before) and w.steps == 3  # every call steps again
 
 
 @pytest.fixture
@@ -367,6 +385,6 @@ def test_accumulated_micro_batches_add_up_to_the_step_wall_time(tmp_path):
         opt.step()
     wall = time.perf_counter() - t0
     w.flush()
-    steps = list(w._history)
+    steps = list(w.trials.history)
     assert len(steps) == 10 and all(ex == 64 for _, ex in steps)  # 10 optimizer steps of 4 x 16 examples
     assert sum(s for s, _ in steps) == pytest.approx(wall, rel=0.05)

@@ -139,6 +139,9 @@ def retarget(side, pid: int) -> None:  # noqa: ANN001
     tree = ProcessTree(pid)
     side.loop.samplers = [CpuComputeSampler(side.peaks, tree) if s.name == "cpu_compute" else
                           CpuMemorySampler(side.peaks, tree) if s.name == "cpu_memory" else s for s in side.loop.samplers]
+    for s in side.loop.samplers:  # the job's own I/O (storage)
+        if hasattr(s, "follow"):
+            s.follow(tree)
 
 
 def check_outputs(force: bool, **paths: str | None) -> None:

@@ -81,7 +81,7 @@ def calibrate(obj: Context, seconds: float, directory: str, no_gpu: bool, as_jso
         emit_json({"profile": str(path), "measurements": [asdict(m) for m in measurements],
                     "skipped": [asdict(s) for s in skipped], "peaks": table.to_json()})
     else:
-        click.echo(peaks_view.calibration_text(measurements, table))
+        click.echo(peaks_view.calibration_text(measurements, table, machine))
 
 
 @cli.command()

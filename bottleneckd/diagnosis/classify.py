@@ -32,8 +32,15 @@ def _largest_utilization(w: WindowStats) -> tuple[str, str, float] | None:
 
 
 def classify(w: WindowStats, peaks: PeakTable) -> Verdict:
+    """The strongest finding names the bottleneck. A rule that sees a stage limit the step but
+    cannot name the resource (its evidence rules each one out) returns an ``undetermined`` finding:
+    when it is the strongest, the verdict is undetermined with that rule's reason."""
     fs = findings(w, peaks)
-    secondary = tuple((f.resource, f.score) for f in fs[1:] if f.score >= SECONDARY)
+    secondary = tuple((f.resource, f.score) for f in fs[1:] if f.score >= SECONDARY and f.resource != UNDETERMINED)
+    if fs and fs[0].resource == UNDETERMINED and fs[0].score >= ACTIVE:
+        top = fs[0]
+        return Verdict(UNDETERMINED, top.stage, 0.0, top.evidence, secondary, None, top.evidence[-1], w.end, w.end)
+    fs = [f for f in fs if f.resource != UNDETERMINED]
     if fs and fs[0].score >= ACTIVE:
         top = fs[0]
         margin = top.score - (fs[1].score if len(fs) > 1 else 0.0)

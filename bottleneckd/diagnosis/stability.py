@@ -9,10 +9,11 @@ from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.resources import UNDETERMINED
 
 
-def regime_label(w: WindowStats, before: str, after: str) -> str:
+def regime_label(w: WindowStats, before: str, after: str, before_stage: str = "", after_stage: str = "") -> str:
     steps = w.phases.steps if w.phases else None
-    writes = sum(s.mean for (r, _, m), s in w.stats.items() if r == "storage_bandwidth" and m == "throughput")
-    reads = sum(s.mean for (r, _, m), s in w.stats.items() if r == "storage_bandwidth" and m == "read_bytes_per_second")
+    disks = [(m, s.mean) for (r, d, m), s in w.stats.items() if r == "storage_bandwidth" and d not in ("job", "host")]
+    writes = sum(v for m, v in disks if m == "throughput")
+    reads = sum(v for m, v in disks if m == "read_bytes_per_second")
     if steps == 0 and writes > 2 * max(reads, 1.0):
         return "checkpoint writing (no steps, storage busy writing)"
     if steps == 0:
@@ -22,18 +23,26 @@ def regime_label(w: WindowStats, before: str, after: str) -> str:
     epoch = w.phases.facts.get("epoch") if w.phases else None
     if after in ("storage_bandwidth", "storage_network_bandwidth") and epoch is not None:
         return f"epoch {epoch}: reading from storage (cold cache)"
+    if before == after:
+        return f"{after} still limits the step, now in the {after_stage} stage (was {before_stage})"
     return f"bottleneck moved from {before} to {after}"
 
 
+def regime(v: Verdict) -> tuple[str, str]:
+    """What a regime is: the limiting resource and the stage it limits (an undetermined verdict's
+    stage is not a regime of its own)."""
+    return (v.resource, "" if v.resource == "undetermined" else v.stage)
+
+
 class VerdictTracker:
-    """A new verdict replaces the current one after ``hold`` consecutive windows agree, or at
-    once when it is much stronger (confidence margin ``jump``)."""
+    """A new verdict (resource and stage) replaces the current one after ``hold`` consecutive
+    windows agree, or at once when it is much stronger (confidence margin ``jump``)."""
 
     def __init__(self, hold: int = 3, jump: float = 0.35) -> None:
         self.hold = hold
         self.jump = jump
         self.current: Verdict | None = None
-        self._candidate: str | None = None
+        self._candidate: tuple[str, str] | None = None
         self._count = 0
         self.changes: list[RegimeChange] = []
 
@@ -42,16 +51,17 @@ class VerdictTracker:
         if cur is None:
             self.current = v
             return v
-        if v.resource == cur.resource:
+        if regime(v) == regime(cur):
             self._candidate, self._count = None, 0
             self.current = replace(v, since=cur.since)
             return self.current
-        if v.resource == self._candidate:
+        if regime(v) == self._candidate:
             self._count += 1
         else:
-            self._candidate, self._count = v.resource, 1
+            self._candidate, self._count = regime(v), 1
         if self._count >= self.hold or v.confidence - cur.confidence >= self.jump:
-            self.changes.append(RegimeChange(v.t, cur.resource, v.resource, regime_label(w, cur.resource, v.resource)))
+            self.changes.append(RegimeChange(v.t, cur.resource, v.resource, regime_label(w, cur.resource, v.resource, cur.stage, v.stage),
+                                             cur.stage, v.stage))
             self.current = replace(v, since=v.t)
             self._candidate, self._count = None, 0
             return self.current

@@ -20,10 +20,15 @@ class Finding:
 
 @dataclass(frozen=True)
 class RegimeChange:
+    """The limiting resource or the limiting stage changed (compute -> data on the same CPU is a
+    regime change too). ``t`` is the window end at which the new verdict took over."""
+
     t: float
     before: str
     after: str
     label: str
+    before_stage: str = ""
+    after_stage: str = ""
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,14 @@ side ``FactBoard`` is the mutable holder with the same validation (``board["x"] 
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Union
 
 FactValue = Union[bool, int, float, str, tuple]
+log = logging.getLogger(__name__)
 
 MAX_STR = 64  # characters in a string fact
 MAX_ITEMS = 32  # strings in a list fact
@@ -44,44 +46,46 @@ def _spec(name: str, type_: str, producers: str, doc: str, choices: tuple[str, .
     return FactSpec(name, type_, tuple(producers.split()), doc, choices)
 
 
-_W, _I, _C = "bottleneckd.torch.watch", "bottleneckd.torch.inject", "bottleneckd.torch.collectives"
-_F = "bottleneckd.torch.facts"
+_W, _C = "bottleneckd.torch.watch", "bottleneckd.torch.collectives"
+_P, _N = "bottleneckd.torch.probe", "bottleneckd.torch.counting"
 _M = "bottleneckd.torch.mitigations."
 FACTS: dict[str, FactSpec] = {s.name: s for s in (
     # the model and the loop (hook)
-    _spec("device", "str", f"{_W} {_I}", "the model's device type: cpu, cuda, ..."),
+    _spec("device", "str", _W, "the model's device type: cpu, cuda, ..."),
     _spec("pid", "int", _W, "the training process"),
     _spec("epoch", "int", _W, "epochs completed"),
-    _spec("parameters", "int", _F, "number of model parameters"),
-    _spec("param_dtype", "str", _F, "dtype of most of the model's parameters (float32, bfloat16 ...)"),
-    _spec("has_conv", "bool", _F, "the model has a convolution layer"),
-    _spec("input_rank", "int", _F, "dimensions of the model's first input (4 for an image batch NCHW)"),
-    _spec("allow_tf32", "bool", _F, "torch.backends.cuda.matmul.allow_tf32"),
-    _spec("compiled", "bool", _F, "the model is torch.compile'd"),
-    _spec("ddp", "bool", f"{_F} {_C}", "DistributedDataParallel, or more than one rank"),
-    _spec("fsdp", "bool", _F, "FullyShardedDataParallel"),
-    _spec("sharded", "bool", _F, "parameters or optimizer state sharded across ranks (FSDP, ZeRO)"),
-    _spec("offloading", "bool", _F, "parameters or optimizer state offloaded to the CPU"),
+    _spec("parameters", "int", _P, "number of model parameters"),
+    _spec("param_dtype", "str", _P, "dtype of most of the model's parameters (float32, bfloat16 ...)"),
+    _spec("has_conv", "bool", _P, "the model has a convolution layer"),
+    _spec("input_rank", "int", _P, "dimensions of the model's first input (4 for an image batch NCHW)"),
+    _spec("allow_tf32", "bool", _P, "torch.backends.cuda.matmul.allow_tf32"),
+    _spec("cuda_uuids", "strs", _P,
+          "UUIDs (GPU-...) of the CUDA devices holding the model's parameters: the job's GPUs, whatever the PID namespace"),
+    _spec("compiled", "bool", _P, "the model is torch.compile'd"),
+    _spec("ddp", "bool", f"{_P} {_C}", "DistributedDataParallel, or more than one rank"),
+    _spec("fsdp", "bool", _P, "FullyShardedDataParallel"),
+    _spec("sharded", "bool", _P, "parameters or optimizer state sharded across ranks (FSDP, ZeRO)"),
+    _spec("offloading", "bool", _P, "parameters or optimizer state offloaded to the CPU"),
     _spec("world_size", "int", _C, "ranks in the job"),
     _spec("local_world_size", "int", _C, "ranks on this node"),
-    _spec("optimizer_closure", "bool", _F, "the optimizer's step takes a closure (LBFGS ...)"),
+    _spec("optimizer_closure", "bool", _W, "the optimizer's step takes a closure (LBFGS ...)"),
     # the data loader (hook)
-    _spec("loader_workers", "int", f"{_F} {_M}dataloader_settings", "DataLoader num_workers"),
-    _spec("pin_memory", "bool", f"{_F} {_M}dataloader_settings", "DataLoader pin_memory"),
-    _spec("persistent_workers", "bool", f"{_F} {_M}dataloader_settings", "DataLoader persistent_workers"),
-    _spec("prefetch_factor", "int", f"{_F} {_M}dataloader_settings", "DataLoader prefetch_factor"),
-    _spec("batch_size", "int", _F, "DataLoader batch_size"),
-    _spec("cores", "int", _F, "CPU cores the training process may run on"),
-    _spec("loader_workers_saturate_cores", "bool", _F, "loader workers >= usable cores"),
+    _spec("loader_workers", "int", f"{_P} {_M}dataloader_settings", "DataLoader num_workers"),
+    _spec("pin_memory", "bool", f"{_P} {_M}dataloader_settings", "DataLoader pin_memory"),
+    _spec("persistent_workers", "bool", f"{_P} {_M}dataloader_settings", "DataLoader persistent_workers"),
+    _spec("prefetch_factor", "int", f"{_P} {_M}dataloader_settings", "DataLoader prefetch_factor"),
+    _spec("batch_size", "int", _P, "DataLoader batch_size"),
+    _spec("cores", "int", _P, "CPU cores the training process may run on"),
+    _spec("loader_workers_saturate_cores", "bool", _P, "loader workers >= usable cores"),
     # one counted step (hook, roofline)
-    _spec("flops_per_step", "float", _W, "FLOP of one step (torch.utils.flop_counter)"),
-    _spec("operand_bytes_per_step", "float", _W, "operand bytes of one step"),
-    _spec("arithmetic_intensity", "float", _W, "FLOP per operand byte"),
-    _spec("achieved_flops", "float", _W, "FLOP/s over the compute phases"),
-    _spec("achieved_bytes_per_second", "float", _W, "operand bytes/s over the compute phases"),
+    _spec("flops_per_step", "float", _N, "FLOP of one step (torch.utils.flop_counter)"),
+    _spec("operand_bytes_per_step", "float", _N, "operand bytes of one step"),
+    _spec("arithmetic_intensity", "float", _N, "FLOP per operand byte"),
+    _spec("achieved_flops", "float", _N, "FLOP/s over the compute phases"),
+    _spec("achieved_bytes_per_second", "float", _N, "operand bytes/s over the compute phases"),
     # mitigations in effect (hook; unset on revert)
     _spec("mitigations", "strs", _W, "hook ids of the mitigations applied and not reverted"),
-    _spec("autocast_dtype", "str", f"{_F} {_M}mixed_precision", "low-precision dtype in effect",
+    _spec("autocast_dtype", "str", f"{_P} {_M}mixed_precision", "low-precision dtype in effect",
           ("bfloat16", "float16")),
     _spec("channels_last", "bool", f"{_M}channels_last", "channels_last memory format in effect"),
     _spec("activation_checkpointing", "bool", f"{_M}activation_checkpointing", "activation checkpointing in effect"),
@@ -147,9 +151,12 @@ def _clean(raw: Mapping[str, Any]) -> tuple[dict[str, FactValue], list[str]]:
             bad.append("non-string fact name")
             continue
         try:
-            out[k] = check(k, v)
+            v = check(k, v)
         except FactError as e:
             bad.append(str(e)[:200])
+            continue
+        if v != ():  # an empty list says nothing: unset, like None
+            out[k] = v
     return out, bad
 
 
@@ -210,6 +217,7 @@ class FactBoard:
         self._d: dict[str, FactValue] = {}
         self.rejected = 0
         self.last_error = ""
+        self._warned: set[str] = set()
         self.update(values or {})
 
     def __setitem__(self, name: str, value: Any) -> None:
@@ -217,10 +225,18 @@ class FactBoard:
             self._d.pop(name, None)
             return
         try:
-            self._d[name] = check(name, value)
+            value = check(name, value)
         except FactError as e:
             self.rejected += 1
             self.last_error = str(e)
+            if name not in self._warned and len(self._warned) < 32:  # once per fact: a bug of ours, not the user's
+                self._warned.add(name)
+                log.warning("bottleneckd: fact dropped (%s); declare it in bottleneckd/model/facts.py", e)
+            return
+        if value == ():
+            self._d.pop(name, None)
+        else:
+            self._d[name] = value
 
     def __getitem__(self, name: str) -> FactValue:
         return self._d[name]

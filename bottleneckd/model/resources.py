@@ -52,6 +52,9 @@ PHASES: Final[dict[str, str]] = {
     "other": "other",
 }
 
+#: the phases the torch hook times itself, in step order (the others come from stack samples)
+HOOK_PHASES: Final[tuple[str, ...]] = tuple(p for p in PHASES if p not in ("gpu_wait", "file_io"))
+
 UNDETERMINED: Final[str] = "undetermined"
 
 

@@ -85,7 +85,7 @@ class LiveView:
         self.out = out
         self.every = every
         self.n = 0
-        self._last_resource: str | None = None
+        self._last_resource: tuple[str, str] | None = None
 
     def __call__(self, snap: Snapshot) -> None:
         self.n += 1
@@ -99,8 +99,8 @@ class LiveView:
             return
         if self.quiet:
             return
-        changed = snap.verdict.resource != self._last_resource
+        changed = (snap.verdict.resource, snap.verdict.stage) != self._last_resource
         if self.live or changed or self.n % self.every == 0:
             self.out.write(live_line(snap) + "\n")
             self.out.flush()
-        self._last_resource = snap.verdict.resource
+        self._last_resource = (snap.verdict.resource, snap.verdict.stage)

@@ -30,7 +30,8 @@ def build_report(p: Pipeline, verdict: Verdict | None = None) -> dict[str, Any]:
     doc["recommendations"] = [r.to_json() for r in recs]
     doc["already_in_effect"] = [{"id": m.id, "because": why} for m, why in skipped(v, p.kb, snap.facts)]
     doc["not_fitting"] = [{"id": m.id, "because": why} for m, why in not_fitting(v, p.kb, snap.facts)]
-    doc["regime_changes"] = [{"t": c.t, "before": c.before, "after": c.after, "label": c.label} for c in snap.changes]
+    doc["regime_changes"] = [{"t": c.t, "before": c.before, "after": c.after, "label": c.label,
+                              "before_stage": c.before_stage, "after_stage": c.after_stage} for c in snap.changes]
     doc["utilization"] = [
         {"resource": r, "device": d, "mean": round(s.mean, 4), "p95": round(s.p95, 4)}
         for (r, d, m), s in sorted(snap.stats.stats.items()) if m == "utilization"
@@ -70,7 +71,7 @@ def render_text(doc: dict[str, Any], top: int = 5) -> str:
     if v.get("secondary"):
         lines.append("  secondary pressures: " + ", ".join(f"{s['resource']} ({s['score']:.2f})" for s in v["secondary"]))
     for c in doc.get("regime_changes", []):
-        lines.append(f"  regime change at {time.strftime('%H:%M:%S', time.localtime(c['t']))}: {c['before']} -> {c['after']} ({c['label']})")
+        lines.append(f"  regime change at {time.strftime('%H:%M:%S', time.localtime(c['t']))}: {c['before']}/{c.get('before_stage', '')} -> {c['after']}/{c.get('after_stage', '')} ({c['label']})")
     recs = doc.get("recommendations", [])[:top]
     if recs:
         lines.append("recommendations (Bartoldson, Kailkhura and Blalock, JMLR 2023):")

@@ -96,8 +96,9 @@ class Catalog:
 
 
 def _word_match(pattern: str, text: str) -> bool:
-    # " A10" must match "NVIDIA A10" but not "NVIDIA A100": patterns end at a word boundary.
-    return re.search(re.escape(pattern.strip()) + r"(?![0-9A-Za-z])", text) is not None
+    # Whole words on both sides: "A10" matches "NVIDIA A10" but not "NVIDIA A100", "H200" not
+    # "NVIDIA GH200 480GB", "B200" not "NVIDIA GB200".
+    return re.search(r"(?<![0-9A-Za-z])" + re.escape(pattern.strip()) + r"(?![0-9A-Za-z])", text) is not None
 
 
 def default_catalog_path() -> Path:

@@ -6,11 +6,11 @@ the catalog. A resource with no figure is reported as unknown with the reason, n
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Iterable
 
 from bottleneckd.peaks.catalog import Catalog, DeviceSpec
-from bottleneckd.hardware.detect.machine import Machine
+from bottleneckd.hardware.detect.machine import GpuInfo, Machine
 from bottleneckd.peaks.profile import Profile
 from bottleneckd.model.resources import CAPACITY_RESOURCES, RESOURCES
 
@@ -28,6 +28,7 @@ class ResolvedPeak:
     origin: str  # "calibrated" | "detected" | "catalog" | "unknown"
     source: str  # where the figure came from, or why it is unknown
     catalog_value: float | None = None
+    uuid: str | None = None  # a GPU's identity (NVML UUID), for GPU rows
 
     @property
     def known(self) -> bool:
@@ -100,46 +101,82 @@ def _with_catalog(calibrated: ResolvedPeak | None, fallback: ResolvedPeak) -> Re
     return ResolvedPeak(**{**asdict(calibrated), "catalog_value": fallback.value})
 
 
+def _gpu_calibrated(profile: Profile | None, g: GpuInfo, resource: str, metric: str | None = None) -> ResolvedPeak | None:
+    """A measurement of this GPU: keyed by its UUID (CUDA's and NVML's indexes differ)."""
+    if g.uuid is None:
+        return None
+    m = _calibrated(profile, resource, g.uuid, metric)
+    return None if m is None else ResolvedPeak(**{**asdict(m), "device": g.device})
+
+
+#: the compute figures of a GPU: (catalog metric, calibration metric)
+GPU_COMPUTE_METRICS = (("fp16_bf16_tensor_dense", "bf16_matmul"), ("fp16_tensor_dense", "fp16_matmul"),
+                       ("tf32_tensor_dense", "tf32_matmul"), ("fp32", "fp32_matmul"), ("fp64", "fp64_matmul"),
+                       ("fp64_tensor_dense", None))
+
+
 def _gpu_peaks(machine: Machine, catalog: Catalog, profile: Profile | None) -> list[ResolvedPeak]:
     out: list[ResolvedPeak] = []
-    multi = len(machine.gpus) > 1
     for g in machine.gpus:
-        dev = f"gpu{g.index}"
-        spec: DeviceSpec | None = catalog.gpu_spec(g.name)
-        missing = f"GPU model {g.name!r} is not in the catalog; run 'bottleneckd calibrate'"
+        out += [replace(p, uuid=g.uuid) for p in _one_gpu_peaks(machine, g, catalog, profile)]
+    return out
 
-        def cat(resource: str, metric: str, unit: str) -> ResolvedPeak:
-            p = spec.peak(resource, metric) if spec else None
-            if p is None:
-                return ResolvedPeak(resource, dev, metric, None, unit, "unknown", missing)
-            flag = " (unverified)" if p.unverified else ""
-            return ResolvedPeak(resource, dev, metric, p.value, p.unit, "catalog", f"{spec.name}: {p.source}{flag}", p.value)  # type: ignore[union-attr]
 
-        out.append(_with_catalog(_calibrated(profile, "gpu_compute", dev, "bf16_matmul"), cat("gpu_compute", "fp16_bf16_tensor_dense", "FLOP/s")))
-        out.append(_with_catalog(_calibrated(profile, "gpu_compute", dev, "fp32_matmul"), cat("gpu_compute", "fp32", "FLOP/s")))
-        if g.memory_total_bytes:
-            out.append(ResolvedPeak("gpu_memory", dev, "capacity", float(g.memory_total_bytes), "B", "detected", "NVML memory info (total)"))
-        else:
-            out.append(cat("gpu_memory", "capacity", "B"))
-        out.append(_with_catalog(_calibrated(profile, "gpu_memory_bandwidth", dev), cat("gpu_memory_bandwidth", "dram_bandwidth", "B/s")))
+def _one_gpu_peaks(machine: Machine, g: GpuInfo, catalog: Catalog, profile: Profile | None) -> list[ResolvedPeak]:
+    out: list[ResolvedPeak] = []
+    multi = len(machine.gpus) > 1
+    dev = g.device
+    spec: DeviceSpec | None = catalog.gpu_spec(g.name)
+    missing = f"GPU model {g.name!r} is not in the catalog; run 'bottleneckd calibrate'"
+    compute_share, memory_share = g.mig_fractions or (1.0, 1.0)
+    mig = f" x {compute_share:.3g} (this MIG slice's share of the GPU's compute slices)" if g.mig_fractions else ""
+    mig_b = f" x {memory_share:.3g} (this MIG slice's share of the GPU's memory)" if g.mig_fractions else ""
 
-        pcie = _pcie_peak(g.pcie_max_generation, g.pcie_max_width, catalog, dev)
-        out.append(_with_catalog(_calibrated(profile, "cpu_gpu_interconnect", dev), pcie))
+    def cat(resource: str, metric: str, unit: str, share: float = 1.0, note: str = "") -> ResolvedPeak:
+        p = spec.peak(resource, metric) if spec else None
+        if p is None:
+            return ResolvedPeak(resource, dev, metric, None, unit, "unknown",
+                                missing if spec is None else f"{spec.name} has no {metric} figure (no such path on this GPU, or not in the catalog)")
+        flag = " (unverified)" if p.unverified else ""
+        v = p.value * share
+        return ResolvedPeak(resource, dev, metric, v, p.unit, "catalog", f"{spec.name}: {p.source}{flag}{note}", v)  # type: ignore[union-attr]
 
-        nvl = spec.peak("inter_gpu_interconnect", "nvlink_total") if spec else None
-        cal = _calibrated(profile, "inter_gpu_interconnect", dev)
-        if g.nvlink_active_links and nvl is not None:
-            # the catalog's total is for all links of the part; scale to the links found active
-            value = nvl.value * min(g.nvlink_active_links, nvl.links) / nvl.links if nvl.links else nvl.value
-            fb = ResolvedPeak("inter_gpu_interconnect", dev, "nvlink_total", value, "B/s", "detected",
-                              f"{g.nvlink_active_links} active NVLink links (NVML) x per-link figure of {spec.name}: {nvl.source}", nvl.value)  # type: ignore[union-attr]
-        elif not multi:
-            fb = ResolvedPeak("inter_gpu_interconnect", dev, "nvlink_total", None, "B/s", "unknown", "only one GPU: no inter-GPU traffic on this machine")
-        elif g.nvlink_active_links == 0 and pcie.value is not None:
-            fb = ResolvedPeak("inter_gpu_interconnect", dev, "pcie_peer", pcie.value, "B/s", "detected", "no active NVLink: peer traffic crosses PCIe; " + pcie.source)
-        else:
-            fb = ResolvedPeak("inter_gpu_interconnect", dev, "nvlink_total", None, "B/s", "unknown", "NVLink state not readable and no catalog figure")
+    tensor16 = spec is not None and spec.peak("gpu_compute", "fp16_tensor_dense") is not None  # V100, T4: no bf16 path
+    required = {"fp32"} if tensor16 else {"fp32", "fp16_bf16_tensor_dense"}
+    for cat_metric, cal_metric in GPU_COMPUTE_METRICS:
+        fb = cat("gpu_compute", cat_metric, "FLOP/s", compute_share, mig)
+        cal = _gpu_calibrated(profile, g, "gpu_compute", cal_metric) if cal_metric else None
+        if fb.value is None and cal is None and cat_metric not in required:
+            continue  # optional paths (TF32, FP64) appear where the catalog or a measurement has them
         out.append(_with_catalog(cal, fb))
+    if g.memory_total_bytes:
+        out.append(ResolvedPeak("gpu_memory", dev, "capacity", float(g.memory_total_bytes), "B", "detected", "NVML memory info (total)"))
+    else:
+        out.append(cat("gpu_memory", "capacity", "B"))
+    out.append(_with_catalog(_gpu_calibrated(profile, g, "gpu_memory_bandwidth"), cat("gpu_memory_bandwidth", "dram_bandwidth", "B/s", memory_share, mig_b)))
+
+    host_link = spec.peak("cpu_gpu_interconnect") if spec else None
+    if host_link is not None:  # a host link that is not PCIe (GH200: NVLink-C2C)
+        pcie = ResolvedPeak("cpu_gpu_interconnect", dev, host_link.metric, host_link.value, host_link.unit, "catalog",
+                            f"{spec.name}: {host_link.source}", host_link.value)  # type: ignore[union-attr]
+    else:
+        pcie = _pcie_peak(g.pcie_max_generation, g.pcie_max_width, catalog, dev)
+    out.append(_with_catalog(_gpu_calibrated(profile, g, "cpu_gpu_interconnect"), pcie))
+
+    nvl = spec.peak("inter_gpu_interconnect", "nvlink_total") if spec else None
+    cal = _gpu_calibrated(profile, g, "inter_gpu_interconnect")
+    if g.nvlink_active_links and nvl is not None:
+        # the catalog's total is for all links of the part; scale to the links found active
+        value = nvl.value * min(g.nvlink_active_links, nvl.links) / nvl.links if nvl.links else nvl.value
+        fb = ResolvedPeak("inter_gpu_interconnect", dev, "nvlink_total", value, "B/s", "detected",
+                          f"{g.nvlink_active_links} active NVLink links (NVML) x per-link figure of {spec.name}: {nvl.source}", nvl.value)  # type: ignore[union-attr]
+    elif not multi:
+        fb = ResolvedPeak("inter_gpu_interconnect", dev, "nvlink_total", None, "B/s", "unknown", "only one GPU: no inter-GPU traffic on this machine")
+    elif g.nvlink_active_links == 0 and pcie.value is not None:
+        fb = ResolvedPeak("inter_gpu_interconnect", dev, "pcie_peer", pcie.value, "B/s", "detected", "no active NVLink: peer traffic crosses PCIe; " + pcie.source)
+    else:
+        fb = ResolvedPeak("inter_gpu_interconnect", dev, "nvlink_total", None, "B/s", "unknown", "NVLink state not readable and no catalog figure")
+    out.append(_with_catalog(cal, fb))
     return out
 
 

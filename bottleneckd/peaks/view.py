@@ -63,22 +63,27 @@ def table4_text(catalog: Catalog) -> str:
 
 
 #: measured metrics and the catalog figure each compares with (same unit and direction)
-FAMILY = {"bf16_matmul": "tensor", "fp16_matmul": "tensor", "fp16_bf16_tensor_dense": "tensor", "fp32_matmul": "fp32", "fp32": "fp32",
+FAMILY = {"bf16_matmul": "tensor", "fp16_matmul": "tensor", "fp16_bf16_tensor_dense": "tensor", "fp16_tensor_dense": "tensor",
+          "tf32_matmul": "tf32", "tf32_tensor_dense": "tf32", "fp32_matmul": "fp32", "fp32": "fp32", "fp64_matmul": "fp64", "fp64": "fp64",
           "h2d_pinned": "pcie", "d2h_pinned": "pcie", "h2d_pageable": "pcie", "d2h_pageable": "pcie", "pcie_per_direction": "pcie"}
 
 
-def catalog_for(m: Measurement, table: PeakTable) -> float | None:
+def catalog_for(m: Measurement, table: PeakTable, devices: dict[str, str] | None = None) -> float | None:
+    """The catalog figure a measurement compares with; ``devices`` maps GPU UUIDs (how GPU
+    measurements are keyed) to the device names peaks carry."""
     fam = FAMILY.get(m.metric, m.metric)
+    dev = (devices or {}).get(m.device, m.device)
     for p in table.for_resource(m.resource):
-        if p.device == m.device and p.catalog_value is not None and FAMILY.get(p.metric, p.metric) == fam:
+        if p.device == dev and p.catalog_value is not None and FAMILY.get(p.metric, p.metric) == fam:
             return p.catalog_value
     return None
 
 
-def calibration_text(measurements: list[Measurement], table: PeakTable) -> str:
+def calibration_text(measurements: list[Measurement], table: PeakTable, machine: Machine | None = None) -> str:
+    devices = {g.uuid: g.device for g in machine.gpus if g.uuid} if machine is not None else None
     rows = []
     for m in measurements:
-        cat = catalog_for(m, table)
+        cat = catalog_for(m, table, devices)
         ratio = f"{m.value / cat:.0%}" if cat else "-"
         rows.append([m.resource, m.device, m.metric, fmt_value(m.value, m.unit), fmt_value(cat, m.unit) if cat else "none", ratio, m.method])
     return _table(rows, ["resource", "device", "metric", "measured", "catalog", "measured/catalog", "method"])

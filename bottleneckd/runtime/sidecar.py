@@ -69,11 +69,11 @@ def build_samplers(machine: Machine, peaks: PeakTable, pid: int | None = None, p
                    sys_root: str = "/sys", proc_root: str = "/proc") -> tuple[list[Sampler], dict[str, str]]:
     tree = ProcessTree(pid) if pid else None
     makers = {
-        "gpu": lambda: GpuSampler(peaks, nvml),
+        "gpu": lambda: GpuSampler(peaks, nvml, tree=tree),
         "cpu_compute": lambda: CpuComputeSampler(peaks, tree, proc_root),
         "cpu_memory": lambda: CpuMemorySampler(peaks, tree, proc_root),
         "cpu_memory_bandwidth": lambda: CpuMemoryBandwidthSampler(peaks, sys_root),
-        "storage": lambda: StorageSampler(peaks, machine, paths, proc_root),
+        "storage": lambda: StorageSampler(peaks, machine, paths, proc_root, tree),
         "storage_network": lambda: StorageNetworkSampler(peaks, machine, proc_root),
         "inter_node": lambda: InterNodeSampler(peaks, machine, sys_root),
         "energy": lambda: RaplSampler(sys_root),

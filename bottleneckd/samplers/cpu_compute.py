@@ -1,38 +1,34 @@
-"""CPU compute: per core, the training process tree (DataLoader workers included), iowait, PSI."""
+"""CPU compute: per core; the job's processes by role (ranks, loader workers, launcher), their
+hottest threads, the cores they may use (affinity, cgroup quota), threads in disk wait, iowait,
+and CPU pressure stalls (host and the job's cgroup). None of it needs a peak."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import psutil
 
 from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.model.sample import Reading
-from bottleneckd.samplers.process_tree import ProcessTree
+from bottleneckd.samplers.pressure import Pressure, cgroup_dir, read_psi, usable_cores
+from bottleneckd.samplers.process_tree import LAUNCHER, RANK, WORKER, ProcessTree
+from bottleneckd.samplers.threads import ThreadRates, threads
 
-
-def read_psi(path: Path) -> dict[str, float]:
-    """/proc/pressure/* -> {'some_avg10': ..., 'full_avg10': ...} as fractions."""
-    out: dict[str, float] = {}
-    try:
-        text = path.read_text()
-    except OSError:
-        return out
-    for line in text.splitlines():
-        kind, *fields = line.split()
-        for f in fields:
-            k, _, v = f.partition("=")
-            if k == "avg10":
-                out[f"{kind}_avg10"] = float(v) / 100.0
-    return out
+__all__ = ["CpuComputeSampler", "read_psi"]
 
 
 class CpuComputeSampler:
     name = "cpu_compute"
 
-    def __init__(self, peaks: PeakTable, tree: ProcessTree | None = None, proc_root: str = "/proc") -> None:
+    def __init__(self, peaks: PeakTable, tree: ProcessTree | None = None, proc_root: str = "/proc",
+                 cgroup_root: str = "/sys/fs/cgroup") -> None:
         self._tree = tree
-        self._psi = Path(proc_root) / "pressure" / "cpu"
+        self._proc = proc_root
+        self._cgroot = cgroup_root
+        self._host_psi = Pressure(Path(proc_root) / "pressure" / "cpu")
+        self._job_psi: Pressure | None = None
+        self._threads = ThreadRates()
         self._cores = psutil.cpu_count() or 1
         psutil.cpu_times_percent(percpu=True)  # the first call is a meaningless baseline
 
@@ -54,27 +50,91 @@ class CpuComputeSampler:
         out.append(Reading("cpu_compute", "host", "busy_cores", busy_total, "cores"))
         out.append(Reading("cpu_compute", "host", "cores", float(n), "cores"))
         out.append(Reading("cpu_compute", "host", "iowait", iowait / n, "ratio"))
-        psi = read_psi(self._psi)
-        out.append(Reading("cpu_compute", "host", "pressure_some", psi.get("some_avg10"), "ratio",
-                           "" if psi else "pressure stall information not available"))
+        some, full, why = self._host_psi.read()
+        out.append(Reading("cpu_compute", "host", "pressure_some", some, "ratio", why))
         if self._tree is not None:
-            members = self._tree.members()
-            total = 0.0
-            workers = 0.0
-            states: dict[str, int] = {}
-            for p in members:
-                try:
-                    c = p.cpu_percent(None) / 100.0
-                    st = p.status()
-                except Exception:  # noqa: BLE001 - the process went away between calls
-                    continue
-                total += c
-                if p.pid != self._tree.pid:
-                    workers += c
-                states[st] = states.get(st, 0) + 1
-            out.append(Reading("cpu_compute", "job", "busy_cores", total, "cores"))
-            out.append(Reading("cpu_compute", "job", "main_busy_cores", total - workers, "cores"))
-            out.append(Reading("cpu_compute", "job", "worker_busy_cores", workers, "cores"))
-            out.append(Reading("cpu_compute", "job", "processes", float(len(members)), "count"))
-            out.append(Reading("cpu_compute", "job", "processes_in_disk_wait", float(states.get("disk-sleep", 0)), "count"))
+            out += self._job()
+        return out
+
+    def _job(self) -> list[Reading]:
+        tree = self._tree
+        assert tree is not None
+        members = tree.members()
+        now = time.monotonic()
+        by_role = {RANK: 0.0, WORKER: 0.0, LAUNCHER: 0.0}
+        count = {RANK: 0, WORKER: 0, LAUNCHER: 0}
+        main_threads: list[float] = []
+        main_demand: list[float] = []
+        hottest = {RANK: 0.0, WORKER: 0.0}
+        demand = {RANK: 0.0, WORKER: 0.0}
+        worker_demand: dict[int, float] = {}
+        waiting = 0.0
+        busiest_worker = 0.0
+        d_procs = d_threads = 0
+        stats = []
+        for p in members:
+            try:
+                c = p.cpu_percent(None) / 100.0
+                st = p.status()
+            except Exception:  # noqa: BLE001 - the process went away between calls
+                continue
+            role = tree.role(p.pid)
+            by_role[role] += c
+            count[role] += 1
+            d_procs += st == "disk-sleep"
+            if role == WORKER:
+                busiest_worker = max(busiest_worker, c)
+            stats += threads(p.pid, self._proc)
+        rates = self._threads.update(stats, now)
+        for s in stats:
+            role = tree.role(s.pid)
+            d_threads += s.state == "D" and role != LAUNCHER
+            r = rates.get(s.tid)
+            if r is None or role == LAUNCHER:
+                continue
+            hottest[role] = max(hottest[role], r.cpu)
+            demand[role] = max(demand[role], r.demand)
+            waiting += r.wait or 0.0
+            if role == WORKER:
+                worker_demand[s.pid] = worker_demand.get(s.pid, 0.0) + r.demand
+            if role == RANK and s.tid == s.pid:
+                main_threads.append(r.cpu)
+                main_demand.append(r.demand)
+        has_wait = any(r.wait is not None for r in rates.values())
+        ranks = [p.pid for p in members if tree.role(p.pid) == RANK]
+        usable = usable_cores(ranks or [tree.pid], self._proc, self._cgroot)
+        cg = cgroup_dir(ranks[0] if ranks else tree.pid, self._proc, self._cgroot)
+        if self._job_psi is None or self._job_psi.path != (cg / "cpu.pressure" if cg else None):
+            self._job_psi = Pressure(cg / "cpu.pressure" if cg else None)
+        jsome, _, jwhy = self._job_psi.read(now)
+        first = "first interval" if not rates else ""
+        out = [
+            Reading("cpu_compute", "job", "busy_cores", by_role[RANK] + by_role[WORKER], "cores"),
+            Reading("cpu_compute", "job", "rank_busy_cores", by_role[RANK], "cores"),
+            Reading("cpu_compute", "job", "worker_busy_cores", by_role[WORKER], "cores"),
+            Reading("cpu_compute", "job", "launcher_busy_cores", by_role[LAUNCHER], "cores"),
+            Reading("cpu_compute", "job", "worker_max_busy_cores", busiest_worker if count[WORKER] else None, "cores",
+                    "" if count[WORKER] else "no loader workers"),
+            # the main thread's own CPU (the busiest rank's), not its process's: intra-op threads excluded
+            Reading("cpu_compute", "job", "main_busy_cores", max(main_threads) if main_threads else None, "cores", first),
+            Reading("cpu_compute", "job", "hottest_thread_busy", hottest[RANK] if rates else None, "cores", first),
+            Reading("cpu_compute", "job", "worker_hottest_thread_busy", hottest[WORKER] if rates and count[WORKER] else None, "cores",
+                    first or ("" if count[WORKER] else "no loader workers")),
+            # running + waiting on a run queue: what the thread asks of the CPU on a shared machine
+            Reading("cpu_compute", "job", "main_thread_demand", max(main_demand) if main_demand and has_wait else None, "cores",
+                    first or ("" if has_wait else "schedstat not available")),
+            Reading("cpu_compute", "job", "hottest_thread_demand", demand[RANK] if has_wait else None, "cores",
+                    first or ("" if has_wait else "schedstat not available")),
+            Reading("cpu_compute", "job", "worker_max_demand", min(1.0, max(worker_demand.values())) if worker_demand and has_wait else None, "cores",
+                    first or ("" if has_wait else "schedstat not available") or ("" if count[WORKER] else "no loader workers")),
+            Reading("cpu_compute", "job", "runqueue_wait_cores", waiting if has_wait else None, "cores",
+                    first or ("" if has_wait else "schedstat not available")),
+            Reading("cpu_compute", "job", "usable_cores", usable, "cores", "" if usable is not None else "affinity not readable"),
+            Reading("cpu_compute", "job", "processes", float(len(members)), "count"),
+            Reading("cpu_compute", "job", "ranks", float(count[RANK]), "count"),
+            Reading("cpu_compute", "job", "workers", float(count[WORKER]), "count"),
+            Reading("cpu_compute", "job", "processes_in_disk_wait", float(d_procs), "count"),
+            Reading("cpu_compute", "job", "threads_in_disk_wait", float(d_threads), "count"),
+            Reading("cpu_compute", "job", "pressure_some", jsome, "ratio", jwhy),
+        ]
         return out

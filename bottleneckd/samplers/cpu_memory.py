@@ -9,8 +9,8 @@ import psutil
 from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.model.sample import Reading, utilization
 from bottleneckd.samplers.base import Rates
-from bottleneckd.samplers.cpu_compute import read_psi
-from bottleneckd.samplers.process_tree import ProcessTree
+from bottleneckd.samplers.pressure import Pressure
+from bottleneckd.samplers.process_tree import LAUNCHER, RANK, WORKER, ProcessTree
 
 
 class CpuMemorySampler:
@@ -18,7 +18,7 @@ class CpuMemorySampler:
 
     def __init__(self, peaks: PeakTable, tree: ProcessTree | None = None, proc_root: str = "/proc") -> None:
         self._tree = tree
-        self._psi = Path(proc_root) / "pressure" / "memory"
+        self._psi = Pressure(Path(proc_root) / "pressure" / "memory")
         self._rates = Rates()
 
     def available(self) -> tuple[bool, str]:
@@ -32,15 +32,18 @@ class CpuMemorySampler:
         sw = psutil.swap_memory()
         out.append(Reading("cpu_memory", "host", "swap_in_bytes_per_second", self._rates.rate("sin", float(sw.sin)), "B/s"))
         out.append(Reading("cpu_memory", "host", "swap_out_bytes_per_second", self._rates.rate("sout", float(sw.sout)), "B/s"))
-        psi = read_psi(self._psi)
-        out.append(Reading("cpu_memory", "host", "pressure_some", psi.get("some_avg10"), "ratio",
-                           "" if psi else "pressure stall information not available"))
+        some, full, why = self._psi.read()
+        out.append(Reading("cpu_memory", "host", "pressure_some", some, "ratio", why))
+        out.append(Reading("cpu_memory", "host", "pressure_full", full, "ratio", why))
         if self._tree is not None:
-            rss = 0.0
+            by_role = {RANK: 0.0, WORKER: 0.0, LAUNCHER: 0.0}
             for p in self._tree.members():
                 try:
-                    rss += p.memory_info().rss
-                except Exception:  # noqa: BLE001
+                    by_role[self._tree.role(p.pid)] += p.memory_info().rss
+                except Exception:  # noqa: BLE001 - the process went away
                     continue
-            out.append(Reading("cpu_memory", "job", "resident_bytes", rss, "B"))
+            # forked loader workers share pages with their rank: the sum over-counts shared pages
+            out.append(Reading("cpu_memory", "job", "resident_bytes", by_role[RANK] + by_role[WORKER], "B"))
+            for role, v in by_role.items():
+                out.append(Reading("cpu_memory", "job", f"{role}_resident_bytes", v, "B"))
         return out

@@ -1,9 +1,15 @@
 """GPU sampler: compute, memory, memory bandwidth, PCIe and NVLink, power and clocks (NVML).
 
 One read per field per GPU per tick. On GPUs with GPM (Hopper and later) SM activity, tensor
-activity and DRAM bandwidth utilization come from GPM; elsewhere they are unknown (the NVML
-"GPU utilization" is a busy-time fraction and is reported under its own name). A lost GPU is
-marked down, its series dropped, and the other GPUs go on.
+activity, the non-tensor FP32/FP16/FP64/integer pipes and DRAM bandwidth utilization come from
+GPM; elsewhere they are unknown (the NVML "GPU utilization" is a busy-time fraction and is
+reported under its own name). GPM's DRAM figure is a percentage of the *theoretical* peak
+(nvml.h), so bytes/s are that times the catalog figure, not a calibrated one. A lost GPU (also
+one lost before the sampler started) is marked down, its series dropped, and the others go on.
+
+Which GPUs are the job's: every tenth tick, with the process lists, whether a process of the job's
+tree runs on each GPU; ``job_process`` (1 or 0) repeats that answer on every tick, so every
+window has it, and the rules decide on the job's GPUs only.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from bottleneckd.hardware.detect.gpus import resolve_backend
 from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.model.sample import Reading, utilization
 from bottleneckd.samplers.base import Rates
+from bottleneckd.samplers.process_tree import ProcessTree
 
 log = logging.getLogger(__name__)
 
@@ -22,13 +29,22 @@ log = logging.getLogger(__name__)
 class GpuSampler:
     name = "gpu"
 
-    def __init__(self, peaks: PeakTable, backend: nv.NvmlBackend | None | str = "auto", process_every: int = 10) -> None:
+    def __init__(self, peaks: PeakTable, backend: nv.NvmlBackend | None | str = "auto", process_every: int = 10,
+                 tree: ProcessTree | None = None) -> None:
         self._why: dict[str, str] = {}
         self._nv = resolve_backend(backend, self._why)
         self._peaks = peaks
         self._rates = Rates()
         self._down: set[int] = set()
-        self._gpm = {i: self._nv.gpm_supported(i) for i in range(self._nv.device_count())} if self._nv else {}
+        self._gpm: dict[int, bool] = {}
+        for i in range(self._nv.device_count() if self._nv else 0):
+            try:
+                self._gpm[i] = self._nv.gpm_supported(i)  # type: ignore[union-attr]
+            except nv.GpuLostError as e:  # lost before we started: down from the first tick
+                log.error("%s; it is reported down", e)
+                self._down.add(i)
+        self._tree = tree
+        self._job_gpu: dict[int, bool] = {}  # unit -> a job process runs there (last process-list read)
         self._process_every = process_every
         self._tick = 0
         self._link: dict[int, tuple[int | None, int | None]] = {}
@@ -45,13 +61,14 @@ class GpuSampler:
             return []
         out: list[Reading] = []
         self._tick += 1
+        job = {p.pid for p in self._tree.members()} if self._tree is not None and (self._tick - 1) % self._process_every == 0 else None
         for i in range(self._nv.device_count()):
-            dev = f"gpu{i}"
+            dev = self._nv.label(i)
             if i in self._down:
                 out.append(Reading("gpu_compute", dev, "up", 0.0, "bool"))
                 continue
             try:
-                out += self._one(i, dev)
+                out += self._one(i, dev, job)
                 out.append(Reading("gpu_compute", dev, "up", 1.0, "bool"))
             except nv.GpuLostError as e:
                 log.error("%s; its series are dropped, sampling goes on", e)
@@ -60,7 +77,7 @@ class GpuSampler:
                 out.append(Reading("gpu_compute", dev, "up", 0.0, "bool"))
         return out
 
-    def _one(self, i: int, dev: str) -> list[Reading]:
+    def _one(self, i: int, dev: str, job: set[int] | None) -> list[Reading]:
         n, p = self._nv, self._peaks
         assert n is not None
         out: list[Reading] = []
@@ -73,28 +90,38 @@ class GpuSampler:
             return None if gpm is None else gpm.get(metric)
 
         no_gpm = "GPM not supported on this GPU (Hopper or later needed)" if not self._gpm.get(i) else "first GPM interval"
-        for metric, gid in (("sm_activity", nv.GPM_SM_UTIL), ("sm_occupancy", nv.GPM_SM_OCCUPANCY), ("tensor_activity", nv.GPM_ANY_TENSOR_UTIL)):
+        for metric, gid in (("sm_activity", nv.GPM_SM_UTIL), ("sm_occupancy", nv.GPM_SM_OCCUPANCY), ("tensor_activity", nv.GPM_ANY_TENSOR_UTIL),
+                            ("fp32_activity", nv.GPM_FP32_UTIL), ("fp16_activity", nv.GPM_FP16_UTIL),
+                            ("fp64_activity", nv.GPM_FP64_UTIL), ("integer_activity", nv.GPM_INTEGER_UTIL)):
             v = g(gid)
             out.append(Reading("gpu_compute", dev, metric, None if v is None else v / 100, "ratio", "" if v is not None else no_gpm))
         sm = g(nv.GPM_SM_UTIL)
         out.append(Reading("gpu_compute", dev, "utilization", None if sm is None else sm / 100, "ratio",
                            "" if sm is not None else f"SM activity unknown ({no_gpm}); busy_fraction is a time fraction, not load"))
         dram = g(nv.GPM_DRAM_BW_UTIL)
-        bw_peak = p.value("gpu_memory_bandwidth", dev)
-        out += utilization("gpu_memory_bandwidth", dev, None if dram is None or bw_peak is None else dram / 100 * bw_peak, bw_peak, "B/s",
-                           f"DRAM bandwidth needs GPM ({no_gpm})")
-        if dram is not None and bw_peak is None:
-            out = [r for r in out if not (r.resource == "gpu_memory_bandwidth" and r.metric == "utilization")]
+        bw = p.get("gpu_memory_bandwidth", dev)
+        theoretical = None if bw is None else (bw.catalog_value if bw.origin == "calibrated" else bw.value)
+        if dram is None:
+            out += utilization("gpu_memory_bandwidth", dev, None, bw.value if bw else None, "B/s", f"DRAM bandwidth needs GPM ({no_gpm})")
+        else:  # GPM's percentage is of the theoretical peak: that is the utilization, and bytes are relative to it
             out.append(Reading("gpu_memory_bandwidth", dev, "utilization", dram / 100, "ratio"))
+            out.append(Reading("gpu_memory_bandwidth", dev, "throughput", None if theoretical is None else dram / 100 * theoretical, "B/s",
+                               "" if theoretical is not None else "no theoretical DRAM bandwidth for this GPU in the catalog"))
+            out.append(Reading("gpu_memory_bandwidth", dev, "peak", theoretical, "B/s", "" if theoretical else "unknown"))
 
         mem = n.memory(i)
         out += utilization("gpu_memory", dev, None if mem is None else float(mem[1]), None if mem is None else float(mem[0]), "B",
                            "NVML memory info not supported")
-        if self._tick % self._process_every == 1:
+        if (self._tick - 1) % self._process_every == 0:
             procs = n.process_memory(i)
             if procs is not None:
                 for pid, b in procs.items():
-                    out.append(Reading("gpu_memory", dev, f"process_bytes:{pid}", float(b), "B"))
+                    if b is not None:
+                        out.append(Reading("gpu_memory", dev, f"process_bytes:{pid}", float(b), "B"))
+                if job is not None:
+                    self._job_gpu[i] = bool(job & set(procs))
+        if i in self._job_gpu:
+            out.append(Reading("gpu_compute", dev, "job_process", 1.0 if self._job_gpu[i] else 0.0, "bool"))
 
         # PCIe: GPM rates when present (no blocking), else the 20 ms-window NVML counter
         if gpm is not None and g(nv.GPM_PCIE_TX_PER_SEC) is not None:
@@ -107,11 +134,12 @@ class GpuSampler:
         if pcie is not None:
             out += [Reading("cpu_gpu_interconnect", dev, "tx_bytes_per_second", pcie[0], "B/s"),
                     Reading("cpu_gpu_interconnect", dev, "rx_bytes_per_second", pcie[1], "B/s")]
-        if self._tick % self._process_every == 1 or i not in self._link:  # the link changes rarely: read it every 10th tick
+        if (self._tick - 1) % self._process_every == 0 or i not in self._link:  # the link changes rarely: read it every 10th tick
             self._link[i] = n.pcie_current_link(i)
         gen, width = self._link[i]
-        out += [Reading("cpu_gpu_interconnect", dev, "link_generation", None if gen is None else float(gen), "gen"),
-                Reading("cpu_gpu_interconnect", dev, "link_width", None if width is None else float(width), "lanes")]
+        no_link = "not reported for this device (a MIG slice, or not supported)"
+        out += [Reading("cpu_gpu_interconnect", dev, "link_generation", None if gen is None else float(gen), "gen", "" if gen is not None else no_link),
+                Reading("cpu_gpu_interconnect", dev, "link_width", None if width is None else float(width), "lanes", "" if width is not None else no_link)]
 
         nvl = n.nvlink_data_bytes(i)
         nvl_peak = p.value("inter_gpu_interconnect", dev)

@@ -20,24 +20,31 @@ from collections import Counter
 import psutil
 
 from bottleneckd.model.sample import StepPhases
+from bottleneckd.samplers.process_tree import LAUNCHER, RANK, ProcessTree
 
 log = logging.getLogger(__name__)
 
-# (substring of file path, function name substring or "", phase), checked from the innermost frame out
+# (substring of file path, function name substring or "", phase). A stack is classified by the
+# whole of it, not its innermost frame: the first phase in PHASE_ORDER with a matching frame
+# anywhere in the stack wins, so a dataset's __getitem__ that runs a model, a numpy FFT or a torch
+# operator is still the data stage, and a collective called from forward is communication.
 RULES: tuple[tuple[str, str, str], ...] = (
+    ("torch/utils/data/", "", "data_wait"),
+    ("datasets/arrow_dataset", "__getitem__", "data_wait"),
+    ("datasets/iterable_dataset", "__iter__", "data_wait"),
+    ("torchvision/datasets/", "", "data_wait"),
+    ("webdataset/", "", "data_wait"),
     ("torch/distributed/", "", "communication"),
     ("torch/cuda/__init__", "synchronize", "gpu_wait"),
     ("torch/cuda/streams", "synchronize", "gpu_wait"),
-    ("torch/utils/data/", "_try_get_data", "data_wait"),
-    ("torch/utils/data/", "_get_data", "data_wait"),
-    ("torch/utils/data/_utils/fetch", "", "data_wait"),
-    ("torch/utils/data/", "__next__", "data_wait"),
+    ("torch/serialization", "load", "file_io"),  # torch.save (a checkpoint) is outside the step's phases: "other"
     ("torch/optim/", "", "optimizer"),
     ("torch/autograd/", "backward", "backward"),
     ("torch/_tensor", "backward", "backward"),
     ("torch/nn/modules/module", "_call_impl", "forward"),
-    ("torch/serialization", "", "file_io"),
 )
+STARTUP = "startup"  # importing modules: not a step; drained samples of it are left out
+PHASE_ORDER = ("data_wait", "communication", "gpu_wait", "file_io", "optimizer", "backward", "forward")
 
 # operator classes by arithmetic intensity (section 2.3): normalisation and elementwise ops move
 # bytes with few multiply-adds; matrix products and convolutions reuse each byte many times
@@ -57,14 +64,20 @@ def find_py_spy() -> str | None:
 
 
 def classify_frames(frames: list[dict]) -> str:
-    """frames innermost first, as py-spy gives them."""
+    """The stage of one stack (frames innermost first, as py-spy gives them): the first phase of
+    PHASE_ORDER matched by any frame, else "other"."""
+    seen: set[str] = set()
     for f in frames:
-        path = f.get("filename") or f.get("short_filename") or ""
+        path = (f.get("filename") or f.get("short_filename") or "").replace("\\", "/")
         name = f.get("name", "")
+        if "importlib._bootstrap" in path:  # start-up: a module being imported, not a training step
+            return STARTUP
+        if name == "<module>":
+            continue
         for needle, func, phase in RULES:
             if needle in path and func in name:
-                return phase
-    return "other"
+                seen.add(phase)
+    return next((ph for ph in PHASE_ORDER if ph in seen), "other")
 
 
 HIGH_LINE = re.compile(r"\b(linear|matmul|mm|bmm|addmm|conv[123]d|einsum|Linear|Conv[123]d|scaled_dot_product_attention)\b|@")
@@ -149,6 +162,8 @@ class StackSampler:
         self._thread: threading.Thread | None = None
         self.error: str | None = None
         self.samples_total = 0
+        self._tree = ProcessTree(pid)
+        self._dumps = 0
 
     def dump(self, pid: int | None = None) -> list[dict] | None:
         assert self.exe is not None
@@ -175,8 +190,26 @@ class StackSampler:
         except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
             return f"py-spy cannot sample process {self.pid} ({e}); diagnosing without stacks"
 
+    def _retarget(self) -> None:
+        """Follow the launcher to a rank once the process roles show it only waits (the roles need a
+        few intervals of CPU figures: torch.multiprocessing.spawn's parent is told by its CPU)."""
+        members = self._tree.members()
+        if self._tree.role(self.target) != LAUNCHER:
+            return
+        ranks = [p for p in members if self._tree.role(p.pid) == RANK]
+        if not ranks:
+            return
+        zero = [p for p in ranks if _environ(p).get("LOCAL_RANK", _environ(p).get("RANK")) == "0"]
+        self.target = (zero or sorted(ranks, key=lambda p: p.pid))[0].pid
+
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
+            self._dumps += 1
+            if self._dumps % 3 == 1:
+                try:
+                    self._retarget()
+                except Exception:  # noqa: BLE001 - a process gone between calls: keep the current target
+                    pass
             try:
                 d = self.dump()
             except (RuntimeError, PermissionError, subprocess.TimeoutExpired, ValueError) as e:
@@ -206,6 +239,9 @@ class StackSampler:
                 return None
             n, counts, ops = self._n, dict(self._counts), dict(self._ops)  # ops: cumulative, a property of the code
             self._n, self._counts = 0, Counter()
+        n -= counts.pop(STARTUP, 0)
+        if n <= 0:  # only start-up (imports) seen: no training step yet
+            return None
         facts: dict = {"phase_source": "py-spy", "stack_samples": n}
         if sum(ops.values()) >= 3:
             facts["low_intensity_op_share"] = ops.get("low", 0) / sum(ops.values())

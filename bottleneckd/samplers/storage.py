@@ -1,5 +1,6 @@
-"""Storage bandwidth (bytes and operations per second, busy time, queue depth per block device)
-and storage capacity (free space on the mounts the job uses)."""
+"""Storage bandwidth (bytes and operations per second, busy time, queue depth per block device;
+I/O pressure stalls; the job's own read calls and bytes) and storage capacity (free space on the
+mounts the job uses). Busy time, queue depth, stalls and the job's reads need no peak."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from bottleneckd.hardware.detect.machine import Machine
 from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.model.sample import Reading, utilization
 from bottleneckd.samplers.base import Rates
+from bottleneckd.samplers.pressure import Pressure, cgroup_dir
+from bottleneckd.samplers.process_tree import LAUNCHER, RANK, WORKER, ProcessTree
 
 
 def read_diskstats(proc_root: str) -> dict[str, tuple[int, int]]:
@@ -31,13 +34,22 @@ def read_diskstats(proc_root: str) -> dict[str, tuple[int, int]]:
 class StorageSampler:
     name = "storage"
 
-    def __init__(self, peaks: PeakTable, machine: Machine, paths: tuple[str, ...] = (".",), proc_root: str = "/proc") -> None:
+    def __init__(self, peaks: PeakTable, machine: Machine, paths: tuple[str, ...] = (".",), proc_root: str = "/proc",
+                 tree: ProcessTree | None = None, cgroup_root: str = "/sys/fs/cgroup") -> None:
         self._peaks = peaks
         self._disks = [b.name for b in machine.block_devices]
         self._mounts = machine.mounts
         self._paths = paths
         self._proc = proc_root
         self._rates = Rates()
+        self._tree = tree
+        self._cgroot = cgroup_root
+        self._host_psi = Pressure(Path(proc_root) / "pressure" / "io")
+        self._job_psi: Pressure | None = None
+
+    def follow(self, tree: ProcessTree) -> None:
+        """Read the job's own I/O from this process tree (run and attach learn the pid late)."""
+        self._tree = tree
 
     def available(self) -> tuple[bool, str]:
         return (True, "") if self._disks else (False, "no block device detected")
@@ -78,6 +90,11 @@ class StorageSampler:
                 q = r(f"{d}.weighted", weighted_ms / 1000.0)
                 out.append(Reading("storage_bandwidth", d, "queue_depth", q, "requests"))
                 out.append(Reading("storage_bandwidth", d, "in_flight", float(inflight), "requests"))
+        some, full, why = self._host_psi.read()
+        out.append(Reading("storage_bandwidth", "host", "pressure_some", some, "ratio", why))
+        out.append(Reading("storage_bandwidth", "host", "pressure_full", full, "ratio", why))
+        if self._tree is not None:
+            out += self._job_io()
         seen: set[str] = set()
         for path in self._paths:
             m = mount_of(path, self._mounts)
@@ -91,3 +108,53 @@ class StorageSampler:
             out += utilization("storage_capacity", m.mountpoint, float(du.used), float(du.total), "B")
             out.append(Reading("storage_capacity", m.mountpoint, "free", float(du.free), "B"))
         return out
+
+    def _job_io(self) -> list[Reading]:
+        """The job's own reads (ranks and loader workers, not the launcher), from /proc/PID/io:
+        read calls, bytes asked for (read_chars, page cache hits included) and bytes the block
+        layer fetched for it (read_bytes). Summed counters of processes that exit drop out, so the
+        rate is over the processes alive at both reads."""
+        tree = self._tree
+        assert tree is not None
+        calls = chars = fetched = written = 0.0
+        readable = 0
+        by_role: dict[str, float] = {RANK: 0.0, WORKER: 0.0, LAUNCHER: 0.0}
+        for p in tree.members():
+            role = tree.role(p.pid)
+            try:
+                io = p.io_counters()
+            except Exception:  # noqa: BLE001 - gone, or /proc/PID/io not readable
+                continue
+            by_role[role] += io.read_bytes + io.write_bytes
+            if role == LAUNCHER:
+                continue
+            readable += 1
+            calls += io.read_count
+            chars += getattr(io, "read_chars", 0)
+            fetched += io.read_bytes
+            written += io.write_bytes
+        if not readable:
+            why = "/proc/PID/io of the job not readable"
+            return [Reading("storage_bandwidth", "job", m, None, u, why) for m, u in
+                    (("read_calls_per_second", "1/s"), ("read_chars_per_second", "B/s"), ("read_bytes_per_second", "B/s"))]
+        key = f"{readable}"  # a change in the set of processes resets the rates
+        r = self._rates.rate
+        cps = r(f"job.calls.{key}", calls)
+        cs = r(f"job.chars.{key}", chars)
+        bs = r(f"job.bytes.{key}", fetched)
+        ws = r(f"job.writes.{key}", written)
+        cg = cgroup_dir(tree.pid, self._proc, self._cgroot)
+        path = cg / "io.pressure" if cg else None
+        if self._job_psi is None or self._job_psi.path != path:
+            self._job_psi = Pressure(path)
+        jsome, jfull, jwhy = self._job_psi.read()
+        return [
+            Reading("storage_bandwidth", "job", "read_calls_per_second", cps, "1/s", "first interval" if cps is None else ""),
+            Reading("storage_bandwidth", "job", "read_chars_per_second", cs, "B/s", "first interval" if cs is None else ""),
+            Reading("storage_bandwidth", "job", "read_bytes_per_second", bs, "B/s", "first interval" if bs is None else ""),
+            Reading("storage_bandwidth", "job", "write_bytes_per_second", ws, "B/s", "first interval" if ws is None else ""),
+            *(Reading("storage_bandwidth", "job", f"{role}_bytes_per_second", r(f"job.{role}.{key}", v), "B/s")
+              for role, v in by_role.items()),
+            Reading("storage_bandwidth", "job", "pressure_some", jsome, "ratio", jwhy),
+            Reading("storage_bandwidth", "job", "pressure_full", jfull, "ratio", jwhy),
+        ]

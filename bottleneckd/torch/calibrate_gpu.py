@@ -50,18 +50,19 @@ def main() -> None:
 
     for i in range(torch.cuda.device_count()):
         dev = torch.device("cuda", i)
-        name = f"gpu{i}"
+        name = f"GPU-{torch.cuda.get_device_properties(i).uuid}"  # NVML's UUID: CUDA's index is not NVML's
         torch.cuda.set_device(dev)
         n = args.matmul_n
-        for dtype, metric in ((torch.bfloat16, "bf16_matmul"), (torch.float16, "fp16_matmul"), (torch.float32, "fp32_matmul")):
+        for dtype, metric, tf32 in ((torch.bfloat16, "bf16_matmul", False), (torch.float16, "fp16_matmul", False),
+                                    (torch.float32, "tf32_matmul", True), (torch.float32, "fp32_matmul", False)):
             x = torch.randn(n, n, device=dev, dtype=dtype)
             y = torch.randn(n, n, device=dev, dtype=dtype)
             prev = torch.backends.cuda.matmul.allow_tf32
-            torch.backends.cuda.matmul.allow_tf32 = False  # fp32 means fp32, not TF32
+            torch.backends.cuda.matmul.allow_tf32 = tf32  # fp32 means fp32, not TF32
             rate, spent = timed(lambda: torch.mm(x, y), 2.0 * n**3, args.seconds)
             torch.backends.cuda.matmul.allow_tf32 = prev
             _emit(resource="gpu_compute", device=name, metric=metric, value=rate, unit="FLOP/s",
-                  method=f"torch.mm {n}x{n} {str(dtype).split('.')[-1]}, CUDA events, best rep", seconds=spent)
+                  method=f"torch.mm {n}x{n} {str(dtype).split('.')[-1]}{' (TF32 allowed)' if tf32 else ''}, CUDA events, best rep", seconds=spent)
             del x, y
         nbytes = args.copy_mib * 1024 * 1024
         src = torch.empty(nbytes, dtype=torch.uint8, device=dev)
@@ -93,8 +94,9 @@ def main() -> None:
             b = torch.empty(nbytes, dtype=torch.uint8, device=f"cuda:{j}")
             torch.cuda.set_device(i)
             rate, spent = timed(lambda: b.copy_(a, non_blocking=True), float(nbytes), args.seconds)
-            _emit(resource="inter_gpu_interconnect", device=f"gpu{i}", metric=f"copy_to_gpu{j}", value=rate, unit="B/s",
-                  method=f"GPU{i} to GPU{j} copy {args.copy_mib} MiB (peer access: {torch.cuda.can_device_access_peer(i, j)})",
+            _emit(resource="inter_gpu_interconnect", device=f"GPU-{torch.cuda.get_device_properties(i).uuid}",
+                  metric=f"copy_to_GPU-{torch.cuda.get_device_properties(j).uuid}", value=rate, unit="B/s",
+                  method=f"cuda:{i} to cuda:{j} copy {args.copy_mib} MiB (peer access: {torch.cuda.can_device_access_peer(i, j)})",
                   seconds=spent)
             del a, b
 

@@ -1,11 +1,34 @@
-"""``bottleneckd.torch.watch``: sync-free step-phase timing for a plain PyTorch training loop.
+"""``bottleneckd.torch.watch``: sync-free step-phase timing for a PyTorch training loop.
 
-Phases of a step: data_wait (inside ``next()`` on the DataLoader), transfer (data ready to
-forward start: the host-to-device copies), forward, backward (forward end to optimizer start),
-optimizer, other (the rest of the wall time). Wall time is measured between consecutive
-optimizer steps, so the phases add up to it by construction, ``other`` absorbing what no hook
-sees. No synchronize and no ``.item()``; on CUDA the device phases come from events read lazily.
-Any exception inside our instrumentation disables it (logged once); training goes on.
+    w = watch(model, optimizer, loader)      # then train as before: `for x, y in loader: ...`
+    w.apply("mixed_precision", verify=True)  # optional: a mitigation, kept only if it helped
+    w.close()
+
+Phases of a step (names from ``model.resources.PHASES``): data_wait (inside ``next()`` on the
+loader), transfer (data ready to forward start: the host-to-device copies), forward, backward
+(forward end to optimizer start), optimizer, communication (blocking collectives), other (the rest
+of the wall time). Wall time runs from one optimizer step's end to the next, so the phases add up
+to it. No synchronize and no ``.item()``; on CUDA the phases come from events read lazily. Any
+exception inside our instrumentation disables it (logged once); training goes on.
+
+The public API for framework callbacks (Lightning, Hugging Face), which mark phases themselves:
+
+- ``Watcher(model, optimizer, hooks=False)``: installs no module, optimizer or loader hooks.
+- ``mark(label)``: ``step_start`` (the loop asks for a batch), ``data_ready`` (it has it),
+  ``forward_start``, ``forward_end``, ``optimizer_start``; a label marked twice in one step keeps
+  the first start and the last end.
+- ``end_step()``: the optimizer step is done (the step's wall ends here).
+- ``epoch_end()``: print and return the epoch's block (:class:`EpochReport`).
+
+Without a DataLoader, the epoch end comes from ``epoch_end()`` or from ``report_every_steps=`` /
+``report_every_seconds=`` (a block every N steps or T seconds). Optimizers that take a closure
+(LBFGS, SAM-style): the forward and backward inside ``step(closure)`` are timed as forward and
+backward, one step per ``step()`` call (on CUDA they count as the optimizer phase).
+
+The watcher is a thin front over: the clock (``timing``), the phase accumulator (``phases``), the
+transport to a sidecar (``transport``), the loader instrumentation (``loader``), the roofline count
+(``counting``), trials (``trials``) and the mitigation engine (``mitigations.engine``). Calling
+``watch()`` again replaces the previous watcher (one warning line).
 """
 
 from __future__ import annotations
@@ -15,319 +38,349 @@ import os
 import sys
 import threading
 import time
-from collections import deque
-from dataclasses import dataclass
 from typing import Any, Iterable
 
 import torch
 
 from bottleneckd.model.facts import FactBoard
 from bottleneckd.model.identity import RankIdentity
-from bottleneckd.model.protocol import StepReport
-from bottleneckd.outputs.channel import PhaseSender, default_socket_path
-from bottleneckd.torch.facts import input_facts, loader_facts, model_facts
-from bottleneckd.torch.roofline import StepCounter
-from bottleneckd.torch.timing import PHASE_KEYS, CudaClock, HostClock
-from bottleneckd.torch.trials import Trial, TrialsMixin
+from bottleneckd.model.protocol import Event, StepReport
+from bottleneckd.torch import probe
+from bottleneckd.torch.counting import RooflineCounting
+from bottleneckd.torch.epoch import EpochReport, render_epoch
+from bottleneckd.torch.hooks import install_hooks
+from bottleneckd.torch.loader import InstrumentedLoader
+from bottleneckd.torch.mitigations.base import Event as MitigationEvent
+from bottleneckd.torch.mitigations.engine import MitigationEngine
+from bottleneckd.torch.phases import PhaseAccumulator
+from bottleneckd.torch.timing import CudaClock, HostClock
+from bottleneckd.torch.transport import make_transport
+from bottleneckd.torch.trials import Trial, Trials
 
 log = logging.getLogger("bottleneckd.torch")
+_BEFORE_OPT, _STEP_END = MitigationEvent.BEFORE_OPTIMIZER_STEP, MitigationEvent.STEP_END
 
 
-@dataclass(frozen=True)
-class EpochReport:
-    epoch: int
-    steps: int
-    phases: dict[str, float]
-    report: dict[str, Any] | None
-    text: str
-
-
-class _LoaderProxy:
-    """Wraps a DataLoader so iterating it times the wait for each batch and sees the epoch end."""
-
-    def __init__(self, loader: Iterable, watcher: "Watcher") -> None:
-        self._loader = loader
-        self._w = watcher
-        self.echo = 1  # data echoing: each batch yielded this many times
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._loader, name)
-
-    def __len__(self) -> int:
-        return len(self._loader)  # type: ignore[arg-type]
-
-    def __iter__(self):  # noqa: ANN204
-        it = iter(self._loader)
-        w = self._w
-        while True:
-            try:
-                batch = w.timed_next(it.__next__)
-            except StopIteration:
-                return
-            yield batch
-            for _ in range(self.echo - 1):
-                w._mark("step_start")
-                w._mark("data_ready")
-                yield batch
-
-
-class Watcher(TrialsMixin):
-    def __init__(self, model: torch.nn.Module | None, optimizer: torch.optim.Optimizer | None = None, dataloader: Iterable | None = None,
-                 *, socket_path: str | None = None, report_every: float = 0.5, print_epoch: bool = True,
-                 local_sampling: bool | None = None, interval: float = 1.0, roofline_step: int | None = 3,
-                 cuda_sample_every: int = 8) -> None:
-        self.model = model
-        self.optimizer = optimizer
+class Watcher:
+    def __init__(self, model: torch.nn.Module | None = None, optimizer: torch.optim.Optimizer | None = None,
+                 dataloader: Iterable | None = None, *, hooks: bool = True, socket_path: str | None = None,
+                 report_every: float = 0.5, report_every_steps: int | None = None, report_every_seconds: float | None = None,
+                 print_epoch: bool = True, local_sampling: bool | None = None, interval: float = 1.0,
+                 roofline_step: int | None = 3, cuda_sample_every: int = 8) -> None:
+        _replace_current(self)
+        self.model, self.optimizer = model, optimizer
         self.enabled = True
         self.epoch = 0
+        self.echo = 1  # data echoing: each batch handed out this many times
         self.print_epoch = print_epoch
-        self.epoch_reports: list[EpochReport] = []
-        dev = next((p.device for p in model.parameters()), torch.device("cpu")) if model is not None else torch.device("cpu")
-        self.device = dev
-        self._cuda_every = cuda_sample_every
-        self._clock: HostClock | CudaClock = CudaClock(sample_every=cuda_sample_every) if dev.type == "cuda" else HostClock()
-        self._acc = [0.0] * len(PHASE_KEYS)
-        self._acc_wall = 0.0
-        self._acc_steps = 0
-        self._acc_compute = 0.0
-        self._epoch_acc = [0.0] * len(PHASE_KEYS)
-        self._epoch_steps = 0
-        self._last_send = time.perf_counter()
-        self._report_every = report_every
-        self._handles: list[Any] = []
-        self._step_index = 0
-        self._examples = 0
-        self._step_examples: list[int] = []
-        self._history: deque[tuple[float, int]] = deque(maxlen=256)
-        self.trials: list[Trial] = []
-        self._pending_reverts: list[Any] = []
-        self._trial: Trial | None = None
-        self._roofline_step = roofline_step
-        self._counter = StepCounter()
-        self._sock_path = socket_path or default_socket_path()
-        self._sender = PhaseSender(self._sock_path)
-        self.facts = FactBoard({"device": dev.type, "pid": os.getpid(), **(model_facts(model, optimizer) if model is not None else {})})
-        self._identity = RankIdentity.from_env()
         self.print_to = sys.stderr if os.environ.get("BOTTLENECKD_EPOCH_PRINT") == "stderr" else sys.stdout
-        self._local = None
-        if local_sampling is None:
-            local_sampling = not os.path.exists(self._sock_path)
-        if local_sampling:
-            self._start_local(interval)
-        self.dataloader = _LoaderProxy(dataloader, self) if dataloader is not None else None
+        self.epoch_reports: list[EpochReport] = []
+        self.device = next((p.device for p in model.parameters()), torch.device("cpu")) if model is not None else torch.device("cpu")
+        self.cuda_sample_every = cuda_sample_every
+        self._clock: HostClock | CudaClock = CudaClock(sample_every=cuda_sample_every) if self.device.type == "cuda" else HostClock()
+        self.facts = FactBoard({"device": self.device.type, "pid": os.getpid()})
+        self.trials = Trials(self._trial_decided)
+        self._phases = PhaseAccumulator(self.trials.record_step)
+        self._counting = RooflineCounting(roofline_step)
+        self._transport = make_transport(socket_path, local_sampling, interval)
+        self._identity = RankIdentity.from_env(pid=os.getpid())
+        self.steps = 0  # optimizer steps ended (micro-steps of accumulation not counted)
+        self.optimizer_calls = 0
+        self._step = _StepState()
+        self._report_every = report_every
+        self._every_steps, self._every_seconds = report_every_steps, report_every_seconds
+        self._last_send = self._last_epoch = time.perf_counter()
+        self._steps_at_epoch = 0
+        self._loader = InstrumentedLoader(dataloader, self) if dataloader is not None and hooks else None
+        self.dataloader = self._loader.iterable if self._loader is not None else dataloader
+        self._engine = MitigationEngine(model, optimizer, self._loader, self._set_fact, self.facts.get)
+        self._handles: list[Any] = []
+        if model is not None:
+            self.facts.update(probe.model_facts(model))
+        elif hooks:
+            log.warning("bottleneckd: watch() got no model: only data waits and optimizer steps are timed "
+                        "(pass the model as the first argument to time forward and backward)")
         if dataloader is not None:
-            self.facts.update(loader_facts(dataloader))
-        global _global_watcher
-        if _global_watcher is not None and not getattr(self, "_is_global", False):
-            _global_watcher.close()  # an explicit watch() wins over the injected instrumentation
-            _global_watcher = None
-        self._install()
+            self.facts.update(probe.loader_facts(dataloader))
+        if hooks:
+            self._handles.extend(install_hooks(self))
 
-    # --- instrumentation -------------------------------------------------------------------
-    def _safe(self, fn: Any, *args: Any) -> None:
-        """Run a piece of our instrumentation; a failure turns the instrumentation off, never the
-        training step (fail-open)."""
+    # --- the public marks (also what the installed hooks call) -------------------------------
+    def mark(self, label: str) -> None:
+        """Mark a point of the step (module docstring); never raises into training."""
         if self.enabled:
             try:
-                fn(*args)
+                if label == "forward_start":
+                    self.forward_start(())
+                else:
+                    self._clock.mark(label)
             except Exception as e:  # noqa: BLE001 - our failure never breaks the step
                 self.disable(f"{type(e).__name__}: {e}")
 
-    def comm_begin(self) -> None:
-        """A blocking collective starts (collectives.py); on CUDA timed with events."""
-        self._safe(self._clock.comm_begin)
+    def unmark(self, label: str) -> None:
+        if self.enabled:
+            try:
+                self._clock.unmark(label)
+            except Exception as e:  # noqa: BLE001
+                self.disable(f"{type(e).__name__}: {e}")
 
-    def comm_end(self) -> None:
-        self._safe(self._clock.comm_end)
-
-    def _install(self) -> None:
-        from bottleneckd.torch.collectives import wrap_collectives
-
-        self._handles.append(wrap_collectives(self))
-        self._handles.append(self._wrap_forward(self.model))
-        if self.optimizer is not None:
-            self._handles.append(self.optimizer.register_step_pre_hook(self._guard(lambda *a: self._mark("optimizer_start"))))
-            self._handles.append(self.optimizer.register_step_post_hook(self._guard(lambda *a: self._end_step())))
-
-    def _wrap_forward(self, module: torch.nn.Module) -> Any:
-        """Time the root forward through an instance attribute: a module hook would push every
-        call of the model off torch's hook-free fast path."""
-        original = module.forward
-        w = self
-
-        def forward(*args: Any, **kwargs: Any) -> Any:
-            w._safe(w._forward_start, module, args)
-            out = original(*args, **kwargs)
-            w._safe(w._clock.mark, "forward_end")
-            return out
-
-        module.forward = forward  # type: ignore[method-assign]
-
-        class _Unwrap:
-            def remove(self) -> None:
-                if module.__dict__.get("forward") is forward:
-                    del module.forward
-
-        return _Unwrap()
-
-    def _guard(self, fn: Any) -> Any:
-        def hook(*args: Any) -> None:
-            self._safe(fn, *args)
-
-        return hook
-
-    def _forward_start(self, module: Any, args: tuple) -> None:
-        while self._pending_reverts:
-            self._pending_reverts.pop(0).revert()
+    def forward_start(self, args: tuple) -> None:
+        """The root forward starts with ``args`` (examples counted from the first tensor's rows)."""
+        if self._engine.pending:
+            self._engine.revert_pending()  # a trial's revert, never inside an optimizer hook
+        st = self._step
         self._clock.mark("forward_start")
-        if "input_rank" not in self.facts:
-            self.facts.update(input_facts(args))
+        if st.closure_calls > 1:
+            return  # the optimizer's closure again: same batch, counted once
         first = args[0] if args else None
         if isinstance(first, torch.Tensor) and first.dim() > 0:
-            self._examples += int(first.shape[0])
-        if self._roofline_step is not None and self._step_index == self._roofline_step and not self._counter.active:
-            self._counter.start()  # this one step runs under counting modes; its timing is discarded
+            st.examples += int(first.shape[0])
+            if not st.input_probed:
+                st.input_probed = True
+                self.facts.update(probe.input_facts(args))
+        if self._counting.at_step == self.steps:
+            self._counting.maybe_start(self.steps)  # this one step runs under counting modes; its timing is dropped
 
-    def _finish_count(self) -> None:
-        counts = self._counter.stop()
-        if counts is not None:
-            self.facts.update({"flops_per_step": counts.flops, "operand_bytes_per_step": counts.operand_bytes,
-                               "arithmetic_intensity": counts.intensity})
+    def before_optimizer_step(self, args: tuple, kwargs: dict) -> Any:
+        """Inside ``optimizer.step()``, before it updates anything; returns new (args, kwargs)
+        when the step takes a closure (the closure is then timed)."""
+        self.optimizer_calls += 1
+        self._clock.mark("optimizer_start")
+        if self._engine.listening[_BEFORE_OPT]:
+            ctx = self._engine.run(_BEFORE_OPT, self.steps, self.epoch, self.optimizer_calls)
+            if ctx.micro_step:
+                self._clock.unmark("optimizer_start")
+                self._step.micro = True
+        closure = kwargs.get("closure", args[1] if len(args) > 1 else None)
+        if self._step.closure_fact != (closure is not None):
+            self._step.closure_fact = closure is not None
+            self.facts["optimizer_closure"] = closure is not None
+        if closure is None or not isinstance(self._clock, HostClock):
+            return None
+        timed = self._timed_closure(closure)
+        return (args[:1] + (timed,) + args[2:], kwargs) if "closure" not in kwargs else (args, {**kwargs, "closure": timed})
 
-    def _mark(self, label: str) -> None:
-        self._safe(self._clock.mark, label)
+    def _timed_closure(self, closure: Any) -> Any:
+        clock, st = self._clock, self._step
 
-    def timed_next(self, fetch: Any) -> Any:
-        """The wait for the next batch (``fetch()``), timed; the loader's end is the epoch's end."""
-        self._mark("step_start")
-        try:
-            batch = fetch()
-        except StopIteration:
-            self._unmark("step_start")
-            self.epoch_end()
-            raise
-        self._mark("data_ready")
-        return batch
+        def timed(*a: Any, **kw: Any) -> Any:
+            st.closure_calls += 1
+            clock.closure_begin()
+            try:
+                return closure(*a, **kw)
+            finally:
+                clock.closure_end()
 
-    def _unmark(self, label: str) -> None:
-        self._safe(self._clock.unmark, label)
+        return timed
+
+    def end_step(self) -> None:
+        """The optimizer step is done: the step's wall ends here."""
+        if self.enabled:
+            try:
+                self._end_step()
+            except Exception as e:  # noqa: BLE001
+                self.disable(f"{type(e).__name__}: {e}")
 
     def _end_step(self) -> None:
-        self._step_index += 1
-        if self._counter.active:
-            self._finish_count()
-            self._clock.discard_step()  # a counted step runs slowly: its timing is dropped
-            self._examples = 0
+        st = self._step
+        if st.micro:  # accumulation: one micro-batch of a step, folded in by the clock
+            st.micro = False
             return
-        self._clock.end_step()
-        self._step_examples.append(self._examples)
-        self._examples = 0
-        if time.perf_counter() - self._last_send >= self._report_every:
+        self.steps += 1
+        examples, st.examples, st.closure_calls = st.examples, 0, 0
+        if self._counting.active:
+            self.facts.update(self._counting.finish())
+            self._clock.discard_step()  # a counted step runs slowly: its timing is dropped
+        else:
+            self._clock.end_step()
+            st.step_examples.append(examples)
+        if self._engine.listening[_STEP_END]:
+            self._engine.run(_STEP_END, self.steps, self.epoch, self.optimizer_calls)
+        now = time.perf_counter()
+        if now - self._last_send >= self._report_every:
             self.flush()
-        elif self._trial is not None:
+        elif self.trials.current is not None:
             self._drain()  # a verification in progress decides at the step it completes
+        if (self._every_steps and self.steps - self._steps_at_epoch >= self._every_steps) or \
+                (self._every_seconds and now - self._last_epoch >= self._every_seconds):
+            self.epoch_end()
 
+    # --- reports ------------------------------------------------------------------------------
     def _drain(self) -> None:
-        """Turn the steps timed since the last call into phase sums (off the per-step path)."""
         steps = self._clock.drain()
-        examples, self._step_examples = self._step_examples[: len(steps)], self._step_examples[len(steps):]
-        for (ph, wall), ex in zip(steps, examples + [0] * (len(steps) - len(examples))):
-            acc, ep = self._acc, self._epoch_acc
-            for k in range(len(ph)):
-                acc[k] += ph[k]
-                ep[k] += ph[k]
-            self._acc_wall += wall
-            self._acc_steps += 1
-            self._epoch_steps += 1
-            self._acc_compute += ph[2] + ph[3] + ph[4]
-            self._record_step(wall, ex)
+        ex = self._step.step_examples
+        self._phases.add(steps, ex[:len(steps)])
+        del ex[:len(steps)]
+        if len(ex) > 4096:  # CUDA times one step in `every`: keep the newest counts only
+            del ex[:-256]
 
     def flush(self) -> None:
+        """Send the steps timed since the last report (also done every ``report_every`` seconds)."""
         self._drain()
         self._last_send = time.perf_counter()
-        if not self._acc_steps:
+        if not self._phases.interval_steps:
             return
-        compute = self._acc_compute
-        if "flops_per_step" in self.facts and compute > 0 and self._acc_steps:
-            per_step = compute / self._acc_steps
-            self.facts["achieved_flops"] = self.facts["flops_per_step"] / per_step
-            self.facts["achieved_bytes_per_second"] = self.facts["operand_bytes_per_step"] / per_step
-        self._acc_compute = 0.0
-        report = StepReport(self._identity, self._acc_steps, self._acc_wall, dict(zip(PHASE_KEYS, self._acc)),
-                            self.facts.freeze(epoch=self.epoch, mitigations=[t.name for t in self.trials if t.kept is not False] or None))
-        self._sender.send(report)
-        if self._local is not None:
-            self._local.receiver.accept(report)
-        self._acc, self._acc_wall, self._acc_steps = [0.0] * len(PHASE_KEYS), 0.0, 0
-        self._last_send = time.perf_counter()
-
-    def disable(self, why: str) -> None:
-        if not self.enabled:
-            return
-        self.enabled = False
-        log.warning("bottleneckd instrumentation disabled after an internal error (%s); training is unaffected", why)
-        for h in self._handles:
-            try:
-                h.remove()
-            except Exception:  # noqa: BLE001
-                pass
-
-    def close(self) -> None:
-        self.enabled = False
-        for h in self._handles:
-            h.remove()
-        self._handles = []
-        if self._local is not None:
-            self._local.stop()
-        self._sender.close()
-
-    # --- reporting -------------------------------------------------------------------------
-    def _start_local(self, interval: float) -> None:
-        from bottleneckd.torch.local import LocalSidecar
-
-        try:
-            self._local = LocalSidecar(os.getpid(), interval)
-        except Exception as e:  # noqa: BLE001
-            log.warning("bottleneckd: local sampling unavailable (%s)", e)
+        totals = self._phases.take_interval()
+        self.facts.update(probe.runtime_facts(self.model))
+        self.facts.update(self._counting.achieved(totals.compute_seconds / totals.steps))
+        self._transport.send(StepReport(self._identity, totals.steps, totals.wall_seconds, totals.phases,
+                                        self.facts.freeze(epoch=self.epoch, mitigations=self._engine.names())))
 
     def epoch_end(self) -> EpochReport | None:
-        """Print the verdict and top recommendations as one block; return them as an object."""
+        """Print the epoch's step phases, verdict and top recommendations as one block; return it."""
         try:
+            if self._counting.active:
+                self._counting.abort()  # a counted step that never ended
             self.flush()
-            report = self._local.report() if self._local is not None else read_sidecar_report(self._sock_path)
-            from bottleneckd.outputs.report import render_text
-
-            phases = dict(zip(PHASE_KEYS, self._epoch_acc))
-            total = sum(phases.values())
-            share = ", ".join(f"{k} {v / total:.0%}" for k, v in sorted(phases.items(), key=lambda kv: -kv[1]) if total and v > 0) or "no steps"
-            text = f"[bottleneckd] epoch {self.epoch}: {self._epoch_steps} steps; step time: {share}"
-            if report is not None:
-                text += "\n" + render_text(report, top=3)
-            rep = EpochReport(self.epoch, self._epoch_steps, phases, report, text)
+            self._last_epoch, self._steps_at_epoch = time.perf_counter(), self.steps
+            totals = self._phases.take_epoch()
+            if self.model is not None and totals.steps:
+                self.facts.update(probe.model_facts(self.model))
+            report = self._transport.report() if totals.steps else None
+            notes = ["the optimizer takes a closure: forward and backward inside step(closure) timed as forward and backward, "
+                     "one step per step() call"] if self.facts.get("optimizer_closure") else []
+            rep = render_epoch(self.epoch, totals, report, notes)
             if self.print_epoch:
-                print(text, file=self.print_to, flush=True)
+                print(rep.text, file=self.print_to, flush=True)
             self.epoch_reports.append(rep)
-            self.epoch += 1
-            self._epoch_acc, self._epoch_steps = [0.0] * len(PHASE_KEYS), 0
+            if totals.steps:
+                self.epoch += 1
+                if self._engine.listening[MitigationEvent.EPOCH_END]:
+                    self._engine.run(MitigationEvent.EPOCH_END, self.steps, self.epoch, self.optimizer_calls)
             self._clock.reset()  # the next epoch's first step starts at its own data request
             return rep
         except Exception as e:  # noqa: BLE001
             self.disable(f"epoch report: {type(e).__name__}: {e}")
             return None
 
+    def loader_finished(self, exhausted: bool) -> None:
+        """The loader's iteration ended (exhausted, or dropped after some steps): an epoch end."""
+        if self.enabled:
+            self.epoch_end()
 
-def read_sidecar_report(sock_path: str) -> dict[str, Any] | None:
-    from bottleneckd.outputs.report_file import read_report_file
+    def steps_done(self) -> int:
+        return self.steps
 
-    return read_report_file(sock_path)
+    # --- mitigations --------------------------------------------------------------------------
+    def apply(self, mitigation: Any, *, verify: bool = False, steps: int = 20, warmup: int = 2, min_gain: float = 0.02,
+              **kwargs: Any) -> Trial:
+        """Apply a mitigation by knowledge-base hook id (e.g. ``"mixed_precision"``) or object.
+
+        With ``verify=True`` the throughput of the ``steps`` steps before is compared with ``steps``
+        steps after (``warmup`` skipped); the mitigation is reverted unless it was faster by more
+        than ``min_gain`` (2% by default: a margin for step-time noise; 0 keeps any gain)."""
+        from bottleneckd.torch.mitigations import REGISTRY
+
+        if isinstance(mitigation, str):
+            if mitigation not in REGISTRY:
+                raise ValueError(f"unknown mitigation {mitigation!r}; one of: {', '.join(sorted(REGISTRY))}")
+            mitigation = REGISTRY[mitigation](**kwargs)
+        if self.model is None:
+            raise ValueError("mitigations need the model: use watch(model, optimizer, loader)")
+        self._drain()
+        t = self.trials.start(mitigation.name, mitigation, verify=verify, steps=steps, warmup=warmup, min_gain=min_gain)
+        self._engine.apply(mitigation, self.steps, self.epoch, self.optimizer_calls)
+        self.trials.begin(t)
+        if verify and isinstance(self._clock, CudaClock):
+            self._clock.every = 1  # time every step while the verdict is measured
+        sem = " This changes training semantics: check model quality (section 5 of the paper)." if t.changes_semantics else ""
+        print(f"[bottleneckd] applied {mitigation.name}: {mitigation.note}.{sem}", file=self.print_to, flush=True)
+        self._event("mitigation_applied", mitigation.name, t.changes_semantics, str(mitigation.note))
+        return t
+
+    def revert(self, name: str) -> None:
+        for t in self.trials.active(name):
+            self._engine.revert(t.mitigation)
+            t.kept = False
+            self._event("mitigation_reverted", t.name, t.changes_semantics, "reverted by the user")
+
+    def _trial_decided(self, t: Trial) -> None:
+        if isinstance(self._clock, CudaClock):
+            self._clock.every = self.cuda_sample_every
+        if not t.kept:
+            self._engine.revert_later(t.mitigation)  # not inside the optimizer's hook loop: at the next forward
+            self._event("mitigation_reverted", t.name, t.changes_semantics, t.message)
+        print(f"[bottleneckd] {t.message}", file=self.print_to, flush=True)
+
+    def _event(self, kind: str, name: str, changes_semantics: bool, note: str) -> None:
+        self._transport.send(Event(kind, name, time.time(), bool(changes_semantics), note[:256]))
+
+    def _set_fact(self, name: str, value: Any) -> None:
+        self.facts[name] = value
+
+    # --- collectives (collectives.py) ---------------------------------------------------------
+    def comm_begin(self) -> None:
+        if self.enabled:
+            self._clock.comm_begin()
+
+    def comm_end(self) -> None:
+        if self.enabled:
+            self._clock.comm_end()
+
+    # --- teardown -----------------------------------------------------------------------------
+    def disable(self, why: str) -> None:
+        """Our failure: every hook of ours comes off (and a half-done count is undone); training goes on."""
+        if not self.enabled:
+            return
+        log.warning("bottleneckd instrumentation disabled after an internal error (%s); training is unaffected", why)
+        self._teardown()
+
+    def _teardown(self) -> None:
+        self.enabled = False
+        self._counting.abort()
+        for h in self._handles:
+            try:
+                h.remove()
+            except Exception:  # noqa: BLE001
+                pass
+        self._handles = []
+        if self._loader is not None:
+            self._loader.restore()
+
+    def close(self) -> None:
+        self._teardown()
+        self._transport.close()
+        _forget(self)
+
+
+class _StepState:
+    """What the hot path keeps about the step in progress."""
+
+    __slots__ = ("examples", "step_examples", "micro", "closure_calls", "closure_fact", "input_probed")
+
+    def __init__(self) -> None:
+        self.examples = 0
+        self.step_examples: list[int] = []  # per ended step, until drained
+        self.micro = False
+        self.closure_calls = 0
+        self.closure_fact: bool | None = None
+        self.input_probed = False
 
 
 _lock = threading.Lock()
-_global_watcher: "Watcher | None" = None  # the one installed by `bottleneckd run` (inject.py)
+_current: Watcher | None = None  # the one watcher of this process (watch() or `bottleneckd run`)
 
 
-def watch(model: torch.nn.Module, optimizer: torch.optim.Optimizer | None = None, dataloader: Iterable | None = None, **kw: Any) -> Watcher:
-    """Time every step of a plain training loop. Iterate ``watcher.dataloader`` instead of the
-    loader to time data waits and see epoch ends (or call ``watcher.epoch_end()``)."""
+def _replace_current(w: Watcher) -> None:
+    global _current
     with _lock:
-        return Watcher(model, optimizer, dataloader, **kw)
+        old, _current = _current, w
+    if old is not None and old.enabled:
+        if not getattr(old, "injected", False):
+            log.warning("bottleneckd: watch() called again: the new watcher replaces the previous one")
+        old.close()
+        with _lock:
+            _current = w
+
+
+def _forget(w: Watcher) -> None:
+    global _current
+    with _lock:
+        if _current is w:
+            _current = None
+
+
+def watch(model: torch.nn.Module | None, optimizer: torch.optim.Optimizer | None = None, dataloader: Iterable | None = None,
+          **kw: Any) -> Watcher:
+    """Time every step of a training loop as written (module docstring)."""
+    return Watcher(model, optimizer, dataloader, **kw)

@@ -1,23 +1,52 @@
-"""Shared by the labelled workloads: a timed training loop that reports its throughput."""
+"""Shared by the labelled workloads: options, a timed loop that prints its throughput as the last
+line, and small building blocks (datasets, models, a free port).
+
+Every workload module declares its label as module-level literals that scripts/eval.py reads
+without importing it:
+
+    LABEL = "cpu_compute"           # a resource id, or "undetermined" (no resource limits the step)
+    STAGE = "data"                  # the stage the step waits in, or None (any stage is right)
+    INTERVENTION = "..."            # what --intervene changes, which removes that bottleneck
+    MIN_SPEEDUP = 2.0               # throughput with --intervene / without, needed to prove the label
+"""
 
 from __future__ import annotations
 
+import argparse
+import contextlib
+import os
+import socket
 import time
 from typing import Callable, Iterable
 
 
+def options(doc: str | None, seconds: float = 20.0) -> argparse.ArgumentParser:
+    """The options every workload takes: --seconds and --intervene."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seconds", type=float, default=seconds, help="train for this long")
+    ap.add_argument("--intervene", action="store_true", help="apply the intervention that removes the labelled bottleneck")
+    return ap
+
+
+def report(steps: int, seconds: float, unit: str = "steps") -> None:
+    print(f"throughput: {steps / seconds:.3f} {unit}/s ({steps} {unit} in {seconds:.1f} s)", flush=True)
+
+
 def train(step: Callable[[object], None], batches: Callable[[], Iterable], seconds: float) -> None:
-    """Run epochs of ``batches()`` until ``seconds`` have passed; print steps per second."""
-    t0 = time.perf_counter()
+    """Run epochs of ``batches()`` until ``seconds`` have passed; print steps per second. The
+    first step (loader workers starting, lazy initialisation) is a warm-up, not timed."""
+    t0 = None
     steps = 0
-    while time.perf_counter() - t0 < seconds:
+    while t0 is None or time.perf_counter() - t0 < seconds:
         for b in batches():
             step(b)
+            if t0 is None:
+                t0 = time.perf_counter()
+                continue
             steps += 1
             if time.perf_counter() - t0 >= seconds:
                 break
-    dt = time.perf_counter() - t0
-    print(f"throughput: {steps / dt:.3f} steps/s ({steps} steps in {dt:.1f} s)", flush=True)
+    report(steps, time.perf_counter() - t0)
 
 
 def classifier_step(model, opt, loss_fn):  # noqa: ANN001, ANN201
@@ -32,16 +61,97 @@ def classifier_step(model, opt, loss_fn):  # noqa: ANN001, ANN201
     return step
 
 
+def mlp(width: int, depth: int, d_in: int | None = None, d_out: int = 10):  # noqa: ANN201
+    """A plain ReLU MLP: ``depth`` hidden layers of ``width``."""
+    from torch import nn
+
+    layers: list = []
+    d = d_in or width
+    for _ in range(depth):
+        layers += [nn.Linear(d, width), nn.ReLU()]
+        d = width
+    return nn.Sequential(*layers, nn.Linear(d, d_out))
+
+
 def costly_image_job(workers: int = 1):  # noqa: ANN201
     """A small conv net fed by a loader with costly per-sample transforms: data-loading bound."""
     import torch
     from torch import nn
     from torch.utils.data import DataLoader
 
-    from bottleneckd.torch.demo import CostlyImages
-
     torch.set_num_threads(1)
     model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(256, 10))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    loader = DataLoader(CostlyImages(100000, 24), batch_size=64, num_workers=workers)
+    loader = DataLoader(CostlyImages(100000, 24), batch_size=16, num_workers=workers)
     return loader, classifier_step(model, opt, nn.CrossEntropyLoss())
+
+
+class CostlyImages:
+    """Synthetic 3x32x32 images; ``cost`` rounds of blur and jitter on the CPU per sample (0: none)."""
+
+    def __init__(self, n: int, cost: int) -> None:
+        self.n, self.cost = n, cost
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int):  # noqa: ANN204
+        import torch
+
+        g = torch.Generator().manual_seed(i)
+        x = torch.randn(3, 64, 64, generator=g)
+        for _ in range(self.cost):
+            x = torch.nn.functional.avg_pool2d(x.unsqueeze(0), 3, 1, 1).squeeze(0) * 1.01
+        x = torch.nn.functional.interpolate(x.unsqueeze(0), size=32, mode="bilinear").squeeze(0)
+        return x, torch.tensor(i % 10)
+
+
+class FftSignals:
+    """1-D signals; each sample gets ``rounds`` of numpy FFT filtering (random band-pass) in
+    ``__getitem__``, the kind of spectral augmentation audio pipelines do (0 rounds: none)."""
+
+    def __init__(self, n: int, length: int, rounds: int) -> None:
+        self.n, self.length, self.rounds = n, length, rounds
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int):  # noqa: ANN204
+        import numpy as np
+        import torch
+
+        rng = np.random.default_rng(i)
+        x = rng.standard_normal(self.length).astype(np.float32)
+        for _ in range(self.rounds):
+            spec = np.fft.rfft(x)
+            lo = rng.integers(0, spec.size // 4)
+            spec[:lo] = 0
+            spec *= np.exp(1j * rng.uniform(-0.1, 0.1, spec.size))
+            x = np.fft.irfft(spec, n=self.length).astype(np.float32)
+        feats = x.reshape(256, -1).mean(axis=1)
+        return torch.from_numpy(feats), i % 10
+
+
+def free_port() -> int:
+    """A TCP port free on the loopback now (for a rendezvous)."""
+    with contextlib.closing(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def data_file(name: str, mib: int) -> str:
+    """A file of ``mib`` MiB of random bytes under the temp dir, made once (atomically)."""
+    import tempfile
+
+    path = os.path.join(tempfile.gettempdir(), name)
+    if os.path.exists(path) and os.path.getsize(path) >= mib << 20:
+        return path
+    tmp = f"{path}.{os.getpid()}.tmp"
+    block = os.urandom(1 << 20)
+    with open(tmp, "wb") as f:
+        for _ in range(mib):
+            f.write(block)
+        f.flush()
+        os.fsync(f.fileno())  # written back: a later POSIX_FADV_DONTNEED can drop its pages
+    os.replace(tmp, path)
+    return path

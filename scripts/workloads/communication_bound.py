@@ -2,16 +2,21 @@
 batch; gradients all-reduced after each backward). Label: inter_gpu_interconnect (stage
 communication): rank-to-rank traffic inside one node, which gloo over loopback stands in for.
 
-Launched like torchrun: this script starts one process per rank with RANK/WORLD_SIZE set."""
+Launched like torchrun: this script starts one process per rank with RANK/WORLD_SIZE set.
+Intervention: the gradients' all-reduce skipped (the same forward, backward and optimizer step)."""
 
-import argparse
+LABEL = "inter_gpu_interconnect"
+STAGE = "communication"
+INTERVENTION = "each gradient's all_reduce skipped: same per-rank forward/backward/step"
+MIN_SPEEDUP = 1.5
+
 import os
 import subprocess
 import sys
 import time
 
 
-def rank_main(rank: int, seconds: float) -> None:
+def rank_main(rank: int, seconds: float, intervene: bool) -> None:
     import torch
     import torch.distributed as dist
     from torch import nn
@@ -26,7 +31,8 @@ def rank_main(rank: int, seconds: float) -> None:
         opt.zero_grad()
         model(x).sum().backward()
         for p in model.parameters():
-            dist.all_reduce(p.grad)
+            if not intervene:
+                dist.all_reduce(p.grad)
         opt.step()
         steps += 1
         done = torch.tensor([float(time.perf_counter() - t0 >= seconds)])
@@ -40,15 +46,16 @@ def rank_main(rank: int, seconds: float) -> None:
 
 
 if __name__ == "__main__":
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--seconds", type=float, default=20)
-    ap.add_argument("--port", type=int, default=29533)
+    from common import free_port, options
+
+    ap = options(__doc__)
+    ap.add_argument("--port", type=int, default=None, help="rendezvous port (default: a free one)")
     ap.add_argument("--rank", type=int, default=None)
     args = ap.parse_args()
     if args.rank is not None:
-        rank_main(args.rank, args.seconds)
+        rank_main(args.rank, args.seconds, args.intervene)
     else:
-        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(args.port), WORLD_SIZE="2", LOCAL_WORLD_SIZE="2")
-        procs = [subprocess.Popen([sys.executable, __file__, "--rank", str(r), "--seconds", str(args.seconds)],
+        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(args.port or free_port()), WORLD_SIZE="2", LOCAL_WORLD_SIZE="2")
+        procs = [subprocess.Popen([sys.executable, __file__, "--rank", str(r), "--seconds", str(args.seconds)] + (["--intervene"] if args.intervene else []),
                                   env=dict(env, RANK=str(r), LOCAL_RANK=str(r))) for r in range(2)]
         sys.exit(max(p.wait() for p in procs))

@@ -1,5 +1,11 @@
 """Labelled workload: GPU compute bound. Wide bf16 linear layers, data already on the GPU.
-Label: gpu_compute."""
+Label: gpu_compute. Intervention: the width halved (a quarter of the multiply-adds)."""
+
+LABEL = "gpu_compute"
+STAGE = "compute"
+NEEDS = "gpu"
+INTERVENTION = "width halved (8192 -> 4096)"
+MIN_SPEEDUP = 2.0
 
 import argparse
 import time
@@ -12,7 +18,10 @@ from bottleneckd.torch import watch
 ap = argparse.ArgumentParser()
 ap.add_argument("--seconds", type=float, default=20)
 ap.add_argument("--width", type=int, default=8192)
+ap.add_argument("--intervene", action="store_true", help="halve the width")
 args = ap.parse_args()
+if args.intervene:
+    args.width //= 2
 dev = "cuda"
 model = nn.Sequential(*[nn.Linear(args.width, args.width, bias=False) for _ in range(4)]).to(dev, torch.bfloat16)
 opt = torch.optim.SGD(model.parameters(), lr=1e-4)

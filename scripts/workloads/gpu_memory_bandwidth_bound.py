@@ -1,5 +1,12 @@
 """Labelled workload: GPU memory-bandwidth bound. Elementwise and normalisation ops on large
-activations, little arithmetic per byte. Label: gpu_memory_bandwidth."""
+activations, little arithmetic per byte. Label: gpu_memory_bandwidth. No intervention yet
+(scripts/eval.py reports it unproven)."""
+
+LABEL = "gpu_memory_bandwidth"
+STAGE = "compute"
+NEEDS = "gpu"
+INTERVENTION = None
+MIN_SPEEDUP = None
 
 import argparse
 import time

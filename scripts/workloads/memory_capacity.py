@@ -1,32 +1,46 @@
-"""Labelled workload: host memory-capacity pressure (a dataset cached in RAM that leaves under
-8% of the machine's memory available). Label: cpu_memory."""
+"""Labelled workload: host memory-capacity pressure. The job holds an in-RAM cache that leaves
+about 6% of the machine's memory available, and reads random 4 KiB records (buffered) of a
+dataset file twice that size: the page cache cannot keep the file, so most reads miss and go to
+the disk. Intervention: the in-RAM cache not held (the same file, the same reads; the page
+cache now keeps the whole file).
 
-import argparse
+Runs with oom_score_adj 1000: should anything on a shared host need the memory, the kernel
+kills this workload first."""
+
+LABEL = "cpu_memory"
+STAGE = None
+INTERVENTION = "the job's large in-RAM cache not allocated (the page cache then holds the dataset)"
+MIN_SPEEDUP = 2.0
+
+import os
 
 import psutil
 import torch
-from torch import nn
+from torch.utils.data import DataLoader
 
-from common import train
+from common import data_file, options, train
+from records import RandomRecords, linear_job
 
-ap = argparse.ArgumentParser()
-ap.add_argument("--seconds", type=float, default=20)
-ap.add_argument("--leave", type=float, default=0.06, help="fraction of memory to leave available")
+ap = options(__doc__)
+ap.add_argument("--leave", type=float, default=0.06, help="fraction of memory left available")
 args = ap.parse_args()
-vm = psutil.virtual_memory()
-nbytes = int(vm.available - args.leave * vm.total)
-cache = torch.ones(max(1, nbytes // 4), dtype=torch.float32)  # touched: resident, not just reserved
-model = nn.Linear(1024, 10)
-opt = torch.optim.SGD(model.parameters(), lr=0.01)
-n = cache.numel() // 1024
-
-
-def step(i):
-    j = (i * 7919) % max(1, n - 64)
-    x = cache[j * 1024:(j + 64) * 1024].view(64, 1024)
-    opt.zero_grad()
-    model(x).sum().backward()
-    opt.step()
-
-
-train(step, lambda: range(1000), args.seconds)
+try:
+    with open("/proc/self/oom_score_adj", "w") as f:
+        f.write("1000")
+except OSError:
+    pass
+total = psutil.virtual_memory().total
+mib = max(1024, int(2 * args.leave * total) >> 20)
+path = data_file(f"bottleneckd-records-{mib}.bin", mib)
+cache = None
+if not args.intervene:
+    nbytes = int(psutil.virtual_memory().available - args.leave * total)
+    cache = torch.ones(max(1, nbytes // 4), dtype=torch.float32)  # touched: resident, not just reserved
+else:
+    with open(path, "rb") as f:  # warm the page cache: it holds the whole file when the RAM is free
+        while f.read(16 << 20):
+            pass
+dataset = RandomRecords(path, "buffered")
+loader = DataLoader(dataset, batch_size=32, num_workers=0)
+train(linear_job(loader), lambda: loader, args.seconds)
+del cache

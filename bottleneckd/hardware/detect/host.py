@@ -5,10 +5,8 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from bottleneckd.hardware.detect.machine import BlockDevice, CpuInfo, IbPort, Mount, Nic
+from bottleneckd.hardware.detect.types import BlockDevice, CpuInfo, IbPort, Mount, Nic
 
 NETWORK_FS = frozenset({"nfs", "nfs4", "lustre", "gpfs", "ceph", "cephfs", "beegfs", "cifs", "smb3", "glusterfs", "9p"})
 FLAGS_OF_INTEREST = ("avx", "avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile", "asimd", "sve")
@@ -28,8 +26,7 @@ def is_network_fs(fstype: str) -> bool:
     return fstype in NETWORK_FS or fstype.startswith("fuse.") and fstype not in ("fuse.portal", "fuse.gvfsd-fuse")
 
 
-def detect_cpu(sys_root: str, proc_root: str, unknown: dict[str, str]) -> "CpuInfo":
-    from bottleneckd.hardware.detect.machine import CpuInfo
+def detect_cpu(sys_root: str, proc_root: str, unknown: dict[str, str]) -> CpuInfo:
 
     text = read(Path(proc_root) / "cpuinfo")
     model = None
@@ -92,8 +89,7 @@ def _pcie_gen_from_speed(speed: str | None) -> int | None:
     return {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}.get(float(m.group(1)))
 
 
-def detect_block_devices(sys_root: str, unknown: dict[str, str]) -> tuple["BlockDevice", ...]:
-    from bottleneckd.hardware.detect.machine import BlockDevice
+def detect_block_devices(sys_root: str, unknown: dict[str, str]) -> tuple[BlockDevice, ...]:
 
     base = Path(sys_root) / "block"
     if not base.is_dir():
@@ -130,8 +126,7 @@ def detect_block_devices(sys_root: str, unknown: dict[str, str]) -> tuple["Block
     return tuple(out)
 
 
-def detect_nics(sys_root: str, unknown: dict[str, str]) -> tuple["Nic", ...]:
-    from bottleneckd.hardware.detect.machine import Nic
+def detect_nics(sys_root: str, unknown: dict[str, str]) -> tuple[Nic, ...]:
 
     base = Path(sys_root) / "class/net"
     if not base.is_dir():
@@ -150,8 +145,7 @@ def detect_nics(sys_root: str, unknown: dict[str, str]) -> tuple["Nic", ...]:
     return tuple(out)
 
 
-def detect_ib_ports(sys_root: str, unknown: dict[str, str]) -> tuple["IbPort", ...]:
-    from bottleneckd.hardware.detect.machine import IbPort
+def detect_ib_ports(sys_root: str, unknown: dict[str, str]) -> tuple[IbPort, ...]:
 
     base = Path(sys_root) / "class/infiniband"
     if not base.is_dir():
@@ -176,8 +170,7 @@ def detect_ib_ports(sys_root: str, unknown: dict[str, str]) -> tuple["IbPort", .
     return tuple(out)
 
 
-def detect_mounts(proc_root: str, unknown: dict[str, str]) -> tuple["Mount", ...]:
-    from bottleneckd.hardware.detect.machine import Mount
+def detect_mounts(proc_root: str, unknown: dict[str, str]) -> tuple[Mount, ...]:
 
     text = read(Path(proc_root) / "self/mounts") or read(Path(proc_root) / "mounts")
     if text is None:
@@ -195,7 +188,7 @@ def detect_mounts(proc_root: str, unknown: dict[str, str]) -> tuple["Mount", ...
     return tuple(out)
 
 
-def mount_of(path: str, mounts: tuple["Mount", ...]) -> "Mount | None":
+def mount_of(path: str, mounts: tuple[Mount, ...]) -> Mount | None:
     """The mount that holds ``path`` (longest mountpoint prefix)."""
     real = os.path.realpath(path)
     best = None

@@ -8,62 +8,10 @@ from typing import Any
 
 from bottleneckd.hardware.detect import gpus as gpu_detect
 from bottleneckd.hardware.detect import host as host_detect
+from bottleneckd.hardware.detect.types import BlockDevice, CpuInfo, GpuInfo, IbPort, Mount, Nic
 from bottleneckd.hardware.nvml import NvmlBackend
 
-
-@dataclass(frozen=True)
-class GpuInfo:
-    index: int
-    name: str
-    uuid: str | None
-    memory_total_bytes: int | None
-    pcie_max_generation: int | None
-    pcie_max_width: int | None
-    nvlink_active_links: int | None
-    gpm_supported: bool
-
-
-@dataclass(frozen=True)
-class CpuInfo:
-    model: str | None
-    logical_cores: int | None
-    physical_cores: int | None
-    sockets: int | None
-    max_mhz: float | None
-    flags: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class BlockDevice:
-    name: str
-    size_bytes: int | None
-    rotational: bool | None
-    model: str | None
-    transport: str | None  # "nvme", "scsi/sata", "virtio", ...
-    pcie_generation: int | None  # for NVMe: the controller's link
-
-
-@dataclass(frozen=True)
-class Nic:
-    name: str
-    speed_mbps: int | None  # None: unknown (link down, virtual, or not reported)
-    operstate: str | None
-
-
-@dataclass(frozen=True)
-class IbPort:
-    device: str
-    port: int
-    rate_gbps: float | None
-    state: str | None
-
-
-@dataclass(frozen=True)
-class Mount:
-    mountpoint: str
-    fstype: str
-    source: str
-    network: bool
+__all__ = ["BlockDevice", "CpuInfo", "GpuInfo", "IbPort", "Machine", "Mount", "Nic", "detect_machine"]
 
 
 @dataclass(frozen=True)
@@ -88,7 +36,7 @@ class Machine:
             hostname=d["hostname"],
             cpu=CpuInfo(**{**d["cpu"], "flags": tuple(d["cpu"].get("flags", ()))}),
             memory_total_bytes=d.get("memory_total_bytes"),
-            gpus=tuple(GpuInfo(**g) for g in d.get("gpus", ())),
+            gpus=tuple(GpuInfo(**{**g, "mig_fractions": tuple(g["mig_fractions"]) if g.get("mig_fractions") else None}) for g in d.get("gpus", ())),
             block_devices=tuple(BlockDevice(**b) for b in d.get("block_devices", ())),
             nics=tuple(Nic(**n) for n in d.get("nics", ())),
             ib_ports=tuple(IbPort(**p) for p in d.get("ib_ports", ())),

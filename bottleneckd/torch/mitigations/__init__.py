@@ -1,7 +1,8 @@
-"""Mitigations the hook can apply, by the knowledge base's ``hook`` id."""
+"""Mitigations the hook can apply, by the knowledge base's ``hook`` id, run by the engine on the watcher's events."""
 
 from bottleneckd.torch.mitigations.activation_checkpointing import ActivationCheckpointing
-from bottleneckd.torch.mitigations.base import Context, Mitigation
+from bottleneckd.torch.mitigations.base import Context, Event, FactChanges, Mitigation
+from bottleneckd.torch.mitigations.engine import MitigationEngine
 from bottleneckd.torch.mitigations.channels_last import ChannelsLast
 from bottleneckd.torch.mitigations.data_echoing import DataEchoing
 from bottleneckd.torch.mitigations.dataloader_settings import DataLoaderSettings
@@ -17,4 +18,4 @@ REGISTRY: dict[str, type] = {
                         LessFrequentSync, DdpCommHook, ProgressiveFreezing, SelectiveBackprop, ProgressiveResizing)
 }
 
-__all__ = ["REGISTRY", "Context", "Mitigation"] + [c.__name__ for c in REGISTRY.values()]
+__all__ = ["REGISTRY", "Context", "Event", "FactChanges", "Mitigation", "MitigationEngine"] + [c.__name__ for c in REGISTRY.values()]

@@ -28,7 +28,6 @@ class ActivationCheckpointing:
         self.modules = modules
         self._saved: list[tuple[torch.nn.Module, Any]] = []
         self.note = ""
-        self._facts: dict | None = None
 
     def apply(self, ctx: Context) -> None:
         mods = self.modules or default_blocks(ctx.model)
@@ -43,13 +42,10 @@ class ActivationCheckpointing:
             m.forward = forward  # type: ignore[method-assign]
             self._saved.append((m, original))
         self.note = f"{len(mods)} modules recompute their activations in backward"
-        self._facts = ctx.watcher.facts
-        self._facts["activation_checkpointing"] = True
+        ctx.facts.set("activation_checkpointing", True)
 
     def revert(self) -> None:
         for m, _original in self._saved:
             if "forward" in m.__dict__:
                 del m.forward
         self._saved = []
-        if self._facts is not None:
-            self._facts.pop("activation_checkpointing", None)

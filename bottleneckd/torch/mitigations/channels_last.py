@@ -27,8 +27,7 @@ class ChannelsLast:
             return tuple(a.contiguous(memory_format=torch.channels_last) if isinstance(a, torch.Tensor) and a.dim() == 4 else a for a in args)
 
         self._h.add(ctx.model.register_forward_pre_hook(convert))
-        ctx.watcher.facts["channels_last"] = True
-        self._h.add(lambda: ctx.watcher.facts.pop("channels_last", None))
+        ctx.facts.set("channels_last", True)
 
     def revert(self) -> None:
         self._h.undo()

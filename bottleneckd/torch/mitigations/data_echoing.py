@@ -16,18 +16,14 @@ class DataEchoing:
         self.factor = factor
         self.note = f"each batch used {factor} times"
         self._loader = None
-        self._facts: dict | None = None
 
     def apply(self, ctx: Context) -> None:
         if ctx.loader is None:
-            raise ValueError("data echoing needs the loader: watch(model, optimizer, loader) and iterate watcher.dataloader")
+            raise ValueError("data echoing needs the loader: watch(model, optimizer, loader)")
         self._loader = ctx.loader
         ctx.loader.echo = self.factor
-        self._facts = ctx.watcher.facts
-        self._facts["data_echoing"] = self.factor
+        ctx.facts.set("data_echoing", self.factor)
 
     def revert(self) -> None:
         if self._loader is not None:
             self._loader.echo = 1
-        if self._facts is not None:
-            self._facts.pop("data_echoing", None)

@@ -25,7 +25,7 @@ class DataLoaderSettings:
         self.note = ""
 
     def apply(self, ctx: Context) -> None:
-        loader = getattr(ctx.loader, "_loader", ctx.loader)
+        loader = getattr(ctx.loader, "loader", None)
         if loader is None or not hasattr(loader, "num_workers"):
             raise ValueError("DataLoader settings need a torch DataLoader passed to watch()")
         wanted = dict(self.wanted)
@@ -50,12 +50,11 @@ class DataLoaderSettings:
         self.note = ", ".join(changed) + " (from the next epoch)"
         if wanted.get("pin_memory"):
             self.note += "; pinned memory pays off only with .to(device, non_blocking=True) in the loop"
-        ctx.watcher.facts.update({("loader_workers" if k == "num_workers" else k): wanted[k] for k in SETTABLE if wanted[k] is not None})
-        self._facts = ctx.watcher.facts
+        for k in SETTABLE:
+            if wanted[k] is not None:
+                ctx.facts.set("loader_workers" if k == "num_workers" else k, wanted[k])
 
     def revert(self) -> None:
         for k, v in self._old.items():
             object.__setattr__(self._loader, k, v)
-        if getattr(self, "_facts", None) is not None:  # the facts say the loader's settings again (None unsets)
-            self._facts.update({("loader_workers" if k == "num_workers" else k): v for k, v in self._old.items()})
         self._old = {}

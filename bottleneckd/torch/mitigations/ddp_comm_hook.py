@@ -59,11 +59,8 @@ class DdpCommHook:
         if self.kind == "powersgd":
             self._d.state = powerSGD_hook.PowerSGDState(process_group=None, matrix_approximation_rank=self.rank, start_powerSGD_iter=2)
         self._d.kind = self.kind
-        ctx.watcher.facts["comm_hook"] = self.kind
-        self._facts = ctx.watcher.facts
+        ctx.facts.set("comm_hook", self.kind)
 
     def revert(self) -> None:
         if self._d is not None:
             self._d.kind = "allreduce"
-        if getattr(self, "_facts", None) is not None:
-            self._facts.pop("comm_hook", None)  # no longer in effect

@@ -1,10 +1,13 @@
 """Mixed precision (Micikevicius et al., 2017): autocast around the model's forward; for fp16,
 dynamic loss scaling. Changes training semantics (numerics): check quality (section 5).
 
-Loss scaling without touching the loop: while active, ``Tensor.backward`` on a scalar loss is
-given the scale as its gradient; before the optimizer step the gradients are unscaled and, if any
-is not finite, the step is skipped by clearing them and the scale halves (as GradScaler does; this
-check reads one flag per step from the device)."""
+Loss scaling without touching the loop or the process: a full backward pre-hook on the root
+module multiplies the gradient flowing into the model's outputs by the scale, so every parameter
+gradient comes out scaled (the loss function's own backward, usually in float32 under autocast,
+is not scaled: an output gradient that already underflows in fp16 at the model's output stays
+zero). At the watcher's BEFORE_OPTIMIZER_STEP event the gradients are unscaled and, if any is not
+finite, the step is skipped by clearing them and the scale halves (as GradScaler does; this check
+reads one flag per step from the device)."""
 
 from __future__ import annotations
 
@@ -12,7 +15,7 @@ from typing import Any
 
 import torch
 
-from bottleneckd.torch.mitigations.base import Context, Handles
+from bottleneckd.torch.mitigations.base import Context, Event, Handles
 
 
 class MixedPrecision:
@@ -29,10 +32,13 @@ class MixedPrecision:
         self.skipped_steps = 0
         self._h = Handles()
         self._ctx: Any = None
+        self.events: tuple[Event, ...] = (Event.BEFORE_OPTIMIZER_STEP,) if dtype == "float16" else ()
         self.note = f"autocast {dtype}" + (" with dynamic loss scaling" if dtype == "float16" else "")
 
     def apply(self, ctx: Context) -> None:
         device = next((p.device.type for p in ctx.model.parameters()), "cpu")
+        if self.dtype is torch.float16 and ctx.optimizer is None:
+            raise ValueError("fp16 loss scaling needs the optimizer: watch(model, optimizer, ...)")
 
         def enter(*_: Any) -> None:
             self._ctx = torch.autocast(device_type=device, dtype=self.dtype)
@@ -45,46 +51,35 @@ class MixedPrecision:
 
         self._h.add(ctx.model.register_forward_pre_hook(enter))
         self._h.add(ctx.model.register_forward_hook(leave))
-        ctx.watcher.facts["autocast_dtype"] = str(self.dtype).split(".")[-1]
-        self._h.add(lambda: ctx.watcher.facts.pop("autocast_dtype", None))
         if self.dtype is torch.float16:
-            self._install_scaling(ctx)
+            self._h.add(ctx.model.register_full_backward_pre_hook(self._scale_output_grad))
+        ctx.facts.set("autocast_dtype", str(self.dtype).split(".")[-1])
 
-    def _install_scaling(self, ctx: Context) -> None:
-        original = torch.Tensor.backward
-        me = self
+    def _scale_output_grad(self, _m: torch.nn.Module, grad_output: tuple) -> tuple:
+        s = self.scale
+        return tuple(g * s if g is not None else None for g in grad_output)
 
-        def backward(t: torch.Tensor, gradient: Any = None, *a: Any, **kw: Any) -> Any:
-            if gradient is None and t.numel() == 1 and t.requires_grad:
-                gradient = torch.full_like(t, me.scale)
-            return original(t, gradient, *a, **kw)
-
-        torch.Tensor.backward = backward  # type: ignore[method-assign]
-        self._h.add(lambda: setattr(torch.Tensor, "backward", original))
+    def on_event(self, event: Event, ctx: Context) -> None:
         opt = ctx.optimizer
         if opt is None:
-            raise ValueError("fp16 loss scaling needs the optimizer: watch(model, optimizer, ...)")
-
-        def unscale(*_: Any) -> None:
-            grads = [p.grad for g in opt.param_groups for p in g["params"] if p.grad is not None]
-            if not grads:
-                return
-            finite = torch.stack([torch.isfinite(g).all() for g in grads]).all()
-            if bool(finite):  # one device read per step, as GradScaler
-                torch._foreach_div_(grads, me.scale)
-                me._good += 1
-                if me._good >= me.growth_interval:
-                    me.scale *= 2.0
-                    me._good = 0
-            else:
-                for g in opt.param_groups:
-                    for p in g["params"]:
-                        p.grad = None  # the optimizer skips parameters without gradients
-                me.scale /= 2.0
-                me._good = 0
-                me.skipped_steps += 1
-
-        self._h.add(opt.register_step_pre_hook(unscale))
+            return
+        grads = [p.grad for g in opt.param_groups for p in g["params"] if p.grad is not None]
+        if not grads:
+            return
+        finite = torch.stack([torch.isfinite(g).all() for g in grads]).all()
+        if bool(finite):  # one device read per step, as GradScaler
+            torch._foreach_div_(grads, self.scale)
+            self._good += 1
+            if self._good >= self.growth_interval:
+                self.scale *= 2.0
+                self._good = 0
+        else:
+            for g in opt.param_groups:
+                for p in g["params"]:
+                    p.grad = None  # the optimizer skips parameters without gradients
+            self.scale /= 2.0
+            self._good = 0
+            self.skipped_steps += 1
 
     def revert(self) -> None:
         if self._ctx is not None:

@@ -1,6 +1,6 @@
 """Progressive resizing (Howard, 2018; Touvron et al., 2019; Hoffer et al., 2019): image inputs
 are downscaled early in training and grow to full size by ``until`` of the run, in steps of
-``multiple`` pixels. Changes training semantics."""
+``multiple`` pixels; the schedule follows the watcher's STEP_END event. Changes training semantics."""
 
 from __future__ import annotations
 
@@ -9,19 +9,21 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from bottleneckd.torch.mitigations.base import Context, Handles
+from bottleneckd.torch.mitigations.base import Context, Event, Handles
 
 
 class ProgressiveResizing:
     name = "progressive_resizing"
     changes_semantics = True
+    events = (Event.STEP_END,)
 
     def __init__(self, total_steps: int, start_scale: float = 0.5, until: float = 0.75, multiple: int = 8) -> None:
         self.total = total_steps
         self.start_scale = start_scale
         self.until = until
         self.multiple = multiple
-        self.step = 0
+        self.step = 0  # steps since applied (from the watcher's count)
+        self._step0 = 0
         self._h = Handles()
         self.note = f"inputs from {start_scale:.0%} to full size by {until:.0%} of {total_steps} steps"
 
@@ -45,12 +47,11 @@ class ProgressiveResizing:
                 out.append(a)
             return tuple(out)
 
-        def tick(*_: Any) -> None:
-            me.step += 1
-
+        self._step0 = ctx.step
         self._h.add(ctx.model.register_forward_pre_hook(resize))
-        if ctx.optimizer is not None:
-            self._h.add(ctx.optimizer.register_step_post_hook(tick))
+
+    def on_event(self, event: Event, ctx: Context) -> None:
+        self.step = ctx.step - self._step0
 
     def revert(self) -> None:
         self._h.undo()

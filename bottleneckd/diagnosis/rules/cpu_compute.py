@@ -1,0 +1,129 @@
+"""CPU training whose step is mostly forward/backward/optimizer: CPU compute, CPU memory
+bandwidth, per-operator overhead, or (when the job's CPUs are not busy) whatever the step waits on.
+
+With peaks known, achieved FLOP/s and bytes/s against them decide (operand sizes, section 2.3).
+With none known (a fresh machine), arithmetic intensity against the lowest ridge point of any
+current CPU or GPU (data/ridge_points.json, peaks.json) decides the memory side, and the job's own
+CPU figures decide whether it computes at all: a verdict of cpu_compute needs the job's processes
+near the cores they may use, or one thread at ~100% of its core (a serial or GIL-bound step).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from bottleneckd.diagnosis.ridge import lowest_ridge, smallest_last_level_cache
+from bottleneckd.diagnosis.rules.common import (MIN_DRAM_BYTES, NEAR_PEAK_FLOOR, CpuState, compute_share, cpu_state, io_wait, pct,
+                                               runs_on_gpu)
+from bottleneckd.diagnosis.verdict import Finding
+from bottleneckd.diagnosis.window import WindowStats
+from bottleneckd.model.resources import UNDETERMINED
+from bottleneckd.model.units import fmt_value
+from bottleneckd.peaks.resolve import PeakTable
+
+
+def cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
+    """The findings of _cpu_compute, weighed by how much of the step the compute stage takes: a
+    step half in compute and half waiting for data on the same CPU is the data stage's as much as
+    compute's, and the input rule's finding (scored by its share) decides."""
+    out = _cpu_compute(w, peaks)
+    share = compute_share(w)
+    if share is None or share >= 0.8:
+        return out
+    k = share / 0.8
+    return [replace(f, score=f.score * k) for f in out]
+
+
+def _cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
+    p = w.phases
+    comp_share = compute_share(w)
+    if comp_share is not None and comp_share < 0.5:
+        return []
+    if runs_on_gpu(w):
+        return []
+    facts = p.facts if p else {}
+    cpu = cpu_state(w)
+    if comp_share is None and not cpu.busy_evidence:
+        return []  # no phases and nothing busy: the machine-only rules speak
+    cev = ([f"forward+backward+optimizer {pct(comp_share)} of step time"] if comp_share is not None else []) + cpu.describe()
+    if not cpu.busy_evidence:
+        return _waiting(w, cpu, cev, facts)
+    ranks = max(cpu.ranks, int(facts.get("world_size") or 1))
+    comm_seen = bool(p and (p.share("communication") or 0.0) > 0.0)  # collectives timed (FSDP, explicit all_reduce)
+    if (ranks > 1 or facts.get("ddp")) and facts.get("ddp_comm_timing") != "comm hook" and not comm_seen:
+        why = (f"{ranks} ranks whose gradient communication is not timed here (DDP runs it inside backward): compute and "
+               "communication cannot be told apart; time it (bottleneckd's DDP communication hook) or compare a step under no_sync()")
+        return [Finding(UNDETERMINED, "compute", 0.6, tuple(cev + [why]), None)]
+    flops, byts = facts.get("achieved_flops"), facts.get("achieved_bytes_per_second")
+    peak_c = peaks.value("cpu_compute", "cpu")
+    peak_b = peaks.value("cpu_memory_bandwidth", "host")
+    f_ratio = flops / peak_c if flops is not None and peak_c else None
+    b_ratio = byts / peak_b if byts is not None and peak_b else None
+    if f_ratio is not None and b_ratio is not None:
+        cev.append(f"achieved {fmt_value(flops, 'FLOP/s')} = {pct(f_ratio)} of compute peak, {fmt_value(byts, 'B/s')} = {pct(b_ratio)} of memory bandwidth")
+        ai = facts.get("arithmetic_intensity")
+        if ai is not None and peak_c and peak_b:
+            cev.append(f"arithmetic intensity {ai:.1f} FLOP/byte vs ridge point {peak_c / peak_b:.1f}")
+        if max(f_ratio, b_ratio) < NEAR_PEAK_FLOOR:
+            cev.append("neither FLOP/s nor bytes/s is near its peak: per-operator overhead (Python, small ops) limits the step")
+            return [Finding("cpu_compute", "compute", 0.6, tuple(cev), None)]
+        if b_ratio > f_ratio:
+            return [Finding("cpu_memory_bandwidth", "compute", min(1.0, 0.55 + b_ratio), tuple(cev), None)]
+        return [Finding("cpu_compute", "compute", min(1.0, 0.55 + f_ratio), tuple(cev), None)]
+    mbw = w.get("cpu_memory_bandwidth", "host", "utilization")
+    if mbw is not None and mbw >= 0.6:
+        return [Finding("cpu_memory_bandwidth", "compute", min(1.0, mbw / 0.8), tuple(cev + [f"memory bandwidth {pct(mbw)} of peak"]), None)]
+    ai = facts.get("arithmetic_intensity")
+    ridge = lowest_ridge()
+    if ai is not None and ridge is not None and ai < ridge.flop_per_byte and peak_b is None:
+        # bytes per core-second the job actually ran: on a shared machine the job gets a fraction
+        # of a core, and its bytes/s shrinks with it while its intensity does not
+        ran = max(cpu.busy if cpu.busy is not None else (cpu.host or 0.0) * cpu.cores, 0.05)
+        per_core = byts / min(ran, cpu.cores) if byts is not None else None
+        step_bytes = facts.get("operand_bytes_per_step")
+        llc = smallest_last_level_cache()
+        in_cache = step_bytes is not None and llc is not None and step_bytes < llc
+        if in_cache:
+            cev.append(f"arithmetic intensity {ai:.2f} FLOP/byte but {fmt_value(step_bytes, 'B')} of operands per step fit in the "
+                       f"last-level cache of any current CPU ({fmt_value(llc, 'B')}): not DRAM-bound; per-operator overhead "
+                       "(Python, small ops) limits the step")
+            return [Finding("cpu_compute", "compute", 0.6, tuple(cev), None)]
+        if per_core is not None and per_core >= MIN_DRAM_BYTES:
+            cev.append(f"arithmetic intensity {ai:.2f} FLOP/byte, below the lowest ridge point of any current CPU or GPU "
+                       f"({ridge.flop_per_byte:.1f}, {ridge.part}): the memory-bandwidth side of every roofline")
+            cev.append(f"achieved {fmt_value(byts, 'B/s')} of operands, {fmt_value(per_core, 'B/s')} per core it ran on "
+                       "(memory bandwidth peak unknown here)")
+            return [Finding("cpu_memory_bandwidth", "compute", 0.55 + 0.3 * (1 - ai / ridge.flop_per_byte), tuple(cev), None,
+                            {"arithmetic_intensity": ai, "lowest_ridge": ridge.flop_per_byte})]
+        if per_core is not None:
+            cev.append(f"arithmetic intensity {ai:.2f} FLOP/byte but only {fmt_value(per_core, 'B/s')} of operands per core: too little traffic to "
+                       "fill any machine's memory bandwidth; per-operator overhead (Python, small ops) limits the step")
+            return [Finding("cpu_compute", "compute", 0.6, tuple(cev), None)]
+    low = facts.get("low_intensity_op_share")
+    if low is not None and low >= 0.6:
+        cev.append(f"{pct(low)} of forward stack samples in normalisation/elementwise operators: bytes moved, few multiply-adds (operand size, section 2.3)")
+        return [Finding("cpu_memory_bandwidth", "compute", 0.5 + 0.3 * low, tuple(cev), None)]
+    if ai is not None and ridge is not None and ai >= ridge.flop_per_byte:
+        cev.append(f"arithmetic intensity {ai:.1f} FLOP/byte, at or above the lowest ridge point of current machines ({ridge.flop_per_byte:.1f})")
+    if cpu.serial and not cpu.saturated:
+        cev.append("one thread at a full core while the other cores idle: a serial (GIL-bound or single-threaded) step")
+    busy = (cpu.busy / cpu.cores) if cpu.busy is not None else (cpu.host or 0.0)
+    return [Finding("cpu_compute", "compute", 0.55 + 0.35 * min(1.0, max(busy, 1.0 if cpu.serial else 0.0)), tuple(cev), None)]
+
+
+def _waiting(w: WindowStats, cpu: CpuState, cev: list[str], facts: dict) -> list[Finding]:
+    """Compute phases dominate the step but no CPU of the job is busy: it waits inside them."""
+    world = facts.get("world_size") or 1
+    local = facts.get("local_world_size") or world
+    ranks = max(cpu.ranks, int(world) if world else 1)
+    io, io_ev = io_wait(w)
+    if ranks > 1 or facts.get("ddp"):
+        resource = "inter_node_interconnect" if world > local else "inter_gpu_interconnect"
+        ev = cev + [f"{ranks} ranks whose processes are not busy inside forward/backward: backward waits on the gradient "
+                    "all-reduce (DDP runs it inside backward, so no communication phase is timed)"]
+        return [Finding(resource, "communication", 0.6, tuple(ev), None)]
+    if io:
+        return [Finding("storage_bandwidth", "compute", 0.55 * max(0.8, io), tuple(cev + io_ev), None)]
+    why = ("the step is in forward/backward/optimizer but neither the job's processes nor any of its threads is near a full "
+           "core, and no storage wait is seen: it waits on something no sampler measures (a lock, a sleep, another process)")
+    return [Finding(UNDETERMINED, "compute", 0.6, tuple(cev + [why]), None)]

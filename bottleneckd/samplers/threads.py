@@ -1,0 +1,97 @@
+"""Per-thread CPU time, run-queue wait and scheduler state from /proc/PID/task/TID/{stat,schedstat}.
+
+A process's CPU figure sums its threads; a Python step under the GIL, or a serial loader, shows
+as one thread at ~100% of a core while the process (and the host) look half idle. The main
+thread of a process is the thread whose id is the process id.
+
+On a shared machine a thread can want a full core and get a fifth of one: ``schedstat``'s second
+field is the time it spent runnable, waiting on a run queue (kernel Documentation/scheduler/
+sched-stats.rst). Running plus waiting is what the thread asks of the CPU, whatever else runs there.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+TICK = float(os.sysconf("SC_CLK_TCK")) if hasattr(os, "sysconf") else 100.0
+
+
+@dataclass(frozen=True)
+class ThreadStat:
+    pid: int
+    tid: int
+    state: str  # R running, S sleeping, D uninterruptible (disk) wait ...
+    cpu_seconds: float
+    wait_seconds: float | None = None  # runnable but not running (schedstat); None where not kept
+
+
+def parse_stat(text: str) -> tuple[str, float] | None:
+    """(state, utime+stime seconds) from one /proc/.../stat line; the name may hold spaces or ')'."""
+    end = text.rfind(")")
+    if end < 0:
+        return None
+    f = text[end + 2:].split()
+    if len(f) < 13:
+        return None
+    return f[0], (int(f[11]) + int(f[12])) / TICK
+
+
+def threads(pid: int, proc_root: str = "/proc") -> list[ThreadStat]:
+    out = []
+    base = Path(proc_root) / str(pid) / "task"
+    try:
+        tids = os.listdir(base)
+    except OSError:
+        return out
+    for t in tids:
+        try:
+            parsed = parse_stat((base / t / "stat").read_text())
+        except (OSError, ValueError):
+            continue
+        if parsed is None:
+            continue
+        wait = None
+        try:
+            f = (base / t / "schedstat").read_text().split()
+            wait = int(f[1]) / 1e9 if len(f) >= 2 else None
+        except (OSError, ValueError):
+            pass
+        out.append(ThreadStat(pid, int(t), parsed[0], parsed[1], wait))
+    return out
+
+
+@dataclass(frozen=True)
+class ThreadRate:
+    cpu: float  # cores used over the interval (0..1)
+    wait: float | None  # share of the interval spent runnable on a run queue (0..1)
+
+    @property
+    def demand(self) -> float:
+        """What the thread asked of the CPU: running plus waiting to run (0..1)."""
+        return min(1.0, self.cpu + (self.wait or 0.0))
+
+
+class ThreadRates:
+    """Per thread, CPU used and run-queue wait over the last interval (a thread first seen has no rate yet)."""
+
+    def __init__(self) -> None:
+        self._prev: dict[int, tuple[float, float, float | None]] = {}
+
+    def update(self, stats: list[ThreadStat], now: float | None = None) -> dict[int, ThreadRate]:
+        now = time.monotonic() if now is None else now
+        out: dict[int, ThreadRate] = {}
+        cur: dict[int, tuple[float, float, float | None]] = {}
+        for s in stats:
+            cur[s.tid] = (now, s.cpu_seconds, s.wait_seconds)
+            prev = self._prev.get(s.tid)
+            if prev is not None and now > prev[0] and s.cpu_seconds >= prev[1]:
+                dt = now - prev[0]
+                wait = None
+                if s.wait_seconds is not None and prev[2] is not None and s.wait_seconds >= prev[2]:
+                    wait = min(1.0, (s.wait_seconds - prev[2]) / dt)
+                out[s.tid] = ThreadRate(min(1.0, (s.cpu_seconds - prev[1]) / dt), wait)
+        self._prev = cur
+        return out

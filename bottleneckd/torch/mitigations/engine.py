@@ -1,0 +1,74 @@
+"""The engine that runs mitigations on the watcher's events, applies the fact changes they
+record, and undoes both on revert (a reverted mitigation's facts are back to what they were)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from bottleneckd.torch.mitigations.base import Context, Event, FactChanges
+
+
+class MitigationEngine:
+    def __init__(self, model: Any, optimizer: Any, loader: Any, set_fact: Callable[[str, Any], None],
+                 get_fact: Callable[[str], Any]) -> None:
+        self.model, self.optimizer, self.loader = model, optimizer, loader
+        self._set, self._get = set_fact, get_fact
+        self.active: list[Any] = []
+        self._saved: dict[int, dict[str, Any]] = {}  # per mitigation: the facts it changed, as they were
+        self._pending: list[Any] = []
+        self.listening: dict[Event, list[Any]] = {e: [] for e in Event}
+
+    def _ctx(self, step: int = 0, epoch: int = 0, calls: int = 0) -> Context:
+        return Context(self.model, self.optimizer, self.loader, step, epoch, calls)
+
+    def _commit(self, m: Any, changes: FactChanges) -> None:
+        saved = self._saved.setdefault(id(m), {})
+        for name, value in changes.changes.items():
+            if name not in saved:
+                saved[name] = self._get(name)
+            self._set(name, value)
+
+    def apply(self, m: Any, step: int, epoch: int, calls: int) -> None:
+        ctx = self._ctx(step, epoch, calls)
+        m.apply(ctx)
+        self._commit(m, ctx.facts)
+        self.active.append(m)
+        for e in getattr(m, "events", ()):
+            self.listening[e].append(m)
+
+    def revert(self, m: Any) -> None:
+        if m not in self.active:
+            return
+        self.active.remove(m)
+        for subs in self.listening.values():
+            if m in subs:
+                subs.remove(m)
+        try:
+            m.revert()
+        finally:
+            for name, value in self._saved.pop(id(m), {}).items():
+                self._set(name, value)
+
+    @property
+    def pending(self) -> bool:
+        return bool(self._pending)
+
+    def revert_later(self, m: Any) -> None:
+        """Reverted at the next safe point (``revert_pending``), never inside an optimizer hook."""
+        self._pending.append(m)
+
+    def revert_pending(self) -> None:
+        while self._pending:
+            self.revert(self._pending.pop(0))
+
+    def run(self, event: Event, step: int, epoch: int, calls: int = 0) -> Context:
+        ctx = self._ctx(step, epoch, calls)
+        for m in list(self.listening[event]):
+            m.on_event(event, ctx)
+            if ctx.facts.changes:
+                self._commit(m, ctx.facts)
+                ctx.facts = FactChanges()
+        return ctx
+
+    def names(self) -> list[str]:
+        return [m.name for m in self.active]

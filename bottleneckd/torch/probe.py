@@ -1,0 +1,70 @@
+"""Facts the hook reads off the model, the optimizer, the loader and the first input (declared in
+``model/facts.py``): what the recommender needs to fit advice to the job and to skip advice
+already in effect. Every function returns every fact it owns, False/None included, so that a
+fact no longer true is unset (None unsets on the FactBoard)."""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from typing import Any
+
+import torch
+
+
+def model_facts(model: torch.nn.Module) -> dict[str, Any]:
+    by_dtype: Counter = Counter()
+    cuda: set[int] = set()
+    for p in model.parameters():
+        by_dtype[p.dtype] += p.numel()
+        if p.is_cuda:
+            cuda.add(p.get_device())
+    dtype = by_dtype.most_common(1)[0][0] if by_dtype else None
+    low = {torch.bfloat16, torch.float16}
+    return {
+        "has_conv": any(isinstance(m, torch.nn.modules.conv._ConvNd) for m in model.modules()),
+        "parameters": sum(by_dtype.values()),
+        "param_dtype": str(dtype).split(".")[-1] if dtype is not None else None,
+        # parameters already in a low precision: mixed precision is in effect in all but name
+        "autocast_dtype": str(dtype).split(".")[-1] if dtype in low else None,
+        # the GPUs' identities, as NVML names them: CUDA's indexes are not NVML's (no synchronisation: cached properties)
+        "cuda_uuids": tuple(sorted(f"GPU-{torch.cuda.get_device_properties(i).uuid}" for i in cuda)) or None,
+        **parallel_facts(model),
+    }
+
+
+def parallel_facts(model: torch.nn.Module) -> dict[str, Any]:
+    """How the model is spread over ranks, by class name (no torch.distributed import needed):
+    FSDP (FullyShardedDataParallel, or FSDP2's FSDPModule) shards it; FSDP's CPUOffload offloads."""
+    kinds = [type(m).__name__ for m in model.modules()]
+    fsdp = any(k == "FullyShardedDataParallel" or k.startswith("FSDP") for k in kinds)
+    offload = any(bool(getattr(getattr(m, "cpu_offload", None), "offload_params", False)) for m in model.modules())
+    f: dict[str, Any] = {"fsdp": fsdp, "sharded": fsdp, "offloading": offload}
+    if isinstance(model, torch.nn.parallel.DistributedDataParallel):
+        f["ddp"] = True  # not False otherwise: collectives.py says so for a multi-rank job without the wrapper
+    return f
+
+
+def runtime_facts(model: torch.nn.Module | None) -> dict[str, Any]:
+    """Cheap facts that can change while training runs (read at each report)."""
+    compiled = model is not None and (hasattr(model, "_orig_mod")  # torch.compile(model): an OptimizedModule
+                                      or getattr(model, "_compiled_call_impl", None) is not None)  # model.compile()
+    return {"allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32), "compiled": compiled}
+
+
+def input_facts(args: tuple) -> dict[str, Any]:
+    """From a forward call: the rank of the model's first input (4 for an NCHW image batch)."""
+    first = args[0] if args else None
+    return {"input_rank": first.dim() if isinstance(first, torch.Tensor) else None}
+
+
+def loader_facts(loader: Any) -> dict[str, Any]:
+    f: dict[str, Any] = {}
+    for k in ("num_workers", "pin_memory", "persistent_workers", "prefetch_factor", "batch_size"):
+        if hasattr(loader, k):
+            f["loader_workers" if k == "num_workers" else k] = getattr(loader, k)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    f["cores"] = cores
+    if f.get("loader_workers") is not None:
+        f["loader_workers_saturate_cores"] = f["loader_workers"] >= cores
+    return f

@@ -1,0 +1,48 @@
+"""Labelled workload: training with an evaluation phase every 10 steps (20 batches under
+torch.no_grad, model.eval()), a compute-bound MLP (2 hidden layers of 2048), data in memory.
+Throughput counts training steps (the evaluation's time included).
+Intervention: the hidden width halved (2048 -> 1024), in training and evaluation alike."""
+
+LABEL = "cpu_compute"
+STAGE = "compute"
+INTERVENTION = "hidden width halved (2048 -> 1024)"
+MIN_SPEEDUP = 1.6
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+from common import mlp, options, train
+
+args = options(__doc__).parse_args()
+torch.set_num_threads(1)  # one intra-op thread: on a shared 2-core host, two spin on each other
+model = mlp(1024 if args.intervene else 2048, 2, d_in=1024)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+loss_fn = nn.CrossEntropyLoss()
+train_loader = DataLoader(TensorDataset(torch.randn(4096, 1024), torch.randint(0, 10, (4096,))), batch_size=32, shuffle=True)
+val_loader = DataLoader(TensorDataset(torch.randn(20 * 32, 1024), torch.randint(0, 10, (20 * 32,))), batch_size=32)
+n = 0
+
+
+def evaluate() -> float:
+    model.eval()
+    correct = 0
+    with torch.no_grad():
+        for x, y in val_loader:
+            correct += (model(x).argmax(1) == y).sum()
+    model.train()
+    return float(correct) / len(val_loader.dataset)
+
+
+def step(b) -> None:  # noqa: ANN001
+    global n
+    x, y = b
+    opt.zero_grad()
+    loss_fn(model(x), y).backward()
+    opt.step()
+    n += 1
+    if n % 10 == 0:
+        evaluate()
+
+
+train(step, lambda: train_loader, args.seconds)

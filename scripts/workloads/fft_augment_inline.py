@@ -1,0 +1,20 @@
+"""Labelled workload: num_workers=0, each sample's numpy FFT augmentation (random band-pass and
+phase jitter on a 16,384-point signal, 6 rounds) done in __getitem__ in the training process,
+feeding a small MLP. Intervention: the augmentation removed (the same signals)."""
+
+LABEL = "cpu_compute"
+STAGE = "data"
+INTERVENTION = "the FFT augmentation removed from __getitem__ (same signals, same model)"
+MIN_SPEEDUP = 2.0
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader
+
+from common import FftSignals, classifier_step, mlp, options, train
+
+args = options(__doc__).parse_args()
+model = mlp(256, 2)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+loader = DataLoader(FftSignals(100000, 16384, 0 if args.intervene else 6), batch_size=8, num_workers=0)
+train(classifier_step(model, opt, nn.CrossEntropyLoss()), lambda: loader, args.seconds)

@@ -1,0 +1,31 @@
+"""Labelled workload: LayerNorm + GELU on 256 x 65,536 activations (64 MiB each; arithmetic
+intensity about 0.1 FLOP/byte), 4 layers with residuals, trained with SGD: the step streams
+activations through DRAM. Intervention: the same rows processed in cache-sized blocks of 8 rows
+(identical arithmetic, since LayerNorm and GELU act on each row alone; 2 MiB activations)."""
+
+LABEL = "cpu_memory_bandwidth"
+STAGE = "compute"
+INTERVENTION = "the same rows in cache-sized blocks (identical arithmetic, 2 MiB activations)"
+MIN_SPEEDUP = 1.5
+
+import torch
+
+from common import options, train
+from memory_bandwidth_bound_model import Elementwise
+
+args = options(__doc__).parse_args()
+torch.set_num_threads(1)  # one intra-op thread: on a shared 2-core host, two spin on each other
+model = Elementwise(65536, depth=4)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+x = torch.randn(256, 65536)
+blocks = x.split(8) if args.intervene else (x,)
+
+
+def step(_: object) -> None:
+    opt.zero_grad()
+    for b in blocks:
+        (model(b).sum() / x.numel()).backward()
+    opt.step()
+
+
+train(step, lambda: range(1_000_000), args.seconds)

@@ -1,0 +1,47 @@
+"""Labelled workload: a 2-layer LSTM (hidden 384, sequences of 16, batch 16) trained with LBFGS,
+a closure optimizer: each optimizer.step() calls the closure (forward and backward) up to 3
+times. The model's forward and backward are the work. Intervention: the hidden size halved
+(384 -> 192)."""
+
+LABEL = "cpu_compute"
+STAGE = "compute"
+INTERVENTION = "LSTM hidden size halved (384 -> 192)"
+MIN_SPEEDUP = 1.6
+
+import torch
+from torch import nn
+
+from common import options, train
+
+args = options(__doc__).parse_args()
+torch.set_num_threads(1)  # one intra-op thread: on a shared 2-core host, two spin on each other
+torch.manual_seed(0)
+hidden = 192 if args.intervene else 384
+
+
+class Seq(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lstm = nn.LSTM(64, hidden, num_layers=2, batch_first=True)
+        self.out = nn.Linear(hidden, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(self.lstm(x)[0][:, -1])
+
+
+model = Seq()
+opt = torch.optim.LBFGS(model.parameters(), lr=0.1, max_iter=3, history_size=10)
+x, y = torch.randn(16, 16, 64), torch.randn(16, 1)
+
+
+def step(_: object) -> None:
+    def closure() -> torch.Tensor:
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        return loss
+
+    opt.step(closure)
+
+
+train(step, lambda: range(1_000_000), args.seconds)

@@ -1,0 +1,32 @@
+"""Labelled workload: sleep bound: each step is a few milliseconds of a small model, then the loop
+sleeps 100 ms (as a job polling a rate-limited service or throttled on purpose does). No
+resource limits it: the right verdict is `undetermined` (the job is mostly idle).
+Intervention: the sleep removed."""
+
+LABEL = "undetermined"
+STAGE = None
+INTERVENTION = "the 100 ms sleep per step removed"
+MIN_SPEEDUP = 3.0
+
+import time
+
+import torch
+from torch import nn
+
+from common import classifier_step, options, train
+
+args = options(__doc__).parse_args()
+torch.set_num_threads(1)
+model = nn.Sequential(nn.Linear(128, 128), nn.ReLU(), nn.Linear(128, 10))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+train_step = classifier_step(model, opt, nn.CrossEntropyLoss())
+batch = (torch.randn(64, 128), torch.randint(0, 10, (64,)))
+
+
+def step(_: object) -> None:
+    train_step(batch)
+    if not args.intervene:
+        time.sleep(0.1)
+
+
+train(step, lambda: range(1_000_000), args.seconds)

@@ -1,0 +1,29 @@
+"""Labelled workload: many tiny ops (300 layers of Linear(16, 16) + tanh, batch 8): every
+operator's dispatch and autograd bookkeeping costs more than its arithmetic; one thread of the
+training process is busy all the time. Intervention: half the layers (half the ops)."""
+
+LABEL = "cpu_compute"
+STAGE = "compute"
+INTERVENTION = "half the layers (300 -> 150 tiny Linear+tanh)"
+MIN_SPEEDUP = 1.6
+
+import torch
+from torch import nn
+
+from common import options, train
+
+args = options(__doc__).parse_args()
+torch.set_num_threads(1)  # one intra-op thread: on a shared 2-core host, two spin on each other
+depth = 150 if args.intervene else 300
+model = nn.Sequential(*[m for _ in range(depth) for m in (nn.Linear(16, 16), nn.Tanh())])
+opt = torch.optim.SGD(model.parameters(), lr=0.01, foreach=False)
+x = torch.randn(8, 16)
+
+
+def step(_: object) -> None:
+    opt.zero_grad()
+    model(x).pow(2).mean().backward()
+    opt.step()
+
+
+train(step, lambda: range(1_000_000), args.seconds)

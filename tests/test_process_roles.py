@@ -1,0 +1,213 @@
+"""Process roles under real launchers (no fakes: real processes, psutil, /proc), the per-thread
+CPU figures, and attach's whole-stack classification."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from bottleneckd.samplers.cpu_compute import CpuComputeSampler
+from bottleneckd.samplers.process_tree import LAUNCHER, RANK, WORKER, ProcessTree, names_launcher
+from bottleneckd.samplers.stacks import classify_frames
+from bottleneckd.samplers.threads import ThreadRates, parse_stat, threads
+
+SPIN = "import time\ndef spin(s):\n    t = time.time()\n    while time.time() - t < s: pass\n"
+
+
+def start(tmp_path, name: str, code: str, argv: list[str] | None = None, env: dict | None = None) -> subprocess.Popen:
+    p = tmp_path / name
+    p.write_text(SPIN + textwrap.dedent(code))
+    return subprocess.Popen(argv or [sys.executable, str(p)], env={**os.environ, **(env or {})})
+
+
+def roles_after(tree: ProcessTree, want: int, ticks: int = 24) -> dict[int, str]:
+    roles: dict[int, str] = {}
+    for _ in range(ticks):
+        time.sleep(0.5)
+        members = tree.members(max_age=0)
+        roles = {p.pid: tree.role(p.pid) for p in members}
+        if len(roles) >= want and LAUNCHER in roles.values():
+            break
+    return roles
+
+
+def stop(p: subprocess.Popen) -> None:
+    p.kill()
+    p.wait(timeout=10)
+
+
+@pytest.mark.timeout(60)
+def test_spawn_parent_that_only_joins_is_the_launcher_and_its_children_are_ranks(tmp_path):
+    job = start(tmp_path, "spawn.py", """
+        import multiprocessing as mp
+        if __name__ == "__main__":
+            ctx = mp.get_context("spawn")
+            ps = [ctx.Process(target=spin, args=(20,)) for _ in range(2)]
+            [p.start() for p in ps]
+            [p.join() for p in ps]
+    """)
+    try:
+        tree = ProcessTree(job.pid)
+        roles = roles_after(tree, 3)
+        assert roles[job.pid] == LAUNCHER
+        assert sorted(r for pid, r in roles.items() if pid != job.pid and r != LAUNCHER) == [RANK, RANK]
+    finally:
+        stop(job)
+
+
+@pytest.mark.timeout(60)
+def test_forked_loader_workers_are_workers_of_the_training_process(tmp_path):
+    job = start(tmp_path, "fork.py", """
+        import multiprocessing as mp
+        if __name__ == "__main__":
+            ctx = mp.get_context("fork")
+            ps = [ctx.Process(target=spin, args=(20,)) for _ in range(2)]
+            [p.start() for p in ps]
+            spin(20)
+    """)
+    try:
+        tree = ProcessTree(job.pid)
+        roles = {}
+        for _ in range(8):
+            time.sleep(0.5)
+            roles = {p.pid: tree.role(p.pid) for p in tree.members(max_age=0)}
+        assert roles[job.pid] == RANK
+        assert sorted(r for pid, r in roles.items() if pid != job.pid) == [WORKER, WORKER]
+    finally:
+        stop(job)
+
+
+@pytest.mark.timeout(60)
+def test_a_shell_script_and_a_rank_environment_mark_launchers(tmp_path):
+    (tmp_path / "rank.py").write_text(SPIN + "spin(20)\n")
+    (tmp_path / "agent.py").write_text(textwrap.dedent(f"""
+        import os, subprocess, sys
+        ps = [subprocess.Popen([sys.executable, {str(tmp_path / 'rank.py')!r}], env={{**os.environ, "RANK": str(r), "LOCAL_RANK": str(r)}}) for r in range(2)]
+        [p.wait() for p in ps]
+    """))
+    job = subprocess.Popen(["bash", "-c", f"{sys.executable} {tmp_path / 'agent.py'}; true"])
+    try:
+        tree = ProcessTree(job.pid)
+        roles = roles_after(tree, 4)
+        by = sorted(roles.values())
+        assert roles[job.pid] == LAUNCHER and by.count(LAUNCHER) == 2 and by.count(RANK) == 2, roles
+    finally:
+        for p in ProcessTree(job.pid).members(max_age=0)[1:]:
+            p.kill()
+        stop(job)
+
+
+def test_launcher_command_lines():
+    assert names_launcher(["/usr/bin/torchrun", "--nproc-per-node", "2", "train.py"])
+    assert names_launcher(["python3", "-m", "torch.distributed.run", "train.py"])
+    assert names_launcher(["/venv/bin/accelerate", "launch", "train.py"])
+    assert names_launcher(["bash", "run.sh"])
+    assert not names_launcher(["/venv/bin/accelerate", "config"])
+    assert not names_launcher(["python", "train.py"])
+
+
+@pytest.mark.timeout(60)
+def test_sampler_reports_the_hot_thread_not_the_process(tmp_path):
+    """One thread spinning, the main thread asleep: the hottest thread wants a full core (running
+    or waiting on a run queue on this shared machine); the main thread does not."""
+    job = start(tmp_path, "thread.py", """
+        import threading
+        threading.Thread(target=spin, args=(20,), daemon=True).start()
+        time.sleep(20)
+    """)
+    try:
+        tree = ProcessTree(job.pid)
+        s = CpuComputeSampler(None, tree)  # type: ignore[arg-type]
+        figs: dict[str, list[float]] = {}
+        for _ in range(5):
+            time.sleep(0.6)
+            tree._walked = 0.0
+            for r in s.sample():
+                if r.device == "job" and r.value is not None:
+                    figs.setdefault(r.metric, []).append(r.value)
+        assert max(figs["hottest_thread_demand"]) >= 0.8
+        assert max(figs["main_thread_demand"]) < 0.2 and max(figs["main_busy_cores"]) < 0.2
+        assert figs["ranks"][-1] == 1 and figs["workers"][-1] == 0
+        assert figs["usable_cores"][-1] == len(os.sched_getaffinity(0))
+    finally:
+        stop(job)
+
+
+def test_thread_stat_parsing_handles_names_with_spaces_and_parens():
+    line = "1234 (py thread (x)) R 1 1234 1234 0 -1 4194304 100 0 0 0 250 50 0 0 20 0 3 0 100 0 0"
+    state, cpu = parse_stat(line)
+    assert state == "R" and cpu == pytest.approx(300 / os.sysconf("SC_CLK_TCK"))
+    own = threads(os.getpid())
+    assert any(t.tid == os.getpid() for t in own)
+    rates = ThreadRates()
+    rates.update(own, now=0.0)
+    later = [type(t)(t.pid, t.tid, t.state, t.cpu_seconds + 0.5, (t.wait_seconds or 0.0) + 0.25) for t in own]
+    r = rates.update(later, now=1.0)[os.getpid()]
+    assert r.cpu == pytest.approx(0.5) and r.demand == pytest.approx(0.75 if own[0].wait_seconds is not None else 0.5)
+
+
+def f(name: str, path: str) -> dict:
+    return {"name": name, "filename": path, "line": 0}
+
+
+def test_attach_reads_the_whole_stack():
+    # a model run inside the dataset's __getitem__ is still the data stage
+    assert classify_frames([f("Linear.forward", "torch/nn/modules/linear.py"), f("Module._call_impl", "torch/nn/modules/module.py"),
+                            f("MyData.__getitem__", "train.py"), f("_MapDatasetFetcher.fetch", "torch/utils/data/_utils/fetch.py"),
+                            f("_SingleProcessDataLoaderIter._next_data", "torch/utils/data/dataloader.py"), f("main", "train.py")]) == "data_wait"
+    # a numpy FFT in __getitem__ with num_workers=0
+    assert classify_frames([f("fft2", "numpy/fft/_pocketfft.py"), f("D.__getitem__", "train.py"),
+                            f("_MapDatasetFetcher.fetch", "torch/utils/data/_utils/fetch.py"), f("main", "train.py")]) == "data_wait"
+    # a collective called from forward is communication
+    assert classify_frames([f("all_reduce", "torch/distributed/distributed_c10d.py"), f("Net.forward", "train.py"),
+                            f("Module._call_impl", "torch/nn/modules/module.py")]) == "communication"
+    # optimizer.step with its helpers on top
+    assert classify_frames([f("_multi_tensor_adam", "torch/optim/adam.py"), f("Adam.step", "torch/optim/adam.py"),
+                            f("wrapper", "torch/optim/optimizer.py"), f("main", "train.py")]) == "optimizer"
+    assert classify_frames([f("load", "torch/serialization.py"), f("D.__getitem__", "train.py")]) == "file_io"
+    assert classify_frames([f("_save", "torch/serialization.py"), f("save", "torch/serialization.py"), f("main", "train.py")]) == "other"
+    assert classify_frames([f("main", "train.py")]) == "other"
+    # importing torch.utils.data at start-up is not waiting for data
+    assert classify_frames([f("<module>", "torch/utils/data/dataloader.py"), f("_call_with_frames_removed", "<frozen importlib._bootstrap>"),
+                            f("<module>", "train.py")]) == "startup"
+
+
+def test_stack_samples_of_start_up_are_not_steps():
+    from collections import Counter
+
+    from bottleneckd.samplers.stacks import StackSampler
+
+    s = StackSampler(os.getpid(), py_spy="/bin/true")
+    s._counts, s._n = Counter({"startup": 4}), 4
+    assert s.drain() is None
+    s._counts, s._n = Counter({"startup": 2, "forward": 2}), 4
+    ph = s.drain()
+    assert ph is not None and ph.steps == 2 and ph.share("forward") == 1.0
+
+
+@pytest.mark.timeout(60)
+def test_the_job_s_own_reads_asked_for_versus_fetched_from_the_block_layer(tmp_path):
+    """A job rereading a procfs file: read calls and bytes asked for, none fetched from a disk."""
+    from bottleneckd.hardware.detect.machine import detect_machine
+    from bottleneckd.peaks.resolve import PeakTable
+    from bottleneckd.samplers.storage import StorageSampler
+
+    job = start(tmp_path, "reads.py", """
+        t = time.time()
+        while time.time() - t < 20:
+            open("/proc/self/stat").read()
+    """)
+    try:
+        s = StorageSampler(PeakTable(()), detect_machine(), tree=ProcessTree(job.pid))
+        s.sample()
+        time.sleep(1.0)
+        got = {r.metric: r.value for r in s.sample() if r.device == "job"}
+        assert got["read_calls_per_second"] > 100 and got["read_chars_per_second"] > 10_000
+        assert got["read_bytes_per_second"] == 0.0 and got["launcher_bytes_per_second"] == 0.0
+    finally:
+        stop(job)

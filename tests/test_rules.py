@@ -1,0 +1,227 @@
+"""Unit tests of each rule family on windows built from figures (tests/windows.py): what each rule
+concludes, and that with no peak known it names a resource only from evidence that needs none."""
+
+from bottleneckd.diagnosis.ridge import lowest_ridge
+from bottleneckd.diagnosis.rules import RULES, capacity, communication, cpu_compute, data_wait, gpu_compute, machine_only, other, transfer
+from bottleneckd.model.resources import UNDETERMINED
+from bottleneckd.peaks.resolve import PeakTable, ResolvedPeak
+from tests.windows import HOST, NO_PEAKS, job, window
+
+COMPUTE = {"forward": 0.45, "backward": 0.45, "optimizer": 0.05, "data_wait": 0.01}
+DATA = {"data_wait": 0.7, "forward": 0.15, "backward": 0.15}
+
+
+def top(findings):
+    return max(findings, key=lambda f: f.score) if findings else None
+
+
+def test_every_family_is_registered_once():
+    names = [r.__name__ for r in RULES]
+    assert sorted(names) == sorted({"data_wait", "transfer", "communication", "gpu_compute", "cpu_compute", "other", "capacity", "machine_only"})
+
+
+# --- input -----------------------------------------------------------------------------------
+
+def test_input_below_five_percent_is_silent():
+    assert data_wait(window({**HOST, **job(7.9, 1.0)}, {"data_wait": 0.04, "forward": 0.96}), NO_PEAKS) == []
+
+
+def test_input_loader_workers_at_their_cores_is_cpu_compute_data():
+    w = window({**HOST, **job(4.2, 0.1, workers=4.0, n_workers=4, worker_max=1.0)}, DATA, {"loader_workers": 4})
+    f = top(data_wait(w, NO_PEAKS))
+    assert (f.resource, f.stage) == ("cpu_compute", "data") and f.score > 0.8
+    assert f.headroom is not None and abs(f.headroom - 1 / 0.3) < 1e-6
+
+
+def test_input_main_thread_building_batches_without_workers_is_cpu_compute_data():
+    w = window({**HOST, **job(1.0, 0.97)}, DATA)
+    f = top(data_wait(w, NO_PEAKS))
+    assert (f.resource, f.stage) == ("cpu_compute", "data")
+    assert any("main thread builds each batch" in e for e in f.evidence)
+
+
+def test_input_threads_in_disk_wait_with_no_peak_is_storage():
+    fig = {**HOST, **job(0.3, 0.05, workers=0.2, n_workers=2, d_threads=1.6),
+           "storage_bandwidth/vda/busy": 0.7, "storage_bandwidth/job/read_bytes_per_second": 40e6,
+           "storage_bandwidth/job/read_chars_per_second": 40e6, "storage_bandwidth/job/read_calls_per_second": 10e3}
+    f = top(data_wait(window(fig, DATA), NO_PEAKS))
+    assert (f.resource, f.stage) == ("storage_bandwidth", "data")
+    assert any("uninterruptible" in e for e in f.evidence) and any("small reads" in e for e in f.evidence)
+
+
+def test_input_page_cache_misses_on_a_busy_disk_are_storage_even_without_d_state():
+    fig = {**HOST, **job(0.3, 0.05, workers=0.2, n_workers=2), "storage_bandwidth/vda/busy": 0.45,
+           "storage_bandwidth/job/read_bytes_per_second": 50e6, "storage_bandwidth/job/read_chars_per_second": 52e6,
+           "storage_bandwidth/job/read_calls_per_second": 12e3}
+    assert top(data_wait(window(fig, DATA), NO_PEAKS)).resource == "storage_bandwidth"
+
+
+def test_input_reads_served_from_the_page_cache_are_not_storage():
+    fig = {**HOST, **job(0.3, 0.05, workers=0.2, n_workers=2), "storage_bandwidth/vda/busy": 0.45,
+           "storage_bandwidth/job/read_bytes_per_second": 0.0, "storage_bandwidth/job/read_chars_per_second": 500e6}
+    assert all(f.resource != "storage_bandwidth" for f in data_wait(window(fig, DATA), NO_PEAKS))
+
+
+def test_input_nothing_busy_is_undetermined_with_the_reason_not_cpu_compute():
+    """The issue's 'CPUs not saturated' verdict: waiting on data with idle CPUs and idle disks."""
+    f = top(data_wait(window({**HOST, **job(0.2, 0.05, workers=0.1, n_workers=2)}, DATA), NO_PEAKS))
+    assert f.resource == UNDETERMINED and f.stage == "data"
+    assert "no sampler measures" in f.evidence[-1]
+
+
+def test_input_contended_cores_are_cpu_but_weaker_than_direct_saturation():
+    contended = top(data_wait(window({**HOST, **job(0.6, 0.1, workers=0.5, n_workers=2, worker_max=0.3, usable=2.0, waiting=1.4)}, DATA), NO_PEAKS))
+    direct = top(data_wait(window({**HOST, **job(1.9, 0.1, workers=1.8, n_workers=2, usable=2.0)}, DATA), NO_PEAKS))
+    assert contended.resource == direct.resource == "cpu_compute"
+    assert contended.score < direct.score
+    assert any("contended" in e for e in contended.evidence)
+
+
+# --- CPU compute ------------------------------------------------------------------------------
+
+def test_cpu_low_intensity_below_the_lowest_ridge_is_memory_bandwidth_with_no_peak():
+    ridge = lowest_ridge()
+    assert ridge is not None and 1.0 < ridge.flop_per_byte < 20.0
+    facts = {"arithmetic_intensity": 0.09, "achieved_bytes_per_second": 30e9, "achieved_flops": 2.7e9}
+    f = top(cpu_compute(window({**HOST, **job(7.6, 1.0)}, COMPUTE, facts), NO_PEAKS))
+    assert (f.resource, f.stage) == ("cpu_memory_bandwidth", "compute")
+    assert f.figures["lowest_ridge"] == ridge.flop_per_byte
+
+
+def test_cpu_low_intensity_with_too_little_traffic_is_overhead_not_bandwidth():
+    facts = {"arithmetic_intensity": 0.5, "achieved_bytes_per_second": 50e6}
+    f = top(cpu_compute(window({**HOST, **job(1.0, 1.0, usable=8.0)}, COMPUTE, facts), NO_PEAKS))
+    assert f.resource == "cpu_compute" and any("overhead" in e for e in f.evidence)
+
+
+def test_cpu_low_intensity_operands_that_fit_in_any_cache_are_overhead_not_bandwidth():
+    facts = {"arithmetic_intensity": 0.5, "achieved_bytes_per_second": 20e9, "operand_bytes_per_step": 300e3}
+    f = top(cpu_compute(window({**HOST, **job(1.0, 1.0)}, COMPUTE, facts), NO_PEAKS))
+    assert f.resource == "cpu_compute" and any("last-level cache" in e for e in f.evidence)
+
+
+def test_cpu_high_intensity_saturating_the_cores_is_cpu_compute():
+    facts = {"arithmetic_intensity": 40.0}
+    f = top(cpu_compute(window({**HOST, **job(7.7, 1.0)}, COMPUTE, facts), NO_PEAKS))
+    assert (f.resource, f.stage) == ("cpu_compute", "compute")
+
+
+def test_cpu_one_thread_at_a_full_core_is_cpu_compute_even_with_the_host_idle():
+    f = top(cpu_compute(window({**HOST, **job(1.0, 0.99)}, COMPUTE), NO_PEAKS))
+    assert f.resource == "cpu_compute" and any("serial" in e for e in f.evidence)
+
+
+def test_cpu_idle_processes_in_compute_phases_are_not_cpu_bound():
+    f = top(cpu_compute(window({**HOST, **job(0.3, 0.2)}, COMPUTE), NO_PEAKS))
+    assert f.resource == UNDETERMINED and "no sampler measures" in f.evidence[-1]
+
+
+def test_cpu_idle_ranks_inside_backward_wait_on_the_all_reduce():
+    """DDP over gloo via spawn: two ranks, compute phases (the all-reduce runs inside backward), idle CPUs."""
+    f = top(cpu_compute(window({**HOST, **job(0.14, 0.07, ranks=2)}, COMPUTE, {"world_size": 2}), NO_PEAKS))
+    assert (f.resource, f.stage) == ("inter_gpu_interconnect", "communication")
+
+
+def test_cpu_busy_ranks_with_untimed_communication_are_undetermined():
+    f = top(cpu_compute(window({**HOST, **job(7.5, 1.0, ranks=2)}, COMPUTE, {"world_size": 2, "ddp": True}), NO_PEAKS))
+    assert f.resource == UNDETERMINED and "not timed" in f.evidence[-1]
+
+
+def test_cpu_busy_ranks_with_timed_communication_can_be_compute_bound():
+    timed = {"forward": 0.45, "backward": 0.45, "communication": 0.05, "optimizer": 0.05}
+    f = top(cpu_compute(window({**HOST, **job(7.5, 1.0, ranks=2)}, timed, {"world_size": 2}), NO_PEAKS))
+    assert f.resource == "cpu_compute"
+    g = top(cpu_compute(window({**HOST, **job(7.5, 1.0, ranks=2)}, COMPUTE, {"world_size": 2, "ddp": True, "ddp_comm_timing": "comm hook"}), NO_PEAKS))
+    assert g.resource == "cpu_compute"
+
+
+def test_cpu_with_peaks_known_uses_the_roofline():
+    peaks = PeakTable((ResolvedPeak("cpu_compute", "cpu", "fp32", 1e12, "FLOP/s", "catalog", "test"),
+                       ResolvedPeak("cpu_memory_bandwidth", "host", "copy", 40e9, "B/s", "calibrated", "test")))
+    mem = top(cpu_compute(window({**HOST, **job(7.8, 1.0)}, COMPUTE, {"achieved_flops": 5e9, "achieved_bytes_per_second": 30e9}), peaks))
+    comp = top(cpu_compute(window({**HOST, **job(7.8, 1.0)}, COMPUTE, {"achieved_flops": 700e9, "achieved_bytes_per_second": 4e9}), peaks))
+    assert mem.resource == "cpu_memory_bandwidth" and comp.resource == "cpu_compute"
+
+
+def test_cpu_rule_is_silent_when_the_step_is_not_mostly_compute():
+    assert cpu_compute(window({**HOST, **job(7.8, 1.0)}, DATA), NO_PEAKS) == []
+
+
+def test_half_compute_half_data_on_the_same_cpu_is_the_data_stage():
+    from bottleneckd.diagnosis.classify import classify
+
+    w = window({**HOST, **job(1.0, 0.99)}, {"forward": 0.25, "backward": 0.25, "data_wait": 0.45, "optimizer": 0.05})
+    v = classify(w, NO_PEAKS)
+    assert (v.resource, v.stage) == ("cpu_compute", "data")
+
+
+# --- GPU compute, transfer, communication, capacity -----------------------------------------
+
+GPU = {"gpu_compute/0/busy_fraction": 0.98, "gpu_compute/0/sm_activity": 0.9, "gpu_compute/0/tensor_activity": 0.5,
+       "gpu_memory_bandwidth/0/utilization": 0.3}
+
+
+def test_gpu_compute_high_sm_activity():
+    f = top(gpu_compute(window({**HOST, **GPU}, COMPUTE, {"device": "cuda"}), NO_PEAKS))
+    assert (f.resource, f.stage) == ("gpu_compute", "compute")
+
+
+def test_gpu_rule_silent_on_a_cpu_job_and_cpu_rule_silent_on_a_gpu_job():
+    assert gpu_compute(window({**HOST, **job(7.8, 1.0)}, COMPUTE, {"device": "cpu"}), NO_PEAKS) == []
+    assert cpu_compute(window({**HOST, **GPU, **job(1.0, 1.0)}, COMPUTE, {"device": "cuda"}), NO_PEAKS) == []
+
+
+def test_transfer_share_and_busy_pcie():
+    w = window({**HOST, "cpu_gpu_interconnect/0/utilization": 0.8, "gpu_compute/0/sm_activity": 0.1},
+               {"transfer": 0.45, "forward": 0.3, "backward": 0.25})
+    f = top(transfer(w, NO_PEAKS))
+    assert (f.resource, f.stage) == ("cpu_gpu_interconnect", "transfer")
+
+
+def test_communication_share_on_one_node_and_across_nodes():
+    one = top(communication(window(HOST, {"communication": 0.4, "forward": 0.3, "backward": 0.3}, {"world_size": 2}), NO_PEAKS))
+    assert one.resource == "inter_gpu_interconnect"
+    many = top(communication(window({**HOST, "inter_node_interconnect/ib0/utilization": 0.85},
+                                    {"communication": 0.4, "forward": 0.3, "backward": 0.3}, {"world_size": 16, "local_world_size": 8}), NO_PEAKS))
+    assert many.resource == "inter_node_interconnect"
+
+
+def test_capacity_host_memory_and_disk_full():
+    fs = capacity(window({**HOST, "cpu_memory/host/utilization": 0.95, "storage_capacity//utilization": 0.99,
+                          "storage_capacity//free": 1e9}), NO_PEAKS)
+    assert {f.resource for f in fs} == {"cpu_memory", "storage_capacity"}
+
+
+# --- other, machine only ----------------------------------------------------------------------
+
+OTHER = {"other": 0.8, "forward": 0.1, "backward": 0.1}
+
+
+def test_other_with_one_thread_at_a_full_core_is_python_code():
+    f = top(other(window({**HOST, **job(1.0, 0.98)}, OTHER), NO_PEAKS))
+    assert (f.resource, f.stage) == ("cpu_compute", "other")
+
+
+def test_other_while_the_job_writes_is_storage():
+    f = top(other(window({**HOST, **job(0.2, 0.1), "storage_bandwidth/job/write_bytes_per_second": 200e6}, OTHER), NO_PEAKS))
+    assert (f.resource, f.stage) == ("storage_bandwidth", "other")
+
+
+def test_other_with_nothing_seen_is_undetermined():
+    f = top(other(window({**HOST, **job(0.05, 0.02)}, OTHER), NO_PEAKS))
+    assert f.resource == UNDETERMINED and f.stage == "other"
+
+
+def test_other_unaccounted_time_counts_as_other():
+    f = top(other(window({**HOST, **job(1.0, 0.99)}, {"forward": 0.1, "backward": 0.1}), NO_PEAKS))
+    assert f is not None and f.stage == "other"
+
+
+def test_machine_only_storage_from_disk_wait_without_phases():
+    fs = machine_only(window({**HOST, **job(0.2, 0.1, d_threads=2.0), "storage_bandwidth/vda/busy": 0.9,
+                              "storage_bandwidth/job/read_bytes_per_second": 90e6}), NO_PEAKS)
+    assert [f.resource for f in fs] == ["storage_bandwidth"]
+
+
+def test_machine_only_is_silent_with_phases():
+    assert machine_only(window({**HOST, "storage_bandwidth/vda/busy": 0.9}, COMPUTE), NO_PEAKS) == []
