@@ -130,4 +130,9 @@ def test_live_screen_shows_every_resource_and_the_verdict():
     screen = render_screen(p.latest, 120)
     for r in RESOURCES:
         assert r in screen
-    assert "verdict: cpu_compute" in screen and "data_wait" in screen and "[" in screen and "top recommendation" in screen
+    assert "verdict: cpu_compute (stage data" in screen and "top recommendation" in screen
+    lines = {ln.split()[0]: ln for ln in screen.splitlines() if ln.strip()}
+    assert "[#" in lines["cpu_compute"] and "%" in lines["cpu_compute"]  # a bar and its figure
+    assert "unknown:" in lines["gpu_compute"]  # no GPU here: unknown, with why
+    assert "[####" in lines["data_wait"]  # the phase that dominates this trace
+    assert all(len(ln) <= 120 for ln in screen.splitlines())

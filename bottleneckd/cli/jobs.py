@@ -44,6 +44,8 @@ def run_job(obj: Context, command: tuple[str, ...], inject: bool, interval: floa
             retarget(side, job.pid)
             code = jobrun.supervise(side, job, view, grace, say)
         finally:
+            if isinstance(view, LiveView):
+                view.close()  # leave the live screen before the report is printed
             if writer:
                 writer.close()
             stop_metrics(server)
@@ -125,6 +127,7 @@ def attach(obj: Context, pid: int, duration: float | None, report_json: str | No
     check_outputs(force, report_json=report_json)
     side = build(obj, interval, pid, (), socket_path)
     stacks = None
+    view = LiveView(live, quiet, peaks=side.peaks)
     try:
         if not no_stacks:
             stacks = StackSampler(pid, rate)
@@ -137,9 +140,10 @@ def attach(obj: Context, pid: int, duration: float | None, report_json: str | No
                 stacks.start()
         via = " with py-spy stacks" + (f" of pid {stacks.target} (the process that trains)" if stacks and stacks.target != pid else "") if stacks else ""
         say(f"bottleneckd: attached to pid {pid}{via}")
-        run_foreground(side, duration, LiveView(live, quiet, peaks=side.peaks), stop_when=lambda: not psutil.pid_exists(pid) or
+        run_foreground(side, duration, view, stop_when=lambda: not psutil.pid_exists(pid) or
                        psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
     finally:
+        view.close()  # leave the live screen before the report is printed
         if stacks:
             stacks.stop()
         side.close()

@@ -1,22 +1,27 @@
-"""The live view: one terminal screen redrawn each interval, or plain lines when not a terminal."""
+"""The live view: one terminal screen redrawn each interval (drawn with ``rich``), or plain lines
+when the output is not a terminal.
+
+The screen is one ``rich`` renderable: a table with a bar per resource (utilization of its peak,
+or why it is unknown), a bar per step phase, the verdict with its stage and evidence, and the top
+recommendation. ``render_screen`` gives the same screen as text (for tests and logs).
+"""
 
 from __future__ import annotations
 
+import io
 import os
 import sys
-from typing import TextIO
+from typing import Any, TextIO
 
-from bottleneckd.peaks.resolve import PeakTable
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
 from bottleneckd.diagnosis.pipeline import Snapshot
 from bottleneckd.model.resources import PHASES, RESOURCES, UNDETERMINED
-from bottleneckd.model.units import fmt_seconds, fmt_value
-
-CLEAR = "\x1b[H\x1b[2J"
-
-
-def bar(x: float, width: int) -> str:
-    n = max(0, min(width, round(x * width)))
-    return "#" * n + "-" * (width - n)
+from bottleneckd.model.units import fmt_seconds
+from bottleneckd.peaks.resolve import PeakTable
 
 
 def unknown_reasons(peaks: PeakTable | None) -> dict[str, str]:
@@ -28,55 +33,80 @@ def unknown_reasons(peaks: PeakTable | None) -> dict[str, str]:
     return out
 
 
+def _bar(fraction: float, width: int) -> Text:
+    n = max(0, min(width, round(fraction * width)))
+    style = "red" if fraction >= 0.8 else "yellow" if fraction >= 0.5 else "green"
+    return Text.assemble("[", ("#" * n, style), ("-" * (width - n), "dim"), "]")
+
+
+def screen(snap: Snapshot, width: int = 100, reasons: dict[str, str] | None = None) -> Group:
+    """The live screen as one renderable."""
+    w = snap.stats
+    bw = max(10, min(40, width - 60))
+    res = Table.grid(padding=(0, 1))
+    res.add_column(min_width=26, no_wrap=True)
+    res.add_column(min_width=bw + 2, no_wrap=True)
+    res.add_column(no_wrap=True, overflow="ellipsis", max_width=max(10, width - bw - 31))
+    for r in RESOURCES:
+        best = w.busiest(r)
+        if best is None:
+            note = w.note(r) or (reasons or {}).get(r) or "not sampled here"
+            res.add_row(r, Text(" " * (bw + 2)), Text(f"unknown: {note}", style="dim"))
+        else:
+            dev, u = best
+            res.add_row(r, _bar(u, bw), f"{u * 100:5.1f}%  {dev}")
+    parts: list[Any] = [Text("bottleneckd — live (Ctrl-C stops)", style="bold"), Text(""), res, Text("")]
+    ph = w.phases
+    if ph and ph.steps and ph.wall_seconds > 0:
+        parts.append(Text(f"step: {fmt_seconds(ph.wall_seconds / ph.steps)} over {ph.steps} steps in the window"))
+        steps = Table.grid(padding=(0, 1))
+        steps.add_column(min_width=16, no_wrap=True)
+        steps.add_column(min_width=bw + 2, no_wrap=True)
+        steps.add_column(no_wrap=True)
+        for k in PHASES:
+            share = ph.phases.get(k, 0.0) / ph.wall_seconds
+            steps.add_row(f"  {k}", _bar(share, bw), f"{share * 100:5.1f}%")
+        parts.append(steps)
+    else:
+        parts.append(Text("step phases: none reported (no torch hook, or no steps in the window)", style="dim"))
+    v = snap.verdict
+    parts.append(Text(""))
+    if v.resource == UNDETERMINED:
+        parts.append(Text(f"verdict: {UNDETERMINED} — {v.reason}", style="yellow"))
+    else:
+        parts.append(Text(f"verdict: {v.resource} (stage {v.stage}, confidence {v.confidence:.0%})", style="bold red"))
+        for e in v.evidence[:3]:
+            parts.append(Text(f"  {e}", overflow="ellipsis", no_wrap=True))
+    if snap.recommendations:
+        m = snap.recommendations[0].mitigation
+        parts.append(Text(f"top recommendation: {m.name}", style="green", overflow="ellipsis", no_wrap=True))
+        parts.append(Text(f"  {m.taxonomy_path}; {m.citation}", overflow="ellipsis", no_wrap=True))
+    return Group(*parts)
+
+
+def render_screen(snap: Snapshot, width: int = 100, reasons: dict[str, str] | None = None) -> str:
+    """The screen as plain text, ``width`` columns wide."""
+    console = Console(file=io.StringIO(), width=width, color_system=None, force_terminal=False, legacy_windows=False)
+    console.print(screen(snap, width, reasons))
+    return console.file.getvalue().rstrip("\n")  # type: ignore[attr-defined]
+
+
 def live_line(snap: Snapshot) -> str:
-    """One line: the verdict, the step time, the four busiest resources."""
+    """One line per interval where no screen can be drawn: the verdict, its stage, the busiest resources."""
     v = snap.verdict
     utils = sorted(((r.resource, r.device, r.value) for r in snap.sample.readings if r.metric == "utilization" and r.value is not None),
                    key=lambda x: -x[2])[:4]
     u = ", ".join(f"{r}[{d}] {x:.0%}" for r, d, x in utils)
     ph = snap.stats.phases
-    steps = f"; {ph.steps} steps, {fmt_value(ph.wall_seconds / ph.steps, 's')}/step" if ph and ph.steps else ""
+    steps = f"; {ph.steps} steps, {fmt_seconds(ph.wall_seconds / ph.steps)}/step" if ph and ph.steps else ""
     what = f"{v.resource}/{v.stage}" if v.resource != UNDETERMINED else f"{UNDETERMINED} ({v.reason.split(':')[0]})"
     return f"[bottleneckd] {what} (confidence {v.confidence:.0%}){steps}; {u}"
 
 
-def render_screen(snap: Snapshot, width: int = 100, reasons: dict[str, str] | None = None) -> str:
-    w = snap.stats
-    lines = ["bottleneckd — live (Ctrl-C stops)", ""]
-    bw = max(10, min(40, width - 60))
-    for r in RESOURCES:
-        best = w.busiest(r)
-        if best is None:
-            note = w.note(r) or (reasons or {}).get(r) or "not sampled here"
-            lines.append(f"{r:<26} {'':{bw + 2}} unknown: {note[: max(10, width - bw - 39)]}")
-        else:
-            dev, u = best
-            lines.append(f"{r:<26} [{bar(u, bw)}] {u * 100:5.1f}%  {dev}")
-    ph = w.phases
-    lines.append("")
-    if ph and ph.steps and ph.wall_seconds > 0:
-        lines.append(f"step: {fmt_seconds(ph.wall_seconds / ph.steps)} over {ph.steps} steps in the window")
-        for k in list(PHASES):
-            share = ph.phases.get(k, 0.0) / ph.wall_seconds
-            lines.append(f"  {k:<14} [{bar(share, bw)}] {share * 100:5.1f}%")
-    else:
-        lines.append("step phases: none reported (no torch hook, or no steps in the window)")
-    v = snap.verdict
-    lines.append("")
-    if v.resource == UNDETERMINED:
-        lines.append(f"verdict: undetermined — {v.reason}")
-    else:
-        lines.append(f"verdict: {v.resource} (stage {v.stage}, confidence {v.confidence:.0%})")
-        for e in v.evidence[:3]:
-            lines.append(f"  {e}"[:width])
-    if snap.recommendations:
-        m = snap.recommendations[0].mitigation
-        lines.append(f"top recommendation: {m.name}"[:width])
-        lines.append(f"  {m.taxonomy_path}; {m.citation}"[:width])
-    return "\n".join(lines)
-
-
 class LiveView:
+    """Called with each snapshot. On a terminal with ``live``: one screen redrawn in place;
+    otherwise a plain line when the verdict or its stage changes (and every ``every`` ticks)."""
+
     def __init__(self, live: bool, quiet: bool, out: TextIO = sys.stderr, every: int = 10, peaks: PeakTable | None = None) -> None:
         self.reasons = unknown_reasons(peaks)
         self.tty = out.isatty()
@@ -85,22 +115,36 @@ class LiveView:
         self.out = out
         self.every = every
         self.n = 0
-        self._last_resource: tuple[str, str] | None = None
+        self._last: tuple[str, str] | None = None
+        self._screen: Live | None = None
 
     def __call__(self, snap: Snapshot) -> None:
         self.n += 1
         if self.live and self.tty:
-            try:
-                width = os.get_terminal_size(self.out.fileno()).columns  # the stream we draw on, not stdout
-            except OSError:
-                width = 100
-            self.out.write(CLEAR + render_screen(snap, width, self.reasons) + "\n")
-            self.out.flush()
+            self._draw(snap)
             return
         if self.quiet:
             return
-        changed = (snap.verdict.resource, snap.verdict.stage) != self._last_resource
-        if self.live or changed or self.n % self.every == 0:
+        now = (snap.verdict.resource, snap.verdict.stage)
+        if self.live or now != self._last or self.n % self.every == 0:
             self.out.write(live_line(snap) + "\n")
             self.out.flush()
-        self._last_resource = (snap.verdict.resource, snap.verdict.stage)
+        self._last = now
+
+    def _draw(self, snap: Snapshot) -> None:
+        try:
+            width = os.get_terminal_size(self.out.fileno()).columns  # the stream we draw on, not stdout
+        except OSError:
+            width = 100
+        if self._screen is None:
+            console = Console(file=self.out, width=width)
+            self._screen = Live(console=console, auto_refresh=False, screen=True, transient=True)
+            self._screen.start()
+        self._screen.console.width = width
+        self._screen.update(screen(snap, width, self.reasons), refresh=True)
+
+    def close(self) -> None:
+        """Leave the alternate screen (the report that follows is printed on the normal one)."""
+        if self._screen is not None:
+            self._screen.stop()
+            self._screen = None

@@ -124,6 +124,17 @@ class Watcher:
             except Exception as e:  # noqa: BLE001
                 self.disable(f"{type(e).__name__}: {e}")
 
+    def skip_gap(self) -> None:
+        """The time since the last step was not training (evaluation, a checkpoint): the next step
+        is timed from now, not from the last step's end (for framework callbacks)."""
+        if self.enabled:
+            try:
+                self._clock.unmark("step_start")
+                self._clock.reset()
+                self._clock.mark("step_start")
+            except Exception as e:  # noqa: BLE001
+                self.disable(f"{type(e).__name__}: {e}")
+
     def forward_start(self, args: tuple) -> None:
         """The root forward starts with ``args`` (examples counted from the first tensor's rows)."""
         if self._engine.pending:
