@@ -237,3 +237,35 @@ def test_examples_travel_from_the_hook_message_to_the_job_view() -> None:
     rx.ingest(report(0, 128))
     rx.ingest(report(1, None))
     assert rx.drain_ranks()[0].examples is None
+
+
+def test_the_hook_reports_the_examples_of_its_steps(tmp_path) -> None:
+    """watch() counts each step's examples (the first input's rows) and sends them with the step
+    report; the receiver's job view carries them for joules per example."""
+    torch = pytest.importorskip("torch")
+    from bottleneckd.outputs.channel import PhaseReceiver
+    from bottleneckd.torch import watch
+
+    sock = str(tmp_path / "s.sock")
+    rx = PhaseReceiver(sock).start()
+    try:
+        model = torch.nn.Linear(8, 2)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        w = watch(model, opt, [torch.randn(6, 8)] * 12, socket_path=sock, local_sampling=False, print_epoch=False, roofline_step=None)
+        for x in w.dataloader:
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+        w.flush()
+        deadline = time.monotonic() + 5
+        got = steps = 0
+        while time.monotonic() < deadline and steps < 11:
+            job = rx.drain()
+            if job is not None:
+                steps += job.steps
+                got += job.examples or 0
+            time.sleep(0.05)
+        w.close()
+    finally:
+        rx.close()
+    assert steps >= 10 and got == 6 * steps

@@ -79,7 +79,7 @@ class Watcher:
         self.cuda_sample_every = cuda_sample_every
         self._clock: HostClock | CudaClock = CudaClock(sample_every=cuda_sample_every) if self.device.type == "cuda" else HostClock()
         self.facts = FactBoard({"device": self.device.type, "pid": os.getpid()})
-        self.trials = Trials(self._trial_decided)
+        self.trials = Trials(self._trial_decided, self._trial_toggle)
         self._phases = PhaseAccumulator(self.trials.record_step)
         self._counting = RooflineCounting(roofline_step)
         self._transport = make_transport(socket_path, local_sampling, interval)
@@ -235,7 +235,8 @@ class Watcher:
         self.facts.update(probe.runtime_facts(self.model))
         self.facts.update(self._counting.achieved(totals.compute_seconds / totals.steps))
         self._transport.send(StepReport(self._identity, totals.steps, totals.wall_seconds, totals.phases,
-                                        self.facts.freeze(epoch=self.epoch, mitigations=self._engine.names())))
+                                        self.facts.freeze(epoch=self.epoch, mitigations=self._engine.names()),
+                                        examples=totals.examples or None))  # for joules per example
 
     def epoch_end(self) -> EpochReport | None:
         """Print the epoch's step phases, verdict and top recommendations as one block; return it."""
@@ -274,12 +275,14 @@ class Watcher:
 
     # --- mitigations --------------------------------------------------------------------------
     def apply(self, mitigation: Any, *, verify: bool = False, steps: int = 20, warmup: int = 2, min_gain: float = 0.02,
-              **kwargs: Any) -> Trial:
+              blocks: int = 3, alpha: float = 0.05, **kwargs: Any) -> Trial:
         """Apply a mitigation by knowledge-base hook id (e.g. ``"mixed_precision"``) or object.
 
-        With ``verify=True`` the throughput of the ``steps`` steps before is compared with ``steps``
-        steps after (``warmup`` skipped); the mitigation is reverted unless it was faster by more
-        than ``min_gain`` (2% by default: a margin for step-time noise; 0 keeps any gain)."""
+        With ``verify=True`` blocks of ``steps`` steps with and without the mitigation take turns,
+        ``blocks`` of each (``warmup`` steps skipped after each turn); it is kept only if the blocks
+        with it are faster at ``alpha`` (one-sided t-test) and by more than ``min_gain``; the ratio
+        and its confidence interval are printed and kept in ``w.trials``. The mitigation must
+        apply and revert repeatably, and take effect at once (not at the next epoch)."""
         from bottleneckd.torch.mitigations import REGISTRY
 
         if isinstance(mitigation, str):
@@ -289,7 +292,8 @@ class Watcher:
         if self.model is None:
             raise ValueError("mitigations need the model: use watch(model, optimizer, loader)")
         self._drain()
-        t = self.trials.start(mitigation.name, mitigation, verify=verify, steps=steps, warmup=warmup, min_gain=min_gain)
+        t = self.trials.start(mitigation.name, mitigation, verify=verify, steps=steps, warmup=warmup, min_gain=min_gain,
+                              blocks=blocks, alpha=alpha)
         self._engine.apply(mitigation, self.steps, self.epoch, self.optimizer_calls)
         self.trials.begin(t)
         if verify and isinstance(self._clock, CudaClock):
@@ -304,6 +308,13 @@ class Watcher:
             self._engine.revert(t.mitigation)
             t.kept = False
             self._event("mitigation_reverted", t.name, t.changes_semantics, "reverted by the user")
+
+    def _trial_toggle(self, t: Trial, on: bool) -> None:
+        """A verification's turn: done by the engine at the next forward, never inside an optimizer hook."""
+        if on:
+            self._engine.apply_later(t.mitigation, self.steps, self.epoch, self.optimizer_calls)
+        else:
+            self._engine.revert_later(t.mitigation)
 
     def _trial_decided(self, t: Trial) -> None:
         if isinstance(self._clock, CudaClock):
