@@ -78,7 +78,8 @@ def test_report_of_a_multi_rank_gpu_run_in_a_browser(tmp_path, cli_env):
     assert top["name"] in view.text and top["action"] in view.text and (top["cites"][0] if top["cites"] else top["section"]) in view.text
     assert f"Energy per step: {doc['energy']['joules_per_step']:.3g} J" in view.text
     assert "g CO2 at 400 g/kWh" in view.text
-    assert "this job: 200 FLOP/byte" in view.text  # the roofline's measured point, from the hook's counts
+    assert "this job: 200 FLOP/byte" in view.text
+    assert "applied mixed_precision" in view.text and "regime: " in view.text  # marks on the utilisation plot  # the roofline's measured point, from the hook's counts
     assert view.screenshot.stat().st_size > 10_000
 
 
