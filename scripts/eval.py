@@ -51,6 +51,7 @@ class Workload:
     intervention: str | None
     min_speedup: float | None
     needs: str  # "cpu" or "gpu"
+    proof_seconds: float | None = None  # a floor on --proof-seconds for slow steps (a few steps a second)
 
     @property
     def label(self) -> str:
@@ -64,19 +65,22 @@ def discover() -> list[Workload]:
         consts = {}
         for node in ast.parse(path.read_text()).body:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                if node.targets[0].id in ("LABEL", "STAGE", "INTERVENTION", "MIN_SPEEDUP", "NEEDS"):
+                if node.targets[0].id in ("LABEL", "STAGE", "INTERVENTION", "MIN_SPEEDUP", "NEEDS", "PROOF_SECONDS"):
                     consts[node.targets[0].id] = ast.literal_eval(node.value)
         if "LABEL" not in consts:
             continue
         label = consts["LABEL"]
         found.append(Workload(path.stem, tuple(label) if isinstance(label, (tuple, list)) else (label,), consts.get("STAGE"),
-                              consts.get("INTERVENTION"), consts.get("MIN_SPEEDUP"), consts.get("NEEDS", "cpu")))
+                              consts.get("INTERVENTION"), consts.get("MIN_SPEEDUP"), consts.get("NEEDS", "cpu"),
+                              consts.get("PROOF_SECONDS")))
     return sorted(found, key=lambda w: (w.name in LAST, w.name))
 
 
 def job_env(home: str) -> dict[str, str]:
     pp = os.pathsep.join([str(ROOT)] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else []))
-    return {**os.environ, "PYTHONPATH": pp, "BOTTLENECKD_HOME": home, "PYTHONUNBUFFERED": "1"}
+    # BOTTLENECKD_HOME empty: no calibration profile. XDG_RUNTIME_DIR: the default channel socket
+    # lives there, so a sidecar of another user of a shared host is not "already listening".
+    return {**os.environ, "PYTHONPATH": pp, "BOTTLENECKD_HOME": home, "XDG_RUNTIME_DIR": home, "PYTHONUNBUFFERED": "1"}
 
 
 def throughput(text: str) -> float | None:
@@ -179,6 +183,50 @@ def confusion(rows: list[dict], mode: str) -> str:
     return "\n".join(lines)
 
 
+def summarize(rows: list[dict], modes: tuple[str, ...]) -> dict:
+    """Print right/total per mode, the confusion matrices, the unproven and the wrong verdicts."""
+    scored = [r for r in rows if r["scored"]]
+    summary: dict = {"workloads": len(rows), "scored": len(scored), "unproven": [r["name"] for r in rows if not r["scored"]]}
+    print()
+    for m in modes:
+        outcomes = [r[m]["outcome"] for r in scored]
+        summary[m] = {k: outcomes.count(k) for k in ("right", "undetermined", "wrong", "error")}
+        print(f"{m}: right {outcomes.count('right')}/{len(scored)}, undetermined {outcomes.count('undetermined')}, "
+              f"wrong {outcomes.count('wrong')}, no report {outcomes.count('error')}")
+    for m in modes:
+        print("\n" + confusion(rows, m))
+    if summary["unproven"]:
+        print("\nunproven (intervention below its threshold; not scored):")
+        for r in rows:
+            if not r["scored"]:
+                p = r["proof"]
+                print(f"  {r['name']}: x{p['ratio']:.2f} < x{r['min_speedup']}" if p and p["ratio"] else f"  {r['name']}: no throughput ({p})")
+    bad = [(r, m) for r in scored for m in modes if r[m]["outcome"] in ("wrong", "error")]
+    summary["bad"] = [f"{r['name']}:{m}" for r, m in bad]
+    if bad:
+        print("\nwrong verdicts (label, verdict, evidence):")
+        for r, m in bad:
+            v = r[m]
+            print(f"  {r['name']} [{m}] label {r['label']}, said {v['resource']}/{v['stage']}" + (f" (reason: {v['reason']})" if v.get("reason") and v["resource"] == "undetermined" else ""))
+            for e in v["evidence"]:
+                print(f"      {e}")
+    return summary
+
+
+def merged(paths: list[str]) -> int:
+    """Summarise the rows of several --json files (e.g. runs split with --only) as one suite."""
+    rows: dict[str, dict] = {}
+    for p in paths:
+        for r in json.loads(Path(p).read_text())["workloads"]:
+            rows[r["name"]] = r  # a later file's row replaces an earlier one
+    modes = tuple(m for m in ("run", "attach") if all(m in r for r in rows.values()))
+    for r in rows.values():
+        ratio = r["proof"]["ratio"] if r.get("proof") else None
+        print(f"{r['name']:28} {r['label']:40} {('x%.2f' % ratio) if ratio else '-':>6} {'proven' if r['scored'] else 'UNPROVEN'}  "
+              + "  ".join(f"{m}: {r[m]['resource']}/{r[m]['stage']} {r[m]['outcome']}" for m in modes))
+    return 1 if summarize(list(rows.values()), modes)["bad"] else 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="+", metavar="NAME", help="run only these workloads")
@@ -192,7 +240,10 @@ def main() -> int:
     ap.add_argument("--json", dest="json_path", default=None, help="write every result here")
     ap.add_argument("--out", default=None, help="folder for logs and reports (default: a temp dir)")
     ap.add_argument("--list", action="store_true", help="list the workloads and their labels, run nothing")
+    ap.add_argument("--merge", nargs="+", metavar="JSON", help="summarise earlier --json outputs as one suite, run nothing")
     args = ap.parse_args()
+    if args.merge:
+        return merged(args.merge)
     workloads = discover()
     if args.only:
         unknown = set(args.only) - {w.name for w in workloads}
@@ -219,7 +270,7 @@ def main() -> int:
         if args.no_proof:
             row["proof"], row["scored"] = None, True
         else:
-            row["proof"] = prove(w, args.proof_runs, args.proof_seconds, env, out)
+            row["proof"] = prove(w, args.proof_runs, max(args.proof_seconds, w.proof_seconds or 0), env, out)
             row["scored"] = row["proof"]["proven"]
         if "run" in modes:
             row["run"] = judge(w, under_run(w, args.seconds, env, out))
@@ -231,36 +282,15 @@ def main() -> int:
         proof = "unchecked" if row["proof"] is None else f"x{ratio:.2f} {'proven' if row['scored'] else 'UNPROVEN'}" if ratio else "UNPROVEN (no throughput)"
         verdicts = "  ".join(f"{m}: {row[m]['resource']}/{row[m]['stage']} {row[m]['outcome'].upper() if row[m]['outcome'] != 'right' else 'right'}" for m in modes)
         print(f"{w.name:28} {w.label:40} {proof:22} {verdicts}", flush=True)
+        if args.json_path:  # after every workload: a run cut short keeps what it measured
+            Path(args.json_path).write_text(json.dumps({"args": vars(args), "workloads": rows}, indent=1, default=str))
 
-    scored = [r for r in rows if r["scored"]]
-    summary: dict = {"workloads": len(rows), "scored": len(scored), "unproven": [r["name"] for r in rows if not r["scored"]],
-                     "wall_seconds": round(time.time() - t_start, 1)}
-    print()
-    for m in modes:
-        outcomes = [r[m]["outcome"] for r in scored]
-        summary[m] = {k: outcomes.count(k) for k in ("right", "undetermined", "wrong", "error")}
-        print(f"{m}: right {outcomes.count('right')}/{len(scored)}, undetermined {outcomes.count('undetermined')}, "
-              f"wrong {outcomes.count('wrong')}, no report {outcomes.count('error')}")
-    for m in modes:
-        print("\n" + confusion(rows, m))
-    if summary["unproven"]:
-        print("\nunproven (intervention below its threshold; not scored):")
-        for r in rows:
-            if not r["scored"]:
-                p = r["proof"]
-                print(f"  {r['name']}: x{p['ratio']:.2f} < x{r['min_speedup']}" if p and p["ratio"] else f"  {r['name']}: no throughput ({p})")
-    bad = [(r, m) for r in scored for m in modes if r[m]["outcome"] in ("wrong", "error")]
-    if bad:
-        print("\nwrong verdicts (label, verdict, evidence):")
-        for r, m in bad:
-            v = r[m]
-            print(f"  {r['name']} [{m}] label {r['label']}, said {v['resource']}/{v['stage']}" + (f" (reason: {v['reason']})" if v.get("reason") and v["resource"] == "undetermined" else ""))
-            for e in v["evidence"]:
-                print(f"      {e}")
+    summary = summarize(rows, modes)
+    summary["wall_seconds"] = round(time.time() - t_start, 1)
     print(f"\nreports and logs in {out}")
     if args.json_path:
         Path(args.json_path).write_text(json.dumps({"summary": summary, "args": vars(args), "workloads": rows}, indent=1, default=str))
-    return 1 if bad else 0
+    return 1 if summary["bad"] else 0
 
 
 if __name__ == "__main__":

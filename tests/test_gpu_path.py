@@ -11,6 +11,7 @@ import pytest
 
 from bottleneckd.hardware import pynvml_backend
 from bottleneckd.hardware.detect import detect_machine
+from bottleneckd.hardware.nvml import NvmlUnavailable
 from bottleneckd.peaks.catalog import load_catalog
 from bottleneckd.peaks.profile import Measurement, Profile
 from bottleneckd.peaks.resolve import resolve_peaks
@@ -84,6 +85,7 @@ def test_nvml_is_opened_once_per_process(monkeypatch, fake_tree):
 
     monkeypatch.setattr(pynvml_backend, "PynvmlBackend", Counting)
     monkeypatch.setattr(pynvml_backend, "_shared", None)
+    monkeypatch.setattr(pynvml_backend, "_failed", None)  # an earlier test may have found no NVML here
     m = detect_machine(*fake_tree, nvml="auto")
     GpuSampler(resolve_peaks(m, load_catalog()), "auto").sample()
     assert len(opened) == 1 and len(m.gpus) == 1
@@ -112,3 +114,20 @@ def test_gh200_host_link_is_c2c_and_gets_no_h200_figures(fake_tree):
     link = t.get("cpu_gpu_interconnect", "gpu0")
     assert link.metric.startswith("nvlink_c2c") and link.value == pytest.approx(450e9)
     assert t.value("gpu_memory_bandwidth", "gpu0") == pytest.approx(4.0e12)  # not the H200's 4.8 TB/s
+
+
+def test_nvml_that_cannot_open_is_tried_once_per_process(monkeypatch, fake_tree):
+    tries = []
+
+    class Absent:
+        def __init__(self) -> None:
+            tries.append(1)
+            raise NvmlUnavailable("no driver")
+
+    monkeypatch.setattr(pynvml_backend, "PynvmlBackend", Absent)
+    monkeypatch.setattr(pynvml_backend, "_shared", None)
+    monkeypatch.setattr(pynvml_backend, "_failed", None)
+    m = detect_machine(*fake_tree, nvml="auto")
+    s = GpuSampler(resolve_peaks(m, load_catalog()), "auto")
+    assert len(tries) == 1 and m.gpus == () and "no driver" in m.unknown["gpus"]
+    assert s.available() == (False, "NVML unavailable: no driver")

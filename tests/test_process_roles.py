@@ -175,6 +175,7 @@ def test_attach_reads_the_whole_stack():
     # importing torch.utils.data at start-up is not waiting for data
     assert classify_frames([f("<module>", "torch/utils/data/dataloader.py"), f("_call_with_frames_removed", "<frozen importlib._bootstrap>"),
                             f("<module>", "train.py")]) == "startup"
+    assert classify_frames([f("<module>", "train.py")]) == "startup"  # module-level set-up (model, data) in C calls
 
 
 def test_stack_samples_of_start_up_are_not_steps():

@@ -129,8 +129,11 @@ def test_cpu_busy_ranks_with_untimed_communication_are_undetermined():
 
 def test_cpu_busy_ranks_with_timed_communication_can_be_compute_bound():
     timed = {"forward": 0.45, "backward": 0.45, "communication": 0.05, "optimizer": 0.05}
-    f = top(cpu_compute(window({**HOST, **job(7.5, 1.0, ranks=2)}, timed, {"world_size": 2}), NO_PEAKS))
+    f = top(cpu_compute(window({**HOST, **job(7.5, 1.0, ranks=2)}, timed, {"world_size": 2, "fsdp": True}), NO_PEAKS))
     assert f.resource == "cpu_compute"
+    # DDP: a little collective time (buffer broadcast) does not mean its all-reduce is timed
+    d = top(cpu_compute(window({**HOST, **job(7.5, 1.0, ranks=2)}, timed, {"world_size": 2, "ddp": True}), NO_PEAKS))
+    assert d.resource == UNDETERMINED
     g = top(cpu_compute(window({**HOST, **job(7.5, 1.0, ranks=2)}, COMPUTE, {"world_size": 2, "ddp": True, "ddp_comm_timing": "comm hook"}), NO_PEAKS))
     assert g.resource == "cpu_compute"
 
@@ -225,3 +228,20 @@ def test_machine_only_storage_from_disk_wait_without_phases():
 
 def test_machine_only_is_silent_with_phases():
     assert machine_only(window({**HOST, "storage_bandwidth/vda/busy": 0.9}, COMPUTE), NO_PEAKS) == []
+
+
+def test_cpu_waits_for_the_hook_s_roofline_before_telling_compute_from_bandwidth():
+    facts = {"parameters": 1000, "device": "cpu"}
+    early = top(cpu_compute(window({**HOST, **job(1.0, 0.99)}, COMPUTE, facts, n=1), NO_PEAKS))
+    assert early.resource == UNDETERMINED and "not yet counted" in early.evidence[-1]
+    late = top(cpu_compute(window({**HOST, **job(1.0, 0.99)}, COMPUTE, facts, n=5), NO_PEAKS))  # 50 steps, no counts: go on
+    assert late.resource == "cpu_compute"
+
+
+def test_cpu_under_attach_waits_for_the_operator_mix_before_telling_compute_from_bandwidth():
+    early = top(cpu_compute(window({**HOST, **job(1.0, 0.99)}, COMPUTE, {"phase_source": "py-spy"}, n=1), NO_PEAKS))
+    assert early.resource == UNDETERMINED and "stack samples" in early.evidence[-1]
+    low = top(cpu_compute(window({**HOST, **job(1.0, 0.99)}, COMPUTE, {"phase_source": "py-spy", "low_intensity_op_share": 0.9}, n=1), NO_PEAKS))
+    assert low.resource == "cpu_memory_bandwidth"
+    late = top(cpu_compute(window({**HOST, **job(1.0, 0.99)}, COMPUTE, {"phase_source": "py-spy"}, n=5), NO_PEAKS))
+    assert late.resource == "cpu_compute"

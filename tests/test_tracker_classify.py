@@ -112,3 +112,14 @@ def test_dominant_is_undetermined_when_nothing_held_long_enough():
     feed(p, {**HOST, **job(7.9, 1.0)}, {"forward": 0.5, "backward": 0.5}, 2, t)
     assert p.dominant().resource == UNDETERMINED
     assert Pipeline(NO_PEAKS, kb=()).dominant() is None
+
+
+def test_dominant_keeps_the_stage_that_held_longest_not_the_last_one():
+    """A job compute-bound for 8 intervals whose last windows (tear-down, a summary printed) look
+    like Python code outside the phases: the job's stage is compute."""
+    p = Pipeline(NO_PEAKS, kb=(), window=1, hold=1)
+    t = feed(p, {**HOST, **job(7.9, 1.0)}, {"forward": 0.5, "backward": 0.5}, 8, 0.0)
+    feed(p, {**HOST, **job(1.0, 0.99)}, {"other": 0.9, "forward": 0.1}, 2, t)
+    assert p.latest.verdict.stage == "other"
+    d = p.dominant()
+    assert (d.resource, d.stage) == ("cpu_compute", "compute")

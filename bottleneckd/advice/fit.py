@@ -10,9 +10,13 @@ measured 0.67x, issue 11) and ``gpu_count``.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from bottleneckd.model.facts import FACTS, Facts
+
+if TYPE_CHECKING:  # knowledge imports this module (check_condition) to validate its file
+    from bottleneckd.advice.knowledge import Mitigation
+    from bottleneckd.hardware.detect.machine import Machine
 
 OPS = ("truthy", "falsy", "eq", "ne", "in", ">=", "<=")
 FAST_BF16_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})
@@ -21,8 +25,8 @@ FAST_BF16_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})
 OWN_FACTS_HOOKS = frozenset({"dataloader_settings"})
 
 
-def machine_facts(machine: Any) -> Facts:
-    """Facts about the machine the job runs on (a ``hardware.detect.machine.Machine``)."""
+def machine_facts(machine: Machine | None) -> Facts:
+    """Facts about the machine the job runs on."""
     if machine is None:
         return Facts()
     out: dict[str, Any] = {"gpu_count": len(machine.gpus)}
@@ -80,14 +84,14 @@ def describe(cond: Mapping[str, Any], facts: Mapping[str, Any]) -> str:
     return f"{name}={facts[name]!r}" if name in facts else f"{name} unknown"
 
 
-def in_effect(m: Any, facts: Mapping[str, Any]) -> str | None:
+def in_effect(m: Mitigation, facts: Mapping[str, Any]) -> str | None:
     """Why the mitigation is already in effect, or None."""
     if m.hook and m.hook not in OWN_FACTS_HOOKS and m.hook in (facts.get("mitigations") or ()):
         return f"applied through the hook ({m.hook})"
     return next((describe(c, facts) for c in m.skip_if if matches(c, facts)), None)
 
 
-def unfit(m: Any, facts: Mapping[str, Any]) -> str | None:
+def unfit(m: Mitigation, facts: Mapping[str, Any]) -> str | None:
     """Why the mitigation does not fit this job, or None."""
     for c in m.requires:
         if not matches(c, facts):

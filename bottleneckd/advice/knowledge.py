@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from bottleneckd.advice.fit import check_condition
-from bottleneckd.model.errors import InputError, read_json
+from bottleneckd.model.errors import InputError
+from bottleneckd.model.files import read_json_file
 from bottleneckd.model.resources import RESOURCES, STAGES
 
 COMPONENTS = {"function": {"architecture", "model_parameters"}, "data": {"training_data", "derived_data"},
@@ -62,7 +63,7 @@ class Mitigation:
 
 def load_knowledge(path: str | Path | None = None) -> tuple[Mitigation, ...]:
     p = Path(path) if path else Path(str(importlib_resources.files("bottleneckd") / "data" / "mitigations.json"))
-    doc = read_json(p, "knowledge base", "fix the file or reinstall bottleneckd")
+    doc = read_json_file(str(p), "knowledge base", "fix the file or reinstall bottleneckd")
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise InputError(f"{p}: schema: expected {SCHEMA!r}")
     out = []

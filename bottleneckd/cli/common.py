@@ -5,31 +5,54 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+import stat
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 import click
 
 from bottleneckd.model.errors import InputError
+from bottleneckd.model.files import under_kernel_tree
 from bottleneckd.runtime.job_env import MAX_SOCKET_PATH
+
+if TYPE_CHECKING:  # the CLI imports these only when a command needs them (start-up time)
+    from bottleneckd.diagnosis.pipeline import Pipeline
+    from bottleneckd.hardware.detect.machine import Machine
+    from bottleneckd.model.sample import Sample, StepPhases
+    from bottleneckd.outputs.trace import TraceWriter
+    from bottleneckd.peaks.catalog import Catalog
+    from bottleneckd.peaks.profile import Profile
+    from bottleneckd.peaks.resolve import PeakTable
+    from bottleneckd.runtime.sidecar import Sidecar
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Context:
+    """The options every command shares; the catalog and profile are read (and checked) once, on
+    first use, however many steps of a command ask for them."""
+
     def __init__(self, debug: bool, catalog: str | None, profile: str | None) -> None:
         self.debug = debug
         self.catalog_path = catalog
         self.profile_path = profile
+        self._catalog: Catalog | None = None
+        self._profile: tuple[Profile | None] | None = None  # a 1-tuple once read: None is a valid profile
 
-    def catalog(self):  # noqa: ANN201
+    def catalog(self) -> Catalog:
         from bottleneckd.peaks.catalog import load_catalog
 
-        return load_catalog(self.catalog_path)
+        if self._catalog is None:
+            self._catalog = load_catalog(self.catalog_path)
+        return self._catalog
 
-    def profile(self):  # noqa: ANN201
+    def profile(self) -> Profile | None:
         from bottleneckd.peaks.profile import load_profile
 
-        return load_profile(self.profile_path)
+        if self._profile is None:
+            self._profile = (load_profile(self.profile_path),)
+        return self._profile[0]
 
-    def peak_table(self, machine=None):  # noqa: ANN001, ANN201
+    def peak_table(self, machine: Machine | None = None) -> tuple[Machine, PeakTable]:
         from bottleneckd.hardware.detect import detect_machine
         from bottleneckd.peaks.resolve import resolve_peaks
 
@@ -46,7 +69,7 @@ def say(line: str) -> None:
     click.echo(line, err=True)
 
 
-def sidecar_options(f):  # noqa: ANN001, ANN201
+def sidecar_options(f: F) -> F:
     from bottleneckd.runtime.sidecar import SAMPLER_NAMES
 
     f = click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True, help="Seconds between samples (0.1 = 10 Hz).")(f)
@@ -69,20 +92,13 @@ def check_socket(path: str | None) -> None:
         d = os.path.dirname(d)
     if d and not os.path.isdir(d):
         raise InputError(f"--socket {p}: {d} is a file, not a directory; choose another path")
-    real = os.path.realpath(os.path.dirname(p))
-    if real.startswith(("/proc/", "/sys/")) or real in ("/proc", "/sys"):
+    if under_kernel_tree(os.path.dirname(p)):
         raise InputError(f"--socket {p}: /proc and /sys are kernel interfaces; choose a path under your own directory")
-    if os.path.lexists(p) and not os.path.exists(p) or (os.path.exists(p) and not _is_socket(p)):
+    if os.path.lexists(p) and not stat.S_ISSOCK(os.lstat(p).st_mode):
         raise InputError(f"--socket {p}: a file that is not a socket is there; choose another path (it is not removed)")
 
 
-def _is_socket(p: str) -> bool:
-    import stat
-
-    return stat.S_ISSOCK(os.lstat(p).st_mode)
-
-
-def build(obj: Context, interval: float, pid: int | None, disabled: tuple[str, ...] = (), socket_path: str | None = None):  # noqa: ANN201
+def build(obj: Context, interval: float, pid: int | None, disabled: tuple[str, ...] = (), socket_path: str | None = None) -> Sidecar:
     """The sidecar for a command, after its inputs are checked."""
     from bottleneckd.runtime.sidecar import build_sidecar, job_paths
 
@@ -99,7 +115,8 @@ def build(obj: Context, interval: float, pid: int | None, disabled: tuple[str, .
         raise InputError(f"--socket {socket_path or 'default'}: cannot listen ({e.strerror or e}); choose another path") from e
 
 
-def start_trace(side, path: str, meta: dict[str, Any], force: bool, what: str, on_error=None):  # noqa: ANN001, ANN201
+def start_trace(side: Sidecar, path: str, meta: dict[str, Any], force: bool, what: str,
+                on_error: Callable[[str], None] | None = None) -> TraceWriter:
     """A trace writer on ``side``'s loop, with the hook's events copied into it."""
     from bottleneckd.outputs.trace import TraceWriter
 
@@ -109,7 +126,7 @@ def start_trace(side, path: str, meta: dict[str, Any], force: bool, what: str, o
     return writer
 
 
-def event_copier(side, writer):  # noqa: ANN001, ANN201
+def event_copier(side: Sidecar, writer: TraceWriter) -> Callable[[Sample], None]:
     """A sink that copies the hook's events (mitigations applied) into the trace, each once, by
     sequence number; events lost because the receiver's log was full are counted in the trace."""
     import time
@@ -118,7 +135,7 @@ def event_copier(side, writer):  # noqa: ANN001, ANN201
 
     seq = [0]
 
-    def copy(_sample):  # noqa: ANN001, ANN202
+    def copy(_sample: Sample) -> None:
         events, total = side.receiver.events_since(seq[0])
         missed = total - seq[0] - len(events)
         seq[0] = total
@@ -130,7 +147,7 @@ def event_copier(side, writer):  # noqa: ANN001, ANN201
     return copy
 
 
-def retarget(side, pid: int) -> None:  # noqa: ANN001
+def retarget(side: Sidecar, pid: int) -> None:
     """Point the CPU samplers at the job's process tree."""
     from bottleneckd.samplers.cpu_compute import CpuComputeSampler
     from bottleneckd.samplers.cpu_memory import CpuMemorySampler
@@ -153,8 +170,8 @@ def check_outputs(force: bool, **paths: str | None) -> None:
             check_output(path, "--" + option.replace("_", "-"), force)
 
 
-def report_epilogue(pipeline, extra: dict[str, Any], report_json: str | None, force: bool,  # noqa: ANN001
-                    title: str = "bottleneckd report", to_stdout: bool = False, run_totals=None) -> bool:  # noqa: ANN001
+def report_epilogue(pipeline: Pipeline, extra: dict[str, Any], report_json: str | None, force: bool,
+                    title: str = "bottleneckd report", to_stdout: bool = False, run_totals: StepPhases | None = None) -> bool:
     """The end of a run: the report as text, and as JSON when asked. ``run_totals`` (the
     sidecar's step phases over the whole run) replace the last window's. False when the JSON could
     not be written (said in one line; the caller decides the exit code)."""

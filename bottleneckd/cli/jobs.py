@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import click
 
 from bottleneckd.cli.common import Context, build, check_outputs, report_epilogue, retarget, say, start_trace
 from bottleneckd.model.errors import InputError
 
+if TYPE_CHECKING:
+    from bottleneckd.outputs.metrics_server import WebConfig
+
 
 def run_job(obj: Context, command: tuple[str, ...], inject: bool, interval: float, view: Callable[[Any], None] | None,
-            trace_path: str | None = None, bind: str | None = None, web_config: str | None = None, force: bool = False,
+            trace_path: str | None = None, bind: str | None = None, web_config: WebConfig | str | None = None, force: bool = False,
             grace: float = 30.0, meta: dict[str, Any] | None = None,
             sinks: dict[str, Callable[[Any], Any]] | None = None) -> tuple[Any, int, dict[str, Any]]:
     """Start ``command`` under a sidecar and supervise it to the end: returns the sidecar, the
@@ -38,8 +41,9 @@ def run_job(obj: Context, command: tuple[str, ...], inject: bool, interval: floa
                                      on_error=lambda msg: say(f"bottleneckd: error: {msg}"))
             if bind:
                 server = serve_metrics(side, bind, web_config)
-            if inject and uninstrumented_reason(command):
-                say(f"bottleneckd: {uninstrumented_reason(command)}; the job runs without step phases")
+            blind = uninstrumented_reason(command) if inject else None
+            if blind:
+                say(f"bottleneckd: {blind}; the job runs without step phases")
             job = jobrun.start_job(command, job_env(run_dir, sock, inject))
             retarget(side, job.pid)
             code = jobrun.supervise(side, job, view, grace, say)
@@ -84,14 +88,15 @@ def run(obj: Context, no_inject: bool, live: bool, quiet: bool, report_json: str
     recorder = html_recorder(report_html)
     if bind:
         parse_bind(bind)
+    web: WebConfig | None = None
     if web_config:
         if not bind:
             raise InputError("--web-config: only used with --bind HOST:PORT; add --bind")
-        load_web_config(web_config)
+        web = load_web_config(web_config)  # read once, before the job starts
     obj.catalog()  # bad data files are found before the job starts
     obj.profile()
     view = LiveView(live, quiet)
-    side, code, extra = run_job(obj, command, not no_inject, interval, view, trace_path, bind, web_config, force, grace,
+    side, code, extra = run_job(obj, command, not no_inject, interval, view, trace_path, bind, web, force, grace,
                                 sinks={"html_report": lambda side: recorder.attach(side.pipeline, side.energy)} if recorder else None)
     extra["energy"] = side.energy.account().to_json(grid_intensity)
     rt = side.run_totals  # what 'bottleneckd compare' reads of a run

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from bottleneckd.cli.common import Context, build, check_outputs, emit_json, say, sidecar_options, start_trace
 from bottleneckd.model.errors import InputError
 from bottleneckd.model.protocol import Event
+
+if TYPE_CHECKING:
+    from bottleneckd.diagnosis.pipeline import Snapshot
+    from bottleneckd.outputs.metrics_server import WebConfig
 
 
 @click.command()
@@ -87,14 +93,13 @@ def serve(obj: Context, bind: str, web_config: str | None, trace_path: str | Non
     from bottleneckd.runtime.foreground import run_foreground
 
     parse_bind(bind)
-    if web_config:
-        load_web_config(web_config)
+    web = load_web_config(web_config) if web_config else None  # read once, before anything starts
     if trace_path:
-        replay(trace_path, bind, web_config, duration)
+        replay(trace_path, bind, web, duration)
         return
     side = build(obj, interval, pid, disabled, socket_path)
     try:
-        server = serve_metrics(side, bind, web_config)
+        server = serve_metrics(side, bind, web)
     except BaseException:
         side.close()
         raise
@@ -123,7 +128,7 @@ class TraceReplay:
         self.steps_total = 0
         self.shown: list[Event] = []
 
-    def latest(self):  # noqa: ANN201
+    def latest(self) -> Snapshot | None:
         return self.pipeline.latest
 
     def steps(self) -> int:
@@ -144,7 +149,7 @@ class TraceReplay:
         self.steps_total += s.phases.steps if s.phases else 0
 
 
-def replay(trace_path: str, bind: str, web_config: str | None, duration: float | None) -> None:
+def replay(trace_path: str, bind: str, web_config: WebConfig | str | None, duration: float | None) -> None:
     import time
 
     from bottleneckd.outputs.metrics_server import serve_metrics, stop_metrics

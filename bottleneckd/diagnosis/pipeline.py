@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from bottleneckd.advice.fit import machine_facts
 from bottleneckd.advice.knowledge import Mitigation, load_knowledge
@@ -24,6 +24,9 @@ from bottleneckd.model.facts import Facts
 from bottleneckd.model.resources import UNDETERMINED
 from bottleneckd.model.sample import Sample
 from bottleneckd.peaks.resolve import PeakTable
+
+if TYPE_CHECKING:
+    from bottleneckd.hardware.detect.machine import Machine
 
 
 @dataclass(frozen=True)
@@ -59,7 +62,7 @@ def dominant_of(held: dict[str, float], held_training: dict[str, float], last_of
 
 class Pipeline:
     def __init__(self, peaks: PeakTable, kb: tuple[Mitigation, ...] | None = None, window: int = 5, hold: int = 2,
-                 machine: Any = None) -> None:
+                 machine: Machine | None = None) -> None:
         self.peaks = peaks
         self.kb = kb if kb is not None else load_knowledge()
         self.window = Window(window)
@@ -73,6 +76,7 @@ class Pipeline:
         self._held: dict[str, float] = {}
         self._held_training: dict[str, float] = {}  # only windows in which training steps were reported
         self._last_of: dict[str, Verdict] = {}
+        self._held_stage: dict[tuple[str, str], float] = {}
 
     def __call__(self, sample: Sample) -> Snapshot:
         self.window.add(sample)
@@ -87,7 +91,14 @@ class Pipeline:
         self._held[stable.resource] = self._held.get(stable.resource, 0.0) + sample.interval
         if stats.phases is not None and stats.phases.steps:
             self._held_training[stable.resource] = self._held_training.get(stable.resource, 0.0) + sample.interval
-        self._last_of[stable.resource] = stable
+        # a resource's verdict is the instance of the stage that held longest while training (the
+        # stage at tear-down, a job printing its summary, is not the job's stage)
+        key = (stable.resource, stable.stage)
+        if stats.phases is not None and stats.phases.steps:
+            self._held_stage[key] = self._held_stage.get(key, 0.0) + sample.interval
+        best = self._last_of.get(stable.resource)
+        if best is None or best.stage == stable.stage or self._held_stage.get(key, 0.0) >= self._held_stage.get((stable.resource, best.stage), 0.0):
+            self._last_of[stable.resource] = stable
         interval = max(self.window.samples[-1].interval, 1e-9)
         snap = Snapshot(sample, stats, stable, tuple(recommend(stable, self.kb, facts)), tuple(self.tracker.changes),
                         facts, self._samples, tuple(sorted(self._held.items(), key=lambda kv: -kv[1])),

@@ -26,6 +26,8 @@ class WindowStats:
     stats: dict[tuple[str, str, str], Stat]
     notes: dict[tuple[str, str, str], str]
     phases: StepPhases | None
+    #: training steps reported since the window was created (the run so far), not only in the window
+    steps_seen: int = 0
 
     def get(self, resource: str, device: str | None, metric: str, field: str = "mean") -> float | None:
         """One statistic; with ``device=None`` the largest over devices (the busiest GPU, disk, NIC)."""
@@ -74,9 +76,12 @@ class Window:
     def __init__(self, length: int = 30, phase_samples: int = PHASE_SAMPLES) -> None:
         self.samples: deque[Sample] = deque(maxlen=length)
         self.phase_samples = max(1, phase_samples)
+        self.steps_seen = 0
 
     def add(self, sample: Sample) -> None:
         self.samples.append(sample)
+        if sample.phases is not None:
+            self.steps_seen += sample.phases.steps
 
     def clear(self) -> None:
         self.samples.clear()
@@ -104,4 +109,4 @@ class Window:
             phases = older
         elif older is not None:  # facts (roofline, loader settings) accumulate over the whole window
             phases = StepPhases(phases.steps, phases.wall_seconds, phases.phases, {**older.facts, **phases.facts})
-        return WindowStats(self.samples[0].t, self.samples[-1].t, len(self.samples), stats, notes, phases)
+        return WindowStats(self.samples[0].t, self.samples[-1].t, len(self.samples), stats, notes, phases, self.steps_seen)

@@ -282,12 +282,19 @@ class PynvmlBackend:
 
 
 _shared: NvmlBackend | None = None
+_failed: NvmlUnavailable | None = None  # why it could not open: not retried (no GPU stays no GPU)
 
 
 def open_backend() -> NvmlBackend:
     """The real NVML, opened once per process and shared by detection and sampling; raises
-    NvmlUnavailable with the reason when it cannot be used."""
-    global _shared
+    NvmlUnavailable with the reason when it cannot be used (tried once per process too)."""
+    global _shared, _failed
     if _shared is None:
-        _shared = PynvmlBackend()
+        if _failed is not None:
+            raise _failed
+        try:
+            _shared = PynvmlBackend()
+        except NvmlUnavailable as e:
+            _failed = e
+            raise
     return _shared

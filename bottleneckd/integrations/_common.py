@@ -94,7 +94,8 @@ def epoch_metrics(rep: Any) -> dict[str, float]:
     v = (rep.report or {}).get("verdict") or {}
     if v.get("resource"):
         out[f"bottleneck/active_{v['resource']}"] = 1.0
-        out["bottleneck/confidence"] = float(v.get("confidence") or 0.0)
+        if v.get("confidence") is not None:  # unknown is not logged as 0
+            out["bottleneck/confidence"] = float(v["confidence"])
         if v.get("headroom") is not None:
             out["bottleneck/headroom"] = float(v["headroom"])
     return out

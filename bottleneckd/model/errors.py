@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 
 class InputError(Exception):
     """Bad input from the user: a file, a field, an argument. The message is one line that
@@ -20,10 +17,3 @@ class TraceError(InputError):
         self.line = line
         self.problem = problem
 
-
-def read_json(path: Path, what: str, fix: str) -> Any:
-    """A JSON file's contents, or one InputError naming the file (and line) and saying ``fix``.
-    Only a regular file of bounded size is read; NaN, infinities and 1e400 are refused."""
-    from bottleneckd.model.files import read_json_file
-
-    return read_json_file(str(path), what, fix)

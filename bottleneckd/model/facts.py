@@ -141,21 +141,30 @@ def check(name: str, value: Any) -> FactValue:
     raise FactError(f"{name}: undeclared type {t!r}")  # pragma: no cover - FACTS is static
 
 
+def _value(name: str, value: Any) -> FactValue | None:
+    """The value to keep, None for unset: None (torch's prefetch_factor with no workers, ...) and
+    an empty list say nothing. FactError when it does not fit its declaration."""
+    if value is None:
+        return None
+    value = check(name, value)
+    return None if value == () else value
+
+
 def _clean(raw: Mapping[str, Any]) -> tuple[dict[str, FactValue], list[str]]:
     out: dict[str, FactValue] = {}
     bad: list[str] = []
     for k, v in raw.items():
         if v is None:
-            continue  # None means unset (torch's prefetch_factor with no workers, ...)
+            continue
         if not isinstance(k, str):
             bad.append("non-string fact name")
             continue
         try:
-            v = check(k, v)
+            v = _value(k, v)
         except FactError as e:
             bad.append(str(e)[:200])
             continue
-        if v != ():  # an empty list says nothing: unset, like None
+        if v is not None:
             out[k] = v
     return out, bad
 
@@ -221,11 +230,8 @@ class FactBoard:
         self.update(values or {})
 
     def __setitem__(self, name: str, value: Any) -> None:
-        if value is None:
-            self._d.pop(name, None)
-            return
         try:
-            value = check(name, value)
+            value = _value(name, value)
         except FactError as e:
             self.rejected += 1
             self.last_error = str(e)
@@ -233,7 +239,7 @@ class FactBoard:
                 self._warned.add(name)
                 log.warning("bottleneckd: fact dropped (%s); declare it in bottleneckd/model/facts.py", e)
             return
-        if value == ():
+        if value is None:
             self._d.pop(name, None)
         else:
             self._d[name] = value

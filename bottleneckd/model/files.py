@@ -34,7 +34,8 @@ def _kind(mode: int) -> str:
     return "not a regular file"
 
 
-def _under_kernel_tree(path: str) -> str | None:
+def under_kernel_tree(path: str) -> str | None:
+    """/proc or /sys when ``path`` (links resolved) is in one of them, else None."""
     real = os.path.realpath(path)
     for root in KERNEL_TREES:
         if real == root or real.startswith(root + "/"):
@@ -114,7 +115,7 @@ def check_output(path: str, what: str, force: bool = False) -> str:
         raise InputError(f"{what}: empty path")
     ab = os.path.abspath(path)
     parent = os.path.dirname(ab)
-    root = _under_kernel_tree(parent)
+    root = under_kernel_tree(parent)
     if root:
         raise InputError(f"{what} {path}: {root} is a kernel interface, not a place for files; write under your own directory")
     if not os.path.exists(parent):
@@ -138,6 +139,15 @@ def _umask() -> int:
     return m
 
 
+def _temp_beside(path: str) -> tuple[int, str]:
+    """A new hidden temporary file in ``path``'s directory (same file system: renamed onto
+    ``path`` at the end), with the mode a new file would get; raises OSError."""
+    d, name = os.path.split(path)
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=f".{name}.", suffix=".tmp")
+    os.fchmod(fd, 0o666 & ~_umask())
+    return fd, tmp
+
+
 class AtomicFile:
     """Text written to a temporary file beside ``path`` and renamed onto it by ``commit()``;
     ``discard()`` (or a crash) leaves ``path`` as it was. Without ``force`` the rename never
@@ -147,12 +157,10 @@ class AtomicFile:
         self.path = check_output(path, what, force)
         self.what = what
         self.force = force
-        d, name = os.path.split(self.path)
         try:
-            fd, self.tmp = tempfile.mkstemp(dir=d, prefix=f".{name}.", suffix=".tmp")
+            fd, self.tmp = _temp_beside(self.path)
         except OSError as e:
             raise InputError(f"{what} {path}: cannot write ({e.strerror or e})") from e
-        os.fchmod(fd, 0o666 & ~_umask())
         self.f: IO[str] = os.fdopen(fd, "w", encoding="utf-8")
 
     def write(self, text: str) -> None:
@@ -207,9 +215,7 @@ def create_stream(path: str, what: str, force: bool = False) -> tuple[IO[str], s
     try:
         if not os.path.lexists(ab):
             return os.fdopen(os.open(ab, flags, 0o666), "w", encoding="utf-8"), None
-        d, name = os.path.split(ab)
-        fd, tmp = tempfile.mkstemp(dir=d, prefix=f".{name}.", suffix=".tmp")
-        os.fchmod(fd, 0o666 & ~_umask())
+        fd, tmp = _temp_beside(ab)
         return os.fdopen(fd, "w", encoding="utf-8"), tmp
     except OSError as e:
         raise InputError(f"{what} {path}: cannot create ({e.strerror or e})") from e

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Union
 
 from bottleneckd.model.facts import Facts
+from bottleneckd.model.files import json_problem, loads_strict
 from bottleneckd.model.identity import RankIdentity
 from bottleneckd.model.resources import PHASES
 from bottleneckd.model.sample import StepPhases
@@ -31,7 +32,6 @@ from bottleneckd.model.sample import StepPhases
 VERSION = 2  # version 1 was the untyped dict ({"v": 1, "wall": ...}) before this module
 MAX_MESSAGE = 65536  # bytes: one datagram
 MAX_BRACKETS = 256  # '[' plus '{' in one message: a real one has fewer than 10
-MAX_NUMBER_CHARS = 32  # characters of one JSON number literal
 MAX_STEPS = 10**9
 MAX_SECONDS = 1e7  # ~4 months in one interval: anything above is garbage
 MAX_TEXT = 256
@@ -129,11 +129,9 @@ def decode(data: bytes | str) -> Message:
     if data.count(b"[") + data.count(b"{") > MAX_BRACKETS:
         raise ProtocolError("too deeply nested or too many objects")
     try:
-        d = json.loads(data, parse_constant=_no_constant, parse_int=_parse_int, parse_float=_parse_float)
-    except ProtocolError:
-        raise
-    except (ValueError, UnicodeDecodeError, RecursionError) as e:
-        raise ProtocolError(f"not JSON ({type(e).__name__})") from None
+        d = loads_strict(data)  # no NaN/Infinity, no 1e400, no integers of 20 digits or more
+    except (ValueError, RecursionError) as e:  # UnicodeDecodeError is a ValueError
+        raise ProtocolError(f"not JSON: {json_problem(e)[:120]}") from None
     return from_json(d)
 
 
@@ -152,25 +150,6 @@ def from_json(d: Any) -> Message:
 
 
 # --- field checks ----------------------------------------------------------------------------
-def _no_constant(name: str) -> Any:
-    raise ProtocolError(f"{name} is not a number")
-
-
-def _parse_int(s: str) -> int:
-    if len(s) > MAX_NUMBER_CHARS:
-        raise ProtocolError(f"a number of {len(s)} digits")
-    return int(s)
-
-
-def _parse_float(s: str) -> float:
-    if len(s) > MAX_NUMBER_CHARS:
-        raise ProtocolError(f"a number of {len(s)} characters")
-    v = float(s)
-    if not math.isfinite(v):
-        raise ProtocolError(f"{s[:20]} is not finite")
-    return v
-
-
 def _object(d: Any, kind: str, keys: tuple[str, ...]) -> dict[str, Any]:
     if not isinstance(d, dict):
         raise ProtocolError(f"{kind}: expected an object")

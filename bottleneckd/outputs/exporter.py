@@ -18,7 +18,7 @@ log = logging.getLogger(__name__)
 
 #: unit -> (metric-name suffix, multiplier to base unit)
 SUFFIX = {"ratio": ("_ratio", 1.0), "B/s": ("_bytes_per_second", 1.0), "B": ("_bytes", 1.0), "W": ("_watts", 1.0),
-          "J": ("_joules", 1.0), "MHz": ("_hertz", 1e6), "IO/s": ("_operations_per_second", 1.0), "cores": ("_cores", 1.0),
+          "J": ("_joules", 1.0), "MHz": ("_hertz", 1e6), "IO/s": ("_operations_per_second", 1.0), "1/s": ("_per_second", 1.0), "cores": ("_cores", 1.0),
           "count": ("", 1.0), "bool": ("", 1.0), "requests": ("_requests", 1.0), "FLOP/s": ("_flops", 1.0), "gen": ("", 1.0), "lanes": ("", 1.0)}
 
 

@@ -15,7 +15,8 @@ import logging
 import socket
 import ssl
 import threading
-from typing import Any, Callable, Protocol
+from dataclasses import dataclass
+from typing import Any, Callable, Mapping, Protocol
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 from prometheus_client import make_wsgi_app
@@ -56,7 +57,17 @@ class MetricsSource(Protocol):
     def events(self) -> list[Event]: ...
 
 
-def load_web_config(path: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class WebConfig:
+    """A web config read and checked once, before anything starts: the TLS context (its files
+    loaded) and the basic-auth users, ready for ``serve_metrics``."""
+
+    path: str
+    tls: ssl.SSLContext | None = None
+    users: Mapping[str, str] | None = None
+
+
+def load_web_config(path: str) -> WebConfig:
     """tls_server_config (cert_file, key_file, client_auth_type, client_ca_file, min_version,
     max_version) and basic_auth_users (bcrypt hashes); anything else is refused."""
     import yaml  # noqa: PLC0415
@@ -88,7 +99,6 @@ def load_web_config(path: str) -> dict[str, Any]:
         for key in ("min_version", "max_version"):
             if key in tls and tls[key] not in TLS_VERSIONS:
                 raise InputError(f"{path}: tls_server_config.{key} {tls[key]!r}: use one of {', '.join(TLS_VERSIONS)}")
-        tls_context(tls, path)  # the files load now, before anything starts
     users = doc.get("basic_auth_users")
     if users is not None:
         if not isinstance(users, dict) or not all(isinstance(v, str) and v.startswith("$2") for v in users.values()):
@@ -97,7 +107,7 @@ def load_web_config(path: str) -> dict[str, Any]:
             import bcrypt  # noqa: F401, PLC0415
         except ImportError as e:
             raise InputError(f"{path}: basic_auth_users needs the bcrypt package: pip install bcrypt") from e
-    return doc
+    return WebConfig(path, tls_context(tls, path) if tls is not None else None, dict(users) if users else None)
 
 
 def tls_context(tls: dict[str, Any], where: str) -> ssl.SSLContext:
@@ -193,11 +203,12 @@ def parse_bind(bind: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def serve_metrics(source: MetricsSource, bind: str, web_config: str | None = None) -> MetricsServer:
+def serve_metrics(source: MetricsSource, bind: str, web_config: WebConfig | str | None = None) -> MetricsServer:
     """Listen on ``bind`` (raises InputError before anything else starts when it cannot) and serve
-    ``source``'s metrics from a daemon thread. ``shutdown()`` then ``server_close()`` stop it."""
+    ``source``'s metrics from a daemon thread. ``shutdown()`` then ``server_close()`` stop it.
+    ``web_config``: as ``load_web_config`` returned it, or its path."""
     host, port = parse_bind(bind)
-    cfg = load_web_config(web_config) if web_config else {}
+    cfg = load_web_config(web_config) if isinstance(web_config, str) else web_config or WebConfig("")
     registry = CollectorRegistry(auto_describe=False)
     registry.register(SnapshotCollector(source.latest, source.steps, source.events))
     if getattr(source, "energy", None) is not None:  # a live sidecar's energy meter (a replayed trace has none)
@@ -205,9 +216,9 @@ def serve_metrics(source: MetricsSource, bind: str, web_config: str | None = Non
 
         registry.register(EnergyCollector(source.energy))
     app = make_wsgi_app(registry)
-    if cfg.get("basic_auth_users"):
-        app = _auth_app(app, cfg["basic_auth_users"])
-    ctx = tls_context(cfg["tls_server_config"], str(web_config)) if cfg.get("tls_server_config") else None
+    if cfg.users:
+        app = _auth_app(app, dict(cfg.users))
+    ctx = cfg.tls
 
     class Server(MetricsServer):
         address_family = socket.AF_INET6 if ":" in host else socket.AF_INET

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from bottleneckd.diagnosis.verdict import Verdict
 from bottleneckd.diagnosis.pipeline import Pipeline
 from bottleneckd.advice.recommend import not_fitting, recommend, skipped
 from bottleneckd.model.resources import UNDETERMINED
@@ -15,9 +14,11 @@ from bottleneckd.model.units import fmt_value
 SCHEMA = "bottleneckd.report/1"
 
 
-def build_report(p: Pipeline, verdict: Verdict | None = None) -> dict[str, Any]:
+def build_report(p: Pipeline, current: bool = False) -> dict[str, Any]:
+    """The report on the run's dominant verdict, or with ``current`` on the latest one (what the
+    hook's epoch-end block shows)."""
     snap = p.latest  # one immutable snapshot: safe from any thread
-    v = verdict or (snap.dominant if snap else None)
+    v = None if snap is None else snap.verdict if current else snap.dominant
     doc: dict[str, Any] = {"schema": SCHEMA, "created": time.time(), "samples": snap.samples if snap else 0}
     if v is None or snap is None:
         doc["verdict"] = {"resource": UNDETERMINED, "stage": "other", "confidence": 0.0, "evidence": [], "headroom": None,

@@ -12,7 +12,8 @@ from importlib import resources as importlib_resources
 from pathlib import Path
 from typing import Any, Mapping
 
-from bottleneckd.model.errors import InputError, read_json
+from bottleneckd.model.errors import InputError
+from bottleneckd.model.files import read_json_file
 from bottleneckd.model.resources import RESOURCES
 
 UNITS = frozenset({"FLOP/s", "madd/s", "B/s", "B", "IO/s"})
@@ -180,7 +181,7 @@ def _kind_name(kind: type | tuple[type, ...]) -> str:
 
 def load_catalog(path: str | Path | None = None) -> Catalog:
     p = Path(path) if path is not None else default_catalog_path()
-    doc = read_json(p, "peak catalog", "fix it or pass another file with --catalog")
+    doc = read_json_file(str(p), "peak catalog", "fix it or pass another file with --catalog")
     r = _Reader(str(p))
     schema = r.get(doc, "schema", "$", str)
     if schema != SCHEMA:

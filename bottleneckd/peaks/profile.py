@@ -14,7 +14,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from bottleneckd.model.errors import InputError, read_json
+from bottleneckd.model.errors import InputError
+from bottleneckd.model.files import read_json_file
 from bottleneckd.model.resources import RESOURCES
 
 SCHEMA = "bottleneckd.profile/1"
@@ -73,7 +74,7 @@ def load_profile(path: Path | str | None = None, *, required: bool = False) -> P
         if required or path is not None:
             raise InputError(f"{p}: calibration profile not found; run 'bottleneckd calibrate' or pass an existing --profile")
         return None
-    doc = read_json(p, "calibration profile", "rerun 'bottleneckd calibrate' or pass another --profile")
+    doc = read_json_file(str(p), "calibration profile", "rerun 'bottleneckd calibrate' or pass another --profile")
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise InputError(f"{p}: schema: expected {SCHEMA!r}; rerun 'bottleneckd calibrate'")
     ms = doc.get("measurements")

@@ -13,9 +13,9 @@ A calibrated figure (metric ``*_matmul``) wins over the catalog's, as everywhere
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
-from bottleneckd.peaks.resolve import PeakTable
+from bottleneckd.peaks.resolve import PeakTable, ResolvedPeak
 
 #: path -> the peak metrics that measure it, preferred first (calibrated names, then catalog names)
 PATHS: dict[str, tuple[str, ...]] = {
@@ -34,7 +34,7 @@ class ComputePeak:
     why: str  # how the path was chosen, or why there is no figure
 
 
-def job_path(facts: Any) -> tuple[str, str]:
+def job_path(facts: Mapping[str, Any]) -> tuple[str, str]:
     """(path, why) from the hook's facts; ("", reason) when they do not say."""
     auto = facts.get("autocast_dtype")
     if auto in ("bfloat16", "float16"):
@@ -52,17 +52,24 @@ def job_path(facts: Any) -> tuple[str, str]:
     return "", "the job's dtype is unknown (no autocast_dtype or param_dtype fact from the hook)"
 
 
-def compute_peak(peaks: PeakTable, device: str, facts: Any) -> ComputePeak:
-    path, why = job_path(facts)
-    if not path:
-        return ComputePeak(None, "", why)
+def _first(peaks: PeakTable, device: str, path: str) -> tuple[str, ResolvedPeak] | None:
+    """The first of the path's metrics with a figure for ``device``, and that figure."""
     for metric in PATHS[path]:
         p = peaks.get("gpu_compute", device, metric)
         if p is not None and p.value:
-            return ComputePeak(p.value, path, f"{why}: {metric} peak ({p.origin})")
+            return metric, p
+    return None
+
+
+def compute_peak(peaks: PeakTable, device: str, facts: Mapping[str, Any]) -> ComputePeak:
+    path, why = job_path(facts)
+    if not path:
+        return ComputePeak(None, "", why)
+    found = _first(peaks, device, path)
+    if found is not None:
+        return ComputePeak(found[1].value, path, f"{why}: {found[0]} peak ({found[1].origin})")
     if path in ("bf16 tensor", "tf32 tensor"):  # V100, T4: no bf16 or TF32 tensor path; that math runs at the fp32 rate at best
-        for metric in PATHS["fp32"]:
-            p = peaks.get("gpu_compute", device, metric)
-            if p is not None and p.value:
-                return ComputePeak(p.value, "fp32", f"{why}, but this GPU has no {path} path: the fp32 peak ({p.origin})")
+        found = _first(peaks, device, "fp32")
+        if found is not None:
+            return ComputePeak(found[1].value, "fp32", f"{why}, but this GPU has no {path} path: the fp32 peak ({found[1].origin})")
     return ComputePeak(None, path, f"{why}: no {path} peak known for {device}")

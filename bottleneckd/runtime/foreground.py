@@ -30,9 +30,8 @@ class ReportFile:
         self.n += 1
         if self.failed or self.n % self.every:
             return
-        p = self.side.pipeline
         try:
-            write_report_file(self.side.receiver.path, build_report(p, p.latest.verdict if p.latest else None))
+            write_report_file(self.side.receiver.path, build_report(self.side.pipeline, current=True))
         except OSError as e:  # the hook then prints its block without the sidecar's verdict
             log.warning("cannot write the report file for the hook (%s); epoch-end blocks go without it", e.strerror or e)
             self.failed = True

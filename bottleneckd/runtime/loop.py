@@ -69,21 +69,32 @@ class SamplingLoop:
                 statuses.append(SamplerStatus(s.name, True, time.perf_counter() - t0))
                 self._failed.discard(s.name)
             except Exception as e:  # noqa: BLE001 - one failing sampler must not stop the others
-                if s.name not in self._failed:
-                    log.warning("sampler %s failed (%s: %s); skipped until it recovers", s.name, type(e).__name__, e)
-                    self._failed.add(s.name)
+                self._failing(s.name, f"sampler {s.name}", e)
                 statuses.append(SamplerStatus(s.name, False, time.perf_counter() - t0, f"{type(e).__name__}: {e}"))
         now = time.monotonic()
-        got = self._phases() if self._phases else None
+        got = None
+        if self._phases:
+            try:
+                got = self._phases()
+                self._failed.discard("phases")
+            except Exception as e:  # noqa: BLE001 - the tick goes on without step phases (unknown, not zero)
+                self._failing("phases", "step phases", e)
         phases, ranks = got if isinstance(got, tuple) else (got, ())  # the job's phases, and each rank's
         sample = Sample(time.time(), now - self._last, tuple(readings), phases, tuple(statuses), ranks)
         self._last = now
         for name, sink in list(self._sinks.items()):
             try:
                 sink(sample)
-            except Exception:  # noqa: BLE001
-                log.exception("sink %s failed", name)
+                self._failed.discard(f"sink:{name}")
+            except Exception as e:  # noqa: BLE001 - one failing sink must not stop the others
+                self._failing(f"sink:{name}", f"sink {name}", e)
         return sample
+
+    def _failing(self, key: str, what: str, e: Exception) -> None:
+        """Log a failure once, with its traceback, until that part works again (not every tick)."""
+        if key not in self._failed:
+            log.warning("%s failed (%s: %s); skipped until it recovers", what, type(e).__name__, e, exc_info=e)
+            self._failed.add(key)
 
     def run(self, duration: float | None = None) -> None:
         """Tick at a fixed rate until stop() (or ``duration`` seconds)."""

@@ -8,15 +8,15 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from bottleneckd.peaks.catalog import Catalog
-from bottleneckd.outputs.channel import PhaseReceiver
-from bottleneckd.hardware.detect.machine import Machine
-from bottleneckd.runtime.loop import SamplingLoop
-from bottleneckd.hardware.nvml import NvmlBackend
-from bottleneckd.peaks.resolve import PeakTable, resolve_peaks
 from bottleneckd.diagnosis.pipeline import Pipeline, Snapshot
-from bottleneckd.peaks.profile import Profile
+from bottleneckd.hardware.detect.machine import Machine, detect_machine
+from bottleneckd.hardware.nvml import NvmlBackend
 from bottleneckd.model.protocol import Event
+from bottleneckd.outputs.channel import PhaseReceiver
+from bottleneckd.peaks.catalog import Catalog, load_catalog
+from bottleneckd.peaks.profile import Profile, load_profile
+from bottleneckd.peaks.resolve import PeakTable, resolve_peaks
+from bottleneckd.runtime.loop import SamplingLoop
 from bottleneckd.model.sample import RankPhases, StepPhases
 from bottleneckd.outputs.energy import EnergyMeter
 from bottleneckd.samplers.base import Sampler
@@ -58,7 +58,7 @@ class Sidecar:
         return self.steps_total
 
     def events(self) -> list[Event]:
-        return list(self.receiver.events)
+        return self.receiver.events_since(0)[0]  # under the receiver's lock: the channel thread appends
 
     def close(self) -> None:
         self.receiver.close()
@@ -104,16 +104,10 @@ def build_sidecar(machine: Machine | None = None, catalog: Catalog | None = None
     """Detect (unless ``machine`` is given), resolve peaks, build the samplers, the pipeline, the
     receiver (bound to ``socket_path`` when ``listen``) and the loop that ties them together."""
     if machine is None:
-        from bottleneckd.hardware.detect import detect_machine
-
         machine = detect_machine()
     if catalog is None:
-        from bottleneckd.peaks.catalog import load_catalog
-
         catalog = load_catalog()
     if profile is DEFAULT_PROFILE:
-        from bottleneckd.peaks.profile import load_profile
-
         profile = load_profile()
     peaks = resolve_peaks(machine, catalog, profile)
     samplers, why = build_samplers(machine, peaks, pid, paths, disabled, nvml)

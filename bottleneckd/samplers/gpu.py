@@ -15,6 +15,7 @@ window has it, and the rules decide on the job's GPUs only.
 from __future__ import annotations
 
 import logging
+from typing import Callable
 
 from bottleneckd.hardware import nvml as nv
 from bottleneckd.hardware.detect.gpus import resolve_backend
@@ -61,14 +62,15 @@ class GpuSampler:
             return []
         out: list[Reading] = []
         self._tick += 1
-        job = {p.pid for p in self._tree.members()} if self._tree is not None and (self._tick - 1) % self._process_every == 0 else None
+        refresh = (self._tick - 1) % self._process_every == 0  # process lists and PCIe links: every 10th tick
+        job = {p.pid for p in self._tree.members()} if self._tree is not None and refresh else None
         for i in range(self._nv.device_count()):
             dev = self._nv.label(i)
             if i in self._down:
                 out.append(Reading("gpu_compute", dev, "up", 0.0, "bool"))
                 continue
             try:
-                out += self._one(i, dev, job)
+                out += self._one(i, dev, refresh, job)
                 out.append(Reading("gpu_compute", dev, "up", 1.0, "bool"))
             except nv.GpuLostError as e:
                 log.error("%s; its series are dropped, sampling goes on", e)
@@ -77,19 +79,22 @@ class GpuSampler:
                 out.append(Reading("gpu_compute", dev, "up", 0.0, "bool"))
         return out
 
-    def _one(self, i: int, dev: str, job: set[int] | None) -> list[Reading]:
-        n, p = self._nv, self._peaks
+    def _one(self, i: int, dev: str, refresh: bool, job: set[int] | None) -> list[Reading]:
+        """Every reading of unit ``i``; ``refresh``: read the process lists and the PCIe link too,
+        ``job``: the job's PIDs, to say whether it runs on this unit."""
+        gpm = self._nv.gpm_metrics(i) if self._gpm.get(i) else None  # type: ignore[union-attr]
+        no_gpm = "GPM not supported on this GPU (Hopper or later needed)" if not self._gpm.get(i) else "first GPM interval"
+        return (self._compute(i, dev, gpm, no_gpm) + self._memory(i, dev, gpm, no_gpm, refresh, job)
+                + self._links(i, dev, gpm, refresh) + self._power_clocks(i, dev))
+
+    def _compute(self, i: int, dev: str, gpm: dict[int, float | None] | None, no_gpm: str) -> list[Reading]:
+        n = self._nv
         assert n is not None
         out: list[Reading] = []
         util = n.utilization(i)
         out.append(Reading("gpu_compute", dev, "busy_fraction", None if util is None else util[0] / 100, "ratio",
                            "" if util else "NVML utilization not supported"))
-        gpm = n.gpm_metrics(i) if self._gpm.get(i) else None
-
-        def g(metric: int) -> float | None:
-            return None if gpm is None else gpm.get(metric)
-
-        no_gpm = "GPM not supported on this GPU (Hopper or later needed)" if not self._gpm.get(i) else "first GPM interval"
+        g = _gpm_reader(gpm)
         for metric, gid in (("sm_activity", nv.GPM_SM_UTIL), ("sm_occupancy", nv.GPM_SM_OCCUPANCY), ("tensor_activity", nv.GPM_ANY_TENSOR_UTIL),
                             ("fp32_activity", nv.GPM_FP32_UTIL), ("fp16_activity", nv.GPM_FP16_UTIL),
                             ("fp64_activity", nv.GPM_FP64_UTIL), ("integer_activity", nv.GPM_INTEGER_UTIL)):
@@ -98,8 +103,17 @@ class GpuSampler:
         sm = g(nv.GPM_SM_UTIL)
         out.append(Reading("gpu_compute", dev, "utilization", None if sm is None else sm / 100, "ratio",
                            "" if sm is not None else f"SM activity unknown ({no_gpm}); busy_fraction is a time fraction, not load"))
-        dram = g(nv.GPM_DRAM_BW_UTIL)
-        bw = p.get("gpu_memory_bandwidth", dev)
+        return out
+
+    def _memory(self, i: int, dev: str, gpm: dict[int, float | None] | None, no_gpm: str, refresh: bool,
+                job: set[int] | None) -> list[Reading]:
+        """DRAM bandwidth (GPM), memory in use, and (on ``refresh``) each process's memory and
+        whether one of the job's processes runs here."""
+        n = self._nv
+        assert n is not None
+        out: list[Reading] = []
+        dram = _gpm_reader(gpm)(nv.GPM_DRAM_BW_UTIL)
+        bw = self._peaks.get("gpu_memory_bandwidth", dev)
         theoretical = None if bw is None else (bw.catalog_value if bw.origin == "calibrated" else bw.value)
         if dram is None:
             out += utilization("gpu_memory_bandwidth", dev, None, bw.value if bw else None, "B/s", f"DRAM bandwidth needs GPM ({no_gpm})")
@@ -112,7 +126,7 @@ class GpuSampler:
         mem = n.memory(i)
         out += utilization("gpu_memory", dev, None if mem is None else float(mem[1]), None if mem is None else float(mem[0]), "B",
                            "NVML memory info not supported")
-        if (self._tick - 1) % self._process_every == 0:
+        if refresh:
             procs = n.process_memory(i)
             if procs is not None:
                 for pid, b in procs.items():
@@ -122,7 +136,14 @@ class GpuSampler:
                     self._job_gpu[i] = bool(job & set(procs))
         if i in self._job_gpu:
             out.append(Reading("gpu_compute", dev, "job_process", 1.0 if self._job_gpu[i] else 0.0, "bool"))
+        return out
 
+    def _links(self, i: int, dev: str, gpm: dict[int, float | None] | None, refresh: bool) -> list[Reading]:
+        """PCIe (throughput, and the link read on ``refresh``) and NVLink."""
+        n, p = self._nv, self._peaks
+        assert n is not None
+        out: list[Reading] = []
+        g = _gpm_reader(gpm)
         # PCIe: GPM rates when present (no blocking), else the 20 ms-window NVML counter
         if gpm is not None and g(nv.GPM_PCIE_TX_PER_SEC) is not None:
             tx, rx = g(nv.GPM_PCIE_TX_PER_SEC) * 1048576, (g(nv.GPM_PCIE_RX_PER_SEC) or 0.0) * 1048576  # type: ignore[operator]
@@ -134,7 +155,7 @@ class GpuSampler:
         if pcie is not None:
             out += [Reading("cpu_gpu_interconnect", dev, "tx_bytes_per_second", pcie[0], "B/s"),
                     Reading("cpu_gpu_interconnect", dev, "rx_bytes_per_second", pcie[1], "B/s")]
-        if (self._tick - 1) % self._process_every == 0 or i not in self._link:  # the link changes rarely: read it every 10th tick
+        if refresh or i not in self._link:  # the link changes rarely
             self._link[i] = n.pcie_current_link(i)
         gen, width = self._link[i]
         no_link = "not reported for this device (a MIG slice, or not supported)"
@@ -152,7 +173,12 @@ class GpuSampler:
             out += utilization("inter_gpu_interconnect", dev, total, nvl_peak, "B/s")
         else:
             out += utilization("inter_gpu_interconnect", dev, None, nvl_peak, "B/s", "no active NVLink on this GPU")
+        return out
 
+    def _power_clocks(self, i: int, dev: str) -> list[Reading]:
+        n = self._nv
+        assert n is not None
+        out: list[Reading] = []
         power = n.power_watts(i)
         out.append(Reading("gpu_compute", dev, "power", power, "W", "" if power is not None else "not supported"))
         energy = n.energy_joules(i)
@@ -168,3 +194,8 @@ class GpuSampler:
             for bit, label in nv.CLOCK_EVENT_REASONS.items():
                 out.append(Reading("gpu_compute", dev, f"throttle:{label}", 1.0 if reasons & bit else 0.0, "bool"))
         return out
+
+
+def _gpm_reader(gpm: dict[int, float | None] | None) -> Callable[[int], float | None]:
+    """A GPM metric by id from this tick's sample: None when there is no sample or no such metric."""
+    return lambda metric: None if gpm is None else gpm.get(metric)

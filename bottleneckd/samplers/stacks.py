@@ -66,6 +66,8 @@ def find_py_spy() -> str | None:
 def classify_frames(frames: list[dict]) -> str:
     """The stage of one stack (frames innermost first, as py-spy gives them): the first phase of
     PHASE_ORDER matched by any frame, else "other"."""
+    if frames and all(f.get("name") == "<module>" for f in frames):
+        return STARTUP  # module-level code only (building the model, the data): set-up, not a step
     seen: set[str] = set()
     for f in frames:
         path = (f.get("filename") or f.get("short_filename") or "").replace("\\", "/")

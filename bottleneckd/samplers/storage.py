@@ -65,7 +65,8 @@ class StorageSampler:
             r = self._rates.rate
             rb, wb = r(f"{d}.rb", float(c.read_bytes)), r(f"{d}.wb", float(c.write_bytes))
             ro, wo = r(f"{d}.ro", float(c.read_count)), r(f"{d}.wo", float(c.write_count))
-            busy = r(f"{d}.busy", float(getattr(c, "busy_time", 0.0)) / 1000.0)
+            busy_ms = getattr(c, "busy_time", None)  # not on every platform: unknown, never 0% busy
+            busy = r(f"{d}.busy", float(busy_ms) / 1000.0) if busy_ms is not None else None
             nbytes = None if rb is None or wb is None else rb + wb
             ops = None if ro is None or wo is None else ro + wo
             seq_peak = self._peaks.value("storage_bandwidth", d, "sequential_read")
@@ -118,6 +119,7 @@ class StorageSampler:
         assert tree is not None
         calls = chars = fetched = written = 0.0
         readable = 0
+        chars_known = True
         by_role: dict[str, float] = {RANK: 0.0, WORKER: 0.0, LAUNCHER: 0.0}
         for p in tree.members():
             role = tree.role(p.pid)
@@ -130,7 +132,9 @@ class StorageSampler:
                 continue
             readable += 1
             calls += io.read_count
-            chars += getattr(io, "read_chars", 0)
+            rc = getattr(io, "read_chars", None)  # Linux only: unknown, never 0 characters
+            chars_known = chars_known and rc is not None
+            chars += rc or 0
             fetched += io.read_bytes
             written += io.write_bytes
         if not readable:
@@ -140,7 +144,7 @@ class StorageSampler:
         key = f"{readable}"  # a change in the set of processes resets the rates
         r = self._rates.rate
         cps = r(f"job.calls.{key}", calls)
-        cs = r(f"job.chars.{key}", chars)
+        cs = r(f"job.chars.{key}", chars) if chars_known else None
         bs = r(f"job.bytes.{key}", fetched)
         ws = r(f"job.writes.{key}", written)
         cg = cgroup_dir(tree.pid, self._proc, self._cgroot)
@@ -150,7 +154,8 @@ class StorageSampler:
         jsome, jfull, jwhy = self._job_psi.read()
         return [
             Reading("storage_bandwidth", "job", "read_calls_per_second", cps, "1/s", "first interval" if cps is None else ""),
-            Reading("storage_bandwidth", "job", "read_chars_per_second", cs, "B/s", "first interval" if cs is None else ""),
+            Reading("storage_bandwidth", "job", "read_chars_per_second", cs, "B/s",
+                    "" if cs is not None else "first interval" if chars_known else "read_chars not reported on this platform"),
             Reading("storage_bandwidth", "job", "read_bytes_per_second", bs, "B/s", "first interval" if bs is None else ""),
             Reading("storage_bandwidth", "job", "write_bytes_per_second", ws, "B/s", "first interval" if ws is None else ""),
             *(Reading("storage_bandwidth", "job", f"{role}_bytes_per_second", r(f"job.{role}.{key}", v), "B/s")

@@ -21,7 +21,7 @@ class LocalSidecar:
 
     def report(self) -> dict[str, Any] | None:
         self.loop.tick()  # include the phases just flushed
-        return build_report(self.pipeline, self.pipeline.latest.verdict if self.pipeline.latest else None)
+        return build_report(self.pipeline, current=True)
 
     def stop(self) -> None:
         self.loop.stop()

@@ -1,5 +1,5 @@
 """Labelled workload: a fine-tuning job (a frozen 100 MB embedding table, a small trainable head)
-that writes a full checkpoint (torch.save of the state dict, fsync'd) every 4 steps: most of the
+that writes a full checkpoint (torch.save of the state dict, fsync'd) every 2 steps: most of the
 wall time is spent checkpointing, outside forward, backward and the optimizer.
 Intervention: the checkpoint writes removed (the same steps).
 
@@ -21,7 +21,7 @@ from torch import nn
 from common import options, train
 
 ap = options(__doc__)
-ap.add_argument("--every", type=int, default=4, help="checkpoint every N steps")
+ap.add_argument("--every", type=int, default=2, help="checkpoint every N steps")
 args = ap.parse_args()
 torch.manual_seed(0)
 embed = nn.Embedding(100_000, 256).requires_grad_(False)  # frozen, but saved with the model

@@ -73,7 +73,7 @@ def mlp(width: int, depth: int, d_in: int | None = None, d_out: int = 10):  # no
     return nn.Sequential(*layers, nn.Linear(d, d_out))
 
 
-def costly_image_job(workers: int = 1):  # noqa: ANN201
+def costly_image_job(workers: int = 1, cost: int = 24):  # noqa: ANN201
     """A small conv net fed by a loader with costly per-sample transforms: data-loading bound."""
     import torch
     from torch import nn
@@ -82,7 +82,7 @@ def costly_image_job(workers: int = 1):  # noqa: ANN201
     torch.set_num_threads(1)
     model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(256, 10))
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    loader = DataLoader(CostlyImages(100000, 24), batch_size=16, num_workers=workers)
+    loader = DataLoader(CostlyImages(100000, cost), batch_size=16, num_workers=workers)
     return loader, classifier_step(model, opt, nn.CrossEntropyLoss())
 
 

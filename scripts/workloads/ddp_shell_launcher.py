@@ -6,6 +6,7 @@ LABEL = "inter_gpu_interconnect"
 STAGE = "communication"
 INTERVENTION = "no_sync() on every step: same per-rank forward/backward, no gradient all-reduce"
 MIN_SPEEDUP = 1.6
+PROOF_SECONDS = 8  # steps of about a second: a 4-second run counts too few
 
 import os
 import shlex

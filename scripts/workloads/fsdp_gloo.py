@@ -8,6 +8,7 @@ LABEL = "inter_gpu_interconnect"
 STAGE = "communication"
 INTERVENTION = "world size 1 with the same per-rank model and batch (collectives move nothing)"
 MIN_SPEEDUP = 1.5
+PROOF_SECONDS = 8  # steps of about a second: a 4-second run counts too few
 
 
 def rank_main(rank: int, world: int, port: int, seconds: float) -> None:

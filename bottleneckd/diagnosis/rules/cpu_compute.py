@@ -22,6 +22,14 @@ from bottleneckd.model.units import fmt_value
 from bottleneckd.peaks.resolve import PeakTable
 
 
+#: the hook counts one step's FLOPs and bytes at its 3rd step and reports them with the next report;
+#: past this many steps without them the counting failed, and the rule goes on without
+ROOFLINE_STEPS = 12
+#: attach: stack samples after which an operator mix still unknown (no recognised operator in
+#: forward) is taken as not low-intensity
+STACK_SAMPLES = 24
+
+
 def cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     """The findings of _cpu_compute, weighed by how much of the step the compute stage takes: a
     step half in compute and half waiting for data on the same CPU is the data stage's as much as
@@ -43,14 +51,19 @@ def _cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
         return []
     facts = p.facts if p else {}
     cpu = cpu_state(w)
-    if comp_share is None and not cpu.busy_evidence:
-        return []  # no phases and nothing busy: the machine-only rules speak
+    if comp_share is None:
+        return []  # no step phases (start-up, or no hook and no stacks): which stage is busy is unknown
     cev = ([f"forward+backward+optimizer {pct(comp_share)} of step time"] if comp_share is not None else []) + cpu.describe()
     if not cpu.busy_evidence:
         return _waiting(w, cpu, cev, facts)
     ranks = max(cpu.ranks, int(facts.get("world_size") or 1))
-    comm_seen = bool(p and (p.share("communication") or 0.0) > 0.0)  # collectives timed (FSDP, explicit all_reduce)
-    if (ranks > 1 or facts.get("ddp")) and facts.get("ddp_comm_timing") != "comm hook" and not comm_seen:
+    # DDP's all-reduce runs inside backward: timed only through its comm hook. Without DDP (FSDP,
+    # explicit all_reduce) the collectives are Python calls the hook times: any time seen counts.
+    if facts.get("ddp"):
+        timed = facts.get("ddp_comm_timing") == "comm hook"
+    else:
+        timed = bool(p and (p.share("communication") or 0.0) > 0.0)
+    if (ranks > 1 or facts.get("ddp")) and not timed:
         why = (f"{ranks} ranks whose gradient communication is not timed here (DDP runs it inside backward): compute and "
                "communication cannot be told apart; time it (bottleneckd's DDP communication hook) or compare a step under no_sync()")
         return [Finding(UNDETERMINED, "compute", 0.6, tuple(cev + [why]), None)]
@@ -71,6 +84,16 @@ def _cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
             return [Finding("cpu_memory_bandwidth", "compute", min(1.0, 0.55 + b_ratio), tuple(cev), None)]
         return [Finding("cpu_compute", "compute", min(1.0, 0.55 + f_ratio), tuple(cev), None)]
     mbw = w.get("cpu_memory_bandwidth", "host", "utilization")
+    if (mbw is None and peak_b is None and facts.get("arithmetic_intensity") is None and facts.get("phase_source") != "py-spy"
+            and "parameters" in facts and w.steps_seen <= ROOFLINE_STEPS):
+        why = ("compute or memory bandwidth: no peak is known here and the hook has not yet counted one step's FLOPs and "
+               f"bytes (it does so early in the run; {w.steps_seen} steps so far)")
+        return [Finding(UNDETERMINED, "compute", 0.6, tuple(cev + [why]), None)]
+    if (mbw is None and peak_b is None and facts.get("phase_source") == "py-spy" and facts.get("low_intensity_op_share") is None
+            and w.steps_seen <= STACK_SAMPLES):
+        why = ("compute or memory bandwidth: no peak is known here and too few forward stack samples name their operators yet "
+               f"({w.steps_seen} stack samples so far)")
+        return [Finding(UNDETERMINED, "compute", 0.6, tuple(cev + [why]), None)]
     if mbw is not None and mbw >= 0.6:
         return [Finding("cpu_memory_bandwidth", "compute", min(1.0, mbw / 0.8), tuple(cev + [f"memory bandwidth {pct(mbw)} of peak"]), None)]
     ai = facts.get("arithmetic_intensity")

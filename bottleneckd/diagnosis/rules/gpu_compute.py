@@ -93,16 +93,17 @@ def _one_gpu(w: WindowStats, peaks: PeakTable, dev: str, gev: list[str]) -> list
     elif flops is not None and cpk.value is None:
         roof = [f"roofline not used: {cpk.why}"]
 
-    if dram is not None and dram >= 0.6 and (busiest is None and (sm is None or dram >= sm) or busiest is not None and dram >= busiest[1]):
+    rival = busiest[1] if busiest is not None else (sm or 0.0)  # what DRAM must outdo: the busiest pipe, else the SMs
+    if dram is not None and dram >= 0.6 and dram >= rival:
         why = f"DRAM bandwidth {pct(dram)} of the theoretical peak" + (f", above the busiest pipe ({busiest[0]} {pct(busiest[1])})" if busiest else "")
         return [Finding("gpu_memory_bandwidth", "compute", min(1.0, dram / DRAM_PRACTICAL_MAX), tuple(gev + [why, act] + roof), None)]
     sm_idle = sm is not None and sm < LOW_SM
-    if (sm_idle and busy is not None and busy >= 0.6) or (f_ratio is not None and b_ratio is not None and max(f_ratio, b_ratio) < NEAR_PEAK_FLOOR
-                                                          and (sm is None or sm_idle)):
+    below_floor = f_ratio is not None and b_ratio is not None and max(f_ratio, b_ratio) < NEAR_PEAK_FLOOR
+    if (sm_idle and busy is not None and busy >= 0.6) or (below_floor and (sm is None or sm_idle)):
         ev = gev + roof + [act] if sm is not None else gev + roof
         if busy is not None and sm_idle:
             ev.append(f"NVML 'GPU utilization' {pct(busy)} but SM activity only {pct(sm)}: kernels are small or serial")
-        if f_ratio is not None and b_ratio is not None and max(f_ratio, b_ratio) < NEAR_PEAK_FLOOR:
+        if below_floor:
             ev.append(f"neither FLOP/s nor bytes/s is near its peak (both under {pct(NEAR_PEAK_FLOOR)}): overhead, not the roofline, limits the step")
         if main is not None and main >= ONE_CORE:
             ev.append(f"the training process's main thread at {main:.2f} of a core: kernel launches / host-side Python limit the step")
