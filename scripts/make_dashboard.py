@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""Generates dashboards/bottleneckd.json (Grafana dashboard, schema 39). Edit here, then run
+"""Generates dashboards/bottleneckd.json with Grafana's own dashboards-as-code library
+(grafana-foundation-sdk): every panel, query, variable and annotation is built through its typed
+builders, so the dashboard follows Grafana's schema by construction, with no Grafana server to
+check against. Edit here, then run
     python scripts/make_dashboard.py
 The test suite checks the result's structure and evaluates every expression in a real Prometheus."""
 
@@ -7,116 +10,142 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
-DS = {"type": "prometheus", "uid": "${datasource}"}
+from grafana_foundation_sdk.builders import bargauge, common as cb, dashboard as db, gauge, heatmap, prometheus, stat, \
+    statetimeline, timeseries
+from grafana_foundation_sdk.cog.encoder import JSONEncoder
+from grafana_foundation_sdk.models import common
+from grafana_foundation_sdk.models.dashboard import DashboardCursorSync, DataSourceRef, VariableRefresh, VariableSort
+
+DS = DataSourceRef(type_val="prometheus", uid="${datasource}")
 SEL = 'instance=~"$host", job=~"$job"'
 GPU = f'{SEL}, device=~"$gpu"'
+RANK = 'train_job=~"$train_job"'
 _ids = iter(range(1, 1000))
 
 
-def target(expr: str, legend: str = "", ref: str = "A") -> dict:
-    return {"datasource": DS, "expr": expr, "legendFormat": legend, "refId": ref, "range": True}
+def q(expr: str, legend: str = "", ref: str = "A") -> prometheus.Dataquery:
+    return prometheus.Dataquery().expr(expr).legend_format(legend).ref_id(ref).range().datasource(DS)
 
 
-def panel(kind: str, title: str, x: int, y: int, w: int, h: int, targets: list[dict], unit: str = "", desc: str = "", **extra) -> dict:
-    p = {"id": next(_ids), "type": kind, "title": title, "description": desc, "datasource": DS,
-         "gridPos": {"x": x, "y": y, "w": w, "h": h}, "targets": targets,
-         "fieldConfig": {"defaults": {"unit": unit}, "overrides": []}, "options": {}}
-    p.update(extra)
+def _common(p: Any, title: str, w: int, h: int, targets: list[prometheus.Dataquery], unit: str = "", desc: str = "") -> Any:
+    p = p.id(next(_ids)).title(title).description(desc).datasource(DS).span(w).height(h).targets(targets)
+    return p.unit(unit) if unit else p
+
+
+def series(title: str, w: int, h: int, targets: list, unit: str = "", desc: str = "", stacked: bool = False) -> timeseries.Panel:
+    p = _common(timeseries.Panel(), title, w, h, targets, unit, desc)
+    if stacked:
+        p = p.stacking(cb.StackingConfig().mode(common.StackingMode.NORMAL)).fill_opacity(60)
     return p
 
 
-def row(title: str, y: int) -> dict:
-    return {"id": next(_ids), "type": "row", "title": title, "collapsed": False, "gridPos": {"x": 0, "y": y, "w": 24, "h": 1}, "panels": []}
+def big(title: str, w: int, h: int, targets: list, unit: str = "", desc: str = "", name: bool = False) -> stat.Panel:
+    p = _common(stat.Panel(), title, w, h, targets, unit, desc).reduce_options(cb.ReduceDataOptions().calcs(["lastNotNull"]))
+    if name:
+        p = p.text_mode(common.BigValueTextMode.NAME)
+    return p
+
+
+def row(title: str) -> db.Row:
+    return db.Row(title).id(next(_ids))
+
+
+def var(name: str, query: str, label: str) -> db.QueryVariable:
+    return (db.QueryVariable(name).label(label).datasource(DS).query(query).refresh(VariableRefresh.ON_TIME_RANGE_CHANGED)
+            .include_all(True).multi(True).all_value(".*").sort(VariableSort.ALPHABETICAL_ASC))
 
 
 def build() -> dict:
-    panels = [
-        row("Verdict", 0),
-        panel("stat", "Active bottleneck", 0, 1, 8, 4,
-              [target(f"max by (resource) (bottleneckd_bottleneck_active{{{SEL}}}) == 1", "{{resource}}")],
-              desc="The resource (section 6.1 of Bartoldson et al., 2023) that limits the step now.",
-              options={"textMode": "name", "colorMode": "background", "reduceOptions": {"calcs": ["lastNotNull"]}}),
-        panel("stat", "Held for", 8, 1, 4, 4, [target(f"time() - max(bottleneckd_bottleneck_since_seconds{{{SEL}}})", "held")], unit="s"),
-        panel("gauge", "Confidence", 12, 1, 4, 4, [target(f"max(bottleneckd_bottleneck_confidence_ratio{{{SEL}}})", "confidence")], unit="percentunit"),
-        panel("stat", "Headroom", 16, 1, 4, 4, [target(f"max(bottleneckd_bottleneck_headroom_ratio{{{SEL}}})", "x faster")], unit="x",
-              desc="How many times faster a step could be if the bottleneck stopped limiting it (Figure 15's vertical line)."),
-        panel("stat", "Stage", 20, 1, 4, 4, [target(f"max by (stage) (bottleneckd_bottleneck_stage{{{SEL}}}) == 1", "{{stage}}")],
-              options={"textMode": "name", "reduceOptions": {"calcs": ["lastNotNull"]}}),
-        panel("bargauge", "Live Table 4: utilization against peak", 0, 5, 12, 10,
-              [target(f"max by (resource) (bottleneckd_utilization_ratio{{{SEL}}})", "{{resource}}")], unit="percentunit",
-              desc="Every resource against its peak (catalog, detected or calibrated). Missing bars are unknown, never zero.",
-              options={"orientation": "horizontal", "displayMode": "gradient", "reduceOptions": {"calcs": ["lastNotNull"]}},
-              fieldConfig={"defaults": {"unit": "percentunit", "min": 0, "max": 1}, "overrides": []}),
-        panel("timeseries", "Utilization over time", 12, 5, 12, 10,
-              [target(f"max by (resource) (bottleneckd_utilization_ratio{{{SEL}}})", "{{resource}}")], unit="percentunit"),
-        row("Training step", 15),
-        panel("timeseries", "Step phases (seconds per step)", 0, 16, 16, 9,
-              [target(f"sum by (phase) (bottleneckd_step_phase_seconds{{{SEL}}})", "{{phase}}")], unit="s",
-              fieldConfig={"defaults": {"unit": "s", "custom": {"stacking": {"mode": "normal"}, "fillOpacity": 60}}, "overrides": []}),
-        panel("timeseries", "Step time and rate", 16, 16, 8, 9,
-              [target(f"max(bottleneckd_step_seconds{{{SEL}}})", "seconds per step"),
-               target(f"sum(rate(bottleneckd_steps_total{{{SEL}}}[$__rate_interval]))", "steps per second", "B")], unit="s"),
-        row("GPU", 25),
-        panel("timeseries", "SM, tensor and DRAM activity", 0, 26, 12, 9,
-              [target(f"bottleneckd_gpu_compute_sm_activity_ratio{{{GPU}}}", "SM {{device}}"),
-               target(f"bottleneckd_gpu_compute_tensor_activity_ratio{{{GPU}}}", "tensor {{device}}", "B"),
-               target(f'bottleneckd_utilization_ratio{{{GPU}, resource="gpu_memory_bandwidth"}}', "DRAM {{device}}", "C"),
-               target(f"bottleneckd_gpu_compute_busy_fraction_ratio{{{GPU}}}", "NVML busy {{device}}", "D")], unit="percentunit",
-              desc="NVML 'GPU utilization' (busy) is a time fraction; SM activity is how much of the GPU works (GPM)."),
-        panel("timeseries", "GPU memory", 12, 26, 6, 9, [target(f"bottleneckd_gpu_memory_used_bytes{{{GPU}}}", "{{device}}")], unit="bytes"),
-        panel("timeseries", "Power and clocks", 18, 26, 6, 9,
-              [target(f"bottleneckd_gpu_compute_power_watts{{{GPU}}}", "power {{device}}"),
-               target(f"bottleneckd_gpu_compute_sm_clock_hertz{{{GPU}}} / 1e6", "SM MHz {{device}}", "B")], unit="watt"),
-        panel("timeseries", "PCIe and NVLink", 0, 35, 12, 8,
-              [target(f"bottleneckd_cpu_gpu_interconnect_throughput_bytes_per_second{{{GPU}}}", "PCIe {{device}}"),
-               target(f"bottleneckd_inter_gpu_interconnect_throughput_bytes_per_second{{{GPU}}}", "NVLink {{device}}", "B")], unit="Bps"),
-        panel("state-timeline", "GPUs up", 12, 35, 12, 8, [target(f"bottleneckd_gpu_up{{{GPU}}}", "{{device}}")]),
-        row("Host", 43),
-        panel("timeseries", "CPU", 0, 44, 8, 9,
-              [target(f'bottleneckd_cpu_compute_busy_cores{{{SEL}, device="job"}}', "job cores"),
-               target(f'bottleneckd_cpu_compute_worker_busy_cores{{{SEL}, device="job"}}', "loader worker cores", "B"),
-               target(f'bottleneckd_cpu_compute_busy_cores{{{SEL}, device="host"}}', "host cores", "C")]),
-        panel("timeseries", "CPU memory", 8, 44, 8, 9,
-              [target(f'bottleneckd_cpu_memory_used_bytes{{{SEL}, device="host"}}', "used"),
-               target(f'bottleneckd_cpu_memory_resident_bytes{{{SEL}, device="job"}}', "job resident", "B")], unit="bytes"),
-        panel("timeseries", "I/O wait and pressure", 16, 44, 8, 9,
-              [target(f'bottleneckd_cpu_compute_iowait_ratio{{{SEL}}}', "iowait"),
-               target(f'bottleneckd_cpu_compute_pressure_some_ratio{{{SEL}}}', "CPU pressure", "B")], unit="percentunit"),
-        panel("timeseries", "Storage", 0, 53, 12, 9,
-              [target(f"bottleneckd_storage_bandwidth_throughput_bytes_per_second{{{SEL}}}", "bytes {{device}}"),
-               target(f"bottleneckd_storage_bandwidth_operations_per_second{{{SEL}}}", "ops {{device}}", "B")], unit="Bps"),
-        panel("timeseries", "Network", 12, 53, 12, 9,
-              [target(f"bottleneckd_inter_node_interconnect_throughput_bytes_per_second{{{SEL}}}", "{{device}}"),
-               target(f'bottleneckd_utilization_ratio{{{SEL}, resource="storage_network_bandwidth"}}', "network FS {{device}}", "B")], unit="Bps"),
-        row("bottleneckd itself", 62),
-        panel("timeseries", "Samplers", 0, 63, 24, 7,
-              [target(f"bottleneckd_sampler_duration_seconds{{{SEL}}}", "{{sampler}}"),
-               target(f"bottleneckd_sampler_up{{{SEL}}} == 0", "down: {{sampler}}", "B")], unit="s"),
-    ]
+    global _ids
+    _ids = iter(range(1, 1000))
+    d = (db.Dashboard("bottleneckd: what limits training").uid("bottleneckd").tags(["bottleneckd", "training"])
+         .editable().tooltip(DashboardCursorSync.CROSSHAIR).refresh("10s").time("now-1h", "now").timezone("").version(1)
+         .with_variable(db.DatasourceVariable("datasource").label("Prometheus").type("prometheus"))
+         .with_variable(var("job", "label_values(bottleneckd_sampler_up, job)", "job"))
+         .with_variable(var("host", 'label_values(bottleneckd_sampler_up{job=~"$job"}, instance)', "host"))
+         .with_variable(var("gpu", 'label_values(bottleneckd_gpu_up{instance=~"$host"}, device)', "GPU"))
+         .with_variable(var("train_job", "label_values(bottleneckd_rank_step_seconds, train_job)", "training job"))
+         .annotation(db.AnnotationQuery().name("Mitigations applied").datasource(DS).enable(True).icon_color("orange")
+                     .expr(f"changes(bottleneckd_mitigation_applied_timestamp_seconds{{{SEL}}}[2m]) > 0")))
 
-    def var(name: str, query: str, label: str) -> dict:
-        return {"name": name, "label": label, "type": "query", "datasource": DS, "query": {"query": query, "refId": name},
-                "definition": query, "refresh": 2, "includeAll": True, "multi": True, "allValue": ".*",
-                "current": {"selected": True, "text": ["All"], "value": ["$__all"]}, "sort": 1}
+    d = d.with_row(row("Verdict"))
+    d = d.with_panel(big("Active bottleneck", 8, 4, [q(f"max by (resource) (bottleneckd_bottleneck_active{{{SEL}}}) == 1", "{{resource}}")],
+                         desc="The resource (section 6.1 of Bartoldson et al., 2023) that limits the step now.", name=True)
+                     .color_mode(common.BigValueColorMode.BACKGROUND))
+    d = d.with_panel(big("Held for", 4, 4, [q(f"time() - max(bottleneckd_bottleneck_since_seconds{{{SEL}}})", "held")], unit="s"))
+    d = d.with_panel(_common(gauge.Panel(), "Confidence", 4, 4, [q(f"max(bottleneckd_bottleneck_confidence_ratio{{{SEL}}})", "confidence")],
+                             unit="percentunit"))
+    d = d.with_panel(big("Headroom", 4, 4, [q(f"max(bottleneckd_bottleneck_headroom_ratio{{{SEL}}})", "x faster")], unit="x",
+                         desc="How many times faster a step could be if the bottleneck stopped limiting it (Figure 15's vertical line)."))
+    d = d.with_panel(big("Stage", 4, 4, [q(f"max by (stage) (bottleneckd_bottleneck_stage{{{SEL}}}) == 1", "{{stage}}")], name=True))
+    d = d.with_panel(_common(bargauge.Panel(), "Live Table 4: utilization against peak", 12, 10,
+                             [q(f"max by (resource) (bottleneckd_utilization_ratio{{{SEL}}})", "{{resource}}")], "percentunit",
+                             "Every resource against its peak (catalog, detected or calibrated). Missing bars are unknown, never zero.")
+                     .orientation(common.VizOrientation.HORIZONTAL).display_mode(common.BarGaugeDisplayMode.GRADIENT)
+                     .reduce_options(cb.ReduceDataOptions().calcs(["lastNotNull"])).min(0).max(1))
+    d = d.with_panel(series("Utilization over time", 12, 10, [q(f"max by (resource) (bottleneckd_utilization_ratio{{{SEL}}})", "{{resource}}")],
+                            "percentunit"))
 
-    return {
-        "uid": "bottleneckd", "title": "bottleneckd: what limits training", "tags": ["bottleneckd", "training"],
-        "schemaVersion": 39, "version": 1, "editable": True, "graphTooltip": 1, "refresh": "10s",
-        "time": {"from": "now-1h", "to": "now"}, "timezone": "",
-        "templating": {"list": [
-            {"name": "datasource", "label": "Prometheus", "type": "datasource", "query": "prometheus", "current": {}, "hide": 0},
-            var("job", "label_values(bottleneckd_sampler_up, job)", "job"),
-            var("host", 'label_values(bottleneckd_sampler_up{job=~"$job"}, instance)', "host"),
-            var("gpu", 'label_values(bottleneckd_gpu_up{instance=~"$host"}, device)', "GPU"),
-        ]},
-        "annotations": {"list": [
-            {"name": "Mitigations applied", "datasource": DS, "enable": True, "iconColor": "orange",
-             "expr": f"changes(bottleneckd_mitigation_applied_timestamp_seconds{{{SEL}}}[2m]) > 0",
-             "titleFormat": "{{mitigation}} applied", "textFormat": "changes training semantics: {{changes_semantics}}", "step": "30s"},
-        ]},
-        "panels": panels,
-    }
+    d = d.with_row(row("Training step"))
+    d = d.with_panel(series("Step phases (seconds per step)", 16, 9, [q(f"sum by (phase) (bottleneckd_step_phase_seconds{{{SEL}}})", "{{phase}}")],
+                            "s", stacked=True))
+    d = d.with_panel(series("Step time and rate", 8, 9, [q(f"max(bottleneckd_step_seconds{{{SEL}}})", "seconds per step"),
+                                                          q(f"sum(rate(bottleneckd_steps_total{{{SEL}}}[$__rate_interval]))", "steps per second", "B")], "s"))
+
+    d = d.with_row(row("The job across ranks"))
+    d = d.with_panel(_common(heatmap.Panel(), "Step time by rank", 12, 9,
+                             [q(f"avg by (rank) (bottleneckd_rank_step_seconds{{{RANK}}})", "{{rank}}")], "s",
+                             "One row per rank, one column per scrape: under a synchronous all-reduce every rank's step takes as "
+                             "long as the slowest one's, so look at compute by rank for the cause.")
+                     .calculate(False).y_axis(heatmap.YAxisConfig().unit("none")).color(heatmap.HeatmapColorOptions().scheme("Oranges")))
+    d = d.with_panel(_common(heatmap.Panel(), "Compute (forward + backward) by rank", 12, 9,
+                             [q(f"avg by (rank) (bottleneckd_rank_compute_seconds{{{RANK}}})", "{{rank}}")], "s",
+                             "The straggler computes longest; the others wait for it in the all-reduce.")
+                     .calculate(False).y_axis(heatmap.YAxisConfig().unit("none")).color(heatmap.HeatmapColorOptions().scheme("Reds")))
+    d = d.with_panel(_common(statetimeline.Panel(), "The straggler's history", 12, 6,
+                             [q(f"train_job:bottleneckd_straggler_rank{{{RANK}}}", "{{train_job}}")], "none",
+                             "The rank that computes more than 10% longer than the job's median rank, and longest of all "
+                             "(recording rule over every node's sidecar); empty while the ranks are even.")
+                     .show_value(common.VisibilityMode.ALWAYS).merge_values(True))
+    d = d.with_panel(series("Spread and exposed communication", 12, 6,
+                            [q(f"train_job:bottleneckd_rank_step_seconds:spread_ratio{{{RANK}}}", "step-time spread across ranks"),
+                             q(f"train_job:bottleneckd_exposed_communication:ratio{{{RANK}}}", "exposed communication share", "B"),
+                             q(f"rank:bottleneckd_compute_excess:ratio{{{RANK}}}", "compute excess rank {{rank}}", "C")], "percentunit"))
+
+    d = d.with_row(row("GPU"))
+    d = d.with_panel(series("SM, tensor and DRAM activity", 12, 9,
+                            [q(f"bottleneckd_gpu_compute_sm_activity_ratio{{{GPU}}}", "SM {{device}}"),
+                             q(f"bottleneckd_gpu_compute_tensor_activity_ratio{{{GPU}}}", "tensor {{device}}", "B"),
+                             q(f'bottleneckd_utilization_ratio{{{GPU}, resource="gpu_memory_bandwidth"}}', "DRAM {{device}}", "C"),
+                             q(f"bottleneckd_gpu_compute_busy_fraction_ratio{{{GPU}}}", "NVML busy {{device}}", "D")], "percentunit",
+                            "NVML 'GPU utilization' (busy) is a time fraction; SM activity is how much of the GPU works (GPM)."))
+    d = d.with_panel(series("GPU memory", 6, 9, [q(f"bottleneckd_gpu_memory_used_bytes{{{GPU}}}", "{{device}}")], "bytes"))
+    d = d.with_panel(series("Power and clocks", 6, 9, [q(f"bottleneckd_gpu_compute_power_watts{{{GPU}}}", "power {{device}}"),
+                                                        q(f"bottleneckd_gpu_compute_sm_clock_hertz{{{GPU}}} / 1e6", "SM MHz {{device}}", "B")], "watt"))
+    d = d.with_panel(series("PCIe and NVLink", 12, 8,
+                            [q(f"bottleneckd_cpu_gpu_interconnect_throughput_bytes_per_second{{{GPU}}}", "PCIe {{device}}"),
+                             q(f"bottleneckd_inter_gpu_interconnect_throughput_bytes_per_second{{{GPU}}}", "NVLink {{device}}", "B")], "Bps"))
+    d = d.with_panel(_common(statetimeline.Panel(), "GPUs up", 12, 8, [q(f"bottleneckd_gpu_up{{{GPU}}}", "{{device}}")]))
+
+    d = d.with_row(row("Host"))
+    d = d.with_panel(series("CPU", 8, 9, [q(f'bottleneckd_cpu_compute_busy_cores{{{SEL}, device="job"}}', "job cores"),
+                                           q(f'bottleneckd_cpu_compute_worker_busy_cores{{{SEL}, device="job"}}', "loader worker cores", "B"),
+                                           q(f'bottleneckd_cpu_compute_busy_cores{{{SEL}, device="host"}}', "host cores", "C")]))
+    d = d.with_panel(series("CPU memory", 8, 9, [q(f'bottleneckd_cpu_memory_used_bytes{{{SEL}, device="host"}}', "used"),
+                                                  q(f'bottleneckd_cpu_memory_resident_bytes{{{SEL}, device="job"}}', "job resident", "B")], "bytes"))
+    d = d.with_panel(series("I/O wait and pressure", 8, 9, [q(f"bottleneckd_cpu_compute_iowait_ratio{{{SEL}}}", "iowait"),
+                                                             q(f"bottleneckd_cpu_compute_pressure_some_ratio{{{SEL}}}", "CPU pressure", "B")], "percentunit"))
+    d = d.with_panel(series("Storage", 12, 9, [q(f"bottleneckd_storage_bandwidth_throughput_bytes_per_second{{{SEL}}}", "bytes {{device}}"),
+                                                q(f"bottleneckd_storage_bandwidth_operations_per_second{{{SEL}}}", "ops {{device}}", "B")], "Bps"))
+    d = d.with_panel(series("Network", 12, 9, [q(f"bottleneckd_inter_node_interconnect_throughput_bytes_per_second{{{SEL}}}", "{{device}}"),
+                                                q(f'bottleneckd_utilization_ratio{{{SEL}, resource="storage_network_bandwidth"}}', "network FS {{device}}", "B")], "Bps"))
+
+    d = d.with_row(row("bottleneckd itself"))
+    d = d.with_panel(series("Samplers", 24, 7, [q(f"bottleneckd_sampler_duration_seconds{{{SEL}}}", "{{sampler}}"),
+                                                q(f"bottleneckd_sampler_up{{{SEL}}} == 0", "down: {{sampler}}", "B")], "s"))
+    return json.loads(json.dumps(d.build(), cls=JSONEncoder))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from tests.prometheus_server import Prometheus, free_port, wait_http
 DASH = ROOT / "dashboards" / "bottleneckd.json"
 PROM = ROOT / "deploy" / "prometheus"
 TRACE = ROOT / "tests" / "data" / "gpu_compute" / "trace.jsonl"
+RANKS_TRACE = ROOT / "tests" / "ranks_data" / "straggler_4ranks.jsonl"  # torchrun, 4 gloo ranks, rank 2 with 30% more forward work
 
 needs_promtool = pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed (.ci/run installs it)")
 
@@ -83,7 +84,7 @@ def test_deployment_files_parse_and_grant_only_what_is_needed():
 
 
 def substitute(expr: str) -> str:
-    return expr.replace("$host", ".*").replace("$job", ".*").replace("$gpu", ".*").replace("$__rate_interval", "1m")
+    return expr.replace("$host", ".*").replace("$job", ".*").replace("$gpu", ".*").replace("$train_job", ".*").replace("$__rate_interval", "1m")
 
 
 def base_of(expr: str) -> str:
@@ -102,10 +103,10 @@ def test_every_expression_evaluates_and_returns_data(tmp_path, cli_env):
     t_mid = json.loads(lines[18])["t"]
     event = {"type": "event", "t": t_mid, "kind": "mitigation_applied", "name": "mixed_precision", "changes_semantics": True}
     trace.write_text("\n".join(lines[:19] + [json.dumps(event)] + lines[19:]) + "\n")
-    ports = [free_port(), free_port()]
+    ports = [free_port(), free_port(), free_port()]
     serves = [subprocess.Popen([sys.executable, "-m", "bottleneckd.cli", "serve", "--bind", f"127.0.0.1:{port}", "--trace", str(t),
                                 "--duration", "120"], env=cli_env, stderr=subprocess.DEVNULL)
-              for port, t in zip(ports, [trace, ROOT / "tests/data/storage_network_bandwidth/trace.jsonl"])]
+              for port, t in zip(ports, [trace, ROOT / "tests/data/storage_network_bandwidth/trace.jsonl", RANKS_TRACE])]
     prom = None
     try:
         for port in ports:
@@ -113,6 +114,7 @@ def test_every_expression_evaluates_and_returns_data(tmp_path, cli_env):
         prom = Prometheus(tmp_path, [f"127.0.0.1:{p}" for p in ports], rule_files=[str(PROM / "rules.yml")])
         prom.wait_for('bottleneckd_bottleneck_active{resource="gpu_compute"} == 1', timeout=60)
         prom.wait_for("changes(bottleneckd_mitigation_applied_timestamp_seconds[2m]) >= 0", timeout=30)
+        prom.wait_for("train_job:bottleneckd_straggler_rank", timeout=60)  # the 4-rank trace's straggler, via the recording rules
         import time
 
         time.sleep(3)  # a few scrapes, so rate() and changes() have two points
@@ -127,13 +129,14 @@ def test_every_expression_evaluates_and_returns_data(tmp_path, cli_env):
             if d["status"] != "success" or not d["data"]["result"]:
                 failures.append((expr, d.get("error", "no data")))
         rules = yaml.safe_load((PROM / "rules.yml").read_text())
-        for rule in rules["groups"][0]["rules"]:
+        for rule in [r for g in rules["groups"] for r in g["rules"]]:
+            name = rule.get("alert") or rule["record"]
             d = prom.query(rule["expr"])
             if d["status"] != "success":
-                failures.append((rule["alert"], d.get("error")))
-            b = prom.query(base_of(rule["expr"]))
+                failures.append((name, d.get("error")))
+            b = prom.query(base_of(rule["expr"].strip()))
             if b["status"] != "success" or not b["data"]["result"]:
-                failures.append((rule["alert"] + " (its series)", b.get("error", "no data")))
+                failures.append((name + " (its series)", b.get("error", "no data")))
         assert not failures, failures
     finally:
         if prom:

@@ -101,7 +101,7 @@ def test_the_watcher_sends_json_to_a_listening_sidecar(tmp_path):
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     loader = DataLoader(TensorDataset(torch.randn(64, 32), torch.randint(0, 4, (64,))), batch_size=8, num_workers=0)
     w = watch(model, opt, loader, socket_path=path, report_every=0.0, print_epoch=False)
-    assert isinstance(w._transport, SocketTransport)  # a sidecar listens: no sampler thread of our own
+    assert isinstance(w.transport, SocketTransport)  # a sidecar listens: no sampler thread of our own
     train(w, model, opt)
     time.sleep(0.5)
     got = rx.drain()
@@ -118,7 +118,7 @@ def test_sender_is_lossy_without_a_sidecar(tmp_path):
     w = watch(model, opt, [(torch.randn(2, 4), torch.tensor([0, 1]))] * 20, socket_path=str(tmp_path / "absent.sock"),
               local_sampling=False, report_every=0.0, print_epoch=False)
     train(w, model, opt)
-    assert w._transport.dropped > 0 and w.enabled
+    assert w.transport.dropped > 0 and w.enabled
 
 
 def test_receiver_rejects_non_json_and_never_unpickles(tmp_path):
@@ -138,7 +138,7 @@ def test_a_failure_inside_our_hooks_disables_them_and_training_goes_on(tmp_path,
     def broken(*a):
         raise RuntimeError("bug in bottleneckd")
 
-    w._clock.mark = broken
+    w.clock.mark = broken
     before = model.weight.detach().clone()
     train(w, model, opt)
     assert not w.enabled
@@ -200,3 +200,48 @@ def test_blocking_collectives_are_timed_as_communication(tmp_path):
         assert w not in collectives._watchers  # unregistered; originals come back with the last watcher
     finally:
         dist.destroy_process_group()
+
+
+def test_facts_the_advice_needs_follow_the_model_and_settings(tmp_path):
+    model = nn.Sequential(nn.Linear(8, 8), nn.Linear(8, 2))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = [(torch.randn(4, 8), torch.tensor([0, 1, 0, 1]))] * 3
+    w = watch(model, opt, data, socket_path=str(tmp_path / "n.sock"), local_sampling=False, print_epoch=False, roofline_step=None)
+    old_tf32 = torch.backends.cuda.matmul.allow_tf32
+    try:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        for x, y in w.dataloader:
+            step_once(model, opt, x, y)
+        f = w.facts
+        assert f["param_dtype"] == "float32" and f["has_conv"] is False and f["input_rank"] == 2
+        assert f["allow_tf32"] is True and f["compiled"] is False and f["optimizer_closure"] is False
+        assert "autocast_dtype" not in f
+        torch.backends.cuda.matmul.allow_tf32 = False
+        model.to(torch.bfloat16)  # changed after watch(): the facts follow at the next epoch end
+        for x, y in w.dataloader:
+            step_once(model, opt, x.to(torch.bfloat16), y)
+        assert f["param_dtype"] == "bfloat16" and f["autocast_dtype"] == "bfloat16" and f["allow_tf32"] is False
+        model.to(torch.float32)
+        for x, y in w.dataloader:
+            step_once(model, opt, x, y)
+        assert f["param_dtype"] == "float32" and "autocast_dtype" not in f  # unset when no longer true
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = old_tf32
+        w.close()
+
+
+def test_a_compiled_model_is_said_to_be_compiled(tmp_path):
+    model = nn.Conv2d(3, 4, 3)
+    w = watch(torch.compile(model), None, socket_path=str(tmp_path / "n.sock"), local_sampling=False, print_epoch=False)
+    w.flush()
+    assert w.facts["has_conv"] is True
+    from bottleneckd.torch.probe import runtime_facts
+
+    assert runtime_facts(w.model)["compiled"] is True and runtime_facts(model)["compiled"] is False
+    w.close()
+
+
+def step_once(model, opt, x, y):
+    opt.zero_grad()
+    nn.functional.cross_entropy(model(x).float(), y).backward()
+    opt.step()

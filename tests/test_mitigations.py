@@ -51,7 +51,9 @@ def test_fp16_loss_scaling_unscales_and_skips_non_finite_steps(tmp_path):
     with torch.no_grad():
         expected = ref.weight - 0.1 * ref.weight.grad
     w = w_for(model, opt, tmp_path=tmp_path)
+    original_backward = torch.Tensor.backward
     trial = w.apply("mixed_precision", dtype="float16", init_scale=1024.0)
+    assert torch.Tensor.backward is original_backward  # nothing process-wide replaced
     m = trial.mitigation
     loss = model(x).float().pow(2).mean()
     loss.backward()
@@ -202,7 +204,9 @@ def test_ddp_comm_hook_compresses_and_reverts(tmp_path, ddp_world):
     model(torch.randn(4, 32)).sum().backward()
     d = model._bottleneckd_comm_dispatch
     assert d.calls.get("fp16", 0) >= 1
+    assert w.facts["comm_hook"] == "fp16"
     w.revert("ddp_comm_hook")
+    assert "comm_hook" not in w.facts  # reverted: the fact is gone
     model(torch.randn(4, 32)).sum().backward()
     assert d.calls.get("allreduce", 0) >= 1
     w.apply("ddp_comm_hook", kind="powersgd")  # re-applying works: one dispatcher per model
@@ -391,7 +395,7 @@ def test_a_rejected_mitigation_with_optimizer_hooks_reverts_without_breaking_the
         if k == 9:
             slow.remove()
             t = w.apply("progressive_resizing", verify=True, steps=5, warmup=0, total_steps=1000, start_scale=0.5)
-            model.register_forward_pre_hook(lambda *a: time.sleep(0.02))  # make the trial slower: it must be rejected
+            model.register_forward_pre_hook(lambda *a: time.sleep(0.1))  # make the trial slower: it must be rejected
     assert t.kept is False
     assert len(opt._optimizer_step_post_hooks) == 1  # the mitigation's step counter is gone; the watcher's own remains
 
@@ -416,3 +420,69 @@ def test_accumulated_micro_batches_add_up_to_the_step_wall_time(tmp_path):
     steps = list(w.trials.history)
     assert len(steps) == 10 and all(ex == 64 for _, ex in steps)  # 10 optimizer steps of 4 x 16 examples
     assert sum(s for s, _ in steps) == pytest.approx(wall, rel=0.05)
+
+
+def test_scheduled_mitigations_follow_the_watchers_steps_not_optimizer_calls(tmp_path):
+    """Progressive freezing counts effective optimizer steps (the watcher's), so under gradient
+    accumulation k=2 its schedule runs at half the rate of opt.step() calls."""
+    model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 4), nn.Linear(4, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    w = w_for(model, opt, tmp_path=tmp_path)
+    w.apply("gradient_accumulation", k=2)
+    t = w.apply("progressive_freezing", total_steps=10, start=0.5)  # layer 0 freezes at step 5
+    for _ in range(8):  # 8 calls = 4 steps
+        opt.zero_grad()
+        model(torch.randn(2, 4)).sum().backward()
+        opt.step()
+    assert w.steps == 4 and t.mitigation.step == 4 and model[0].weight.requires_grad
+    for _ in range(2):
+        opt.zero_grad()
+        model(torch.randn(2, 4)).sum().backward()
+        opt.step()
+    assert w.steps == 5 and not model[0].weight.requires_grad
+
+
+def test_the_mitigations_fact_lists_what_is_in_effect(tmp_path):
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.Flatten())
+    w = w_for(model, torch.optim.SGD(model.parameters(), lr=0.1), tmp_path=tmp_path)
+    w.apply("channels_last")
+    w.apply("mixed_precision", dtype="bfloat16")
+    assert w._engine.names() == ["channels_last", "mixed_precision"]
+    assert w.facts["channels_last"] is True and w.facts["autocast_dtype"] == "bfloat16"
+    w.revert("channels_last")
+    assert w._engine.names() == ["mixed_precision"] and "channels_last" not in w.facts
+
+
+def test_a_custom_mitigation_on_events_gets_the_watchers_counts_and_sets_facts_through_the_context(tmp_path):
+    from bottleneckd.torch.mitigations import Event
+
+    class Probe:
+        name, changes_semantics, note = "probe", False, "records events"
+        events = (Event.STEP_END, Event.EPOCH_END)
+
+        def __init__(self):
+            self.seen = []
+
+        def apply(self, ctx):
+            ctx.facts.set("data_echoing", 3)
+
+        def on_event(self, event, ctx):
+            self.seen.append((event, ctx.step, ctx.epoch))
+
+        def revert(self):
+            pass
+
+    model = nn.Linear(4, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = [torch.randn(2, 4)] * 3
+    w = w_for(model, opt, data, tmp_path=tmp_path)
+    p = Probe()
+    w.apply(p)
+    assert w.facts["data_echoing"] == 3
+    for x in w.dataloader:
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+    assert p.seen == [(Event.STEP_END, 1, 0), (Event.STEP_END, 2, 0), (Event.STEP_END, 3, 0), (Event.EPOCH_END, 3, 1)]
+    w.revert("probe")
+    assert "data_echoing" not in w.facts

@@ -83,7 +83,9 @@ def test_a_mitigation_applied_by_the_hook_is_recorded_as_an_event(tmp_path, cli_
     out = tmp_path / "t.jsonl"
     model = torch.nn.Linear(8, 8)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)  # torch's lazy imports (seconds on a busy machine) before the 4 s recording
-    rec = subprocess.Popen([sys.executable, "-m", "bottleneckd.cli", "record", "-o", str(out), "--duration", "4", "--interval", "0.25",
+    # no --duration: the recording is stopped (SIGTERM keeps every line) once the job is done,
+    # however long torch's lazy imports take on a busy machine
+    rec = subprocess.Popen([sys.executable, "-m", "bottleneckd.cli", "record", "-o", str(out), "--interval", "0.25",
                             "--quiet", "--socket", str(sock)], env=cli_env, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 30
@@ -97,7 +99,9 @@ def test_a_mitigation_applied_by_the_hook_is_recorded_as_an_event(tmp_path, cli_
             model(x).sum().backward()
             opt.step()
         w.close()
+        time.sleep(1.0)  # four sampling intervals: the event is copied into the trace at the next tick
     finally:
+        rec.send_signal(signal.SIGTERM)
         assert rec.wait(timeout=60) == 0
     events = [json.loads(l) for l in out.read_text().splitlines() if '"type":"event"' in l]
     assert [(e["kind"], e["name"], e["changes_semantics"]) for e in events] == [("mitigation_applied", "channels_last", False)]

@@ -188,3 +188,26 @@ def test_a_failure_while_leaving_the_count_undoes_it_too(tmp_path, monkeypatch):
     assert not isinstance(torch.utils._python_dispatch._get_current_dispatch_mode(), FlopCounterMode)
     assert w.enabled and w.epoch_reports[-1].steps == 3
     w.close()
+
+
+def test_injected_watcher_times_the_original_loader_and_restores_on_close(tmp_path, monkeypatch):
+    """`bottleneckd run`'s instrumentation (inject.py) in this process: no code change, islice too."""
+    from bottleneckd.torch.inject import GlobalWatcher
+
+    monkeypatch.setenv("BOTTLENECKD_EPOCH_PRINT", "stderr")
+    original_iter = DataLoader.__iter__
+    w = GlobalWatcher(socket_path=str(tmp_path / "none.sock"), local_sampling=False, print_epoch=False, roofline_step=None)
+    try:
+        model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        loader = DataLoader(Slow(8, 0.005), batch_size=2)
+        for x, y in loader:
+            step(model, opt, x, y)
+        for x, y in itertools.islice(loader, 2):
+            step(model, opt, x, y)
+        assert [r.steps for r in w.epoch_reports] == [4, 2]
+        assert w.root is model and w.facts["loader_workers"] == 0
+        assert all(r.phases["data_wait"] >= 0.98 * r.steps * 0.010 for r in w.epoch_reports)
+    finally:
+        w.close()
+    assert DataLoader.__iter__ is original_iter and not torch.nn.modules.module._global_forward_pre_hooks

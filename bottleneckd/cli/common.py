@@ -171,16 +171,21 @@ def check_outputs(force: bool, **paths: str | None) -> None:
 
 
 def report_epilogue(pipeline: Pipeline, extra: dict[str, Any], report_json: str | None, force: bool,
-                    title: str = "bottleneckd report", to_stdout: bool = False, run_totals: StepPhases | None = None) -> bool:
+                    title: str = "bottleneckd report", to_stdout: bool = False, run_totals: StepPhases | None = None,
+                    doc: dict[str, Any] | None = None) -> bool:
     """The end of a run: the report as text, and as JSON when asked. ``run_totals`` (the
     sidecar's step phases over the whole run) replace the last window's. False when the JSON could
-    not be written (said in one line; the caller decides the exit code)."""
+    not be written (said in one line; the caller decides the exit code). ``doc``: another sidecar's
+    report, used instead of this pipeline's (run joined the node's sidecar)."""
     from bottleneckd.model.files import write_text
     from bottleneckd.outputs.report import build_report, render_text, step_phases_json
 
-    doc = build_report(pipeline)
-    if run_totals is not None and run_totals.steps:
-        doc["step_phases"] = {**step_phases_json(run_totals), "over": "the whole run"}
+    if doc is not None:
+        doc = dict(doc)
+    else:
+        doc = build_report(pipeline)
+        if run_totals is not None and run_totals.steps:
+            doc["step_phases"] = {**step_phases_json(run_totals), "over": "the whole run"}
     doc.update(extra)
     click.echo(f"\n=== {title} ===\n" + render_text(doc), err=not to_stdout)
     if not report_json:

@@ -16,6 +16,23 @@ if TYPE_CHECKING:
     from bottleneckd.outputs.metrics_server import WebConfig
 
 
+def node_sidecar_socket() -> str | None:
+    """A ``bottleneckd serve`` already receiving on this node (bound to the default socket, in a
+    directory only this user can write): the job's ranks report to it, not to a second sidecar."""
+    import stat
+
+    from bottleneckd.outputs.socket_path import _live, default_socket_path, untrusted_dir
+
+    path = default_socket_path()
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.geteuid() or untrusted_dir(os.path.dirname(os.path.abspath(path))):
+        return None
+    return path if _live(path) else None
+
+
 def run_job(obj: Context, command: tuple[str, ...], inject: bool, interval: float, view: Callable[[Any], None] | None,
             trace_path: str | None = None, bind: str | None = None, web_config: WebConfig | str | None = None, force: bool = False,
             grace: float = 30.0, meta: dict[str, Any] | None = None,
@@ -27,6 +44,7 @@ def run_job(obj: Context, command: tuple[str, ...], inject: bool, interval: floa
     from bottleneckd.runtime import job as jobrun
     from bottleneckd.runtime.job_env import SOCKET_NAME, job_env, no_phases_note, run_directory, uninstrumented_reason
 
+    joined = None
     with run_directory() as run_dir:
         sock = os.path.join(run_dir, SOCKET_NAME)
         side = build(obj, interval, None, (), sock)
@@ -44,7 +62,10 @@ def run_job(obj: Context, command: tuple[str, ...], inject: bool, interval: floa
             blind = uninstrumented_reason(command) if inject else None
             if blind:
                 say(f"bottleneckd: {blind}; the job runs without step phases")
-            job = jobrun.start_job(command, job_env(run_dir, sock, inject))
+            joined = node_sidecar_socket() if inject else None
+            if joined:
+                say(f"bottleneckd: joined the sidecar serving this node ({joined}): the job's ranks report there")
+            job = jobrun.start_job(command, job_env(run_dir, joined or sock, inject))
             retarget(side, job.pid)
             code = jobrun.supervise(side, job, view, grace, say)
         finally:
@@ -55,7 +76,9 @@ def run_job(obj: Context, command: tuple[str, ...], inject: bool, interval: floa
             stop_metrics(server)
             side.close()
     extra: dict[str, Any] = {"instrumentation": {"injected": inject, "phase_messages": side.receiver.received,
-                                                 "note": None if side.steps_total else no_phases_note(command, inject)}}
+                                                 "note": None if side.steps_total or joined else no_phases_note(command, inject)}}
+    if joined:
+        extra["node_sidecar"] = joined
     return side, code, extra
 
 
@@ -98,10 +121,14 @@ def run(obj: Context, no_inject: bool, live: bool, quiet: bool, report_json: str
     view = LiveView(live, quiet)
     side, code, extra = run_job(obj, command, not no_inject, interval, view, trace_path, bind, web, force, grace,
                                 sinks={"html_report": lambda side: recorder.attach(side.pipeline, side.energy)} if recorder else None)
+    from bottleneckd.outputs.report_file import read_report_file
+
+    node = read_report_file(extra["node_sidecar"]) if extra.get("node_sidecar") else None  # the node sidecar's view of every rank
     extra["energy"] = side.energy.account().to_json(grid_intensity)
     rt = side.run_totals  # what 'bottleneckd compare' reads of a run
     extra["throughput"] = {"steps": rt.steps, "wall_seconds": rt.wall_seconds, "examples": rt.examples, "start": None}
-    report_epilogue(side.pipeline, {"command": list(command), "exit_code": code, **extra}, report_json, force, run_totals=side.run_totals)
+    report_epilogue(side.pipeline, {"command": list(command), "exit_code": code, **extra}, report_json, force,
+                    run_totals=side.run_totals, doc=node)
     if recorder:
         recorder.write_report(report_html, extra, side.peaks, [e.to_json() for e in side.events()], grid_intensity, force,
                               run_totals=side.run_totals)

@@ -44,21 +44,39 @@ def record(obj: Context, output: str, force: bool, quiet: bool, interval: float,
 
 
 @click.command()
-@click.argument("trace", type=click.Path(dir_okay=False))
+@click.argument("traces", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
 @click.option("--window", type=click.IntRange(1, 3600), default=5, show_default=True, help="Samples per diagnosis window.")
 @click.option("--timeline", is_flag=True, help="Also print the verdict at every sample.")
 @click.pass_obj
-def analyze(obj: Context, trace: str, fmt: str, window: int, timeline: bool) -> None:
-    """Run a recorded trace through the same pipeline that live samples take."""
+def analyze(obj: Context, traces: tuple[str, ...], fmt: str, window: int, timeline: bool) -> None:
+    """Run a recorded trace through the same pipeline that live samples take. Several traces (one
+    per node of one job) give the job's verdict, with the straggler judged across all its ranks."""
     from bottleneckd.diagnosis.pipeline import Pipeline
     from bottleneckd.model.errors import TraceError
     from bottleneckd.outputs.report import build_report, render_markdown, render_text
     from bottleneckd.outputs.trace import read_trace
+    from bottleneckd.outputs.trace_merge import merge_node_traces
 
-    header, samples = read_trace(trace)
-    pipeline = Pipeline(header.peaks, window=window, machine=header.machine)
     error: TraceError | None = None
+    opened = [(path, *read_trace(path)) for path in traces]  # every file checked before any is analysed
+    if len(opened) == 1:
+        header, samples = opened[0][1], opened[0][2]
+    else:
+        loaded = []
+        for path, h, it in opened:
+            got = []
+            try:
+                for x in it:
+                    got.append(x)
+            except TraceError as e:
+                error = error or e
+            loaded.append((h, got))
+        lowest = [min((r.identity.rank for x in got for r in x.ranks), default=1 << 30) for _, got in loaded]
+        header = loaded[lowest.index(min(lowest))][0]  # the node of rank 0 gives the peaks and the machine
+        samples = merge_node_traces([(h.machine.hostname, got) for h, got in loaded])
+    trace = traces[0] if len(traces) == 1 else list(traces)
+    pipeline = Pipeline(header.peaks, window=window, machine=header.machine)
     try:
         for s in samples:
             snap = pipeline(s)

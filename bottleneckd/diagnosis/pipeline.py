@@ -18,6 +18,7 @@ from bottleneckd.advice.knowledge import Mitigation, load_knowledge
 from bottleneckd.advice.recommend import Recommendation, recommend
 from bottleneckd.diagnosis.classify import classify
 from bottleneckd.diagnosis.stability import VerdictTracker
+from bottleneckd.diagnosis.straggler import StragglerHistory, with_straggler
 from bottleneckd.diagnosis.verdict import RegimeChange, Verdict
 from bottleneckd.diagnosis.window import Window, WindowStats
 from bottleneckd.model.facts import Facts
@@ -76,6 +77,7 @@ class Pipeline:
         self._held: dict[str, float] = {}
         self._held_training: dict[str, float] = {}  # only windows in which training steps were reported
         self._last_of: dict[str, Verdict] = {}
+        self._stragglers = StragglerHistory()
         self._held_stage: dict[tuple[str, str], float] = {}
 
     def __call__(self, sample: Sample) -> Snapshot:
@@ -85,7 +87,8 @@ class Pipeline:
         if sample.phases is not None:
             self._job_facts = Facts(sample.phases.facts)  # the report's whole state replaces the last
         facts = Facts({**self._machine_facts, **self._job_facts})
-        raw = classify(stats, self.peaks)
+        raw = with_straggler(classify(stats, self.peaks), self._stragglers.observe(sample), self._stragglers)  # the rank the others wait for
+        self._stragglers.update(raw)
         stable = self.tracker.update(raw, stats)
         self._samples += 1
         self._held[stable.resource] = self._held.get(stable.resource, 0.0) + sample.interval
@@ -102,7 +105,7 @@ class Pipeline:
         interval = max(self.window.samples[-1].interval, 1e-9)
         snap = Snapshot(sample, stats, stable, tuple(recommend(stable, self.kb, facts)), tuple(self.tracker.changes),
                         facts, self._samples, tuple(sorted(self._held.items(), key=lambda kv: -kv[1])),
-                        dominant_of(self._held, self._held_training, self._last_of, interval))
+                        self._stragglers.apply(dominant_of(self._held, self._held_training, self._last_of, interval)))
         with self._lock:
             self._latest = snap
         return snap

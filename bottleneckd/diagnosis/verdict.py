@@ -43,6 +43,8 @@ class Verdict:
     t: float = 0.0
     since: float = 0.0
     figures: dict[str, float] = field(default_factory=dict)
+    #: the rank or node the job waits for (diagnosis/straggler.py), when one is named
+    straggler: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)

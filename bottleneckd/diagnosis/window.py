@@ -28,6 +28,8 @@ class WindowStats:
     phases: StepPhases | None
     #: training steps reported since the window was created (the run so far), not only in the window
     steps_seen: int = 0
+    #: node -> the ranks that reported from it in the window (empty for one process)
+    topology: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
     def get(self, resource: str, device: str | None, metric: str, field: str = "mean") -> float | None:
         """One statistic; with ``device=None`` the largest over devices (the busiest GPU, disk, NIC)."""
@@ -109,4 +111,9 @@ class Window:
             phases = older
         elif older is not None:  # facts (roofline, loader settings) accumulate over the whole window
             phases = StepPhases(phases.steps, phases.wall_seconds, phases.phases, {**older.facts, **phases.facts})
-        return WindowStats(self.samples[0].t, self.samples[-1].t, len(self.samples), stats, notes, phases, self.steps_seen)
+        nodes: dict[str, set[int]] = {}
+        for s in self.samples:
+            for r in s.ranks:
+                nodes.setdefault(r.identity.node, set()).add(r.identity.rank)
+        return WindowStats(self.samples[0].t, self.samples[-1].t, len(self.samples), stats, notes, phases, self.steps_seen,
+                           tuple((n, tuple(sorted(rs))) for n, rs in sorted(nodes.items())))

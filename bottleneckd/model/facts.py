@@ -49,6 +49,7 @@ def _spec(name: str, type_: str, producers: str, doc: str, choices: tuple[str, .
 _W, _C = "bottleneckd.torch.watch", "bottleneckd.torch.collectives"
 _P, _N = "bottleneckd.torch.probe", "bottleneckd.torch.counting"
 _M = "bottleneckd.torch.mitigations."
+_D = "bottleneckd.torch.ddp_comm"
 FACTS: dict[str, FactSpec] = {s.name: s for s in (
     # the model and the loop (hook)
     _spec("device", "str", _W, "the model's device type: cpu, cuda, ..."),
@@ -62,12 +63,20 @@ FACTS: dict[str, FactSpec] = {s.name: s for s in (
     _spec("cuda_uuids", "strs", _P,
           "UUIDs (GPU-...) of the CUDA devices holding the model's parameters: the job's GPUs, whatever the PID namespace"),
     _spec("compiled", "bool", _P, "the model is torch.compile'd"),
-    _spec("ddp", "bool", f"{_P} {_C}", "DistributedDataParallel, or more than one rank"),
+    _spec("ddp", "bool", f"{_P} {_C} {_D}", "DistributedDataParallel, or more than one rank"),
     _spec("fsdp", "bool", _P, "FullyShardedDataParallel"),
     _spec("sharded", "bool", _P, "parameters or optimizer state sharded across ranks (FSDP, ZeRO)"),
     _spec("offloading", "bool", _P, "parameters or optimizer state offloaded to the CPU"),
     _spec("world_size", "int", _C, "ranks in the job"),
     _spec("local_world_size", "int", _C, "ranks on this node"),
+    # communication inside backward (DDP's buckets through the comm-hook wrapper, ddp_comm.py)
+    _spec("ddp_comm_timing", "str", f"{_C} {_D}", "how DDP's all-reduce is timed ('comm hook') or why it is not ('off: ...')"),
+    _spec("comm_backend", "str", _C, "the process group's backend: gloo, nccl ..."),
+    _spec("ddp_buckets", "int", _D, "gradient buckets per step"),
+    _spec("comm_seconds_per_step", "float", _D, "seconds per step some all-reduce was in flight (overlapped + exposed)"),
+    _spec("comm_exposed_seconds_per_step", "float", _D, "seconds per step backward waited for communication after its last gradient"),
+    _spec("comm_overlapped_seconds_per_step", "float", _D, "seconds per step of communication hidden behind backward"),
+    _spec("comm_overlap_ratio", "float", _D, "share of the communication hidden behind backward"),
     _spec("optimizer_closure", "bool", _W, "the optimizer's step takes a closure (LBFGS ...)"),
     # the data loader (hook)
     _spec("loader_workers", "int", f"{_P} {_M}dataloader_settings", "DataLoader num_workers"),

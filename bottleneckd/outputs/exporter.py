@@ -13,6 +13,7 @@ from prometheus_client.registry import Collector
 from bottleneckd.model.protocol import Event
 from bottleneckd.diagnosis.pipeline import Snapshot
 from bottleneckd.model.resources import PHASES, RESOURCES, STAGES, UNDETERMINED
+from bottleneckd.outputs.rank_metrics import rank_families
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +103,7 @@ class SnapshotCollector(Collector):
                 fam.add_metric([phase, PHASES.get(phase, "other")], secs / ph.steps)
             yield fam
             yield GaugeMetricFamily("bottleneckd_step_seconds", "Mean wall-clock seconds per step over the window", value=ph.wall_seconds / ph.steps)
+        yield from rank_families(snap)
         yield CounterMetricFamily("bottleneckd_steps", "Training steps reported by the hook", value=self._steps_total())
         applied = GaugeMetricFamily("bottleneckd_mitigation_applied_timestamp_seconds",
                                     "Unix time a mitigation was last applied through the torch hook (for dashboard annotations)",

@@ -1,9 +1,14 @@
-"""Timing of blocking torch.distributed collectives, the 'communication' phase of a step.
+"""Timing of torch.distributed communication, the 'communication' phase of a step.
 
 The collectives are wrapped once, while at least one watcher is registered, and the time of each
 blocking call is given to every registered watcher; the originals are restored when the last
-watcher goes. Asynchronous collectives (``async_op=True``, DDP's bucketed all-reduce) overlap the
-backward pass and are not timed here: their exposed cost shows up inside backward.
+watcher goes. FSDP's all-gathers and reduce-scatters go through the same functions (``*_single``,
+``*_into_tensor``, ``*_tensor`` and the older ``_base`` variants); on CUDA each is timed with
+events recorded on the stream it runs on (FSDP's communication streams). Asynchronous calls
+(``async_op=True``) are not timed here. DDP's bucketed all-reduce runs inside backward with no
+blocking call: ``ddp_comm.py`` times it through a wrapper around the model's one comm hook, and
+``DistributedDataParallel`` is patched while we are installed so that every DDP model made (and
+every hook registered on one) goes through that wrapper.
 """
 
 from __future__ import annotations
@@ -16,10 +21,14 @@ from typing import Any
 
 import torch.distributed as dist
 
-NAMES = ("all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor", "broadcast", "reduce",
-         "all_to_all", "all_to_all_single", "barrier")
+from bottleneckd.torch import ddp_comm
+
+NAMES = ("all_reduce", "all_reduce_coalesced", "all_gather", "all_gather_into_tensor", "all_gather_single", "_all_gather_base",
+         "all_gather_coalesced", "reduce_scatter", "reduce_scatter_tensor", "reduce_scatter_single", "_reduce_scatter_base",
+         "broadcast", "reduce", "all_to_all", "all_to_all_single", "barrier")
 _watchers: "weakref.WeakSet[Any]" = weakref.WeakSet()
 _saved: dict[str, Any] = {}
+_saved_ddp: dict[str, Any] = {}
 _lock = threading.Lock()
 
 
@@ -54,6 +63,67 @@ class _Registration:
                 for name, fn in _saved.items():
                     setattr(dist, name, fn)
                 _saved.clear()
+                cls = ddp_comm.ddp_class()
+                for name, fn in _saved_ddp.items():
+                    setattr(cls, name, fn)
+                _saved_ddp.clear()
+
+
+def _enabled_watchers() -> list[Any]:
+    return [w for w in list(_watchers) if w.enabled]
+
+
+def _attach(ddp: Any) -> None:
+    """Time this DDP model's all-reduce; never raises (a failure leaves DDP as it was)."""
+    try:
+        got = ddp_comm.attach(ddp, _enabled_watchers, _saved_ddp["register_comm_hook"])
+    except Exception as e:  # noqa: BLE001
+        got = f"{type(e).__name__}: {e}"
+    for w in _enabled_watchers():
+        _ddp_facts(w, ddp, got)
+
+
+def _ddp_facts(w: Any, ddp: Any, timer: Any) -> None:
+    w.facts["ddp"] = True
+    w.facts["ddp_comm_timing"] = "comm hook" if isinstance(timer, ddp_comm.DdpCommTimer) else f"off: {timer}"[:64]
+    pg = getattr(ddp, "process_group", None)
+    try:
+        if pg is not None:
+            w.facts["world_size"] = pg.size()
+            w.facts["comm_backend"] = str(dist.get_backend(pg))
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def _patch_ddp() -> None:
+    """While we are installed: every DDP model made is timed, every comm hook registered on one is
+    wrapped (a model accepts one hook: ours stays, the user's goes inside it)."""
+    cls = ddp_comm.ddp_class()
+    if cls is None or _saved_ddp:
+        return
+    init, register, builtin = cls.__init__, cls.register_comm_hook, cls._register_builtin_comm_hook
+    _saved_ddp.update({"__init__": init, "register_comm_hook": register, "_register_builtin_comm_hook": builtin})
+
+    @functools.wraps(init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        if _enabled_watchers():
+            _attach(self)
+
+    @functools.wraps(register)
+    def register_comm_hook(self: Any, state: object, hook: Any) -> None:
+        if not _enabled_watchers() or getattr(self, "_bottleneckd_comm_timer", None) is None and getattr(self, "_comm_hooks", None):
+            return register(self, state, hook)
+        ddp_comm.register_through(self, state, hook, register, _enabled_watchers)
+
+    @functools.wraps(builtin)
+    def _register_builtin_comm_hook(self: Any, comm_hook_type: Any) -> None:
+        py = ddp_comm.builtin_as_python(self, comm_hook_type) if getattr(self, "_bottleneckd_comm_timer", None) is not None else None
+        if py is None:
+            return builtin(self, comm_hook_type)
+        ddp_comm.register_through(self, py[0], py[1], register, _enabled_watchers)
+
+    cls.__init__, cls.register_comm_hook, cls._register_builtin_comm_hook = __init__, register_comm_hook, _register_builtin_comm_hook
 
 
 def wrap_collectives(watcher: Any) -> _Registration:
@@ -66,11 +136,57 @@ def wrap_collectives(watcher: Any) -> _Registration:
                         _saved[name] = fn
                         setattr(dist, name, _wrap(fn))
             _watchers.add(watcher)
+            _patch_ddp()
+        cls = ddp_comm.ddp_class()
+        model = getattr(watcher, "model", None)
+        if cls is not None and isinstance(model, cls):
+            _attach(model)
         if dist.is_initialized():
             watcher.facts["world_size"] = dist.get_world_size()
         elif "WORLD_SIZE" in os.environ:
             watcher.facts["world_size"] = int(os.environ["WORLD_SIZE"])
         if "LOCAL_WORLD_SIZE" in os.environ:
             watcher.facts["local_world_size"] = int(os.environ["LOCAL_WORLD_SIZE"])
-        watcher.facts["ddp"] = watcher.facts.get("world_size", 1) > 1
+        watcher.facts["ddp"] = bool(watcher.facts.get("ddp")) or (cls is not None and isinstance(model, cls))
     return _Registration(watcher)
+
+
+class RankIdentityCache:
+    """This process's rank identity for each report: the launcher's environment, with rank and
+    world size from the process group once there is one (``torch.multiprocessing.spawn`` sets no
+    RANK), and the GPU's UUID where the model is on one. Fixed once the process group exists."""
+
+    def __init__(self) -> None:
+        self._fixed: Any = None
+
+    def get(self, device: Any = None) -> Any:
+        from bottleneckd.model.identity import RankIdentity
+
+        if self._fixed is not None:
+            return self._fixed
+        env = dict(os.environ)
+        ready = dist.is_available() and dist.is_initialized()
+        if ready:
+            env["RANK"], env["WORLD_SIZE"] = str(dist.get_rank()), str(dist.get_world_size())
+            if "LOCAL_RANK" not in env and "SLURM_LOCALID" not in env:
+                env["LOCAL_RANK"] = env["RANK"]  # spawn: every rank on this host
+        ident = RankIdentity.from_env(env, gpu=_gpu_uuid(device))
+        if ready:
+            self._fixed = ident
+        return ident
+
+
+def _gpu_uuid(device: Any) -> str:
+    try:
+        import torch
+
+        if device is None or getattr(device, "type", "") != "cuda":
+            return ""
+        idx = device.index if device.index is not None else torch.cuda.current_device()
+        u = str(torch.cuda.get_device_properties(idx).uuid)
+        return u if u.startswith(("GPU-", "MIG-")) else f"GPU-{u}"
+    except Exception:  # noqa: BLE001 - no UUID is "", never an error
+        return ""
+
+
+rank_identity = RankIdentityCache().get  # one process is one rank

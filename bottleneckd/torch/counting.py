@@ -24,24 +24,23 @@ class RooflineCounting:
         self.flops: float | None = None
         self.operand_bytes: float | None = None
         self.failed = ""
-
-    @property
-    def active(self) -> bool:
-        return self._counter.active
+        self.active = False  # the modes are on (a plain attribute: read once per step)
 
     def maybe_start(self, step_index: int) -> None:
         """At a forward start: count this step if it is the chosen one."""
-        if self.at_step is None or step_index != self.at_step or self._counter.active or self.failed:
+        if self.at_step is None or step_index != self.at_step or self.active or self.failed:
             return
         try:
+            self.active = True
             self._counter.start()
         except Exception as e:  # noqa: BLE001
             self._fail(f"could not start: {type(e).__name__}: {e}")
 
     def finish(self) -> dict[str, Any]:
         """At the counted step's end: leave the modes; the facts of the count (empty if it failed)."""
-        if not self._counter.active:
+        if not self.active:
             return {}
+        self.active = False
         try:
             counts = self._counter.stop()
         except Exception as e:  # noqa: BLE001
@@ -62,6 +61,7 @@ class RooflineCounting:
 
     def abort(self) -> None:
         """Leave any mode still entered (a step that never ended, close, disable)."""
+        self.active = False
         c = self._counter
         for mode in (getattr(c, "_bytes", None), getattr(c, "_flops", None)):  # entered flops first, bytes second
             if mode is None:

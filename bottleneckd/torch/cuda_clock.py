@@ -58,6 +58,7 @@ class CudaClock:
         self.active = True  # the first step is timed from its own start
         self._anchor: Any = None  # end of the step before a timed one: the data-wait gap starts there
         self.forked = False
+        self._foreign: set[int] = set()  # ids of events add_comm was given: not ours to reuse
         self._new_event = event_factory or (lambda: torch.cuda.Event(enable_timing=True))
         _live_cuda_clocks.add(self)
 
@@ -102,6 +103,13 @@ class CudaClock:
         if self.active:
             self._comm.append((self._c0, self._event()))
 
+    def add_comm(self, pair: tuple[Any, Any]) -> None:
+        """Exposed communication measured elsewhere (DDP's buckets, ddp_comm.py), as two recorded
+        events; they never go into this clock's pool (their maker made them)."""
+        if self.active:
+            self._foreign.update((id(pair[0]), id(pair[1])))
+            self._comm.append(pair)
+
     def end_step(self) -> None:
         if self.forked:
             return
@@ -128,11 +136,21 @@ class CudaClock:
         events = {id(e): e for e in t.values()}  # a micro-batch's end is also its optimizer_start
         for a, b in comm:
             events[id(a)], events[id(b)] = a, b
-        self._pool.extend(events.values())
+        for k, e in events.items():
+            if k in self._foreign:  # add_comm's events belong to their maker (ddp_comm.py)
+                self._foreign.discard(k)
+            else:
+                self._pool.append(e)
+
+    @staticmethod
+    def _comm_done(pending: Any) -> bool:
+        """Every communication end event of a pending step completed (add_comm's may sit on another stream)."""
+        t, comm, _anchor, segs = pending
+        return all(b.query() for _, pc in [*segs, (t, comm)] for _, b in pc)
 
     def drain(self) -> list[Step]:
         out: list[Step] = []
-        while self._pending and self._pending[0][0]["step_end"].query():
+        while self._pending and self._pending[0][0]["step_end"].query() and self._comm_done(self._pending[0]):
             t, comm, anchor, segs = self._pending.popleft()
             parts = segs + [(t, comm)]
             first = parts[0][0]

@@ -37,7 +37,7 @@ def wrap_forward(w: Any, module: torch.nn.Module) -> _Unwrap:
         out = original(*args, **kwargs)
         if w.enabled:
             try:
-                w._clock.mark("forward_end")
+                w.forward_end()
             except Exception as e:  # noqa: BLE001
                 w.disable(f"{type(e).__name__}: {e}")
         return out

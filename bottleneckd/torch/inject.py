@@ -80,7 +80,7 @@ class GlobalWatcher(Watcher):
     def _post(self, module: torch.nn.Module, *_: Any) -> None:
         self._depth = max(0, self._depth - 1)
         if self._depth == 0:
-            self._clock.mark("forward_end")
+            self.forward_end()
 
     def _opt_pre(self, opt: torch.optim.Optimizer, args: tuple, kwargs: dict) -> Any:
         if self.optimizer is None:
@@ -105,8 +105,8 @@ class GlobalWatcher(Watcher):
             h.remove()
             self._handles.remove(h)
         self._handles.append(wrap_forward(self, self.root))
-        if self.device.type == "cuda" and not isinstance(self._clock, CudaClock):
-            self._clock = CudaClock(sample_every=self.cuda_sample_every)
+        if self.device.type == "cuda" and not isinstance(self.clock, CudaClock):
+            self.clock = CudaClock(sample_every=self.cuda_sample_every)
 
     def _patch_loader(self) -> _Restore:
         original = DataLoader.__iter__

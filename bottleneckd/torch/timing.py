@@ -104,6 +104,9 @@ class HostClock:
     def comm_end(self) -> None:
         self._comm += time.perf_counter() - self._c0
 
+    def add_comm(self, seconds: float) -> None:
+        self._comm += seconds
+
     def end_step(self) -> None:
         cur = self.cur
         cur[5] = end = time.perf_counter()

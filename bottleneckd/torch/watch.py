@@ -17,13 +17,16 @@ The public API for framework callbacks (Lightning, Hugging Face), which mark pha
 - ``mark(label)``: ``step_start`` (the loop asks for a batch), ``data_ready`` (it has it),
   ``forward_start``, ``forward_end``, ``optimizer_start``; a label marked twice in one step keeps
   the first start and the last end.
+  ``forward_start(args)`` is ``mark("forward_start")`` that also counts the examples of the batch
+  (rows of ``args[0]``) for the throughput a mitigation trial compares.
 - ``end_step()``: the optimizer step is done (the step's wall ends here).
 - ``epoch_end()``: print and return the epoch's block (:class:`EpochReport`).
 
 Without a DataLoader, the epoch end comes from ``epoch_end()`` or from ``report_every_steps=`` /
 ``report_every_seconds=`` (a block every N steps or T seconds). Optimizers that take a closure
 (LBFGS, SAM-style): the forward and backward inside ``step(closure)`` are timed as forward and
-backward, one step per ``step()`` call (on CUDA they count as the optimizer phase).
+backward, one step per ``step()`` call (on CUDA they stay in the optimizer phase: events are not
+summed per closure call).
 
 The watcher is a thin front over: the clock (``timing``), the phase accumulator (``phases``), the
 transport to a sidecar (``transport``), the loader instrumentation (``loader``), the roofline count
@@ -36,26 +39,26 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import threading
 import time
 from typing import Any, Iterable
 
 import torch
 
 from bottleneckd.model.facts import FactBoard
-from bottleneckd.model.identity import RankIdentity
-from bottleneckd.model.protocol import Event, StepReport
+from bottleneckd.model.protocol import StepReport
 from bottleneckd.torch import probe
+from bottleneckd.torch.collectives import rank_identity
+from bottleneckd.torch.control import MitigationControl
 from bottleneckd.torch.counting import RooflineCounting
 from bottleneckd.torch.epoch import EpochReport, render_epoch
 from bottleneckd.torch.hooks import install_hooks
 from bottleneckd.torch.loader import InstrumentedLoader
 from bottleneckd.torch.mitigations.base import Event as MitigationEvent
-from bottleneckd.torch.mitigations.engine import MitigationEngine
 from bottleneckd.torch.phases import PhaseAccumulator
+from bottleneckd.torch.registry import forget, replace_current
 from bottleneckd.torch.timing import CudaClock, HostClock
 from bottleneckd.torch.transport import make_transport
-from bottleneckd.torch.trials import Trial, Trials
+from bottleneckd.torch.trials import Trial
 
 log = logging.getLogger("bottleneckd.torch")
 _BEFORE_OPT, _STEP_END = MitigationEvent.BEFORE_OPTIMIZER_STEP, MitigationEvent.STEP_END
@@ -67,9 +70,9 @@ class Watcher:
                  report_every: float = 0.5, report_every_steps: int | None = None, report_every_seconds: float | None = None,
                  print_epoch: bool = True, local_sampling: bool | None = None, interval: float = 1.0,
                  roofline_step: int | None = 3, cuda_sample_every: int = 8) -> None:
-        _replace_current(self)
+        replace_current(self)
         self.model, self.optimizer = model, optimizer
-        self.enabled = True
+        self.enabled, self.closed = True, False
         self.epoch = 0
         self.echo = 1  # data echoing: each batch handed out this many times
         self.print_epoch = print_epoch
@@ -77,13 +80,10 @@ class Watcher:
         self.epoch_reports: list[EpochReport] = []
         self.device = next((p.device for p in model.parameters()), torch.device("cpu")) if model is not None else torch.device("cpu")
         self.cuda_sample_every = cuda_sample_every
-        self._clock: HostClock | CudaClock = CudaClock(sample_every=cuda_sample_every) if self.device.type == "cuda" else HostClock()
+        self.clock: HostClock | CudaClock = CudaClock(sample_every=cuda_sample_every) if self.device.type == "cuda" else HostClock()
         self.facts = FactBoard({"device": self.device.type, "pid": os.getpid()})
-        self.trials = Trials(self._trial_decided, self._trial_toggle)
-        self._phases = PhaseAccumulator(self.trials.record_step)
         self._counting = RooflineCounting(roofline_step)
-        self._transport = make_transport(socket_path, local_sampling, interval)
-        self._identity = RankIdentity.from_env(pid=os.getpid())
+        self.transport = make_transport(socket_path, local_sampling, interval)
         self.steps = 0  # optimizer steps ended (micro-steps of accumulation not counted)
         self.optimizer_calls = 0
         self._step = _StepState()
@@ -93,7 +93,13 @@ class Watcher:
         self._steps_at_epoch = 0
         self._loader = InstrumentedLoader(dataloader, self) if dataloader is not None and hooks else None
         self.dataloader = self._loader.iterable if self._loader is not None else dataloader
-        self._engine = MitigationEngine(model, optimizer, self._loader, self._set_fact, self.facts.get)
+        self._control = MitigationControl(self, self._loader)
+        self.trials = self._control.trials
+        self._engine = self._control.engine
+        # the engine's subscriber lists (kept, never replaced): an empty one costs one truth test per step
+        self._before_opt_subs = self._engine.listening[_BEFORE_OPT]
+        self._step_end_subs = self._engine.listening[_STEP_END]
+        self._phases = PhaseAccumulator(self.trials.record_step)
         self._handles: list[Any] = []
         if model is not None:
             self.facts.update(probe.model_facts(model))
@@ -113,14 +119,14 @@ class Watcher:
                 if label == "forward_start":
                     self.forward_start(())
                 else:
-                    self._clock.mark(label)
+                    self.clock.mark(label)
             except Exception as e:  # noqa: BLE001 - our failure never breaks the step
                 self.disable(f"{type(e).__name__}: {e}")
 
     def unmark(self, label: str) -> None:
         if self.enabled:
             try:
-                self._clock.unmark(label)
+                self.clock.unmark(label)
             except Exception as e:  # noqa: BLE001
                 self.disable(f"{type(e).__name__}: {e}")
 
@@ -129,9 +135,9 @@ class Watcher:
         is timed from now, not from the last step's end (for framework callbacks)."""
         if self.enabled:
             try:
-                self._clock.unmark("step_start")
-                self._clock.reset()
-                self._clock.mark("step_start")
+                self.clock.unmark("step_start")
+                self.clock.reset()
+                self.clock.mark("step_start")
             except Exception as e:  # noqa: BLE001
                 self.disable(f"{type(e).__name__}: {e}")
 
@@ -140,7 +146,8 @@ class Watcher:
         if self._engine.pending:
             self._engine.revert_pending()  # a trial's revert, never inside an optimizer hook
         st = self._step
-        self._clock.mark("forward_start")
+        if not st.in_closure:
+            self.clock.mark("forward_start")
         if st.closure_calls > 1:
             return  # the optimizer's closure again: same batch, counted once
         first = args[0] if args else None
@@ -156,23 +163,33 @@ class Watcher:
         """Inside ``optimizer.step()``, before it updates anything; returns new (args, kwargs)
         when the step takes a closure (the closure is then timed)."""
         self.optimizer_calls += 1
-        self._clock.mark("optimizer_start")
-        if self._engine.listening[_BEFORE_OPT]:
+        self.clock.mark("optimizer_start")
+        if self._before_opt_subs:
             ctx = self._engine.run(_BEFORE_OPT, self.steps, self.epoch, self.optimizer_calls)
             if ctx.micro_step:
-                self._clock.unmark("optimizer_start")
+                self.clock.unmark("optimizer_start")
                 self._step.micro = True
         closure = kwargs.get("closure", args[1] if len(args) > 1 else None)
         if self._step.closure_fact != (closure is not None):
             self._step.closure_fact = closure is not None
             self.facts["optimizer_closure"] = closure is not None
-        if closure is None or not isinstance(self._clock, HostClock):
+        if closure is None:
             return None
         timed = self._timed_closure(closure)
         return (args[:1] + (timed,) + args[2:], kwargs) if "closure" not in kwargs else (args, {**kwargs, "closure": timed})
 
     def _timed_closure(self, closure: Any) -> Any:
-        clock, st = self._clock, self._step
+        clock, st = self.clock, self._step
+        if not isinstance(clock, HostClock):  # CUDA: the closure's work stays in the optimizer phase
+            def untimed(*a: Any, **kw: Any) -> Any:
+                st.closure_calls += 1
+                st.in_closure = True
+                try:
+                    return closure(*a, **kw)
+                finally:
+                    st.in_closure = False
+
+            return untimed
 
         def timed(*a: Any, **kw: Any) -> Any:
             st.closure_calls += 1
@@ -183,6 +200,10 @@ class Watcher:
                 clock.closure_end()
 
         return timed
+
+    def forward_end(self) -> None:
+        if not self._step.in_closure:
+            self.clock.mark("forward_end")
 
     def end_step(self) -> None:
         """The optimizer step is done: the step's wall ends here."""
@@ -201,24 +222,24 @@ class Watcher:
         examples, st.examples, st.closure_calls = st.examples, 0, 0
         if self._counting.active:
             self.facts.update(self._counting.finish())
-            self._clock.discard_step()  # a counted step runs slowly: its timing is dropped
+            self.clock.discard_step()  # a counted step runs slowly: its timing is dropped
         else:
-            self._clock.end_step()
+            self.clock.end_step()
             st.step_examples.append(examples)
-        if self._engine.listening[_STEP_END]:
+        if self._step_end_subs:
             self._engine.run(_STEP_END, self.steps, self.epoch, self.optimizer_calls)
         now = time.perf_counter()
         if now - self._last_send >= self._report_every:
             self.flush()
         elif self.trials.current is not None:
-            self._drain()  # a verification in progress decides at the step it completes
+            self.drain()  # a verification in progress decides at the step it completes
         if (self._every_steps and self.steps - self._steps_at_epoch >= self._every_steps) or \
                 (self._every_seconds and now - self._last_epoch >= self._every_seconds):
             self.epoch_end()
 
     # --- reports ------------------------------------------------------------------------------
-    def _drain(self) -> None:
-        steps = self._clock.drain()
+    def drain(self) -> None:
+        steps = self.clock.drain()
         ex = self._step.step_examples
         self._phases.add(steps, ex[:len(steps)])
         del ex[:len(steps)]
@@ -227,14 +248,14 @@ class Watcher:
 
     def flush(self) -> None:
         """Send the steps timed since the last report (also done every ``report_every`` seconds)."""
-        self._drain()
+        self.drain()
         self._last_send = time.perf_counter()
         if not self._phases.interval_steps:
             return
         totals = self._phases.take_interval()
         self.facts.update(probe.runtime_facts(self.model))
         self.facts.update(self._counting.achieved(totals.compute_seconds / totals.steps))
-        self._transport.send(StepReport(self._identity, totals.steps, totals.wall_seconds, totals.phases,
+        self.transport.send(StepReport(rank_identity(self.device), totals.steps, totals.wall_seconds, totals.phases,
                                         self.facts.freeze(epoch=self.epoch, mitigations=self._engine.names()),
                                         examples=totals.examples or None))  # for joules per example
 
@@ -248,9 +269,10 @@ class Watcher:
             totals = self._phases.take_epoch()
             if self.model is not None and totals.steps:
                 self.facts.update(probe.model_facts(self.model))
-            report = self._transport.report() if totals.steps else None
-            notes = ["the optimizer takes a closure: forward and backward inside step(closure) timed as forward and backward, "
-                     "one step per step() call"] if self.facts.get("optimizer_closure") else []
+            report = self.transport.report() if totals.steps else None
+            inside = "timed as forward and backward" if isinstance(self.clock, HostClock) else "in the optimizer phase (CUDA)"
+            notes = [f"the optimizer takes a closure: forward and backward inside step(closure) {inside}, one step per "
+                     "step() call"] if self.facts.get("optimizer_closure") else []
             rep = render_epoch(self.epoch, totals, report, notes)
             if self.print_epoch:
                 print(rep.text, file=self.print_to, flush=True)
@@ -259,7 +281,7 @@ class Watcher:
                 self.epoch += 1
                 if self._engine.listening[MitigationEvent.EPOCH_END]:
                     self._engine.run(MitigationEvent.EPOCH_END, self.steps, self.epoch, self.optimizer_calls)
-            self._clock.reset()  # the next epoch's first step starts at its own data request
+            self.clock.reset()  # the next epoch's first step starts at its own data request
             return rep
         except Exception as e:  # noqa: BLE001
             self.disable(f"epoch report: {type(e).__name__}: {e}")
@@ -273,7 +295,7 @@ class Watcher:
     def steps_done(self) -> int:
         return self.steps
 
-    # --- mitigations --------------------------------------------------------------------------
+    # --- mitigations (control.py) -------------------------------------------------------------
     def apply(self, mitigation: Any, *, verify: bool = False, steps: int = 20, warmup: int = 2, min_gain: float = 0.02,
               blocks: int = 3, alpha: float = 0.05, **kwargs: Any) -> Trial:
         """Apply a mitigation by knowledge-base hook id (e.g. ``"mixed_precision"``) or object.
@@ -283,61 +305,32 @@ class Watcher:
         with it are faster at ``alpha`` (one-sided t-test) and by more than ``min_gain``; the ratio
         and its confidence interval are printed and kept in ``w.trials``. The mitigation must
         apply and revert repeatably, and take effect at once (not at the next epoch)."""
-        from bottleneckd.torch.mitigations import REGISTRY
-
-        if isinstance(mitigation, str):
-            if mitigation not in REGISTRY:
-                raise ValueError(f"unknown mitigation {mitigation!r}; one of: {', '.join(sorted(REGISTRY))}")
-            mitigation = REGISTRY[mitigation](**kwargs)
-        if self.model is None:
-            raise ValueError("mitigations need the model: use watch(model, optimizer, loader)")
-        self._drain()
-        t = self.trials.start(mitigation.name, mitigation, verify=verify, steps=steps, warmup=warmup, min_gain=min_gain,
-                              blocks=blocks, alpha=alpha)
-        self._engine.apply(mitigation, self.steps, self.epoch, self.optimizer_calls)
-        self.trials.begin(t)
-        if verify and isinstance(self._clock, CudaClock):
-            self._clock.every = 1  # time every step while the verdict is measured
-        sem = " This changes training semantics: check model quality (section 5 of the paper)." if t.changes_semantics else ""
-        print(f"[bottleneckd] applied {mitigation.name}: {mitigation.note}.{sem}", file=self.print_to, flush=True)
-        self._event("mitigation_applied", mitigation.name, t.changes_semantics, str(mitigation.note))
-        return t
+        return self._control.apply(mitigation, verify=verify, steps=steps, warmup=warmup, min_gain=min_gain, blocks=blocks,
+                                   alpha=alpha, **kwargs)
 
     def revert(self, name: str) -> None:
-        for t in self.trials.active(name):
-            self._engine.revert(t.mitigation)
-            t.kept = False
-            self._event("mitigation_reverted", t.name, t.changes_semantics, "reverted by the user")
+        self._control.revert(name)
 
-    def _trial_toggle(self, t: Trial, on: bool) -> None:
-        """A verification's turn: done by the engine at the next forward, never inside an optimizer hook."""
-        if on:
-            self._engine.apply_later(t.mitigation, self.steps, self.epoch, self.optimizer_calls)
-        else:
-            self._engine.revert_later(t.mitigation)
-
-    def _trial_decided(self, t: Trial) -> None:
-        if isinstance(self._clock, CudaClock):
-            self._clock.every = self.cuda_sample_every
-        if not t.kept:
-            self._engine.revert_later(t.mitigation)  # not inside the optimizer's hook loop: at the next forward
-            self._event("mitigation_reverted", t.name, t.changes_semantics, t.message)
-        print(f"[bottleneckd] {t.message}", file=self.print_to, flush=True)
-
-    def _event(self, kind: str, name: str, changes_semantics: bool, note: str) -> None:
-        self._transport.send(Event(kind, name, time.time(), bool(changes_semantics), note[:256]))
-
-    def _set_fact(self, name: str, value: Any) -> None:
+    def set_fact(self, name: str, value: Any) -> None:
         self.facts[name] = value
 
     # --- collectives (collectives.py) ---------------------------------------------------------
     def comm_begin(self) -> None:
         if self.enabled:
-            self._clock.comm_begin()
+            self.clock.comm_begin()
 
     def comm_end(self) -> None:
         if self.enabled:
-            self._clock.comm_end()
+            self.clock.comm_end()
+
+    def comm_exposed(self, span: Any) -> None:
+        """Communication the step waited for inside backward (DDP's buckets, ddp_comm.py): seconds
+        on the host clock, a (start, end) pair of CUDA events on the CUDA clock."""
+        if self.enabled:
+            try:
+                self.clock.add_comm(span)
+            except Exception as e:  # noqa: BLE001 - our failure never breaks the step
+                self.disable(f"{type(e).__name__}: {e}")
 
     # --- teardown -----------------------------------------------------------------------------
     def disable(self, why: str) -> None:
@@ -360,46 +353,27 @@ class Watcher:
             self._loader.restore()
 
     def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
         self._teardown()
-        self._transport.close()
-        _forget(self)
+        self.transport.close()
+        forget(self)
 
 
 class _StepState:
     """What the hot path keeps about the step in progress."""
 
-    __slots__ = ("examples", "step_examples", "micro", "closure_calls", "closure_fact", "input_probed")
+    __slots__ = ("examples", "step_examples", "micro", "closure_calls", "closure_fact", "input_probed", "in_closure")
 
     def __init__(self) -> None:
         self.examples = 0
         self.step_examples: list[int] = []  # per ended step, until drained
         self.micro = False
         self.closure_calls = 0
+        self.in_closure = False  # inside a closure whose forward the clock does not time apart (CUDA)
         self.closure_fact: bool | None = None
         self.input_probed = False
-
-
-_lock = threading.Lock()
-_current: Watcher | None = None  # the one watcher of this process (watch() or `bottleneckd run`)
-
-
-def _replace_current(w: Watcher) -> None:
-    global _current
-    with _lock:
-        old, _current = _current, w
-    if old is not None and old.enabled:
-        if not getattr(old, "injected", False):
-            log.warning("bottleneckd: watch() called again: the new watcher replaces the previous one")
-        old.close()
-        with _lock:
-            _current = w
-
-
-def _forget(w: Watcher) -> None:
-    global _current
-    with _lock:
-        if _current is w:
-            _current = None
 
 
 def watch(model: torch.nn.Module | None, optimizer: torch.optim.Optimizer | None = None, dataloader: Iterable | None = None,

@@ -1,4 +1,10 @@
-"""Gradient communication: inter-node network or the intra-node inter-GPU link."""
+"""Gradient communication: inter-node network or the intra-node inter-GPU link.
+
+Ranks on several hosts (the ranks' identities, or world size above the local world size) send
+their all-reduce over the NICs: inter_node_interconnect, with how busy each NIC is *during* the
+communication phases (its utilization over the interval divided by the share of the interval
+spent communicating). Ranks that share one host communicate over NVLink, PCIe or shared memory:
+inter_gpu_interconnect. The evidence names the links and the ranks on each node."""
 
 from __future__ import annotations
 
@@ -18,12 +24,33 @@ def communication(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     base = min(1.0, (share or 0.0) / 0.3) if base_ev else 0.0
     world = (p.facts.get("world_size") if p else None) or 1
     local = (p.facts.get("local_world_size") if p else None) or world
-    if nic is not None and (nic[1] >= BUSY or (base and world > local)):
-        out.append(Finding("inter_node_interconnect", "communication", max(base, min(1.0, nic[1])),
-                           tuple(base_ev + [f"{nic[0]} at {pct(nic[1])} of its line rate"]), headroom(share)))
+    several_hosts = len(w.topology) > 1 or world > local
+    where = _placement(w.topology, world)
+    during = min(1.0, nic[1] / share) if nic is not None and share else None  # NIC busy while communicating
+    if nic is not None and (nic[1] >= BUSY or (during or 0) >= BUSY or (base and several_hosts)):
+        nic_ev = f"{nic[0]} at {pct(nic[1])} of its line rate" + (f", {pct(during)} during communication" if during is not None else "")
+        out.append(Finding("inter_node_interconnect", "communication", max(base, min(1.0, max(nic[1], during or 0.0))),
+                           tuple(base_ev + [nic_ev] + ([where] if where else [])), headroom(share)))
+    elif base and several_hosts:
+        out.append(Finding("inter_node_interconnect", "communication", base,
+                           tuple(base_ev + [f"ranks on several hosts ({where or f'{world} ranks, {local} per node'}); NIC counters not read here"]),
+                           headroom(share)))
     if nvl is not None and nvl[1] >= BUSY or (base and not out):
         ev = base_ev + ([f"{nvl[0]} inter-GPU link at {pct(nvl[1])} of its peak"] if nvl else [])
-        if base and not out and world > 1 and world == local:
+        if where:
+            ev.append(where)
+        elif base and not out and world > 1 and world == local:
             ev.append(f"{world} ranks on one node")
         out.append(Finding("inter_gpu_interconnect", "communication", max(base, min(1.0, nvl[1] if nvl else 0.0)), tuple(ev), headroom(share)))
     return out
+
+
+def _placement(topology: tuple[tuple[str, tuple[int, ...]], ...], world: int) -> str:
+    if not topology:
+        return ""
+    if len(topology) == 1:
+        node, ranks = topology[0]
+        if len(ranks) < 2:
+            return ""
+        return f"{len(ranks)} ranks on one node ({node})" + (f" (ranks {', '.join(map(str, ranks))} of {world} reporting)" if world > len(ranks) else "")
+    return "ranks on " + str(len(topology)) + " nodes: " + "; ".join(f"{n}: {', '.join(map(str, r))}" for n, r in topology)

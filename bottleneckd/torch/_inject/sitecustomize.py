@@ -37,8 +37,6 @@ def _after_torch_import() -> None:
 
     if multiprocessing.parent_process() is not None:
         return  # a DataLoader worker or other child: not the training loop
-    if os.environ.get("LOCAL_RANK", os.environ.get("RANK", "0")) != "0":
-        return  # one rank per node reports (its peers do the same work)
 
     class _Finder(importlib.abc.MetaPathFinder):
         def find_spec(self, name, path, target=None):  # noqa: ANN001, ANN201

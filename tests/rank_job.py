@@ -1,0 +1,77 @@
+"""A DDP training job for the multi-rank tests, started by torchrun (one process per rank, gloo,
+one CPU thread each). No bottleneckd code: ``bottleneckd run`` instruments it from outside.
+
+--backbone N   a frozen feature extractor (no gradient): N matmuls of the batch in forward
+--slow-rank R --extra F   rank R does F more forward work (its backbone runs (1 + F) x as long)
+--head W       width of the trainable head: its gradients are all-reduced (W*W*4 bytes a layer)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+import torch
+import torch.distributed as dist
+from torch import nn
+
+
+class Model(nn.Module):
+    def __init__(self, width: int, head: int, backbone: int, extra: float) -> None:
+        super().__init__()
+        g = torch.Generator().manual_seed(0)
+        self.frozen = torch.randn(width, width, generator=g) / width**0.5  # not a parameter: no gradient, no all-reduce
+        self.passes = backbone
+        self.extra = extra
+        self.head = nn.Sequential(nn.Linear(width, head), nn.ReLU(), nn.Linear(head, head), nn.ReLU(), nn.Linear(head, 4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            h = x
+            for _ in range(self.passes):
+                h = torch.tanh(h @ self.frozen)
+            if self.extra:
+                burn = x
+                for _ in range(max(1, round(self.passes * self.extra))):
+                    burn = torch.tanh(burn @ self.frozen)
+                h = h + 0 * burn[:, :1]
+        return self.head(h)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=20)
+    ap.add_argument("--width", type=int, default=512)
+    ap.add_argument("--batch", type=int, default=64)
+    ap.add_argument("--backbone", type=int, default=6)
+    ap.add_argument("--head", type=int, default=256)
+    ap.add_argument("--slow-rank", type=int, default=-1)
+    ap.add_argument("--extra", type=float, default=0.0)
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    model = nn.parallel.DistributedDataParallel(Model(a.width, a.head, a.backbone, a.extra if rank == a.slow_rank else 0.0))
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    x, y = torch.randn(a.batch, a.width), torch.randint(0, 4, (a.batch,))
+    end = time.monotonic() + a.seconds
+    steps = 0
+    while True:
+        stop = torch.tensor([float(time.monotonic() > end)])
+        if steps % 10 == 0:
+            dist.all_reduce(stop)  # every rank stops at the same step
+            if stop.item() > 0:
+                break
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+        steps += 1
+    if rank == 0:
+        print(f"rank_job: {steps} steps on {dist.get_world_size()} ranks", flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    main()

@@ -1,0 +1,140 @@
+"""The straggler, from per-rank phases (pure functions; constructed windows)."""
+
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+
+from bottleneckd.diagnosis.straggler import find_straggler, rank_figures, intervals, topology
+from bottleneckd.model.identity import RankIdentity
+from bottleneckd.model.sample import RankPhases, Sample, StepPhases
+
+
+def ident(rank: int, node: str = "n1", per_node: int = 4) -> RankIdentity:
+    return RankIdentity(job="j", run="r", restart=0, rank=rank, local_rank=rank % per_node, world_size=4, local_world_size=per_node,
+                        node=node, node_rank=0, gpu=f"GPU-{rank}")
+
+
+def rank_report(i: RankIdentity, compute: float, step: float, steps: int = 5) -> RankPhases:
+    """A rank of a synchronous job: every rank's step takes ``step``; what it does not compute it waits."""
+    fwd, bwd = compute * 0.4, compute * 0.6
+    return RankPhases(i, StepPhases(steps, step * steps, {"forward": fwd * steps, "backward": bwd * steps,
+                                                          "communication": (step - compute) * steps, "other": 0.0}))
+
+
+def window(computes: dict[int, float], n: int = 10, noise: float = 0.03, seed: int = 1, nodes: dict[int, str] | None = None) -> list[Sample]:
+    rnd = random.Random(seed)
+    out = []
+    for t in range(n):
+        c = {r: v * (1 + rnd.uniform(-noise, noise)) for r, v in computes.items()}
+        step = max(c.values()) + 0.002
+        ranks = tuple(rank_report(ident(r, (nodes or {}).get(r, "n1")), v, step) for r, v in c.items())
+        out.append(Sample(float(t), 1.0, (), None, (), ranks))
+    return out
+
+
+def test_one_rank_with_30_percent_more_compute_is_named_with_its_evidence():
+    s = find_straggler(window({0: 0.10, 1: 0.10, 2: 0.13, 3: 0.10}))
+    assert s is not None and s.kind == "rank" and s.rank == 2 and s.gpu == "GPU-2" and s.node == "n1"
+    assert s.excess == pytest.approx(0.30, abs=0.04)
+    assert s.slowest_share == 1.0 and s.last_share == 1.0
+    assert s.step_time_lost == pytest.approx(0.03, abs=0.005)
+    ev = " ".join(s.evidence())
+    assert "rank 2 on n1 (GPU-2)" in ev and re.search(r"(2[6-9]|3[0-4])% longer", ev)
+
+
+def test_even_ranks_name_no_one():
+    for seed in range(20):
+        assert find_straggler(window({0: 0.10, 1: 0.10, 2: 0.10, 3: 0.10}, noise=0.05, seed=seed)) is None
+
+
+def test_a_rank_slowest_only_sometimes_is_not_named():
+    # rank 1 is 20% slower in 4 of 10 intervals, rank 3 in 4 others: no rank in most of them
+    samples = window({0: 0.1, 1: 0.1, 2: 0.1, 3: 0.1}, noise=0.0)
+    mixed = []
+    for t, s in enumerate(samples):
+        slow = 1 if t < 4 else 3 if t < 8 else None
+        step = 0.125
+        mixed.append(Sample(s.t, 1.0, (), None, (), tuple(rank_report(ident(r), 0.12 if r == slow else 0.1, step) for r in range(4))))
+    assert find_straggler(mixed) is None
+
+
+def test_too_few_intervals_or_one_rank_name_no_one():
+    assert find_straggler(window({0: 0.1, 1: 0.2}, n=2)) is None
+    assert find_straggler(window({0: 0.1}, n=10)) is None
+
+
+def test_a_slow_node_is_named_as_the_node():
+    nodes = {0: "a", 1: "a", 2: "b", 3: "b"}
+    s = find_straggler(window({0: 0.10, 1: 0.10, 2: 0.125, 3: 0.13}, nodes=nodes))
+    assert s is not None and s.kind == "node" and s.node == "b" and s.ranks == (2, 3) and s.rank is None
+    assert "node b (ranks 2, 3)" in s.evidence()[0]
+    # one slow rank on a node of otherwise normal ranks is a rank, not the node
+    s = find_straggler(window({0: 0.10, 1: 0.10, 2: 0.10, 3: 0.13}, nodes=nodes))
+    assert s is not None and s.kind == "rank" and s.rank == 3 and s.node == "b"
+
+
+def test_figures_and_topology():
+    w = intervals(window({0: 0.1, 1: 0.12}, n=4))
+    f = {x.identity.rank: x for x in rank_figures(w)}
+    assert f[1].compute == pytest.approx(0.12, rel=0.05) and f[1].wait < f[0].wait
+    assert topology(window({0: 0.1, 1: 0.1}, nodes={0: "a", 1: "b"}, n=1)[0].ranks) == {"a": [0], "b": [1]}
+
+
+def test_the_verdict_carries_the_straggler_and_a_wait_for_it_is_not_a_link_bottleneck():
+    from bottleneckd.diagnosis.straggler import with_straggler
+    from bottleneckd.diagnosis.verdict import Verdict
+
+    comm = Verdict("inter_gpu_interconnect", "communication", 0.8, ("gradient communication 25% of step time",), (), 1.3)
+    samples = window({0: 0.10, 1: 0.10, 2: 0.14, 3: 0.10})
+    v = with_straggler(comm, samples)
+    assert v.resource == "gpu_compute" and v.stage == "compute" and v.straggler["rank"] == 2  # its ranks have GPUs
+    assert v.evidence[0].startswith("straggler: rank 2") and "gradient communication 25% of step time" in v.evidence
+    assert v.headroom == pytest.approx(0.142 / 0.102, rel=0.05)
+    # a compute verdict keeps its resource and gains the straggler's evidence
+    cpu = Verdict("cpu_compute", "compute", 0.8, ("x",), (), None)
+    v = with_straggler(cpu, samples)
+    assert v.resource == "cpu_compute" and v.straggler["rank"] == 2 and v.evidence[0] == "x"
+    # even ranks: the verdict is unchanged
+    assert with_straggler(comm, window({0: 0.1, 1: 0.1, 2: 0.1, 3: 0.1})) is comm
+
+
+def test_the_run_keeps_the_straggler_named_in_most_windows_and_forgets_it_after_the_job():
+    from bottleneckd.diagnosis.straggler import StragglerHistory, with_straggler
+    from bottleneckd.diagnosis.verdict import Verdict
+
+    h = StragglerHistory()
+    v0 = Verdict("inter_gpu_interconnect", "communication", 0.8, ("c",), (), None)
+    samples = window({0: 0.10, 1: 0.10, 2: 0.10, 3: 0.13}, n=12) + [Sample(100.0 + i, 1.0, ()) for i in range(30)]
+    last = None
+    for s in samples:
+        last = with_straggler(v0, h.observe(s), h)
+        h.update(last)
+    assert last.straggler is None  # the job has ended: no ranks report
+    assert h.windows == 8  # windows with 5 or more multi-rank intervals, while ranks reported
+    v = h.apply(v0)
+    assert v.straggler["rank"] == 3 and v.straggler["windows_named"] == 8
+    assert "straggler over the run: rank 3 on n1, found in 8 of 8 windows" in v.evidence[-1]
+
+
+def test_a_straggler_is_named_only_after_it_held_for_hold_consecutive_windows():
+    from bottleneckd.diagnosis.straggler import HOLD, StragglerHistory, with_straggler
+    from bottleneckd.diagnosis.verdict import Verdict
+
+    v0 = Verdict("cpu_compute", "compute", 0.8, ("x",), (), None)
+    h = StragglerHistory()
+    named = []
+    for s in window({0: 0.10, 1: 0.10, 2: 0.10, 3: 0.13}, n=16):
+        named.append(with_straggler(v0, h.observe(s), h).straggler is not None)
+    # judged from the 5th interval on; named from the HOLD-th consecutive finding
+    assert named.index(True) == 5 - 1 + HOLD - 1 and all(named[named.index(True):])
+    # found in 3 windows only (CPU contention for a few seconds): never named
+    found = find_straggler(window({0: 0.10, 1: 0.10, 2: 0.10, 3: 0.13}))
+    h = StragglerHistory()
+    assert [h.confirm(x) for x in [found] * 3 + [None] * 4 + [found] * (HOLD - 1)] == [None] * (3 + 4 + HOLD - 1)
+    assert h.confirm(found) is found
+    # one noisy window in between does not reset it: HOLD of the last HOLD + 2
+    h = StragglerHistory()
+    assert [h.confirm(x) is not None for x in [found] * 2 + [None] + [found] * 3] == [False] * 5 + [True]
