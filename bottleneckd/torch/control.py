@@ -22,14 +22,17 @@ class MitigationControl:
     def __init__(self, w: "Watcher", loader: Any) -> None:
         self._w = w
         self.engine = MitigationEngine(w.model, w.optimizer, loader, w.facts.__setitem__, w.facts.get)
-        self.trials = Trials(self._decided)
+        self.trials = Trials(self._decided, self._toggle)
 
-    def apply(self, mitigation: Any, *, verify: bool, steps: int, warmup: int, min_gain: float, **kwargs: Any) -> Trial:
+    def apply(self, mitigation: Any, *, verify: bool, steps: int, warmup: int, min_gain: float, blocks: int = 3, alpha: float = 0.05,
+              **kwargs: Any) -> Trial:
         """Apply a mitigation by knowledge-base hook id (e.g. ``"mixed_precision"``) or object.
 
-        With ``verify=True`` the throughput of the ``steps`` steps before is compared with ``steps``
-        steps after (``warmup`` skipped); the mitigation is reverted unless it was faster by more
-        than ``min_gain`` (2% by default: a margin for step-time noise; 0 keeps any gain)."""
+        With ``verify=True`` blocks of ``steps`` steps with and without the mitigation take turns,
+        ``blocks`` of each (``warmup`` steps skipped after each turn); it is kept only if the blocks
+        with it are faster at ``alpha`` (one-sided t-test) and by more than ``min_gain``; the ratio
+        and its confidence interval are printed and kept in ``w.trials``. The mitigation must
+        apply and revert repeatably, and take effect at once (not at the next epoch)."""
         from bottleneckd.torch.mitigations import REGISTRY
 
         w = self._w
@@ -40,7 +43,8 @@ class MitigationControl:
         if w.model is None:
             raise ValueError("mitigations need the model: use watch(model, optimizer, loader)")
         w.drain()
-        t = self.trials.start(mitigation.name, mitigation, verify=verify, steps=steps, warmup=warmup, min_gain=min_gain)
+        t = self.trials.start(mitigation.name, mitigation, verify=verify, steps=steps, warmup=warmup, min_gain=min_gain,
+                              blocks=blocks, alpha=alpha)
         self.engine.apply(mitigation, w.steps, w.epoch, w.optimizer_calls)
         self.trials.begin(t)
         if verify and isinstance(w.clock, CudaClock):
@@ -54,6 +58,14 @@ class MitigationControl:
             self.engine.revert(t.mitigation)
             t.kept = False
             self._event("mitigation_reverted", t, "reverted by the user")
+
+    def _toggle(self, t: Trial, on: bool) -> None:
+        """A verification's turn: done by the engine at the next forward, never inside an optimizer hook."""
+        w = self._w
+        if on:
+            self.engine.apply_later(t.mitigation, w.steps, w.epoch, w.optimizer_calls)
+        else:
+            self.engine.revert_later(t.mitigation)
 
     def _decided(self, t: Trial) -> None:
         w = self._w

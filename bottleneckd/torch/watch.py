@@ -210,7 +210,8 @@ class Watcher:
         self.facts.update(probe.runtime_facts(self.model))
         self.facts.update(self._counting.achieved(totals.compute_seconds / totals.steps))
         self.transport.send(StepReport(rank_identity(self.device), totals.steps, totals.wall_seconds, totals.phases,
-                                        self.facts.freeze(epoch=self.epoch, mitigations=self._engine.names())))
+                                        self.facts.freeze(epoch=self.epoch, mitigations=self._engine.names()),
+                                        examples=totals.examples or None))  # for joules per example
 
     def epoch_end(self) -> EpochReport | None:
         """Print the epoch's step phases, verdict and top recommendations as one block; return it."""
@@ -248,9 +249,10 @@ class Watcher:
 
     # --- mitigations (control.py) -------------------------------------------------------------
     def apply(self, mitigation: Any, *, verify: bool = False, steps: int = 20, warmup: int = 2, min_gain: float = 0.02,
-              **kwargs: Any) -> Trial:
+              blocks: int = 3, alpha: float = 0.05, **kwargs: Any) -> Trial:
         """A mitigation by hook id (``"mixed_precision"``) or object, kept if faster (MitigationControl.apply)."""
-        return self._control.apply(mitigation, verify=verify, steps=steps, warmup=warmup, min_gain=min_gain, **kwargs)
+        return self._control.apply(mitigation, verify=verify, steps=steps, warmup=warmup, min_gain=min_gain, blocks=blocks,
+                                   alpha=alpha, **kwargs)
 
     def revert(self, name: str) -> None:
         self._control.revert(name)
