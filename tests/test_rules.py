@@ -215,6 +215,24 @@ def test_other_with_nothing_seen_is_undetermined():
     assert f.resource == UNDETERMINED and f.stage == "other"
 
 
+def test_other_where_the_stacks_saw_the_thread_wait_is_undetermined_whatever_the_cpu():
+    """attach on a job that sleeps: the CPU figures (another thread, a launcher's helper) may look
+    busy, but a thread seen waiting in its stack samples is not computing outside the phases."""
+    facts = {"phase_source": "py-spy", "other_idle_share": 0.95}
+    f = top(other(window({**HOST, **job(1.0, 0.98)}, OTHER, facts), NO_PEAKS))
+    assert f.resource == UNDETERMINED and f.stage == "other"
+    assert any("waiting" in e and "95%" in e for e in f.evidence)
+    busy = top(other(window({**HOST, **job(1.0, 0.98)}, OTHER, {**facts, "other_idle_share": 0.1}), NO_PEAKS))
+    assert (busy.resource, busy.stage) == ("cpu_compute", "other")
+
+
+def test_other_waiting_while_the_job_writes_stays_storage():
+    """a checkpoint's fsync is a wait too: the writes explain it"""
+    facts = {"phase_source": "py-spy", "other_idle_share": 0.9}
+    f = top(other(window({**HOST, **job(0.2, 0.1), "storage_bandwidth/job/write_bytes_per_second": 200e6}, OTHER, facts), NO_PEAKS))
+    assert (f.resource, f.stage) == ("storage_bandwidth", "other")
+
+
 def test_other_unaccounted_time_counts_as_other():
     f = top(other(window({**HOST, **job(1.0, 0.99)}, {"forward": 0.1, "backward": 0.1}), NO_PEAKS))
     assert f is not None and f.stage == "other"
