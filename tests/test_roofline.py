@@ -75,7 +75,7 @@ def test_lstm_step_flops_are_unknown_not_zero_intensity():
     c.start()
     head(lstm(torch.randn(4, 8, 16))[0][:, -1]).sum().backward()
     r = c.stop()
-    assert r is not None and r.operand_bytes > 0 and r.uncounted_bytes > 0.25 * r.operand_bytes
+    assert r is not None and r.operand_bytes > 0 and r.uncounted_bytes > 0.01 * r.operand_bytes
     assert r.intensity is None and r.flops_unknown and len(r.flops_unknown) <= 64
 
 

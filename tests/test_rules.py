@@ -263,3 +263,13 @@ def test_cpu_under_attach_waits_for_the_operator_mix_before_telling_compute_from
     assert low.resource == "cpu_memory_bandwidth"
     late = top(cpu_compute(window({**HOST, **job(1.0, 0.99)}, COMPUTE, {"phase_source": "py-spy"}, n=5), NO_PEAKS))
     assert late.resource == "cpu_compute"
+
+
+def test_cpu_compute_with_unknown_flops_uses_peak_free_evidence_and_says_why():
+    """lstm_lbfgs: the count has no FLOP formula for the LSTM kernels; no intensity, so no
+    memory-bound verdict from it."""
+    facts = {"flops_unknown": "8% of bytes in ops with no FLOP formula: mkldnn_rnn_layer",
+             "operand_bytes_per_step": 1.9e9, "achieved_bytes_per_second": 0.9e9, "parameters": 1_900_000}
+    f = top(cpu_compute(window({**HOST, **job(1.0, 0.99)}, COMPUTE, facts), NO_PEAKS))
+    assert (f.resource, f.stage) == ("cpu_compute", "compute")
+    assert any("FLOPs per step unknown" in e for e in f.evidence) and not any("intensity 0" in e for e in f.evidence)
