@@ -195,3 +195,22 @@ def test_live_screen_shows_every_resource_and_the_verdict():
     assert "unknown:" in lines["gpu_compute"]  # no GPU here: unknown, with why
     assert "[####" in lines["data_wait"]  # the phase that dominates this trace
     assert all(len(ln) <= 120 for ln in screen.splitlines())
+
+
+@pytest.mark.skipif(find_py_spy() is None, reason="py-spy not installed")
+def test_check_tries_again_after_a_transient_py_spy_failure(tmp_path):
+    """py-spy sometimes fails once on a busy process ("Failed to find python version"): attach
+    must not go on without stacks for the whole run because of one failed read."""
+    flaky = tmp_path / "py-spy"
+    mark = tmp_path / "failed-once"
+    flaky.write_text(f"#!/bin/sh\nif [ ! -e {mark} ]; then touch {mark}; echo 'Error: Failed to find python version from target process' >&2; "
+                     f"exit 1; fi\nexec {find_py_spy()} \"$@\"\n")
+    flaky.chmod(flaky.stat().st_mode | stat.S_IEXEC)
+    job = subprocess.Popen([sys.executable, "-c", SLEEPER], stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(1.5)
+        assert StackSampler(job.pid, py_spy=str(flaky)).check() is None
+        assert mark.exists()
+    finally:
+        job.kill()
+        job.wait()

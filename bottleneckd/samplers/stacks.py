@@ -112,6 +112,8 @@ def op_intensity(frames: list[dict]) -> str | None:
 IDLE_FUNCS = frozenset({"sleep", "wait", "_wait", "wait_for", "join", "_wait_for_tstate_lock", "acquire", "select", "poll",
                         "epoll", "waitpid", "_try_wait", "recv", "recv_into", "recv_bytes", "_recv_bytes", "_recv", "accept",
                         "get", "readinto"})
+#: py-spy dumps tried before attach goes on without stacks
+CHECK_TRIES = 3
 #: recent "other" stack samples whose idle flag makes the ``other_idle_share`` fact
 IDLE_MEMORY = 60
 
@@ -209,15 +211,21 @@ class StackSampler:
         """None if stacks can be read; else one line saying why not and what to grant."""
         if self.exe is None:
             return "py-spy is not installed (pip install py-spy); diagnosing without stacks"
-        try:
-            d = self.dump(self.pid)
-            t = main_thread(d or [], self.pid)
-            self.target = training_process(self.pid, t.get("frames", []) if t else [])
-            return None
-        except PermissionError as e:
-            return str(e)
-        except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
-            return f"py-spy cannot sample process {self.pid} ({e}); diagnosing without stacks"
+        for attempt in range(CHECK_TRIES):
+            try:
+                d = self.dump(self.pid)
+                t = main_thread(d or [], self.pid)
+                self.target = training_process(self.pid, t.get("frames", []) if t else [])
+                return None
+            except PermissionError as e:
+                return str(e)
+            except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
+                # py-spy's reads of a busy process sometimes fail once ("Failed to find python
+                # version from target process", a truncated backtrace): try again before giving up
+                if attempt + 1 == CHECK_TRIES or not psutil.pid_exists(self.pid):
+                    return f"py-spy cannot sample process {self.pid} ({e}); diagnosing without stacks"
+                self._stop.wait(0.5)
+        return None
 
     def _retarget(self) -> None:
         """Follow the launcher to a rank once the process roles show it only waits (the roles need a
