@@ -64,3 +64,36 @@ def test_transformer_step_intensity_leaves_out_metadata_ops():
         for _ in range(10):
             x.view(8, 128 * 256).t().detach()
     assert m.bytes == 0 and m.ops == 30
+
+
+def test_lstm_step_flops_are_unknown_not_zero_intensity():
+    """FlopCounterMode has no formula for the LSTM kernels (mkldnn_rnn_layer on CPU): the Linear
+    head's few FLOPs over the LSTM's bytes would be an intensity near 0, a false memory-bound."""
+    torch.manual_seed(0)
+    lstm, head = nn.LSTM(16, 32, num_layers=2, batch_first=True), nn.Linear(32, 1)
+    c = StepCounter()
+    c.start()
+    head(lstm(torch.randn(4, 8, 16))[0][:, -1]).sum().backward()
+    r = c.stop()
+    assert r is not None and r.operand_bytes > 0 and r.uncounted_bytes > 0.01 * r.operand_bytes
+    assert r.intensity is None and r.flops_unknown and len(r.flops_unknown) <= 64
+
+
+def test_counting_reports_unknown_flops_as_a_reason_not_a_number():
+    from bottleneckd.model.facts import Facts
+    from bottleneckd.torch.counting import RooflineCounting
+
+    lstm = nn.LSTM(16, 32, batch_first=True)
+    rc = RooflineCounting(at_step=0)
+    rc.maybe_start(0)
+    lstm(torch.randn(4, 8, 16))[0].sum().backward()
+    facts = rc.finish()
+    assert "arithmetic_intensity" not in facts and "flops_per_step" not in facts and facts["flops_unknown"]
+    assert rc.achieved(0.1) == {}  # no achieved FLOP/s from a partial count
+    Facts(facts)  # the facts are valid (a short string)
+    mlp = nn.Sequential(nn.Linear(16, 64), nn.ReLU(), nn.Linear(64, 1))
+    c = StepCounter()
+    c.start()
+    mlp(torch.randn(8, 16)).sum().backward()
+    r = c.stop()
+    assert r is not None and r.flops_unknown is None and r.intensity and r.intensity > 0

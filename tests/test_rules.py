@@ -215,6 +215,24 @@ def test_other_with_nothing_seen_is_undetermined():
     assert f.resource == UNDETERMINED and f.stage == "other"
 
 
+def test_other_where_the_stacks_saw_the_thread_wait_is_undetermined_whatever_the_cpu():
+    """attach on a job that sleeps: the CPU figures (another thread, a launcher's helper) may look
+    busy, but a thread seen waiting in its stack samples is not computing outside the phases."""
+    facts = {"phase_source": "py-spy", "other_idle_share": 0.95}
+    f = top(other(window({**HOST, **job(1.0, 0.98)}, OTHER, facts), NO_PEAKS))
+    assert f.resource == UNDETERMINED and f.stage == "other"
+    assert any("waiting" in e and "95%" in e for e in f.evidence)
+    busy = top(other(window({**HOST, **job(1.0, 0.98)}, OTHER, {**facts, "other_idle_share": 0.1}), NO_PEAKS))
+    assert (busy.resource, busy.stage) == ("cpu_compute", "other")
+
+
+def test_other_waiting_while_the_job_writes_stays_storage():
+    """a checkpoint's fsync is a wait too: the writes explain it"""
+    facts = {"phase_source": "py-spy", "other_idle_share": 0.9}
+    f = top(other(window({**HOST, **job(0.2, 0.1), "storage_bandwidth/job/write_bytes_per_second": 200e6}, OTHER, facts), NO_PEAKS))
+    assert (f.resource, f.stage) == ("storage_bandwidth", "other")
+
+
 def test_other_unaccounted_time_counts_as_other():
     f = top(other(window({**HOST, **job(1.0, 0.99)}, {"forward": 0.1, "backward": 0.1}), NO_PEAKS))
     assert f is not None and f.stage == "other"
@@ -245,3 +263,13 @@ def test_cpu_under_attach_waits_for_the_operator_mix_before_telling_compute_from
     assert low.resource == "cpu_memory_bandwidth"
     late = top(cpu_compute(window({**HOST, **job(1.0, 0.99)}, COMPUTE, {"phase_source": "py-spy"}, n=5), NO_PEAKS))
     assert late.resource == "cpu_compute"
+
+
+def test_cpu_compute_with_unknown_flops_uses_peak_free_evidence_and_says_why():
+    """lstm_lbfgs: the count has no FLOP formula for the LSTM kernels; no intensity, so no
+    memory-bound verdict from it."""
+    facts = {"flops_unknown": "8% of bytes in ops with no FLOP formula: mkldnn_rnn_layer",
+             "operand_bytes_per_step": 1.9e9, "achieved_bytes_per_second": 0.9e9, "parameters": 1_900_000}
+    f = top(cpu_compute(window({**HOST, **job(1.0, 0.99)}, COMPUTE, facts), NO_PEAKS))
+    assert (f.resource, f.stage) == ("cpu_compute", "compute")
+    assert any("FLOPs per step unknown" in e for e in f.evidence) and not any("intensity 0" in e for e in f.evidence)

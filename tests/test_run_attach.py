@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from bottleneckd.samplers.stacks import StackSampler, classify_frames, op_intensity
+from bottleneckd.samplers.stacks import StackSampler, classify_frames, find_py_spy, op_intensity, thread_idle
 from tests.conftest import ROOT, run_cli
 
 PLAIN_JOB = textwrap.dedent("""
@@ -117,6 +117,65 @@ def test_stack_classification():
     assert op_intensity([f("Linear.forward", "torch/nn/modules/linear.py")]) == "high"
 
 
+def test_thread_idle_from_py_spy_flag_and_wait_frames():
+    f = lambda name, path: {"name": name, "filename": path, "line": 0}  # noqa: E731
+    assert thread_idle({"active": False, "frames": [f("step", "train.py")]})  # time.sleep: a C call, py-spy's flag
+    assert thread_idle({"active": True, "frames": [f("Event.wait", "/usr/lib/python3.11/threading.py")]})
+    assert thread_idle({"frames": [f("Popen._try_wait", "/usr/lib/python3.11/subprocess.py")]})
+    assert not thread_idle({"active": True, "frames": [f("step", "train.py")]})
+    assert not thread_idle({"active": True, "frames": [f("get", "mycache.py")]})  # a user's get() is code, not a wait
+
+
+SLEEPER = """
+import time
+def step():
+    sum(range(2000))
+    time.sleep(0.1)
+while True:
+    step()
+"""
+LAUNCHER = """
+import subprocess, sys, time
+def monitor(p):
+    while p.poll() is None:
+        time.sleep(0.2)
+p = subprocess.Popen([sys.executable, "-c", "def spin():\\n    while True: sum(range(1000))\\nspin()"])
+monitor(p)
+"""
+
+
+def _sample(code: str, seconds: float = 4.0):
+    job = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(1.5)
+        s = StackSampler(job.pid, rate_hz=8)
+        assert s.check() is None
+        s.start()
+        time.sleep(seconds)
+        s.stop()
+        return job.pid, s, s.drain()
+    finally:
+        for c in __import__("psutil").Process(job.pid).children(recursive=True):
+            c.kill()
+        job.kill()
+        job.wait()
+
+
+@pytest.mark.skipif(find_py_spy() is None, reason="py-spy not installed")
+def test_stacks_of_a_sleeping_job_are_other_and_waiting():
+    """time.sleep outside the phases: "other", but the sampled thread waits (not computing)."""
+    _, _, ph = _sample(SLEEPER)
+    assert ph is not None and ph.facts["other_idle_share"] >= 0.7
+
+
+@pytest.mark.skipif(find_py_spy() is None, reason="py-spy not installed")
+def test_a_launcher_that_sleeps_while_its_child_trains_is_followed_to_the_child():
+    """torchrun's agent sleeps in a monitor loop: its wait is not the training thread's."""
+    pid, s, ph = _sample(LAUNCHER, 5.0)
+    assert s.target != pid
+    assert ph is not None and ph.facts.get("other_idle_share", 0.0) < 0.5
+
+
 def test_live_screen_shows_every_resource_and_the_verdict():
     from bottleneckd.outputs.live import render_screen
     from bottleneckd.diagnosis.pipeline import Pipeline
@@ -136,3 +195,22 @@ def test_live_screen_shows_every_resource_and_the_verdict():
     assert "unknown:" in lines["gpu_compute"]  # no GPU here: unknown, with why
     assert "[####" in lines["data_wait"]  # the phase that dominates this trace
     assert all(len(ln) <= 120 for ln in screen.splitlines())
+
+
+@pytest.mark.skipif(find_py_spy() is None, reason="py-spy not installed")
+def test_check_tries_again_after_a_transient_py_spy_failure(tmp_path):
+    """py-spy sometimes fails once on a busy process ("Failed to find python version"): attach
+    must not go on without stacks for the whole run because of one failed read."""
+    flaky = tmp_path / "py-spy"
+    mark = tmp_path / "failed-once"
+    flaky.write_text(f"#!/bin/sh\nif [ ! -e {mark} ]; then touch {mark}; echo 'Error: Failed to find python version from target process' >&2; "
+                     f"exit 1; fi\nexec {find_py_spy()} \"$@\"\n")
+    flaky.chmod(flaky.stat().st_mode | stat.S_IEXEC)
+    job = subprocess.Popen([sys.executable, "-c", SLEEPER], stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(1.5)
+        assert StackSampler(job.pid, py_spy=str(flaky)).check() is None
+        assert mark.exists()
+    finally:
+        job.kill()
+        job.wait()

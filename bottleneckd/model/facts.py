@@ -90,6 +90,7 @@ FACTS: dict[str, FactSpec] = {s.name: s for s in (
     _spec("flops_per_step", "float", _N, "FLOP of one step (torch.utils.flop_counter)"),
     _spec("operand_bytes_per_step", "float", _N, "operand bytes of one step"),
     _spec("arithmetic_intensity", "float", _N, "FLOP per operand byte"),
+    _spec("flops_unknown", "str", _N, "why the step's FLOPs (and intensity) are unknown: operators with no FLOP formula"),
     _spec("achieved_flops", "float", _N, "FLOP/s over the compute phases"),
     _spec("achieved_bytes_per_second", "float", _N, "operand bytes/s over the compute phases"),
     # mitigations in effect (hook; unset on revert)
@@ -107,6 +108,8 @@ FACTS: dict[str, FactSpec] = {s.name: s for s in (
     _spec("phase_source", "str", "bottleneckd.samplers.stacks", "where the step phases come from", ("hook", "py-spy")),
     _spec("stack_samples", "int", "bottleneckd.samplers.stacks", "py-spy stack samples in the interval"),
     _spec("low_intensity_op_share", "float", "bottleneckd.samplers.stacks", "share of stack samples in low-intensity operators"),
+    _spec("other_idle_share", "float", "bottleneckd.samplers.stacks",
+          "share of recent stack samples outside the phases in which the thread waited (sleep, lock, child, socket)"),
 )}
 
 

@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections import Counter
+from collections import Counter, deque
 
 import psutil
 
@@ -106,6 +106,33 @@ def op_intensity(frames: list[dict]) -> str | None:
     return None
 
 
+#: innermost Python frames (function name, or method name after the class) of a thread that waits:
+#: a sleep, a lock, an event, a child process or a socket; py-spy's ``active`` flag covers the C calls
+#: (time.sleep, select, futex) that have no Python frame of their own
+IDLE_FUNCS = frozenset({"sleep", "wait", "_wait", "wait_for", "join", "_wait_for_tstate_lock", "acquire", "select", "poll",
+                        "epoll", "waitpid", "_try_wait", "recv", "recv_into", "recv_bytes", "_recv_bytes", "_recv", "accept",
+                        "get", "readinto"})
+#: py-spy dumps tried before attach goes on without stacks
+CHECK_TRIES = 3
+#: recent "other" stack samples whose idle flag makes the ``other_idle_share`` fact
+IDLE_MEMORY = 60
+
+
+def thread_idle(thread: dict) -> bool:
+    """The sampled thread is waiting (sleeping, on a lock, a child, a socket), not running code:
+    py-spy marks it inactive, or its innermost frame is a known wait."""
+    if thread.get("active") is False:
+        return True
+    frames = thread.get("frames") or []
+    if not frames:
+        return False
+    f = frames[0]
+    name = f.get("name", "").rsplit(".", 1)[-1]
+    path = (f.get("filename") or "").replace("\\", "/")
+    stdlib_wait = any(m in path for m in ("/threading.py", "/queue.py", "/selectors.py", "/subprocess.py", "/multiprocessing/", "/socket.py"))
+    return name in IDLE_FUNCS and (stdlib_wait or name in ("sleep", "select", "poll", "epoll", "waitpid"))
+
+
 def main_thread(dump: list[dict], pid: int) -> dict | None:
     for t in dump:
         if t.get("pid", pid) == pid and (t.get("thread_name") == "MainThread" or t.get("os_thread_id") == pid):
@@ -124,10 +151,11 @@ def _environ(p: "psutil.Process") -> dict[str, str]:
         return {}
 
 
-def training_process(pid: int, frames: list[dict]) -> int:
+def training_process(pid: int, frames: list[dict], idle: bool = False) -> int:
     """A launcher (torchrun, mp.spawn, a script that starts its ranks) only waits: follow it to
-    the process that trains, rank 0 when ranks are named, else the busiest Python child."""
-    if not any(w in f.get("name", "") for f in frames[:6] for w in WAIT_FRAMES):
+    the process that trains, rank 0 when ranks are named, else the busiest Python child. A main
+    thread that is ``idle`` outside every phase with Python children is taken for a launcher too."""
+    if not idle and not any(w in f.get("name", "") for f in frames[:6] for w in WAIT_FRAMES):
         return pid
     try:
         kids = [k for k in psutil.Process(pid).children(recursive=True) if "python" in k.name().lower()]
@@ -158,6 +186,7 @@ class StackSampler:
         self.exe = py_spy or find_py_spy()
         self._counts: Counter[str] = Counter()
         self._ops: Counter[str] = Counter()
+        self._idle: deque[bool] = deque(maxlen=IDLE_MEMORY)  # recent "other" samples: was the thread waiting?
         self._n = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -182,15 +211,21 @@ class StackSampler:
         """None if stacks can be read; else one line saying why not and what to grant."""
         if self.exe is None:
             return "py-spy is not installed (pip install py-spy); diagnosing without stacks"
-        try:
-            d = self.dump(self.pid)
-            t = main_thread(d or [], self.pid)
-            self.target = training_process(self.pid, t.get("frames", []) if t else [])
-            return None
-        except PermissionError as e:
-            return str(e)
-        except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
-            return f"py-spy cannot sample process {self.pid} ({e}); diagnosing without stacks"
+        for attempt in range(CHECK_TRIES):
+            try:
+                d = self.dump(self.pid)
+                t = main_thread(d or [], self.pid)
+                self.target = training_process(self.pid, t.get("frames", []) if t else [])
+                return None
+            except PermissionError as e:
+                return str(e)
+            except (RuntimeError, subprocess.TimeoutExpired, ValueError) as e:
+                # py-spy's reads of a busy process sometimes fail once ("Failed to find python
+                # version from target process", a truncated backtrace): try again before giving up
+                if attempt + 1 == CHECK_TRIES or not psutil.pid_exists(self.pid):
+                    return f"py-spy cannot sample process {self.pid} ({e}); diagnosing without stacks"
+                self._stop.wait(0.5)
+        return None
 
     def _retarget(self) -> None:
         """Follow the launcher to a rank once the process roles show it only waits (the roles need a
@@ -221,8 +256,16 @@ class StackSampler:
             if t is None:
                 continue
             phase = classify_frames(t.get("frames", []))
+            idle = phase == "other" and thread_idle(t)
+            if idle and self._dumps % 4 == 2:  # a launcher waiting on its ranks (found late, or a rank restarted): follow it to one
+                new = training_process(self.target, t.get("frames", []), idle=True)
+                if new != self.target:
+                    self.target = new
+                    continue
             op = op_intensity(t.get("frames", [])) if phase == "forward" else None
             with self._lock:
+                if phase == "other":
+                    self._idle.append(idle)
                 self._counts[phase] += 1
                 if op:
                     self._ops[op] += 1
@@ -240,6 +283,7 @@ class StackSampler:
             if not self._n:
                 return None
             n, counts, ops = self._n, dict(self._counts), dict(self._ops)  # ops: cumulative, a property of the code
+            idle = list(self._idle)  # the last IDLE_MEMORY "other" samples, across drains
             self._n, self._counts = 0, Counter()
         n -= counts.pop(STARTUP, 0)
         if n <= 0:  # only start-up (imports) seen: no training step yet
@@ -247,6 +291,8 @@ class StackSampler:
         facts: dict = {"phase_source": "py-spy", "stack_samples": n}
         if sum(ops.values()) >= 3:
             facts["low_intensity_op_share"] = ops.get("low", 0) / sum(ops.values())
+        if len(idle) >= 3:
+            facts["other_idle_share"] = sum(idle) / len(idle)
         return StepPhases(n, n * self.interval, {k: v * self.interval for k, v in counts.items()}, facts)
 
     def stop(self) -> None:

@@ -48,7 +48,12 @@ class RooflineCounting:
             return {}
         if counts is None:
             return {}
-        self.flops, self.operand_bytes = float(counts.flops), float(counts.operand_bytes)
+        self.operand_bytes = float(counts.operand_bytes)
+        unknown = counts.flops_unknown
+        if unknown:  # unknown is not zero: no FLOPs, intensity or achieved FLOP/s from a partial count
+            self.flops = None
+            return {"operand_bytes_per_step": self.operand_bytes, "flops_unknown": unknown}
+        self.flops = float(counts.flops)
         return {"flops_per_step": self.flops, "operand_bytes_per_step": self.operand_bytes,
                 "arithmetic_intensity": counts.intensity}
 

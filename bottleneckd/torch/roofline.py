@@ -14,12 +14,23 @@ compute-bound from memory-bandwidth-bound on CPU and GPU alike.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_flatten
-from torch.utils.flop_counter import FlopCounterMode
+from torch.utils.flop_counter import FlopCounterMode, flop_registry
+
+#: compute operators (recurrent layers, vendor kernels, attention) that FlopCounterMode may have no
+#: formula for: their bytes are counted, their FLOPs are not (an LSTM step on CPU runs as
+#: mkldnn_rnn_layer(_backward): 0 FLOPs counted for it)
+COMPUTE_OPS = re.compile(r"rnn|lstm|gru|conv|linear|matmul|mkldnn|cudnn|miopen|attention")
+#: share of the operand bytes in such operators at or above which the step's FLOPs are unknown. Small:
+#: these operators reuse each byte many times, so a small share of the bytes can be most of the
+#: FLOPs (lstm_lbfgs: the LSTM kernels were 5% of the step's bytes, LBFGS's vector updates the rest,
+#: and their ~8 GFLOP against 0.1 MFLOP counted made an intensity of 0.0001 FLOP/byte)
+UNCOUNTED_SHARE = 0.01
 
 
 def _nbytes(obj: object) -> int:
@@ -49,11 +60,18 @@ class OperandBytes(TorchDispatchMode):
         super().__init__()
         self.bytes = 0
         self.ops = 0
+        self.uncounted_bytes = 0  # bytes of compute operators with no FLOP formula
+        self.uncounted_ops: set[str] = set()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
         out = func(*args, **(kwargs or {}))
-        self.bytes += operand_bytes(func, args, kwargs, out)
+        n = operand_bytes(func, args, kwargs, out)
+        self.bytes += n
         self.ops += 1
+        name = func.overloadpacket.__name__
+        if n and func.overloadpacket not in flop_registry and COMPUTE_OPS.search(name):
+            self.uncounted_bytes += n
+            self.uncounted_ops.add(name)
         return out
 
 
@@ -62,10 +80,25 @@ class StepCounts:
     flops: int
     operand_bytes: int
     ops: int
+    uncounted_bytes: int = 0  # operand bytes of compute operators FlopCounterMode has no formula for
+    uncounted_ops: tuple[str, ...] = ()
+
+    @property
+    def flops_unknown(self) -> str | None:
+        """Why the counted FLOPs are not the step's (None: they are): no FLOP counted while bytes
+        moved, or compute operators without a FLOP formula carry a substantial share of the bytes."""
+        if self.operand_bytes and self.flops == 0:
+            return "0 FLOP counted in a step that moved operand bytes"
+        if self.operand_bytes and self.uncounted_bytes >= UNCOUNTED_SHARE * self.operand_bytes:
+            share = self.uncounted_bytes / self.operand_bytes
+            return f"{share:.0%} of bytes in ops with no FLOP formula: {', '.join(self.uncounted_ops)}"[:64]  # a short fact
+        return None
 
     @property
     def intensity(self) -> float | None:
-        return self.flops / self.operand_bytes if self.operand_bytes else None
+        if not self.operand_bytes or self.flops_unknown:
+            return None
+        return self.flops / self.operand_bytes
 
 
 class StepCounter:
@@ -91,6 +124,8 @@ class StepCounter:
             return None
         self._bytes.__exit__(None, None, None)
         self._flops.__exit__(None, None, None)
-        self.result = StepCounts(int(self._flops.get_total_flops()), int(self._bytes.bytes), self._bytes.ops)
+        b = self._bytes
+        self.result = StepCounts(int(self._flops.get_total_flops()), int(b.bytes), b.ops, int(b.uncounted_bytes),
+                                 tuple(sorted(b.uncounted_ops)))
         self._flops = self._bytes = None
         return self.result

@@ -84,6 +84,8 @@ def _cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
             return [Finding("cpu_memory_bandwidth", "compute", min(1.0, 0.55 + b_ratio), tuple(cev), None)]
         return [Finding("cpu_compute", "compute", min(1.0, 0.55 + f_ratio), tuple(cev), None)]
     mbw = w.get("cpu_memory_bandwidth", "host", "utilization")
+    if facts.get("flops_unknown"):  # counted, but not all of the step's FLOPs: no intensity, the peak-free evidence decides
+        cev.append(f"FLOPs per step unknown ({facts['flops_unknown']}): no arithmetic intensity")
     if (mbw is None and peak_b is None and facts.get("arithmetic_intensity") is None and facts.get("phase_source") != "py-spy"
             and "parameters" in facts and w.steps_seen <= ROOFLINE_STEPS):
         why = ("compute or memory bandwidth: no peak is known here and the hook has not yet counted one step's FLOPs and "

@@ -13,6 +13,9 @@ from bottleneckd.model.units import fmt_value
 from bottleneckd.peaks.resolve import PeakTable
 
 OTHER_HIGH = 0.5
+#: share of the recent "other" stack samples in which the sampled thread waited (sleep, lock, child
+#: process, socket) at or above which the time outside the phases is waiting, not computing
+IDLE_HIGH = 0.5
 #: job writes at this rate or more while outside the phases: checkpoint or log writes (20 MB/s is
 #: ~10 s to write a 200 MB checkpoint, a cost that shows in a 1 s sampling window)
 WRITES = 20e6
@@ -40,6 +43,11 @@ def other(w: WindowStats, peaks: PeakTable) -> list[Finding]:
         extra = [f"job writing {fmt_value(writes, 'B/s')} (checkpoints or logs)"] if writes else []
         return [Finding("storage_bandwidth", "other", 0.85 * strength, tuple(ev + extra + io_ev), head)]
     cpu = cpu_state(w)
+    idle = w.phases.facts.get("other_idle_share") if w.phases else None
+    if idle is not None and idle >= IDLE_HIGH:  # the stacks saw the thread wait there: whatever the CPU figures, not its compute
+        why = (f"the sampled thread was waiting (sleep, lock, child process, socket) in {pct(idle)} of its recent stack samples "
+               "outside the phases: a sleep, a lock or another process, not this thread's compute")
+        return [Finding(UNDETERMINED, "other", 0.7 * strength, tuple(ev + cpu.describe() + [why]), head)]
     if cpu.busy_evidence:
         what = ("one thread at a full core: Python code between the phases (logging, metrics, host-side bookkeeping)"
                 if cpu.serial and not cpu.saturated else "the job's processes at their cores outside the timed phases")
