@@ -211,8 +211,11 @@ def with_straggler(v: "Verdict", samples: Iterable[Sample], history: "StragglerH
 class StragglerHistory:
     """The straggler over the run, for the run's report: the verdict that held longest is its
     latest instance, often from the job's tear-down when ranks have stopped reporting, so the
-    straggler is taken from the whole run instead: the one found in at least half of the windows
-    in which several ranks reported (and named at least once: it held for HOLD windows)."""
+    straggler is taken from the whole run instead: the one the live verdicts named (after the
+    hold) in at least a quarter of the windows in which several ranks reported, and more often
+    than any other. The live hold already keeps a rank that contention slows for a few seconds
+    from being named; counting only named windows keeps the report consistent with what was shown
+    live (a warm-up and a loaded machine leave fewer windows with a straggler found)."""
 
     def __init__(self, last: int = LAST) -> None:
         self.windows = 0
@@ -221,6 +224,7 @@ class StragglerHistory:
         self.current = False  # the latest sample had rank reports
         self._seen: deque[Any] = deque(maxlen=HOLD + 2)  # which straggler each recent window found (None: none)
         self._found: Straggler | None = None  # found in the latest window (before the hold)
+        self._confirmed = False  # the latest window's straggler was named (after the hold)
 
     def observe(self, sample: Sample) -> tuple[Sample, ...]:
         """Add a sample; returns the samples to judge this window's straggler on (none once the
@@ -237,17 +241,19 @@ class StragglerHistory:
         windows), and one noisy window does not hide a real one."""
         self._found = s
         self._seen.append(None if s is None else (s.kind, s.rank, s.node))
+        self._confirmed = False
         if s is None:
             return None
         key = self._seen[-1]
-        return s if sum(k == key for k in self._seen) >= HOLD else None
+        self._confirmed = sum(k == key for k in self._seen) >= HOLD
+        return s if self._confirmed else None
 
     def update(self, v: "Verdict") -> None:
         """Count the latest window: the straggler found in it (before the hold), if any."""
         if not self.current or len(intervals(self.recent)) < MIN_INTERVALS:
             return
         self.windows += 1
-        if self._found is not None:
+        if self._found is not None and self._confirmed:
             s = self._found.to_json()
             e = self._named.setdefault((s["kind"], s["rank"], s["node"]), [0, s])
             e[0] += 1
@@ -256,8 +262,10 @@ class StragglerHistory:
     def persistent(self) -> tuple[dict[str, Any], int] | None:
         if not self._named:
             return None
+        ranked = sorted((e[0] for e in self._named.values()), reverse=True)
         count, s = max(self._named.values(), key=lambda e: e[0])
-        return (s, count) if count * 2 >= self.windows and count >= HOLD else None
+        unique = len(ranked) == 1 or ranked[1] < count
+        return (s, count) if count * 4 >= self.windows and unique else None
 
     def apply(self, v: "Verdict | None") -> "Verdict | None":
         """``v`` with the run's persistent straggler when it carries none of its own."""
@@ -268,6 +276,6 @@ class StragglerHistory:
             return v
         s, count = p
         who = f"rank {s['rank']} on {s['node']}" if s["kind"] == "rank" else f"node {s['node']}"
-        ev = (f"straggler over the run: {who}, found in {count} of {self.windows} windows with several ranks; "
+        ev = (f"straggler over the run: {who}, named in {count} of {self.windows} windows with several ranks; "
               f"{s['excess_ratio']:.0%} longer compute than the median rank, {s['step_time_lost_seconds'] * 1e3:.1f} ms per step lost",)
         return replace(v, evidence=tuple(v.evidence) + ev, straggler={**s, "windows_named": count, "windows": self.windows})
