@@ -136,3 +136,24 @@ def test_live_screen_shows_every_resource_and_the_verdict():
     assert "unknown:" in lines["gpu_compute"]  # no GPU here: unknown, with why
     assert "[####" in lines["data_wait"]  # the phase that dominates this trace
     assert all(len(ln) <= 120 for ln in screen.splitlines())
+
+
+def test_attach_ddp_collectives_and_native_reducer_frames_are_communication():
+    from bottleneckd.samplers.stacks import wrappers
+
+    def f(name, path):
+        return {"name": name, "filename": path, "line": 1}
+
+    ddp = "torch/nn/parallel/distributed.py"
+    # DDP's buffer broadcast before forward: a collective, whatever sits on top
+    assert classify_frames([f("_broadcast_coalesced", ddp), f("_sync_buffers", ddp), f("_pre_forward", ddp),
+                            f("DistributedDataParallel.forward", ddp), f("Module._call_impl", "torch/nn/modules/module.py")]) == "communication"
+    # DDP's forward itself (the model's layers under it) is forward, and says the model is DDP-wrapped
+    stack = [f("Linear.forward", "torch/nn/modules/linear.py"), f("DistributedDataParallel._run_ddp_forward", ddp),
+             f("Module._call_impl", "torch/nn/modules/module.py")]
+    assert classify_frames(stack) == "forward" and wrappers(stack) == {"ddp"}
+    # native frames (a recorded native stack): the reducer waiting for its buckets inside backward
+    assert classify_frames([f("c10d::Reducer::finalize_backward", "reducer.cpp"), f("_engine_run_backward", "torch/autograd/graph.py"),
+                            f("backward", "torch/autograd/__init__.py")]) == "communication"
+    assert classify_frames([f("gloo::AllreduceRing::run", "allreduce_ring.h"), f("backward", "torch/_tensor.py")]) == "communication"
+    assert classify_frames([f("_engine_run_backward", "torch/autograd/graph.py"), f("backward", "torch/autograd/__init__.py")]) == "backward"

@@ -35,6 +35,15 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("torchvision/datasets/", "", "data_wait"),
     ("webdataset/", "", "data_wait"),
     ("torch/distributed/", "", "communication"),
+    # DDP's own collectives called from Python: buffer broadcast before forward, the delayed
+    # all-reduce of a static graph, the unused-parameter/grad-sync agreement
+    ("torch/nn/parallel/distributed", "_sync_buffers", "communication"),
+    ("torch/nn/parallel/distributed", "_sync_module_buffers", "communication"),
+    ("torch/nn/parallel/distributed", "_default_broadcast_coalesced", "communication"),
+    ("torch/nn/parallel/distributed", "_distributed_broadcast_coalesced", "communication"),
+    ("torch/nn/parallel/distributed", "_delay_all_reduce", "communication"),
+    ("torch/nn/parallel/distributed", "_check_global_requires_backward_grad_sync", "communication"),
+    ("torch/nn/parallel/distributed", "_match_all_reduce_for_bwd_pass", "communication"),
     ("torch/cuda/__init__", "synchronize", "gpu_wait"),
     ("torch/cuda/streams", "synchronize", "gpu_wait"),
     ("torch/serialization", "load", "file_io"),  # torch.save (a checkpoint) is outside the step's phases: "other"
@@ -45,6 +54,11 @@ RULES: tuple[tuple[str, str, str], ...] = (
 )
 STARTUP = "startup"  # importing modules: not a step; drained samples of it are left out
 PHASE_ORDER = ("data_wait", "communication", "gpu_wait", "file_io", "optimizer", "backward", "forward")
+#: native frames (a recorded native stack, or py-spy --native where pausing is allowed): DDP's C++
+#: reducer and the backends' collectives are communication wherever they sit in the stack
+NATIVE_COMM = re.compile(r"c10d::Reducer|\bReducer::|gloo::|ProcessGroupGloo|ProcessGroupNCCL|ncclAllReduce|c10d::.*[Aa]llreduce")
+#: frames that show the model is wrapped for data-parallel training (facts ddp / fsdp under attach)
+WRAPPERS = (("torch/nn/parallel/distributed", "ddp"), ("torch/distributed/fsdp/", "fsdp"))
 
 # operator classes by arithmetic intensity (section 2.3): normalisation and elementwise ops move
 # bytes with few multiply-adds; matrix products and convolutions reuse each byte many times
@@ -76,6 +90,8 @@ def classify_frames(frames: list[dict]) -> str:
             return STARTUP
         if name == "<module>":
             continue
+        if NATIVE_COMM.search(name):
+            seen.add("communication")
         for needle, func, phase in RULES:
             if needle in path and func in name:
                 seen.add(phase)
@@ -104,6 +120,15 @@ def op_intensity(frames: list[dict]) -> str | None:
         if LOW_LINE.search(line):
             return "low"
     return None
+
+
+def wrappers(frames: list[dict]) -> set[str]:
+    """"ddp" / "fsdp" when a frame of that wrapper is on the stack (its forward runs in every step)."""
+    out = set()
+    for f in frames:
+        path = (f.get("filename") or f.get("short_filename") or "").replace("\\", "/")
+        out.update(fact for needle, fact in WRAPPERS if needle in path)
+    return out
 
 
 def main_thread(dump: list[dict], pid: int) -> dict | None:
@@ -166,6 +191,7 @@ class StackSampler:
         self.samples_total = 0
         self._tree = ProcessTree(pid)
         self._dumps = 0
+        self._wrappers: set[str] = set()  # data-parallel wrappers seen on any stack so far
 
     def dump(self, pid: int | None = None) -> list[dict] | None:
         assert self.exe is not None
@@ -222,7 +248,9 @@ class StackSampler:
                 continue
             phase = classify_frames(t.get("frames", []))
             op = op_intensity(t.get("frames", [])) if phase == "forward" else None
+            seen = wrappers(t.get("frames", []))
             with self._lock:
+                self._wrappers |= seen
                 self._counts[phase] += 1
                 if op:
                     self._ops[op] += 1
@@ -240,11 +268,14 @@ class StackSampler:
             if not self._n:
                 return None
             n, counts, ops = self._n, dict(self._counts), dict(self._ops)  # ops: cumulative, a property of the code
+            wrapped = set(self._wrappers)
             self._n, self._counts = 0, Counter()
         n -= counts.pop(STARTUP, 0)
         if n <= 0:  # only start-up (imports) seen: no training step yet
             return None
         facts: dict = {"phase_source": "py-spy", "stack_samples": n}
+        for fact in wrapped:  # seen on a stack: the model is wrapped (the hook's facts say so under run)
+            facts[fact] = True
         if sum(ops.values()) >= 3:
             facts["low_intensity_op_share"] = ops.get("low", 0) / sum(ops.values())
         return StepPhases(n, n * self.interval, {k: v * self.interval for k, v in counts.items()}, facts)

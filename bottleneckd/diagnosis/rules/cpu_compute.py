@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bottleneckd.diagnosis.ridge import lowest_ridge, smallest_last_level_cache
-from bottleneckd.diagnosis.rules.common import (MIN_DRAM_BYTES, NEAR_PEAK_FLOOR, CpuState, compute_share, cpu_state, io_wait, pct,
+from bottleneckd.diagnosis.rules.common import (MIN_DRAM_BYTES, NEAR_PEAK_FLOOR, CpuState, comm_cost, compute_share, cpu_state, io_wait, pct,
                                                runs_on_gpu)
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
@@ -36,6 +36,13 @@ def cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     compute's, and the input rule's finding (scored by its share) decides."""
     out = _cpu_compute(w, peaks)
     share = compute_share(w)
+    cost = comm_cost(w)
+    if share is not None and cost is not None and cost.shares_cores and cost.overlapped_share:
+        # backward's time includes an all-reduce run on the same cores (gloo on CPU): that part is
+        # communication's, not compute's
+        share = max(0.0, share - cost.overlapped_share)
+        out = [replace(f, evidence=f.evidence + (f"of which {pct(cost.overlapped_share)} of the step is the all-reduce overlapped "
+                                                 "with backward on the same cores",)) for f in out]
     if share is None or share >= 0.8:
         return out
     k = share / 0.8
