@@ -298,3 +298,19 @@ def test_ddp_with_small_all_reduce_and_big_compute_stays_cpu_compute():
     facts = {**_gloo(0.010, 0.010), "arithmetic_intensity": 34.7, "achieved_bytes_per_second": 2.3e9}
     f = _verdict(window({**HOST, **job(7.5, 0.95, ranks=2)}, shares, facts))
     assert (f.resource, f.stage) == ("cpu_compute", "compute")
+
+
+def test_attach_untimed_ddp_with_the_ranks_cpu_in_their_main_threads_is_compute():
+    """attach (no hook): DDP's all-reduce is not timed. gloo reduces in threads of its own; ranks
+    whose CPU is almost all in their main threads spend little of it communicating."""
+    stacks = {"forward": 0.3, "backward": 0.64, "communication": 0.02, "other": 0.04}
+    facts = {"ddp": True, "phase_source": "py-spy", "low_intensity_op_share": 0.07}
+    busy = {**HOST, **job(7.6, 0.95, ranks=2), "cpu_compute/job/rank_busy_cores": 7.6}
+    f = top(cpu_compute(window({**busy, "cpu_compute/job/rank_side_thread_cores": 0.3}, stacks, facts), NO_PEAKS))
+    assert (f.resource, f.stage) == ("cpu_compute", "compute") and any("little CPU" in e for e in f.evidence)
+    # the same ranks with a third of their CPU in other threads (gloo's, or intra-op): not told apart
+    g = top(cpu_compute(window({**busy, "cpu_compute/job/rank_side_thread_cores": 2.5}, stacks, facts), NO_PEAKS))
+    assert g.resource == UNDETERMINED and "2.50 of" in g.evidence[-1] and "cannot be told apart" in g.evidence[-1]
+    # no per-thread figures (an older trace): undetermined, as before
+    h = top(cpu_compute(window(busy, stacks, facts), NO_PEAKS))
+    assert h.resource == UNDETERMINED

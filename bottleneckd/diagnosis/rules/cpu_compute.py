@@ -25,6 +25,9 @@ from bottleneckd.peaks.resolve import PeakTable
 #: the hook counts one step's FLOPs and bytes at its 3rd step and reports them with the next report;
 #: past this many steps without them the counting failed, and the rule goes on without
 ROOFLINE_STEPS = 12
+#: untimed DDP (attach): the ranks' CPU outside their main threads at most this share of theirs means
+#: the all-reduce (gloo reduces in threads of its own) takes little of the cores
+SIDE_THREADS_SMALL = 0.10
 #: attach: stack samples after which an operator mix still unknown (no recognised operator in
 #: forward) is taken as not low-intensity
 STACK_SAMPLES = 24
@@ -71,9 +74,20 @@ def _cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     else:
         timed = bool(p and (p.share("communication") or 0.0) > 0.0)
     if (ranks > 1 or facts.get("ddp")) and not timed:
-        why = (f"{ranks} ranks whose gradient communication is not timed here (DDP runs it inside backward): compute and "
-               "communication cannot be told apart; time it (bottleneckd's DDP communication hook) or compare a step under no_sync()")
-        return [Finding(UNDETERMINED, "compute", 0.6, tuple(cev + [why]), None)]
+        side = w.get("cpu_compute", "job", "rank_side_thread_cores")
+        rank_busy = w.get("cpu_compute", "job", "rank_busy_cores")
+        if side is not None and rank_busy and side <= SIDE_THREADS_SMALL * rank_busy:
+            # gloo reduces in threads of its own: with the ranks' CPU almost all in their main
+            # threads, the all-reduce takes little of the cores, and the main threads compute
+            cev.append(f"the ranks' threads other than their main ones (where gloo reduces) at {side:.2f} of their {rank_busy:.2f} "
+                       "cores: the all-reduce takes little CPU; the main threads compute")
+        else:
+            seen = (f"; the ranks' threads other than their main ones (gloo's reduction, or intra-op threads) use {side:.2f} of "
+                    f"their {rank_busy:.2f} cores" if side is not None and rank_busy else "")
+            why = (f"{ranks} ranks whose gradient communication is not timed here (DDP runs it inside backward){seen}: compute and "
+                   "communication cannot be told apart; time it (bottleneckd's DDP communication hook, under run) or compare a step "
+                   "under no_sync()")
+            return [Finding(UNDETERMINED, "compute", 0.6, tuple(cev + [why]), None)]
     flops, byts = facts.get("achieved_flops"), facts.get("achieved_bytes_per_second")
     peak_c = peaks.value("cpu_compute", "cpu")
     peak_b = peaks.value("cpu_memory_bandwidth", "host")
