@@ -27,6 +27,7 @@ import ast
 import json
 import os
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -236,6 +237,8 @@ def main() -> int:
     ap.add_argument("--proof-runs", type=int, default=2, help="runs of each of bare and intervention")
     ap.add_argument("--proof-seconds", type=float, default=6)
     ap.add_argument("--no-proof", action="store_true", help="skip the interventions (verdicts scored as unchecked)")
+    ap.add_argument("--proofs-from", nargs="+", metavar="JSON", default=(),
+                    help="reuse the proofs of earlier --json outputs (valid while the workloads are unchanged: the proofs never involve bottleneckd)")
     ap.add_argument("--gpu", action="store_true", help="include the GPU workloads")
     ap.add_argument("--json", dest="json_path", default=None, help="write every result here")
     ap.add_argument("--out", default=None, help="folder for logs and reports (default: a temp dir)")
@@ -260,8 +263,16 @@ def main() -> int:
     out = Path(args.out or tempfile.mkdtemp(prefix="bottleneckd-eval-"))
     out.mkdir(parents=True, exist_ok=True)
     home = tempfile.mkdtemp(prefix="bottleneckd-home-")  # empty: no calibration profile, as on a fresh machine
-    env = job_env(home)
+    try:
+        return evaluate(args, workloads, out, job_env(home))
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def evaluate(args: argparse.Namespace, workloads: list[Workload], out: Path, env: dict[str, str]) -> int:
+    """Proofs and verdicts for each workload, then the summary; the exit code."""
     modes = ("run", "attach") if args.mode == "both" else (args.mode,)
+    earlier = {r["name"]: r["proof"] for p in args.proofs_from for r in json.loads(Path(p).read_text())["workloads"] if r.get("proof")}
     rows: list[dict] = []
     t_start = time.time()
     for w in workloads:
@@ -269,6 +280,10 @@ def main() -> int:
         row: dict = {"name": w.name, **asdict(w), "label": w.label}
         if args.no_proof:
             row["proof"], row["scored"] = None, True
+        elif w.name in earlier:
+            row["proof"] = {**earlier[w.name], "proven": earlier[w.name]["ratio"] is not None and w.min_speedup is not None
+                            and earlier[w.name]["ratio"] >= w.min_speedup, "reused": True}
+            row["scored"] = row["proof"]["proven"]
         else:
             row["proof"] = prove(w, args.proof_runs, max(args.proof_seconds, w.proof_seconds or 0), env, out)
             row["scored"] = row["proof"]["proven"]

@@ -15,6 +15,7 @@ from torch.utils.data import DataLoader, TensorDataset
 from common import options, train
 
 args = options(__doc__).parse_args()
+torch.set_num_threads(1)  # one intra-op thread: on a shared 2-core host, two spin on each other
 model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 loss_fn = nn.CrossEntropyLoss(reduction="none")
