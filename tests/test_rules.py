@@ -282,13 +282,13 @@ def test_gloo_overlap_with_cores_to_spare_is_free():
     not counted; only the exposed 17% is communication's."""
     w = window({**HOST, **job(1.0, 0.5, ranks=2, usable=8.0)}, DDP_GLOO, _gloo(0.017, 0.06))
     f = top(communication(w, NO_PEAKS))
-    assert f.evidence[0] == "gradient communication 17% of step time" and any("overlap is free" in e for e in f.evidence)
+    assert f.evidence[0] == "gradient communication 17% of step time (the exposed part)" and any("overlap is free" in e for e in f.evidence)
 
 
 def test_nccl_overlap_is_free_even_on_full_cores():
     w = window({**HOST, **job(7.5, 0.95, ranks=2)}, DDP_GLOO, _gloo(0.017, 0.06, backend="nccl"))
     f = top(communication(w, NO_PEAKS))
-    assert f.evidence[0] == "gradient communication 17% of step time"
+    assert f.evidence[0] == "gradient communication 17% of step time (the exposed part)" and "on its own engine" in f.evidence[1]
 
 
 def test_ddp_with_small_all_reduce_and_big_compute_stays_cpu_compute():

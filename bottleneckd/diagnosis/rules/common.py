@@ -265,7 +265,7 @@ class CommCost:
         s = (f"all-reduce in flight {fmt_s(total)} per step: {fmt_s(self.exposed)} exposed (backward waits), "
              f"{fmt_s(self.overlapped)} overlapped with backward")
         if self.shares_cores:
-            return s + f" on the same cores ({self.why}): {pct(self.share)} of the {fmt_s(self.step)} step is communication"
+            return s + f" on the same cores ({self.why}): with the exposed part, {pct(self.share)} of the {fmt_s(self.step)} step"
         return s + (f" ({self.why})" if self.why else "")
 
 

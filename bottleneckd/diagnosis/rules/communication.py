@@ -32,7 +32,7 @@ def communication(w: WindowStats, peaks: PeakTable) -> list[Finding]:
         base_ev = [f"gradient communication {pct(share)} of step time, counting the overlapped part", cost.describe()]
         base = min(1.0, 0.55 + share / 2)
     elif cost is not None and base_ev:
-        base_ev.append(cost.describe())
+        base_ev = [f"{base_ev[0]} (the exposed part)", cost.describe()]
     world = (p.facts.get("world_size") if p else None) or 1
     local = (p.facts.get("local_world_size") if p else None) or world
     several_hosts = len(w.topology) > 1 or world > local
