@@ -150,7 +150,9 @@ def _cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     if ai is not None and ridge is not None and ai >= ridge.flop_per_byte:
         cev.append(f"arithmetic intensity {ai:.1f} FLOP/byte, at or above the lowest ridge point of current machines ({ridge.flop_per_byte:.1f})")
     if cpu.serial and not cpu.saturated:
-        cev.append("one thread at a full core while the other cores idle: a serial (GIL-bound or single-threaded) step")
+        cev.append("one thread running or waiting to run a full core's worth of time (other processes take the rest of the cores): "
+                   "a serial (GIL-bound or single-threaded) step" if cpu.contended else
+                   "one thread at a full core while the other cores idle: a serial (GIL-bound or single-threaded) step")
     busy = (cpu.busy / cpu.cores) if cpu.busy is not None else (cpu.host or 0.0)
     return [Finding("cpu_compute", "compute", 0.55 + 0.35 * min(1.0, max(busy, 1.0 if cpu.serial else 0.0)), tuple(cev), None)]
 
