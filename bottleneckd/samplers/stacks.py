@@ -52,7 +52,16 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("torch/_tensor", "backward", "backward"),
     ("torch/nn/modules/module", "_call_impl", "forward"),
 )
-STARTUP = "startup"  # importing modules: not a step; drained samples of it are left out
+STARTUP = "startup"  # importing modules, building the model, joining or leaving the group: not a step; drained samples of it are left out
+#: set-up and teardown frames anywhere in the stack: constructing modules (their parameters'
+#: initialisation), DDP's constructor (parameter broadcast), joining or leaving the process group
+SETUP: tuple[tuple[str, str], ...] = (
+    ("torch/nn/init", ""),
+    ("torch/nn/modules/", "__init__"),
+    ("torch/nn/parallel/distributed", "__init__"),
+    ("torch/distributed/distributed_c10d", "init_process_group"),
+    ("torch/distributed/distributed_c10d", "destroy_process_group"),
+)
 PHASE_ORDER = ("data_wait", "communication", "gpu_wait", "file_io", "optimizer", "backward", "forward")
 #: native frames (a recorded native stack, or py-spy --native where pausing is allowed): DDP's C++
 #: reducer and the backends' collectives are communication wherever they sit in the stack
@@ -80,7 +89,9 @@ def find_py_spy() -> str | None:
 def classify_frames(frames: list[dict]) -> str:
     """The stage of one stack (frames innermost first, as py-spy gives them): the first phase of
     PHASE_ORDER matched by any frame, else "other"."""
-    if frames and all(f.get("name") == "<module>" for f in frames):
+    if not frames:
+        return STARTUP  # no Python frame on the main thread: the interpreter starting or shutting down (atexit, teardown)
+    if all(f.get("name") == "<module>" for f in frames):
         return STARTUP  # module-level code only (building the model, the data): set-up, not a step
     seen: set[str] = set()
     for f in frames:
@@ -90,6 +101,8 @@ def classify_frames(frames: list[dict]) -> str:
             return STARTUP
         if name == "<module>":
             continue
+        if any(n in path and fn in name for n, fn in SETUP):
+            return STARTUP
         if NATIVE_COMM.search(name):
             seen.add("communication")
         for needle, func, phase in RULES:
