@@ -13,7 +13,7 @@ def write(root: Path, rel: str, text: str) -> None:
 
 def fake_tree_at(tmp_path: Path) -> tuple[str, str]:
     """A fake /sys and /proc: an 8-core Xeon, 64 GiB, an NVMe gen4 disk, a 100 GbE NIC,
-    an HDR InfiniBand port, resctrl MBM counters and an NFS mount."""
+    an HDR InfiniBand port, resctrl MBM counters, RAPL package and DRAM zones and an NFS mount."""
     sys_root, proc_root = tmp_path / "sys", tmp_path / "proc"
     cpu = "".join(
         f"processor\t: {k}\nmodel name\t: Intel(R) Xeon(R) Platinum 8380 CPU @ 2.30GHz\nphysical id\t: 0\ncore id\t: {k}\n"
@@ -41,4 +41,18 @@ def fake_tree_at(tmp_path: Path) -> tuple[str, str]:
     write(sys_root, "class/infiniband/mlx5_0/ports/1/counters/port_rcv_data", "2000")
     write(sys_root, "fs/resctrl/mon_data/mon_L3_00/mbm_total_bytes", "1000000")
     write(sys_root, "fs/resctrl/mon_data/mon_L3_01/mbm_total_bytes", "2000000")
+    fake_powercap(sys_root)
     return str(sys_root), str(proc_root)
+
+
+def fake_powercap(sys_root: Path, sockets: int = 1, max_range_uj: int = 262143328850, start_uj: int = 0) -> list[Path]:
+    """RAPL zones as the intel_rapl driver lays them out: intel-rapl:N (package-N) and its DRAM
+    subzone intel-rapl:N:0 (dram). Returns the energy_uj files (packages first, then DRAM)."""
+    files = []
+    for s in range(sockets):
+        for rel, name in ((f"intel-rapl:{s}", f"package-{s}"), (f"intel-rapl:{s}:0", "dram")):
+            write(sys_root, f"class/powercap/{rel}/name", name + "\n")
+            write(sys_root, f"class/powercap/{rel}/max_energy_range_uj", f"{max_range_uj}\n")
+            write(sys_root, f"class/powercap/{rel}/energy_uj", f"{start_uj}\n")
+            files.append(sys_root / "class" / "powercap" / rel / "energy_uj")
+    return sorted(files, key=lambda p: (p.parent.name.count(":"), p.parent.name))

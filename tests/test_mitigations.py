@@ -291,7 +291,7 @@ class SlowDown:
 
 
 class SpeedUp(SlowDown):
-    """Removes a slow hook the model had: verification must keep it."""
+    """Removes a slow hook the model had (and puts it back on revert): verification must keep it."""
 
     name = "speed_up"
 
@@ -300,9 +300,11 @@ class SpeedUp(SlowDown):
 
     def apply(self, ctx):
         self.slow.remove()
+        self.model = ctx.model
         self.reverted = False
 
     def revert(self):
+        self.slow = self.model.register_forward_pre_hook(lambda *a: time.sleep(0.02))
         self.reverted = True
 
 
@@ -315,11 +317,14 @@ def run_steps(w, model, opt, n):
 
 
 def test_verification_rejects_a_slower_mitigation_and_keeps_a_faster_one(tmp_path, capsys):
+    """Blocks with and without the mitigation take turns (3 of each); the verdict is the compare
+    statistics': kept only when significantly faster, the ratio with its interval."""
     model = nn.Linear(8, 8)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    data = [torch.randn(4, 8)] * 200
+    data = [torch.randn(4, 8)] * 400
     w = watch(model, opt, data, socket_path=f"{tmp_path}/n.sock", local_sampling=False, print_epoch=False, roofline_step=None)
     it = iter(w.dataloader)
+    applied, t_now = [], [None]
 
     def steps(n):
         for _ in range(n):
@@ -327,18 +332,41 @@ def test_verification_rejects_a_slower_mitigation_and_keeps_a_faster_one(tmp_pat
             opt.zero_grad()
             model(x).sum().backward()
             opt.step()
+            applied.append(bool(getattr(t_now[0], "mitigation", None)) and not t_now[0].mitigation.reverted)
 
     steps(10)
-    t = w.apply(SlowDown(), verify=True, steps=8, warmup=1)
-    steps(10)
-    assert t.kept is False and t.ratio < 0.5 and t.mitigation.reverted  # reverted at the next forward, not inside opt.step
+    t = t_now[0] = w.apply(SlowDown(), verify=True, steps=6, warmup=1, blocks=3)
+    steps(60)
+    assert t.kept is False and t.mitigation.reverted  # reverted at the next forward, not inside opt.step
+    assert len(t.with_blocks) == 3 and len(t.without_blocks) == 3
+    assert t.ratio < 0.5 and t.ci[0] < t.ratio < t.ci[1] and t.verdict.comparison.verdict == "slower"
+    turns = sum(1 for a, b in zip(applied[10:], applied[11:]) if a != b)
+    assert turns == 5  # on, off, on, off, on, off: five turns, the last one the revert
     slow = model.register_forward_pre_hook(lambda *a: time.sleep(0.02))
     steps(10)
-    t2 = w.apply(SpeedUp(slow), verify=True, steps=8, warmup=1)
-    steps(10)
-    assert t2.kept is True and t2.ratio > 2 and not t2.mitigation.reverted
+    t2 = w.apply(SpeedUp(slow), verify=True, steps=6, warmup=1, blocks=3)
+    steps(60)
+    assert t2.kept is True and t2.ratio > 2 and not t2.mitigation.reverted and t2.ci[0] > 1
     out = capsys.readouterr().out
     assert "slow_down: throughput x0." in out and "reverted" in out and "speed_up: throughput x" in out and "kept" in out
+    assert "95% CI" in out
+
+
+def test_verification_of_a_mitigation_with_no_effect_is_within_noise(tmp_path, capsys):
+    """A mitigation that changes nothing (channels_last on a model with no 4-D tensor) is not kept."""
+    model = nn.Linear(8, 8)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    w = watch(model, opt, [torch.randn(4, 8)] * 400, socket_path=f"{tmp_path}/n.sock", local_sampling=False, print_epoch=False,
+              roofline_step=None)
+    it = iter(w.dataloader)
+    t = w.apply("channels_last", verify=True, steps=8, warmup=1, blocks=3, alpha=0.01)
+    for _ in range(80):
+        x = next(it)
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+    assert t.kept is False and t.verdict.comparison is not None
+    assert "within noise" in capsys.readouterr().out
 
 
 def test_semantics_changing_mitigations_say_so_when_applied(tmp_path, capsys):

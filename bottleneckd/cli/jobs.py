@@ -35,7 +35,8 @@ def node_sidecar_socket() -> str | None:
 
 def run_job(obj: Context, command: tuple[str, ...], inject: bool, interval: float, view: Callable[[Any], None] | None,
             trace_path: str | None = None, bind: str | None = None, web_config: WebConfig | str | None = None, force: bool = False,
-            grace: float = 30.0, meta: dict[str, Any] | None = None) -> tuple[Any, int, dict[str, Any]]:
+            grace: float = 30.0, meta: dict[str, Any] | None = None,
+            sinks: dict[str, Callable[[Any], Any]] | None = None) -> tuple[Any, int, dict[str, Any]]:
     """Start ``command`` under a sidecar and supervise it to the end: returns the sidecar, the
     job's exit code and what the report adds about the run. Nothing is left in /tmp."""
     from bottleneckd.outputs.live import LiveView, unknown_reasons
@@ -47,6 +48,8 @@ def run_job(obj: Context, command: tuple[str, ...], inject: bool, interval: floa
     with run_directory() as run_dir:
         sock = os.path.join(run_dir, SOCKET_NAME)
         side = build(obj, interval, None, (), sock)
+        for name, make in (sinks or {}).items():  # more sinks, made from the sidecar (the HTML report's recorder)
+            side.loop.add_sink(name, make(side))
         if isinstance(view, LiveView):  # the live screen says why each unsampled resource is unknown
             view.reasons = unknown_reasons(side.peaks)
         writer = server = None
@@ -85,7 +88,9 @@ def run_job(obj: Context, command: tuple[str, ...], inject: bool, interval: floa
 @click.option("--quiet", is_flag=True, help="No live output; only the final report.")
 @click.option("--report-json", type=click.Path(dir_okay=False), default=None, help="Write the JSON report here.")
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False), default=None, help="Also record a trace.")
-@click.option("--force", is_flag=True, help="Replace an existing --trace or --report-json file.")
+@click.option("--report-html", type=click.Path(dir_okay=False), default=None, help="Write the HTML report (plots, energy) here.")
+@click.option("--grid-intensity", type=click.FloatRange(0, 5000), default=None, help="gCO2/kWh for the report's carbon figure.")
+@click.option("--force", is_flag=True, help="Replace an existing --trace, --report-json or --report-html file.")
 @click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True)
 @click.option("--bind", default=None, help="Also export Prometheus metrics on HOST:PORT.")
 @click.option("--web-config", type=click.Path(dir_okay=False), default=None, help="TLS, client certificates and basic auth for --bind.")
@@ -93,13 +98,17 @@ def run_job(obj: Context, command: tuple[str, ...], inject: bool, interval: floa
               help="Seconds a job asked to stop may take before SIGTERM, then SIGKILL.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.pass_obj
-def run(obj: Context, no_inject: bool, live: bool, quiet: bool, report_json: str | None, trace_path: str | None, force: bool,
-        interval: float, bind: str | None, web_config: str | None, grace: float, command: tuple[str, ...]) -> None:
+def run(obj: Context, no_inject: bool, live: bool, quiet: bool, report_json: str | None, trace_path: str | None, report_html: str | None,
+        grid_intensity: float | None, force: bool, interval: float, bind: str | None, web_config: str | None, grace: float,
+        command: tuple[str, ...]) -> None:
     """Run CMD under the sidecar: bottleneckd run [options] -- python train.py ..."""
     from bottleneckd.outputs.live import LiveView
     from bottleneckd.outputs.metrics_server import load_web_config, parse_bind
 
-    check_outputs(force, report_json=report_json, trace=trace_path)
+    from bottleneckd.cli.report import html_recorder
+
+    check_outputs(force, report_json=report_json, trace=trace_path, report_html=report_html)
+    recorder = html_recorder(report_html)
     if bind:
         parse_bind(bind)
     web: WebConfig | None = None
@@ -110,12 +119,19 @@ def run(obj: Context, no_inject: bool, live: bool, quiet: bool, report_json: str
     obj.catalog()  # bad data files are found before the job starts
     obj.profile()
     view = LiveView(live, quiet)
-    side, code, extra = run_job(obj, command, not no_inject, interval, view, trace_path, bind, web, force, grace)
+    side, code, extra = run_job(obj, command, not no_inject, interval, view, trace_path, bind, web, force, grace,
+                                sinks={"html_report": lambda side: recorder.attach(side.pipeline, side.energy)} if recorder else None)
     from bottleneckd.outputs.report_file import read_report_file
 
     node = read_report_file(extra["node_sidecar"]) if extra.get("node_sidecar") else None  # the node sidecar's view of every rank
+    extra["energy"] = side.energy.account().to_json(grid_intensity)
+    rt = side.run_totals  # what 'bottleneckd compare' reads of a run
+    extra["throughput"] = {"steps": rt.steps, "wall_seconds": rt.wall_seconds, "examples": rt.examples, "start": None}
     report_epilogue(side.pipeline, {"command": list(command), "exit_code": code, **extra}, report_json, force,
                     run_totals=side.run_totals, doc=node)
+    if recorder:
+        recorder.write_report(report_html, extra, side.peaks, [e.to_json() for e in side.events()], grid_intensity, force,
+                              run_totals=side.run_totals)
     sys.exit(code)
 
 

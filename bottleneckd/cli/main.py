@@ -106,10 +106,13 @@ def mitigations(resource: str | None, as_json: bool) -> None:
 
 
 def _register() -> None:
+    from bottleneckd.cli import compare as cli_compare
     from bottleneckd.cli import jobs as cli_jobs
+    from bottleneckd.cli import report as cli_report
     from bottleneckd.cli import sidecar as cli_sidecar
 
-    for cmd in (cli_sidecar.record, cli_sidecar.analyze, cli_sidecar.serve, cli_jobs.run, cli_jobs.attach, cli_jobs.demo):
+    for cmd in (cli_sidecar.record, cli_sidecar.analyze, cli_sidecar.serve, cli_jobs.run, cli_jobs.attach, cli_jobs.demo,
+                cli_report.report, cli_compare.compare):
         cli.add_command(cmd)
 
 

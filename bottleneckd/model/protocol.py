@@ -46,6 +46,10 @@ class UnknownVersion(ProtocolError):
     """A message of a version this bottleneckd does not read."""
 
 
+#: examples in one report: a billion per interval is far past any real batch rate
+MAX_EXAMPLES = 10**9
+
+
 @dataclass(frozen=True)
 class StepReport:
     identity: RankIdentity
@@ -55,17 +59,20 @@ class StepReport:
     phases: Mapping[str, float]
     facts: Facts = field(default_factory=Facts)
     version: int = VERSION
+    #: training examples in those steps (for joules per example); None when the sender did not count them
+    examples: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"type": "step", "version": self.version, "identity": self.identity.to_json(), "steps": self.steps,
-                "wall_seconds": self.wall_seconds, "phases": dict(self.phases), "facts": Facts(self.facts).to_json()}
+                "wall_seconds": self.wall_seconds, "phases": dict(self.phases), "facts": Facts(self.facts).to_json(),
+                **({"examples": self.examples} if self.examples is not None else {})}
 
     def step_phases(self) -> StepPhases:
-        return StepPhases(self.steps, self.wall_seconds, dict(self.phases), self.facts)
+        return StepPhases(self.steps, self.wall_seconds, dict(self.phases), self.facts, self.examples)
 
     @staticmethod
     def from_json(d: Any) -> "StepReport":
-        d = _object(d, "step", ("type", "version", "identity", "steps", "wall_seconds", "phases", "facts"))
+        d = _object(d, "step", ("type", "version", "identity", "steps", "wall_seconds", "phases", "facts", "examples"))
         phases = d.get("phases")
         if not isinstance(phases, dict) or len(phases) > len(PHASES):
             raise ProtocolError("phases: expected an object of phase name -> seconds")
@@ -77,7 +84,8 @@ class StepReport:
         return StepReport(identity=_identity(d.get("identity")), steps=_int(d.get("steps"), "steps", MAX_STEPS),
                           wall_seconds=_seconds(d.get("wall_seconds"), "wall_seconds"),
                           phases={k: _seconds(v, f"phases.{k}") for k, v in phases.items()},
-                          facts=Facts.from_json(d.get("facts")))
+                          facts=Facts.from_json(d.get("facts")),
+                          examples=None if d.get("examples") is None else _int(d["examples"], "examples", MAX_EXAMPLES))
 
 
 @dataclass(frozen=True)

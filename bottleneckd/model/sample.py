@@ -40,6 +40,8 @@ class StepPhases:
     phases: dict[str, float]
     #: what the hook knows (dtype, loader workers, achieved FLOP/s ...): typed, see model/facts.py
     facts: Mapping[str, Any] = field(default_factory=Facts)
+    #: training examples in those steps (None: the sender did not count them)
+    examples: int | None = None
 
     def per_step(self, phase: str) -> float | None:
         return self.phases.get(phase, 0.0) / self.steps if self.steps else None
@@ -48,11 +50,13 @@ class StepPhases:
         return self.phases.get(phase, 0.0) / self.wall_seconds if self.wall_seconds > 0 else None
 
     def to_json(self) -> dict[str, Any]:
-        return {"steps": self.steps, "wall_seconds": self.wall_seconds, "phases": self.phases, "facts": Facts(self.facts).to_json()}
+        return {"steps": self.steps, "wall_seconds": self.wall_seconds, "phases": self.phases, "facts": Facts(self.facts).to_json(),
+                **({"examples": self.examples} if self.examples is not None else {})}
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> "StepPhases":
-        return StepPhases(int(d["steps"]), float(d["wall_seconds"]), {k: float(v) for k, v in d["phases"].items()}, Facts.from_json(d.get("facts")))
+        return StepPhases(int(d["steps"]), float(d["wall_seconds"]), {k: float(v) for k, v in d["phases"].items()}, Facts.from_json(d.get("facts")),
+                          None if d.get("examples") is None else int(d["examples"]))
 
 
 @dataclass(frozen=True)

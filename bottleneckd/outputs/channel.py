@@ -89,6 +89,11 @@ class _Rank:
     steps: int = 0
     wall: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)
+    examples: int | None = 0  # None once a report came without an example count
+
+
+def _add(a: int | None, b: int | None) -> int | None:
+    return None if a is None or b is None else a + b
 
 
 class PhaseReceiver:
@@ -190,6 +195,7 @@ class PhaseReceiver:
             r.identity, r.facts = msg.identity, msg.facts  # the whole fact state: replaced, not merged
             r.steps += msg.steps
             r.wall += msg.wall_seconds
+            r.examples = _add(r.examples, msg.examples)
             for k, v in msg.phases.items():
                 r.phases[k] = r.phases.get(k, 0.0) + v
 
@@ -208,8 +214,8 @@ class PhaseReceiver:
             ranks = []
             for r in self._ranks.values():
                 if r.steps:
-                    ranks.append(RankPhases(r.identity, StepPhases(r.steps, r.wall, dict(r.phases), r.facts)))
-                    r.steps, r.wall, r.phases = 0, 0.0, {}
+                    ranks.append(RankPhases(r.identity, StepPhases(r.steps, r.wall, dict(r.phases), r.facts, r.examples)))
+                    r.steps, r.wall, r.phases, r.examples = 0, 0.0, {}, 0
         if not ranks:
             return None, ()
         ranks.sort(key=lambda rp: (rp.identity.rank, rp.identity.key))
@@ -217,8 +223,11 @@ class PhaseReceiver:
         for rp in ranks:
             for k, v in rp.phases.phases.items():
                 phases[k] = phases.get(k, 0.0) + v
+        examples: int | None = 0
+        for rp in ranks:
+            examples = _add(examples, rp.phases.examples)
         job = StepPhases(sum(rp.phases.steps for rp in ranks), sum(rp.phases.wall_seconds for rp in ranks), phases,
-                         ranks[0].phases.facts)
+                         ranks[0].phases.facts, examples)
         return job, tuple(ranks)
 
     def drain(self) -> StepPhases | None:

@@ -211,6 +211,10 @@ def serve_metrics(source: MetricsSource, bind: str, web_config: WebConfig | str 
     cfg = load_web_config(web_config) if isinstance(web_config, str) else web_config or WebConfig("")
     registry = CollectorRegistry(auto_describe=False)
     registry.register(SnapshotCollector(source.latest, source.steps, source.events))
+    if getattr(source, "energy", None) is not None:  # a live sidecar's energy meter (a replayed trace has none)
+        from bottleneckd.outputs.energy import EnergyCollector
+
+        registry.register(EnergyCollector(source.energy))
     app = make_wsgi_app(registry)
     if cfg.users:
         app = _auth_app(app, dict(cfg.users))

@@ -87,6 +87,11 @@ def render_text(doc: dict[str, Any], top: int = 5) -> str:
     note = (doc.get("instrumentation") or {}).get("note")
     if note:
         lines.append(f"instrumentation: {note}")
+    e = doc.get("energy")
+    if e:  # outputs/energy.py's account
+        per = (f"{e['joules_per_step']:.3g} J per step" + (f", {e['joules_per_example']:.3g} J per example" if e.get("joules_per_example") is not None else "")
+               if e.get("joules_per_step") is not None else f"unknown ({e.get('joules_per_step_unknown', '')})")
+        lines.append(f"energy: {per}" + (f"; {e['carbon_grams']:.3g} g CO2" if e.get("carbon_grams") is not None else ""))
     return "\n".join(lines)
 
 

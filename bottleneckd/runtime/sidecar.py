@@ -18,17 +18,19 @@ from bottleneckd.peaks.profile import Profile, load_profile
 from bottleneckd.peaks.resolve import PeakTable, resolve_peaks
 from bottleneckd.runtime.loop import SamplingLoop
 from bottleneckd.model.sample import RankPhases, StepPhases
+from bottleneckd.outputs.energy import EnergyMeter
 from bottleneckd.samplers.base import Sampler
 from bottleneckd.samplers.cpu_compute import CpuComputeSampler
 from bottleneckd.samplers.cpu_memory import CpuMemorySampler
 from bottleneckd.samplers.cpu_memory_bandwidth import CpuMemoryBandwidthSampler
+from bottleneckd.samplers.energy import RaplSampler
 from bottleneckd.samplers.gpu import GpuSampler
 from bottleneckd.samplers.inter_node import InterNodeSampler
 from bottleneckd.samplers.process_tree import ProcessTree
 from bottleneckd.samplers.storage import StorageSampler
 from bottleneckd.samplers.storage_network import StorageNetworkSampler
 
-SAMPLER_NAMES = ("gpu", "cpu_compute", "cpu_memory", "cpu_memory_bandwidth", "storage", "storage_network", "inter_node")
+SAMPLER_NAMES = ("gpu", "cpu_compute", "cpu_memory", "cpu_memory_bandwidth", "storage", "storage_network", "inter_node", "energy")
 
 
 @dataclass
@@ -42,9 +44,11 @@ class Sidecar:
     loop: SamplingLoop = field(init=False)
     steps_total: int = 0
     #: step phases summed over the whole run (the window holds only the last few samples)
-    run_totals: StepPhases = field(default_factory=lambda: StepPhases(0, 0.0, {}))
+    run_totals: StepPhases = field(default_factory=lambda: StepPhases(0, 0.0, {}, examples=0))
     #: more sources of step phases (py-spy stacks in attach mode), used when the hook sends none
     phase_sources: list[Callable[[], StepPhases | None]] = field(default_factory=list)
+    #: joules per step and per example (the exporter's energy counters)
+    energy: EnergyMeter = field(default_factory=EnergyMeter)
 
     # what the exporter and the report read (outputs.metrics_server.MetricsSource)
     def latest(self) -> Snapshot | None:
@@ -72,6 +76,7 @@ def build_samplers(machine: Machine, peaks: PeakTable, pid: int | None = None, p
         "storage": lambda: StorageSampler(peaks, machine, paths, proc_root, tree),
         "storage_network": lambda: StorageNetworkSampler(peaks, machine, proc_root),
         "inter_node": lambda: InterNodeSampler(peaks, machine, sys_root),
+        "energy": lambda: RaplSampler(sys_root),
     }
     out: list[Sampler] = []
     why: dict[str, str] = {}
@@ -81,7 +86,7 @@ def build_samplers(machine: Machine, peaks: PeakTable, pid: int | None = None, p
             continue
         s = make()
         ok, reason = s.available()
-        if ok or name == "cpu_memory_bandwidth":  # unknown bandwidth is still reported, with its reason
+        if ok or name in ("cpu_memory_bandwidth", "energy"):  # unknown bandwidth or energy is still reported, with its reason
             out.append(s)
         if not ok:
             why[name] = reason
@@ -120,10 +125,11 @@ def build_sidecar(machine: Machine | None = None, catalog: Catalog | None = None
         if p is not None:
             t = side.run_totals
             side.run_totals = StepPhases(t.steps + p.steps, t.wall_seconds + p.wall_seconds,
-                                         {k: t.phases.get(k, 0.0) + p.phases.get(k, 0.0) for k in {**t.phases, **p.phases}})
+                                         {k: t.phases.get(k, 0.0) + p.phases.get(k, 0.0) for k in {**t.phases, **p.phases}},
+                                         examples=None if t.examples is None or p.examples is None else t.examples + p.examples)
         return p, ranks
 
-    side.loop = SamplingLoop(samplers, interval, {"pipeline": pipeline}, phases)
+    side.loop = SamplingLoop(samplers, interval, {"pipeline": pipeline, "energy": side.energy}, phases)
     return side
 
 

@@ -22,9 +22,10 @@ class MitigationControl:
     def __init__(self, w: "Watcher", loader: Any) -> None:
         self._w = w
         self.engine = MitigationEngine(w.model, w.optimizer, loader, w.set_fact, w.facts.get)
-        self.trials = Trials(self._decided)
+        self.trials = Trials(self._decided, self._toggle)
 
-    def apply(self, mitigation: Any, *, verify: bool, steps: int, warmup: int, min_gain: float, **kwargs: Any) -> Trial:
+    def apply(self, mitigation: Any, *, verify: bool, steps: int, warmup: int, min_gain: float, blocks: int = 3, alpha: float = 0.05,
+              **kwargs: Any) -> Trial:
         from bottleneckd.torch.mitigations import REGISTRY
 
         w = self._w
@@ -35,7 +36,8 @@ class MitigationControl:
         if w.model is None:
             raise ValueError("mitigations need the model: use watch(model, optimizer, loader)")
         w.drain()
-        t = self.trials.start(mitigation.name, mitigation, verify=verify, steps=steps, warmup=warmup, min_gain=min_gain)
+        t = self.trials.start(mitigation.name, mitigation, verify=verify, steps=steps, warmup=warmup, min_gain=min_gain,
+                              blocks=blocks, alpha=alpha)
         self.engine.apply(mitigation, w.steps, w.epoch, w.optimizer_calls)
         self.trials.begin(t)
         if verify and isinstance(w.clock, CudaClock):
@@ -49,6 +51,14 @@ class MitigationControl:
             self.engine.revert(t.mitigation)
             t.kept = False
             self._event("mitigation_reverted", t, "reverted by the user")
+
+    def _toggle(self, t: Trial, on: bool) -> None:
+        """A verification's turn: done by the engine at the next forward, never inside an optimizer hook."""
+        w = self._w
+        if on:
+            self.engine.apply_later(t.mitigation, w.steps, w.epoch, w.optimizer_calls)
+        else:
+            self.engine.revert_later(t.mitigation)
 
     def _decided(self, t: Trial) -> None:
         w = self._w

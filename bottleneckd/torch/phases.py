@@ -26,6 +26,7 @@ class PhaseTotals:
     steps: int
     wall_seconds: float
     phases: dict[str, float]
+    examples: int = 0  # training examples in those steps (0: none counted)
 
     @property
     def compute_seconds(self) -> float:
@@ -49,6 +50,7 @@ class PhaseAccumulator:
         self._sums = [0.0] * len(HOOK_PHASES)  # the interval's, aligned with HOOK_PHASES; named in _totals
         self._wall = 0.0
         self._steps = 0
+        self._examples = 0
         self._epoch = PhaseTotals(0, 0.0, dict.fromkeys(HOOK_PHASES, 0.0))
 
     def add(self, steps: Iterable[tuple[tuple[float, ...], float]], examples: list[int]) -> int:
@@ -59,8 +61,10 @@ class PhaseAccumulator:
         for ph, wall in steps:
             sums[:] = map(add, sums, ph)
             self._wall += wall
+            ex = examples[n] if n < len(examples) else 0
+            self._examples += ex
             if on_step is not None:
-                on_step(wall, examples[n] if n < len(examples) else 0)
+                on_step(wall, ex)
             n += 1
         self._steps += n
         return n
@@ -71,8 +75,8 @@ class PhaseAccumulator:
 
     def take_interval(self) -> PhaseTotals:
         """The steps added since the last call, by phase name; they count in the epoch too."""
-        out = PhaseTotals(self._steps, self._wall, dict(zip(HOOK_PHASES, self._sums)))
-        self._sums, self._wall, self._steps = [0.0] * len(HOOK_PHASES), 0.0, 0
+        out = PhaseTotals(self._steps, self._wall, dict(zip(HOOK_PHASES, self._sums)), self._examples)
+        self._sums, self._wall, self._steps, self._examples = [0.0] * len(HOOK_PHASES), 0.0, 0, 0
         e = self._epoch
         self._epoch = PhaseTotals(e.steps + out.steps, e.wall_seconds + out.wall_seconds,
                                   {k: v + out.phases[k] for k, v in e.phases.items()})

@@ -1,9 +1,12 @@
 """Verification that an applied mitigation really helped: a component with its own state.
 
-A Trial compares wall-clock throughput (examples per second) over the steps before a mitigation
-with the steps after it, and asks for the mitigation's revert unless it was faster. The revert
-itself is the engine's (``mitigations/engine.py``); it never happens inside an optimizer hook
-(removing a hook there would break the user's step) but at the next forward.
+With ``verify`` a Trial takes turns: a block of steps with the mitigation, a block without it,
+``blocks`` times each (a drift in the machine's load then falls on both), and keeps it only when
+the blocks with it are faster at the stated ``alpha``: the statistics of ``bottleneckd compare``
+(``compare/blocks.py``: a one-sided Welch t-test, the throughput ratio with its confidence
+interval). Each turn is asked of the watcher (``toggle``) and done by the mitigation engine at the
+next forward, never inside an optimizer hook (removing a hook there would break the user's step);
+the first ``warmup`` steps of each block are not counted (the step in flight at a turn, caches).
 """
 
 from __future__ import annotations
@@ -12,11 +15,16 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from bottleneckd.compare.blocks import BlockVerdict, decide
+
+Steps = list[tuple[float, int]]  # (wall seconds, examples) per step
+
 
 @dataclass
 class Trial:
-    """A mitigation applied by ``Watcher.apply``; with ``verify`` it is measured over ``steps``
-    steps after ``warmup`` and kept only if throughput (examples per second of wall clock) rose."""
+    """A mitigation applied by ``Watcher.apply``; with ``verify`` it is measured in alternating
+    blocks of ``steps`` steps (``warmup`` skipped after each turn), ``blocks`` with and ``blocks``
+    without, and kept only if throughput rose significantly (and by more than ``min_gain``)."""
 
     name: str
     mitigation: Any
@@ -24,25 +32,39 @@ class Trial:
     steps: int
     warmup: int
     before: float | None  # examples (or steps) per second over the steps before
-    after_walls: list[float] = field(default_factory=list)
-    after_examples: list[int] = field(default_factory=list)
+    blocks: int = 3
+    alpha: float = 0.05
+    min_gain: float = 0.0
+    with_blocks: list[Steps] = field(default_factory=list)
+    without_blocks: list[Steps] = field(default_factory=list)
     kept: bool | None = None  # None while measuring
-    ratio: float | None = None
-    min_gain: float = 0.0  # kept only if throughput rose by more than this fraction
+    verdict: BlockVerdict | None = None
+    applied: bool = True  # the state being measured now
+    _skip: int = 0
+    _block: Steps = field(default_factory=list)
 
     @property
     def changes_semantics(self) -> bool:
         return bool(self.mitigation.changes_semantics)
 
     @property
+    def ratio(self) -> float | None:
+        """Throughput with the mitigation over throughput without it (None until decided)."""
+        return None if self.verdict is None else self.verdict.ratio
+
+    @property
+    def ci(self) -> tuple[float, float] | None:
+        c = None if self.verdict is None else self.verdict.comparison
+        return None if c is None else c.ci
+
+    @property
     def message(self) -> str:
-        verdict = "kept" if self.kept else "reverted"
-        if self.ratio:
-            return f"{self.name}: throughput x{self.ratio:.3f} over {self.steps} steps (wall clock): {verdict}"
-        return f"{self.name}: could not measure throughput: {verdict}"
+        if self.verdict is None:
+            return f"{self.name}: not verified: {'kept' if self.kept is not False else 'reverted'}"
+        return f"{self.name}: {self.verdict.message}"
 
 
-def throughput(steps: list[tuple[float, int]]) -> float | None:
+def throughput(steps: Steps) -> float | None:
     """Examples per second over the steps (steps per second when batch sizes are unknown)."""
     wall = sum(w for w, _ in steps)
     if not steps or wall <= 0:
@@ -53,37 +75,55 @@ def throughput(steps: list[tuple[float, int]]) -> float | None:
 
 class Trials:
     """The step history and the trial being measured. ``record_step`` is fed every timed step;
+    ``toggle(trial, on)`` asks for the mitigation to be applied again or reverted between blocks;
     ``on_decided(trial)`` is called once a trial is decided (kept or not)."""
 
-    def __init__(self, on_decided: Callable[[Trial], None], history: int = 256) -> None:
+    def __init__(self, on_decided: Callable[[Trial], None], toggle: Callable[[Trial, bool], None] | None = None,
+                 history: int = 256) -> None:
         self.history: deque[tuple[float, int]] = deque(maxlen=history)
         self.all: list[Trial] = []
         self.current: Trial | None = None
         self._on_decided = on_decided
+        self._toggle = toggle or (lambda t, on: None)
 
     def record_step(self, wall: float, examples: int) -> None:
         self.history.append((wall, examples))
         t = self.current
         if t is None:
             return
-        if t.warmup > 0:
-            t.warmup -= 1
+        if t._skip > 0:
+            t._skip -= 1
             return
-        t.after_walls.append(wall)
-        t.after_examples.append(examples)
-        if len(t.after_walls) >= t.steps:
-            after = throughput(list(zip(t.after_walls, t.after_examples)))
-            t.ratio = after / t.before if after and t.before else None
-            t.kept = t.ratio is not None and t.ratio > 1.0 + t.min_gain
-            self.current = None
-            self._on_decided(t)
+        t._block.append((wall, examples))
+        if len(t._block) < t.steps:
+            return
+        (t.with_blocks if t.applied else t.without_blocks).append(t._block)
+        t._block = []
+        if len(t.with_blocks) >= t.blocks and len(t.without_blocks) >= t.blocks:
+            self._decide(t)
+            return
+        t.applied = not t.applied
+        t._skip = max(1, t.warmup)  # at least the step in flight when the turn was asked for
+        self._toggle(t, t.applied)
 
-    def start(self, name: str, mitigation: Any, *, verify: bool, steps: int, warmup: int, min_gain: float) -> Trial:
+    def _decide(self, t: Trial) -> None:
+        t.verdict = decide(t.without_blocks, t.with_blocks, t.alpha, t.min_gain)
+        t.kept = t.verdict.keep
+        if t.kept and not t.applied:
+            self._toggle(t, True)  # the last block ran without it
+        t.applied = bool(t.kept)
+        self.current = None
+        self._on_decided(t)
+
+    def start(self, name: str, mitigation: Any, *, verify: bool, steps: int, warmup: int, min_gain: float,
+              blocks: int = 3, alpha: float = 0.05) -> Trial:
         """A trial for a mitigation about to be applied, with the throughput of the steps before."""
+        if verify and (steps < 1 or blocks < 2):
+            raise ValueError("verify needs steps >= 1 per block and blocks >= 2 (two blocks a side at least, for a spread)")
+        if verify and not 0 < alpha < 0.5:
+            raise ValueError(f"alpha {alpha} must be in (0, 0.5)")
         before = throughput(list(self.history)[-steps:])
-        if verify and (before is None or len(self.history) < 3):
-            raise ValueError("verify needs at least 3 timed steps before the mitigation is applied")
-        return Trial(name, mitigation, verify, steps, warmup, before, min_gain=min_gain)
+        return Trial(name, mitigation, verify, steps, warmup, before, blocks, alpha, min_gain, _skip=warmup)
 
     def begin(self, t: Trial) -> None:
         self.all.append(t)

@@ -256,7 +256,8 @@ class Watcher:
         self.facts.update(probe.runtime_facts(self.model))
         self.facts.update(self._counting.achieved(totals.compute_seconds / totals.steps))
         self.transport.send(StepReport(rank_identity(self.device), totals.steps, totals.wall_seconds, totals.phases,
-                                        self.facts.freeze(epoch=self.epoch, mitigations=self._engine.names())))
+                                        self.facts.freeze(epoch=self.epoch, mitigations=self._engine.names()),
+                                        examples=totals.examples or None))  # for joules per example
 
     def epoch_end(self) -> EpochReport | None:
         """Print the epoch's step phases, verdict and top recommendations as one block; return it."""
@@ -296,13 +297,16 @@ class Watcher:
 
     # --- mitigations (control.py) -------------------------------------------------------------
     def apply(self, mitigation: Any, *, verify: bool = False, steps: int = 20, warmup: int = 2, min_gain: float = 0.02,
-              **kwargs: Any) -> Trial:
+              blocks: int = 3, alpha: float = 0.05, **kwargs: Any) -> Trial:
         """Apply a mitigation by knowledge-base hook id (e.g. ``"mixed_precision"``) or object.
 
-        With ``verify=True`` the throughput of the ``steps`` steps before is compared with ``steps``
-        steps after (``warmup`` skipped); the mitigation is reverted unless it was faster by more
-        than ``min_gain`` (2% by default: a margin for step-time noise; 0 keeps any gain)."""
-        return self._control.apply(mitigation, verify=verify, steps=steps, warmup=warmup, min_gain=min_gain, **kwargs)
+        With ``verify=True`` blocks of ``steps`` steps with and without the mitigation take turns,
+        ``blocks`` of each (``warmup`` steps skipped after each turn); it is kept only if the blocks
+        with it are faster at ``alpha`` (one-sided t-test) and by more than ``min_gain``; the ratio
+        and its confidence interval are printed and kept in ``w.trials``. The mitigation must
+        apply and revert repeatably, and take effect at once (not at the next epoch)."""
+        return self._control.apply(mitigation, verify=verify, steps=steps, warmup=warmup, min_gain=min_gain, blocks=blocks,
+                                   alpha=alpha, **kwargs)
 
     def revert(self, name: str) -> None:
         self._control.revert(name)

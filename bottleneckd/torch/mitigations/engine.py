@@ -16,6 +16,7 @@ class MitigationEngine:
         self.active: list[Any] = []
         self._saved: dict[int, dict[str, Any]] = {}  # per mitigation: the facts it changed, as they were
         self._pending: list[Any] = []
+        self._pending_apply: list[tuple[Any, int, int, int]] = []
         self.listening: dict[Event, list[Any]] = {e: [] for e in Event}
 
     def _ctx(self, step: int = 0, epoch: int = 0, calls: int = 0) -> Context:
@@ -51,15 +52,26 @@ class MitigationEngine:
 
     @property
     def pending(self) -> bool:
-        return bool(self._pending)
+        return bool(self._pending or self._pending_apply)
 
     def revert_later(self, m: Any) -> None:
         """Reverted at the next safe point (``revert_pending``), never inside an optimizer hook."""
+        self._pending_apply = [p for p in self._pending_apply if p[0] is not m]
         self._pending.append(m)
 
+    def apply_later(self, m: Any, step: int, epoch: int, calls: int) -> None:
+        """Applied again at the next safe point (a verification's turn back to the mitigation)."""
+        self._pending = [p for p in self._pending if p is not m]
+        self._pending_apply.append((m, step, epoch, calls))
+
     def revert_pending(self) -> None:
+        """The reverts and re-applies asked for since the last safe point, in that order."""
         while self._pending:
             self.revert(self._pending.pop(0))
+        while self._pending_apply:
+            m, step, epoch, calls = self._pending_apply.pop(0)
+            if m not in self.active:
+                self.apply(m, step, epoch, calls)
 
     def run(self, event: Event, step: int, epoch: int, calls: int = 0) -> Context:
         ctx = self._ctx(step, epoch, calls)

@@ -1,0 +1,80 @@
+"""``bottleneckd report TRACE... -o report.html``: recorded traces through the same pipeline as
+live samples, drawn as one self-contained HTML page."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import click
+
+from bottleneckd.cli.common import Context, check_outputs, say
+from bottleneckd.model.errors import InputError
+
+GRID_INTENSITY_HELP = "Grid carbon intensity in gCO2/kWh, for the carbon figure (yours to give: nothing is looked up)."
+
+
+def html_recorder(path: str | None) -> Any:
+    """A Recorder for an HTML report at ``path`` (None without one); plotly checked before any work."""
+    if not path:
+        return None
+    if importlib.util.find_spec("plotly") is None:
+        raise InputError("the HTML report needs plotly: pip install 'bottleneckd[report]'")
+    from bottleneckd.outputs.html_report import Recorder
+
+    return Recorder()
+
+
+@click.command()
+@click.argument("traces", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="The HTML file to write.")
+@click.option("--force", is_flag=True, help="Overwrite an existing output file.")
+@click.option("--window", type=click.IntRange(1, 3600), default=5, show_default=True, help="Samples per diagnosis window.")
+@click.option("--grid-intensity", type=click.FloatRange(0, 5000), default=None, help=GRID_INTENSITY_HELP)
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None, help="Also write the JSON report (with energy) here.")
+@click.pass_obj
+def report(obj: Context, traces: tuple[str, ...], output: str, force: bool, window: int, grid_intensity: float | None,
+           json_path: str | None) -> None:
+    """Draw recorded traces (one run, possibly in several pieces) as one HTML report."""
+    import json
+
+    from bottleneckd.compare.runs import totals
+    from bottleneckd.diagnosis.pipeline import Pipeline
+    from bottleneckd.model.errors import TraceError
+    from bottleneckd.model.files import write_text
+    from bottleneckd.outputs.report import render_text
+    from bottleneckd.outputs.trace import read_events, read_trace
+
+    check_outputs(force, output=output, json=json_path)
+    rec = html_recorder(output)
+    opened = [(path, *read_trace(path)) for path in traces]
+    hosts = {h.machine.hostname for _, h, _ in opened}
+    if len(hosts) > 1:
+        raise InputError(f"the traces come from {len(hosts)} machines ({', '.join(sorted(hosts))}): one report covers one machine's run; "
+                         "report each machine's traces separately")
+    header = opened[0][1]
+    pipeline = Pipeline(header.peaks, window=window)
+    rec.attach(pipeline)
+    error: TraceError | None = None
+    items = []
+    for _, _, samples in opened:
+        try:
+            items += list(samples)
+        except TraceError as e:  # the good part is kept; the error is raised after the report is written
+            error = error or e
+    if not items:
+        raise InputError(f"{', '.join(traces)}: no samples to report")
+    for s in sorted(items, key=lambda s: s.t):  # the same pipeline as live samples
+        pipeline(s)
+        rec(s)
+    events = sorted((e.to_json() for path in traces for e in read_events(path)), key=lambda e: e["t"])
+    steps, examples, wall, start = totals(items)
+    extra = {"traces": list(traces), "events": events,
+             "throughput": {"steps": steps, "examples": examples, "wall_seconds": wall, "start": start}}
+    doc = rec.write_report(output, extra, header.peaks, events, grid_intensity, force, f"bottleneckd report: {', '.join(traces)}", "-o")
+    if json_path:
+        write_text(json_path, json.dumps(doc, indent=1) + "\n", "--json", force)
+    say(render_text(doc))
+    say(f"bottleneckd: wrote {output}")
+    if error is not None:
+        raise error
