@@ -273,3 +273,70 @@ def test_cpu_compute_with_unknown_flops_uses_peak_free_evidence_and_says_why():
     f = top(cpu_compute(window({**HOST, **job(1.0, 0.99)}, COMPUTE, facts), NO_PEAKS))
     assert (f.resource, f.stage) == ("cpu_compute", "compute")
     assert any("FLOPs per step unknown" in e for e in f.evidence) and not any("intensity 0" in e for e in f.evidence)
+# --- gloo on CPU: the overlapped all-reduce shares backward's cores ----------------------------
+
+#: ddp_spawn as the hook saw it (steps of 0.1 s here): 17% of the step exposed communication,
+#: another 60% of it an all-reduce in flight during backward
+DDP_GLOO = {"forward": 0.2, "backward": 0.6, "communication": 0.17, "optimizer": 0.03}
+
+
+def _gloo(exposed: float, overlapped: float, backend: str = "gloo") -> dict:
+    return {"world_size": 2, "ddp": True, "ddp_comm_timing": "comm hook", "comm_backend": backend, "device": "cpu",
+            "comm_seconds_per_step": exposed + overlapped, "comm_exposed_seconds_per_step": exposed,
+            "comm_overlapped_seconds_per_step": overlapped, "arithmetic_intensity": 0.5,
+            "achieved_bytes_per_second": 8e9, "operand_bytes_per_step": 4e8}
+
+
+def _verdict(w):
+    return top([f for rule in RULES for f in rule(w, NO_PEAKS)])
+
+
+def test_gloo_all_reduce_overlapped_on_full_cores_counts_as_communication():
+    """Exposed 17% alone would lose to the memory-bandwidth finding; with the overlapped 60% on the
+    same saturated cores, communication is 77% of the step."""
+    w = window({**HOST, **job(7.5, 0.95, ranks=2)}, DDP_GLOO, _gloo(0.017, 0.06))
+    f = _verdict(w)
+    assert (f.resource, f.stage) == ("inter_gpu_interconnect", "communication")
+    assert any("overlapped" in e and "same cores" in e for e in f.evidence)
+    assert f.evidence[0].startswith("gradient communication 77%")
+    c = top(cpu_compute(w, NO_PEAKS))
+    assert c.score < f.score and any("overlapped with backward on the same cores" in e for e in c.evidence)
+
+
+def test_gloo_overlap_with_cores_to_spare_is_free():
+    """Same timings, but the ranks leave cores idle: the overlapped part ran on spare cores and is
+    not counted; only the exposed 17% is communication's."""
+    w = window({**HOST, **job(1.0, 0.5, ranks=2, usable=8.0)}, DDP_GLOO, _gloo(0.017, 0.06))
+    f = top(communication(w, NO_PEAKS))
+    assert f.evidence[0] == "gradient communication 17% of step time (the exposed part)" and any("overlap is free" in e for e in f.evidence)
+
+
+def test_nccl_overlap_is_free_even_on_full_cores():
+    w = window({**HOST, **job(7.5, 0.95, ranks=2)}, DDP_GLOO, _gloo(0.017, 0.06, backend="nccl"))
+    f = top(communication(w, NO_PEAKS))
+    assert f.evidence[0] == "gradient communication 17% of step time (the exposed part)" and "on its own engine" in f.evidence[1]
+
+
+def test_ddp_with_small_all_reduce_and_big_compute_stays_cpu_compute():
+    """ddp_compute as the hook saw it: 10% exposed, 10% overlapped on full cores: 20% of the step,
+    compute is the larger cost."""
+    shares = {"forward": 0.3, "backward": 0.57, "communication": 0.1, "optimizer": 0.01, "other": 0.02}
+    facts = {**_gloo(0.010, 0.010), "arithmetic_intensity": 34.7, "achieved_bytes_per_second": 2.3e9}
+    f = _verdict(window({**HOST, **job(7.5, 0.95, ranks=2)}, shares, facts))
+    assert (f.resource, f.stage) == ("cpu_compute", "compute")
+
+
+def test_attach_untimed_ddp_with_the_ranks_cpu_in_their_main_threads_is_compute():
+    """attach (no hook): DDP's all-reduce is not timed. gloo reduces in threads of its own; ranks
+    whose CPU is almost all in their main threads spend little of it communicating."""
+    stacks = {"forward": 0.3, "backward": 0.64, "communication": 0.02, "other": 0.04}
+    facts = {"ddp": True, "phase_source": "py-spy", "low_intensity_op_share": 0.07}
+    busy = {**HOST, **job(7.6, 0.95, ranks=2), "cpu_compute/job/rank_busy_cores": 7.6}
+    f = top(cpu_compute(window({**busy, "cpu_compute/job/rank_side_thread_cores": 0.3}, stacks, facts), NO_PEAKS))
+    assert (f.resource, f.stage) == ("cpu_compute", "compute") and any("little CPU" in e for e in f.evidence)
+    # the same ranks with a third of their CPU in other threads (gloo's, or intra-op): not told apart
+    g = top(cpu_compute(window({**busy, "cpu_compute/job/rank_side_thread_cores": 2.5}, stacks, facts), NO_PEAKS))
+    assert g.resource == UNDETERMINED and "2.50 of" in g.evidence[-1] and "cannot be told apart" in g.evidence[-1]
+    # no per-thread figures (an older trace): undetermined, as before
+    h = top(cpu_compute(window(busy, stacks, facts), NO_PEAKS))
+    assert h.resource == UNDETERMINED

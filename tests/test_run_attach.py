@@ -214,3 +214,40 @@ def test_check_tries_again_after_a_transient_py_spy_failure(tmp_path):
     finally:
         job.kill()
         job.wait()
+
+def test_attach_ddp_collectives_and_native_reducer_frames_are_communication():
+    from bottleneckd.samplers.stacks import wrappers
+
+    def f(name, path):
+        return {"name": name, "filename": path, "line": 1}
+
+    ddp = "torch/nn/parallel/distributed.py"
+    # DDP's buffer broadcast before forward: a collective, whatever sits on top
+    assert classify_frames([f("_broadcast_coalesced", ddp), f("_sync_buffers", ddp), f("_pre_forward", ddp),
+                            f("DistributedDataParallel.forward", ddp), f("Module._call_impl", "torch/nn/modules/module.py")]) == "communication"
+    # DDP's forward itself (the model's layers under it) is forward, and says the model is DDP-wrapped
+    stack = [f("Linear.forward", "torch/nn/modules/linear.py"), f("DistributedDataParallel._run_ddp_forward", ddp),
+             f("Module._call_impl", "torch/nn/modules/module.py")]
+    assert classify_frames(stack) == "forward" and wrappers(stack) == {"ddp"}
+    # native frames (a recorded native stack): the reducer waiting for its buckets inside backward
+    assert classify_frames([f("c10d::Reducer::finalize_backward", "reducer.cpp"), f("_engine_run_backward", "torch/autograd/graph.py"),
+                            f("backward", "torch/autograd/__init__.py")]) == "communication"
+    assert classify_frames([f("gloo::AllreduceRing::run", "allreduce_ring.h"), f("backward", "torch/_tensor.py")]) == "communication"
+    assert classify_frames([f("_engine_run_backward", "torch/autograd/graph.py"), f("backward", "torch/autograd/__init__.py")]) == "backward"
+
+
+def test_attach_set_up_and_teardown_stacks_are_not_steps():
+    """Building the model, DDP's constructor, joining/leaving the group and an interpreter with no
+    Python frame (atexit, shutdown: py-spy dumps an empty stack) are left out, not "other"."""
+    def f(name, path):
+        return {"name": name, "filename": path, "line": 1}
+
+    assert classify_frames([]) == "startup"
+    assert classify_frames([f("kaiming_uniform_", "torch/nn/init.py"), f("Linear.reset_parameters", "torch/nn/modules/linear.py"),
+                            f("Linear.__init__", "torch/nn/modules/linear.py"), f("mlp", "common.py"), f("rank_main", "job.py")]) == "startup"
+    assert classify_frames([f("_verify_param_shape_across_processes", "torch/distributed/utils.py"),
+                            f("DistributedDataParallel.__init__", "torch/nn/parallel/distributed.py"), f("rank_main", "job.py")]) == "startup"
+    assert classify_frames([f("destroy_process_group", "torch/distributed/distributed_c10d.py"), f("timed_loop", "ranks.py")]) == "startup"
+    # a step's collective is still communication, the model's forward still forward
+    assert classify_frames([f("all_reduce", "torch/distributed/distributed_c10d.py"), f("timed_loop", "ranks.py")]) == "communication"
+    assert classify_frames([f("Linear.forward", "torch/nn/modules/linear.py"), f("Module._call_impl", "torch/nn/modules/module.py")]) == "forward"

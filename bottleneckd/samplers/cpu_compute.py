@@ -117,6 +117,9 @@ class CpuComputeSampler:
                     "" if count[WORKER] else "no loader workers"),
             # the main thread's own CPU (the busiest rank's), not its process's: intra-op threads excluded
             Reading("cpu_compute", "job", "main_busy_cores", max(main_threads) if main_threads else None, "cores", first),
+            # the ranks' CPU outside their main threads: DDP's gloo reduction, intra-op threads
+            Reading("cpu_compute", "job", "rank_side_thread_cores", max(0.0, by_role[RANK] - sum(main_threads)) if main_threads else None,
+                    "cores", first),
             Reading("cpu_compute", "job", "hottest_thread_busy", hottest[RANK] if rates else None, "cores", first),
             Reading("cpu_compute", "job", "worker_hottest_thread_busy", hottest[WORKER] if rates and count[WORKER] else None, "cores",
                     first or ("" if count[WORKER] else "no loader workers")),

@@ -35,6 +35,15 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("torchvision/datasets/", "", "data_wait"),
     ("webdataset/", "", "data_wait"),
     ("torch/distributed/", "", "communication"),
+    # DDP's own collectives called from Python: buffer broadcast before forward, the delayed
+    # all-reduce of a static graph, the unused-parameter/grad-sync agreement
+    ("torch/nn/parallel/distributed", "_sync_buffers", "communication"),
+    ("torch/nn/parallel/distributed", "_sync_module_buffers", "communication"),
+    ("torch/nn/parallel/distributed", "_default_broadcast_coalesced", "communication"),
+    ("torch/nn/parallel/distributed", "_distributed_broadcast_coalesced", "communication"),
+    ("torch/nn/parallel/distributed", "_delay_all_reduce", "communication"),
+    ("torch/nn/parallel/distributed", "_check_global_requires_backward_grad_sync", "communication"),
+    ("torch/nn/parallel/distributed", "_match_all_reduce_for_bwd_pass", "communication"),
     ("torch/cuda/__init__", "synchronize", "gpu_wait"),
     ("torch/cuda/streams", "synchronize", "gpu_wait"),
     ("torch/serialization", "load", "file_io"),  # torch.save (a checkpoint) is outside the step's phases: "other"
@@ -43,8 +52,22 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("torch/_tensor", "backward", "backward"),
     ("torch/nn/modules/module", "_call_impl", "forward"),
 )
-STARTUP = "startup"  # importing modules: not a step; drained samples of it are left out
+STARTUP = "startup"  # importing modules, building the model, joining or leaving the group: not a step; drained samples of it are left out
+#: set-up and teardown frames anywhere in the stack: constructing modules (their parameters'
+#: initialisation), DDP's constructor (parameter broadcast), joining or leaving the process group
+SETUP: tuple[tuple[str, str], ...] = (
+    ("torch/nn/init", ""),
+    ("torch/nn/modules/", "__init__"),
+    ("torch/nn/parallel/distributed", "__init__"),
+    ("torch/distributed/distributed_c10d", "init_process_group"),
+    ("torch/distributed/distributed_c10d", "destroy_process_group"),
+)
 PHASE_ORDER = ("data_wait", "communication", "gpu_wait", "file_io", "optimizer", "backward", "forward")
+#: native frames (a recorded native stack, or py-spy --native where pausing is allowed): DDP's C++
+#: reducer and the backends' collectives are communication wherever they sit in the stack
+NATIVE_COMM = re.compile(r"c10d::Reducer|\bReducer::|gloo::|ProcessGroupGloo|ProcessGroupNCCL|ncclAllReduce|c10d::.*[Aa]llreduce")
+#: frames that show the model is wrapped for data-parallel training (facts ddp / fsdp under attach)
+WRAPPERS = (("torch/nn/parallel/distributed", "ddp"), ("torch/distributed/fsdp/", "fsdp"))
 
 # operator classes by arithmetic intensity (section 2.3): normalisation and elementwise ops move
 # bytes with few multiply-adds; matrix products and convolutions reuse each byte many times
@@ -66,7 +89,9 @@ def find_py_spy() -> str | None:
 def classify_frames(frames: list[dict]) -> str:
     """The stage of one stack (frames innermost first, as py-spy gives them): the first phase of
     PHASE_ORDER matched by any frame, else "other"."""
-    if frames and all(f.get("name") == "<module>" for f in frames):
+    if not frames:
+        return STARTUP  # no Python frame on the main thread: the interpreter starting or shutting down (atexit, teardown)
+    if all(f.get("name") == "<module>" for f in frames):
         return STARTUP  # module-level code only (building the model, the data): set-up, not a step
     seen: set[str] = set()
     for f in frames:
@@ -76,6 +101,10 @@ def classify_frames(frames: list[dict]) -> str:
             return STARTUP
         if name == "<module>":
             continue
+        if any(n in path and fn in name for n, fn in SETUP):
+            return STARTUP
+        if NATIVE_COMM.search(name):
+            seen.add("communication")
         for needle, func, phase in RULES:
             if needle in path and func in name:
                 seen.add(phase)
@@ -131,6 +160,15 @@ def thread_idle(thread: dict) -> bool:
     path = (f.get("filename") or "").replace("\\", "/")
     stdlib_wait = any(m in path for m in ("/threading.py", "/queue.py", "/selectors.py", "/subprocess.py", "/multiprocessing/", "/socket.py"))
     return name in IDLE_FUNCS and (stdlib_wait or name in ("sleep", "select", "poll", "epoll", "waitpid"))
+
+
+def wrappers(frames: list[dict]) -> set[str]:
+    """"ddp" / "fsdp" when a frame of that wrapper is on the stack (its forward runs in every step)."""
+    out = set()
+    for f in frames:
+        path = (f.get("filename") or f.get("short_filename") or "").replace("\\", "/")
+        out.update(fact for needle, fact in WRAPPERS if needle in path)
+    return out
 
 
 def main_thread(dump: list[dict], pid: int) -> dict | None:
@@ -195,6 +233,7 @@ class StackSampler:
         self.samples_total = 0
         self._tree = ProcessTree(pid)
         self._dumps = 0
+        self._wrappers: set[str] = set()  # data-parallel wrappers seen on any stack so far
 
     def dump(self, pid: int | None = None) -> list[dict] | None:
         assert self.exe is not None
@@ -263,9 +302,11 @@ class StackSampler:
                     self.target = new
                     continue
             op = op_intensity(t.get("frames", [])) if phase == "forward" else None
+            seen = wrappers(t.get("frames", []))
             with self._lock:
                 if phase == "other":
                     self._idle.append(idle)
+                self._wrappers |= seen
                 self._counts[phase] += 1
                 if op:
                     self._ops[op] += 1
@@ -284,11 +325,14 @@ class StackSampler:
                 return None
             n, counts, ops = self._n, dict(self._counts), dict(self._ops)  # ops: cumulative, a property of the code
             idle = list(self._idle)  # the last IDLE_MEMORY "other" samples, across drains
+            wrapped = set(self._wrappers)
             self._n, self._counts = 0, Counter()
         n -= counts.pop(STARTUP, 0)
         if n <= 0:  # only start-up (imports) seen: no training step yet
             return None
         facts: dict = {"phase_source": "py-spy", "stack_samples": n}
+        for fact in wrapped:  # seen on a stack: the model is wrapped (the hook's facts say so under run)
+            facts[fact] = True
         if sum(ops.values()) >= 3:
             facts["low_intensity_op_share"] = ops.get("low", 0) / sum(ops.values())
         if len(idle) >= 3:

@@ -3,12 +3,14 @@
 Ranks on several hosts (the ranks' identities, or world size above the local world size) send
 their all-reduce over the NICs: inter_node_interconnect, with how busy each NIC is *during* the
 communication phases (its utilization over the interval divided by the share of the interval
-spent communicating). Ranks that share one host communicate over NVLink, PCIe or shared memory:
+spent communicating). Gloo on a CPU job reduces on the cores backward computes on: where those
+cores are full, the all-reduce overlapped with backward is counted as cost with the exposed part
+(common.comm_cost), not as free overlap. Ranks that share one host communicate over NVLink, PCIe or shared memory:
 inter_gpu_interconnect. The evidence names the links and the ranks on each node."""
 
 from __future__ import annotations
 
-from bottleneckd.diagnosis.rules.common import BUSY, COMM_HIGH, headroom, pct
+from bottleneckd.diagnosis.rules.common import BUSY, COMM_HIGH, SHARED_COMM_HIGH, comm_cost, headroom, pct
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.peaks.resolve import PeakTable
@@ -22,6 +24,15 @@ def communication(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     out = []
     base_ev = [f"gradient communication {pct(share)} of step time"] if share is not None and share >= COMM_HIGH else []
     base = min(1.0, (share or 0.0) / 0.3) if base_ev else 0.0
+    cost = comm_cost(w)
+    if cost is not None and cost.shares_cores and cost.share >= SHARED_COMM_HIGH and cost.share > (share or 0.0):
+        # gloo on a CPU job: the all-reduce "overlapped" with backward takes the cores backward
+        # needs, so it is the step's cost as much as the exposed part is
+        share = cost.share
+        base_ev = [f"gradient communication {pct(share)} of step time, counting the overlapped part", cost.describe()]
+        base = min(1.0, 0.55 + share / 2)
+    elif cost is not None and base_ev:
+        base_ev = [f"{base_ev[0]} (the exposed part)", cost.describe()]
     world = (p.facts.get("world_size") if p else None) or 1
     local = (p.facts.get("local_world_size") if p else None) or world
     several_hosts = len(w.topology) > 1 or world > local

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from bottleneckd.diagnosis.ridge import lowest_ridge, smallest_last_level_cache
-from bottleneckd.diagnosis.rules.common import (MIN_DRAM_BYTES, NEAR_PEAK_FLOOR, CpuState, compute_share, cpu_state, io_wait, pct,
+from bottleneckd.diagnosis.rules.common import (MIN_DRAM_BYTES, NEAR_PEAK_FLOOR, CpuState, comm_cost, compute_share, cpu_state, io_wait, pct,
                                                runs_on_gpu)
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
@@ -25,6 +25,9 @@ from bottleneckd.peaks.resolve import PeakTable
 #: the hook counts one step's FLOPs and bytes at its 3rd step and reports them with the next report;
 #: past this many steps without them the counting failed, and the rule goes on without
 ROOFLINE_STEPS = 12
+#: untimed DDP (attach): the ranks' CPU outside their main threads at most this share of theirs means
+#: the all-reduce (gloo reduces in threads of its own) takes little of the cores
+SIDE_THREADS_SMALL = 0.10
 #: attach: stack samples after which an operator mix still unknown (no recognised operator in
 #: forward) is taken as not low-intensity
 STACK_SAMPLES = 24
@@ -36,6 +39,13 @@ def cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     compute's, and the input rule's finding (scored by its share) decides."""
     out = _cpu_compute(w, peaks)
     share = compute_share(w)
+    cost = comm_cost(w)
+    if share is not None and cost is not None and cost.shares_cores and cost.overlapped_share:
+        # backward's time includes an all-reduce run on the same cores (gloo on CPU): that part is
+        # communication's, not compute's
+        share = max(0.0, share - cost.overlapped_share)
+        out = [replace(f, evidence=f.evidence + (f"of which {pct(cost.overlapped_share)} of the step is the all-reduce overlapped "
+                                                 "with backward on the same cores",)) for f in out]
     if share is None or share >= 0.8:
         return out
     k = share / 0.8
@@ -64,9 +74,20 @@ def _cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     else:
         timed = bool(p and (p.share("communication") or 0.0) > 0.0)
     if (ranks > 1 or facts.get("ddp")) and not timed:
-        why = (f"{ranks} ranks whose gradient communication is not timed here (DDP runs it inside backward): compute and "
-               "communication cannot be told apart; time it (bottleneckd's DDP communication hook) or compare a step under no_sync()")
-        return [Finding(UNDETERMINED, "compute", 0.6, tuple(cev + [why]), None)]
+        side = w.get("cpu_compute", "job", "rank_side_thread_cores")
+        rank_busy = w.get("cpu_compute", "job", "rank_busy_cores")
+        if side is not None and rank_busy and side <= SIDE_THREADS_SMALL * rank_busy:
+            # gloo reduces in threads of its own: with the ranks' CPU almost all in their main
+            # threads, the all-reduce takes little of the cores, and the main threads compute
+            cev.append(f"the ranks' threads other than their main ones (where gloo reduces) at {side:.2f} of their {rank_busy:.2f} "
+                       "cores: the all-reduce takes little CPU; the main threads compute")
+        else:
+            seen = (f"; the ranks' threads other than their main ones (gloo's reduction, or intra-op threads) use {side:.2f} of "
+                    f"their {rank_busy:.2f} cores" if side is not None and rank_busy else "")
+            why = (f"{ranks} ranks whose gradient communication is not timed here (DDP runs it inside backward){seen}: compute and "
+                   "communication cannot be told apart; time it (bottleneckd's DDP communication hook, under run) or compare a step "
+                   "under no_sync()")
+            return [Finding(UNDETERMINED, "compute", 0.6, tuple(cev + [why]), None)]
     flops, byts = facts.get("achieved_flops"), facts.get("achieved_bytes_per_second")
     peak_c = peaks.value("cpu_compute", "cpu")
     peak_b = peaks.value("cpu_memory_bandwidth", "host")
@@ -131,7 +152,9 @@ def _cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     if ai is not None and ridge is not None and ai >= ridge.flop_per_byte:
         cev.append(f"arithmetic intensity {ai:.1f} FLOP/byte, at or above the lowest ridge point of current machines ({ridge.flop_per_byte:.1f})")
     if cpu.serial and not cpu.saturated:
-        cev.append("one thread at a full core while the other cores idle: a serial (GIL-bound or single-threaded) step")
+        cev.append("one thread running or waiting to run a full core's worth of time (other processes take the rest of the cores): "
+                   "a serial (GIL-bound or single-threaded) step" if cpu.contended else
+                   "one thread at a full core while the other cores idle: a serial (GIL-bound or single-threaded) step")
     busy = (cpu.busy / cpu.cores) if cpu.busy is not None else (cpu.host or 0.0)
     return [Finding("cpu_compute", "compute", 0.55 + 0.35 * min(1.0, max(busy, 1.0 if cpu.serial else 0.0)), tuple(cev), None)]
 
