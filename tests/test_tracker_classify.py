@@ -106,6 +106,16 @@ def test_dominant_prefers_a_bottleneck_that_held_three_intervals_over_longer_und
     assert p.dominant().resource == "cpu_compute"
 
 
+def test_dominant_is_undetermined_when_a_verdict_held_briefly_in_a_run_undetermined_throughout():
+    """A run undetermined for 28 s of training whose last 5 s looked CPU-bound (ranks shutting down,
+    a noisy window) is undetermined: the few seconds do not become the run's verdict."""
+    p = Pipeline(NO_PEAKS, kb=(), window=1, hold=1)
+    t = feed(p, {**HOST, **job(0.2, 0.05)}, {"data_wait": 0.7, "forward": 0.3}, 28, 0.0)
+    feed(p, {**HOST, **job(7.9, 1.0)}, {"forward": 0.5, "backward": 0.5}, 5, t)
+    assert p.latest.verdict.resource == "cpu_compute"
+    assert p.dominant().resource == UNDETERMINED
+
+
 def test_dominant_is_undetermined_when_nothing_held_long_enough():
     p = Pipeline(NO_PEAKS, kb=(), window=1, hold=1)
     t = feed(p, {**HOST, **job(0.2, 0.05)}, {"data_wait": 0.7, "forward": 0.3}, 8, 0.0)

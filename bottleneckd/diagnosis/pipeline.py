@@ -51,12 +51,17 @@ class Snapshot:
 def dominant_of(held: dict[str, float], held_training: dict[str, float], last_of: dict[str, Verdict],
                 interval: float) -> Verdict | None:
     """The verdict that held longest; idle or undetermined stretches (before the job starts,
-    after it ends) do not hide a bottleneck that held for 3 or more intervals."""
+    after it ends) do not hide a bottleneck that held for 3 or more intervals and for at least a
+    quarter of the training time that was undetermined: a few seconds of a confident verdict at
+    the end of a run that was undetermined throughout (a job's tear-down, a noisy window) do not
+    become the run's verdict."""
     if not held:
         return None
     use = held_training or held  # while training, not set-up or tear-down
     determined = {r: s for r, s in use.items() if r != UNDETERMINED}
-    if determined and max(determined.values()) >= 3 * interval * 0.9:
+    longest = max(determined.values(), default=0.0)
+    undetermined_training = held_training.get(UNDETERMINED, 0.0)  # idle before and after the job is not counted
+    if determined and longest >= 3 * interval * 0.9 and longest * 4 >= undetermined_training:
         return last_of[max(determined, key=lambda r: determined[r])]
     return last_of[max(use, key=lambda r: use[r])]
 
