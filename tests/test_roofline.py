@@ -97,3 +97,22 @@ def test_counting_reports_unknown_flops_as_a_reason_not_a_number():
     mlp(torch.randn(8, 16)).sum().backward()
     r = c.stop()
     assert r is not None and r.flops_unknown is None and r.intensity and r.intensity > 0
+
+
+def test_an_elementwise_step_has_a_near_zero_intensity_not_an_unknown_one():
+    """LayerNorm and GELU have no FLOP formula but are no hidden compute: the step moves bytes, and
+    its intensity says so (the labelled layernorm_gelu_wide is memory-bandwidth-bound)."""
+    from bottleneckd.torch.roofline import StepCounter
+
+    m = torch.nn.Sequential(torch.nn.LayerNorm(4096), torch.nn.GELU(), torch.nn.LayerNorm(4096), torch.nn.GELU())
+    opt = torch.optim.SGD(m.parameters(), lr=0.01)
+    x = torch.randn(16, 4096)
+    c = StepCounter()
+    c.start()
+    opt.zero_grad()
+    m(x).sum().backward()
+    opt.step()
+    r = c.stop()
+    assert r is not None and r.flops_unknown is None
+    assert r.intensity is not None and r.intensity < 0.5
+
