@@ -50,8 +50,28 @@ def free_port() -> int:
 
 def main() -> None:
     d = Path(tempfile.mkdtemp(prefix="bench-exporter-"))
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(d / "k.pem"), "-out", str(d / "c.pem"),
-                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(d / "k.pem"),
+            "-out",
+            str(d / "c.pem"),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
     (d / "web.yml").write_text(f"tls_server_config:\n  cert_file: {d}/c.pem\n  key_file: {d}/k.pem\n")
     for tls in (False, True):
         port = free_port()
@@ -66,9 +86,15 @@ def main() -> None:
         one = time.monotonic() - t0
         t0 = time.monotonic()
         with concurrent.futures.ThreadPoolExecutor(50) as pool:
-            ok = sum(1 for body in pool.map(lambda _: urllib.request.urlopen(url, context=ctx, timeout=20).read(), range(50)) if body)
-        print(f"{'TLS  ' if tls else 'plain'}: one scrape beside an idle and a partial connection: {one * 1e3:.0f} ms; "
-              f"50 concurrent scrapers: {ok}/50 answered in {time.monotonic() - t0:.2f} s")
+            ok = sum(
+                1
+                for body in pool.map(lambda _: urllib.request.urlopen(url, context=ctx, timeout=20).read(), range(50))
+                if body
+            )
+        print(
+            f"{'TLS  ' if tls else 'plain'}: one scrape beside an idle and a partial connection: {one * 1e3:.0f} ms; "
+            f"50 concurrent scrapers: {ok}/50 answered in {time.monotonic() - t0:.2f} s"
+        )
         idle.close()
         partial.close()
         stop_metrics(server)

@@ -29,7 +29,7 @@ from pathlib import Path
 import psutil
 
 ROOT = Path(__file__).resolve().parents[1]
-WORKER = r'''
+WORKER = r"""
 import json, os, sys, time
 import torch, torch.distributed as dist
 from torch import nn
@@ -51,7 +51,7 @@ for i in range(steps + 30):
         times.append(time.perf_counter() - t)
 open(os.path.join(out, f"rank{rank}.json"), "w").write(json.dumps(times))
 dist.destroy_process_group()
-'''
+"""
 
 
 def port() -> int:
@@ -65,15 +65,48 @@ def one_run(mode: str, ranks: int, steps: int, work: Path) -> dict:
     out.mkdir()
     sock = str(work / "sock" / "bottleneckd.sock")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "BOTTLENECKD_SOCKET": sock, "OMP_NUM_THREADS": "1"}
-    side = subprocess.Popen([sys.executable, "-m", "bottleneckd.cli", "serve", "--bind", "127.0.0.1:0", "--socket", sock, "--quiet",
-                             "--disable", "storage", "--disable", "storage_network"], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    side = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bottleneckd.cli",
+            "serve",
+            "--bind",
+            "127.0.0.1:0",
+            "--socket",
+            sock,
+            "--quiet",
+            "--disable",
+            "storage",
+            "--disable",
+            "storage_network",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     time.sleep(3.0)  # the sidecar's start-up is not the cost of ranks reporting
     sp = psutil.Process(side.pid)
     c0, t0 = sum(sp.cpu_times()[:2]), time.monotonic()
-    job = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(ranks), "--master-port", str(port()),
-                          str(work / "worker.py"), mode, str(steps), str(out)], env=env,
-                         capture_output=True, text=True, timeout=600)
+    job = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc-per-node",
+            str(ranks),
+            "--master-port",
+            str(port()),
+            str(work / "worker.py"),
+            mode,
+            str(steps),
+            str(out),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     c1, t1 = sum(sp.cpu_times()[:2]), time.monotonic()
     side.terminate()
     side.wait(timeout=10)
@@ -99,18 +132,26 @@ def main() -> None:
             for mode in ("none", "rank0", "all"):
                 r = one_run(mode, a.ranks, a.steps, work)
                 runs.append(r)
-                print(f"rep {rep} {mode:5s}: step medians (ms) " + " ".join(f"{v * 1e3:.2f}" for v in r["step_median_s"].values())
-                      + f"; sidecar {r['sidecar_cpu_s_per_s'] * 100:.1f}% of a core", flush=True)
+                print(
+                    f"rep {rep} {mode:5s}: step medians (ms) "
+                    + " ".join(f"{v * 1e3:.2f}" for v in r["step_median_s"].values())
+                    + f"; sidecar {r['sidecar_cpu_s_per_s'] * 100:.1f}% of a core",
+                    flush=True,
+                )
     base = {r: statistics.median(x["step_median_s"][r] for x in runs if x["mode"] == "none") for r in range(a.ranks)}
     summary = {}
     for mode in ("rank0", "all"):
         sel = [x for x in runs if x["mode"] == mode]
         cost = {r: statistics.median(x["step_median_s"][r] for x in sel) - base[r] for r in range(a.ranks)}
-        summary[mode] = {"cost_per_step_us": {r: round(c * 1e6, 1) for r, c in cost.items()},
-                         "cost_share": {r: round(cost[r] / base[r], 4) for r in cost},
-                         "sidecar_cpu_cores": round(statistics.median(x["sidecar_cpu_s_per_s"] for x in sel), 4)}
-    summary["none"] = {"step_ms": {r: round(v * 1e3, 3) for r, v in base.items()},
-                       "sidecar_cpu_cores": round(statistics.median(x["sidecar_cpu_s_per_s"] for x in runs if x["mode"] == "none"), 4)}
+        summary[mode] = {
+            "cost_per_step_us": {r: round(c * 1e6, 1) for r, c in cost.items()},
+            "cost_share": {r: round(cost[r] / base[r], 4) for r in cost},
+            "sidecar_cpu_cores": round(statistics.median(x["sidecar_cpu_s_per_s"] for x in sel), 4),
+        }
+    summary["none"] = {
+        "step_ms": {r: round(v * 1e3, 3) for r, v in base.items()},
+        "sidecar_cpu_cores": round(statistics.median(x["sidecar_cpu_s_per_s"] for x in runs if x["mode"] == "none"), 4),
+    }
     print(json.dumps(summary, indent=1))
     if a.json:
         Path(a.json).write_text(json.dumps({"runs": runs, "summary": summary}, indent=1))

@@ -66,8 +66,27 @@ def measure(before: float, after: float, keep: str | None) -> dict:
     d = tempfile.mkdtemp(prefix="bottleneckd-regime-")
     trace, mark = os.path.join(d, "trace.jsonl"), os.path.join(d, "switch")
     env = {**os.environ, "PYTHONPATH": ROOT + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    cmd = [sys.executable, "-m", "bottleneckd", "run", "--quiet", "--interval", "1", "--trace", trace, "--",
-           sys.executable, os.path.abspath(__file__), "--workload", "--before", str(before), "--after", str(after), "--mark", mark]
+    cmd = [
+        sys.executable,
+        "-m",
+        "bottleneckd",
+        "run",
+        "--quiet",
+        "--interval",
+        "1",
+        "--trace",
+        trace,
+        "--",
+        sys.executable,
+        os.path.abspath(__file__),
+        "--workload",
+        "--before",
+        str(before),
+        "--after",
+        str(after),
+        "--mark",
+        mark,
+    ]
     subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     switch = float(open(mark).read())
     header, samples = read_trace(trace)
@@ -89,10 +108,14 @@ def measure(before: float, after: float, keep: str | None) -> dict:
     changes = [c for c in p.tracker.changes if c.t >= switch and c.after_stage == "data"]
     if keep:
         os.replace(trace, keep)
-    return {"switch_at_s": before, "raw_latency_s": None if raw_t is None else round(raw_t - switch, 2),
-            "stable_latency_s": None if stable_t is None else round(stable_t - switch, 2),
-            "regime_change_reported": bool(changes), "label": changes[0].label if changes else None,
-            "verdicts_after_switch": [r for r in rows if -2 <= r[0] <= 8]}
+    return {
+        "switch_at_s": before,
+        "raw_latency_s": None if raw_t is None else round(raw_t - switch, 2),
+        "stable_latency_s": None if stable_t is None else round(stable_t - switch, 2),
+        "regime_change_reported": bool(changes),
+        "label": changes[0].label if changes else None,
+        "verdicts_after_switch": [r for r in rows if -2 <= r[0] <= 8],
+    }
 
 
 def main() -> None:
@@ -114,7 +137,9 @@ def main() -> None:
         if r["stable_latency_s"] is not None:
             stable.append(r["stable_latency_s"])
     if stable:
-        print(f"stable verdict followed the switch in median {statistics.median(stable):.2f} s (max {max(stable):.2f} s) over {len(stable)} runs at 1 Hz")
+        print(
+            f"stable verdict followed the switch in median {statistics.median(stable):.2f} s (max {max(stable):.2f} s) over {len(stable)} runs at 1 Hz"
+        )
     else:
         print("the verdict never named the data stage after the switch")
 

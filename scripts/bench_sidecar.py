@@ -32,14 +32,32 @@ def env() -> dict[str, str]:
 
 
 def one(interval: float | None, seconds: float, tmp: Path) -> dict:
-    job = subprocess.Popen([sys.executable, str(JOB), "--seconds", str(seconds)], env=env(), stdout=subprocess.PIPE, text=True)
+    job = subprocess.Popen(
+        [sys.executable, str(JOB), "--seconds", str(seconds)], env=env(), stdout=subprocess.PIPE, text=True
+    )
     side = None
     rss, cpu0 = [], None
     if interval is not None:
         out = tmp / f"t{time.monotonic_ns()}.jsonl"
-        side = subprocess.Popen([sys.executable, "-m", "bottleneckd.cli", "record", "-o", str(out), "--pid", str(job.pid),
-                                 "--interval", str(interval), "--quiet", "--socket", str(tmp / "s" / "sock")],
-                                env=env(), stderr=subprocess.DEVNULL)
+        side = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "bottleneckd.cli",
+                "record",
+                "-o",
+                str(out),
+                "--pid",
+                str(job.pid),
+                "--interval",
+                str(interval),
+                "--quiet",
+                "--socket",
+                str(tmp / "s" / "sock"),
+            ],
+            env=env(),
+            stderr=subprocess.DEVNULL,
+        )
         p = psutil.Process(side.pid)
         time.sleep(2.0)  # start-up (imports, detection) is not per-tick cost
         t = p.cpu_times()
@@ -68,8 +86,25 @@ def one(interval: float | None, seconds: float, tmp: Path) -> dict:
 def soak(seconds: float, interval: float) -> None:
     """The sidecar alone for a long run: its resident memory must stay flat (bounded windows)."""
     with tempfile.TemporaryDirectory() as tmp:
-        side = subprocess.Popen([sys.executable, "-m", "bottleneckd.cli", "serve", "--bind", "127.0.0.1:0", "--interval", str(interval),
-                                 "--quiet", "--socket", f"{tmp}/s/sock", "--duration", str(seconds)], env=env(), stderr=subprocess.DEVNULL)
+        side = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "bottleneckd.cli",
+                "serve",
+                "--bind",
+                "127.0.0.1:0",
+                "--interval",
+                str(interval),
+                "--quiet",
+                "--socket",
+                f"{tmp}/s/sock",
+                "--duration",
+                str(seconds),
+            ],
+            env=env(),
+            stderr=subprocess.DEVNULL,
+        )
         p = psutil.Process(side.pid)
         points = []
         t0 = time.monotonic()
@@ -84,15 +119,19 @@ def soak(seconds: float, interval: float) -> None:
         print("soak: too short to judge")
         return
     slope = (warm[-1] - warm[0]) / max(1e-9, points[-1][0] - 20) * 3600
-    print(f"soak at {1 / interval:g} Hz for {seconds:.0f} s: resident {warm[0]:.1f} MB at 20 s, {warm[-1]:.1f} MB at the end, "
-          f"max {max(warm):.1f} MB; drift {slope:+.2f} MB per hour")
+    print(
+        f"soak at {1 / interval:g} Hz for {seconds:.0f} s: resident {warm[0]:.1f} MB at 20 s, {warm[-1]:.1f} MB at the end, "
+        f"max {max(warm):.1f} MB; drift {slope:+.2f} MB per hour"
+    )
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=12)
-    ap.add_argument("--soak", type=float, default=0, help="instead: run the sidecar alone this many seconds and track its memory")
+    ap.add_argument(
+        "--soak", type=float, default=0, help="instead: run the sidecar alone this many seconds and track its memory"
+    )
     ap.add_argument("--soak-interval", type=float, default=0.1)
     args = ap.parse_args()
     if args.soak:
@@ -102,7 +141,7 @@ def main() -> int:
     results: dict = {c: [] for c in conds}
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(args.repeats):
-            order = conds[r % 3:] + conds[: r % 3]  # rotate the order: interleaved, no fixed position
+            order = conds[r % 3 :] + conds[: r % 3]  # rotate the order: interleaved, no fixed position
             for c in order:
                 results[c].append(one(c, args.seconds, Path(tmp)))
                 print(f"repeat {r + 1} {'none' if c is None else f'{1 / c:g} Hz'}: {results[c][-1]}", flush=True)
@@ -114,8 +153,10 @@ def main() -> int:
         tick = statistics.mean(x["cpu_ms_per_tick"] for x in results[c])
         rss = max(x["rss_mb"] for x in results[c])
         ratios = [x["throughput"] / base for x in results[c]]
-        print(f"sidecar at {1 / c:g} Hz: throughput ratio {tp / base:.4f} (runs {', '.join(f'{q:.3f}' for q in ratios)}); "
-              f"sidecar {cpu * 100:.2f}% of one core, {tick:.2f} ms CPU per tick, {rss:.1f} MB resident (max)")
+        print(
+            f"sidecar at {1 / c:g} Hz: throughput ratio {tp / base:.4f} (runs {', '.join(f'{q:.3f}' for q in ratios)}); "
+            f"sidecar {cpu * 100:.2f}% of one core, {tick:.2f} ms CPU per tick, {rss:.1f} MB resident (max)"
+        )
     return 0
 
 

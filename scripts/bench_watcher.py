@@ -79,12 +79,20 @@ def overhead(blocks: int, steps: int, device: str = "cpu", clock: str = "wall", 
     diffs, bare, watched, settling = [], [], [], []
     for b in range(blocks):
         pair = {}
-        for mode in (("bare", "watched") if b % 2 == 0 else ("watched", "bare")):  # interleaved, alternating order
+        for mode in ("bare", "watched") if b % 2 == 0 else ("watched", "bare"):  # interleaved, alternating order
             if mode == "bare":
                 pair[mode] = run(data)
                 pair["bare_first"] = first[-1]
             else:  # attached for this block only: the bare arm runs a loop with nothing of ours in it
-                w = watch(model, opt, data, local_sampling=False, print_epoch=False, roofline_step=None, socket_path="/nonexistent/sock")
+                w = watch(
+                    model,
+                    opt,
+                    data,
+                    local_sampling=False,
+                    print_epoch=False,
+                    roofline_step=None,
+                    socket_path="/nonexistent/sock",
+                )
                 pair[mode] = run(w.dataloader)
                 pair["watched_first"] = first[-1]
                 w.close()
@@ -94,18 +102,33 @@ def overhead(blocks: int, steps: int, device: str = "cpu", clock: str = "wall", 
         watched.append(pair["watched"])
     b, d = statistics.median(bare), statistics.median(diffs)
     q = statistics.quantiles(diffs, n=4)
-    print(f"overhead on {device} ({clock} clock): bare {b * 1e6:.1f} us/step; watched minus bare, per adjacent pair of blocks: "
-          f"median {d * 1e6:+.1f} us/step (quartiles {q[0] * 1e6:+.1f}, {q[2] * 1e6:+.1f}) over {blocks} pairs of {steps} steps")
+    print(
+        f"overhead on {device} ({clock} clock): bare {b * 1e6:.1f} us/step; watched minus bare, per adjacent pair of blocks: "
+        f"median {d * 1e6:+.1f} us/step (quartiles {q[0] * 1e6:+.1f}, {q[2] * 1e6:+.1f}) over {blocks} pairs of {steps} steps"
+    )
     print(f"overhead: {d / b * 100:+.2f}% of step time (ratio watched/bare {(b + d) / b:.4f})")
-    print(f"one-time cost of attaching, over the first {settle} steps (not in the figures above): "
-          f"median {statistics.median(settling) * 1e3:+.2f} ms")
+    print(
+        f"one-time cost of attaching, over the first {settle} steps (not in the figures above): "
+        f"median {statistics.median(settling) * 1e3:+.2f} ms"
+    )
     qb, qw = statistics.quantiles(bare, n=10)[0], statistics.quantiles(watched, n=10)[0]
-    print(f"low tails (less sensitive to other processes): 10th percentile watched minus bare {(qw - qb) * 1e6:+.1f} us/step, "
-          f"fastest block watched minus bare {(min(watched) - min(bare)) * 1e6:+.1f} us/step")
+    print(
+        f"low tails (less sensitive to other processes): 10th percentile watched minus bare {(qw - qb) * 1e6:+.1f} us/step, "
+        f"fastest block watched minus bare {(min(watched) - min(bare)) * 1e6:+.1f} us/step"
+    )
     # the instrumentation's own work, without the noise of training steps around it: the marks of
     # a step and its share of the reports (drain + send), on this thread's CPU clock
-    w = watch(model, opt, None, local_sampling=False, print_epoch=False, roofline_step=None, socket_path="/nonexistent/sock",
-              hooks=False, report_every=1e9)
+    w = watch(
+        model,
+        opt,
+        None,
+        local_sampling=False,
+        print_epoch=False,
+        roofline_step=None,
+        socket_path="/nonexistent/sock",
+        hooks=False,
+        report_every=1e9,
+    )
     n = 450  # about one report interval of these steps
     costs = []
     for _ in range(40):
@@ -123,16 +146,28 @@ def overhead(blocks: int, steps: int, device: str = "cpu", clock: str = "wall", 
         torch.cuda.synchronize()
     direct = statistics.median(costs)
     w.close()
-    print(f"instrumentation work alone (marks + reports, thread CPU time): {direct * 1e6:.2f} us per step = {direct / b * 100:.2f}% of this step")
+    print(
+        f"instrumentation work alone (marks + reports, thread CPU time): {direct * 1e6:.2f} us per step = {direct / b * 100:.2f}% of this step"
+    )
 
 
-def trial(make, mitigation: str, kwargs: dict, device: str, before: int = 30, steps: int = 30, settle: int = 10) -> float | None:
+def trial(
+    make, mitigation: str, kwargs: dict, device: str, before: int = 30, steps: int = 30, settle: int = 10
+) -> float | None:
     """``settle`` steps first (start-up, caches, cuDNN autotuning), then ``before`` steps of
     baseline, then the mitigation measured over ``steps`` steps."""
     before += settle
     model, opt, loader, step, loss = make(device)
-    w = watch(model, opt, loader, local_sampling=False, print_epoch=False, roofline_step=None, socket_path="/nonexistent/sock",
-              cuda_sample_every=1)  # every step timed: the baseline and the trial are both measured in full
+    w = watch(
+        model,
+        opt,
+        loader,
+        local_sampling=False,
+        print_epoch=False,
+        roofline_step=None,
+        socket_path="/nonexistent/sock",
+        cuda_sample_every=1,
+    )  # every step timed: the baseline and the trial are both measured in full
     it = iter(w.dataloader)
     t = None
     deadline = time.monotonic() + 120
@@ -164,7 +199,10 @@ def trial(make, mitigation: str, kwargs: dict, device: str, before: int = 30, st
 
 def loss_step(model, opt, b, loss) -> None:
     x, y = b
-    x, y = x.to(next(model.parameters()).device, non_blocking=True), y.to(next(model.parameters()).device, non_blocking=True)
+    x, y = (
+        x.to(next(model.parameters()).device, non_blocking=True),
+        y.to(next(model.parameters()).device, non_blocking=True),
+    )
     opt.zero_grad()
     loss(model(x), y).backward()
     opt.step()
@@ -172,7 +210,9 @@ def loss_step(model, opt, b, loss) -> None:
 
 def data_bound(device: str):
     torch.set_num_threads(1)
-    model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(256, 10)).to(device)
+    model = nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(256, 10)
+    ).to(device)
     loader = DataLoader(CostlyImages(100000, 24), batch_size=32, num_workers=1)
     return model, torch.optim.SGD(model.parameters(), lr=0.01), loader, loss_step, nn.CrossEntropyLoss()
 
@@ -180,15 +220,29 @@ def data_bound(device: str):
 def compute_bound(device: str):
     torch.set_num_threads(2)
     width = 2048 if device == "cpu" else 8192
-    model = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 10)).to(device)
-    xs = [(torch.randn(256 if device == "cpu" else 4096, width), torch.randint(0, 10, (256 if device == "cpu" else 4096,)))] * 100000
+    model = nn.Sequential(
+        nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width), nn.ReLU(), nn.Linear(width, 10)
+    ).to(device)
+    xs = [
+        (
+            torch.randn(256 if device == "cpu" else 4096, width),
+            torch.randint(0, 10, (256 if device == "cpu" else 4096,)),
+        )
+    ] * 100000
     return model, torch.optim.SGD(model.parameters(), lr=0.01), xs, loss_step, nn.CrossEntropyLoss()
 
 
 def conv_bound(device: str):
     torch.set_num_threads(2)
-    model = nn.Sequential(nn.Conv2d(3, 64, 3, padding=1), nn.ReLU(), nn.Conv2d(64, 64, 3, padding=1), nn.ReLU(),
-                          nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10)).to(device)
+    model = nn.Sequential(
+        nn.Conv2d(3, 64, 3, padding=1),
+        nn.ReLU(),
+        nn.Conv2d(64, 64, 3, padding=1),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(64, 10),
+    ).to(device)
     n = 32 if device == "cpu" else 256
     xs = [(torch.randn(n, 3, 64, 64), torch.randint(0, 10, (n,)))] * 100000
     return model, torch.optim.SGD(model.parameters(), lr=0.01), xs, loss_step, nn.CrossEntropyLoss()
@@ -196,7 +250,12 @@ def conv_bound(device: str):
 
 CASES = [  # mitigation, kwargs, matching workload, other workload
     ("data_echoing", {"factor": 2}, data_bound, compute_bound),
-    ("dataloader_settings", {"num_workers": 2, "persistent_workers": True, "prefetch_factor": 4}, data_bound, compute_bound),
+    (
+        "dataloader_settings",
+        {"num_workers": 2, "persistent_workers": True, "prefetch_factor": 4},
+        data_bound,
+        compute_bound,
+    ),
     ("mixed_precision", {"dtype": "bfloat16"}, compute_bound, data_bound),
     ("channels_last", {}, conv_bound, data_bound),
     ("progressive_resizing", {"total_steps": 400, "start_scale": 0.5, "until": 0.9}, conv_bound, data_bound),
@@ -226,7 +285,9 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--only", choices=["overhead", "mitigations"], default=None)
     ap.add_argument("--device", default="cpu")
-    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall", help="cpu: this thread's CPU time, one torch thread")
+    ap.add_argument(
+        "--clock", choices=["wall", "cpu"], default="wall", help="cpu: this thread's CPU time, one torch thread"
+    )
     ap.add_argument("--cases", nargs="*", help="only these mitigations")
     args = ap.parse_args()
     if args.only in (None, "overhead"):

@@ -57,9 +57,13 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(256, 10))
+    model = nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(256, 10)
+    )
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    loader = DataLoader(TeacherImages(args.samples, args.transform_cost), batch_size=args.batch, num_workers=1, shuffle=True)
+    loader = DataLoader(
+        TeacherImages(args.samples, args.transform_cost), batch_size=args.batch, num_workers=1, shuffle=True
+    )
     held = TeacherImages(256, args.transform_cost, offset=10**6)
     xs, ys = zip(*(held[i] for i in range(len(held))))
     hx, hy = torch.stack(xs), torch.stack(ys)
@@ -78,7 +82,10 @@ def main() -> None:
                 if step % args.eval_every == 0:
                     with torch.no_grad():
                         acc = float((model(hx).argmax(1) == hy).float().mean())
-                    log.write(json.dumps({"elapsed": round(time.perf_counter() - t0, 3), "step": step, "accuracy": acc}) + "\n")
+                    log.write(
+                        json.dumps({"elapsed": round(time.perf_counter() - t0, 3), "step": step, "accuracy": acc})
+                        + "\n"
+                    )
                     log.flush()
     w.close()
 

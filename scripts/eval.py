@@ -71,9 +71,17 @@ def discover() -> list[Workload]:
         if "LABEL" not in consts:
             continue
         label = consts["LABEL"]
-        found.append(Workload(path.stem, tuple(label) if isinstance(label, (tuple, list)) else (label,), consts.get("STAGE"),
-                              consts.get("INTERVENTION"), consts.get("MIN_SPEEDUP"), consts.get("NEEDS", "cpu"),
-                              consts.get("PROOF_SECONDS")))
+        found.append(
+            Workload(
+                path.stem,
+                tuple(label) if isinstance(label, (tuple, list)) else (label,),
+                consts.get("STAGE"),
+                consts.get("INTERVENTION"),
+                consts.get("MIN_SPEEDUP"),
+                consts.get("NEEDS", "cpu"),
+                consts.get("PROOF_SECONDS"),
+            )
+        )
     return sorted(found, key=lambda w: (w.name in LAST, w.name))
 
 
@@ -111,7 +119,7 @@ def prove(w: Workload, runs: int, seconds: float, env: dict[str, str], out: Path
     bare: list[float | None] = []
     fixed: list[float | None] = []
     for i in range(runs):
-        for intervene in ((False, True) if i % 2 == 0 else (True, False)):
+        for intervene in (False, True) if i % 2 == 0 else (True, False):
             log = out / f"{w.name}.{'intervene' if intervene else 'bare'}.{i}.log"
             call(script(w, seconds, intervene), env, seconds * 6 + 240, log)
             (fixed if intervene else bare).append(throughput(log.read_text()))
@@ -132,7 +140,12 @@ def read_report(path: Path, log: Path) -> dict:
 
 def under_run(w: Workload, seconds: float, env: dict[str, str], out: Path) -> dict:
     rep, log = out / f"{w.name}.run.json", out / f"{w.name}.run.log"
-    call(BN + ["run", "--quiet", "--force", "--report-json", str(rep), "--"] + script(w, seconds), env, seconds * 6 + 240, log)
+    call(
+        BN + ["run", "--quiet", "--force", "--report-json", str(rep), "--"] + script(w, seconds),
+        env,
+        seconds * 6 + 240,
+        log,
+    )
     return read_report(rep, log)
 
 
@@ -140,9 +153,16 @@ def under_attach(w: Workload, seconds: float, warmup: float, env: dict[str, str]
     """Start the job, let it get going, attach until it exits (as a user of attach would)."""
     rep, log = out / f"{w.name}.attach.json", out / f"{w.name}.attach.log"
     with open(out / f"{w.name}.attach.job.log", "w") as jf:
-        job = subprocess.Popen(script(w, seconds + warmup), env=env, stdout=jf, stderr=subprocess.STDOUT, start_new_session=True)
+        job = subprocess.Popen(
+            script(w, seconds + warmup), env=env, stdout=jf, stderr=subprocess.STDOUT, start_new_session=True
+        )
         time.sleep(warmup)
-        call(BN + ["attach", "--pid", str(job.pid), "--quiet", "--force", "--report-json", str(rep)], env, (seconds + warmup) * 6 + 240, log)
+        call(
+            BN + ["attach", "--pid", str(job.pid), "--quiet", "--force", "--report-json", str(rep)],
+            env,
+            (seconds + warmup) * 6 + 240,
+            log,
+        )
         try:
             job.wait(timeout=60)
         except subprocess.TimeoutExpired:
@@ -163,9 +183,17 @@ def judge(w: Workload, doc: dict) -> dict:
         outcome = "undetermined"
     else:
         outcome = "wrong"
-    return {"outcome": outcome, "resource": res, "stage": stage, "confidence": v.get("confidence"),
-            "evidence": v.get("evidence", []), "reason": v.get("reason"), "secondary": v.get("secondary", []),
-            "facts": doc.get("facts", {}), "step_phases": doc.get("step_phases")}
+    return {
+        "outcome": outcome,
+        "resource": res,
+        "stage": stage,
+        "confidence": v.get("confidence"),
+        "evidence": v.get("evidence", []),
+        "reason": v.get("reason"),
+        "secondary": v.get("secondary", []),
+        "facts": doc.get("facts", {}),
+        "step_phases": doc.get("step_phases"),
+    }
 
 
 def confusion(rows: list[dict], mode: str) -> str:
@@ -176,7 +204,10 @@ def confusion(rows: list[dict], mode: str) -> str:
     labels = sorted({p[0] for p in pairs})
     verdicts = sorted({p[1] for p in pairs})
     lw = max(len(x) for x in labels + ["label \\ verdict"])
-    lines = [f"{mode}: label (rows) against verdict (columns)", "label \\ verdict".ljust(lw) + "  " + "  ".join(f"[{i}]" for i in range(len(verdicts)))]
+    lines = [
+        f"{mode}: label (rows) against verdict (columns)",
+        "label \\ verdict".ljust(lw) + "  " + "  ".join(f"[{i}]" for i in range(len(verdicts))),
+    ]
     for lab in labels:
         cells = [sum(1 for p in pairs if p == (lab, v)) for v in verdicts]
         lines.append(lab.ljust(lw) + "  " + "  ".join(f"{c or '.':>{len(str(i)) + 2}}" for i, c in enumerate(cells)))
@@ -187,13 +218,19 @@ def confusion(rows: list[dict], mode: str) -> str:
 def summarize(rows: list[dict], modes: tuple[str, ...]) -> dict:
     """Print right/total per mode, the confusion matrices, the unproven and the wrong verdicts."""
     scored = [r for r in rows if r["scored"]]
-    summary: dict = {"workloads": len(rows), "scored": len(scored), "unproven": [r["name"] for r in rows if not r["scored"]]}
+    summary: dict = {
+        "workloads": len(rows),
+        "scored": len(scored),
+        "unproven": [r["name"] for r in rows if not r["scored"]],
+    }
     print()
     for m in modes:
         outcomes = [r[m]["outcome"] for r in scored]
         summary[m] = {k: outcomes.count(k) for k in ("right", "undetermined", "wrong", "error")}
-        print(f"{m}: right {outcomes.count('right')}/{len(scored)}, undetermined {outcomes.count('undetermined')}, "
-              f"wrong {outcomes.count('wrong')}, no report {outcomes.count('error')}")
+        print(
+            f"{m}: right {outcomes.count('right')}/{len(scored)}, undetermined {outcomes.count('undetermined')}, "
+            f"wrong {outcomes.count('wrong')}, no report {outcomes.count('error')}"
+        )
     for m in modes:
         print("\n" + confusion(rows, m))
     if summary["unproven"]:
@@ -201,14 +238,21 @@ def summarize(rows: list[dict], modes: tuple[str, ...]) -> dict:
         for r in rows:
             if not r["scored"]:
                 p = r["proof"]
-                print(f"  {r['name']}: x{p['ratio']:.2f} < x{r['min_speedup']}" if p and p["ratio"] else f"  {r['name']}: no throughput ({p})")
+                print(
+                    f"  {r['name']}: x{p['ratio']:.2f} < x{r['min_speedup']}"
+                    if p and p["ratio"]
+                    else f"  {r['name']}: no throughput ({p})"
+                )
     bad = [(r, m) for r in scored for m in modes if r[m]["outcome"] in ("wrong", "error")]
     summary["bad"] = [f"{r['name']}:{m}" for r, m in bad]
     if bad:
         print("\nwrong verdicts (label, verdict, evidence):")
         for r, m in bad:
             v = r[m]
-            print(f"  {r['name']} [{m}] label {r['label']}, said {v['resource']}/{v['stage']}" + (f" (reason: {v['reason']})" if v.get("reason") and v["resource"] == "undetermined" else ""))
+            print(
+                f"  {r['name']} [{m}] label {r['label']}, said {v['resource']}/{v['stage']}"
+                + (f" (reason: {v['reason']})" if v.get("reason") and v["resource"] == "undetermined" else "")
+            )
             for e in v["evidence"]:
                 print(f"      {e}")
     return summary
@@ -223,8 +267,10 @@ def merged(paths: list[str]) -> int:
     modes = tuple(m for m in ("run", "attach") if all(m in r for r in rows.values()))
     for r in rows.values():
         ratio = r["proof"]["ratio"] if r.get("proof") else None
-        print(f"{r['name']:28} {r['label']:40} {('x%.2f' % ratio) if ratio else '-':>6} {'proven' if r['scored'] else 'UNPROVEN'}  "
-              + "  ".join(f"{m}: {r[m]['resource']}/{r[m]['stage']} {r[m]['outcome']}" for m in modes))
+        print(
+            f"{r['name']:28} {r['label']:40} {('x%.2f' % ratio) if ratio else '-':>6} {'proven' if r['scored'] else 'UNPROVEN'}  "
+            + "  ".join(f"{m}: {r[m]['resource']}/{r[m]['stage']} {r[m]['outcome']}" for m in modes)
+        )
     return 1 if summarize(list(rows.values()), modes)["bad"] else 0
 
 
@@ -237,13 +283,20 @@ def main() -> int:
     ap.add_argument("--proof-runs", type=int, default=2, help="runs of each of bare and intervention")
     ap.add_argument("--proof-seconds", type=float, default=6)
     ap.add_argument("--no-proof", action="store_true", help="skip the interventions (verdicts scored as unchecked)")
-    ap.add_argument("--proofs-from", nargs="+", metavar="JSON", default=(),
-                    help="reuse the proofs of earlier --json outputs (valid while the workloads are unchanged: the proofs never involve bottleneckd)")
+    ap.add_argument(
+        "--proofs-from",
+        nargs="+",
+        metavar="JSON",
+        default=(),
+        help="reuse the proofs of earlier --json outputs (valid while the workloads are unchanged: the proofs never involve bottleneckd)",
+    )
     ap.add_argument("--gpu", action="store_true", help="include the GPU workloads")
     ap.add_argument("--json", dest="json_path", default=None, help="write every result here")
     ap.add_argument("--out", default=None, help="folder for logs and reports (default: a temp dir)")
     ap.add_argument("--list", action="store_true", help="list the workloads and their labels, run nothing")
-    ap.add_argument("--merge", nargs="+", metavar="JSON", help="summarise earlier --json outputs as one suite, run nothing")
+    ap.add_argument(
+        "--merge", nargs="+", metavar="JSON", help="summarise earlier --json outputs as one suite, run nothing"
+    )
     args = ap.parse_args()
     if args.merge:
         return merged(args.merge)
@@ -272,7 +325,12 @@ def main() -> int:
 def evaluate(args: argparse.Namespace, workloads: list[Workload], out: Path, env: dict[str, str]) -> int:
     """Proofs and verdicts for each workload, then the summary; the exit code."""
     modes = ("run", "attach") if args.mode == "both" else (args.mode,)
-    earlier = {r["name"]: r["proof"] for p in args.proofs_from for r in json.loads(Path(p).read_text())["workloads"] if r.get("proof")}
+    earlier = {
+        r["name"]: r["proof"]
+        for p in args.proofs_from
+        for r in json.loads(Path(p).read_text())["workloads"]
+        if r.get("proof")
+    }
     rows: list[dict] = []
     t_start = time.time()
     for w in workloads:
@@ -281,8 +339,13 @@ def evaluate(args: argparse.Namespace, workloads: list[Workload], out: Path, env
         if args.no_proof:
             row["proof"], row["scored"] = None, True
         elif w.name in earlier:
-            row["proof"] = {**earlier[w.name], "proven": earlier[w.name]["ratio"] is not None and w.min_speedup is not None
-                            and earlier[w.name]["ratio"] >= w.min_speedup, "reused": True}
+            row["proof"] = {
+                **earlier[w.name],
+                "proven": earlier[w.name]["ratio"] is not None
+                and w.min_speedup is not None
+                and earlier[w.name]["ratio"] >= w.min_speedup,
+                "reused": True,
+            }
             row["scored"] = row["proof"]["proven"]
         else:
             row["proof"] = prove(w, args.proof_runs, max(args.proof_seconds, w.proof_seconds or 0), env, out)
@@ -294,8 +357,17 @@ def evaluate(args: argparse.Namespace, workloads: list[Workload], out: Path, env
         row["wall_seconds"] = round(time.time() - t0, 1)
         rows.append(row)
         ratio = row["proof"]["ratio"] if row["proof"] else None
-        proof = "unchecked" if row["proof"] is None else f"x{ratio:.2f} {'proven' if row['scored'] else 'UNPROVEN'}" if ratio else "UNPROVEN (no throughput)"
-        verdicts = "  ".join(f"{m}: {row[m]['resource']}/{row[m]['stage']} {row[m]['outcome'].upper() if row[m]['outcome'] != 'right' else 'right'}" for m in modes)
+        proof = (
+            "unchecked"
+            if row["proof"] is None
+            else f"x{ratio:.2f} {'proven' if row['scored'] else 'UNPROVEN'}"
+            if ratio
+            else "UNPROVEN (no throughput)"
+        )
+        verdicts = "  ".join(
+            f"{m}: {row[m]['resource']}/{row[m]['stage']} {row[m]['outcome'].upper() if row[m]['outcome'] != 'right' else 'right'}"
+            for m in modes
+        )
         print(f"{w.name:28} {w.label:40} {proof:22} {verdicts}", flush=True)
         if args.json_path:  # after every workload: a run cut short keeps what it measured
             Path(args.json_path).write_text(json.dumps({"args": vars(args), "workloads": rows}, indent=1, default=str))
@@ -304,7 +376,9 @@ def evaluate(args: argparse.Namespace, workloads: list[Workload], out: Path, env
     summary["wall_seconds"] = round(time.time() - t_start, 1)
     print(f"\nreports and logs in {out}")
     if args.json_path:
-        Path(args.json_path).write_text(json.dumps({"summary": summary, "args": vars(args), "workloads": rows}, indent=1, default=str))
+        Path(args.json_path).write_text(
+            json.dumps({"summary": summary, "args": vars(args), "workloads": rows}, indent=1, default=str)
+        )
     return 1 if summary["bad"] else 0
 
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import nn
@@ -23,15 +24,36 @@ from torch.utils.data import DataLoader, Dataset
 
 #: name -> (label the verdict must give, the intervention, what it proves when the ratio holds)
 WORKLOADS: dict[str, tuple[str, str, str]] = {
-    "bf16_matmul": ("gpu_compute", "the same layers in fp32 with TF32 off",
-                    "slower by far more than the 2x more bytes: the tensor-core math is the limit"),
-    "fp32_mlp": ("gpu_compute", "TF32 on (same bytes, faster math)", "faster by well over 1.5x with no byte saved: compute, not memory"),
-    "elementwise_2gib": ("gpu_memory_bandwidth", "the same chain in bf16 (half the bytes, same operations)",
-                         "about 2x faster: bytes moved are the limit"),
-    "launch_bound": ("cpu_compute", "4x wider layers (16x the FLOPs, same number of kernels)",
-                     "barely slower: kernel launches / host-side Python, not the GPU, set the step time"),
-    "pageable_h2d": ("cpu_gpu_interconnect", "pinned host memory", "faster by over 1.5x: the host-to-device copy path is the limit"),
-    "input_bound": ("cpu_compute", "4x the loader workers", "faster by over 1.5x: the CPU-side input pipeline is the limit"),
+    "bf16_matmul": (
+        "gpu_compute",
+        "the same layers in fp32 with TF32 off",
+        "slower by far more than the 2x more bytes: the tensor-core math is the limit",
+    ),
+    "fp32_mlp": (
+        "gpu_compute",
+        "TF32 on (same bytes, faster math)",
+        "faster by well over 1.5x with no byte saved: compute, not memory",
+    ),
+    "elementwise_2gib": (
+        "gpu_memory_bandwidth",
+        "the same chain in bf16 (half the bytes, same operations)",
+        "about 2x faster: bytes moved are the limit",
+    ),
+    "launch_bound": (
+        "cpu_compute",
+        "4x wider layers (16x the FLOPs, same number of kernels)",
+        "barely slower: kernel launches / host-side Python, not the GPU, set the step time",
+    ),
+    "pageable_h2d": (
+        "cpu_gpu_interconnect",
+        "pinned host memory",
+        "faster by over 1.5x: the host-to-device copy path is the limit",
+    ),
+    "input_bound": (
+        "cpu_compute",
+        "4x the loader workers",
+        "faster by over 1.5x: the CPU-side input pipeline is the limit",
+    ),
     "grad_accum": ("", "none (truth by construction: the data are in GPU memory)", "data wait under 5% of the step"),
 }
 
@@ -84,10 +106,12 @@ def mlp(width: int, depth: int, dtype: torch.dtype, dev: str) -> nn.Module:
     return nn.Sequential(*[m for _ in range(depth) for m in (nn.Linear(width, width), nn.ReLU())]).to(dev, dtype)
 
 
-def build(name: str, variant: str, small: bool, dev: str) -> tuple[nn.Module, Any, DataLoader, Callable[..., torch.Tensor], int]:
+def build(
+    name: str, variant: str, small: bool, dev: str
+) -> tuple[nn.Module, Any, DataLoader, Callable[..., torch.Tensor], int]:
     """(model, optimizer, loader, loss of a batch, micro-batches per optimizer step)."""
     inter = variant == "intervention"
-    s = (lambda full, tiny: tiny if small else full)
+    s = lambda full, tiny: tiny if small else full
     torch.backends.cuda.matmul.allow_tf32 = False
     if name in ("bf16_matmul", "fp32_mlp"):
         dtype = torch.bfloat16 if name == "bf16_matmul" and not inter else torch.float32
@@ -115,13 +139,23 @@ def build(name: str, variant: str, small: bool, dev: str) -> tuple[nn.Module, An
 
         def copy_loss(m: nn.Module, b: torch.Tensor) -> torch.Tensor:
             on_dev = b.to(dev, non_blocking=inter)  # 1 GiB host-to-device per step
-            return m(on_dev[:256 * 256 * 4].view(torch.float32).view(256, 256)).mean()
+            return m(on_dev[: 256 * 256 * 4].view(torch.float32).view(256, 256)).mean()
 
-        return model, torch.optim.SGD(model.parameters(), lr=1e-4), DataLoader(Repeat(host), batch_size=None), copy_loss, 1
+        return (
+            model,
+            torch.optim.SGD(model.parameters(), lr=1e-4),
+            DataLoader(Repeat(host), batch_size=None),
+            copy_loss,
+            1,
+        )
     if name == "input_bound":
-        model = nn.Sequential(nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(512, 10)).to(dev)
+        model = nn.Sequential(
+            nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(512, 10)
+        ).to(dev)
         loader = DataLoader(Costly(s(24, 4)), batch_size=64, num_workers=(4 if inter else 1), pin_memory=dev == "cuda")
-        loss = lambda m, b: nn.functional.cross_entropy(m(b[0].to(dev, non_blocking=True)), b[1].to(dev, non_blocking=True))  # noqa: E731
+        loss = lambda m, b: nn.functional.cross_entropy(
+            m(b[0].to(dev, non_blocking=True)), b[1].to(dev, non_blocking=True)
+        )  # noqa: E731
         return model, torch.optim.SGD(model.parameters(), lr=1e-2), loader, loss, 1
     if name == "grad_accum":
         model = mlp(s(4096, 128), 4, torch.bfloat16, dev)
@@ -182,7 +216,13 @@ def sync_check(seconds: float, small: bool, dev: str) -> dict[str, Any]:
     w.flush()
     counted = w.steps_done()
     w.close()
-    out = {"workload": "sync_check", "ok": (err is None) if cuda else None, "steps": steps, "steps_counted_by_hook": counted, "error": err}
+    out = {
+        "workload": "sync_check",
+        "ok": (err is None) if cuda else None,
+        "steps": steps,
+        "steps_counted_by_hook": counted,
+        "error": err,
+    }
     if not cuda:
         out["why"] = "no CUDA device: torch.cuda.set_sync_debug_mode needs one (the instrumented loop ran on the CPU)"
     return out
@@ -191,8 +231,12 @@ def sync_check(seconds: float, small: bool, dev: str) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("name")
-    ap.add_argument("--variant", choices=("base", "intervention", "both"), default="base",
-                    help="both: base then intervention in this one process, seconds each")
+    ap.add_argument(
+        "--variant",
+        choices=("base", "intervention", "both"),
+        default="base",
+        help="both: base then intervention in this one process, seconds each",
+    )
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--small", action="store_true")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
@@ -200,7 +244,7 @@ def main() -> None:
     if a.name == "sync_check":
         print(json.dumps(sync_check(a.seconds, a.small, a.device)), flush=True)
         return
-    for variant in (("base", "intervention") if a.variant == "both" else (a.variant,)):
+    for variant in ("base", "intervention") if a.variant == "both" else (a.variant,):
         print(json.dumps(train(a.name, variant, a.seconds, a.small, a.device)), flush=True)
 
 

@@ -45,10 +45,19 @@ def open_page(html_file: Path, screenshot: Path) -> PageView:
             page.on("console", lambda m: errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
             page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
             # any request off the file itself would mean the page is not self-contained
-            page.on("request", lambda r: errors.append(f"network request: {r.url}") if not r.url.startswith(("file:", "data:", "blob:")) else None)
+            page.on(
+                "request",
+                lambda r: (
+                    errors.append(f"network request: {r.url}")
+                    if not r.url.startswith(("file:", "data:", "blob:"))
+                    else None
+                ),
+            )
             page.goto(html_file.resolve().as_uri(), wait_until="load", timeout=60_000)
-            page.wait_for_function("() => [...document.querySelectorAll('.js-plotly-plot')].every(el => el.querySelector('.main-svg'))",
-                                   timeout=60_000)
+            page.wait_for_function(
+                "() => [...document.querySelectorAll('.js-plotly-plot')].every(el => el.querySelector('.main-svg'))",
+                timeout=60_000,
+            )
             plots = page.evaluate(DRAWN)
             text = page.inner_text("body")
             page.screenshot(path=str(screenshot), full_page=True)

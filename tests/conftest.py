@@ -32,9 +32,15 @@ def cli_env(tmp_path: Path) -> dict[str, str]:
     and a channel socket of their own."""
     # a channel socket of the test's own: the default path is shared by every sidecar of this user,
     # and a second sidecar on a live socket is refused (issue 16 item 6)
-    return {**os.environ, "BOTTLENECKD_HOME": str(tmp_path / "home"), "PYTHONPATH": str(ROOT),
-            "BOTTLENECKD_SOCKET": str(tmp_path / "channel" / "bottleneckd.sock")}
+    return {
+        **os.environ,
+        "BOTTLENECKD_HOME": str(tmp_path / "home"),
+        "PYTHONPATH": str(ROOT),
+        "BOTTLENECKD_SOCKET": str(tmp_path / "channel" / "bottleneckd.sock"),
+    }
 
 
 def run_cli(args: list[str], env: dict[str, str], timeout: float = 120, **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bottleneckd.cli", *args], env=env, capture_output=True, text=True, timeout=timeout, **kw)
+    return subprocess.run(
+        [sys.executable, "-m", "bottleneckd.cli", *args], env=env, capture_output=True, text=True, timeout=timeout, **kw
+    )

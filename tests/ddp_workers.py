@@ -31,7 +31,9 @@ def mlp(width: int, depth: int = 3) -> nn.Module:
     return nn.Sequential(*layers, nn.Linear(width, 4))
 
 
-def ddp_steps(rank: int, world: int, port: int, out: str, width: int, steps: int, no_sync: bool, user_hook: bool) -> None:
+def ddp_steps(
+    rank: int, world: int, port: int, out: str, width: int, steps: int, no_sync: bool, user_hook: bool
+) -> None:
     """DDP over gloo, the watcher installed before DDP is made (as under ``bottleneckd run``) or
     on the DDP model (``watch()``); optionally a user comm hook registered after construction."""
     from bottleneckd.outputs.channel import PhaseReceiver
@@ -50,7 +52,9 @@ def ddp_steps(rank: int, world: int, port: int, out: str, width: int, steps: int
             return default_hooks.allreduce_hook(state, bucket)
 
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    w = watch(model, opt, socket_path=sock, local_sampling=False, print_epoch=False, roofline_step=None, report_every=0.05)
+    w = watch(
+        model, opt, socket_path=sock, local_sampling=False, print_epoch=False, roofline_step=None, report_every=0.05
+    )
     second_registration = ""
     if user_hook:
         model.register_comm_hook(dist.group.WORLD, counting)
@@ -79,9 +83,15 @@ def ddp_steps(rank: int, world: int, port: int, out: str, width: int, steps: int
     ph = rx.drain()
     w.close()
     rx.close()
-    doc: dict[str, Any] = {"phases": ph.phases if ph else None, "steps": ph.steps if ph else 0, "wall": ph.wall_seconds if ph else 0,
-                           "facts": dict(ph.facts) if ph else {}, "user_calls": calls["n"], "second_registration": second_registration,
-                           "grads_equal": grads_equal}
+    doc: dict[str, Any] = {
+        "phases": ph.phases if ph else None,
+        "steps": ph.steps if ph else 0,
+        "wall": ph.wall_seconds if ph else 0,
+        "facts": dict(ph.facts) if ph else {},
+        "user_calls": calls["n"],
+        "second_registration": second_registration,
+        "grads_equal": grads_equal,
+    }
     Path(out, f"rank{rank}.json").write_text(json.dumps(doc, default=str))
     dist.barrier()
     dist.destroy_process_group()
@@ -104,7 +114,9 @@ def fsdp_steps(rank: int, world: int, port: int, out: str, width: int, steps: in
             fully_shard(layer)
     fully_shard(model)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    w = watch(model, opt, socket_path=sock, local_sampling=False, print_epoch=False, roofline_step=None, report_every=0.05)
+    w = watch(
+        model, opt, socket_path=sock, local_sampling=False, print_epoch=False, roofline_step=None, report_every=0.05
+    )
     x, y = torch.randn(4, width), torch.randint(0, 4, (4,))
     for _ in range(steps):
         opt.zero_grad()
@@ -115,7 +127,15 @@ def fsdp_steps(rank: int, world: int, port: int, out: str, width: int, steps: in
     ph = rx.drain()
     w.close()
     rx.close()
-    Path(out, f"rank{rank}.json").write_text(json.dumps({"phases": ph.phases if ph else None, "wall": ph.wall_seconds if ph else 0,
-                                                         "facts": dict(ph.facts) if ph else {}}, default=str))
+    Path(out, f"rank{rank}.json").write_text(
+        json.dumps(
+            {
+                "phases": ph.phases if ph else None,
+                "wall": ph.wall_seconds if ph else 0,
+                "facts": dict(ph.facts) if ph else {},
+            },
+            default=str,
+        )
+    )
     dist.barrier()
     dist.destroy_process_group()

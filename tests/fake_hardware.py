@@ -17,13 +17,21 @@ def fake_tree_at(tmp_path: Path) -> tuple[str, str]:
     sys_root, proc_root = tmp_path / "sys", tmp_path / "proc"
     cpu = "".join(
         f"processor\t: {k}\nmodel name\t: Intel(R) Xeon(R) Platinum 8380 CPU @ 2.30GHz\nphysical id\t: 0\ncore id\t: {k}\n"
-        f"flags\t\t: fpu avx avx2 fma avx512f\n\n" for k in range(8))
+        f"flags\t\t: fpu avx avx2 fma avx512f\n\n"
+        for k in range(8)
+    )
     write(proc_root, "cpuinfo", cpu)
     write(proc_root, "meminfo", "MemTotal:       67108864 kB\nMemFree:        1000 kB\n")
-    write(proc_root, "self/mounts", "/dev/nvme0n1p1 / ext4 rw 0 0\nproc /proc proc rw 0 0\n"
-          "fs1:/data /mnt/data nfs4 rw,vers=4.2 0 0\n")
-    write(proc_root, "self/mountstats", "device fs1:/data mounted on /mnt/data with fstype nfs4 statvers=1.1\n"
-          "\tbytes:\t100 0 0 0 5000000 1000 10 0\n")
+    write(
+        proc_root,
+        "self/mounts",
+        "/dev/nvme0n1p1 / ext4 rw 0 0\nproc /proc proc rw 0 0\nfs1:/data /mnt/data nfs4 rw,vers=4.2 0 0\n",
+    )
+    write(
+        proc_root,
+        "self/mountstats",
+        "device fs1:/data mounted on /mnt/data with fstype nfs4 statvers=1.1\n\tbytes:\t100 0 0 0 5000000 1000 10 0\n",
+    )
     write(proc_root, "pressure/cpu", "some avg10=12.50 avg60=1.00 avg300=0.50 total=100\n")
     write(sys_root, "devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq", "3400000\n")
     write(sys_root, "block/nvme0n1/size", str(2 * 10**12 // 512))

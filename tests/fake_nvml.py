@@ -26,9 +26,18 @@ class FakeGpu:
     pcie_bytes: tuple[float, float] | None = (1e9, 2e9)
     nvlink_links: int = 18
     nvlink_kib_per_call: tuple[int, int] = (10**6, 2 * 10**6)  # cumulative counters grow by this much per call
-    gpm: dict[int, float] | None = field(default_factory=lambda: {nv.GPM_SM_UTIL: 85.0, nv.GPM_SM_OCCUPANCY: 50.0, nv.GPM_ANY_TENSOR_UTIL: 70.0,
-                                                                  nv.GPM_DRAM_BW_UTIL: 30.0, nv.GPM_PCIE_TX_PER_SEC: 100.0, nv.GPM_PCIE_RX_PER_SEC: 200.0,
-                                                                  nv.GPM_NVLINK_TOTAL_RX_PER_SEC: 0.0, nv.GPM_NVLINK_TOTAL_TX_PER_SEC: 0.0})
+    gpm: dict[int, float] | None = field(
+        default_factory=lambda: {
+            nv.GPM_SM_UTIL: 85.0,
+            nv.GPM_SM_OCCUPANCY: 50.0,
+            nv.GPM_ANY_TENSOR_UTIL: 70.0,
+            nv.GPM_DRAM_BW_UTIL: 30.0,
+            nv.GPM_PCIE_TX_PER_SEC: 100.0,
+            nv.GPM_PCIE_RX_PER_SEC: 200.0,
+            nv.GPM_NVLINK_TOTAL_RX_PER_SEC: 0.0,
+            nv.GPM_NVLINK_TOTAL_TX_PER_SEC: 0.0,
+        }
+    )
     power: float | None = 650.0
     energy: float | None = 1.0e6
     clocks: tuple[int, int] | None = (1500, 2619)

@@ -36,7 +36,7 @@ class Dev:
     gpm: dict[int, float] | None = field(default_factory=lambda: {2: 85.0, 3: 50.0, 5: 70.0, 10: 30.0, 12: 10.0})
     nvlink_states: tuple[int, ...] = (1, 1)
     nvlink_lost: bool = False  # the NVLink state query answers GPU_IS_LOST
-    mig: list["Dev"] | None = None  # MIG devices (MIG mode on)
+    mig: list[Dev] | None = None  # MIG devices (MIG mode on)
     slice_count: int = 0  # gpuInstanceSliceCount of a MIG device
     gi_id: int = 0
     procs: list[int] = field(default_factory=list)
@@ -51,7 +51,9 @@ class Handle:
 class FakePynvml:
     """``FakePynvml(devs, missing={"nvmlDeviceGetComputeRunningProcesses_v3"})``."""
 
-    def __init__(self, devs: list[Dev], missing: frozenset[str] | set[str] = frozenset(), init_error: int | None = None) -> None:
+    def __init__(
+        self, devs: list[Dev], missing: frozenset[str] | set[str] = frozenset(), init_error: int | None = None
+    ) -> None:
         self.devs, self.missing, self.init_error = devs, set(missing), init_error
         self.calls: list[str] = []
         self.gpm_samples: list[tuple[str, int | None]] = []  # (device uuid, gpu instance) per sample taken
@@ -112,8 +114,11 @@ class FakePynvml:
         self._fn("nvmlDeviceGetAttributes_v2")
         if h.parent is None:
             raise E(real.NVML_ERROR_NOT_SUPPORTED)  # nvml.h: MIG device handles only
-        return SimpleNamespace(gpuInstanceSliceCount=h.dev.slice_count, multiprocessorCount=h.dev.slice_count * 16,
-                               memorySizeMB=h.dev.memory[0] // 1048576)
+        return SimpleNamespace(
+            gpuInstanceSliceCount=h.dev.slice_count,
+            multiprocessorCount=h.dev.slice_count * 16,
+            memorySizeMB=h.dev.memory[0] // 1048576,
+        )
 
     def nvmlDeviceGetGpuInstanceId(self, h: Handle) -> int:
         self._fn("nvmlDeviceGetGpuInstanceId")
@@ -223,7 +228,9 @@ class FakePynvml:
         try:
             return self.nvmlDeviceGetComputeRunningProcesses_v3(h)
         except real.NVMLError_FunctionNotFound:
-            raise real.NVMLLibraryMismatchError("Unversioned function called and the pyNVML version does not match the NVML lib version.")
+            raise real.NVMLLibraryMismatchError(
+                "Unversioned function called and the pyNVML version does not match the NVML lib version."
+            )
 
     # -- GPM --------------------------------------------------------------------------------
     def nvmlGpmQueryDeviceSupport(self, h: Handle) -> Any:
@@ -252,7 +259,9 @@ class FakePynvml:
         return s
 
     def c_nvmlGpmMetricsGet_t(self) -> Any:
-        return SimpleNamespace(metrics=[SimpleNamespace(metricId=0, value=0.0, nvmlReturn=0) for _ in range(real.NVML_GPM_METRIC_MAX)])
+        return SimpleNamespace(
+            metrics=[SimpleNamespace(metricId=0, value=0.0, nvmlReturn=0) for _ in range(real.NVML_GPM_METRIC_MAX)]
+        )
 
     def nvmlGpmMetricsGet(self, get: Any) -> Any:
         self._fn("nvmlGpmMetricsGet")

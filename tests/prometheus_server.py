@@ -36,14 +36,25 @@ class Prometheus:
             raise FileNotFoundError("prometheus not installed (apt-get install prometheus; .ci/run does this)")
         self.port = free_port()
         cfg = workdir / "prometheus.yml"
-        cfg.write_text(json.dumps({
-            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-            "rule_files": rule_files or [],
-            "scrape_configs": [{"job_name": "bottleneckd", "static_configs": [{"targets": targets}]}],
-        }))
+        cfg.write_text(
+            json.dumps(
+                {
+                    "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+                    "rule_files": rule_files or [],
+                    "scrape_configs": [{"job_name": "bottleneckd", "static_configs": [{"targets": targets}]}],
+                }
+            )
+        )
         self.proc = subprocess.Popen(
-            [binary, f"--config.file={cfg}", f"--storage.tsdb.path={workdir / 'tsdb'}", f"--web.listen-address=127.0.0.1:{self.port}"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            [
+                binary,
+                f"--config.file={cfg}",
+                f"--storage.tsdb.path={workdir / 'tsdb'}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         wait_http(f"http://127.0.0.1:{self.port}/-/ready")
 
     def query(self, expr: str) -> dict:

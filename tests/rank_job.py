@@ -24,7 +24,9 @@ class Model(nn.Module):
         self.frozen = torch.randn(width, width, generator=g) / width**0.5  # not a parameter: no gradient, no all-reduce
         self.passes = backbone
         self.extra = extra
-        self.head = nn.Sequential(nn.Linear(width, head), nn.ReLU(), nn.Linear(head, head), nn.ReLU(), nn.Linear(head, 4))
+        self.head = nn.Sequential(
+            nn.Linear(width, head), nn.ReLU(), nn.Linear(head, head), nn.ReLU(), nn.Linear(head, 4)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
@@ -52,7 +54,9 @@ def main() -> None:
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
     rank = dist.get_rank()
-    model = nn.parallel.DistributedDataParallel(Model(a.width, a.head, a.backbone, a.extra if rank == a.slow_rank else 0.0))
+    model = nn.parallel.DistributedDataParallel(
+        Model(a.width, a.head, a.backbone, a.extra if rank == a.slow_rank else 0.0)
+    )
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     x, y = torch.randn(a.batch, a.width), torch.randint(0, 4, (a.batch,))
     end = time.monotonic() + a.seconds

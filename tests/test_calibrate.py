@@ -2,9 +2,9 @@ import json
 
 import pytest
 
+from bottleneckd.model.errors import InputError
 from bottleneckd.peaks import calibrate
 from bottleneckd.peaks.profile import load_profile
-from bottleneckd.model.errors import InputError
 from tests.conftest import run_cli
 
 
@@ -28,7 +28,9 @@ def test_storage_benchmark_below_the_page_cache(tmp_path):
 
 def test_calibrate_command_saves_a_profile_that_peaks_then_uses(tmp_path, cli_env):
     prof = tmp_path / "profile.json"
-    r = run_cli(["calibrate", "--seconds", "0.2", "--no-gpu", "--dir", str(tmp_path), "--output", str(prof), "--json"], cli_env)
+    r = run_cli(
+        ["calibrate", "--seconds", "0.2", "--no-gpu", "--dir", str(tmp_path), "--output", str(prof), "--json"], cli_env
+    )
     assert r.returncode == 0, r.stderr
     assert "[1/3] cpu fp32 matmul" in r.stderr  # progress is shown
     doc = json.loads(r.stdout)
@@ -43,15 +45,31 @@ def test_calibrate_command_saves_a_profile_that_peaks_then_uses(tmp_path, cli_en
 
 def test_malformed_profile_is_a_clear_error_and_is_not_overwritten(tmp_path, cli_env):
     prof = tmp_path / "profile.json"
-    prof.write_text(json.dumps({"schema": "bottleneckd.profile/1", "measurements": [
-        {"resource": "cpu_compute", "device": "cpu", "metric": "fp32_matmul", "value": -1, "unit": "FLOP/s"}]}))
+    prof.write_text(
+        json.dumps(
+            {
+                "schema": "bottleneckd.profile/1",
+                "measurements": [
+                    {"resource": "cpu_compute", "device": "cpu", "metric": "fp32_matmul", "value": -1, "unit": "FLOP/s"}
+                ],
+            }
+        )
+    )
     before = prof.read_text()
     with pytest.raises(InputError, match=r"measurements\[0\]\.value: peak must be a positive"):
         load_profile(prof)
     r = run_cli(["calibrate", "--seconds", "0.1", "--no-gpu", "--output", str(prof)], cli_env)
     assert r.returncode == 2 and "measurements[0].value" in r.stderr and "Traceback" not in r.stderr
     assert prof.read_text() == before
-    prof.write_text(json.dumps({"schema": "bottleneckd.profile/1", "measurements": [
-        {"resource": "tpu_speed", "device": "cpu", "metric": "x", "value": 1, "unit": "FLOP/s"}]}))
+    prof.write_text(
+        json.dumps(
+            {
+                "schema": "bottleneckd.profile/1",
+                "measurements": [
+                    {"resource": "tpu_speed", "device": "cpu", "metric": "x", "value": 1, "unit": "FLOP/s"}
+                ],
+            }
+        )
+    )
     r = run_cli(["--profile", str(prof), "peaks"], cli_env)
     assert r.returncode == 2 and "unknown resource id 'tpu_speed'" in r.stderr

@@ -112,7 +112,9 @@ HOSTILE: dict[str, bytes] = {
     "unknown_version_99": raw_step(version=99),
     "version_as_string": raw_step(version=str(VERSION)),
     "event_without_kind": json.dumps({"type": "event", "version": VERSION, "name": "x", "t": 1.0}).encode(),
-    "event_negative_t": json.dumps({"type": "event", "version": VERSION, "kind": "mitigation_applied", "name": "x", "t": -1}).encode(),
+    "event_negative_t": json.dumps(
+        {"type": "event", "version": VERSION, "kind": "mitigation_applied", "name": "x", "t": -1}
+    ).encode(),
     "garbage_bytes": os.urandom(512),
     "pickle": b"\x80\x04K\x01.",
     "empty": b"",
@@ -326,8 +328,9 @@ def test_cli_refuses_a_regular_file_as_socket(tmp_path: Path, cli_env: dict) -> 
     assert len(r.stderr.strip().splitlines()) == 1 and f.read_text() == "keep me"
 
 
-def test_cli_refuses_a_second_sidecar_on_a_live_socket(tmp_path: Path, cli_env: dict, rx: PhaseReceiver,
-                                                       pipeline: Pipeline) -> None:
+def test_cli_refuses_a_second_sidecar_on_a_live_socket(
+    tmp_path: Path, cli_env: dict, rx: PhaseReceiver, pipeline: Pipeline
+) -> None:
     from tests.conftest import run_cli
 
     r = run_cli(["record", "-o", str(tmp_path / "t.jsonl"), "--socket", rx.path, "--duration", "1"], cli_env)

@@ -100,7 +100,9 @@ def test_lbfgs_closure_is_timed_as_forward_and_backward_one_step_per_call(tmp_pa
 def test_a_step_without_a_closure_unsets_the_fact(tmp_path):
     model = nn.Linear(4, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    w = watch(model, opt, socket_path=str(tmp_path / "n.sock"), local_sampling=False, print_epoch=False, roofline_step=None)
+    w = watch(
+        model, opt, socket_path=str(tmp_path / "n.sock"), local_sampling=False, print_epoch=False, roofline_step=None
+    )
 
     def closure():
         opt.zero_grad()
@@ -119,7 +121,9 @@ def test_lbfgs_job_under_run_gets_step_phases(tmp_path, cli_env):
     job = tmp_path / "seq.py"
     job.write_text(JOB)
     rep = tmp_path / "r.json"
-    r = run_cli(["run", "--quiet", "--report-json", str(rep), "--", sys.executable, str(job), "8"], cli_env, timeout=300)
+    r = run_cli(
+        ["run", "--quiet", "--report-json", str(rep), "--", sys.executable, str(job), "8"], cli_env, timeout=300
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(rep.read_text())
     ph = doc["step_phases"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+
 import numpy as np
 import pytest
 from scipy import stats as sps
@@ -31,7 +32,9 @@ def test_a_clear_speed_up_is_significant_and_its_interval_holds_it() -> None:
     assert c.speedup == pytest.approx(10.1 / (8.1 + 8.0 + 8.0) * 3)
     # the p-value is scipy's Welch test on the olympic samples
     ma, mb = np.mean(sorted(a)[1:-1]), np.mean(sorted(b)[1:-1])
-    want = sps.ttest_ind_from_stats(mb, np.std(b, ddof=1), 3, ma, np.std(a, ddof=1), 3, equal_var=False, alternative="less").pvalue
+    want = sps.ttest_ind_from_stats(
+        mb, np.std(b, ddof=1), 3, ma, np.std(a, ddof=1), 3, equal_var=False, alternative="less"
+    ).pvalue
     assert c.p_value == pytest.approx(want)
     assert c.ci[0] < c.speedup < c.ci[1] and c.ci[0] > 1.0
     assert 1.0 < c.at_least < c.speedup and c.at_least > c.ci[0]  # one-sided bound is tighter than the two-sided one
@@ -59,7 +62,9 @@ def test_the_interval_covers_the_true_speed_up_at_its_stated_rate() -> None:
         c = compare_durations(list(a), list(b), alpha=0.10)
         covered += c.ci[0] <= 1.10 <= c.ci[1]
         found += c.verdict == "faster"
-        false += compare_durations(list(a), list(100.0 * np.exp(rng.normal(0, 0.03, 7))), alpha=0.10).verdict == "faster"
+        false += (
+            compare_durations(list(a), list(100.0 * np.exp(rng.normal(0, 0.03, 7))), alpha=0.10).verdict == "faster"
+        )
     assert covered / 400 >= 0.88
     assert found / 400 > 0.95
     assert false / 400 <= 0.10 + 0.03
@@ -69,8 +74,12 @@ def write_log(path, rows, fmt="csv"):
     if fmt == "csv":
         path.write_text("elapsed,accuracy,loss\n" + "".join(f"{t},{a},{1 - a}\n" for t, a in rows))
     else:
-        path.write_text("".join(json.dumps({"time": t, "accuracy": a}) + "\n" + json.dumps({"time": t, "train_loss": 0.1}) + "\n"
-                                for t, a in rows))
+        path.write_text(
+            "".join(
+                json.dumps({"time": t, "accuracy": a}) + "\n" + json.dumps({"time": t, "train_loss": 0.1}) + "\n"
+                for t, a in rows
+            )
+        )
     return str(path)
 
 
@@ -80,14 +89,21 @@ def curve(speed: float, top: float) -> list[tuple[float, float]]:
 
 def test_time_to_target_with_quality_kept(tmp_path) -> None:
     a = [load_run(write_log(tmp_path / f"a{k}.csv", curve(1.0 + 0.01 * k, 0.95)), "accuracy") for k in range(5)]
-    b = [load_run(write_log(tmp_path / f"b{k}.jsonl", curve(1.25 + 0.01 * k, 0.94), "jsonl"), "accuracy") for k in range(5)]
+    b = [
+        load_run(write_log(tmp_path / f"b{k}.jsonl", curve(1.25 + 0.01 * k, 0.94), "jsonl"), "accuracy")
+        for k in range(5)
+    ]
     assert a[0].time_to_target(0.9, False) == 90.0
     doc = compare_groups(a, b, "accuracy", 0.9, alpha=0.05)
     assert doc["verdict"] == "faster"
-    assert doc["comparison"]["speedup"] == pytest.approx((90 / 1.01 + 90 / 1.02 + 90 / 1.03) / (90 / 1.26 + 90 / 1.27 + 90 / 1.28), rel=1e-6)
+    assert doc["comparison"]["speedup"] == pytest.approx(
+        (90 / 1.01 + 90 / 1.02 + 90 / 1.03) / (90 / 1.26 + 90 / 1.27 + 90 / 1.28), rel=1e-6
+    )
     assert 1.0 < doc["delta"] < doc["comparison"]["speedup"]
     assert doc["epsilon"] == pytest.approx(0.01)  # B tops out at 0.94, A at 0.95
-    never = compare_groups(a, [load_run(write_log(tmp_path / "slow.csv", curve(1.0, 0.85)), "accuracy")], "accuracy", 0.9)
+    never = compare_groups(
+        a, [load_run(write_log(tmp_path / "slow.csv", curve(1.0, 0.85)), "accuracy")], "accuracy", 0.9
+    )
     assert never["comparison"] is None and "no run of B reached" in never["verdict"]
     low = [load_run(write_log(tmp_path / f"l{k}.csv", curve(1.0, 0.95)), "loss") for k in range(2)]
     assert low[0].time_to_target(0.2, True) == 80.0
@@ -129,7 +145,15 @@ def test_cli(tmp_path, cli_env) -> None:
     assert r.returncode == 2 and "--vs" in r.stderr
     r = run_cli(["compare", a[0], "--vs", b[0], "--metric", "accuracy"], cli_env)
     assert r.returncode == 2 and "go together" in r.stderr
-    r = run_cli(["compare", str(DATA / "cpu_compute" / "trace.jsonl"), "--vs", str(DATA / "cpu_compute_training" / "trace.jsonl")], cli_env)
+    r = run_cli(
+        [
+            "compare",
+            str(DATA / "cpu_compute" / "trace.jsonl"),
+            "--vs",
+            str(DATA / "cpu_compute_training" / "trace.jsonl"),
+        ],
+        cli_env,
+    )
     assert r.returncode == 0 and "untested" in r.stdout and "seconds per training step" in r.stdout
 
 

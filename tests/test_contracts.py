@@ -5,19 +5,26 @@ import subprocess
 import sys
 
 import bottleneckd
-from bottleneckd.runtime.sidecar import SAMPLER_NAMES, build_samplers
-from bottleneckd.peaks.catalog import load_catalog
 from bottleneckd.hardware.detect import detect_machine
-from bottleneckd.peaks.resolve import resolve_peaks
-from bottleneckd.model.sample import Reading
 from bottleneckd.model.resources import RESOURCES
+from bottleneckd.model.sample import Reading
+from bottleneckd.peaks.catalog import load_catalog
+from bottleneckd.peaks.resolve import resolve_peaks
+from bottleneckd.runtime.sidecar import SAMPLER_NAMES, build_samplers
 from tests.fake_nvml import FakeGpu, FakeNvml
 
 
 def test_the_daemon_side_never_imports_torch():
-    mods = [m.name for m in pkgutil.walk_packages(bottleneckd.__path__, "bottleneckd.") if ".torch" not in m.name and ".integrations" not in m.name]
-    code = "import importlib, sys\n" + "".join(f"importlib.import_module({m!r})\n" for m in mods) + \
-        "from bottleneckd.cli.main import cli\nassert 'torch' not in sys.modules, 'torch was imported'\nprint(len(sys.modules))"
+    mods = [
+        m.name
+        for m in pkgutil.walk_packages(bottleneckd.__path__, "bottleneckd.")
+        if ".torch" not in m.name and ".integrations" not in m.name
+    ]
+    code = (
+        "import importlib, sys\n"
+        + "".join(f"importlib.import_module({m!r})\n" for m in mods)
+        + "from bottleneckd.cli.main import cli\nassert 'torch' not in sys.modules, 'torch was imported'\nprint(len(sys.modules))"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert len(mods) > 25

@@ -16,14 +16,22 @@ from tests.prometheus_server import Prometheus, free_port, wait_http
 DASH = ROOT / "dashboards" / "bottleneckd.json"
 PROM = ROOT / "deploy" / "prometheus"
 TRACE = ROOT / "tests" / "data" / "gpu_compute" / "trace.jsonl"
-RANKS_TRACE = ROOT / "tests" / "ranks_data" / "straggler_4ranks.jsonl"  # torchrun, 4 gloo ranks, rank 2 with 30% more forward work
+RANKS_TRACE = (
+    ROOT / "tests" / "ranks_data" / "straggler_4ranks.jsonl"
+)  # torchrun, 4 gloo ranks, rank 2 with 30% more forward work
 
-needs_promtool = pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed (.ci/run installs it)")
+needs_promtool = pytest.mark.skipif(
+    shutil.which("promtool") is None, reason="promtool not installed (.ci/run installs it)"
+)
 
 
 @needs_promtool
 def test_promtool_checks_config_rules_and_rule_unit_tests():
-    for args in (["check", "config", "prometheus.yml"], ["check", "rules", "rules.yml"], ["test", "rules", "rules_test.yml"]):
+    for args in (
+        ["check", "config", "prometheus.yml"],
+        ["check", "rules", "rules.yml"],
+        ["test", "rules", "rules_test.yml"],
+    ):
         r = subprocess.run(["promtool", *args], cwd=PROM, capture_output=True, text=True)
         assert r.returncode == 0, r.stdout + r.stderr
 
@@ -52,15 +60,33 @@ def test_dashboard_structure():
     for v in names - {"datasource"}:
         assert f"${v}" in text, f"variable {v} is never used"
     titles = {p["title"] for p in d["panels"]}
-    for want in ("Active bottleneck", "Held for", "Live Table 4: utilization against peak", "Step phases (seconds per step)",
-                 "SM, tensor and DRAM activity", "PCIe and NVLink", "CPU", "CPU memory", "Storage", "Network"):
+    for want in (
+        "Active bottleneck",
+        "Held for",
+        "Live Table 4: utilization against peak",
+        "Step phases (seconds per step)",
+        "SM, tensor and DRAM activity",
+        "PCIe and NVLink",
+        "CPU",
+        "CPU memory",
+        "Storage",
+        "Network",
+    ):
         assert want in titles
     assert d["annotations"]["list"][0]["name"] == "Mitigations applied"
 
 
 def test_dashboard_is_generated_from_its_source():
-    r = subprocess.run([sys.executable, "-c", "import json,sys; sys.path.insert(0,'scripts'); import make_dashboard as m; print(json.dumps(m.build(), indent=1))"],
-                       cwd=ROOT, capture_output=True, text=True)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import json,sys; sys.path.insert(0,'scripts'); import make_dashboard as m; print(json.dumps(m.build(), indent=1))",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0 and json.loads(r.stdout) == json.loads(DASH.read_text())
 
 
@@ -77,14 +103,23 @@ def test_deployment_files_parse_and_grant_only_what_is_needed():
     compose = yaml.safe_load((ROOT / "deploy/compose/docker-compose.yml").read_text())
     assert {"prometheus", "grafana", "exporter"} <= set(compose["services"])
     unit = (ROOT / "deploy/systemd/bottleneckd.service").read_text()
-    assert "ExecStart=/usr/local/bin/bottleneckd serve --bind 127.0.0.1:9400" in unit and "CapabilityBoundingSet=\n" in unit
+    assert (
+        "ExecStart=/usr/local/bin/bottleneckd serve --bind 127.0.0.1:9400" in unit
+        and "CapabilityBoundingSet=\n" in unit
+    )
     for rel in ("deploy/compose/docker-compose.yml",):
         for m in re.finditer(r"\.\./[\w./-]+", (ROOT / rel).read_text()):
             assert (ROOT / "deploy/compose" / m.group(0)).resolve().exists(), m.group(0)
 
 
 def substitute(expr: str) -> str:
-    return expr.replace("$host", ".*").replace("$job", ".*").replace("$gpu", ".*").replace("$train_job", ".*").replace("$__rate_interval", "1m")
+    return (
+        expr.replace("$host", ".*")
+        .replace("$job", ".*")
+        .replace("$gpu", ".*")
+        .replace("$train_job", ".*")
+        .replace("$__rate_interval", "1m")
+    )
 
 
 def base_of(expr: str) -> str:
@@ -101,12 +136,34 @@ def test_every_expression_evaluates_and_returns_data(tmp_path, cli_env):
     trace = tmp_path / "trace.jsonl"
     lines = TRACE.read_text().splitlines()
     t_mid = json.loads(lines[18])["t"]
-    event = {"type": "event", "t": t_mid, "kind": "mitigation_applied", "name": "mixed_precision", "changes_semantics": True}
+    event = {
+        "type": "event",
+        "t": t_mid,
+        "kind": "mitigation_applied",
+        "name": "mixed_precision",
+        "changes_semantics": True,
+    }
     trace.write_text("\n".join(lines[:19] + [json.dumps(event)] + lines[19:]) + "\n")
     ports = [free_port(), free_port(), free_port()]
-    serves = [subprocess.Popen([sys.executable, "-m", "bottleneckd.cli", "serve", "--bind", f"127.0.0.1:{port}", "--trace", str(t),
-                                "--duration", "120"], env=cli_env, stderr=subprocess.DEVNULL)
-              for port, t in zip(ports, [trace, ROOT / "tests/data/storage_network_bandwidth/trace.jsonl", RANKS_TRACE])]
+    serves = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "bottleneckd.cli",
+                "serve",
+                "--bind",
+                f"127.0.0.1:{port}",
+                "--trace",
+                str(t),
+                "--duration",
+                "120",
+            ],
+            env=cli_env,
+            stderr=subprocess.DEVNULL,
+        )
+        for port, t in zip(ports, [trace, ROOT / "tests/data/storage_network_bandwidth/trace.jsonl", RANKS_TRACE])
+    ]
     prom = None
     try:
         for port in ports:
@@ -114,7 +171,9 @@ def test_every_expression_evaluates_and_returns_data(tmp_path, cli_env):
         prom = Prometheus(tmp_path, [f"127.0.0.1:{p}" for p in ports], rule_files=[str(PROM / "rules.yml")])
         prom.wait_for('bottleneckd_bottleneck_active{resource="gpu_compute"} == 1', timeout=60)
         prom.wait_for("changes(bottleneckd_mitigation_applied_timestamp_seconds[2m]) >= 0", timeout=30)
-        prom.wait_for("train_job:bottleneckd_straggler_rank", timeout=60)  # the 4-rank trace's straggler, via the recording rules
+        prom.wait_for(
+            "train_job:bottleneckd_straggler_rank", timeout=60
+        )  # the 4-rank trace's straggler, via the recording rules
         import time
 
         time.sleep(3)  # a few scrapes, so rate() and changes() have two points

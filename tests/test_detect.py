@@ -1,9 +1,9 @@
 import pytest
 
-from bottleneckd.peaks.catalog import load_catalog
 from bottleneckd.hardware.detect import detect_machine
-from bottleneckd.peaks.resolve import resolve_peaks
 from bottleneckd.model.resources import RESOURCES
+from bottleneckd.peaks.catalog import load_catalog
+from bottleneckd.peaks.resolve import resolve_peaks
 from tests.fake_nvml import FakeGpu, FakeNvml
 
 
@@ -43,8 +43,16 @@ def test_peaks_from_fake_machine_cover_all_twelve(fake_tree):
 
 def test_gpu_without_nvlink_and_partial_links(fake_tree):
     sys_root, proc_root = fake_tree
-    m = detect_machine(sys_root, proc_root, nvml=FakeNvml([FakeGpu(name="NVIDIA L4", nvlink_links=0, pcie_max=(4, 16)),
-                                                          FakeGpu(name="NVIDIA L4", nvlink_links=0, pcie_max=(4, 16))]))
+    m = detect_machine(
+        sys_root,
+        proc_root,
+        nvml=FakeNvml(
+            [
+                FakeGpu(name="NVIDIA L4", nvlink_links=0, pcie_max=(4, 16)),
+                FakeGpu(name="NVIDIA L4", nvlink_links=0, pcie_max=(4, 16)),
+            ]
+        ),
+    )
     t = resolve_peaks(m, load_catalog())
     p = t.get("inter_gpu_interconnect", "gpu0")
     assert p.metric == "pcie_peer" and p.value == pytest.approx(31.5e9, rel=0.01)

@@ -76,10 +76,17 @@ def test_rapl_root_only_is_unknown_with_the_cve() -> None:
             d.chmod(0o755)
         for f in files:
             f.chmod(0o400)
-        rows = unprivileged(lambda: [(r.device, r.metric, r.value, r.note) for r in RaplSampler(str(base / "sys")).sample()])
+        rows = unprivileged(
+            lambda: [(r.device, r.metric, r.value, r.note) for r in RaplSampler(str(base / "sys")).sample()]
+        )
     finally:
         shutil.rmtree(base)
-    assert {(d, m) for d, m, v, _ in rows} == {("package-0", "energy"), ("package-0", "power"), ("dram-0", "energy"), ("dram-0", "power")}
+    assert {(d, m) for d, m, v, _ in rows} == {
+        ("package-0", "energy"),
+        ("package-0", "power"),
+        ("dram-0", "energy"),
+        ("dram-0", "power"),
+    }
     for _, _, value, note in rows:
         assert value is None and "CVE-2020-8694" in note and "energy_uj" in note
     assert ROOT_ONLY.split(":")[0] in rows[0][3]
@@ -119,9 +126,9 @@ def test_joules_per_step_and_example() -> None:
     m = EnergyMeter()
     m(sample(0.0, 1000.0, 0.0))
     m(sample(1.0, 1300.0, 50.0, steps=10, examples=320))  # 350 J, 10 steps
-    m(sample(1.05, 1310.0, 52.0, steps=1, examples=32))   # 50 ms: shorter than 100 ms, carried on
+    m(sample(1.05, 1310.0, 52.0, steps=1, examples=32))  # 50 ms: shorter than 100 ms, carried on
     m(sample(2.0, 1600.0, 100.0, steps=9, examples=288))  # 350 J over 0.05 + 0.95 s, 10 steps
-    m(sample(3.0, 1700.0, 110.0))                          # idle: 110 J, no steps
+    m(sample(3.0, 1700.0, 110.0))  # idle: 110 J, no steps
     a = m.account()
     assert a.joules == {"gpu:gpu0": pytest.approx(700.0), "cpu_package:package-0": pytest.approx(110.0)}
     assert a.training_joules == pytest.approx(700.0)
@@ -153,7 +160,11 @@ def test_unknown_energy_says_why_and_examples_unknown_when_not_counted() -> None
     m(sample(0.0, None, None))
     m(sample(1.0, None, None, steps=3))
     a = m.account()
-    assert a.per_step is None and "RAPL root only" in a.why_per_step_unknown() and "not supported" in a.why_per_step_unknown()
+    assert (
+        a.per_step is None
+        and "RAPL root only" in a.why_per_step_unknown()
+        and "not supported" in a.why_per_step_unknown()
+    )
     m2 = EnergyMeter()
     m2(sample(0.0, 0.0, None))
     m2(sample(1.0, 10.0, None, steps=2, examples=None))
@@ -251,7 +262,15 @@ def test_the_hook_reports_the_examples_of_its_steps(tmp_path) -> None:
     try:
         model = torch.nn.Linear(8, 2)
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        w = watch(model, opt, [torch.randn(6, 8)] * 12, socket_path=sock, local_sampling=False, print_epoch=False, roofline_step=None)
+        w = watch(
+            model,
+            opt,
+            [torch.randn(6, 8)] * 12,
+            socket_path=sock,
+            local_sampling=False,
+            print_epoch=False,
+            roofline_step=None,
+        )
         for x in w.dataloader:
             opt.zero_grad()
             model(x).sum().backward()

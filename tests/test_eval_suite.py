@@ -58,7 +58,10 @@ def test_judge_right_wrong_undetermined_and_error() -> None:
 
 
 def test_throughput_reads_the_last_line() -> None:
-    assert ev.throughput("throughput: 1.5 steps/s (3 steps)\nnoise\nthroughput: 2.250 steps/s (9 steps in 4.0 s)\n") == 2.25
+    assert (
+        ev.throughput("throughput: 1.5 steps/s (3 steps)\nnoise\nthroughput: 2.250 steps/s (9 steps in 4.0 s)\n")
+        == 2.25
+    )
     assert ev.throughput("Traceback ...") is None
 
 

@@ -4,15 +4,15 @@ import time
 import urllib.request
 
 import pytest
-
-from bottleneckd.peaks.catalog import load_catalog
-from bottleneckd.hardware.detect import detect_machine
-from bottleneckd.outputs.exporter import SnapshotCollector
-from bottleneckd.peaks.resolve import resolve_peaks
-from bottleneckd.diagnosis.pipeline import Pipeline
-from bottleneckd.model.sample import Reading, Sample, SamplerStatus
-from bottleneckd.outputs.trace import read_trace
 from prometheus_client import CollectorRegistry, generate_latest
+
+from bottleneckd.diagnosis.pipeline import Pipeline
+from bottleneckd.hardware.detect import detect_machine
+from bottleneckd.model.sample import Reading, Sample, SamplerStatus
+from bottleneckd.outputs.exporter import SnapshotCollector
+from bottleneckd.outputs.trace import read_trace
+from bottleneckd.peaks.catalog import load_catalog
+from bottleneckd.peaks.resolve import resolve_peaks
 from tests.conftest import ROOT
 from tests.prometheus_server import Prometheus, free_port, wait_http
 
@@ -45,11 +45,20 @@ def test_exposition_from_a_recorded_gpu_trace():
 def test_unknown_figures_are_absent_not_zero():
     m = detect_machine(nvml=None)
     peaks = resolve_peaks(m, load_catalog())
-    s = Sample(time.time(), 1.0, (Reading("cpu_memory_bandwidth", "host", "utilization", None, "ratio", "no counters"),
-                                  Reading("cpu_compute", "host", "utilization", 0.5, "ratio")), None,
-               (SamplerStatus("cpu_memory_bandwidth", True, 0.001),))
+    s = Sample(
+        time.time(),
+        1.0,
+        (
+            Reading("cpu_memory_bandwidth", "host", "utilization", None, "ratio", "no counters"),
+            Reading("cpu_compute", "host", "utilization", 0.5, "ratio"),
+        ),
+        None,
+        (SamplerStatus("cpu_memory_bandwidth", True, 0.001),),
+    )
     text = exposition_of([s], peaks)
-    assert 'resource="cpu_memory_bandwidth"' not in text.replace('bottleneckd_bottleneck_active{resource="cpu_memory_bandwidth"} 0.0', "")
+    assert 'resource="cpu_memory_bandwidth"' not in text.replace(
+        'bottleneckd_bottleneck_active{resource="cpu_memory_bandwidth"} 0.0', ""
+    )
     assert 'bottleneckd_utilization_ratio{device="host",resource="cpu_compute"} 0.5' in text
 
 
@@ -74,8 +83,24 @@ def test_a_scrape_never_touches_hardware():
 @pytest.mark.integration
 def test_real_prometheus_scrapes_serve(tmp_path, cli_env):
     port = free_port()
-    serve = subprocess.Popen([sys.executable, "-m", "bottleneckd.cli", "serve", "--bind", f"127.0.0.1:{port}", "--interval", "0.5", "--quiet",
-                              "--socket", str(tmp_path / "s/sock")], env=cli_env, stderr=subprocess.PIPE, text=True)
+    serve = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bottleneckd.cli",
+            "serve",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--interval",
+            "0.5",
+            "--quiet",
+            "--socket",
+            str(tmp_path / "s/sock"),
+        ],
+        env=cli_env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     prom = None
     try:
         wait_http(f"http://127.0.0.1:{port}/metrics")
@@ -96,22 +121,61 @@ def test_real_prometheus_scrapes_serve(tmp_path, cli_env):
 
 
 def test_serve_rejects_a_bad_bind(cli_env):
-    r = subprocess.run([sys.executable, "-m", "bottleneckd.cli", "serve", "--bind", "nonsense", "--duration", "1"], env=cli_env,
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "bottleneckd.cli", "serve", "--bind", "nonsense", "--duration", "1"],
+        env=cli_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 2 and "--bind 'nonsense'" in r.stderr
 
 
 def test_tls_and_basic_auth_from_web_config(tmp_path, cli_env):
     bcrypt = pytest.importorskip("bcrypt")
     key, crt = tmp_path / "k.pem", tmp_path / "c.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(crt), "-days", "1",
-                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(crt),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
     h = bcrypt.hashpw(b"secret", bcrypt.gensalt(4)).decode()
     cfg = tmp_path / "web.yml"
     cfg.write_text(f"tls_server_config:\n  cert_file: {crt}\n  key_file: {key}\nbasic_auth_users:\n  prom: '{h}'\n")
     port = free_port()
-    serve = subprocess.Popen([sys.executable, "-m", "bottleneckd.cli", "serve", "--bind", f"127.0.0.1:{port}", "--web-config", str(cfg),
-                              "--quiet", "--socket", str(tmp_path / "s/sock")], env=cli_env)
+    serve = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bottleneckd.cli",
+            "serve",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--web-config",
+            str(cfg),
+            "--quiet",
+            "--socket",
+            str(tmp_path / "s/sock"),
+        ],
+        env=cli_env,
+    )
     import base64
     import ssl
 
@@ -128,8 +192,10 @@ def test_tls_and_basic_auth_from_web_config(tmp_path, cli_env):
             except urllib.error.URLError:
                 assert time.monotonic() < deadline
                 time.sleep(0.3)
-        req = urllib.request.Request(f"https://127.0.0.1:{port}/metrics",
-                                     headers={"Authorization": "Basic " + base64.b64encode(b"prom:secret").decode()})
+        req = urllib.request.Request(
+            f"https://127.0.0.1:{port}/metrics",
+            headers={"Authorization": "Basic " + base64.b64encode(b"prom:secret").decode()},
+        )
         time.sleep(1.5)
         body = urllib.request.urlopen(req, context=ctx, timeout=5).read().decode()
         assert "bottleneckd_sampler_up" in body

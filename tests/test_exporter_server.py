@@ -55,12 +55,52 @@ def openssl(*args: str) -> None:
 def pki(tmp_path_factory) -> Path:
     """A CA, a server certificate for 127.0.0.1 and a client certificate, both signed by the CA."""
     d = tmp_path_factory.mktemp("pki")
-    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{d}/ca.key", "-out", f"{d}/ca.pem", "-days", "1", "-subj", "/CN=test-ca")
+    openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        f"{d}/ca.key",
+        "-out",
+        f"{d}/ca.pem",
+        "-days",
+        "1",
+        "-subj",
+        "/CN=test-ca",
+    )
     for name, ext in (("server", "subjectAltName=IP:127.0.0.1"), ("client", "extendedKeyUsage=clientAuth")):
-        openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{d}/{name}.key", "-out", f"{d}/{name}.csr", "-subj", f"/CN={name}")
+        openssl(
+            "req",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            f"{d}/{name}.key",
+            "-out",
+            f"{d}/{name}.csr",
+            "-subj",
+            f"/CN={name}",
+        )
         (d / f"{name}.ext").write_text(ext + "\n")
-        openssl("x509", "-req", "-in", f"{d}/{name}.csr", "-CA", f"{d}/ca.pem", "-CAkey", f"{d}/ca.key", "-CAcreateserial",
-                "-out", f"{d}/{name}.pem", "-days", "1", "-extfile", f"{d}/{name}.ext")
+        openssl(
+            "x509",
+            "-req",
+            "-in",
+            f"{d}/{name}.csr",
+            "-CA",
+            f"{d}/ca.pem",
+            "-CAkey",
+            f"{d}/ca.key",
+            "-CAcreateserial",
+            "-out",
+            f"{d}/{name}.pem",
+            "-days",
+            "1",
+            "-extfile",
+            f"{d}/{name}.ext",
+        )
     return d
 
 
@@ -83,7 +123,10 @@ def test_an_idle_connection_or_a_partial_header_does_not_block_metrics():
         t0 = time.monotonic()
         body = scrape(f"http://127.0.0.1:{port}/metrics", timeout=3)
         assert time.monotonic() - t0 < 2 and "bottleneckd_utilization_ratio" in body
-        assert 'bottleneckd_mitigation_applied_timestamp_seconds{changes_semantics="false",mitigation="channels_last"}' in body
+        assert (
+            'bottleneckd_mitigation_applied_timestamp_seconds{changes_semantics="false",mitigation="channels_last"}'
+            in body
+        )
     finally:
         for s in stalled:
             s.close()
@@ -98,7 +141,9 @@ def test_the_same_on_the_tls_port(tmp_path, pki):
     stalled = _stalled_clients(port)  # plain bytes and silence where a TLS handshake belongs
     try:
         t0 = time.monotonic()
-        body = scrape(f"https://127.0.0.1:{port}/metrics", ssl.create_default_context(cafile=str(pki / "ca.pem")), timeout=3)
+        body = scrape(
+            f"https://127.0.0.1:{port}/metrics", ssl.create_default_context(cafile=str(pki / "ca.pem")), timeout=3
+        )
         assert time.monotonic() - t0 < 2 and "bottleneckd_utilization_ratio" in body
     finally:
         for s in stalled:
@@ -119,8 +164,10 @@ def test_fifty_concurrent_scrapers_all_get_an_answer():
 
 def test_require_and_verify_client_cert(tmp_path, pki):
     cfg = tmp_path / "web.yml"
-    cfg.write_text(f"tls_server_config:\n  cert_file: {pki}/server.pem\n  key_file: {pki}/server.key\n"
-                   f"  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: {pki}/ca.pem\n")
+    cfg.write_text(
+        f"tls_server_config:\n  cert_file: {pki}/server.pem\n  key_file: {pki}/server.key\n"
+        f"  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: {pki}/ca.pem\n"
+    )
     port = free_port()
     server = serve_metrics(Source(), f"127.0.0.1:{port}", str(cfg))
     url = f"https://127.0.0.1:{port}/metrics"
@@ -132,8 +179,21 @@ def test_require_and_verify_client_cert(tmp_path, pki):
         with_cert.load_cert_chain(str(pki / "client.pem"), str(pki / "client.key"))
         assert "bottleneckd_sampler_up" in scrape(url, with_cert)
         self_signed = tmp_path / "self"
-        openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{self_signed}.key", "-out", f"{self_signed}.pem",
-                "-days", "1", "-subj", "/CN=intruder")
+        openssl(
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            f"{self_signed}.key",
+            "-out",
+            f"{self_signed}.pem",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=intruder",
+        )
         intruder = ssl.create_default_context(cafile=str(pki / "ca.pem"))
         intruder.load_cert_chain(f"{self_signed}.pem", f"{self_signed}.key")
         with pytest.raises((ssl.SSLError, urllib.error.URLError, ConnectionError)):
@@ -142,13 +202,25 @@ def test_require_and_verify_client_cert(tmp_path, pki):
         stop_metrics(server)
 
 
-@pytest.mark.parametrize("body,words", [
-    ("tls_server_config:\n  cert_file: c\n  key_file: k\n  client_auth_type: RequireAnyClientCert\n", "RequireAnyClientCert"),
-    ("tls_server_config:\n  cert_file: c\n  key_file: k\n  client_auth_type: RequireAndVerifyClientCert\n", "client_ca_file"),
-    ("tls_server_config:\n  cert_file: c\n  key_file: k\n  cipher_suites: [TLS_AES_128_GCM_SHA256]\n", "cipher_suites"),
-    ("tls_server_config:\n  cert_file: c\n  key_file: k\n  min_version: TLS9\n", "min_version"),
-    ("http_server_config:\n  http2: true\n", "http_server_config"),
-])
+@pytest.mark.parametrize(
+    "body,words",
+    [
+        (
+            "tls_server_config:\n  cert_file: c\n  key_file: k\n  client_auth_type: RequireAnyClientCert\n",
+            "RequireAnyClientCert",
+        ),
+        (
+            "tls_server_config:\n  cert_file: c\n  key_file: k\n  client_auth_type: RequireAndVerifyClientCert\n",
+            "client_ca_file",
+        ),
+        (
+            "tls_server_config:\n  cert_file: c\n  key_file: k\n  cipher_suites: [TLS_AES_128_GCM_SHA256]\n",
+            "cipher_suites",
+        ),
+        ("tls_server_config:\n  cert_file: c\n  key_file: k\n  min_version: TLS9\n", "min_version"),
+        ("http_server_config:\n  http2: true\n", "http_server_config"),
+    ],
+)
 def test_what_is_not_implemented_is_refused(tmp_path, body, words):
     cfg = tmp_path / "web.yml"
     cfg.write_text(body)
@@ -161,11 +233,25 @@ def test_non_finite_and_negative_values_are_never_exported():
     src = Source()
     peaks = src.pipeline.peaks if hasattr(src.pipeline, "peaks") else read_trace(str(TRACE))[0].peaks
     p = Pipeline(peaks)
-    bad = (Reading("cpu_compute", "host", "utilization", math.nan, "ratio"), Reading("cpu_memory", "host", "used", math.inf, "B"),
-           Reading("storage_bandwidth", "vda", "read", -5.0, "B/s"), Reading("cpu_compute", "cpu0", "busy", 0.5, "ratio"))
-    p(Sample(time.time(), 1.0, bad, StepPhases(3, -1.0, {"forward": math.nan}), (SamplerStatus("cpu_compute", True, math.inf),)))
+    bad = (
+        Reading("cpu_compute", "host", "utilization", math.nan, "ratio"),
+        Reading("cpu_memory", "host", "used", math.inf, "B"),
+        Reading("storage_bandwidth", "vda", "read", -5.0, "B/s"),
+        Reading("cpu_compute", "cpu0", "busy", 0.5, "ratio"),
+    )
+    p(
+        Sample(
+            time.time(),
+            1.0,
+            bad,
+            StepPhases(3, -1.0, {"forward": math.nan}),
+            (SamplerStatus("cpu_compute", True, math.inf),),
+        )
+    )
     reg = CollectorRegistry(auto_describe=False)
-    reg.register(SnapshotCollector(lambda: p.latest, lambda: -972, lambda: [Event("mitigation_applied", "x", math.nan)]))
+    reg.register(
+        SnapshotCollector(lambda: p.latest, lambda: -972, lambda: [Event("mitigation_applied", "x", math.nan)])
+    )
     text = generate_latest(reg).decode()
     values = [line.rsplit(" ", 1)[1] for line in text.splitlines() if line and not line.startswith("#")]
     assert values and not [v for v in values if v in ("NaN", "+Inf", "-Inf") or v.startswith("-")], text

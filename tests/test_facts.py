@@ -8,9 +8,20 @@ from bottleneckd.model.facts import FACTS, MAX_STR, FactBoard, Facts
 
 
 def test_typed_values_kept_and_wrong_ones_dropped() -> None:
-    f = Facts({"device": "cpu", "loader_workers": 4, "has_conv": True, "achieved_flops": 3,
-               "low_intensity_op_share": "x", "loader_workers_saturate_cores": 1, "epoch": -1, "made_up": 1,
-               "arithmetic_intensity": float("inf"), "autocast_dtype": "float64"})
+    f = Facts(
+        {
+            "device": "cpu",
+            "loader_workers": 4,
+            "has_conv": True,
+            "achieved_flops": 3,
+            "low_intensity_op_share": "x",
+            "loader_workers_saturate_cores": 1,
+            "epoch": -1,
+            "made_up": 1,
+            "arithmetic_intensity": float("inf"),
+            "autocast_dtype": "float64",
+        }
+    )
     assert dict(f) == {"device": "cpu", "loader_workers": 4, "has_conv": True, "achieved_flops": 3.0}
     assert f.rejected == 6 and any("low_intensity_op_share" in d for d in f.dropped)
     assert f.get("missing") is None and f.get("missing", 5) == 5 and "device" in f
@@ -84,7 +95,17 @@ def test_the_knowledge_base_reads_only_declared_facts_with_producers() -> None:
     read = _kb_facts()
     assert read, "the knowledge base reads no facts: the test would prove nothing"
     assert read <= set(FACTS), f"undeclared: {read - set(FACTS)}"
-    assert {"input_rank", "has_conv", "cpu_fast_bf16", "gpu_count", "device", "ddp", "sharded", "offloading", "compiled"} <= read
+    assert {
+        "input_rank",
+        "has_conv",
+        "cpu_fast_bf16",
+        "gpu_count",
+        "device",
+        "ddp",
+        "sharded",
+        "offloading",
+        "compiled",
+    } <= read
 
 
 def test_hook_side_producers_really_produce_each_fact_they_declare() -> None:
@@ -94,9 +115,12 @@ def test_hook_side_producers_really_produce_each_fact_they_declare() -> None:
     from bottleneckd.torch.probe import input_facts, loader_facts, model_facts, runtime_facts
 
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Flatten()).to(torch.bfloat16)
-    got = {**model_facts(model), **runtime_facts(model),
-           **loader_facts(DataLoader(TensorDataset(torch.randn(4, 3)), batch_size=2, num_workers=1)),
-           **input_facts((torch.randn(2, 3, 8, 8),))}
+    got = {
+        **model_facts(model),
+        **runtime_facts(model),
+        **loader_facts(DataLoader(TensorDataset(torch.randn(4, 3)), batch_size=2, num_workers=1)),
+        **input_facts((torch.randn(2, 3, 8, 8),)),
+    }
     declared = {n for n, s in FACTS.items() if "bottleneckd.torch.probe" in s.producers}
     declared.discard("ddp")  # set by probe only for a DistributedDataParallel model (needs a process group)
     assert declared - set(got) == set(), f"declared for torch/probe.py but not produced: {declared - set(got)}"

@@ -23,15 +23,28 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _by(readings, dev, metric, resource=None):
-    return next((r.value for r in readings if r.device == dev and r.metric == metric and (resource is None or r.resource == resource)), "absent")
+    return next(
+        (
+            r.value
+            for r in readings
+            if r.device == dev and r.metric == metric and (resource is None or r.resource == resource)
+        ),
+        "absent",
+    )
 
 
 def test_calibration_is_keyed_by_gpu_uuid_not_index(fake_tree):
     """CUDA_VISIBLE_DEVICES=1: torch's cuda:0 is NVML's GPU 1; its measurement must land on gpu1."""
     nvml = FakeNvml([FakeGpu(uuid="GPU-aaaa"), FakeGpu(uuid="GPU-bbbb")])
     m = detect_machine(*fake_tree, nvml=nvml)
-    prof = Profile("h", 0.0, (Measurement("gpu_compute", "GPU-bbbb", "fp32_matmul", 50e12, "FLOP/s", "torch.mm", 1.0),
-                              Measurement("gpu_compute", "gpu0", "fp32_matmul", 1e12, "FLOP/s", "an index-keyed profile", 1.0)))
+    prof = Profile(
+        "h",
+        0.0,
+        (
+            Measurement("gpu_compute", "GPU-bbbb", "fp32_matmul", 50e12, "FLOP/s", "torch.mm", 1.0),
+            Measurement("gpu_compute", "gpu0", "fp32_matmul", 1e12, "FLOP/s", "an index-keyed profile", 1.0),
+        ),
+    )
     t = resolve_peaks(m, load_catalog(), prof)
     g1 = t.get("gpu_compute", "gpu1", "fp32_matmul")
     assert g1.value == pytest.approx(50e12) and g1.origin == "calibrated" and g1.catalog_value == pytest.approx(67e12)
@@ -43,7 +56,9 @@ def test_gpm_dram_bytes_use_the_theoretical_peak_not_the_calibrated_one(fake_tre
     """nvml.h: DRAM_BW_UTIL is a percentage of the theoretical maximum."""
     nvml = FakeNvml([FakeGpu(uuid="GPU-aaaa")])
     m = detect_machine(*fake_tree, nvml=nvml)
-    prof = Profile("h", 0.0, (Measurement("gpu_memory_bandwidth", "GPU-aaaa", "dram_bandwidth", 3.0e12, "B/s", "copy", 1.0),))
+    prof = Profile(
+        "h", 0.0, (Measurement("gpu_memory_bandwidth", "GPU-aaaa", "dram_bandwidth", 3.0e12, "B/s", "copy", 1.0),)
+    )
     s = GpuSampler(resolve_peaks(m, load_catalog(), prof), nvml)
     s.sample()
     r = s.sample()
@@ -58,8 +73,12 @@ def test_gpm_pipes_are_read(fake_tree):
     s = GpuSampler(resolve_peaks(detect_machine(*fake_tree, nvml=nvml), load_catalog()), nvml)
     s.sample()
     r = s.sample()
-    assert (_by(r, "gpu0", "fp32_activity"), _by(r, "gpu0", "fp16_activity"), _by(r, "gpu0", "fp64_activity"),
-            _by(r, "gpu0", "integer_activity")) == pytest.approx((0.91, 0.0, 0.02, 0.20))
+    assert (
+        _by(r, "gpu0", "fp32_activity"),
+        _by(r, "gpu0", "fp16_activity"),
+        _by(r, "gpu0", "fp64_activity"),
+        _by(r, "gpu0", "integer_activity"),
+    ) == pytest.approx((0.91, 0.0, 0.02, 0.20))
 
 
 def test_job_process_marks_the_jobs_gpus_from_nvml_process_lists(fake_tree):
@@ -97,14 +116,25 @@ def test_detect_has_no_import_cycle_and_no_function_local_imports():
         tree = ast.parse(path.read_text())
         for fn in ast.walk(tree):
             if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                assert not [n for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom))], f"{mod}.{fn.name} imports inside"
+                assert not [n for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom))], (
+                    f"{mod}.{fn.name} imports inside"
+                )
         # each module imports on its own, first, in a fresh interpreter
-        r = subprocess.run([sys.executable, "-c", f"import bottleneckd.hardware.detect.{mod}"], cwd=ROOT, capture_output=True, text=True)
+        r = subprocess.run(
+            [sys.executable, "-c", f"import bottleneckd.hardware.detect.{mod}"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+        )
         assert r.returncode == 0, r.stderr
     imports = {
-        mod: {n.module for n in ast.walk(ast.parse((ROOT / "bottleneckd/hardware/detect" / f"{mod}.py").read_text()))
-              if isinstance(n, ast.ImportFrom) and n.module}
-        for mod in ("host", "gpus")}
+        mod: {
+            n.module
+            for n in ast.walk(ast.parse((ROOT / "bottleneckd/hardware/detect" / f"{mod}.py").read_text()))
+            if isinstance(n, ast.ImportFrom) and n.module
+        }
+        for mod in ("host", "gpus")
+    }
     assert not any("detect.machine" in m for ms in imports.values() for m in ms)  # detectors do not import the assembly
 
 

@@ -14,7 +14,7 @@ class FakeTimeline:
         self.now = 0.0  # seconds
         self.created = 0
 
-    def event(self) -> "FakeEvent":
+    def event(self) -> FakeEvent:
         self.created += 1
         return FakeEvent(self)
 
@@ -29,7 +29,7 @@ class FakeEvent:
     def query(self) -> bool:
         return self.t is not None and self.t <= self.tl.now
 
-    def elapsed_time(self, end: "FakeEvent") -> float:  # milliseconds, like torch.cuda.Event
+    def elapsed_time(self, end: FakeEvent) -> float:  # milliseconds, like torch.cuda.Event
         assert self.t is not None and end.t is not None
         return (end.t - self.t) * 1000.0
 

@@ -65,11 +65,26 @@ class _SleepGrad(torch.autograd.Function):
 def test_phases_match_known_sleeps_and_add_up_to_the_step(tmp_path):
     """Each phase holds its own sleep: data 20 ms, transfer 5, forward 10, backward 15, optimizer 8,
     other 6 (between the step's end and the next batch request); together they are the wall."""
-    sleeps = {"data_wait": 0.020, "transfer": 0.005, "forward": 0.010, "backward": 0.015, "optimizer": 0.008, "other": 0.006}
+    sleeps = {
+        "data_wait": 0.020,
+        "transfer": 0.005,
+        "forward": 0.010,
+        "backward": 0.015,
+        "optimizer": 0.008,
+        "other": 0.006,
+    }
     model = Sleepy(sleeps["forward"], sleeps["backward"])
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     loader = DataLoader(SlowDataset(12, sleeps["data_wait"] / 2), batch_size=2)  # 2 items of 10 ms per batch
-    w = watch(model, opt, loader, socket_path=str(tmp_path / "none.sock"), local_sampling=False, print_epoch=False, roofline_step=None)
+    w = watch(
+        model,
+        opt,
+        loader,
+        socket_path=str(tmp_path / "none.sock"),
+        local_sampling=False,
+        print_epoch=False,
+        roofline_step=None,
+    )
     opt.register_step_pre_hook(lambda *a: time.sleep(sleeps["optimizer"]))  # after ours: inside the optimizer phase
     t0 = time.perf_counter()
     for x, y in loader:
@@ -115,8 +130,15 @@ def test_the_watcher_sends_json_to_a_listening_sidecar(tmp_path):
 def test_sender_is_lossy_without_a_sidecar(tmp_path):
     model = nn.Linear(4, 2)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    w = watch(model, opt, [(torch.randn(2, 4), torch.tensor([0, 1]))] * 20, socket_path=str(tmp_path / "absent.sock"),
-              local_sampling=False, report_every=0.0, print_epoch=False)
+    w = watch(
+        model,
+        opt,
+        [(torch.randn(2, 4), torch.tensor([0, 1]))] * 20,
+        socket_path=str(tmp_path / "absent.sock"),
+        local_sampling=False,
+        report_every=0.0,
+        print_epoch=False,
+    )
     train(w, model, opt)
     assert w.transport.dropped > 0 and w.enabled
 
@@ -165,7 +187,16 @@ def test_roofline_counts_flops_and_operand_bytes_of_one_step(tmp_path):
     model = nn.Sequential(nn.Linear(32, 512), nn.ReLU(), nn.Linear(512, 4))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     data = [(torch.randn(8, 32), torch.randint(0, 4, (8,)))] * 12
-    w = watch(model, opt, data, socket_path=str(tmp_path / "n.sock"), local_sampling=False, print_epoch=False, roofline_step=2, report_every=0.0)
+    w = watch(
+        model,
+        opt,
+        data,
+        socket_path=str(tmp_path / "n.sock"),
+        local_sampling=False,
+        print_epoch=False,
+        roofline_step=2,
+        report_every=0.0,
+    )
     train(w, model, opt)
     # forward 2*8*32*512 + 2*8*512*4; backward: weight grads of both layers, input grad of the second only
     expected = (2 * 8 * 32 * 512 + 2 * 8 * 512 * 4) + 2 * 8 * 32 * 512 + 2 * (2 * 8 * 512 * 4)
@@ -184,7 +215,15 @@ def test_blocking_collectives_are_timed_as_communication(tmp_path):
         model = nn.Linear(256, 256)
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
         data = [(torch.randn(4, 256), torch.randint(0, 4, (4,)))] * 8
-        w = watch(model, opt, data, socket_path=str(tmp_path / "n.sock"), local_sampling=False, print_epoch=False, roofline_step=None)
+        w = watch(
+            model,
+            opt,
+            data,
+            socket_path=str(tmp_path / "n.sock"),
+            local_sampling=False,
+            print_epoch=False,
+            roofline_step=None,
+        )
         for x, y in w.dataloader:
             opt.zero_grad()
             model(x).sum().backward()
@@ -206,7 +245,15 @@ def test_facts_the_advice_needs_follow_the_model_and_settings(tmp_path):
     model = nn.Sequential(nn.Linear(8, 8), nn.Linear(8, 2))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     data = [(torch.randn(4, 8), torch.tensor([0, 1, 0, 1]))] * 3
-    w = watch(model, opt, data, socket_path=str(tmp_path / "n.sock"), local_sampling=False, print_epoch=False, roofline_step=None)
+    w = watch(
+        model,
+        opt,
+        data,
+        socket_path=str(tmp_path / "n.sock"),
+        local_sampling=False,
+        print_epoch=False,
+        roofline_step=None,
+    )
     old_tf32 = torch.backends.cuda.matmul.allow_tf32
     try:
         torch.backends.cuda.matmul.allow_tf32 = True

@@ -25,7 +25,9 @@ def _setup(tmp: Path) -> dict[str, str]:
     """Files the cases point at, created fresh for each case."""
     (tmp / "garbage").write_bytes(GARBAGE)
     lines = TRACE.read_text().splitlines()
-    (tmp / "huge_number.jsonl").write_text("\n".join(lines[:3] + [lines[3].replace('"t":', '"t":1e400,"x":', 1)] + lines[4:]) + "\n")
+    (tmp / "huge_number.jsonl").write_text(
+        "\n".join(lines[:3] + [lines[3].replace('"t":', '"t":1e400,"x":', 1)] + lines[4:]) + "\n"
+    )
     (tmp / "list_sample.jsonl").write_text("\n".join(lines[:3] + [json.dumps([1, 2, 3])] + lines[4:]) + "\n")
     head = json.loads(lines[0])
     head["machine"] = ["not", "an", "object"]
@@ -38,10 +40,17 @@ def _setup(tmp: Path) -> dict[str, str]:
     (tmp / "profile_list.json").write_text("[1, 2]")
     (tmp / "profile_nan.json").write_text('{"schema": "bottleneckd.profile/1", "measurements": [{"value": NaN}]}')
     (tmp / "web_unknown.yml").write_text("http_server_config:\n  http2: false\n")
-    (tmp / "web_request_cert.yml").write_text(f"tls_server_config:\n  cert_file: {tmp}/c.pem\n  key_file: {tmp}/k.pem\n  client_auth_type: RequestClientCert\n")
+    (tmp / "web_request_cert.yml").write_text(
+        f"tls_server_config:\n  cert_file: {tmp}/c.pem\n  key_file: {tmp}/k.pem\n  client_auth_type: RequestClientCert\n"
+    )
     (tmp / "web_fifo_key.yml").write_text(f"tls_server_config:\n  cert_file: {tmp}/existing\n  key_file: {tmp}/fifo\n")
     os.symlink(tmp / "nowhere" / "target", tmp / "dangling")
-    return {"t": str(tmp), "py": sys.executable, "long": str(tmp / ("s" * 120)), "job": f"open('{tmp}/{JOB_MARK}', 'w')"}
+    return {
+        "t": str(tmp),
+        "py": sys.executable,
+        "long": str(tmp / ("s" * 120)),
+        "job": f"open('{tmp}/{JOB_MARK}', 'w')",
+    }
 
 
 R, O = "read", "write"
@@ -65,11 +74,23 @@ CASES = [
     ("profile-list", ["--profile", "{t}/profile_list.json", "peaks", "--json"], "schema"),
     ("profile-nan", ["--profile", "{t}/profile_nan.json", "peaks", "--json"], "NaN"),
     ("profile-dev-zero", ["--profile", "/dev/zero", "peaks"], "regular file"),
-    ("serve-trace-binary", ["serve", "--trace", "{t}/garbage", "--bind", "127.0.0.1:1", "--duration", "1"], "not UTF-8"),
+    (
+        "serve-trace-binary",
+        ["serve", "--trace", "{t}/garbage", "--bind", "127.0.0.1:1", "--duration", "1"],
+        "not UTF-8",
+    ),
     ("serve-web-config-binary", ["serve", "--web-config", "{t}/garbage", "--duration", "1"], "not UTF-8"),
     ("serve-web-config-fifo", ["serve", "--web-config", "{t}/fifo", "--duration", "1"], "regular file"),
-    ("serve-web-config-unknown-key", ["serve", "--web-config", "{t}/web_unknown.yml", "--duration", "1"], "http_server_config"),
-    ("serve-client-cert-unverified", ["serve", "--web-config", "{t}/web_request_cert.yml", "--duration", "1"], "RequestClientCert"),
+    (
+        "serve-web-config-unknown-key",
+        ["serve", "--web-config", "{t}/web_unknown.yml", "--duration", "1"],
+        "http_server_config",
+    ),
+    (
+        "serve-client-cert-unverified",
+        ["serve", "--web-config", "{t}/web_request_cert.yml", "--duration", "1"],
+        "RequestClientCert",
+    ),
     ("serve-tls-key-fifo", ["serve", "--web-config", "{t}/web_fifo_key.yml", "--duration", "1"], "not a regular file"),
     ("serve-bind-nonsense", ["serve", "--bind", "nonsense", "--duration", "1"], "--bind"),
     ("serve-bind-port-range", ["serve", "--bind", "127.0.0.1:99999", "--duration", "1"], "65535"),
@@ -82,19 +103,43 @@ CASES = [
     ("record-fifo-forced", ["record", "-o", "{t}/fifo", "--force", "--duration", "1"], "FIFO"),
     ("record-dangling-link", ["record", "-o", "{t}/dangling", "--duration", "1"], "already exists"),
     ("record-socket-too-long", ["record", "-o", "{t}/t.jsonl", "--socket", "{long}", "--duration", "1"], "longer than"),
-    ("record-socket-under-a-file", ["record", "-o", "{t}/t.jsonl", "--socket", "{t}/a_file/s.sock", "--duration", "1"], "is a file"),
-    ("record-socket-on-a-file", ["record", "-o", "{t}/t.jsonl", "--socket", "{t}/existing", "--duration", "1"], "not a socket"),
+    (
+        "record-socket-under-a-file",
+        ["record", "-o", "{t}/t.jsonl", "--socket", "{t}/a_file/s.sock", "--duration", "1"],
+        "is a file",
+    ),
+    (
+        "record-socket-on-a-file",
+        ["record", "-o", "{t}/t.jsonl", "--socket", "{t}/existing", "--duration", "1"],
+        "not a socket",
+    ),
     ("run-trace-missing-dir", ["run", "--trace", "{t}/no/t.jsonl", "--", "{py}", "-c", "{job}"], "does not exist"),
     ("run-trace-proc", ["run", "--trace", "/proc/t.jsonl", "--", "{py}", "-c", "{job}"], "/proc"),
-    ("run-report-missing-dir", ["run", "--report-json", "{t}/no/r.json", "--", "{py}", "-c", "{job}"], "does not exist"),
+    (
+        "run-report-missing-dir",
+        ["run", "--report-json", "{t}/no/r.json", "--", "{py}", "-c", "{job}"],
+        "does not exist",
+    ),
     ("run-report-existing", ["run", "--report-json", "{t}/existing", "--", "{py}", "-c", "{job}"], "already exists"),
     ("run-report-sys", ["run", "--report-json", "/sys/r.json", "--", "{py}", "-c", "{job}"], "/sys"),
     ("run-bind-nonsense", ["run", "--bind", "nonsense", "--", "{py}", "-c", "{job}"], "--bind"),
     ("run-bind-port-range", ["run", "--bind", "127.0.0.1:99999", "--", "{py}", "-c", "{job}"], "65535"),
-    ("run-web-config-garbage", ["run", "--bind", "127.0.0.1:1", "--web-config", "{t}/garbage", "--", "{py}", "-c", "{job}"], "not UTF-8"),
-    ("attach-report-missing-dir", ["attach", "--pid", "1", "--report-json", "{t}/no/r.json", "--duration", "1"], "does not exist"),
+    (
+        "run-web-config-garbage",
+        ["run", "--bind", "127.0.0.1:1", "--web-config", "{t}/garbage", "--", "{py}", "-c", "{job}"],
+        "not UTF-8",
+    ),
+    (
+        "attach-report-missing-dir",
+        ["attach", "--pid", "1", "--report-json", "{t}/no/r.json", "--duration", "1"],
+        "does not exist",
+    ),
     ("demo-report-missing-dir", ["demo", "--report-json", "{t}/no/r.json"], "does not exist"),
-    ("calibrate-output-missing-dir", ["calibrate", "--output", "{t}/no/p.json", "--seconds", "0.1", "--no-gpu"], "does not exist"),
+    (
+        "calibrate-output-missing-dir",
+        ["calibrate", "--output", "{t}/no/p.json", "--seconds", "0.1", "--no-gpu"],
+        "does not exist",
+    ),
     ("calibrate-output-proc", ["calibrate", "--output", "/proc/p.json", "--seconds", "0.1", "--no-gpu"], "/proc"),
 ]
 
@@ -122,9 +167,28 @@ def test_file_size_limit_while_recording_is_one_message(tmp_path, cli_env):
     def limit() -> None:
         resource.setrlimit(resource.RLIMIT_FSIZE, (60_000, 60_000))
 
-    r = subprocess.run([sys.executable, "-m", "bottleneckd.cli", "record", "-o", str(out), "--interval", "0.1", "--duration", "20",
-                        "--quiet", "--socket", str(tmp_path / "s/sock")], env=cli_env, capture_output=True, text=True, timeout=60,
-                       preexec_fn=limit)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bottleneckd.cli",
+            "record",
+            "-o",
+            str(out),
+            "--interval",
+            "0.1",
+            "--duration",
+            "20",
+            "--quiet",
+            "--socket",
+            str(tmp_path / "s/sock"),
+        ],
+        env=cli_env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=limit,
+    )
     assert r.returncode == 2, r.stderr[-800:]
     assert "file-size limit" in r.stderr and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr[-800:]
     lines = out.read_bytes().split(b"\n")
@@ -147,7 +211,22 @@ def test_force_replaces_atomically_and_never_follows_a_link(tmp_path, cli_env):
 def test_trace_force_keeps_the_old_file_until_recording_ends(tmp_path, cli_env):
     out = tmp_path / "t.jsonl"
     out.write_text("old trace\n")
-    r = run_cli(["record", "-o", str(out), "--force", "--duration", "1", "--interval", "0.2", "--quiet", "--socket", str(tmp_path / "s/sock")], cli_env)
+    r = run_cli(
+        [
+            "record",
+            "-o",
+            str(out),
+            "--force",
+            "--duration",
+            "1",
+            "--interval",
+            "0.2",
+            "--quiet",
+            "--socket",
+            str(tmp_path / "s/sock"),
+        ],
+        cli_env,
+    )
     assert r.returncode == 0, r.stderr[-800:]
     assert json.loads(out.read_text().splitlines()[0])["format"] == "bottleneckd.trace"
     assert sorted(os.listdir(tmp_path)) == ["s", "t.jsonl"]

@@ -30,7 +30,11 @@ def multi_rank_trace(path: Path) -> dict:
     half-way. Returns what the energy must come to."""
     header, samples = read_trace(str(DATA / "balanced" / "trace.jsonl"))
     items = list(samples)
-    shift = items[-1].t + items[-1].interval - read_trace(str(DATA / "cpu_gpu_interconnect" / "trace.jsonl"))[1].__next__().t
+    shift = (
+        items[-1].t
+        + items[-1].interval
+        - read_trace(str(DATA / "cpu_gpu_interconnect" / "trace.jsonl"))[1].__next__().t
+    )
     items += [replace(s, t=s.t + shift) for s in read_trace(str(DATA / "cpu_gpu_interconnect" / "trace.jsonl"))[1]]
     w = TraceWriter(str(path), header.machine, header.peaks, header.interval)
     gpu_j, steps, examples, training_j = [1.0e6, 2.0e6], 0, 0, 0.0
@@ -43,12 +47,28 @@ def multi_rank_trace(path: Path) -> dict:
             examples += 64 * s.phases.steps
         energy = tuple(Reading("gpu_compute", f"gpu{g}", "energy", gpu_j[g], "J") for g in range(2))
         ph = replace(s.phases, facts={**s.phases.facts, **FACTS}, examples=64 * s.phases.steps)
-        ranks = tuple(RankPhases(RankIdentity("job1", "", 0, r, r, 2, 2, "node-a", 0), replace(
-            ph, wall_seconds=ph.wall_seconds * (1.0 + 0.4 * r), phases={**ph.phases, "communication": 0.01 + 0.3 * r * ph.wall_seconds}))
-            for r in range(2))
+        ranks = tuple(
+            RankPhases(
+                RankIdentity("job1", "", 0, r, r, 2, 2, "node-a", 0),
+                replace(
+                    ph,
+                    wall_seconds=ph.wall_seconds * (1.0 + 0.4 * r),
+                    phases={**ph.phases, "communication": 0.01 + 0.3 * r * ph.wall_seconds},
+                ),
+            )
+            for r in range(2)
+        )
         w(replace(s, readings=s.readings + energy, phases=ph, ranks=ranks))
         if k == len(items) // 2:
-            w._write({"type": "event", "t": s.t + 0.5, "kind": "mitigation_applied", "name": "mixed_precision", "changes_semantics": False})
+            w._write(
+                {
+                    "type": "event",
+                    "t": s.t + 0.5,
+                    "kind": "mitigation_applied",
+                    "name": "mixed_precision",
+                    "changes_semantics": False,
+                }
+            )
     w.close()
     return {"per_step": training_j / steps, "per_example": training_j / examples}
 
@@ -75,11 +95,17 @@ def test_report_of_a_multi_rank_gpu_run_in_a_browser(tmp_path, cli_env):
     for e in v["evidence"]:
         assert e in view.text
     top = doc["recommendations"][0]
-    assert top["name"] in view.text and top["action"] in view.text and (top["cites"][0] if top["cites"] else top["section"]) in view.text
+    assert (
+        top["name"] in view.text
+        and top["action"] in view.text
+        and (top["cites"][0] if top["cites"] else top["section"]) in view.text
+    )
     assert f"Energy per step: {doc['energy']['joules_per_step']:.3g} J" in view.text
     assert "g CO2 at 400 g/kWh" in view.text
     assert "this job: 200 FLOP/byte" in view.text
-    assert "applied mixed_precision" in view.text and "regime: " in view.text  # marks on the utilisation plot  # the roofline's measured point, from the hook's counts
+    assert (
+        "applied mixed_precision" in view.text and "regime: " in view.text
+    )  # marks on the utilisation plot  # the roofline's measured point, from the hook's counts
     assert view.screenshot.stat().st_size > 10_000
 
 
@@ -102,8 +128,11 @@ def test_run_report_html_of_a_real_cpu_job(tmp_path, cli_env):
     job = tmp_path / "train.py"
     job.write_text(PLAIN_JOB)
     out, rep = tmp_path / "run.html", tmp_path / "run.json"
-    r = run_cli(["run", "--quiet", "--report-html", str(out), "--report-json", str(rep), "--", sys.executable, str(job), "4"],
-                cli_env, timeout=240)
+    r = run_cli(
+        ["run", "--quiet", "--report-html", str(out), "--report-json", str(rep), "--", sys.executable, str(job), "4"],
+        cli_env,
+        timeout=240,
+    )
     assert r.returncode == 0, r.stderr
     doc = json.loads(rep.read_text())
     assert "energy" in doc and doc["energy"]["steps"] >= 0

@@ -29,8 +29,9 @@ def _modules() -> dict[str, Path]:
 
 
 def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
-        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _imports(body: list[ast.stmt], module_level: bool) -> list[ast.Import | ast.ImportFrom]:
@@ -44,15 +45,20 @@ def _imports(body: list[ast.stmt], module_level: bool) -> list[ast.Import | ast.
             if not _is_type_checking(n.test):
                 out += _imports(n.body, module_level) + _imports(n.orelse, module_level)
         elif isinstance(n, ast.Try):
-            out += _imports(n.body, module_level) + _imports(n.orelse, module_level) + _imports(n.finalbody, module_level)
+            out += (
+                _imports(n.body, module_level) + _imports(n.orelse, module_level) + _imports(n.finalbody, module_level)
+            )
             for h in n.handlers:
                 out += _imports(h.body, module_level)
         elif not module_level:
             for field in ("body", "orelse", "finalbody", "handlers"):
                 inner = getattr(n, field, None)
                 if isinstance(inner, list):
-                    out += _imports([x for x in inner if isinstance(x, ast.stmt)] +
-                                    [s for h in inner if isinstance(h, ast.ExceptHandler) for s in h.body], False)
+                    out += _imports(
+                        [x for x in inner if isinstance(x, ast.stmt)]
+                        + [s for h in inner if isinstance(h, ast.ExceptHandler) for s in h.body],
+                        False,
+                    )
     return out
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -69,8 +68,16 @@ def fit_lightning(ds: Dataset, width: int, batch: int, epochs: int = 1, cb: obje
 
     cb = cb or BottleneckCallback(local_sampling=True)
     model = LitModel(ds[0]["x"].shape[0], width)
-    trainer = lightning.Trainer(max_epochs=epochs, accelerator="cpu", devices=1, callbacks=[cb], logger=False,
-                                enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+    trainer = lightning.Trainer(
+        max_epochs=epochs,
+        accelerator="cpu",
+        devices=1,
+        callbacks=[cb],
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+    )
     trainer.fit(model, DataLoader(ds, batch_size=batch, num_workers=0))
     return cb, model
 
@@ -102,7 +109,9 @@ def one_torch_thread():
 
 
 def test_lightning_compute_bound_run(one_torch_thread):
-    cb, _ = fit_lightning(CheapRecords(4096, 512), width=1024, batch=64, epochs=4)  # the last epoch's window is all training
+    cb, _ = fit_lightning(
+        CheapRecords(4096, 512), width=1024, batch=64, epochs=4
+    )  # the last epoch's window is all training
     rep = cb.reports[-1]
     s = shares(rep)
     assert s["forward"] + s["backward"] + s["optimizer"] > 0.7, s
@@ -142,15 +151,27 @@ class HfModel(nn.Module):
         return out
 
 
-def fit_hf(tmp_path, ds: Dataset, width: int, batch: int, accumulate: int = 1, cb: object = None) -> tuple[object, object]:
+def fit_hf(
+    tmp_path, ds: Dataset, width: int, batch: int, accumulate: int = 1, cb: object = None
+) -> tuple[object, object]:
     from transformers import Trainer, TrainingArguments
 
     from bottleneckd.integrations.transformers import BottleneckCallback
 
     cb = cb or BottleneckCallback(local_sampling=True)
-    args = TrainingArguments(output_dir=str(tmp_path / "hf"), num_train_epochs=1, per_device_train_batch_size=batch,
-                             gradient_accumulation_steps=accumulate, report_to=[], use_cpu=True, save_strategy="no",
-                             logging_steps=5, remove_unused_columns=False, dataloader_num_workers=0, disable_tqdm=True)
+    args = TrainingArguments(
+        output_dir=str(tmp_path / "hf"),
+        num_train_epochs=1,
+        per_device_train_batch_size=batch,
+        gradient_accumulation_steps=accumulate,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        logging_steps=5,
+        remove_unused_columns=False,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+    )
     trainer = Trainer(model=HfModel(ds[0]["x"].shape[0], width), args=args, train_dataset=ds, callbacks=[cb])
     trainer.train()
     return cb, trainer
@@ -171,7 +192,11 @@ def test_hf_compute_bound_run_with_accumulation(tmp_path, one_torch_thread):
     cb, trainer = fit_hf(tmp_path, CheapRecords(4096, 512), width=1024, batch=32, accumulate=2)
     rep = cb.reports[-1]
     s = shares(rep)
-    assert 60 <= rep.steps <= 64, (rep.steps, trainer.state.global_step, trainer.state.max_steps)  # one step per optimizer step (128 micro-batches of 64 -> 64 steps), not per micro-batch
+    assert 60 <= rep.steps <= 64, (
+        rep.steps,
+        trainer.state.global_step,
+        trainer.state.max_steps,
+    )  # one step per optimizer step (128 micro-batches of 64 -> 64 steps), not per micro-batch
     assert s["forward"] + s["backward"] + s["optimizer"] > 0.7, s
     assert s["data_wait"] < 0.1, s
     assert rep.report["verdict"]["stage"] == "compute"
@@ -195,7 +220,9 @@ def test_hf_fault_in_our_callback_leaves_training_going(tmp_path, monkeypatch):
 
 
 def test_core_package_imports_neither_framework():
-    code = ("import sys\nimport bottleneckd.cli.main, bottleneckd.torch\n"
-            "assert 'lightning' not in sys.modules and 'transformers' not in sys.modules\nprint('ok')")
+    code = (
+        "import sys\nimport bottleneckd.cli.main, bottleneckd.torch\n"
+        "assert 'lightning' not in sys.modules and 'transformers' not in sys.modules\nprint('ok')"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr

@@ -52,4 +52,6 @@ def test_a_failing_sink_sampler_or_phase_source_is_logged_once_and_the_others_go
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="bottleneckd.runtime.loop"):
         loop.tick()
-    assert any("sampler broken failed" in r.getMessage() for r in caplog.records), "a new failure after recovery is said again"
+    assert any("sampler broken failed" in r.getMessage() for r in caplog.records), (
+        "a new failure after recovery is said again"
+    )

@@ -14,15 +14,34 @@ from bottleneckd.torch.mitigations import REGISTRY  # noqa: E402
 
 
 def w_for(model, opt=None, loader=None, tmp_path=None, **kw):
-    return watch(model, opt, loader, socket_path=f"{tmp_path}/none.sock", local_sampling=False, print_epoch=False, roofline_step=None, **kw)
+    return watch(
+        model,
+        opt,
+        loader,
+        socket_path=f"{tmp_path}/none.sock",
+        local_sampling=False,
+        print_epoch=False,
+        roofline_step=None,
+        **kw,
+    )
 
 
 def test_every_hook_in_the_knowledge_base_is_implemented():
     hooks = {m.hook for m in load_knowledge() if m.hook}
     assert hooks <= set(REGISTRY), hooks - set(REGISTRY)
-    for name in ("mixed_precision", "channels_last", "activation_checkpointing", "data_echoing", "dataloader_settings",
-                 "gradient_accumulation", "ddp_comm_hook", "less_frequent_sync", "progressive_freezing", "selective_backprop",
-                 "progressive_resizing"):
+    for name in (
+        "mixed_precision",
+        "channels_last",
+        "activation_checkpointing",
+        "data_echoing",
+        "dataloader_settings",
+        "gradient_accumulation",
+        "ddp_comm_hook",
+        "less_frequent_sync",
+        "progressive_freezing",
+        "selective_backprop",
+        "progressive_resizing",
+    ):
         assert name in REGISTRY
 
 
@@ -101,7 +120,9 @@ def saved_bytes(model, x):
 
 def test_activation_checkpointing_saves_fewer_activations_same_gradients(tmp_path):
     torch.manual_seed(0)
-    model = nn.Sequential(*[nn.Sequential(nn.Linear(256, 256), nn.GELU(), nn.Linear(256, 256), nn.GELU()) for _ in range(4)])
+    model = nn.Sequential(
+        *[nn.Sequential(nn.Linear(256, 256), nn.GELU(), nn.Linear(256, 256), nn.GELU()) for _ in range(4)]
+    )
     x = torch.randn(64, 256)
     w = w_for(model, tmp_path=tmp_path)
     plain = saved_bytes(model, x)
@@ -124,7 +145,12 @@ def test_data_echoing_repeats_batches_and_reverts(tmp_path):
     w = w_for(model, opt, loader, tmp_path=tmp_path)
     w.apply("data_echoing", factor=3)
     seen = [b[0] for b in w.dataloader]
-    assert len(seen) == 12 and torch.equal(seen[0], seen[1]) and torch.equal(seen[1], seen[2]) and not torch.equal(seen[2], seen[3])
+    assert (
+        len(seen) == 12
+        and torch.equal(seen[0], seen[1])
+        and torch.equal(seen[1], seen[2])
+        and not torch.equal(seen[2], seen[3])
+    )
     w.revert("data_echoing")
     assert len(list(w.dataloader)) == 4
 
@@ -141,11 +167,18 @@ def test_dataloader_settings_take_effect_next_epoch_and_revert(tmp_path):
     w.revert("dataloader_settings")
     assert loader.num_workers == 0 and type(iter(loader)._it).__name__ == "_SingleProcessDataLoaderIter"
     # the facts are back to the loader's own settings (they stayed at 2 workers before)
-    assert w.facts.get("loader_workers") == 0 and w.facts.get("persistent_workers") is False and "prefetch_factor" not in w.facts
+    assert (
+        w.facts.get("loader_workers") == 0
+        and w.facts.get("persistent_workers") is False
+        and "prefetch_factor" not in w.facts
+    )
 
 
-@pytest.mark.parametrize("make_opt", [lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9),
-                                      lambda ps: torch.optim.Adam(ps, lr=0.01)], ids=["sgd-momentum", "adam"])
+@pytest.mark.parametrize(
+    "make_opt",
+    [lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9), lambda ps: torch.optim.Adam(ps, lr=0.01)],
+    ids=["sgd-momentum", "adam"],
+)
 def test_gradient_accumulation_equals_the_large_batch_step_and_reverts(tmp_path, make_opt):
     """One real update per k calls of opt.step(), equal to the large batch's, without replacing
     opt.step or opt.zero_grad: the micro-steps leave the optimizer nothing to update."""
@@ -322,7 +355,9 @@ def test_verification_rejects_a_slower_mitigation_and_keeps_a_faster_one(tmp_pat
     model = nn.Linear(8, 8)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     data = [torch.randn(4, 8)] * 400
-    w = watch(model, opt, data, socket_path=f"{tmp_path}/n.sock", local_sampling=False, print_epoch=False, roofline_step=None)
+    w = watch(
+        model, opt, data, socket_path=f"{tmp_path}/n.sock", local_sampling=False, print_epoch=False, roofline_step=None
+    )
     it = iter(w.dataloader)
     applied, t_now = [], [None]
 
@@ -348,7 +383,9 @@ def test_verification_rejects_a_slower_mitigation_and_keeps_a_faster_one(tmp_pat
     steps(60)
     assert t2.kept is True and t2.ratio > 2 and not t2.mitigation.reverted and t2.ci[0] > 1
     out = capsys.readouterr().out
-    assert "slow_down: throughput x0." in out and "reverted" in out and "speed_up: throughput x" in out and "kept" in out
+    assert (
+        "slow_down: throughput x0." in out and "reverted" in out and "speed_up: throughput x" in out and "kept" in out
+    )
     assert "95% CI" in out
 
 
@@ -356,8 +393,15 @@ def test_verification_of_a_mitigation_with_no_effect_is_within_noise(tmp_path, c
     """A mitigation that changes nothing (channels_last on a model with no 4-D tensor) is not kept."""
     model = nn.Linear(8, 8)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    w = watch(model, opt, [torch.randn(4, 8)] * 400, socket_path=f"{tmp_path}/n.sock", local_sampling=False, print_epoch=False,
-              roofline_step=None)
+    w = watch(
+        model,
+        opt,
+        [torch.randn(4, 8)] * 400,
+        socket_path=f"{tmp_path}/n.sock",
+        local_sampling=False,
+        print_epoch=False,
+        roofline_step=None,
+    )
     it = iter(w.dataloader)
     t = w.apply("channels_last", verify=True, steps=8, warmup=1, blocks=3, alpha=0.01)
     for _ in range(80):
@@ -384,7 +428,9 @@ def test_a_rejected_mitigation_with_optimizer_hooks_reverts_without_breaking_the
     model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 2))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     data = [torch.randn(2, 3, 16, 16)] * 200
-    w = watch(model, opt, data, socket_path=f"{tmp_path}/n.sock", local_sampling=False, print_epoch=False, roofline_step=None)
+    w = watch(
+        model, opt, data, socket_path=f"{tmp_path}/n.sock", local_sampling=False, print_epoch=False, roofline_step=None
+    )
     slow = model.register_forward_pre_hook(lambda *a: time.sleep(0.002))
     it = iter(w.dataloader)
     for k in range(60):
@@ -405,7 +451,9 @@ def test_accumulated_micro_batches_add_up_to_the_step_wall_time(tmp_path):
     model = nn.Linear(64, 4)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     data = [torch.randn(16, 64)] * 41
-    w = watch(model, opt, data, socket_path=f"{tmp_path}/n.sock", local_sampling=False, print_epoch=False, roofline_step=None)
+    w = watch(
+        model, opt, data, socket_path=f"{tmp_path}/n.sock", local_sampling=False, print_epoch=False, roofline_step=None
+    )
     w.apply("gradient_accumulation", k=4)
     it = iter(w.dataloader)
     t0 = time.perf_counter()

@@ -92,8 +92,14 @@ def test_gpm_interval_is_strictly_longer_than_100_ms_and_early_reads_reuse_the_l
 
 
 def test_mig_slices_are_units_with_mig_gpm_and_scaled_peaks(fake_tree):
-    s1 = Dev(name="NVIDIA H100 80GB HBM3 MIG 1g.10gb", uuid="MIG-a", memory=(10 * 2**30, 2**30), slice_count=1, gi_id=7,
-             gpm={2: 90.0, 10: 70.0})
+    s1 = Dev(
+        name="NVIDIA H100 80GB HBM3 MIG 1g.10gb",
+        uuid="MIG-a",
+        memory=(10 * 2**30, 2**30),
+        slice_count=1,
+        gi_id=7,
+        gpm={2: 90.0, 10: 70.0},
+    )
     s3 = Dev(name="NVIDIA H100 80GB HBM3 MIG 3g.40gb", uuid="MIG-b", memory=(40 * 2**30, 2**30), slice_count=3, gi_id=1)
     lib = FakePynvml([Dev(mig=[s1, s3])])
     b = PynvmlBackend(lib)
@@ -110,7 +116,9 @@ def test_mig_slices_are_units_with_mig_gpm_and_scaled_peaks(fake_tree):
     assert ("GPU-11111111-2222-3333-4444-555555555555", 7) in lib.gpm_samples  # nvmlGpmMigSampleGet(parent, gi 7)
     assert _by(r, "gpu0.mig0", "sm_activity") == pytest.approx(0.9)
     assert _by(r, "gpu0.mig0", "busy_fraction") is None  # NVML has no utilisation per MIG slice
-    assert _by(r, "gpu0.mig0", "utilization") is not None and _by(r, "gpu0.mig0", "power") is None  # whole-GPU fields: not per slice
+    assert (
+        _by(r, "gpu0.mig0", "utilization") is not None and _by(r, "gpu0.mig0", "power") is None
+    )  # whole-GPU fields: not per slice
 
 
 def test_every_pynvml_name_the_backend_uses_exists_in_nvidia_ml_py():
@@ -123,7 +131,14 @@ def test_every_pynvml_name_the_backend_uses_exists_in_nvidia_ml_py():
     assert len(names) > 40
     assert [n for n in sorted(names) if not hasattr(pynvml, n)] == []
     # the GPM metric ids kept in nvml.py are nvml.h's
-    for ours, theirs in ((nv.GPM_SM_UTIL, "SM_UTIL"), (nv.GPM_ANY_TENSOR_UTIL, "ANY_TENSOR_UTIL"), (nv.GPM_DRAM_BW_UTIL, "DRAM_BW_UTIL"),
-                         (nv.GPM_FP32_UTIL, "FP32_UTIL"), (nv.GPM_FP16_UTIL, "FP16_UTIL"), (nv.GPM_FP64_UTIL, "FP64_UTIL"),
-                         (nv.GPM_INTEGER_UTIL, "INTEGER_UTIL"), (nv.GPM_SM_OCCUPANCY, "SM_OCCUPANCY")):
+    for ours, theirs in (
+        (nv.GPM_SM_UTIL, "SM_UTIL"),
+        (nv.GPM_ANY_TENSOR_UTIL, "ANY_TENSOR_UTIL"),
+        (nv.GPM_DRAM_BW_UTIL, "DRAM_BW_UTIL"),
+        (nv.GPM_FP32_UTIL, "FP32_UTIL"),
+        (nv.GPM_FP16_UTIL, "FP16_UTIL"),
+        (nv.GPM_FP64_UTIL, "FP64_UTIL"),
+        (nv.GPM_INTEGER_UTIL, "INTEGER_UTIL"),
+        (nv.GPM_SM_OCCUPANCY, "SM_OCCUPANCY"),
+    ):
         assert ours == getattr(pynvml, f"NVML_GPM_METRIC_{theirs}")

@@ -51,8 +51,17 @@ def test_phases_of_consecutive_steps_add_up_to_their_wall(clock):
     step(c, t, data=0.010, transfer=0.002, forward=0.020, backward=0.030, optimizer=0.005)
     step(c, t, data=0.001, transfer=0.001, forward=0.021, backward=0.029, optimizer=0.006, gap=0.004)
     (p1, w1), (p2, w2) = c.drain()
-    assert named(p1) == pytest.approx({"data_wait": 0.010, "transfer": 0.002, "forward": 0.020, "backward": 0.030,
-                                       "optimizer": 0.005, "communication": 0.0, "other": 0.0})
+    assert named(p1) == pytest.approx(
+        {
+            "data_wait": 0.010,
+            "transfer": 0.002,
+            "forward": 0.020,
+            "backward": 0.030,
+            "optimizer": 0.005,
+            "communication": 0.0,
+            "other": 0.0,
+        }
+    )
     assert w1 == pytest.approx(0.067)
     # the second step's wall starts where the first ended: the 4 ms before its data request is "other"
     assert named(p2)["other"] == pytest.approx(0.004) and w2 == pytest.approx(0.062)
@@ -196,7 +205,9 @@ def test_injected_watcher_puts_post_step_bookkeeping_in_other_and_the_loss_in_ba
             fake.advance(cost["optimizer"])
             return super().step(closure)
 
-    w = GlobalWatcher(socket_path=str(tmp_path / "none.sock"), local_sampling=False, print_epoch=False, roofline_step=None)
+    w = GlobalWatcher(
+        socket_path=str(tmp_path / "none.sock"), local_sampling=False, print_epoch=False, roofline_step=None
+    )
     try:
         model, loss_fn = Model(), Loss()
         opt = SlowSGD(model.parameters(), lr=0.1)
@@ -211,9 +222,13 @@ def test_injected_watcher_puts_post_step_bookkeeping_in_other_and_the_loss_in_ba
     assert rep.steps == 10
     # the first step's wall starts at its own data request (no bookkeeping before it); its loss
     # module is still timed by the global hooks (forward until the root is known), later ones not
-    want = {"data_wait": 10 * cost["data"], "forward": 10 * cost["forward"] + cost["loss"],
-            "backward": 10 * cost["backward"] + 9 * cost["loss"], "optimizer": 10 * cost["optimizer"],
-            "other": 9 * cost["bookkeeping"]}
+    want = {
+        "data_wait": 10 * cost["data"],
+        "forward": 10 * cost["forward"] + cost["loss"],
+        "backward": 10 * cost["backward"] + 9 * cost["loss"],
+        "optimizer": 10 * cost["optimizer"],
+        "other": 9 * cost["bookkeeping"],
+    }
     for k, v in want.items():
         assert rep.phases[k] == pytest.approx(v, abs=1e-9), k
     assert rep.phases["transfer"] == pytest.approx(0.0, abs=1e-9)

@@ -43,14 +43,18 @@ def stop(p: subprocess.Popen) -> None:
 
 @pytest.mark.timeout(60)
 def test_spawn_parent_that_only_joins_is_the_launcher_and_its_children_are_ranks(tmp_path):
-    job = start(tmp_path, "spawn.py", """
+    job = start(
+        tmp_path,
+        "spawn.py",
+        """
         import multiprocessing as mp
         if __name__ == "__main__":
             ctx = mp.get_context("spawn")
             ps = [ctx.Process(target=spin, args=(20,)) for _ in range(2)]
             [p.start() for p in ps]
             [p.join() for p in ps]
-    """)
+    """,
+    )
     try:
         tree = ProcessTree(job.pid)
         roles = roles_after(tree, 3)
@@ -62,14 +66,18 @@ def test_spawn_parent_that_only_joins_is_the_launcher_and_its_children_are_ranks
 
 @pytest.mark.timeout(60)
 def test_forked_loader_workers_are_workers_of_the_training_process(tmp_path):
-    job = start(tmp_path, "fork.py", """
+    job = start(
+        tmp_path,
+        "fork.py",
+        """
         import multiprocessing as mp
         if __name__ == "__main__":
             ctx = mp.get_context("fork")
             ps = [ctx.Process(target=spin, args=(20,)) for _ in range(2)]
             [p.start() for p in ps]
             spin(20)
-    """)
+    """,
+    )
     try:
         tree = ProcessTree(job.pid)
         roles = {}
@@ -85,11 +93,13 @@ def test_forked_loader_workers_are_workers_of_the_training_process(tmp_path):
 @pytest.mark.timeout(60)
 def test_a_shell_script_and_a_rank_environment_mark_launchers(tmp_path):
     (tmp_path / "rank.py").write_text(SPIN + "spin(20)\n")
-    (tmp_path / "agent.py").write_text(textwrap.dedent(f"""
+    (tmp_path / "agent.py").write_text(
+        textwrap.dedent(f"""
         import os, subprocess, sys
-        ps = [subprocess.Popen([sys.executable, {str(tmp_path / 'rank.py')!r}], env={{**os.environ, "RANK": str(r), "LOCAL_RANK": str(r)}}) for r in range(2)]
+        ps = [subprocess.Popen([sys.executable, {str(tmp_path / "rank.py")!r}], env={{**os.environ, "RANK": str(r), "LOCAL_RANK": str(r)}}) for r in range(2)]
         [p.wait() for p in ps]
-    """))
+    """)
+    )
     job = subprocess.Popen(["bash", "-c", f"{sys.executable} {tmp_path / 'agent.py'}; true"])
     try:
         tree = ProcessTree(job.pid)
@@ -115,11 +125,15 @@ def test_launcher_command_lines():
 def test_sampler_reports_the_hot_thread_not_the_process(tmp_path):
     """One thread spinning, the main thread asleep: the hottest thread wants a full core (running
     or waiting on a run queue on this shared machine); the main thread does not."""
-    job = start(tmp_path, "thread.py", """
+    job = start(
+        tmp_path,
+        "thread.py",
+        """
         import threading
         threading.Thread(target=spin, args=(20,), daemon=True).start()
         time.sleep(20)
-    """)
+    """,
+    )
     try:
         tree = ProcessTree(job.pid)
         s = CpuComputeSampler(None, tree)  # type: ignore[arg-type]
@@ -157,24 +171,73 @@ def f(name: str, path: str) -> dict:
 
 def test_attach_reads_the_whole_stack():
     # a model run inside the dataset's __getitem__ is still the data stage
-    assert classify_frames([f("Linear.forward", "torch/nn/modules/linear.py"), f("Module._call_impl", "torch/nn/modules/module.py"),
-                            f("MyData.__getitem__", "train.py"), f("_MapDatasetFetcher.fetch", "torch/utils/data/_utils/fetch.py"),
-                            f("_SingleProcessDataLoaderIter._next_data", "torch/utils/data/dataloader.py"), f("main", "train.py")]) == "data_wait"
+    assert (
+        classify_frames(
+            [
+                f("Linear.forward", "torch/nn/modules/linear.py"),
+                f("Module._call_impl", "torch/nn/modules/module.py"),
+                f("MyData.__getitem__", "train.py"),
+                f("_MapDatasetFetcher.fetch", "torch/utils/data/_utils/fetch.py"),
+                f("_SingleProcessDataLoaderIter._next_data", "torch/utils/data/dataloader.py"),
+                f("main", "train.py"),
+            ]
+        )
+        == "data_wait"
+    )
     # a numpy FFT in __getitem__ with num_workers=0
-    assert classify_frames([f("fft2", "numpy/fft/_pocketfft.py"), f("D.__getitem__", "train.py"),
-                            f("_MapDatasetFetcher.fetch", "torch/utils/data/_utils/fetch.py"), f("main", "train.py")]) == "data_wait"
+    assert (
+        classify_frames(
+            [
+                f("fft2", "numpy/fft/_pocketfft.py"),
+                f("D.__getitem__", "train.py"),
+                f("_MapDatasetFetcher.fetch", "torch/utils/data/_utils/fetch.py"),
+                f("main", "train.py"),
+            ]
+        )
+        == "data_wait"
+    )
     # a collective called from forward is communication
-    assert classify_frames([f("all_reduce", "torch/distributed/distributed_c10d.py"), f("Net.forward", "train.py"),
-                            f("Module._call_impl", "torch/nn/modules/module.py")]) == "communication"
+    assert (
+        classify_frames(
+            [
+                f("all_reduce", "torch/distributed/distributed_c10d.py"),
+                f("Net.forward", "train.py"),
+                f("Module._call_impl", "torch/nn/modules/module.py"),
+            ]
+        )
+        == "communication"
+    )
     # optimizer.step with its helpers on top
-    assert classify_frames([f("_multi_tensor_adam", "torch/optim/adam.py"), f("Adam.step", "torch/optim/adam.py"),
-                            f("wrapper", "torch/optim/optimizer.py"), f("main", "train.py")]) == "optimizer"
+    assert (
+        classify_frames(
+            [
+                f("_multi_tensor_adam", "torch/optim/adam.py"),
+                f("Adam.step", "torch/optim/adam.py"),
+                f("wrapper", "torch/optim/optimizer.py"),
+                f("main", "train.py"),
+            ]
+        )
+        == "optimizer"
+    )
     assert classify_frames([f("load", "torch/serialization.py"), f("D.__getitem__", "train.py")]) == "file_io"
-    assert classify_frames([f("_save", "torch/serialization.py"), f("save", "torch/serialization.py"), f("main", "train.py")]) == "other"
+    assert (
+        classify_frames(
+            [f("_save", "torch/serialization.py"), f("save", "torch/serialization.py"), f("main", "train.py")]
+        )
+        == "other"
+    )
     assert classify_frames([f("main", "train.py")]) == "other"
     # importing torch.utils.data at start-up is not waiting for data
-    assert classify_frames([f("<module>", "torch/utils/data/dataloader.py"), f("_call_with_frames_removed", "<frozen importlib._bootstrap>"),
-                            f("<module>", "train.py")]) == "startup"
+    assert (
+        classify_frames(
+            [
+                f("<module>", "torch/utils/data/dataloader.py"),
+                f("_call_with_frames_removed", "<frozen importlib._bootstrap>"),
+                f("<module>", "train.py"),
+            ]
+        )
+        == "startup"
+    )
     assert classify_frames([f("<module>", "train.py")]) == "startup"  # module-level set-up (model, data) in C calls
 
 
@@ -198,11 +261,15 @@ def test_the_job_s_own_reads_asked_for_versus_fetched_from_the_block_layer(tmp_p
     from bottleneckd.peaks.resolve import PeakTable
     from bottleneckd.samplers.storage import StorageSampler
 
-    job = start(tmp_path, "reads.py", """
+    job = start(
+        tmp_path,
+        "reads.py",
+        """
         t = time.time()
         while time.time() - t < 20:
             open("/proc/self/stat").read()
-    """)
+    """,
+    )
     try:
         s = StorageSampler(PeakTable(()), detect_machine(), tree=ProcessTree(job.pid))
         s.sample()

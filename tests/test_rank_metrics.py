@@ -26,13 +26,16 @@ def test_every_rank_has_its_series_labelled_by_identity_and_the_straggler_its_lo
     assert f"bottleneckd_rank_compute_seconds{{{lab}}}" in text
     line = next(x for x in text.splitlines() if x.startswith(f"bottleneckd_rank_compute_seconds{{{lab}}}"))
     assert 0.12 < float(line.split()[-1]) < 0.14  # forward + backward per step
-    assert f'bottleneckd_rank_index{{{lab}}} 3.0' in text
-    assert 'bottleneckd_rank_phase_seconds{gpu="GPU-3",host="n1",phase="communication",rank="3",restart="0",run="r",train_job="j"}' in text
+    assert f"bottleneckd_rank_index{{{lab}}} 3.0" in text
+    assert (
+        'bottleneckd_rank_phase_seconds{gpu="GPU-3",host="n1",phase="communication",rank="3",restart="0",run="r",train_job="j"}'
+        in text
+    )
     assert 'bottleneckd_straggler_step_time_lost_seconds{gpu="GPU-3",host="n1",kind="rank",rank="3"}' in text
     # bounded cardinality: only identity and phase labels on the rank families, never a step
     for x in text.splitlines():
         if x.startswith("bottleneckd_rank_"):
-            names = {kv.split("=")[0] for kv in x[x.index("{") + 1:x.index("}")].split(",")}
+            names = {kv.split("=")[0] for kv in x[x.index("{") + 1 : x.index("}")].split(",")}
             assert names <= {"train_job", "run", "restart", "rank", "host", "gpu", "phase"}, x
 
 

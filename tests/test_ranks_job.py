@@ -28,9 +28,28 @@ def _port() -> int:
 
 def run_job(tmp_path: Path, env: dict, *args: str, nproc: int = 4) -> tuple[dict, list]:
     trace, rep = tmp_path / "t.jsonl", tmp_path / "r.json"
-    r = run_cli(["run", "--quiet", "--trace", str(trace), "--report-json", str(rep), "--",
-                 sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc), "--master-port", str(_port()),
-                 JOB, *args], env, timeout=240)
+    r = run_cli(
+        [
+            "run",
+            "--quiet",
+            "--trace",
+            str(trace),
+            "--report-json",
+            str(rep),
+            "--",
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc-per-node",
+            str(nproc),
+            "--master-port",
+            str(_port()),
+            JOB,
+            *args,
+        ],
+        env,
+        timeout=240,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     header, samples = read_trace(str(trace))
     p = Pipeline(header.peaks, machine=header.machine)
@@ -84,20 +103,54 @@ def test_run_joins_the_sidecar_already_serving_on_the_node(tmp_path, cli_env):
     from tests.prometheus_server import free_port, wait_http
 
     port = free_port()
-    serve = subprocess.Popen([sys.executable, "-m", "bottleneckd.cli", "serve", "--bind", f"127.0.0.1:{port}", "--quiet",
-                              "--duration", "150"], env=cli_env, stderr=subprocess.DEVNULL)  # on the node's socket (cli_env's)
+    serve = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bottleneckd.cli",
+            "serve",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--quiet",
+            "--duration",
+            "150",
+        ],
+        env=cli_env,
+        stderr=subprocess.DEVNULL,
+    )  # on the node's socket (cli_env's)
     try:
         wait_http(f"http://127.0.0.1:{port}/metrics")
         rep = tmp_path / "r.json"
-        r = run_cli(["run", "--quiet", "--report-json", str(rep), "--", sys.executable, "-m", "torch.distributed.run",
-                     "--nproc-per-node", "2", "--master-port", str(_port()), JOB, "--seconds", "12"], cli_env, timeout=200)
+        r = run_cli(
+            [
+                "run",
+                "--quiet",
+                "--report-json",
+                str(rep),
+                "--",
+                sys.executable,
+                "-m",
+                "torch.distributed.run",
+                "--nproc-per-node",
+                "2",
+                "--master-port",
+                str(_port()),
+                JOB,
+                "--seconds",
+                "12",
+            ],
+            cli_env,
+            timeout=200,
+        )
         assert r.returncode == 0, r.stderr[-2000:]
         assert "joined the sidecar serving this node" in r.stderr
         doc = json.loads(rep.read_text())
         assert doc["node_sidecar"] == cli_env["BOTTLENECKD_SOCKET"]
         assert doc["instrumentation"]["phase_messages"] == 0  # nothing came to a second sidecar
-        text = __import__("urllib.request").request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-        assert 'bottleneckd_steps_total' in text and doc["facts"].get("world_size") == 2  # the node sidecar saw the job
+        text = (
+            __import__("urllib.request").request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        )
+        assert "bottleneckd_steps_total" in text and doc["facts"].get("world_size") == 2  # the node sidecar saw the job
     finally:
         serve.terminate()
         serve.wait(timeout=10)

@@ -34,13 +34,37 @@ def start_ranks(tmp_path, socks: dict[str, str], seconds: float) -> list[subproc
     for node_rank, (n, ranks) in enumerate(NODES.items()):
         base = job_env(str(tmp_path / n), socks[n], True)
         for local, rank in enumerate(ranks):
-            env = {**base, "PYTHONPATH": base["PYTHONPATH"] + os.pathsep + str(ROOT),
-                   "RANK": str(rank), "LOCAL_RANK": str(local), "WORLD_SIZE": "4", "LOCAL_WORLD_SIZE": "2",
-                   "GROUP_RANK": str(node_rank), "NODE_NAME": n, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(master),
-                   "TORCHELASTIC_RUN_ID": "two-nodes", "OMP_NUM_THREADS": "1"}
-            procs.append(subprocess.Popen([sys.executable, str(ROOT / "tests" / "rank_job.py"), "--seconds", str(seconds),
-                                           "--slow-rank", "3", "--extra", str(EXTRA)], env=env,
-                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            env = {
+                **base,
+                "PYTHONPATH": base["PYTHONPATH"] + os.pathsep + str(ROOT),
+                "RANK": str(rank),
+                "LOCAL_RANK": str(local),
+                "WORLD_SIZE": "4",
+                "LOCAL_WORLD_SIZE": "2",
+                "GROUP_RANK": str(node_rank),
+                "NODE_NAME": n,
+                "MASTER_ADDR": "127.0.0.1",
+                "MASTER_PORT": str(master),
+                "TORCHELASTIC_RUN_ID": "two-nodes",
+                "OMP_NUM_THREADS": "1",
+            }
+            procs.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        str(ROOT / "tests" / "rank_job.py"),
+                        "--seconds",
+                        str(seconds),
+                        "--slow-rank",
+                        "3",
+                        "--extra",
+                        str(EXTRA),
+                    ],
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
     return procs
 
 
@@ -68,21 +92,46 @@ def test_recording_rules_and_the_alert_find_the_straggler_across_two_nodes(tmp_p
     try:
         for n in nodes:
             os.makedirs(tmp_path / n, mode=0o700)
-            procs.append(subprocess.Popen([sys.executable, "-m", "bottleneckd.cli", "serve", "--bind", f"127.0.0.1:{ports[n]}",
-                                           "--socket", socks[n], "--quiet", "--duration", "150", "--disable", "storage",
-                                           "--disable", "storage_network"], env=cli_env, stderr=subprocess.DEVNULL))
+            procs.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "bottleneckd.cli",
+                        "serve",
+                        "--bind",
+                        f"127.0.0.1:{ports[n]}",
+                        "--socket",
+                        socks[n],
+                        "--quiet",
+                        "--duration",
+                        "150",
+                        "--disable",
+                        "storage",
+                        "--disable",
+                        "storage_network",
+                    ],
+                    env=cli_env,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
         for n in nodes:
             wait_http(f"http://127.0.0.1:{ports[n]}/metrics")
         procs += start_ranks(tmp_path, socks, 75)
-        prom = Prometheus(tmp_path, [f"127.0.0.1:{p}" for p in ports.values()], rule_files=[str(ROOT / "deploy/prometheus/rules.yml")])
+        prom = Prometheus(
+            tmp_path, [f"127.0.0.1:{p}" for p in ports.values()], rule_files=[str(ROOT / "deploy/prometheus/rules.yml")]
+        )
         # every rank's series, each from its own node's sidecar
         deadline, got = time.monotonic() + 60, []
         while time.monotonic() < deadline and len(got) < 4:
             got = prom.query("bottleneckd_rank_compute_seconds")["data"]["result"]
             time.sleep(0.5)
         assert {(s["metric"]["rank"], s["metric"]["host"], s["metric"]["instance"]) for s in got} == {
-            ("0", "node-a", f"127.0.0.1:{ports['node-a']}"), ("1", "node-a", f"127.0.0.1:{ports['node-a']}"),
-            ("2", "node-b", f"127.0.0.1:{ports['node-b']}"), ("3", "node-b", f"127.0.0.1:{ports['node-b']}")}
+            ("0", "node-a", f"127.0.0.1:{ports['node-a']}"),
+            ("1", "node-a", f"127.0.0.1:{ports['node-a']}"),
+            ("2", "node-b", f"127.0.0.1:{ports['node-b']}"),
+            ("3", "node-b", f"127.0.0.1:{ports['node-b']}"),
+        }
         assert {s["metric"]["train_job"] for s in got} == {"two-nodes"}
         # the straggler, joined across both nodes by the recording rules: rank 3 on node-b, held
         deadline, seen = time.monotonic() + 60, []
@@ -96,7 +145,9 @@ def test_recording_rules_and_the_alert_find_the_straggler_across_two_nodes(tmp_p
         assert float(excess[0]["value"][1]) > 0.1
         # the alert is pending (its 'for: 5m' has not elapsed) for rank 3 only, and no node is called slow
         alerts = prom.wait_for('ALERTS{alertname="StragglingRank"}', timeout=30)
-        assert {(a["metric"]["rank"], a["metric"]["host"], a["metric"]["alertstate"]) for a in alerts} == {("3", "node-b", "pending")}
+        assert {(a["metric"]["rank"], a["metric"]["host"], a["metric"]["alertstate"]) for a in alerts} == {
+            ("3", "node-b", "pending")
+        }
         assert prom.query('ALERTS{alertname="StragglingNode"}')["data"]["result"] == []
         spread = prom.query("train_job:bottleneckd_rank_step_seconds:spread_ratio")["data"]["result"]
         exposed = prom.query("train_job:bottleneckd_exposed_communication:ratio")["data"]["result"]
@@ -114,9 +165,29 @@ def test_analyze_given_both_nodes_traces_names_the_straggler_across_nodes(tmp_pa
     try:
         for n in NODES:
             os.makedirs(tmp_path / n, mode=0o700)
-            procs.append(subprocess.Popen([sys.executable, "-m", "bottleneckd.cli", "record", "-o", traces[n], "--socket", socks[n],
-                                           "--quiet", "--duration", "200", "--disable", "storage", "--disable", "storage_network"],
-                                          env=cli_env, stderr=subprocess.DEVNULL))
+            procs.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "bottleneckd.cli",
+                        "record",
+                        "-o",
+                        traces[n],
+                        "--socket",
+                        socks[n],
+                        "--quiet",
+                        "--duration",
+                        "200",
+                        "--disable",
+                        "storage",
+                        "--disable",
+                        "storage_network",
+                    ],
+                    env=cli_env,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
         time.sleep(4)
         ranks = start_ranks(tmp_path, socks, 28)
         procs += ranks

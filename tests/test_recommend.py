@@ -25,7 +25,9 @@ def ids(recs) -> list[str]:
 
 
 def machine(flags: tuple[str, ...], gpus: int = 0) -> Machine:
-    return Machine("h", CpuInfo("cpu", 8, 4, 1, None, flags), 1 << 34, tuple(object() for _ in range(gpus)), (), (), (), ())  # type: ignore[arg-type] - only the GPU count is read
+    return Machine(
+        "h", CpuInfo("cpu", 8, 4, 1, None, flags), 1 << 34, tuple(object() for _ in range(gpus)), (), (), (), ()
+    )  # type: ignore[arg-type] - only the GPU count is read
 
 
 CPU_JOB = Facts(device="cpu", has_conv=False, input_rank=2, compiled=False, ddp=False, sharded=False, offloading=False)
@@ -38,8 +40,11 @@ def test_ranked_by_strength_and_cost_highest_first() -> None:
     for r in recs:
         assert r.score == pytest.approx(score(r.mitigation, 1.0 if r.resource == "gpu_compute" else SECONDARY_WEIGHT))
     top = recs[0].mitigation
-    assert top.strength * COST_WEIGHT[top.cost] >= max(m.strength * COST_WEIGHT[m.cost] for m in KB
-                                                       if "gpu_compute" in m.resources and "compute" in m.stages) - 1e-9
+    assert (
+        top.strength * COST_WEIGHT[top.cost]
+        >= max(m.strength * COST_WEIGHT[m.cost] for m in KB if "gpu_compute" in m.resources and "compute" in m.stages)
+        - 1e-9
+    )
 
 
 def test_only_mitigations_of_the_active_stage_for_the_active_resource() -> None:

@@ -40,7 +40,9 @@ class _Raw(TorchDispatchMode):
         from torch.utils._pytree import tree_flatten
 
         out = func(*args, **(kwargs or {}))
-        self.bytes += sum(t.numel() * t.element_size() for t in tree_flatten((args, kwargs, out))[0] if isinstance(t, torch.Tensor))
+        self.bytes += sum(
+            t.numel() * t.element_size() for t in tree_flatten((args, kwargs, out))[0] if isinstance(t, torch.Tensor)
+        )
         return out
 
 
@@ -115,4 +117,3 @@ def test_an_elementwise_step_has_a_near_zero_intensity_not_an_unknown_one():
     r = c.stop()
     assert r is not None and r.flops_unknown is None
     assert r.intensity is not None and r.intensity < 0.5
-

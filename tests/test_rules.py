@@ -2,7 +2,17 @@
 concludes, and that with no peak known it names a resource only from evidence that needs none."""
 
 from bottleneckd.diagnosis.ridge import lowest_ridge
-from bottleneckd.diagnosis.rules import RULES, capacity, communication, cpu_compute, data_wait, gpu_compute, machine_only, other, transfer
+from bottleneckd.diagnosis.rules import (
+    RULES,
+    capacity,
+    communication,
+    cpu_compute,
+    data_wait,
+    gpu_compute,
+    machine_only,
+    other,
+    transfer,
+)
 from bottleneckd.model.resources import UNDETERMINED
 from bottleneckd.peaks.resolve import PeakTable, ResolvedPeak
 from tests.windows import HOST, NO_PEAKS, job, window
@@ -17,10 +27,13 @@ def top(findings):
 
 def test_every_family_is_registered_once():
     names = [r.__name__ for r in RULES]
-    assert sorted(names) == sorted({"data_wait", "transfer", "communication", "gpu_compute", "cpu_compute", "other", "capacity", "machine_only"})
+    assert sorted(names) == sorted(
+        {"data_wait", "transfer", "communication", "gpu_compute", "cpu_compute", "other", "capacity", "machine_only"}
+    )
 
 
 # --- input -----------------------------------------------------------------------------------
+
 
 def test_input_below_five_percent_is_silent():
     assert data_wait(window({**HOST, **job(7.9, 1.0)}, {"data_wait": 0.04, "forward": 0.96}), NO_PEAKS) == []
@@ -41,24 +54,39 @@ def test_input_main_thread_building_batches_without_workers_is_cpu_compute_data(
 
 
 def test_input_threads_in_disk_wait_with_no_peak_is_storage():
-    fig = {**HOST, **job(0.3, 0.05, workers=0.2, n_workers=2, d_threads=1.6),
-           "storage_bandwidth/vda/busy": 0.7, "storage_bandwidth/job/read_bytes_per_second": 40e6,
-           "storage_bandwidth/job/read_chars_per_second": 40e6, "storage_bandwidth/job/read_calls_per_second": 10e3}
+    fig = {
+        **HOST,
+        **job(0.3, 0.05, workers=0.2, n_workers=2, d_threads=1.6),
+        "storage_bandwidth/vda/busy": 0.7,
+        "storage_bandwidth/job/read_bytes_per_second": 40e6,
+        "storage_bandwidth/job/read_chars_per_second": 40e6,
+        "storage_bandwidth/job/read_calls_per_second": 10e3,
+    }
     f = top(data_wait(window(fig, DATA), NO_PEAKS))
     assert (f.resource, f.stage) == ("storage_bandwidth", "data")
     assert any("uninterruptible" in e for e in f.evidence) and any("small reads" in e for e in f.evidence)
 
 
 def test_input_page_cache_misses_on_a_busy_disk_are_storage_even_without_d_state():
-    fig = {**HOST, **job(0.3, 0.05, workers=0.2, n_workers=2), "storage_bandwidth/vda/busy": 0.45,
-           "storage_bandwidth/job/read_bytes_per_second": 50e6, "storage_bandwidth/job/read_chars_per_second": 52e6,
-           "storage_bandwidth/job/read_calls_per_second": 12e3}
+    fig = {
+        **HOST,
+        **job(0.3, 0.05, workers=0.2, n_workers=2),
+        "storage_bandwidth/vda/busy": 0.45,
+        "storage_bandwidth/job/read_bytes_per_second": 50e6,
+        "storage_bandwidth/job/read_chars_per_second": 52e6,
+        "storage_bandwidth/job/read_calls_per_second": 12e3,
+    }
     assert top(data_wait(window(fig, DATA), NO_PEAKS)).resource == "storage_bandwidth"
 
 
 def test_input_reads_served_from_the_page_cache_are_not_storage():
-    fig = {**HOST, **job(0.3, 0.05, workers=0.2, n_workers=2), "storage_bandwidth/vda/busy": 0.45,
-           "storage_bandwidth/job/read_bytes_per_second": 0.0, "storage_bandwidth/job/read_chars_per_second": 500e6}
+    fig = {
+        **HOST,
+        **job(0.3, 0.05, workers=0.2, n_workers=2),
+        "storage_bandwidth/vda/busy": 0.45,
+        "storage_bandwidth/job/read_bytes_per_second": 0.0,
+        "storage_bandwidth/job/read_chars_per_second": 500e6,
+    }
     assert all(f.resource != "storage_bandwidth" for f in data_wait(window(fig, DATA), NO_PEAKS))
 
 
@@ -70,7 +98,12 @@ def test_input_nothing_busy_is_undetermined_with_the_reason_not_cpu_compute():
 
 
 def test_input_contended_cores_are_cpu_but_weaker_than_direct_saturation():
-    contended = top(data_wait(window({**HOST, **job(0.6, 0.1, workers=0.5, n_workers=2, worker_max=0.3, usable=2.0, waiting=1.4)}, DATA), NO_PEAKS))
+    contended = top(
+        data_wait(
+            window({**HOST, **job(0.6, 0.1, workers=0.5, n_workers=2, worker_max=0.3, usable=2.0, waiting=1.4)}, DATA),
+            NO_PEAKS,
+        )
+    )
     direct = top(data_wait(window({**HOST, **job(1.9, 0.1, workers=1.8, n_workers=2, usable=2.0)}, DATA), NO_PEAKS))
     assert contended.resource == direct.resource == "cpu_compute"
     assert contended.score < direct.score
@@ -78,6 +111,7 @@ def test_input_contended_cores_are_cpu_but_weaker_than_direct_saturation():
 
 
 # --- CPU compute ------------------------------------------------------------------------------
+
 
 def test_cpu_low_intensity_below_the_lowest_ridge_is_memory_bandwidth_with_no_peak():
     ridge = lowest_ridge()
@@ -134,15 +168,38 @@ def test_cpu_busy_ranks_with_timed_communication_can_be_compute_bound():
     # DDP: a little collective time (buffer broadcast) does not mean its all-reduce is timed
     d = top(cpu_compute(window({**HOST, **job(7.5, 1.0, ranks=2)}, timed, {"world_size": 2, "ddp": True}), NO_PEAKS))
     assert d.resource == UNDETERMINED
-    g = top(cpu_compute(window({**HOST, **job(7.5, 1.0, ranks=2)}, COMPUTE, {"world_size": 2, "ddp": True, "ddp_comm_timing": "comm hook"}), NO_PEAKS))
+    g = top(
+        cpu_compute(
+            window(
+                {**HOST, **job(7.5, 1.0, ranks=2)},
+                COMPUTE,
+                {"world_size": 2, "ddp": True, "ddp_comm_timing": "comm hook"},
+            ),
+            NO_PEAKS,
+        )
+    )
     assert g.resource == "cpu_compute"
 
 
 def test_cpu_with_peaks_known_uses_the_roofline():
-    peaks = PeakTable((ResolvedPeak("cpu_compute", "cpu", "fp32", 1e12, "FLOP/s", "catalog", "test"),
-                       ResolvedPeak("cpu_memory_bandwidth", "host", "copy", 40e9, "B/s", "calibrated", "test")))
-    mem = top(cpu_compute(window({**HOST, **job(7.8, 1.0)}, COMPUTE, {"achieved_flops": 5e9, "achieved_bytes_per_second": 30e9}), peaks))
-    comp = top(cpu_compute(window({**HOST, **job(7.8, 1.0)}, COMPUTE, {"achieved_flops": 700e9, "achieved_bytes_per_second": 4e9}), peaks))
+    peaks = PeakTable(
+        (
+            ResolvedPeak("cpu_compute", "cpu", "fp32", 1e12, "FLOP/s", "catalog", "test"),
+            ResolvedPeak("cpu_memory_bandwidth", "host", "copy", 40e9, "B/s", "calibrated", "test"),
+        )
+    )
+    mem = top(
+        cpu_compute(
+            window({**HOST, **job(7.8, 1.0)}, COMPUTE, {"achieved_flops": 5e9, "achieved_bytes_per_second": 30e9}),
+            peaks,
+        )
+    )
+    comp = top(
+        cpu_compute(
+            window({**HOST, **job(7.8, 1.0)}, COMPUTE, {"achieved_flops": 700e9, "achieved_bytes_per_second": 4e9}),
+            peaks,
+        )
+    )
     assert mem.resource == "cpu_memory_bandwidth" and comp.resource == "cpu_compute"
 
 
@@ -160,8 +217,12 @@ def test_half_compute_half_data_on_the_same_cpu_is_the_data_stage():
 
 # --- GPU compute, transfer, communication, capacity -----------------------------------------
 
-GPU = {"gpu_compute/0/busy_fraction": 0.98, "gpu_compute/0/sm_activity": 0.9, "gpu_compute/0/tensor_activity": 0.5,
-       "gpu_memory_bandwidth/0/utilization": 0.3}
+GPU = {
+    "gpu_compute/0/busy_fraction": 0.98,
+    "gpu_compute/0/sm_activity": 0.9,
+    "gpu_compute/0/tensor_activity": 0.5,
+    "gpu_memory_bandwidth/0/utilization": 0.3,
+}
 
 
 def test_gpu_compute_high_sm_activity():
@@ -175,23 +236,46 @@ def test_gpu_rule_silent_on_a_cpu_job_and_cpu_rule_silent_on_a_gpu_job():
 
 
 def test_transfer_share_and_busy_pcie():
-    w = window({**HOST, "cpu_gpu_interconnect/0/utilization": 0.8, "gpu_compute/0/sm_activity": 0.1},
-               {"transfer": 0.45, "forward": 0.3, "backward": 0.25})
+    w = window(
+        {**HOST, "cpu_gpu_interconnect/0/utilization": 0.8, "gpu_compute/0/sm_activity": 0.1},
+        {"transfer": 0.45, "forward": 0.3, "backward": 0.25},
+    )
     f = top(transfer(w, NO_PEAKS))
     assert (f.resource, f.stage) == ("cpu_gpu_interconnect", "transfer")
 
 
 def test_communication_share_on_one_node_and_across_nodes():
-    one = top(communication(window(HOST, {"communication": 0.4, "forward": 0.3, "backward": 0.3}, {"world_size": 2}), NO_PEAKS))
+    one = top(
+        communication(
+            window(HOST, {"communication": 0.4, "forward": 0.3, "backward": 0.3}, {"world_size": 2}), NO_PEAKS
+        )
+    )
     assert one.resource == "inter_gpu_interconnect"
-    many = top(communication(window({**HOST, "inter_node_interconnect/ib0/utilization": 0.85},
-                                    {"communication": 0.4, "forward": 0.3, "backward": 0.3}, {"world_size": 16, "local_world_size": 8}), NO_PEAKS))
+    many = top(
+        communication(
+            window(
+                {**HOST, "inter_node_interconnect/ib0/utilization": 0.85},
+                {"communication": 0.4, "forward": 0.3, "backward": 0.3},
+                {"world_size": 16, "local_world_size": 8},
+            ),
+            NO_PEAKS,
+        )
+    )
     assert many.resource == "inter_node_interconnect"
 
 
 def test_capacity_host_memory_and_disk_full():
-    fs = capacity(window({**HOST, "cpu_memory/host/utilization": 0.95, "storage_capacity//utilization": 0.99,
-                          "storage_capacity//free": 1e9}), NO_PEAKS)
+    fs = capacity(
+        window(
+            {
+                **HOST,
+                "cpu_memory/host/utilization": 0.95,
+                "storage_capacity//utilization": 0.99,
+                "storage_capacity//free": 1e9,
+            }
+        ),
+        NO_PEAKS,
+    )
     assert {f.resource for f in fs} == {"cpu_memory", "storage_capacity"}
 
 
@@ -206,7 +290,9 @@ def test_other_with_one_thread_at_a_full_core_is_python_code():
 
 
 def test_other_while_the_job_writes_is_storage():
-    f = top(other(window({**HOST, **job(0.2, 0.1), "storage_bandwidth/job/write_bytes_per_second": 200e6}, OTHER), NO_PEAKS))
+    f = top(
+        other(window({**HOST, **job(0.2, 0.1), "storage_bandwidth/job/write_bytes_per_second": 200e6}, OTHER), NO_PEAKS)
+    )
     assert (f.resource, f.stage) == ("storage_bandwidth", "other")
 
 
@@ -229,7 +315,12 @@ def test_other_where_the_stacks_saw_the_thread_wait_is_undetermined_whatever_the
 def test_other_waiting_while_the_job_writes_stays_storage():
     """a checkpoint's fsync is a wait too: the writes explain it"""
     facts = {"phase_source": "py-spy", "other_idle_share": 0.9}
-    f = top(other(window({**HOST, **job(0.2, 0.1), "storage_bandwidth/job/write_bytes_per_second": 200e6}, OTHER, facts), NO_PEAKS))
+    f = top(
+        other(
+            window({**HOST, **job(0.2, 0.1), "storage_bandwidth/job/write_bytes_per_second": 200e6}, OTHER, facts),
+            NO_PEAKS,
+        )
+    )
     assert (f.resource, f.stage) == ("storage_bandwidth", "other")
 
 
@@ -239,8 +330,17 @@ def test_other_unaccounted_time_counts_as_other():
 
 
 def test_machine_only_storage_from_disk_wait_without_phases():
-    fs = machine_only(window({**HOST, **job(0.2, 0.1, d_threads=2.0), "storage_bandwidth/vda/busy": 0.9,
-                              "storage_bandwidth/job/read_bytes_per_second": 90e6}), NO_PEAKS)
+    fs = machine_only(
+        window(
+            {
+                **HOST,
+                **job(0.2, 0.1, d_threads=2.0),
+                "storage_bandwidth/vda/busy": 0.9,
+                "storage_bandwidth/job/read_bytes_per_second": 90e6,
+            }
+        ),
+        NO_PEAKS,
+    )
     assert [f.resource for f in fs] == ["storage_bandwidth"]
 
 
@@ -252,14 +352,21 @@ def test_cpu_waits_for_the_hook_s_roofline_before_telling_compute_from_bandwidth
     facts = {"parameters": 1000, "device": "cpu"}
     early = top(cpu_compute(window({**HOST, **job(1.0, 0.99)}, COMPUTE, facts, n=1), NO_PEAKS))
     assert early.resource == UNDETERMINED and "not yet counted" in early.evidence[-1]
-    late = top(cpu_compute(window({**HOST, **job(1.0, 0.99)}, COMPUTE, facts, n=5), NO_PEAKS))  # 50 steps, no counts: go on
+    late = top(
+        cpu_compute(window({**HOST, **job(1.0, 0.99)}, COMPUTE, facts, n=5), NO_PEAKS)
+    )  # 50 steps, no counts: go on
     assert late.resource == "cpu_compute"
 
 
 def test_cpu_under_attach_waits_for_the_operator_mix_before_telling_compute_from_bandwidth():
     early = top(cpu_compute(window({**HOST, **job(1.0, 0.99)}, COMPUTE, {"phase_source": "py-spy"}, n=1), NO_PEAKS))
     assert early.resource == UNDETERMINED and "stack samples" in early.evidence[-1]
-    low = top(cpu_compute(window({**HOST, **job(1.0, 0.99)}, COMPUTE, {"phase_source": "py-spy", "low_intensity_op_share": 0.9}, n=1), NO_PEAKS))
+    low = top(
+        cpu_compute(
+            window({**HOST, **job(1.0, 0.99)}, COMPUTE, {"phase_source": "py-spy", "low_intensity_op_share": 0.9}, n=1),
+            NO_PEAKS,
+        )
+    )
     assert low.resource == "cpu_memory_bandwidth"
     late = top(cpu_compute(window({**HOST, **job(1.0, 0.99)}, COMPUTE, {"phase_source": "py-spy"}, n=5), NO_PEAKS))
     assert late.resource == "cpu_compute"
@@ -268,11 +375,17 @@ def test_cpu_under_attach_waits_for_the_operator_mix_before_telling_compute_from
 def test_cpu_compute_with_unknown_flops_uses_peak_free_evidence_and_says_why():
     """lstm_lbfgs: the count has no FLOP formula for the LSTM kernels; no intensity, so no
     memory-bound verdict from it."""
-    facts = {"flops_unknown": "8% of bytes in ops with no FLOP formula: mkldnn_rnn_layer",
-             "operand_bytes_per_step": 1.9e9, "achieved_bytes_per_second": 0.9e9, "parameters": 1_900_000}
+    facts = {
+        "flops_unknown": "8% of bytes in ops with no FLOP formula: mkldnn_rnn_layer",
+        "operand_bytes_per_step": 1.9e9,
+        "achieved_bytes_per_second": 0.9e9,
+        "parameters": 1_900_000,
+    }
     f = top(cpu_compute(window({**HOST, **job(1.0, 0.99)}, COMPUTE, facts), NO_PEAKS))
     assert (f.resource, f.stage) == ("cpu_compute", "compute")
     assert any("FLOPs per step unknown" in e for e in f.evidence) and not any("intensity 0" in e for e in f.evidence)
+
+
 # --- gloo on CPU: the overlapped all-reduce shares backward's cores ----------------------------
 
 #: ddp_spawn as the hook saw it (steps of 0.1 s here): 17% of the step exposed communication,
@@ -281,10 +394,19 @@ DDP_GLOO = {"forward": 0.2, "backward": 0.6, "communication": 0.17, "optimizer":
 
 
 def _gloo(exposed: float, overlapped: float, backend: str = "gloo") -> dict:
-    return {"world_size": 2, "ddp": True, "ddp_comm_timing": "comm hook", "comm_backend": backend, "device": "cpu",
-            "comm_seconds_per_step": exposed + overlapped, "comm_exposed_seconds_per_step": exposed,
-            "comm_overlapped_seconds_per_step": overlapped, "arithmetic_intensity": 0.5,
-            "achieved_bytes_per_second": 8e9, "operand_bytes_per_step": 4e8}
+    return {
+        "world_size": 2,
+        "ddp": True,
+        "ddp_comm_timing": "comm hook",
+        "comm_backend": backend,
+        "device": "cpu",
+        "comm_seconds_per_step": exposed + overlapped,
+        "comm_exposed_seconds_per_step": exposed,
+        "comm_overlapped_seconds_per_step": overlapped,
+        "arithmetic_intensity": 0.5,
+        "achieved_bytes_per_second": 8e9,
+        "operand_bytes_per_step": 4e8,
+    }
 
 
 def _verdict(w):
@@ -308,13 +430,18 @@ def test_gloo_overlap_with_cores_to_spare_is_free():
     not counted; only the exposed 17% is communication's."""
     w = window({**HOST, **job(1.0, 0.5, ranks=2, usable=8.0)}, DDP_GLOO, _gloo(0.017, 0.06))
     f = top(communication(w, NO_PEAKS))
-    assert f.evidence[0] == "gradient communication 17% of step time (the exposed part)" and any("overlap is free" in e for e in f.evidence)
+    assert f.evidence[0] == "gradient communication 17% of step time (the exposed part)" and any(
+        "overlap is free" in e for e in f.evidence
+    )
 
 
 def test_nccl_overlap_is_free_even_on_full_cores():
     w = window({**HOST, **job(7.5, 0.95, ranks=2)}, DDP_GLOO, _gloo(0.017, 0.06, backend="nccl"))
     f = top(communication(w, NO_PEAKS))
-    assert f.evidence[0] == "gradient communication 17% of step time (the exposed part)" and "on its own engine" in f.evidence[1]
+    assert (
+        f.evidence[0] == "gradient communication 17% of step time (the exposed part)"
+        and "on its own engine" in f.evidence[1]
+    )
 
 
 def test_ddp_with_small_all_reduce_and_big_compute_stays_cpu_compute():

@@ -38,7 +38,9 @@ def plain_job(tmp_path):
 
 
 def test_run_passes_the_exit_code_and_leaves_job_output_intact(tmp_path, cli_env):
-    r = run_cli(["run", "--quiet", "--", sys.executable, "-c", "print('hello from the job'); import sys; sys.exit(3)"], cli_env)
+    r = run_cli(
+        ["run", "--quiet", "--", sys.executable, "-c", "print('hello from the job'); import sys; sys.exit(3)"], cli_env
+    )
     assert r.returncode == 3
     assert r.stdout == "hello from the job\n"  # our output goes to stderr
     assert "=== bottleneckd report ===" in r.stderr
@@ -47,7 +49,11 @@ def test_run_passes_the_exit_code_and_leaves_job_output_intact(tmp_path, cli_env
 def test_run_instruments_an_unmodified_torch_script(tmp_path, cli_env, plain_job):
     rep = tmp_path / "r.json"
     trace = tmp_path / "t.jsonl"
-    r = run_cli(["run", "--quiet", "--report-json", str(rep), "--trace", str(trace), "--", sys.executable, str(plain_job), "4"], cli_env, timeout=180)
+    r = run_cli(
+        ["run", "--quiet", "--report-json", str(rep), "--trace", str(trace), "--", sys.executable, str(plain_job), "4"],
+        cli_env,
+        timeout=180,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().endswith("job output line")
     doc = json.loads(rep.read_text())
@@ -66,8 +72,14 @@ def test_run_rejects_a_missing_program(cli_env):
 
 
 def test_ctrl_c_stops_the_job_and_the_sidecar_with_a_report(tmp_path, cli_env, plain_job):
-    p = subprocess.Popen([sys.executable, "-m", "bottleneckd.cli", "run", "--quiet", "--", sys.executable, str(plain_job), "60"],
-                         env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "bottleneckd.cli", "run", "--quiet", "--", sys.executable, str(plain_job), "60"],
+        env=cli_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     time.sleep(6)
     os.killpg(p.pid, signal.SIGINT)  # what the terminal does on Ctrl-C: the whole foreground group
     out, err = p.communicate(timeout=60)
@@ -80,7 +92,9 @@ def test_attach_samples_stacks_and_ends_with_the_target(tmp_path, cli_env, plain
     try:
         time.sleep(3)
         rep = tmp_path / "a.json"
-        r = run_cli(["attach", "--pid", str(job.pid), "--quiet", "--rate", "5", "--report-json", str(rep)], cli_env, timeout=120)
+        r = run_cli(
+            ["attach", "--pid", str(job.pid), "--quiet", "--rate", "5", "--report-json", str(rep)], cli_env, timeout=120
+        )
         assert r.returncode == 0, r.stderr
         assert job.poll() is not None  # attach ended because the target exited
         doc = json.loads(rep.read_text())
@@ -93,7 +107,9 @@ def test_attach_samples_stacks_and_ends_with_the_target(tmp_path, cli_env, plain
 
 def test_attach_without_ptrace_says_what_to_grant_and_goes_on(tmp_path):
     fake = tmp_path / "py-spy"
-    fake.write_text("#!/bin/sh\necho 'Error: Permission Denied: ptrace_attach failed (Operation not permitted)' >&2\nexit 1\n")
+    fake.write_text(
+        "#!/bin/sh\necho 'Error: Permission Denied: ptrace_attach failed (Operation not permitted)' >&2\nexit 1\n"
+    )
     fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
     s = StackSampler(os.getpid(), py_spy=str(fake))
     why = s.check()
@@ -107,11 +123,29 @@ def test_attach_to_a_missing_pid_is_exit_2(cli_env):
 
 def test_stack_classification():
     f = lambda name, path: {"name": name, "filename": path, "line": 0}  # noqa: E731
-    assert classify_frames([f("Queue.get", "multiprocessing/queues.py"), f("_MultiProcessingDataLoaderIter._try_get_data", "torch/utils/data/dataloader.py")]) == "data_wait"
+    assert (
+        classify_frames(
+            [
+                f("Queue.get", "multiprocessing/queues.py"),
+                f("_MultiProcessingDataLoaderIter._try_get_data", "torch/utils/data/dataloader.py"),
+            ]
+        )
+        == "data_wait"
+    )
     assert classify_frames([f("SGD.step", "torch/optim/sgd.py")]) == "optimizer"
-    assert classify_frames([f("_engine_run_backward", "torch/autograd/graph.py"), f("backward", "torch/autograd/__init__.py")]) == "backward"
+    assert (
+        classify_frames(
+            [f("_engine_run_backward", "torch/autograd/graph.py"), f("backward", "torch/autograd/__init__.py")]
+        )
+        == "backward"
+    )
     assert classify_frames([f("all_reduce", "torch/distributed/distributed_c10d.py")]) == "communication"
-    assert classify_frames([f("Linear.forward", "torch/nn/modules/linear.py"), f("Module._call_impl", "torch/nn/modules/module.py")]) == "forward"
+    assert (
+        classify_frames(
+            [f("Linear.forward", "torch/nn/modules/linear.py"), f("Module._call_impl", "torch/nn/modules/module.py")]
+        )
+        == "forward"
+    )
     assert classify_frames([f("main", "train.py")]) == "other"
     assert op_intensity([f("layer_norm", "torch/nn/functional.py")]) == "low"
     assert op_intensity([f("Linear.forward", "torch/nn/modules/linear.py")]) == "high"
@@ -177,9 +211,9 @@ def test_a_launcher_that_sleeps_while_its_child_trains_is_followed_to_the_child(
 
 
 def test_live_screen_shows_every_resource_and_the_verdict():
-    from bottleneckd.outputs.live import render_screen
     from bottleneckd.diagnosis.pipeline import Pipeline
     from bottleneckd.model.resources import RESOURCES
+    from bottleneckd.outputs.live import render_screen
     from bottleneckd.outputs.trace import read_trace
 
     header, samples = read_trace(str(ROOT / "tests/data/cpu_compute/trace.jsonl"))
@@ -203,8 +237,10 @@ def test_check_tries_again_after_a_transient_py_spy_failure(tmp_path):
     must not go on without stacks for the whole run because of one failed read."""
     flaky = tmp_path / "py-spy"
     mark = tmp_path / "failed-once"
-    flaky.write_text(f"#!/bin/sh\nif [ ! -e {mark} ]; then touch {mark}; echo 'Error: Failed to find python version from target process' >&2; "
-                     f"exit 1; fi\nexec {find_py_spy()} \"$@\"\n")
+    flaky.write_text(
+        f"#!/bin/sh\nif [ ! -e {mark} ]; then touch {mark}; echo 'Error: Failed to find python version from target process' >&2; "
+        f'exit 1; fi\nexec {find_py_spy()} "$@"\n'
+    )
     flaky.chmod(flaky.stat().st_mode | stat.S_IEXEC)
     job = subprocess.Popen([sys.executable, "-c", SLEEPER], stdout=subprocess.DEVNULL)
     try:
@@ -215,6 +251,7 @@ def test_check_tries_again_after_a_transient_py_spy_failure(tmp_path):
         job.kill()
         job.wait()
 
+
 def test_attach_ddp_collectives_and_native_reducer_frames_are_communication():
     from bottleneckd.samplers.stacks import wrappers
 
@@ -223,31 +260,92 @@ def test_attach_ddp_collectives_and_native_reducer_frames_are_communication():
 
     ddp = "torch/nn/parallel/distributed.py"
     # DDP's buffer broadcast before forward: a collective, whatever sits on top
-    assert classify_frames([f("_broadcast_coalesced", ddp), f("_sync_buffers", ddp), f("_pre_forward", ddp),
-                            f("DistributedDataParallel.forward", ddp), f("Module._call_impl", "torch/nn/modules/module.py")]) == "communication"
+    assert (
+        classify_frames(
+            [
+                f("_broadcast_coalesced", ddp),
+                f("_sync_buffers", ddp),
+                f("_pre_forward", ddp),
+                f("DistributedDataParallel.forward", ddp),
+                f("Module._call_impl", "torch/nn/modules/module.py"),
+            ]
+        )
+        == "communication"
+    )
     # DDP's forward itself (the model's layers under it) is forward, and says the model is DDP-wrapped
-    stack = [f("Linear.forward", "torch/nn/modules/linear.py"), f("DistributedDataParallel._run_ddp_forward", ddp),
-             f("Module._call_impl", "torch/nn/modules/module.py")]
+    stack = [
+        f("Linear.forward", "torch/nn/modules/linear.py"),
+        f("DistributedDataParallel._run_ddp_forward", ddp),
+        f("Module._call_impl", "torch/nn/modules/module.py"),
+    ]
     assert classify_frames(stack) == "forward" and wrappers(stack) == {"ddp"}
     # native frames (a recorded native stack): the reducer waiting for its buckets inside backward
-    assert classify_frames([f("c10d::Reducer::finalize_backward", "reducer.cpp"), f("_engine_run_backward", "torch/autograd/graph.py"),
-                            f("backward", "torch/autograd/__init__.py")]) == "communication"
-    assert classify_frames([f("gloo::AllreduceRing::run", "allreduce_ring.h"), f("backward", "torch/_tensor.py")]) == "communication"
-    assert classify_frames([f("_engine_run_backward", "torch/autograd/graph.py"), f("backward", "torch/autograd/__init__.py")]) == "backward"
+    assert (
+        classify_frames(
+            [
+                f("c10d::Reducer::finalize_backward", "reducer.cpp"),
+                f("_engine_run_backward", "torch/autograd/graph.py"),
+                f("backward", "torch/autograd/__init__.py"),
+            ]
+        )
+        == "communication"
+    )
+    assert (
+        classify_frames([f("gloo::AllreduceRing::run", "allreduce_ring.h"), f("backward", "torch/_tensor.py")])
+        == "communication"
+    )
+    assert (
+        classify_frames(
+            [f("_engine_run_backward", "torch/autograd/graph.py"), f("backward", "torch/autograd/__init__.py")]
+        )
+        == "backward"
+    )
 
 
 def test_attach_set_up_and_teardown_stacks_are_not_steps():
     """Building the model, DDP's constructor, joining/leaving the group and an interpreter with no
     Python frame (atexit, shutdown: py-spy dumps an empty stack) are left out, not "other"."""
+
     def f(name, path):
         return {"name": name, "filename": path, "line": 1}
 
     assert classify_frames([]) == "startup"
-    assert classify_frames([f("kaiming_uniform_", "torch/nn/init.py"), f("Linear.reset_parameters", "torch/nn/modules/linear.py"),
-                            f("Linear.__init__", "torch/nn/modules/linear.py"), f("mlp", "common.py"), f("rank_main", "job.py")]) == "startup"
-    assert classify_frames([f("_verify_param_shape_across_processes", "torch/distributed/utils.py"),
-                            f("DistributedDataParallel.__init__", "torch/nn/parallel/distributed.py"), f("rank_main", "job.py")]) == "startup"
-    assert classify_frames([f("destroy_process_group", "torch/distributed/distributed_c10d.py"), f("timed_loop", "ranks.py")]) == "startup"
+    assert (
+        classify_frames(
+            [
+                f("kaiming_uniform_", "torch/nn/init.py"),
+                f("Linear.reset_parameters", "torch/nn/modules/linear.py"),
+                f("Linear.__init__", "torch/nn/modules/linear.py"),
+                f("mlp", "common.py"),
+                f("rank_main", "job.py"),
+            ]
+        )
+        == "startup"
+    )
+    assert (
+        classify_frames(
+            [
+                f("_verify_param_shape_across_processes", "torch/distributed/utils.py"),
+                f("DistributedDataParallel.__init__", "torch/nn/parallel/distributed.py"),
+                f("rank_main", "job.py"),
+            ]
+        )
+        == "startup"
+    )
+    assert (
+        classify_frames(
+            [f("destroy_process_group", "torch/distributed/distributed_c10d.py"), f("timed_loop", "ranks.py")]
+        )
+        == "startup"
+    )
     # a step's collective is still communication, the model's forward still forward
-    assert classify_frames([f("all_reduce", "torch/distributed/distributed_c10d.py"), f("timed_loop", "ranks.py")]) == "communication"
-    assert classify_frames([f("Linear.forward", "torch/nn/modules/linear.py"), f("Module._call_impl", "torch/nn/modules/module.py")]) == "forward"
+    assert (
+        classify_frames([f("all_reduce", "torch/distributed/distributed_c10d.py"), f("timed_loop", "ranks.py")])
+        == "communication"
+    )
+    assert (
+        classify_frames(
+            [f("Linear.forward", "torch/nn/modules/linear.py"), f("Module._call_impl", "torch/nn/modules/module.py")]
+        )
+        == "forward"
+    )

@@ -10,13 +10,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import textwrap
 import tempfile
+import textwrap
 import time
 from pathlib import Path
 
 import pytest
-
 from prometheus_client import CollectorRegistry, generate_latest
 
 from tests.conftest import ROOT, run_cli
@@ -37,7 +36,9 @@ def _env(cli_env: dict[str, str], tmp: Path) -> dict[str, str]:
 def test_a_long_tmpdir_still_gives_a_socket_that_binds(tmp_path, cli_env):
     long_tmp = tmp_path / ("x" * 60)
     long_tmp.mkdir()
-    r = run_cli(["run", "--quiet", "--", sys.executable, "-c", "import sys; sys.exit(4)"], {**cli_env, "TMPDIR": str(long_tmp)})
+    r = run_cli(
+        ["run", "--quiet", "--", sys.executable, "-c", "import sys; sys.exit(4)"], {**cli_env, "TMPDIR": str(long_tmp)}
+    )
     assert r.returncode == 4, r.stderr[-800:]
     assert os.listdir(long_tmp) == []
 
@@ -55,7 +56,11 @@ def test_exit_code_passes_through_when_the_report_cannot_be_written(tmp_path, cl
 
 def test_no_run_directory_or_socket_is_left_after_any_exit(tmp_path, cli_env, short_tmp):
     env = _env(cli_env, short_tmp)
-    for job in ("import time; time.sleep(2.5)", "import sys; sys.exit(5)", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)"):
+    for job in (
+        "import time; time.sleep(2.5)",
+        "import sys; sys.exit(5)",
+        "import os, signal; os.kill(os.getpid(), signal.SIGKILL)",
+    ):
         run_cli(["run", "--quiet", "--interval", "0.5", "--", sys.executable, "-c", job], env)
     run_cli(["run", "--quiet", "--", "/nonexistent/program"], env)
     assert os.listdir(env["TMPDIR"]) == []
@@ -65,10 +70,17 @@ def test_the_jobs_own_sitecustomize_and_tests_package_win(tmp_path, cli_env, sho
     user = tmp_path / "user"
     (user / "tests").mkdir(parents=True)
     (user / "tests" / "__init__.py").write_text("WHOSE = 'the job'\n")
-    (user / "sitecustomize.py").write_text("import os\nMARK = 'user sitecustomize ran'\nos.environ['USER_SITE_RAN'] = '1'\n")
-    job = ("import os, sitecustomize, tests; print(getattr(sitecustomize, 'MARK', 'ours')); print(tests.WHOSE); "
-           "print(os.environ.get('USER_SITE_RAN')); import bottleneckd; print('bottleneckd importable')")
-    env = {**_env(cli_env, short_tmp), "PYTHONPATH": f"{user}{os.pathsep}{ROOT}"}  # the job's own path first; run must not put the project before it
+    (user / "sitecustomize.py").write_text(
+        "import os\nMARK = 'user sitecustomize ran'\nos.environ['USER_SITE_RAN'] = '1'\n"
+    )
+    job = (
+        "import os, sitecustomize, tests; print(getattr(sitecustomize, 'MARK', 'ours')); print(tests.WHOSE); "
+        "print(os.environ.get('USER_SITE_RAN')); import bottleneckd; print('bottleneckd importable')"
+    )
+    env = {
+        **_env(cli_env, short_tmp),
+        "PYTHONPATH": f"{user}{os.pathsep}{ROOT}",
+    }  # the job's own path first; run must not put the project before it
     r = run_cli(["run", "--quiet", "--", sys.executable, "-c", job], env, cwd=str(tmp_path))
     assert r.returncode == 0, r.stderr[-800:]
     assert r.stdout.splitlines() == ["user sitecustomize ran", "the job", "1", "bottleneckd importable"]
@@ -76,12 +88,26 @@ def test_the_jobs_own_sitecustomize_and_tests_package_win(tmp_path, cli_env, sho
 
 def test_uninstrumented_python_is_said_in_the_report(tmp_path, cli_env, short_tmp):
     rep = tmp_path / "r.json"
-    r = run_cli(["run", "--quiet", "--report-json", str(rep), "--", sys.executable, "-S", "-c", "pass"], _env(cli_env, short_tmp))
+    r = run_cli(
+        ["run", "--quiet", "--report-json", str(rep), "--", sys.executable, "-S", "-c", "pass"],
+        _env(cli_env, short_tmp),
+    )
     assert r.returncode == 0
     note = json.loads(rep.read_text())["instrumentation"]["note"]
     assert "python -S" in note and "python -S" in r.stderr
-    r = run_cli(["run", "--quiet", "--report-json", str(tmp_path / "r2.json"), "--", "sh", "-c", f"{sys.executable} -I -c pass"],
-                _env(cli_env, short_tmp))
+    r = run_cli(
+        [
+            "run",
+            "--quiet",
+            "--report-json",
+            str(tmp_path / "r2.json"),
+            "--",
+            "sh",
+            "-c",
+            f"{sys.executable} -I -c pass",
+        ],
+        _env(cli_env, short_tmp),
+    )
     note = json.loads((tmp_path / "r2.json").read_text())["instrumentation"]["note"]
     assert "'sh'" in note and "no step phases" in note
 
@@ -106,8 +132,26 @@ def _start(tmp_path: Path, env: dict[str, str], mode: str, *extra: str) -> tuple
     job = tmp_path / "job.py"
     job.write_text(SIGNAL_JOB)
     mark = tmp_path / "got"
-    p = subprocess.Popen([sys.executable, "-m", "bottleneckd.cli", "run", "--quiet", *extra, "--", sys.executable, str(job), str(mark), mode],
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bottleneckd.cli",
+            "run",
+            "--quiet",
+            *extra,
+            "--",
+            sys.executable,
+            str(job),
+            str(mark),
+            mode,
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 60
     while not Path(f"{mark}.ready").exists():
         assert time.monotonic() < deadline and p.poll() is None
@@ -160,7 +204,10 @@ def test_events_reach_the_exporter_and_the_trace_each_once(tmp_path):
     assert kinds.count("mitigation_applied") + lost == 300 and lost == 300 - 10 - side.receiver.events.maxlen
     reg = CollectorRegistry(auto_describe=False)
     reg.register(SnapshotCollector(side.latest, side.steps, side.events))
-    assert 'bottleneckd_mitigation_applied_timestamp_seconds{changes_semantics="false",mitigation="m2"}' in generate_latest(reg).decode()
+    assert (
+        'bottleneckd_mitigation_applied_timestamp_seconds{changes_semantics="false",mitigation="m2"}'
+        in generate_latest(reg).decode()
+    )
     side.close()
 
 
@@ -168,8 +215,11 @@ def test_one_assembly_and_sinks_by_name():
     from bottleneckd.runtime.loop import SamplingLoop
 
     src = {p: p.read_text() for p in (ROOT / "bottleneckd").rglob("*.py")}
-    builds = [p.relative_to(ROOT).as_posix() for p, t in src.items() if re.search(r"\bSamplingLoop\(|\bbuild_samplers\(", t)
-              and p.name not in ("loop.py",)]
+    builds = [
+        p.relative_to(ROOT).as_posix()
+        for p, t in src.items()
+        if re.search(r"\bSamplingLoop\(|\bbuild_samplers\(", t) and p.name not in ("loop.py",)
+    ]
     assert builds == ["bottleneckd/runtime/sidecar.py"], builds  # the sidecar is assembled in one place
     assert not [p for p, t in src.items() if re.search(r"\.sinks\.(insert|append)\(", t)]
     assert not [p for p, t in src.items() if "bottleneckd.report.json" in t and p.name != "report_file.py"]
@@ -198,16 +248,29 @@ def test_run_bind_exports_the_jobs_mitigation_events(tmp_path, cli_env, short_tm
                 print("annotated")
                 break
     """)
-    r = run_cli(["run", "--quiet", "--interval", "0.5", "--bind", f"127.0.0.1:{port}", "--", sys.executable, "-c", job],
-                _env(cli_env, short_tmp), timeout=120)
+    r = run_cli(
+        ["run", "--quiet", "--interval", "0.5", "--bind", f"127.0.0.1:{port}", "--", sys.executable, "-c", job],
+        _env(cli_env, short_tmp),
+        timeout=120,
+    )
     assert r.returncode == 0 and r.stdout.strip() == "annotated", r.stderr[-800:]
 
 
-@pytest.mark.parametrize("command,flag", [
-    (("python", "-S", "train.py"), "-S"), (("python3", "-W", "ignore", "-IS", "t.py"), "-S"), (("python3.11", "-E", "t.py"), "-E"),
-    (("python", "-I", "-m", "train"), "-I"), (("env", "-i", "python", "t.py"), "env -i"), (("env", "A=1", "python", "-E", "t"), "-E"),
-    (("python", "t.py", "-S"), None), (("python", "-c", "pass", "-S"), None), (("torchrun", "t.py"), None), (("sh", "-c", "python -S t"), None),
-])
+@pytest.mark.parametrize(
+    "command,flag",
+    [
+        (("python", "-S", "train.py"), "-S"),
+        (("python3", "-W", "ignore", "-IS", "t.py"), "-S"),
+        (("python3.11", "-E", "t.py"), "-E"),
+        (("python", "-I", "-m", "train"), "-I"),
+        (("env", "-i", "python", "t.py"), "env -i"),
+        (("env", "A=1", "python", "-E", "t"), "-E"),
+        (("python", "t.py", "-S"), None),
+        (("python", "-c", "pass", "-S"), None),
+        (("torchrun", "t.py"), None),
+        (("sh", "-c", "python -S t"), None),
+    ],
+)
 def test_what_the_command_line_shows_about_instrumentation(command, flag):
     from bottleneckd.runtime.job_env import uninstrumented_reason
 

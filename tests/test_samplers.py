@@ -2,12 +2,12 @@ import time
 
 import pytest
 
-from bottleneckd.peaks.catalog import load_catalog
-from bottleneckd.runtime.sidecar import build_samplers
 from bottleneckd.hardware.detect import detect_machine
-from bottleneckd.runtime.loop import SamplingLoop
-from bottleneckd.peaks.resolve import resolve_peaks
 from bottleneckd.model.sample import Sample
+from bottleneckd.peaks.catalog import load_catalog
+from bottleneckd.peaks.resolve import resolve_peaks
+from bottleneckd.runtime.loop import SamplingLoop
+from bottleneckd.runtime.sidecar import build_samplers
 from bottleneckd.samplers.cpu_memory_bandwidth import CpuMemoryBandwidthSampler
 from bottleneckd.samplers.gpu import GpuSampler
 from bottleneckd.samplers.inter_node import InterNodeSampler
@@ -31,7 +31,9 @@ def test_gpm_gpu_reports_sm_tensor_dram_against_peaks(fake_tree):
     m, peaks, nvml = setup(fake_tree, [FakeGpu()])
     s = GpuSampler(peaks, nvml)
     first = s.sample()
-    assert by(first, "gpu0", "sm_activity").value is None and by(first, "gpu0", "sm_activity").note == "first GPM interval"
+    assert (
+        by(first, "gpu0", "sm_activity").value is None and by(first, "gpu0", "sm_activity").note == "first GPM interval"
+    )
     r = s.sample()
     assert by(r, "gpu0", "sm_activity").value == pytest.approx(0.85)
     assert by(r, "gpu0", "tensor_activity").value == pytest.approx(0.70)
@@ -87,7 +89,11 @@ def test_infiniband_and_resctrl_counters_become_rates(fake_tree):
     assert bw.available() == (True, "")
     ib.sample(), bw.sample()
     time.sleep(0.2)
-    write(__import__("pathlib").Path(sys_root), "class/infiniband/mlx5_0/ports/1/counters/port_rcv_data", str(2000 + 25_000_000))
+    write(
+        __import__("pathlib").Path(sys_root),
+        "class/infiniband/mlx5_0/ports/1/counters/port_rcv_data",
+        str(2000 + 25_000_000),
+    )
     write(__import__("pathlib").Path(sys_root), "fs/resctrl/mon_data/mon_L3_00/mbm_total_bytes", str(1_000_000 + 10**9))
     r = ib.sample()
     x = [y for y in r if y.device == "mlx5_0/1" and y.metric == "throughput"][0]

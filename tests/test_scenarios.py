@@ -10,8 +10,8 @@ import pytest
 
 from bottleneckd.advice.knowledge import load_knowledge
 from bottleneckd.diagnosis.pipeline import Pipeline
-from bottleneckd.outputs.report import build_report
 from bottleneckd.model.resources import RESOURCES
+from bottleneckd.outputs.report import build_report
 from bottleneckd.outputs.trace import read_trace
 
 DATA = Path(__file__).resolve().parent / "data"

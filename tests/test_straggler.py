@@ -7,25 +7,47 @@ import re
 
 import pytest
 
-from bottleneckd.diagnosis.straggler import find_straggler, rank_figures, intervals, topology
+from bottleneckd.diagnosis.straggler import find_straggler, intervals, rank_figures, topology
 from bottleneckd.model.identity import RankIdentity
 from bottleneckd.model.sample import RankPhases, Sample, StepPhases
 
 
 def ident(rank: int, node: str = "n1", per_node: int = 4) -> RankIdentity:
-    return RankIdentity(job="j", run="r", restart=0, rank=rank, local_rank=rank % per_node, world_size=4, local_world_size=per_node,
-                        node=node, node_rank=0, gpu=f"GPU-{rank}")
+    return RankIdentity(
+        job="j",
+        run="r",
+        restart=0,
+        rank=rank,
+        local_rank=rank % per_node,
+        world_size=4,
+        local_world_size=per_node,
+        node=node,
+        node_rank=0,
+        gpu=f"GPU-{rank}",
+    )
 
 
 def rank_report(i: RankIdentity, compute: float, step: float, steps: int = 5) -> RankPhases:
     """A rank of a synchronous job: every rank's step takes ``step``; what it does not compute it waits."""
     fwd, bwd = compute * 0.4, compute * 0.6
-    return RankPhases(i, StepPhases(steps, step * steps, {"forward": fwd * steps, "backward": bwd * steps,
-                                                          "communication": (step - compute) * steps, "other": 0.0}))
+    return RankPhases(
+        i,
+        StepPhases(
+            steps,
+            step * steps,
+            {"forward": fwd * steps, "backward": bwd * steps, "communication": (step - compute) * steps, "other": 0.0},
+        ),
+    )
 
 
-def window(computes: dict[int, float], n: int = 10, noise: float = 0.03, seed: int = 1, nodes: dict[int, str] | None = None,
-           t0: float = 0.0) -> list[Sample]:
+def window(
+    computes: dict[int, float],
+    n: int = 10,
+    noise: float = 0.03,
+    seed: int = 1,
+    nodes: dict[int, str] | None = None,
+    t0: float = 0.0,
+) -> list[Sample]:
     rnd = random.Random(seed)
     out = []
     for t in range(n):
@@ -58,7 +80,11 @@ def test_a_rank_slowest_only_sometimes_is_not_named():
     for t, s in enumerate(samples):
         slow = 1 if t < 4 else 3 if t < 8 else None
         step = 0.125
-        mixed.append(Sample(s.t, 1.0, (), None, (), tuple(rank_report(ident(r), 0.12 if r == slow else 0.1, step) for r in range(4))))
+        mixed.append(
+            Sample(
+                s.t, 1.0, (), None, (), tuple(rank_report(ident(r), 0.12 if r == slow else 0.1, step) for r in range(4))
+            )
+        )
     assert find_straggler(mixed) is None
 
 
@@ -88,7 +114,9 @@ def test_the_verdict_carries_the_straggler_and_a_wait_for_it_is_not_a_link_bottl
     from bottleneckd.diagnosis.straggler import with_straggler
     from bottleneckd.diagnosis.verdict import Verdict
 
-    comm = Verdict("inter_gpu_interconnect", "communication", 0.8, ("gradient communication 25% of step time",), (), 1.3)
+    comm = Verdict(
+        "inter_gpu_interconnect", "communication", 0.8, ("gradient communication 25% of step time",), (), 1.3
+    )
     samples = window({0: 0.10, 1: 0.10, 2: 0.14, 3: 0.10})
     v = with_straggler(comm, samples)
     assert v.resource == "gpu_compute" and v.stage == "compute" and v.straggler["rank"] == 2  # its ranks have GPUs
@@ -131,7 +159,7 @@ def test_a_straggler_is_named_only_after_it_held_for_hold_consecutive_windows():
     for s in window({0: 0.10, 1: 0.10, 2: 0.10, 3: 0.13}, n=16):
         named.append(with_straggler(v0, h.observe(s), h).straggler is not None)
     # judged from the 5th interval on; named from the HOLD-th consecutive finding
-    assert named.index(True) == 5 - 1 + HOLD - 1 and all(named[named.index(True):])
+    assert named.index(True) == 5 - 1 + HOLD - 1 and all(named[named.index(True) :])
     # found in 3 windows only (CPU contention for a few seconds): never named
     found = find_straggler(window({0: 0.10, 1: 0.10, 2: 0.10, 3: 0.13}))
     h = StragglerHistory()

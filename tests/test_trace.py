@@ -15,7 +15,21 @@ GPU_TRACE = ROOT / "tests/data/gpu_compute/trace.jsonl"
 
 def test_record_then_analyze_round_trip(tmp_path, cli_env):
     out = tmp_path / "t.jsonl"
-    r = run_cli(["record", "-o", str(out), "--duration", "1.5", "--interval", "0.25", "--quiet", "--socket", str(tmp_path / "s/sock")], cli_env)
+    r = run_cli(
+        [
+            "record",
+            "-o",
+            str(out),
+            "--duration",
+            "1.5",
+            "--interval",
+            "0.25",
+            "--quiet",
+            "--socket",
+            str(tmp_path / "s/sock"),
+        ],
+        cli_env,
+    )
     assert r.returncode == 0, r.stderr
     header, samples = read_trace(str(out))
     items = list(samples)
@@ -33,8 +47,24 @@ def test_record_then_analyze_round_trip(tmp_path, cli_env):
 
 def test_sigterm_loses_at_most_one_interval(tmp_path, cli_env):
     out = tmp_path / "t.jsonl"
-    p = subprocess.Popen([sys.executable, "-m", "bottleneckd.cli", "record", "-o", str(out), "--interval", "0.2", "--quiet",
-                          "--socket", str(tmp_path / "s/sock")], env=cli_env, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bottleneckd.cli",
+            "record",
+            "-o",
+            str(out),
+            "--interval",
+            "0.2",
+            "--quiet",
+            "--socket",
+            str(tmp_path / "s/sock"),
+        ],
+        env=cli_env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(2.5)
     lines_before = len(out.read_text().splitlines())
     p.send_signal(signal.SIGTERM)
@@ -66,8 +96,14 @@ def test_corrupt_line_is_named_and_the_good_part_is_analysed(tmp_path, cli_env):
     assert doc["samples"] == 20 and doc["verdict"]["resource"] == "gpu_compute"
 
 
-@pytest.mark.parametrize("content,problem", [("", "empty file"), ('{"type": "header", "format": "other"}\n', "not a bottleneckd trace"),
-                                              ('{"type":"header","format":"bottleneckd.trace","version":99}\n', "version 99")])
+@pytest.mark.parametrize(
+    "content,problem",
+    [
+        ("", "empty file"),
+        ('{"type": "header", "format": "other"}\n', "not a bottleneckd trace"),
+        ('{"type":"header","format":"bottleneckd.trace","version":99}\n', "version 99"),
+    ],
+)
 def test_not_a_trace(tmp_path, content, problem, cli_env):
     p = tmp_path / "x.jsonl"
     p.write_text(content)
@@ -82,11 +118,28 @@ def test_a_mitigation_applied_by_the_hook_is_recorded_as_an_event(tmp_path, cli_
     sock = tmp_path / "s" / "bottleneckd.sock"
     out = tmp_path / "t.jsonl"
     model = torch.nn.Linear(8, 8)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)  # torch's lazy imports (seconds on a busy machine) before the 4 s recording
+    opt = torch.optim.SGD(
+        model.parameters(), lr=0.1
+    )  # torch's lazy imports (seconds on a busy machine) before the 4 s recording
     # no --duration: the recording is stopped (SIGTERM keeps every line) once the job is done,
     # however long torch's lazy imports take on a busy machine
-    rec = subprocess.Popen([sys.executable, "-m", "bottleneckd.cli", "record", "-o", str(out), "--interval", "0.25",
-                            "--quiet", "--socket", str(sock)], env=cli_env, stderr=subprocess.DEVNULL)
+    rec = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "bottleneckd.cli",
+            "record",
+            "-o",
+            str(out),
+            "--interval",
+            "0.25",
+            "--quiet",
+            "--socket",
+            str(sock),
+        ],
+        env=cli_env,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 30
         while not sock.exists():
@@ -104,4 +157,6 @@ def test_a_mitigation_applied_by_the_hook_is_recorded_as_an_event(tmp_path, cli_
         rec.send_signal(signal.SIGTERM)
         assert rec.wait(timeout=60) == 0
     events = [json.loads(l) for l in out.read_text().splitlines() if '"type":"event"' in l]
-    assert [(e["kind"], e["name"], e["changes_semantics"]) for e in events] == [("mitigation_applied", "channels_last", False)]
+    assert [(e["kind"], e["name"], e["changes_semantics"]) for e in events] == [
+        ("mitigation_applied", "channels_last", False)
+    ]

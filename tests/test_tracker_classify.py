@@ -75,7 +75,10 @@ def test_classify_an_undetermined_finding_on_top_gives_an_undetermined_verdict_w
 def test_classify_idle_and_balanced():
     idle = classify(window({**HOST, "cpu_compute/host/utilization": 0.02}), NO_PEAKS)
     assert idle.resource == UNDETERMINED and idle.reason.startswith("idle")
-    bal = classify(window({**HOST, **job(2.0, 0.5)}, {"forward": 0.5, "backward": 0.3, "data_wait": 0.02, "optimizer": 0.18}), NO_PEAKS)
+    bal = classify(
+        window({**HOST, **job(2.0, 0.5)}, {"forward": 0.5, "backward": 0.3, "data_wait": 0.02, "optimizer": 0.18}),
+        NO_PEAKS,
+    )
     assert bal.resource == UNDETERMINED
 
 

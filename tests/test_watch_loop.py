@@ -28,7 +28,13 @@ class Slow(Dataset):
 
 
 def kw(tmp_path, **extra):
-    return {"socket_path": str(tmp_path / "none.sock"), "local_sampling": False, "print_epoch": False, "roofline_step": None, **extra}
+    return {
+        "socket_path": str(tmp_path / "none.sock"),
+        "local_sampling": False,
+        "print_epoch": False,
+        "roofline_step": None,
+        **extra,
+    }
 
 
 def step(model, opt, x, y):
@@ -106,7 +112,9 @@ def test_an_empty_loader_gets_no_verdict(tmp_path, capsys):
     model = nn.Linear(8, 2)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     loader = DataLoader(TensorDataset(torch.randn(0, 8)), batch_size=4)
-    w = watch(model, opt, loader, socket_path=str(tmp_path / "x.sock"), local_sampling=True, interval=0.2, roofline_step=None)
+    w = watch(
+        model, opt, loader, socket_path=str(tmp_path / "x.sock"), local_sampling=True, interval=0.2, roofline_step=None
+    )
     for _ in loader:
         pass
     rep = w.epoch_reports[-1]
@@ -136,7 +144,13 @@ def test_watch_twice_replaces_the_first_with_one_warning(tmp_path, caplog):
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     loader = DataLoader(TensorDataset(torch.randn(8, 8), torch.randint(0, 2, (8,))), batch_size=2)
     before = {t.name for t in threading.enumerate()}
-    args = {"socket_path": str(tmp_path / "x.sock"), "local_sampling": True, "interval": 0.2, "print_epoch": False, "roofline_step": None}
+    args = {
+        "socket_path": str(tmp_path / "x.sock"),
+        "local_sampling": True,
+        "interval": 0.2,
+        "print_epoch": False,
+        "roofline_step": None,
+    }
     first = watch(model, opt, loader, **args)
     with caplog.at_level(logging.WARNING, "bottleneckd.torch"):
         second = watch(model, opt, loader, **args)
@@ -196,7 +210,9 @@ def test_injected_watcher_times_the_original_loader_and_restores_on_close(tmp_pa
 
     monkeypatch.setenv("BOTTLENECKD_EPOCH_PRINT", "stderr")
     original_iter = DataLoader.__iter__
-    w = GlobalWatcher(socket_path=str(tmp_path / "none.sock"), local_sampling=False, print_epoch=False, roofline_step=None)
+    w = GlobalWatcher(
+        socket_path=str(tmp_path / "none.sock"), local_sampling=False, print_epoch=False, roofline_step=None
+    )
     try:
         model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
         opt = torch.optim.SGD(model.parameters(), lr=0.1)

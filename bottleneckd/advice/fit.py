@@ -10,7 +10,8 @@ measured 0.67x, issue 11) and ``gpu_count``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from bottleneckd.model.facts import FACTS, Facts
 

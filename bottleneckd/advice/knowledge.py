@@ -12,8 +12,11 @@ from bottleneckd.model.errors import InputError
 from bottleneckd.model.files import read_json_file
 from bottleneckd.model.resources import RESOURCES, STAGES
 
-COMPONENTS = {"function": {"architecture", "model_parameters"}, "data": {"training_data", "derived_data"},
-              "optimization": {"training_objective", "training_algorithm"}}
+COMPONENTS = {
+    "function": {"architecture", "model_parameters"},
+    "data": {"training_data", "derived_data"},
+    "optimization": {"training_objective", "training_algorithm"},
+}
 ACTIONS = frozenset({"remove", "restrict", "reorder", "replace", "retrofit"})
 SCHEMA = "bottleneckd.mitigations/1"
 
@@ -53,12 +56,25 @@ class Mitigation:
         return "; ".join(self.cites) or f"Bartoldson et al. (2023), section {self.section}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "resources": list(self.resources), "component": self.component,
-                "subcomponent": self.subcomponent, "action": self.action,
-                "mechanism": {"timing": self.timing, "basis": self.basis}, "effect": self.effect,
-                "changes_semantics": self.changes_semantics, "section": self.section, "cites": list(self.cites),
-                "hook": self.hook, "stages": list(self.stages), "cost": self.cost, "baseline": self.baseline, "taxonomy_path": self.taxonomy_path,
-                "description": self.description}
+        return {
+            "id": self.id,
+            "name": self.name,
+            "resources": list(self.resources),
+            "component": self.component,
+            "subcomponent": self.subcomponent,
+            "action": self.action,
+            "mechanism": {"timing": self.timing, "basis": self.basis},
+            "effect": self.effect,
+            "changes_semantics": self.changes_semantics,
+            "section": self.section,
+            "cites": list(self.cites),
+            "hook": self.hook,
+            "stages": list(self.stages),
+            "cost": self.cost,
+            "baseline": self.baseline,
+            "taxonomy_path": self.taxonomy_path,
+            "description": self.description,
+        }
 
 
 def load_knowledge(path: str | Path | None = None) -> tuple[Mitigation, ...]:
@@ -73,7 +89,9 @@ def load_knowledge(path: str | Path | None = None) -> tuple[Mitigation, ...]:
         if bad or not m.get("resources"):
             raise InputError(f"{where}.resources: unknown or missing resource ids {bad}; use: {', '.join(RESOURCES)}")
         if m.get("component") not in COMPONENTS or m.get("subcomponent") not in COMPONENTS[m["component"]]:
-            raise InputError(f"{where}.component/subcomponent: {m.get('component')}/{m.get('subcomponent')} is not in the taxonomy")
+            raise InputError(
+                f"{where}.component/subcomponent: {m.get('component')}/{m.get('subcomponent')} is not in the taxonomy"
+            )
         if m.get("action") not in ACTIONS:
             raise InputError(f"{where}.action: {m.get('action')!r} is not one of {sorted(ACTIONS)}")
         mech = m.get("mechanism", {})
@@ -89,12 +107,29 @@ def load_knowledge(path: str | Path | None = None) -> tuple[Mitigation, ...]:
             bad_cond = next((w for j, c in enumerate(conds) if (w := check_condition(c, f"{where}.{key}[{j}]"))), None)
             if bad_cond:
                 raise InputError(bad_cond)
-        out.append(Mitigation(
-            id=m["id"], name=m["name"], resources=tuple(m["resources"]), component=m["component"], subcomponent=m["subcomponent"],
-            action=m["action"], timing=mech["timing"], basis=mech["basis"], effect=m["effect"], changes_semantics=bool(m["changes_semantics"]),
-            section=m["section"], cites=tuple(f"{c['authors']}, {c['year']}" for c in m.get("cites", [])), hook=m.get("hook"),
-            strength=float(m.get("expected_strength", 0.5)), cost=m.get("cost", "medium"), skip_if=tuple(m.get("skip_if", [])),
-            description=m.get("description", ""), baseline=bool(m.get("baseline", False)),
-            stages=tuple(m.get("stages", ())), requires=tuple(m.get("requires", [])), unfit_if=tuple(m.get("unfit_if", [])),
-        ))
+        out.append(
+            Mitigation(
+                id=m["id"],
+                name=m["name"],
+                resources=tuple(m["resources"]),
+                component=m["component"],
+                subcomponent=m["subcomponent"],
+                action=m["action"],
+                timing=mech["timing"],
+                basis=mech["basis"],
+                effect=m["effect"],
+                changes_semantics=bool(m["changes_semantics"]),
+                section=m["section"],
+                cites=tuple(f"{c['authors']}, {c['year']}" for c in m.get("cites", [])),
+                hook=m.get("hook"),
+                strength=float(m.get("expected_strength", 0.5)),
+                cost=m.get("cost", "medium"),
+                skip_if=tuple(m.get("skip_if", [])),
+                description=m.get("description", ""),
+                baseline=bool(m.get("baseline", False)),
+                stages=tuple(m.get("stages", ())),
+                requires=tuple(m.get("requires", [])),
+                unfit_if=tuple(m.get("unfit_if", [])),
+            )
+        )
     return tuple(out)

@@ -4,8 +4,9 @@ section 5's baselines named; semantics changes marked."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from bottleneckd.advice.fit import in_effect, unfit
 from bottleneckd.advice.knowledge import Mitigation
@@ -34,7 +35,9 @@ def score(m: Mitigation, weight: float) -> float:
     return weight * m.strength * COST_WEIGHT.get(m.cost, 0.7) * (1.0 if m.effect != "iterations" else ITERATIONS_WEIGHT)
 
 
-def recommend(verdict: Verdict, kb: tuple[Mitigation, ...], facts: Mapping[str, Any] | None = None, limit: int = 8) -> list[Recommendation]:
+def recommend(
+    verdict: Verdict, kb: tuple[Mitigation, ...], facts: Mapping[str, Any] | None = None, limit: int = 8
+) -> list[Recommendation]:
     facts = facts or {}
     if verdict.resource == UNDETERMINED:
         return []
@@ -46,7 +49,9 @@ def recommend(verdict: Verdict, kb: tuple[Mitigation, ...], facts: Mapping[str, 
                 continue
             if resource == verdict.resource and verdict.stage not in m.stages:
                 continue  # it relieves this resource in another stage of the step, not where it limits now
-            why = f"addresses {resource}" + (" (active bottleneck)" if resource == verdict.resource else " (secondary pressure)")
+            why = f"addresses {resource}" + (
+                " (active bottleneck)" if resource == verdict.resource else " (secondary pressure)"
+            )
             if m.baseline:
                 why += "; a strong baseline (section 5): compare any speed-up against it"
             s = score(m, weight)
@@ -62,4 +67,6 @@ def skipped(verdict: Verdict, kb: tuple[Mitigation, ...], facts: Mapping[str, An
 
 def not_fitting(verdict: Verdict, kb: tuple[Mitigation, ...], facts: Mapping[str, Any]) -> list[tuple[Mitigation, str]]:
     """Mitigations for the active resource left out because they do not fit this job."""
-    return [(m, why) for m in kb if verdict.resource in m.resources and not in_effect(m, facts) and (why := unfit(m, facts))]
+    return [
+        (m, why) for m in kb if verdict.resource in m.resources and not in_effect(m, facts) and (why := unfit(m, facts))
+    ]

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 import os
 import stat
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -72,10 +73,26 @@ def say(line: str) -> None:
 def sidecar_options(f: F) -> F:
     from bottleneckd.runtime.sidecar import SAMPLER_NAMES
 
-    f = click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True, help="Seconds between samples (0.1 = 10 Hz).")(f)
-    f = click.option("--pid", type=int, default=None, help="The training job's main process (its tree is sampled too).")(f)
-    f = click.option("--disable", "disabled", multiple=True, type=click.Choice(SAMPLER_NAMES), help="Turn a sampler off (repeatable).")(f)
-    f = click.option("--duration", type=click.FloatRange(0, None, min_open=True), default=None, help="Stop after this many seconds.")(f)
+    f = click.option(
+        "--interval",
+        type=click.FloatRange(0.1, 60),
+        default=1.0,
+        show_default=True,
+        help="Seconds between samples (0.1 = 10 Hz).",
+    )(f)
+    f = click.option(
+        "--pid", type=int, default=None, help="The training job's main process (its tree is sampled too)."
+    )(f)
+    f = click.option(
+        "--disable",
+        "disabled",
+        multiple=True,
+        type=click.Choice(SAMPLER_NAMES),
+        help="Turn a sampler off (repeatable).",
+    )(f)
+    f = click.option(
+        "--duration", type=click.FloatRange(0, None, min_open=True), default=None, help="Stop after this many seconds."
+    )(f)
     f = click.option("--socket", "socket_path", default=None, help="Channel the torch hook sends step phases to.")(f)
     return f
 
@@ -86,7 +103,9 @@ def check_socket(path: str | None) -> None:
 
     p = os.path.abspath(path or default_socket_path())
     if len(os.fsencode(p)) > MAX_SOCKET_PATH:
-        raise InputError(f"--socket {p}: longer than {MAX_SOCKET_PATH} bytes, the most a Unix socket path can hold; choose a shorter path")
+        raise InputError(
+            f"--socket {p}: longer than {MAX_SOCKET_PATH} bytes, the most a Unix socket path can hold; choose a shorter path"
+        )
     d = os.path.dirname(p)
     while d and not os.path.exists(d):
         d = os.path.dirname(d)
@@ -98,7 +117,9 @@ def check_socket(path: str | None) -> None:
         raise InputError(f"--socket {p}: a file that is not a socket is there; choose another path (it is not removed)")
 
 
-def build(obj: Context, interval: float, pid: int | None, disabled: tuple[str, ...] = (), socket_path: str | None = None) -> Sidecar:
+def build(
+    obj: Context, interval: float, pid: int | None, disabled: tuple[str, ...] = (), socket_path: str | None = None
+) -> Sidecar:
     """The sidecar for a command, after its inputs are checked."""
     from bottleneckd.runtime.sidecar import build_sidecar, job_paths
 
@@ -110,17 +131,29 @@ def build(obj: Context, interval: float, pid: int | None, disabled: tuple[str, .
     check_socket(socket_path)
     catalog, profile = obj.catalog(), obj.profile()
     try:
-        return build_sidecar(None, catalog, profile, interval, pid, job_paths(), frozenset(disabled), socket_path=socket_path)
+        return build_sidecar(
+            None, catalog, profile, interval, pid, job_paths(), frozenset(disabled), socket_path=socket_path
+        )
     except OSError as e:  # the socket could not be bound
-        raise InputError(f"--socket {socket_path or 'default'}: cannot listen ({e.strerror or e}); choose another path") from e
+        raise InputError(
+            f"--socket {socket_path or 'default'}: cannot listen ({e.strerror or e}); choose another path"
+        ) from e
 
 
-def start_trace(side: Sidecar, path: str, meta: dict[str, Any], force: bool, what: str,
-                on_error: Callable[[str], None] | None = None) -> TraceWriter:
+def start_trace(
+    side: Sidecar,
+    path: str,
+    meta: dict[str, Any],
+    force: bool,
+    what: str,
+    on_error: Callable[[str], None] | None = None,
+) -> TraceWriter:
     """A trace writer on ``side``'s loop, with the hook's events copied into it."""
     from bottleneckd.outputs.trace import TraceWriter
 
-    writer = TraceWriter(path, side.machine, side.peaks, side.loop.interval, meta, overwrite=force, what=what, on_error=on_error)
+    writer = TraceWriter(
+        path, side.machine, side.peaks, side.loop.interval, meta, overwrite=force, what=what, on_error=on_error
+    )
     side.loop.add_sink("trace", writer)
     side.loop.add_sink("trace_events", event_copier(side, writer))
     return writer
@@ -140,7 +173,14 @@ def event_copier(side: Sidecar, writer: TraceWriter) -> Callable[[Sample], None]
         missed = total - seq[0] - len(events)
         seq[0] = total
         if missed:
-            writer.event(Event("events_lost", "", time.time(), note=f"{missed} of the hook's events did not fit the sidecar's buffer"))
+            writer.event(
+                Event(
+                    "events_lost",
+                    "",
+                    time.time(),
+                    note=f"{missed} of the hook's events did not fit the sidecar's buffer",
+                )
+            )
         for e in events:
             writer.event(e)
 
@@ -154,8 +194,14 @@ def retarget(side: Sidecar, pid: int) -> None:
     from bottleneckd.samplers.process_tree import ProcessTree
 
     tree = ProcessTree(pid)
-    side.loop.samplers = [CpuComputeSampler(side.peaks, tree) if s.name == "cpu_compute" else
-                          CpuMemorySampler(side.peaks, tree) if s.name == "cpu_memory" else s for s in side.loop.samplers]
+    side.loop.samplers = [
+        CpuComputeSampler(side.peaks, tree)
+        if s.name == "cpu_compute"
+        else CpuMemorySampler(side.peaks, tree)
+        if s.name == "cpu_memory"
+        else s
+        for s in side.loop.samplers
+    ]
     for s in side.loop.samplers:  # the job's own I/O (storage)
         if hasattr(s, "follow"):
             s.follow(tree)
@@ -170,9 +216,16 @@ def check_outputs(force: bool, **paths: str | None) -> None:
             check_output(path, "--" + option.replace("_", "-"), force)
 
 
-def report_epilogue(pipeline: Pipeline, extra: dict[str, Any], report_json: str | None, force: bool,
-                    title: str = "bottleneckd report", to_stdout: bool = False, run_totals: StepPhases | None = None,
-                    doc: dict[str, Any] | None = None) -> bool:
+def report_epilogue(
+    pipeline: Pipeline,
+    extra: dict[str, Any],
+    report_json: str | None,
+    force: bool,
+    title: str = "bottleneckd report",
+    to_stdout: bool = False,
+    run_totals: StepPhases | None = None,
+    doc: dict[str, Any] | None = None,
+) -> bool:
     """The end of a run: the report as text, and as JSON when asked. ``run_totals`` (the
     sidecar's step phases over the whole run) replace the last window's. False when the JSON could
     not be written (said in one line; the caller decides the exit code). ``doc``: another sidecar's

@@ -15,11 +15,24 @@ from bottleneckd.model.errors import InputError
 @click.option("--metric", default=None, help="Quality column in each run's log (e.g. accuracy).")
 @click.option("--target", type=float, default=None, help="The metric value that counts as reached (time to target).")
 @click.option("--minimize", is_flag=True, help="Lower metric values are better (a loss).")
-@click.option("--alpha", type=click.FloatRange(0.001, 0.25), default=0.05, show_default=True, help="Significance level of the one-sided t-test.")
+@click.option(
+    "--alpha",
+    type=click.FloatRange(0.001, 0.25),
+    default=0.05,
+    show_default=True,
+    help="Significance level of the one-sided t-test.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_obj
-def compare(obj: Context, runs: tuple[str, ...], metric: str | None, target: float | None, minimize: bool, alpha: float,
-            as_json: bool) -> None:
+def compare(
+    obj: Context,
+    runs: tuple[str, ...],
+    metric: str | None,
+    target: float | None,
+    minimize: bool,
+    alpha: float,
+    as_json: bool,
+) -> None:
     """Compare two groups of runs: time-to-target (or seconds per step) speed-up with its uncertainty,
     MLPerf's way (olympic mean, one-sided t-test), and the (epsilon, delta) it measured.
 
@@ -33,7 +46,7 @@ def compare(obj: Context, runs: tuple[str, ...], metric: str | None, target: flo
     if list(runs).count("--vs") != 1:
         raise InputError("name the runs as: compare A1 [A2 ...] --vs B1 [B2 ...] (one --vs between the two groups)")
     k = runs.index("--vs")
-    baseline, candidate = runs[:k], runs[k + 1:]
+    baseline, candidate = runs[:k], runs[k + 1 :]
     if not baseline or not candidate:
         raise InputError("each group needs at least one run: compare A1 [A2 ...] --vs B1 [B2 ...]")
     bad = [x for x in runs if x.startswith("-") and x != "--vs"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -28,15 +29,29 @@ def node_sidecar_socket() -> str | None:
         st = os.lstat(path)
     except OSError:
         return None
-    if not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.geteuid() or untrusted_dir(os.path.dirname(os.path.abspath(path))):
+    if (
+        not stat.S_ISSOCK(st.st_mode)
+        or st.st_uid != os.geteuid()
+        or untrusted_dir(os.path.dirname(os.path.abspath(path)))
+    ):
         return None
     return path if _live(path) else None
 
 
-def run_job(obj: Context, command: tuple[str, ...], inject: bool, interval: float, view: Callable[[Any], None] | None,
-            trace_path: str | None = None, bind: str | None = None, web_config: WebConfig | str | None = None, force: bool = False,
-            grace: float = 30.0, meta: dict[str, Any] | None = None,
-            sinks: dict[str, Callable[[Any], Any]] | None = None) -> tuple[Any, int, dict[str, Any]]:
+def run_job(
+    obj: Context,
+    command: tuple[str, ...],
+    inject: bool,
+    interval: float,
+    view: Callable[[Any], None] | None,
+    trace_path: str | None = None,
+    bind: str | None = None,
+    web_config: WebConfig | str | None = None,
+    force: bool = False,
+    grace: float = 30.0,
+    meta: dict[str, Any] | None = None,
+    sinks: dict[str, Callable[[Any], Any]] | None = None,
+) -> tuple[Any, int, dict[str, Any]]:
     """Start ``command`` under a sidecar and supervise it to the end: returns the sidecar, the
     job's exit code and what the report adds about the run. Nothing is left in /tmp."""
     from bottleneckd.outputs.live import LiveView, unknown_reasons
@@ -55,8 +70,14 @@ def run_job(obj: Context, command: tuple[str, ...], inject: bool, interval: floa
         writer = server = None
         try:
             if trace_path:
-                writer = start_trace(side, trace_path, {"command": list(command), **(meta or {})}, force, "--trace",
-                                     on_error=lambda msg: say(f"bottleneckd: error: {msg}"))
+                writer = start_trace(
+                    side,
+                    trace_path,
+                    {"command": list(command), **(meta or {})},
+                    force,
+                    "--trace",
+                    on_error=lambda msg: say(f"bottleneckd: error: {msg}"),
+                )
             if bind:
                 server = serve_metrics(side, bind, web_config)
             blind = uninstrumented_reason(command) if inject else None
@@ -75,8 +96,13 @@ def run_job(obj: Context, command: tuple[str, ...], inject: bool, interval: floa
                 writer.close()
             stop_metrics(server)
             side.close()
-    extra: dict[str, Any] = {"instrumentation": {"injected": inject, "phase_messages": side.receiver.received,
-                                                 "note": None if side.steps_total or joined else no_phases_note(command, inject)}}
+    extra: dict[str, Any] = {
+        "instrumentation": {
+            "injected": inject,
+            "phase_messages": side.receiver.received,
+            "note": None if side.steps_total or joined else no_phases_note(command, inject),
+        }
+    }
     if joined:
         extra["node_sidecar"] = joined
     return side, code, extra
@@ -88,24 +114,50 @@ def run_job(obj: Context, command: tuple[str, ...], inject: bool, interval: floa
 @click.option("--quiet", is_flag=True, help="No live output; only the final report.")
 @click.option("--report-json", type=click.Path(dir_okay=False), default=None, help="Write the JSON report here.")
 @click.option("--trace", "trace_path", type=click.Path(dir_okay=False), default=None, help="Also record a trace.")
-@click.option("--report-html", type=click.Path(dir_okay=False), default=None, help="Write the HTML report (plots, energy) here.")
-@click.option("--grid-intensity", type=click.FloatRange(0, 5000), default=None, help="gCO2/kWh for the report's carbon figure.")
+@click.option(
+    "--report-html", type=click.Path(dir_okay=False), default=None, help="Write the HTML report (plots, energy) here."
+)
+@click.option(
+    "--grid-intensity", type=click.FloatRange(0, 5000), default=None, help="gCO2/kWh for the report's carbon figure."
+)
 @click.option("--force", is_flag=True, help="Replace an existing --trace, --report-json or --report-html file.")
 @click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True)
 @click.option("--bind", default=None, help="Also export Prometheus metrics on HOST:PORT.")
-@click.option("--web-config", type=click.Path(dir_okay=False), default=None, help="TLS, client certificates and basic auth for --bind.")
-@click.option("--grace", type=click.FloatRange(0, 3600), default=30.0, show_default=True,
-              help="Seconds a job asked to stop may take before SIGTERM, then SIGKILL.")
+@click.option(
+    "--web-config",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="TLS, client certificates and basic auth for --bind.",
+)
+@click.option(
+    "--grace",
+    type=click.FloatRange(0, 3600),
+    default=30.0,
+    show_default=True,
+    help="Seconds a job asked to stop may take before SIGTERM, then SIGKILL.",
+)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.pass_obj
-def run(obj: Context, no_inject: bool, live: bool, quiet: bool, report_json: str | None, trace_path: str | None, report_html: str | None,
-        grid_intensity: float | None, force: bool, interval: float, bind: str | None, web_config: str | None, grace: float,
-        command: tuple[str, ...]) -> None:
+def run(
+    obj: Context,
+    no_inject: bool,
+    live: bool,
+    quiet: bool,
+    report_json: str | None,
+    trace_path: str | None,
+    report_html: str | None,
+    grid_intensity: float | None,
+    force: bool,
+    interval: float,
+    bind: str | None,
+    web_config: str | None,
+    grace: float,
+    command: tuple[str, ...],
+) -> None:
     """Run CMD under the sidecar: bottleneckd run [options] -- python train.py ..."""
+    from bottleneckd.cli.report import html_recorder
     from bottleneckd.outputs.live import LiveView
     from bottleneckd.outputs.metrics_server import load_web_config, parse_bind
-
-    from bottleneckd.cli.report import html_recorder
 
     check_outputs(force, report_json=report_json, trace=trace_path, report_html=report_html)
     recorder = html_recorder(report_html)
@@ -119,36 +171,80 @@ def run(obj: Context, no_inject: bool, live: bool, quiet: bool, report_json: str
     obj.catalog()  # bad data files are found before the job starts
     obj.profile()
     view = LiveView(live, quiet)
-    side, code, extra = run_job(obj, command, not no_inject, interval, view, trace_path, bind, web, force, grace,
-                                sinks={"html_report": lambda side: recorder.attach(side.pipeline, side.energy)} if recorder else None)
+    side, code, extra = run_job(
+        obj,
+        command,
+        not no_inject,
+        interval,
+        view,
+        trace_path,
+        bind,
+        web,
+        force,
+        grace,
+        sinks={"html_report": lambda side: recorder.attach(side.pipeline, side.energy)} if recorder else None,
+    )
     from bottleneckd.outputs.report_file import read_report_file
 
-    node = read_report_file(extra["node_sidecar"]) if extra.get("node_sidecar") else None  # the node sidecar's view of every rank
+    node = (
+        read_report_file(extra["node_sidecar"]) if extra.get("node_sidecar") else None
+    )  # the node sidecar's view of every rank
     extra["energy"] = side.energy.account().to_json(grid_intensity)
     rt = side.run_totals  # what 'bottleneckd compare' reads of a run
     extra["throughput"] = {"steps": rt.steps, "wall_seconds": rt.wall_seconds, "examples": rt.examples, "start": None}
-    report_epilogue(side.pipeline, {"command": list(command), "exit_code": code, **extra}, report_json, force,
-                    run_totals=side.run_totals, doc=node)
+    report_epilogue(
+        side.pipeline,
+        {"command": list(command), "exit_code": code, **extra},
+        report_json,
+        force,
+        run_totals=side.run_totals,
+        doc=node,
+    )
     if recorder:
-        recorder.write_report(report_html, extra, side.peaks, [e.to_json() for e in side.events()], grid_intensity, force,
-                              run_totals=side.run_totals)
+        recorder.write_report(
+            report_html,
+            extra,
+            side.peaks,
+            [e.to_json() for e in side.events()],
+            grid_intensity,
+            force,
+            run_totals=side.run_totals,
+        )
     sys.exit(code)
 
 
 @click.command()
 @click.option("--pid", type=int, required=True, help="The training job's main process.")
-@click.option("--duration", type=click.FloatRange(0, None, min_open=True), default=None, help="Stop after this many seconds (default: until the job exits).")
+@click.option(
+    "--duration",
+    type=click.FloatRange(0, None, min_open=True),
+    default=None,
+    help="Stop after this many seconds (default: until the job exits).",
+)
 @click.option("--report-json", type=click.Path(dir_okay=False), default=None)
 @click.option("--force", is_flag=True, help="Replace an existing --report-json file.")
-@click.option("--rate", type=click.FloatRange(0.1, 20), default=2.0, show_default=True, help="py-spy stack samples per second.")
+@click.option(
+    "--rate", type=click.FloatRange(0.1, 20), default=2.0, show_default=True, help="py-spy stack samples per second."
+)
 @click.option("--no-stacks", is_flag=True, help="Do not sample stacks (no ptrace needed).")
 @click.option("--live", is_flag=True)
 @click.option("--quiet", is_flag=True)
 @click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True)
 @click.option("--socket", "socket_path", default=None, help="Channel a hooked job sends step phases to.")
 @click.pass_obj
-def attach(obj: Context, pid: int, duration: float | None, report_json: str | None, force: bool, rate: float, no_stacks: bool,
-           live: bool, quiet: bool, interval: float, socket_path: str | None) -> None:
+def attach(
+    obj: Context,
+    pid: int,
+    duration: float | None,
+    report_json: str | None,
+    force: bool,
+    rate: float,
+    no_stacks: bool,
+    live: bool,
+    quiet: bool,
+    interval: float,
+    socket_path: str | None,
+) -> None:
     """Diagnose a job that is already running (py-spy stacks, non-blocking)."""
     import psutil
 
@@ -170,17 +266,31 @@ def attach(obj: Context, pid: int, duration: float | None, report_json: str | No
             else:
                 side.phase_sources.append(stacks.drain)
                 stacks.start()
-        via = " with py-spy stacks" + (f" of pid {stacks.target} (the process that trains)" if stacks and stacks.target != pid else "") if stacks else ""
+        via = (
+            " with py-spy stacks"
+            + (f" of pid {stacks.target} (the process that trains)" if stacks and stacks.target != pid else "")
+            if stacks
+            else ""
+        )
         say(f"bottleneckd: attached to pid {pid}{via}")
-        run_foreground(side, duration, view, stop_when=lambda: not psutil.pid_exists(pid) or
-                       psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
+        run_foreground(
+            side,
+            duration,
+            view,
+            stop_when=lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE,
+        )
     finally:
         view.close()  # leave the live screen before the report is printed
         if stacks:
             stacks.stop()
         side.close()
-    if not report_epilogue(side.pipeline, {"pid": pid, "stack_samples": stacks.samples_total if stacks else 0}, report_json, force,
-                           run_totals=side.run_totals):
+    if not report_epilogue(
+        side.pipeline,
+        {"pid": pid, "stack_samples": stacks.samples_total if stacks else 0},
+        report_json,
+        force,
+        run_totals=side.run_totals,
+    ):
         sys.exit(2)
 
 
@@ -198,13 +308,22 @@ def demo(obj: Context, epochs: int, workers: int, interval: float, report_json: 
     from bottleneckd.outputs.live import live_line
 
     if importlib.util.find_spec("torch") is None:
-        raise InputError("the demo job needs torch: pip install 'bottleneckd[torch]' (CPU build: pip install torch==2.13.0)")
+        raise InputError(
+            "the demo job needs torch: pip install 'bottleneckd[torch]' (CPU build: pip install torch==2.13.0)"
+        )
     check_outputs(force, report_json=report_json)
     say("bottleneckd: diagnosing the demo job live; Ctrl-C stops both")
     # the demo calls bottleneckd.torch.watch itself: nothing to inject
     command = (sys.executable, "-m", "bottleneckd.torch.demo", "--epochs", str(epochs), "--workers", str(workers))
     side, code, _extra = run_job(obj, command, False, interval, lambda snap: say(live_line(snap)))
-    report_epilogue(side.pipeline, {}, report_json, force, title="bottleneckd report (whole run)", to_stdout=True,
-                    run_totals=side.run_totals)
+    report_epilogue(
+        side.pipeline,
+        {},
+        report_json,
+        force,
+        title="bottleneckd report (whole run)",
+        to_stdout=True,
+        run_totals=side.run_totals,
+    )
     if code:
         sys.exit(code)

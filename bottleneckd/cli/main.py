@@ -14,13 +14,22 @@ from bottleneckd.model.errors import InputError
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="Show tracebacks and debug logs.")
-@click.option("--catalog", type=click.Path(dir_okay=False), default=None, help="Peak catalog JSON (default: the built-in one).")
-@click.option("--profile", type=click.Path(dir_okay=False), default=None, help="Calibration profile (default: ~/.config/bottleneckd/profile.json).")
+@click.option(
+    "--catalog", type=click.Path(dir_okay=False), default=None, help="Peak catalog JSON (default: the built-in one)."
+)
+@click.option(
+    "--profile",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Calibration profile (default: ~/.config/bottleneckd/profile.json).",
+)
 @click.version_option(package_name="bottleneckd")
 @click.pass_context
 def cli(ctx: click.Context, debug: bool, catalog: str | None, profile: str | None) -> None:
     """bottleneckd: find the resource that limits a training job, with numbers as evidence."""
-    logging.basicConfig(level=logging.DEBUG if debug else logging.WARNING, format="bottleneckd: %(levelname)s: %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if debug else logging.WARNING, format="bottleneckd: %(levelname)s: %(message)s"
+    )
     ctx.obj = Context(debug, catalog, profile)
 
 
@@ -48,21 +57,32 @@ def peaks(obj: Context, as_json: bool, table4: bool) -> None:
 
 @cli.command()
 @click.option("--seconds", type=click.FloatRange(0.1, 30), default=2.0, show_default=True, help="Time per benchmark.")
-@click.option("--dir", "directory", type=click.Path(file_okay=False, exists=True), default=".", show_default=True,
-              help="Directory on the storage to measure (a temporary file is written there and removed).")
+@click.option(
+    "--dir",
+    "directory",
+    type=click.Path(file_okay=False, exists=True),
+    default=".",
+    show_default=True,
+    help="Directory on the storage to measure (a temporary file is written there and removed).",
+)
 @click.option("--no-gpu", is_flag=True, help="Skip the GPU benchmarks.")
 @click.option("--json", "as_json", is_flag=True, help="Print the measurements as JSON.")
-@click.option("--output", type=click.Path(dir_okay=False), default=None, help="Where to save the profile (default: --profile or ~/.config/bottleneckd/profile.json).")
+@click.option(
+    "--output",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Where to save the profile (default: --profile or ~/.config/bottleneckd/profile.json).",
+)
 @click.pass_obj
 def calibrate(obj: Context, seconds: float, directory: str, no_gpu: bool, as_json: bool, output: str | None) -> None:
     """Measure this machine's real peaks and save them as the profile later runs use."""
     from dataclasses import asdict
 
+    from bottleneckd.hardware.detect import detect_machine
     from bottleneckd.peaks import calibrate as cal
     from bottleneckd.peaks import view as peaks_view
-    from bottleneckd.hardware.detect import detect_machine
-    from bottleneckd.peaks.resolve import resolve_peaks
     from bottleneckd.peaks.profile import default_profile_path, load_profile, save_profile
+    from bottleneckd.peaks.resolve import resolve_peaks
 
     catalog = obj.catalog()  # validate inputs before spending a minute measuring
     path = Path(output or obj.profile_path or default_profile_path())
@@ -78,8 +98,14 @@ def calibrate(obj: Context, seconds: float, directory: str, no_gpu: bool, as_jso
     machine = detect_machine()
     table = resolve_peaks(machine, catalog, profile)
     if as_json:
-        emit_json({"profile": str(path), "measurements": [asdict(m) for m in measurements],
-                    "skipped": [asdict(s) for s in skipped], "peaks": table.to_json()})
+        emit_json(
+            {
+                "profile": str(path),
+                "measurements": [asdict(m) for m in measurements],
+                "skipped": [asdict(s) for s in skipped],
+                "peaks": table.to_json(),
+            }
+        )
     else:
         click.echo(peaks_view.calibration_text(measurements, table, machine))
 
@@ -101,8 +127,14 @@ def mitigations(resource: str | None, as_json: bool) -> None:
         return
     for m in kb:
         cites = "; ".join(m.cites) or "-"
-        flags = (" [changes semantics]" if m.changes_semantics else "") + (f" [hook: {m.hook}]" if m.hook else "") + (" [baseline]" if m.baseline else "")
-        click.echo(f"{m.id}: {m.name}{flags}\n    {m.taxonomy_path}; cuts {m.effect.replace('_', ' ')}; section {m.section}; cites {cites}\n    resources: {', '.join(m.resources)}")
+        flags = (
+            (" [changes semantics]" if m.changes_semantics else "")
+            + (f" [hook: {m.hook}]" if m.hook else "")
+            + (" [baseline]" if m.baseline else "")
+        )
+        click.echo(
+            f"{m.id}: {m.name}{flags}\n    {m.taxonomy_path}; cuts {m.effect.replace('_', ' ')}; section {m.section}; cites {cites}\n    resources: {', '.join(m.resources)}"
+        )
 
 
 def _register() -> None:
@@ -111,8 +143,16 @@ def _register() -> None:
     from bottleneckd.cli import report as cli_report
     from bottleneckd.cli import sidecar as cli_sidecar
 
-    for cmd in (cli_sidecar.record, cli_sidecar.analyze, cli_sidecar.serve, cli_jobs.run, cli_jobs.attach, cli_jobs.demo,
-                cli_report.report, cli_compare.compare):
+    for cmd in (
+        cli_sidecar.record,
+        cli_sidecar.analyze,
+        cli_sidecar.serve,
+        cli_jobs.run,
+        cli_jobs.attach,
+        cli_jobs.demo,
+        cli_report.report,
+        cli_compare.compare,
+    ):
         cli.add_command(cmd)
 
 

@@ -29,12 +29,27 @@ def html_recorder(path: str | None) -> Any:
 @click.argument("traces", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="The HTML file to write.")
 @click.option("--force", is_flag=True, help="Overwrite an existing output file.")
-@click.option("--window", type=click.IntRange(1, 3600), default=5, show_default=True, help="Samples per diagnosis window.")
+@click.option(
+    "--window", type=click.IntRange(1, 3600), default=5, show_default=True, help="Samples per diagnosis window."
+)
 @click.option("--grid-intensity", type=click.FloatRange(0, 5000), default=None, help=GRID_INTENSITY_HELP)
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None, help="Also write the JSON report (with energy) here.")
+@click.option(
+    "--json",
+    "json_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also write the JSON report (with energy) here.",
+)
 @click.pass_obj
-def report(obj: Context, traces: tuple[str, ...], output: str, force: bool, window: int, grid_intensity: float | None,
-           json_path: str | None) -> None:
+def report(
+    obj: Context,
+    traces: tuple[str, ...],
+    output: str,
+    force: bool,
+    window: int,
+    grid_intensity: float | None,
+    json_path: str | None,
+) -> None:
     """Draw recorded traces (one run, possibly in several pieces) as one HTML report."""
     import json
 
@@ -50,8 +65,10 @@ def report(obj: Context, traces: tuple[str, ...], output: str, force: bool, wind
     opened = [(path, *read_trace(path)) for path in traces]
     hosts = {h.machine.hostname for _, h, _ in opened}
     if len(hosts) > 1:
-        raise InputError(f"the traces come from {len(hosts)} machines ({', '.join(sorted(hosts))}): one report covers one machine's run; "
-                         "report each machine's traces separately")
+        raise InputError(
+            f"the traces come from {len(hosts)} machines ({', '.join(sorted(hosts))}): one report covers one machine's run; "
+            "report each machine's traces separately"
+        )
     header = opened[0][1]
     pipeline = Pipeline(header.peaks, window=window)
     rec.attach(pipeline)
@@ -69,9 +86,14 @@ def report(obj: Context, traces: tuple[str, ...], output: str, force: bool, wind
         rec(s)
     events = sorted((e.to_json() for path in traces for e in read_events(path)), key=lambda e: e["t"])
     steps, examples, wall, start = totals(items)
-    extra = {"traces": list(traces), "events": events,
-             "throughput": {"steps": steps, "examples": examples, "wall_seconds": wall, "start": start}}
-    doc = rec.write_report(output, extra, header.peaks, events, grid_intensity, force, f"bottleneckd report: {', '.join(traces)}", "-o")
+    extra = {
+        "traces": list(traces),
+        "events": events,
+        "throughput": {"steps": steps, "examples": examples, "wall_seconds": wall, "start": start},
+    }
+    doc = rec.write_report(
+        output, extra, header.peaks, events, grid_intensity, force, f"bottleneckd report: {', '.join(traces)}", "-o"
+    )
     if json_path:
         write_text(json_path, json.dumps(doc, indent=1) + "\n", "--json", force)
     say(render_text(doc))

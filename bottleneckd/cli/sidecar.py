@@ -16,13 +16,24 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Trace file to write (JSON lines).")
+@click.option(
+    "-o", "--output", required=True, type=click.Path(dir_okay=False), help="Trace file to write (JSON lines)."
+)
 @click.option("--force", is_flag=True, help="Replace an existing trace (it is replaced when recording ends).")
 @click.option("--quiet", is_flag=True, help="No live line.")
 @sidecar_options
 @click.pass_obj
-def record(obj: Context, output: str, force: bool, quiet: bool, interval: float, pid: int | None, disabled: tuple[str, ...],
-           duration: float | None, socket_path: str | None) -> None:
+def record(
+    obj: Context,
+    output: str,
+    force: bool,
+    quiet: bool,
+    interval: float,
+    pid: int | None,
+    disabled: tuple[str, ...],
+    duration: float | None,
+    socket_path: str | None,
+) -> None:
     """Sample this machine (and the hook's step phases) into a trace until Ctrl-C or --duration."""
     from bottleneckd.outputs.live import live_line
     from bottleneckd.runtime.foreground import run_foreground
@@ -46,7 +57,9 @@ def record(obj: Context, output: str, force: bool, quiet: bool, interval: float,
 @click.command()
 @click.argument("traces", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True)
-@click.option("--window", type=click.IntRange(1, 3600), default=5, show_default=True, help="Samples per diagnosis window.")
+@click.option(
+    "--window", type=click.IntRange(1, 3600), default=5, show_default=True, help="Samples per diagnosis window."
+)
 @click.option("--timeline", is_flag=True, help="Also print the verdict at every sample.")
 @click.pass_obj
 def analyze(obj: Context, traces: tuple[str, ...], fmt: str, window: int, timeline: bool) -> None:
@@ -98,13 +111,34 @@ def analyze(obj: Context, traces: tuple[str, ...], fmt: str, window: int, timeli
 
 @click.command()
 @click.option("--bind", default="127.0.0.1:9400", show_default=True, help="HOST:PORT for the exporter.")
-@click.option("--web-config", type=click.Path(dir_okay=False), default=None, help="TLS, client certificates and basic auth (Prometheus web config format).")
-@click.option("--trace", "trace_path", type=click.Path(dir_okay=False), default=None, help="Serve a recorded trace, replayed at its own pace, instead of live samples.")
+@click.option(
+    "--web-config",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="TLS, client certificates and basic auth (Prometheus web config format).",
+)
+@click.option(
+    "--trace",
+    "trace_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Serve a recorded trace, replayed at its own pace, instead of live samples.",
+)
 @click.option("--quiet", is_flag=True)
 @sidecar_options
 @click.pass_obj
-def serve(obj: Context, bind: str, web_config: str | None, trace_path: str | None, quiet: bool, interval: float, pid: int | None,
-          disabled: tuple[str, ...], duration: float | None, socket_path: str | None) -> None:
+def serve(
+    obj: Context,
+    bind: str,
+    web_config: str | None,
+    trace_path: str | None,
+    quiet: bool,
+    interval: float,
+    pid: int | None,
+    disabled: tuple[str, ...],
+    duration: float | None,
+    socket_path: str | None,
+) -> None:
     """Prometheus exporter: the latest sample and diagnosis on HOST:PORT/metrics."""
     from bottleneckd.outputs.live import live_line
     from bottleneckd.outputs.metrics_server import load_web_config, parse_bind, serve_metrics, stop_metrics
@@ -174,7 +208,9 @@ def replay(trace_path: str, bind: str, web_config: WebConfig | str | None, durat
 
     source = TraceReplay(trace_path)
     server = serve_metrics(source, bind, web_config)
-    say(f"bottleneckd: replaying {len(source.items)} samples of {trace_path} on http{'s' if server.ssl_context else ''}://{bind}/metrics")
+    say(
+        f"bottleneckd: replaying {len(source.items)} samples of {trace_path} on http{'s' if server.ssl_context else ''}://{bind}/metrics"
+    )
     t0 = time.monotonic()
     try:
         k = 0

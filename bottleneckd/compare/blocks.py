@@ -5,8 +5,8 @@ stated alpha, and its throughput ratio is reported with a confidence interval.""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from bottleneckd.compare.stats import Comparison, compare_durations
 
@@ -41,17 +41,23 @@ class BlockVerdict:
         return f"throughput x{c.speedup:.3f}{ci} over {c.a.n + c.a.dropped} blocks without and {c.b.n + c.b.dropped} with: {self.why}"
 
 
-def decide(without: Sequence[Block], with_: Sequence[Block], alpha: float = 0.05, min_gain: float = 0.0) -> BlockVerdict:
+def decide(
+    without: Sequence[Block], with_: Sequence[Block], alpha: float = 0.05, min_gain: float = 0.0
+) -> BlockVerdict:
     """Keep the mitigation only when the blocks with it are faster (one-sided test at ``alpha``)
     and the point estimate of the gain is above ``min_gain``."""
     off = [x for b in without if (x := seconds_per_item(b)) is not None]
     on = [x for b in with_ if (x := seconds_per_item(b)) is not None]
     if len(off) < 2 or len(on) < 2:
-        return BlockVerdict(False, None, f"too few timed blocks ({len(off)} without, {len(on)} with; 2 each needed): reverted")
+        return BlockVerdict(
+            False, None, f"too few timed blocks ({len(off)} without, {len(on)} with; 2 each needed): reverted"
+        )
     c = compare_durations(off, on, alpha)
     p = "untested" if c.p_value is None else f"one-sided Welch t-test p = {c.p_value:.3g}"
     if c.verdict == "faster" and c.speedup < 1.0 + min_gain:
-        return BlockVerdict(False, c, f"faster ({p} < alpha {alpha}) but by less than the {min_gain:.0%} minimum gain: reverted")
+        return BlockVerdict(
+            False, c, f"faster ({p} < alpha {alpha}) but by less than the {min_gain:.0%} minimum gain: reverted"
+        )
     if c.verdict == "faster":
         return BlockVerdict(True, c, f"faster with it ({p} < alpha {alpha}): kept")
     if c.verdict == "slower":

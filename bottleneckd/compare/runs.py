@@ -12,9 +12,9 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 from bottleneckd.model.errors import InputError
 from bottleneckd.model.sample import Sample
@@ -71,8 +71,10 @@ def totals(samples: Iterable[Sample]) -> tuple[int, int | None, float | None, fl
 def _report(path: str, doc: dict) -> tuple[int, int | None, float | None, float | None]:
     th = doc.get("throughput")
     if not isinstance(th, dict) or not th.get("steps"):
-        raise InputError(f"{path}: this report has no throughput (steps and their wall time); pass the run's trace "
-                         "(bottleneckd run --trace T) or a report from 'bottleneckd report --json'")
+        raise InputError(
+            f"{path}: this report has no throughput (steps and their wall time); pass the run's trace "
+            "(bottleneckd run --trace T) or a report from 'bottleneckd report --json'"
+        )
     return int(th["steps"]), th.get("examples"), float(th["wall_seconds"]), th.get("start")
 
 
@@ -98,7 +100,9 @@ def read_quality(path: str, metric: str) -> list[tuple[float, float]]:
     cols = set().union(*(r.keys() for r in rows if isinstance(r, dict)))
     tcol = next((c for c in TIME_COLUMNS if c in cols), None)
     if tcol is None:
-        raise InputError(f"{path}: no time column; name one of: {', '.join(TIME_COLUMNS)} (seconds since the start, or unix time)")
+        raise InputError(
+            f"{path}: no time column; name one of: {', '.join(TIME_COLUMNS)} (seconds since the start, or unix time)"
+        )
     if metric not in cols:
         raise InputError(f"{path}: no column {metric!r}; the log has: {', '.join(sorted(cols))}")
     out = []
@@ -108,7 +112,9 @@ def read_quality(path: str, metric: str) -> list[tuple[float, float]]:
         try:
             t, v = float(r[tcol]), float(r[metric])
         except (TypeError, ValueError) as e:
-            raise InputError(f"{path}: row {k}: {tcol}={r.get(tcol)!r}, {metric}={r.get(metric)!r} are not numbers") from e
+            raise InputError(
+                f"{path}: row {k}: {tcol}={r.get(tcol)!r}, {metric}={r.get(metric)!r} are not numbers"
+            ) from e
         if not (math.isfinite(t) and math.isfinite(v)):
             raise InputError(f"{path}: row {k}: a value is not finite")
         out.append((t, v))
@@ -135,7 +141,10 @@ def load_run(arg: str, metric: str | None) -> Run:
     elif metric and not log:
         quality_only, log = True, path
     else:
-        raise InputError(f"{path}: neither a bottleneckd trace nor a JSON report" + ("" if metric else " (a quality log needs --metric)"))
+        raise InputError(
+            f"{path}: neither a bottleneckd trace nor a JSON report"
+            + ("" if metric else " (a quality log needs --metric)")
+        )
     quality: list[tuple[float, float]] = []
     if log:
         if not metric:

@@ -9,8 +9,9 @@ B over A is mean(A) / mean(B). scipy is imported only inside ``compare_durations
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Sequence
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -54,8 +55,17 @@ class Comparison:
     why: str
 
     def to_json(self) -> dict[str, Any]:
-        return {"a": self.a.to_json(), "b": self.b.to_json(), "speedup": self.speedup, "alpha": self.alpha, "p_value": self.p_value,
-                "ci": list(self.ci) if self.ci else None, "at_least": self.at_least, "verdict": self.verdict, "why": self.why}
+        return {
+            "a": self.a.to_json(),
+            "b": self.b.to_json(),
+            "speedup": self.speedup,
+            "alpha": self.alpha,
+            "p_value": self.p_value,
+            "ci": list(self.ci) if self.ci else None,
+            "at_least": self.at_least,
+            "verdict": self.verdict,
+            "why": self.why,
+        }
 
 
 def compare_durations(a: Sequence[float], b: Sequence[float], alpha: float = 0.05) -> Comparison:
@@ -68,24 +78,40 @@ def compare_durations(a: Sequence[float], b: Sequence[float], alpha: float = 0.0
         raise ValueError("durations must be positive")
     ratio = sa.mean / sb.mean
     if sa.std is None or sb.std is None:
-        return Comparison(sa, sb, ratio, alpha, None, None, None, "untested",
-                          "one run on a side: run-to-run noise unknown; repeat each side (5 runs a side is MLPerf's minimum)")
+        return Comparison(
+            sa,
+            sb,
+            ratio,
+            alpha,
+            None,
+            None,
+            None,
+            "untested",
+            "one run on a side: run-to-run noise unknown; repeat each side (5 runs a side is MLPerf's minimum)",
+        )
     from scipy import stats  # lazy: only comparisons need scipy
 
     if sa.std == 0 and sb.std == 0:
         p = 0.0 if sb.mean < sa.mean else 1.0
         lo = hi = bound = ratio
     else:
-        p = float(stats.ttest_ind_from_stats(sb.mean, sb.std, sb.n, sa.mean, sa.std, sa.n, equal_var=False, alternative="less").pvalue)
+        p = float(
+            stats.ttest_ind_from_stats(
+                sb.mean, sb.std, sb.n, sa.mean, sa.std, sa.n, equal_var=False, alternative="less"
+            ).pvalue
+        )
         va, vb = (sa.std / sa.mean) ** 2 / sa.n, (sb.std / sb.mean) ** 2 / sb.n  # squared relative standard errors
         se = math.sqrt(va + vb)
-        df = (va + vb) ** 2 / ((va ** 2 / (sa.n - 1)) + (vb ** 2 / (sb.n - 1))) if va + vb > 0 else float(sa.n + sb.n - 2)
+        df = (va + vb) ** 2 / ((va**2 / (sa.n - 1)) + (vb**2 / (sb.n - 1))) if va + vb > 0 else float(sa.n + sb.n - 2)
         t2, t1 = float(stats.t.ppf(1 - alpha / 2, df)), float(stats.t.ppf(1 - alpha, df))
         lo, hi, bound = ratio * math.exp(-t2 * se), ratio * math.exp(t2 * se), ratio * math.exp(-t1 * se)
     if p < alpha:
         verdict, why = "faster", f"B faster than A: one-sided Welch t-test p = {p:.3g} < alpha = {alpha}"
     elif 1 - p < alpha:
-        verdict, why = "slower", f"B slower than A: one-sided Welch t-test p = {1 - p:.3g} < alpha = {alpha} (other direction)"
+        verdict, why = (
+            "slower",
+            f"B slower than A: one-sided Welch t-test p = {1 - p:.3g} < alpha = {alpha} (other direction)",
+        )
     else:
         verdict, why = "within noise", f"the difference is within noise: p = {p:.3g} >= alpha = {alpha}"
     return Comparison(sa, sb, ratio, alpha, p, (lo, hi), bound, verdict, why)

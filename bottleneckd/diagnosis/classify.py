@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from bottleneckd.diagnosis.rules import RULES
 from bottleneckd.diagnosis.verdict import Finding, Verdict
-from bottleneckd.peaks.resolve import PeakTable
-from bottleneckd.model.resources import UNDETERMINED
 from bottleneckd.diagnosis.window import WindowStats
+from bottleneckd.model.resources import UNDETERMINED
+from bottleneckd.peaks.resolve import PeakTable
 
 ACTIVE = 0.5  # a finding below this score is a secondary pressure at most
 SECONDARY = 0.3
@@ -26,7 +26,11 @@ def findings(w: WindowStats, peaks: PeakTable) -> list[Finding]:
 def _largest_utilization(w: WindowStats) -> tuple[str, str, float] | None:
     best = None
     for (r, d, m), s in w.stats.items():
-        if m == "utilization" and r not in ("cpu_memory", "storage_capacity", "gpu_memory") and (best is None or s.mean > best[2]):
+        if (
+            m == "utilization"
+            and r not in ("cpu_memory", "storage_capacity", "gpu_memory")
+            and (best is None or s.mean > best[2])
+        ):
             best = (r, d, s.mean)
     return best
 
@@ -48,10 +52,16 @@ def classify(w: WindowStats, peaks: PeakTable) -> Verdict:
         why = ""
         if top.headroom is not None:
             why = f"headroom: step time without the {top.stage} stage's share (Figure 15's vertical line)"
-        return Verdict(top.resource, top.stage, confidence, top.evidence, secondary, top.headroom, why, w.end, w.end, top.figures)
+        return Verdict(
+            top.resource, top.stage, confidence, top.evidence, secondary, top.headroom, why, w.end, w.end, top.figures
+        )
     steps = w.phases.steps if w.phases else 0
     largest = _largest_utilization(w)
-    lu = f"largest utilization {largest[0]} {largest[1]} at {largest[2] * 100:.0f}% of peak" if largest else "no utilization known"
+    lu = (
+        f"largest utilization {largest[0]} {largest[1]} at {largest[2] * 100:.0f}% of peak"
+        if largest
+        else "no utilization known"
+    )
     if steps == 0 and (largest is None or largest[2] < 0.1):
         reason = f"idle: no training steps reported and no resource above 10% ({lu})"
         stage = "other"

@@ -48,8 +48,9 @@ class Snapshot:
     dominant: Verdict | None = None
 
 
-def dominant_of(held: dict[str, float], held_training: dict[str, float], last_of: dict[str, Verdict],
-                interval: float) -> Verdict | None:
+def dominant_of(
+    held: dict[str, float], held_training: dict[str, float], last_of: dict[str, Verdict], interval: float
+) -> Verdict | None:
     """The verdict that held longest; idle or undetermined stretches (before the job starts,
     after it ends) do not hide a bottleneck that held for 3 or more intervals and for at least a
     quarter of the training time that was undetermined: a few seconds of a confident verdict at
@@ -67,8 +68,14 @@ def dominant_of(held: dict[str, float], held_training: dict[str, float], last_of
 
 
 class Pipeline:
-    def __init__(self, peaks: PeakTable, kb: tuple[Mitigation, ...] | None = None, window: int = 5, hold: int = 2,
-                 machine: Machine | None = None) -> None:
+    def __init__(
+        self,
+        peaks: PeakTable,
+        kb: tuple[Mitigation, ...] | None = None,
+        window: int = 5,
+        hold: int = 2,
+        machine: Machine | None = None,
+    ) -> None:
         self.peaks = peaks
         self.kb = kb if kb is not None else load_knowledge()
         self.window = Window(window)
@@ -92,7 +99,9 @@ class Pipeline:
         if sample.phases is not None:
             self._job_facts = Facts(sample.phases.facts)  # the report's whole state replaces the last
         facts = Facts({**self._machine_facts, **self._job_facts})
-        raw = with_straggler(classify(stats, self.peaks), self._stragglers.observe(sample), self._stragglers)  # the rank the others wait for
+        raw = with_straggler(
+            classify(stats, self.peaks), self._stragglers.observe(sample), self._stragglers
+        )  # the rank the others wait for
         self._stragglers.update(raw)
         stable = self.tracker.update(raw, stats)
         self._samples += 1
@@ -105,12 +114,24 @@ class Pipeline:
         if stats.phases is not None and stats.phases.steps:
             self._held_stage[key] = self._held_stage.get(key, 0.0) + sample.interval
         best = self._last_of.get(stable.resource)
-        if best is None or best.stage == stable.stage or self._held_stage.get(key, 0.0) >= self._held_stage.get((stable.resource, best.stage), 0.0):
+        if (
+            best is None
+            or best.stage == stable.stage
+            or self._held_stage.get(key, 0.0) >= self._held_stage.get((stable.resource, best.stage), 0.0)
+        ):
             self._last_of[stable.resource] = stable
         interval = max(self.window.samples[-1].interval, 1e-9)
-        snap = Snapshot(sample, stats, stable, tuple(recommend(stable, self.kb, facts)), tuple(self.tracker.changes),
-                        facts, self._samples, tuple(sorted(self._held.items(), key=lambda kv: -kv[1])),
-                        self._stragglers.apply(dominant_of(self._held, self._held_training, self._last_of, interval)))
+        snap = Snapshot(
+            sample,
+            stats,
+            stable,
+            tuple(recommend(stable, self.kb, facts)),
+            tuple(self.tracker.changes),
+            facts,
+            self._samples,
+            tuple(sorted(self._held.items(), key=lambda kv: -kv[1])),
+            self._stragglers.apply(dominant_of(self._held, self._held_training, self._last_of, interval)),
+        )
         with self._lock:
             self._latest = snap
         return snap

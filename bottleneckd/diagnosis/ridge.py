@@ -30,7 +30,11 @@ def lowest_ridge() -> Ridge | None:
         if fp32 and bw and bw["value"]:
             cands.append(Ridge(fp32["value"] / bw["value"], part["name"], f"{fp32['source']}; {bw['source']}"))
     for part in _doc("ridge_points.json").get("cpus", []):
-        cands.append(Ridge(part["fp32_flops"] / part["memory_bandwidth"], part["name"], f"{part['derivation']} ({part['source']})"))
+        cands.append(
+            Ridge(
+                part["fp32_flops"] / part["memory_bandwidth"], part["name"], f"{part['derivation']} ({part['source']})"
+            )
+        )
     return min(cands, key=lambda r: r.flop_per_byte) if cands else None
 
 

@@ -60,8 +60,16 @@ class VerdictTracker:
         else:
             self._candidate, self._count = regime(v), 1
         if self._count >= self.hold or v.confidence - cur.confidence >= self.jump:
-            self.changes.append(RegimeChange(v.t, cur.resource, v.resource, regime_label(w, cur.resource, v.resource, cur.stage, v.stage),
-                                             cur.stage, v.stage))
+            self.changes.append(
+                RegimeChange(
+                    v.t,
+                    cur.resource,
+                    v.resource,
+                    regime_label(w, cur.resource, v.resource, cur.stage, v.stage),
+                    cur.stage,
+                    v.stage,
+                )
+            )
             self.current = replace(v, since=v.t)
             self._candidate, self._count = None, 0
             return self.current

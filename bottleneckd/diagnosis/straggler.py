@@ -18,9 +18,10 @@ reported.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from statistics import median
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from bottleneckd.model.identity import RankIdentity
 from bottleneckd.model.sample import RankPhases, Sample
@@ -69,8 +70,11 @@ class Straggler:
         return self.compute / self.median_compute - 1.0 if self.median_compute > 0 else 0.0
 
     def evidence(self) -> tuple[str, ...]:
-        who = f"rank {self.rank} on {self.node}" + (f" ({self.gpu})" if self.gpu else "") if self.kind == "rank" else \
-            f"node {self.node} (ranks {', '.join(map(str, self.ranks))})"
+        who = (
+            f"rank {self.rank} on {self.node}" + (f" ({self.gpu})" if self.gpu else "")
+            if self.kind == "rank"
+            else f"node {self.node} (ranks {', '.join(map(str, self.ranks))})"
+        )
         return (
             f"straggler: {who} computes {self.excess:.0%} longer than the median rank "
             f"({self.compute * 1e3:.1f} ms vs {self.median_compute * 1e3:.1f} ms of forward+backward per step)",
@@ -79,10 +83,20 @@ class Straggler:
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "rank": self.rank, "node": self.node, "gpu": self.gpu, "ranks": list(self.ranks),
-                "compute_seconds": self.compute, "median_compute_seconds": self.median_compute, "excess_ratio": self.excess,
-                "slowest_share": self.slowest_share, "last_arrival_share": self.last_share, "intervals": self.intervals,
-                "step_time_lost_seconds": self.step_time_lost}
+        return {
+            "kind": self.kind,
+            "rank": self.rank,
+            "node": self.node,
+            "gpu": self.gpu,
+            "ranks": list(self.ranks),
+            "compute_seconds": self.compute,
+            "median_compute_seconds": self.median_compute,
+            "excess_ratio": self.excess,
+            "slowest_share": self.slowest_share,
+            "last_arrival_share": self.last_share,
+            "intervals": self.intervals,
+            "step_time_lost_seconds": self.step_time_lost,
+        }
 
 
 def _per_step(rp: RankPhases, names: Sequence[str]) -> float:
@@ -124,8 +138,13 @@ def rank_figures(window: Sequence[tuple[RankPhases, ...]]) -> list[RankFigures]:
     return [RankFigures(a[0], median(a[1]), median(a[2]), a[3], a[4], a[5]) for a in acc.values() if a[3]]
 
 
-def find_straggler(samples: Iterable[Sample], last: int = LAST, margin: float = MARGIN, majority: float = MAJORITY,
-                   min_intervals: int = MIN_INTERVALS) -> Straggler | None:
+def find_straggler(
+    samples: Iterable[Sample],
+    last: int = LAST,
+    margin: float = MARGIN,
+    majority: float = MAJORITY,
+    min_intervals: int = MIN_INTERVALS,
+) -> Straggler | None:
     """The rank or node the job waits for, or None (fewer than two ranks, too few intervals, no
     rank consistently slowest, or a spread within the noise margin)."""
     window = intervals(samples, last)
@@ -145,8 +164,19 @@ def find_straggler(samples: Iterable[Sample], last: int = LAST, margin: float = 
     # both signals agree: it computes longest in most intervals, and it is the one the others wait for
     if top.slowest / n < majority or top.last_arrival / n < LAST_ARRIVAL or top.compute < med * (1 + margin):
         return None
-    return Straggler("rank", top.identity.rank, top.identity.node, top.identity.gpu, (top.identity.rank,), top.compute, med,
-                     top.slowest / n, top.last_arrival / n, n, top.compute - med)
+    return Straggler(
+        "rank",
+        top.identity.rank,
+        top.identity.node,
+        top.identity.gpu,
+        (top.identity.rank,),
+        top.compute,
+        med,
+        top.slowest / n,
+        top.last_arrival / n,
+        n,
+        top.compute - med,
+    )
 
 
 def _slow_node(figs: list[RankFigures], med: float, margin: float, n: int) -> Straggler | None:
@@ -168,8 +198,19 @@ def _slow_node(figs: list[RankFigures], med: float, margin: float, n: int) -> St
             last = sum(f.last_arrival for f in own) / n
             if share < MAJORITY or last < LAST_ARRIVAL:
                 continue
-            return Straggler("node", None, name, "", tuple(sorted(f.identity.rank for f in own)), mean, med, share, last,
-                             n, max(f.compute for f in own) - med)
+            return Straggler(
+                "node",
+                None,
+                name,
+                "",
+                tuple(sorted(f.identity.rank for f in own)),
+                mean,
+                med,
+                share,
+                last,
+                n,
+                max(f.compute for f in own) - med,
+            )
     return None
 
 
@@ -181,7 +222,7 @@ def topology(ranks: Iterable[RankPhases]) -> dict[str, list[int]]:
     return {k: sorted(v) for k, v in sorted(out.items())}
 
 
-def with_straggler(v: "Verdict", samples: Iterable[Sample], history: "StragglerHistory | None" = None) -> "Verdict":
+def with_straggler(v: Verdict, samples: Iterable[Sample], history: StragglerHistory | None = None) -> Verdict:
     """The window's verdict with the straggler, when one is named. When the job's steps wait in
     communication and the straggler's extra compute accounts for at least half of the median
     rank's wait, the wait is for the straggler, not for the link: the verdict becomes the
@@ -201,10 +242,16 @@ def with_straggler(v: "Verdict", samples: Iterable[Sample], history: "StragglerH
     if v.stage == "communication" and med_wait > 0 and s.step_time_lost >= 0.5 * med_wait:
         resource = "gpu_compute" if s.gpu else "cpu_compute"
         head = med_step / (med_step - s.step_time_lost) if med_step > s.step_time_lost > 0 else None
-        return replace(v, resource=resource, stage="compute", evidence=s.evidence() + tuple(v.evidence),
-                       headroom=head, straggler=s.to_json(),
-                       reason=f"the ranks wait in communication for the straggler ({s.step_time_lost * 1e3:.1f} ms of their "
-                              f"{med_wait * 1e3:.1f} ms wait per step): its compute limits the step; headroom if it computed as fast as the median rank")
+        return replace(
+            v,
+            resource=resource,
+            stage="compute",
+            evidence=s.evidence() + tuple(v.evidence),
+            headroom=head,
+            straggler=s.to_json(),
+            reason=f"the ranks wait in communication for the straggler ({s.step_time_lost * 1e3:.1f} ms of their "
+            f"{med_wait * 1e3:.1f} ms wait per step): its compute limits the step; headroom if it computed as fast as the median rank",
+        )
     return replace(v, evidence=tuple(v.evidence) + s.evidence(), straggler=s.to_json())
 
 
@@ -248,7 +295,7 @@ class StragglerHistory:
         self._confirmed = sum(k == key for k in self._seen) >= HOLD
         return s if self._confirmed else None
 
-    def update(self, v: "Verdict") -> None:
+    def update(self, v: Verdict) -> None:
         """Count the latest window: the straggler found in it (before the hold), if any."""
         if not self.current or len(intervals(self.recent)) < MIN_INTERVALS:
             return
@@ -267,7 +314,7 @@ class StragglerHistory:
         unique = len(ranked) == 1 or ranked[1] < count
         return (s, count) if count * 4 >= self.windows and unique else None
 
-    def apply(self, v: "Verdict | None") -> "Verdict | None":
+    def apply(self, v: Verdict | None) -> Verdict | None:
         """``v`` with the run's persistent straggler when it carries none of its own."""
         from dataclasses import replace
 
@@ -276,6 +323,10 @@ class StragglerHistory:
             return v
         s, count = p
         who = f"rank {s['rank']} on {s['node']}" if s["kind"] == "rank" else f"node {s['node']}"
-        ev = (f"straggler over the run: {who}, named in {count} of {self.windows} windows with several ranks; "
-              f"{s['excess_ratio']:.0%} longer compute than the median rank, {s['step_time_lost_seconds'] * 1e3:.1f} ms per step lost",)
-        return replace(v, evidence=tuple(v.evidence) + ev, straggler={**s, "windows_named": count, "windows": self.windows})
+        ev = (
+            f"straggler over the run: {who}, named in {count} of {self.windows} windows with several ranks; "
+            f"{s['excess_ratio']:.0%} longer compute than the median rank, {s['step_time_lost_seconds'] * 1e3:.1f} ms per step lost",
+        )
+        return replace(
+            v, evidence=tuple(v.evidence) + ev, straggler={**s, "windows_named": count, "windows": self.windows}
+        )

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from bottleneckd.model.sample import Sample, StepPhases
 
@@ -103,8 +103,10 @@ class Window:
         stats = {}
         for k, v in series.items():
             ordered = sorted(v)
-            stats[k] = Stat(sum(v) / len(v), ordered[min(len(v) - 1, int(round(0.95 * (len(v) - 1))))], ordered[-1], v[-1], len(v))
-        recent = list(self.samples)[-self.phase_samples:]
+            stats[k] = Stat(
+                sum(v) / len(v), ordered[min(len(v) - 1, int(round(0.95 * (len(v) - 1))))], ordered[-1], v[-1], len(v)
+            )
+        recent = list(self.samples)[-self.phase_samples :]
         phases = merge_phases(s.phases for s in recent)
         older = merge_phases(s.phases for s in self.samples)
         if phases is None:
@@ -115,5 +117,13 @@ class Window:
         for s in self.samples:
             for r in s.ranks:
                 nodes.setdefault(r.identity.node, set()).add(r.identity.rank)
-        return WindowStats(self.samples[0].t, self.samples[-1].t, len(self.samples), stats, notes, phases, self.steps_seen,
-                           tuple((n, tuple(sorted(rs))) for n, rs in sorted(nodes.items())))
+        return WindowStats(
+            self.samples[0].t,
+            self.samples[-1].t,
+            len(self.samples),
+            stats,
+            notes,
+            phases,
+            self.steps_seen,
+            tuple((n, tuple(sorted(rs))) for n, rs in sorted(nodes.items())),
+        )

@@ -74,7 +74,9 @@ class NvmlBackend(Protocol):
     def device_count(self) -> int: ...  # units: whole GPUs and MIG slices
     def label(self, i: int) -> str: ...  # "gpu0", "gpu0.mig1" (NVML indexes)
     def inaccessible(self) -> dict[str, str]: ...  # "gpuN" -> why it is counted but not usable
-    def mig_fractions(self, i: int) -> tuple[float, float] | None: ...  # (compute, memory) share of the GPU; None: whole GPU
+    def mig_fractions(
+        self, i: int
+    ) -> tuple[float, float] | None: ...  # (compute, memory) share of the GPU; None: whole GPU
     def name(self, i: int) -> str: ...
     def uuid(self, i: int) -> str | None: ...
     def memory(self, i: int) -> tuple[int, int] | None: ...  # (total, used) bytes

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from bottleneckd.hardware.mig import Unit, mig_units
 from bottleneckd.hardware.nvml import GPM_METRICS, GpuLostError, NvmlBackend, NvmlUnavailable
@@ -134,12 +135,16 @@ class PynvmlBackend:
         return None if u is None else (float(u.gpu), float(u.memory))
 
     def pcie_max_link(self, i: int) -> tuple[int | None, int | None]:
-        return (self._whole("pcie_max_gen", i, self._n.nvmlDeviceGetMaxPcieLinkGeneration),
-                self._whole("pcie_max_width", i, self._n.nvmlDeviceGetMaxPcieLinkWidth))
+        return (
+            self._whole("pcie_max_gen", i, self._n.nvmlDeviceGetMaxPcieLinkGeneration),
+            self._whole("pcie_max_width", i, self._n.nvmlDeviceGetMaxPcieLinkWidth),
+        )
 
     def pcie_current_link(self, i: int) -> tuple[int | None, int | None]:
-        return (self._whole("pcie_cur_gen", i, self._n.nvmlDeviceGetCurrPcieLinkGeneration),
-                self._whole("pcie_cur_width", i, self._n.nvmlDeviceGetCurrPcieLinkWidth))
+        return (
+            self._whole("pcie_cur_gen", i, self._n.nvmlDeviceGetCurrPcieLinkGeneration),
+            self._whole("pcie_cur_width", i, self._n.nvmlDeviceGetCurrPcieLinkWidth),
+        )
 
     def pcie_throughput(self, i: int) -> tuple[float, float] | None:
         # KB/s over a 20 ms window; each call blocks for that window.
@@ -174,7 +179,8 @@ class PynvmlBackend:
         if not links:
             return None
         ids = [(n.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, l) for l in links] + [
-            (n.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, l) for l in links]
+            (n.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, l) for l in links
+        ]
         values = self._q("nvlink_throughput", i, n.nvmlDeviceGetFieldValues, ids)
         if values is None:
             return None
@@ -215,7 +221,9 @@ class PynvmlBackend:
 
     def gpm_supported(self, i: int) -> bool:
         u = self._units[i]
-        s = self._call("gpm_support", i, self._n.nvmlGpmQueryDeviceSupport, u.parent if u.parent is not None else u.handle)
+        s = self._call(
+            "gpm_support", i, self._n.nvmlGpmQueryDeviceSupport, u.parent if u.parent is not None else u.handle
+        )
         return bool(s is not None and s.isSupportedDevice)
 
     def _gpm_sample(self, i: int, sample: Any) -> Any:
@@ -249,8 +257,11 @@ class PynvmlBackend:
                 get.metrics[k].metricId = metric
             n.nvmlGpmMetricsGet(get)
             self._gpm_last[i] = {
-                get.metrics[k].metricId: (float(get.metrics[k].value) if get.metrics[k].nvmlReturn == n.NVML_SUCCESS else None)
-                for k in range(len(GPM_METRICS))}
+                get.metrics[k].metricId: (
+                    float(get.metrics[k].value) if get.metrics[k].nvmlReturn == n.NVML_SUCCESS else None
+                )
+                for k in range(len(GPM_METRICS))
+            }
             return self._gpm_last[i]
         except n.NVMLError as e:
             log.warning("NVML GPM metrics failed on %s: %s", self.label(i), e)

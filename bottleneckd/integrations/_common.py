@@ -10,7 +10,8 @@ marks into the same phases as in a plain loop: data_wait, forward, backward, opt
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 log = logging.getLogger("bottleneckd.integrations")
 
@@ -46,8 +47,12 @@ class Marks:
             return fn(*args)
         except Exception as e:  # noqa: BLE001 - our failure never breaks the user's training
             self.enabled = False
-            log.warning("bottleneckd %s callback disabled after an internal error (%s: %s); training is unaffected",
-                        self.framework, type(e).__name__, e)
+            log.warning(
+                "bottleneckd %s callback disabled after an internal error (%s: %s); training is unaffected",
+                self.framework,
+                type(e).__name__,
+                e,
+            )
             return None
 
     def mark(self, label: str) -> None:
@@ -110,7 +115,9 @@ def advice_lines(rep: Any, how: dict[str, str], framework: str) -> list[str]:
         if hook and hook in how:
             lines.append(f"  in {framework}: {r['name']}: {how[hook]}")
         elif hook:
-            lines.append(f"  in {framework}: {r['name']}: no {framework} setting applies it; use bottleneckd.torch.watch(...).apply({hook!r}) in a plain loop")
+            lines.append(
+                f"  in {framework}: {r['name']}: no {framework} setting applies it; use bottleneckd.torch.watch(...).apply({hook!r}) in a plain loop"
+            )
     return lines
 
 

@@ -41,7 +41,9 @@ class BottleneckCallback(TrainerCallback):
         self._model: Any = None
 
     # --- set-up --------------------------------------------------------------------------------
-    def on_train_begin(self, args: Any, state: Any, control: Any, model: Any = None, optimizer: Any = None, **kw: Any) -> None:
+    def on_train_begin(
+        self, args: Any, state: Any, control: Any, model: Any = None, optimizer: Any = None, **kw: Any
+    ) -> None:
         self.marks.start(model, None)
         if self.time_forward and model is not None:
             self.marks.call(self._wrap_forward, model)

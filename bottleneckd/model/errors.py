@@ -16,4 +16,3 @@ class TraceError(InputError):
         self.path = path
         self.line = line
         self.problem = problem
-

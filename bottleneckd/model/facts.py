@@ -50,67 +50,126 @@ _W, _C = "bottleneckd.torch.watch", "bottleneckd.torch.collectives"
 _P, _N = "bottleneckd.torch.probe", "bottleneckd.torch.counting"
 _M = "bottleneckd.torch.mitigations."
 _D = "bottleneckd.torch.ddp_comm"
-FACTS: dict[str, FactSpec] = {s.name: s for s in (
-    # the model and the loop (hook)
-    _spec("device", "str", _W, "the model's device type: cpu, cuda, ..."),
-    _spec("pid", "int", _W, "the training process"),
-    _spec("epoch", "int", _W, "epochs completed"),
-    _spec("parameters", "int", _P, "number of model parameters"),
-    _spec("param_dtype", "str", _P, "dtype of most of the model's parameters (float32, bfloat16 ...)"),
-    _spec("has_conv", "bool", _P, "the model has a convolution layer"),
-    _spec("input_rank", "int", _P, "dimensions of the model's first input (4 for an image batch NCHW)"),
-    _spec("allow_tf32", "bool", _P, "torch.backends.cuda.matmul.allow_tf32"),
-    _spec("cuda_uuids", "strs", _P,
-          "UUIDs (GPU-...) of the CUDA devices holding the model's parameters: the job's GPUs, whatever the PID namespace"),
-    _spec("compiled", "bool", _P, "the model is torch.compile'd"),
-    _spec("ddp", "bool", f"{_P} {_C} {_D} bottleneckd.samplers.stack_frames", "DistributedDataParallel, or more than one rank (attach: a DDP frame on a stack)"),
-    _spec("fsdp", "bool", f"{_P} bottleneckd.samplers.stack_frames", "FullyShardedDataParallel (attach: an FSDP frame on a stack)"),
-    _spec("sharded", "bool", _P, "parameters or optimizer state sharded across ranks (FSDP, ZeRO)"),
-    _spec("offloading", "bool", _P, "parameters or optimizer state offloaded to the CPU"),
-    _spec("world_size", "int", _C, "ranks in the job"),
-    _spec("local_world_size", "int", _C, "ranks on this node"),
-    # communication inside backward (DDP's buckets through the comm-hook wrapper, ddp_comm.py)
-    _spec("ddp_comm_timing", "str", f"{_C} {_D}", "how DDP's all-reduce is timed ('comm hook') or why it is not ('off: ...')"),
-    _spec("comm_backend", "str", _C, "the process group's backend: gloo, nccl ..."),
-    _spec("ddp_buckets", "int", _D, "gradient buckets per step"),
-    _spec("comm_seconds_per_step", "float", _D, "seconds per step some all-reduce was in flight (overlapped + exposed)"),
-    _spec("comm_exposed_seconds_per_step", "float", _D, "seconds per step backward waited for communication after its last gradient"),
-    _spec("comm_overlapped_seconds_per_step", "float", _D, "seconds per step of communication hidden behind backward"),
-    _spec("comm_overlap_ratio", "float", _D, "share of the communication hidden behind backward"),
-    _spec("optimizer_closure", "bool", _W, "the optimizer's step takes a closure (LBFGS ...)"),
-    # the data loader (hook)
-    _spec("loader_workers", "int", f"{_P} {_M}dataloader_settings", "DataLoader num_workers"),
-    _spec("pin_memory", "bool", f"{_P} {_M}dataloader_settings", "DataLoader pin_memory"),
-    _spec("persistent_workers", "bool", f"{_P} {_M}dataloader_settings", "DataLoader persistent_workers"),
-    _spec("prefetch_factor", "int", f"{_P} {_M}dataloader_settings", "DataLoader prefetch_factor"),
-    _spec("batch_size", "int", _P, "DataLoader batch_size"),
-    _spec("cores", "int", _P, "CPU cores the training process may run on"),
-    _spec("loader_workers_saturate_cores", "bool", _P, "loader workers >= usable cores"),
-    # one counted step (hook, roofline)
-    _spec("flops_per_step", "float", _N, "FLOP of one step (torch.utils.flop_counter)"),
-    _spec("operand_bytes_per_step", "float", _N, "operand bytes of one step"),
-    _spec("arithmetic_intensity", "float", _N, "FLOP per operand byte"),
-    _spec("flops_unknown", "str", _N, "why the step's FLOPs (and intensity) are unknown: operators with no FLOP formula"),
-    _spec("achieved_flops", "float", _N, "FLOP/s over the compute phases"),
-    _spec("achieved_bytes_per_second", "float", _N, "operand bytes/s over the compute phases"),
-    # mitigations in effect (hook; unset on revert)
-    _spec("mitigations", "strs", _W, "hook ids of the mitigations applied and not reverted"),
-    _spec("autocast_dtype", "str", f"{_P} {_M}mixed_precision", "low-precision dtype in effect",
-          ("bfloat16", "float16")),
-    _spec("channels_last", "bool", f"{_M}channels_last", "channels_last memory format in effect"),
-    _spec("activation_checkpointing", "bool", f"{_M}activation_checkpointing", "activation checkpointing in effect"),
-    _spec("data_echoing", "int", f"{_M}data_echoing", "data echoing factor in effect"),
-    _spec("gradient_accumulation", "int", f"{_M}gradient_accumulation", "micro-batches per optimizer step"),
-    _spec("comm_hook", "str", f"{_M}ddp_comm_hook", "DDP communication hook in effect"),
-    # the daemon side
-    _spec("cpu_fast_bf16", "bool", "bottleneckd.advice.fit", "the CPU has bf16 instructions (amx_bf16 or avx512_bf16)"),
-    _spec("gpu_count", "int", "bottleneckd.advice.fit", "GPUs detected on the machine"),
-    _spec("phase_source", "str", "bottleneckd.samplers.stacks", "where the step phases come from", ("hook", "py-spy")),
-    _spec("stack_samples", "int", "bottleneckd.samplers.stacks", "py-spy stack samples in the interval"),
-    _spec("low_intensity_op_share", "float", "bottleneckd.samplers.stacks", "share of stack samples in low-intensity operators"),
-    _spec("other_idle_share", "float", "bottleneckd.samplers.stacks",
-          "share of recent stack samples outside the phases in which the thread waited (sleep, lock, child, socket)"),
-)}
+FACTS: dict[str, FactSpec] = {
+    s.name: s
+    for s in (
+        # the model and the loop (hook)
+        _spec("device", "str", _W, "the model's device type: cpu, cuda, ..."),
+        _spec("pid", "int", _W, "the training process"),
+        _spec("epoch", "int", _W, "epochs completed"),
+        _spec("parameters", "int", _P, "number of model parameters"),
+        _spec("param_dtype", "str", _P, "dtype of most of the model's parameters (float32, bfloat16 ...)"),
+        _spec("has_conv", "bool", _P, "the model has a convolution layer"),
+        _spec("input_rank", "int", _P, "dimensions of the model's first input (4 for an image batch NCHW)"),
+        _spec("allow_tf32", "bool", _P, "torch.backends.cuda.matmul.allow_tf32"),
+        _spec(
+            "cuda_uuids",
+            "strs",
+            _P,
+            "UUIDs (GPU-...) of the CUDA devices holding the model's parameters: the job's GPUs, whatever the PID namespace",
+        ),
+        _spec("compiled", "bool", _P, "the model is torch.compile'd"),
+        _spec(
+            "ddp",
+            "bool",
+            f"{_P} {_C} {_D} bottleneckd.samplers.stack_frames",
+            "DistributedDataParallel, or more than one rank (attach: a DDP frame on a stack)",
+        ),
+        _spec(
+            "fsdp",
+            "bool",
+            f"{_P} bottleneckd.samplers.stack_frames",
+            "FullyShardedDataParallel (attach: an FSDP frame on a stack)",
+        ),
+        _spec("sharded", "bool", _P, "parameters or optimizer state sharded across ranks (FSDP, ZeRO)"),
+        _spec("offloading", "bool", _P, "parameters or optimizer state offloaded to the CPU"),
+        _spec("world_size", "int", _C, "ranks in the job"),
+        _spec("local_world_size", "int", _C, "ranks on this node"),
+        # communication inside backward (DDP's buckets through the comm-hook wrapper, ddp_comm.py)
+        _spec(
+            "ddp_comm_timing",
+            "str",
+            f"{_C} {_D}",
+            "how DDP's all-reduce is timed ('comm hook') or why it is not ('off: ...')",
+        ),
+        _spec("comm_backend", "str", _C, "the process group's backend: gloo, nccl ..."),
+        _spec("ddp_buckets", "int", _D, "gradient buckets per step"),
+        _spec(
+            "comm_seconds_per_step",
+            "float",
+            _D,
+            "seconds per step some all-reduce was in flight (overlapped + exposed)",
+        ),
+        _spec(
+            "comm_exposed_seconds_per_step",
+            "float",
+            _D,
+            "seconds per step backward waited for communication after its last gradient",
+        ),
+        _spec(
+            "comm_overlapped_seconds_per_step", "float", _D, "seconds per step of communication hidden behind backward"
+        ),
+        _spec("comm_overlap_ratio", "float", _D, "share of the communication hidden behind backward"),
+        _spec("optimizer_closure", "bool", _W, "the optimizer's step takes a closure (LBFGS ...)"),
+        # the data loader (hook)
+        _spec("loader_workers", "int", f"{_P} {_M}dataloader_settings", "DataLoader num_workers"),
+        _spec("pin_memory", "bool", f"{_P} {_M}dataloader_settings", "DataLoader pin_memory"),
+        _spec("persistent_workers", "bool", f"{_P} {_M}dataloader_settings", "DataLoader persistent_workers"),
+        _spec("prefetch_factor", "int", f"{_P} {_M}dataloader_settings", "DataLoader prefetch_factor"),
+        _spec("batch_size", "int", _P, "DataLoader batch_size"),
+        _spec("cores", "int", _P, "CPU cores the training process may run on"),
+        _spec("loader_workers_saturate_cores", "bool", _P, "loader workers >= usable cores"),
+        # one counted step (hook, roofline)
+        _spec("flops_per_step", "float", _N, "FLOP of one step (torch.utils.flop_counter)"),
+        _spec("operand_bytes_per_step", "float", _N, "operand bytes of one step"),
+        _spec("arithmetic_intensity", "float", _N, "FLOP per operand byte"),
+        _spec(
+            "flops_unknown",
+            "str",
+            _N,
+            "why the step's FLOPs (and intensity) are unknown: operators with no FLOP formula",
+        ),
+        _spec("achieved_flops", "float", _N, "FLOP/s over the compute phases"),
+        _spec("achieved_bytes_per_second", "float", _N, "operand bytes/s over the compute phases"),
+        # mitigations in effect (hook; unset on revert)
+        _spec("mitigations", "strs", _W, "hook ids of the mitigations applied and not reverted"),
+        _spec(
+            "autocast_dtype",
+            "str",
+            f"{_P} {_M}mixed_precision",
+            "low-precision dtype in effect",
+            ("bfloat16", "float16"),
+        ),
+        _spec("channels_last", "bool", f"{_M}channels_last", "channels_last memory format in effect"),
+        _spec(
+            "activation_checkpointing", "bool", f"{_M}activation_checkpointing", "activation checkpointing in effect"
+        ),
+        _spec("data_echoing", "int", f"{_M}data_echoing", "data echoing factor in effect"),
+        _spec("gradient_accumulation", "int", f"{_M}gradient_accumulation", "micro-batches per optimizer step"),
+        _spec("comm_hook", "str", f"{_M}ddp_comm_hook", "DDP communication hook in effect"),
+        # the daemon side
+        _spec(
+            "cpu_fast_bf16", "bool", "bottleneckd.advice.fit", "the CPU has bf16 instructions (amx_bf16 or avx512_bf16)"
+        ),
+        _spec("gpu_count", "int", "bottleneckd.advice.fit", "GPUs detected on the machine"),
+        _spec(
+            "phase_source", "str", "bottleneckd.samplers.stacks", "where the step phases come from", ("hook", "py-spy")
+        ),
+        _spec("stack_samples", "int", "bottleneckd.samplers.stacks", "py-spy stack samples in the interval"),
+        _spec(
+            "low_intensity_op_share",
+            "float",
+            "bottleneckd.samplers.stacks",
+            "share of stack samples in low-intensity operators",
+        ),
+        _spec(
+            "other_idle_share",
+            "float",
+            "bottleneckd.samplers.stacks",
+            "share of recent stack samples outside the phases in which the thread waited (sleep, lock, child, socket)",
+        ),
+    )
+}
 
 
 class FactError(ValueError):
@@ -146,8 +205,11 @@ def check(name: str, value: Any) -> FactValue:
             raise FactError(f"{name}: {value!r} is not one of {', '.join(spec.choices)}")
         return value
     if t == "strs":
-        if not isinstance(value, (list, tuple)) or len(value) > MAX_ITEMS or \
-                not all(isinstance(v, str) and len(v) <= MAX_STR for v in value):
+        if (
+            not isinstance(value, (list, tuple))
+            or len(value) > MAX_ITEMS
+            or not all(isinstance(v, str) and len(v) <= MAX_STR for v in value)
+        ):
             raise FactError(f"{name}: expected a list of at most {MAX_ITEMS} short strings")
         return tuple(value)
     raise FactError(f"{name}: undeclared type {t!r}")  # pragma: no cover - FACTS is static
@@ -208,17 +270,17 @@ class Facts(Mapping[str, FactValue]):
     def __repr__(self) -> str:
         return f"Facts({self._d!r})"
 
-    def set(self, **values: Any) -> "Facts":
+    def set(self, **values: Any) -> Facts:
         return Facts({**self._d, **values})
 
-    def unset(self, *names: str) -> "Facts":
+    def unset(self, *names: str) -> Facts:
         return Facts({k: v for k, v in self._d.items() if k not in names})
 
     def to_json(self) -> dict[str, Any]:
         return {k: list(v) if isinstance(v, tuple) else v for k, v in self._d.items()}
 
     @staticmethod
-    def from_json(raw: Any) -> "Facts":
+    def from_json(raw: Any) -> Facts:
         """Lenient: what fits is kept, the rest named in ``dropped``."""
         f = Facts(raw if isinstance(raw, Mapping) else None)
         if raw is not None and not isinstance(raw, Mapping):

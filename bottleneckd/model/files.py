@@ -27,8 +27,14 @@ KERNEL_TREES = ("/proc", "/sys")
 
 
 def _kind(mode: int) -> str:
-    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
-                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"), (stat.S_ISLNK, "a symbolic link")):
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISLNK, "a symbolic link"),
+    ):
         if test(mode):
             return name
     return "not a regular file"
@@ -66,7 +72,9 @@ def read_text(path: str, what: str, limit: int = MAX_DATA_BYTES) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise InputError(f"{path}: the {what} is not UTF-8 text (byte {e.start} is {data[e.start]:#04x}); is this the right file?") from e
+        raise InputError(
+            f"{path}: the {what} is not UTF-8 text (byte {e.start} is {data[e.start]:#04x}); is this the right file?"
+        ) from e
 
 
 def _finite(text: str) -> float:
@@ -117,7 +125,9 @@ def check_output(path: str, what: str, force: bool = False) -> str:
     parent = os.path.dirname(ab)
     root = under_kernel_tree(parent)
     if root:
-        raise InputError(f"{what} {path}: {root} is a kernel interface, not a place for files; write under your own directory")
+        raise InputError(
+            f"{what} {path}: {root} is a kernel interface, not a place for files; write under your own directory"
+        )
     if not os.path.exists(parent):
         raise InputError(f"{what} {path}: directory {parent} does not exist; create it first")
     if not os.path.isdir(parent):

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping
+from typing import Any
 
 
 def _int(env: Mapping[str, str], *names: str, default: int) -> int:
@@ -47,23 +48,35 @@ class RankIdentity:
         return asdict(self)
 
     @staticmethod
-    def from_json(d: Mapping[str, Any]) -> "RankIdentity":
+    def from_json(d: Mapping[str, Any]) -> RankIdentity:
         return RankIdentity(
-            job=str(d.get("job", "local"))[:128], run=str(d.get("run", ""))[:128], restart=int(d.get("restart", 0)),
-            rank=int(d.get("rank", 0)), local_rank=int(d.get("local_rank", 0)), world_size=max(1, int(d.get("world_size", 1))),
-            local_world_size=max(1, int(d.get("local_world_size", 1))), node=str(d.get("node", ""))[:128],
-            node_rank=int(d.get("node_rank", 0)), gpu=str(d.get("gpu", ""))[:128], pid=int(d.get("pid", 0)),
+            job=str(d.get("job", "local"))[:128],
+            run=str(d.get("run", ""))[:128],
+            restart=int(d.get("restart", 0)),
+            rank=int(d.get("rank", 0)),
+            local_rank=int(d.get("local_rank", 0)),
+            world_size=max(1, int(d.get("world_size", 1))),
+            local_world_size=max(1, int(d.get("local_world_size", 1))),
+            node=str(d.get("node", ""))[:128],
+            node_rank=int(d.get("node_rank", 0)),
+            gpu=str(d.get("gpu", ""))[:128],
+            pid=int(d.get("pid", 0)),
         )
 
     @staticmethod
-    def from_env(env: Mapping[str, str] | None = None, pid: int | None = None, host: str | None = None,
-                 gpu: str = "") -> "RankIdentity":
+    def from_env(
+        env: Mapping[str, str] | None = None, pid: int | None = None, host: str | None = None, gpu: str = ""
+    ) -> RankIdentity:
         env = os.environ if env is None else env
         world = _int(env, "WORLD_SIZE", "SLURM_NTASKS", default=1)
         local_world = _int(env, "LOCAL_WORLD_SIZE", "SLURM_NTASKS_PER_NODE", default=world)
-        job = (env.get("BOTTLENECKD_JOB") or env.get("SLURM_JOB_ID") or env.get("TORCHELASTIC_RUN_ID")
-               or (f"{env['POD_NAMESPACE']}/{env['POD_NAME']}" if env.get("POD_NAME") and env.get("POD_NAMESPACE") else "")
-               or "local")
+        job = (
+            env.get("BOTTLENECKD_JOB")
+            or env.get("SLURM_JOB_ID")
+            or env.get("TORCHELASTIC_RUN_ID")
+            or (f"{env['POD_NAMESPACE']}/{env['POD_NAME']}" if env.get("POD_NAME") and env.get("POD_NAMESPACE") else "")
+            or "local"
+        )
         return RankIdentity(
             job=job,
             run=env.get("TORCHELASTIC_RUN_ID", ""),

@@ -20,8 +20,9 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Union
+from typing import Any, Union
 
 from bottleneckd.model.facts import Facts
 from bottleneckd.model.files import json_problem, loads_strict
@@ -63,15 +64,22 @@ class StepReport:
     examples: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"type": "step", "version": self.version, "identity": self.identity.to_json(), "steps": self.steps,
-                "wall_seconds": self.wall_seconds, "phases": dict(self.phases), "facts": Facts(self.facts).to_json(),
-                **({"examples": self.examples} if self.examples is not None else {})}
+        return {
+            "type": "step",
+            "version": self.version,
+            "identity": self.identity.to_json(),
+            "steps": self.steps,
+            "wall_seconds": self.wall_seconds,
+            "phases": dict(self.phases),
+            "facts": Facts(self.facts).to_json(),
+            **({"examples": self.examples} if self.examples is not None else {}),
+        }
 
     def step_phases(self) -> StepPhases:
         return StepPhases(self.steps, self.wall_seconds, dict(self.phases), self.facts, self.examples)
 
     @staticmethod
-    def from_json(d: Any) -> "StepReport":
+    def from_json(d: Any) -> StepReport:
         d = _object(d, "step", ("type", "version", "identity", "steps", "wall_seconds", "phases", "facts", "examples"))
         phases = d.get("phases")
         if not isinstance(phases, dict) or len(phases) > len(PHASES):
@@ -81,11 +89,14 @@ class StepReport:
         bad = [k for k in phases if k not in PHASES]
         if bad:
             raise ProtocolError(f"phases: unknown phase {bad[0]!r:.40}; known: {', '.join(PHASES)}")
-        return StepReport(identity=_identity(d.get("identity")), steps=_int(d.get("steps"), "steps", MAX_STEPS),
-                          wall_seconds=_seconds(d.get("wall_seconds"), "wall_seconds"),
-                          phases={k: _seconds(v, f"phases.{k}") for k, v in phases.items()},
-                          facts=Facts.from_json(d.get("facts")),
-                          examples=None if d.get("examples") is None else _int(d["examples"], "examples", MAX_EXAMPLES))
+        return StepReport(
+            identity=_identity(d.get("identity")),
+            steps=_int(d.get("steps"), "steps", MAX_STEPS),
+            wall_seconds=_seconds(d.get("wall_seconds"), "wall_seconds"),
+            phases={k: _seconds(v, f"phases.{k}") for k, v in phases.items()},
+            facts=Facts.from_json(d.get("facts")),
+            examples=None if d.get("examples") is None else _int(d["examples"], "examples", MAX_EXAMPLES),
+        )
 
 
 @dataclass(frozen=True)
@@ -98,11 +109,18 @@ class Event:
     version: int = VERSION
 
     def to_json(self) -> dict[str, Any]:
-        return {"type": "event", "version": self.version, "kind": self.kind, "name": self.name, "t": self.t,
-                "changes_semantics": self.changes_semantics, "note": self.note}
+        return {
+            "type": "event",
+            "version": self.version,
+            "kind": self.kind,
+            "name": self.name,
+            "t": self.t,
+            "changes_semantics": self.changes_semantics,
+            "note": self.note,
+        }
 
     @staticmethod
-    def from_json(d: Any) -> "Event":
+    def from_json(d: Any) -> Event:
         d = _object(d, "event", ("type", "version", "kind", "name", "t", "changes_semantics", "note"))
         kind = d.get("kind")
         if not isinstance(kind, str) or not KIND.match(kind):
@@ -110,7 +128,13 @@ class Event:
         cs = d.get("changes_semantics", False)
         if type(cs) is not bool:
             raise ProtocolError("changes_semantics: expected true/false")
-        return Event(kind, _text(d.get("name", ""), "name"), _seconds(d.get("t"), "t", 1e11), cs, _text(d.get("note", ""), "note"))
+        return Event(
+            kind,
+            _text(d.get("name", ""), "name"),
+            _seconds(d.get("t"), "t", 1e11),
+            cs,
+            _text(d.get("note", ""), "note"),
+        )
 
 
 Message = Union[StepReport, Event]

@@ -28,16 +28,22 @@ RESOURCES: Final[tuple[str, ...]] = (
 PAPER_SECTION: Final[dict[str, str]] = {r: f"6.1.{i + 1}" for i, r in enumerate(RESOURCES)}
 
 #: resources whose peak is a capacity (bytes held), not a rate
-CAPACITY_RESOURCES: Final[frozenset[str]] = frozenset(
-    {"gpu_memory", "cpu_memory", "storage_capacity"}
-)
+CAPACITY_RESOURCES: Final[frozenset[str]] = frozenset({"gpu_memory", "cpu_memory", "storage_capacity"})
 
 #: stages of a training step (section 2.1), as the hook and the diagnosis name them
 STAGES: Final[tuple[str, ...]] = ("data", "transfer", "compute", "optimizer", "communication", "other")
 
 #: the step phases the torch hook measures, in the order of a step (the one list of phase names:
 #: the hook's timing, the exporter, the live view and the report all use these)
-HOOK_PHASES: Final[tuple[str, ...]] = ("data_wait", "transfer", "forward", "backward", "optimizer", "communication", "other")
+HOOK_PHASES: Final[tuple[str, ...]] = (
+    "data_wait",
+    "transfer",
+    "forward",
+    "backward",
+    "optimizer",
+    "communication",
+    "other",
+)
 
 #: every step phase (the hook's, and those py-spy stack samples add) and the stage each belongs to
 PHASES: Final[dict[str, str]] = {
@@ -63,7 +69,5 @@ def check_resource(resource_id: str, where: str = "resource") -> str:
     from bottleneckd.model.errors import InputError
 
     if resource_id not in RESOURCES:
-        raise InputError(
-            f"{where}: unknown resource id {resource_id!r}; use one of: {', '.join(RESOURCES)}"
-        )
+        raise InputError(f"{where}: unknown resource id {resource_id!r}; use one of: {', '.join(RESOURCES)}")
     return resource_id

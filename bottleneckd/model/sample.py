@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from bottleneckd.model.facts import Facts
 from bottleneckd.model.identity import RankIdentity
@@ -26,9 +27,15 @@ class Reading:
         return [self.resource, self.device, self.metric, self.value, self.unit] + ([self.note] if self.note else [])
 
     @staticmethod
-    def from_json(row: list[Any]) -> "Reading":
-        return Reading(str(row[0]), str(row[1]), str(row[2]), None if row[3] is None else float(row[3]), str(row[4]),
-                       str(row[5]) if len(row) > 5 else "")
+    def from_json(row: list[Any]) -> Reading:
+        return Reading(
+            str(row[0]),
+            str(row[1]),
+            str(row[2]),
+            None if row[3] is None else float(row[3]),
+            str(row[4]),
+            str(row[5]) if len(row) > 5 else "",
+        )
 
 
 @dataclass(frozen=True)
@@ -50,13 +57,23 @@ class StepPhases:
         return self.phases.get(phase, 0.0) / self.wall_seconds if self.wall_seconds > 0 else None
 
     def to_json(self) -> dict[str, Any]:
-        return {"steps": self.steps, "wall_seconds": self.wall_seconds, "phases": self.phases, "facts": Facts(self.facts).to_json(),
-                **({"examples": self.examples} if self.examples is not None else {})}
+        return {
+            "steps": self.steps,
+            "wall_seconds": self.wall_seconds,
+            "phases": self.phases,
+            "facts": Facts(self.facts).to_json(),
+            **({"examples": self.examples} if self.examples is not None else {}),
+        }
 
     @staticmethod
-    def from_json(d: dict[str, Any]) -> "StepPhases":
-        return StepPhases(int(d["steps"]), float(d["wall_seconds"]), {k: float(v) for k, v in d["phases"].items()}, Facts.from_json(d.get("facts")),
-                          None if d.get("examples") is None else int(d["examples"]))
+    def from_json(d: dict[str, Any]) -> StepPhases:
+        return StepPhases(
+            int(d["steps"]),
+            float(d["wall_seconds"]),
+            {k: float(v) for k, v in d["phases"].items()},
+            Facts.from_json(d.get("facts")),
+            None if d.get("examples") is None else int(d["examples"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -70,7 +87,7 @@ class RankPhases:
         return {"identity": self.identity.to_json(), "phases": self.phases.to_json()}
 
     @staticmethod
-    def from_json(d: dict[str, Any]) -> "RankPhases":
+    def from_json(d: dict[str, Any]) -> RankPhases:
         return RankPhases(RankIdentity.from_json(d["identity"]), StepPhases.from_json(d["phases"]))
 
 
@@ -110,21 +127,40 @@ class Sample:
         }
 
     @staticmethod
-    def from_json(d: dict[str, Any]) -> "Sample":
+    def from_json(d: dict[str, Any]) -> Sample:
         return Sample(
             t=float(d["t"]),
             interval=float(d.get("interval", 1.0)),
             readings=tuple(Reading.from_json(r) for r in d["readings"]),
             phases=None if d.get("phases") is None else StepPhases.from_json(d["phases"]),
-            samplers=tuple(SamplerStatus(k, bool(v[0]), float(v[1]), str(v[2]) if len(v) > 2 else "") for k, v in d.get("samplers", {}).items()),
+            samplers=tuple(
+                SamplerStatus(k, bool(v[0]), float(v[1]), str(v[2]) if len(v) > 2 else "")
+                for k, v in d.get("samplers", {}).items()
+            ),
             ranks=tuple(RankPhases.from_json(r) for r in d.get("ranks", ())),
         )
 
 
-def utilization(resource: str, device: str, used: float | None, peak: float | None, unit: str, why_unknown: str = "",
-                peak_why: str = "peak unknown; run 'bottleneckd calibrate'") -> list[Reading]:
+def utilization(
+    resource: str,
+    device: str,
+    used: float | None,
+    peak: float | None,
+    unit: str,
+    why_unknown: str = "",
+    peak_why: str = "peak unknown; run 'bottleneckd calibrate'",
+) -> list[Reading]:
     """The raw figure and its fraction of the peak (None with the reason when either is unknown)."""
-    out = [Reading(resource, device, "throughput" if unit.endswith("/s") else "used", used, unit, "" if used is not None else why_unknown)]
+    out = [
+        Reading(
+            resource,
+            device,
+            "throughput" if unit.endswith("/s") else "used",
+            used,
+            unit,
+            "" if used is not None else why_unknown,
+        )
+    ]
     if used is None:
         out.append(Reading(resource, device, "utilization", None, "ratio", why_unknown or "figure not measurable here"))
     elif not peak:

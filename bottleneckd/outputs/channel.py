@@ -25,7 +25,16 @@ from dataclasses import dataclass, field
 
 from bottleneckd.model.facts import Facts
 from bottleneckd.model.identity import RankIdentity
-from bottleneckd.model.protocol import MAX_MESSAGE, Event, Message, ProtocolError, StepReport, UnknownVersion, decode, encode
+from bottleneckd.model.protocol import (
+    MAX_MESSAGE,
+    Event,
+    Message,
+    ProtocolError,
+    StepReport,
+    UnknownVersion,
+    decode,
+    encode,
+)
 from bottleneckd.model.sample import RankPhases, StepPhases
 from bottleneckd.outputs.socket_path import ChannelError, default_socket_path, prepare_socket_path, untrusted_dir
 
@@ -112,7 +121,9 @@ class PhaseReceiver:
                 self._sock.bind(self.path)
             except OSError as e:
                 self._sock.close()
-                raise ChannelError(f"{self.path}: cannot bind the channel socket ({e.strerror}); pass another --socket path") from e
+                raise ChannelError(
+                    f"{self.path}: cannot bind the channel socket ({e.strerror}); pass another --socket path"
+                ) from e
             os.chmod(self.path, 0o600)
             st = os.stat(self.path)
             self._inode = (st.st_dev, st.st_ino)
@@ -129,7 +140,7 @@ class PhaseReceiver:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="bottleneckd-channel", daemon=True)
 
-    def start(self) -> "PhaseReceiver":
+    def start(self) -> PhaseReceiver:
         if self._sock is not None:
             self._thread.start()
         return self
@@ -139,8 +150,12 @@ class PhaseReceiver:
         return self._thread.is_alive()
 
     def counters(self) -> dict[str, int]:
-        return {"received": self.received, "rejected": self.rejected, "unknown_version": self.unknown_version,
-                "facts_rejected": self.facts_rejected}
+        return {
+            "received": self.received,
+            "rejected": self.rejected,
+            "unknown_version": self.unknown_version,
+            "facts_rejected": self.facts_rejected,
+        }
 
     def _run(self) -> None:
         sock = self._sock
@@ -148,7 +163,7 @@ class PhaseReceiver:
         while not self._stop.is_set():
             try:
                 data = sock.recv(MAX_DATAGRAM + 1)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError as e:
                 if self._stop.is_set() or e.errno == errno.EBADF:
@@ -204,7 +219,7 @@ class PhaseReceiver:
         longer fit the buffer are skipped, never repeated)."""
         with self._lock:
             new = min(self.events_total - seen, len(self.events))
-            return (list(self.events)[len(self.events) - new:] if new > 0 else []), self.events_total
+            return (list(self.events)[len(self.events) - new :] if new > 0 else []), self.events_total
 
     def drain_ranks(self) -> tuple[StepPhases | None, tuple[RankPhases, ...]]:
         """The job's step phases since the last drain (phases and wall summed over ranks, so shares
@@ -214,7 +229,9 @@ class PhaseReceiver:
             ranks = []
             for r in self._ranks.values():
                 if r.steps:
-                    ranks.append(RankPhases(r.identity, StepPhases(r.steps, r.wall, dict(r.phases), r.facts, r.examples)))
+                    ranks.append(
+                        RankPhases(r.identity, StepPhases(r.steps, r.wall, dict(r.phases), r.facts, r.examples))
+                    )
                     r.steps, r.wall, r.phases, r.examples = 0, 0.0, {}, 0
         if not ranks:
             return None, ()
@@ -226,8 +243,13 @@ class PhaseReceiver:
         examples: int | None = 0
         for rp in ranks:
             examples = _add(examples, rp.phases.examples)
-        job = StepPhases(sum(rp.phases.steps for rp in ranks), sum(rp.phases.wall_seconds for rp in ranks), phases,
-                         ranks[0].phases.facts, examples)
+        job = StepPhases(
+            sum(rp.phases.steps for rp in ranks),
+            sum(rp.phases.wall_seconds for rp in ranks),
+            phases,
+            ranks[0].phases.facts,
+            examples,
+        )
         return job, tuple(ranks)
 
     def drain(self) -> StepPhases | None:

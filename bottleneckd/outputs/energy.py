@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from bottleneckd.model.sample import Sample
 
@@ -59,13 +60,17 @@ class EnergyAccount:
 
     def why_per_step_unknown(self) -> str:
         if not self.known:
-            return "no energy counter readable: " + ("; ".join(f"{k}: {v}" for k, v in self.unknown.items()) or "no energy readings in the samples")
+            return "no energy counter readable: " + (
+                "; ".join(f"{k}: {v}" for k, v in self.unknown.items()) or "no energy readings in the samples"
+            )
         if not self.steps:
             return "no training steps reported by the torch hook while energy was measured"
         return ""
 
     def why_per_example_unknown(self) -> str:
-        return self.why_per_step_unknown() or ("" if self.examples else "the torch hook did not report examples per interval")
+        return self.why_per_step_unknown() or (
+            "" if self.examples else "the torch hook did not report examples per interval"
+        )
 
     def carbon_grams(self, grams_per_kwh: float | None, training: bool = False) -> float | None:
         if grams_per_kwh is None or not self.known:
@@ -88,7 +93,9 @@ class EnergyAccount:
             "grid_intensity_g_per_kwh": grams_per_kwh,
             "carbon_grams": self.carbon_grams(grams_per_kwh),
             "training_carbon_grams": self.carbon_grams(grams_per_kwh, training=True),
-            "carbon_unknown": "" if grams_per_kwh is not None else "no grid intensity given (--grid-intensity gCO2/kWh)",
+            "carbon_unknown": ""
+            if grams_per_kwh is not None
+            else "no grid intensity given (--grid-intensity gCO2/kWh)",
         }
 
 
@@ -157,15 +164,26 @@ class EnergyMeter:
                 if self._steps:
                     self._training += joules
                     self._total_steps += self._steps
-                    self._total_examples = None if self._examples is None or self._total_examples is None else self._total_examples + self._examples
+                    self._total_examples = (
+                        None
+                        if self._examples is None or self._total_examples is None
+                        else self._total_examples + self._examples
+                    )
                 self._points.append(EnergyPoint(sample.t, sample.t - t0, joules, self._steps, self._examples))
             self._start = (sample.t, known)
             self._steps, self._examples = 0, 0
 
     def account(self) -> EnergyAccount:
         with self._lock:
-            return EnergyAccount(dict(self._joules), dict(self._unknown), self._seconds, self._training, self._total_steps,
-                                 self._total_examples if self._total_steps else None, tuple(self._points))
+            return EnergyAccount(
+                dict(self._joules),
+                dict(self._unknown),
+                self._seconds,
+                self._training,
+                self._total_steps,
+                self._total_examples if self._total_steps else None,
+                tuple(self._points),
+            )
 
 
 class EnergyCollector:
@@ -182,19 +200,38 @@ class EnergyCollector:
         a = self._meter.account()
         if not a.known:
             return
-        fam = CounterMetricFamily("bottleneckd_energy_joules", "Energy measured since the sidecar started, per domain and device",
-                                  labels=["domain", "device"])
+        fam = CounterMetricFamily(
+            "bottleneckd_energy_joules",
+            "Energy measured since the sidecar started, per domain and device",
+            labels=["domain", "device"],
+        )
         for key, j in sorted(a.joules.items()):
             domain, _, device = key.partition(":")
             fam.add_metric([domain, device], j)
         yield fam
-        yield CounterMetricFamily("bottleneckd_training_energy_joules", "Energy of all measured domains in intervals with training steps",
-                                  value=a.training_joules)
-        yield CounterMetricFamily("bottleneckd_energy_steps", "Training steps in the intervals whose energy was measured", value=a.steps)
+        yield CounterMetricFamily(
+            "bottleneckd_training_energy_joules",
+            "Energy of all measured domains in intervals with training steps",
+            value=a.training_joules,
+        )
+        yield CounterMetricFamily(
+            "bottleneckd_energy_steps", "Training steps in the intervals whose energy was measured", value=a.steps
+        )
         if a.examples is not None:
-            yield CounterMetricFamily("bottleneckd_energy_examples", "Training examples in the intervals whose energy was measured", value=a.examples)
+            yield CounterMetricFamily(
+                "bottleneckd_energy_examples",
+                "Training examples in the intervals whose energy was measured",
+                value=a.examples,
+            )
         if a.per_step is not None:
-            yield GaugeMetricFamily("bottleneckd_energy_per_step_joules", "Joules per training step since the sidecar started", value=a.per_step)
+            yield GaugeMetricFamily(
+                "bottleneckd_energy_per_step_joules",
+                "Joules per training step since the sidecar started",
+                value=a.per_step,
+            )
         if a.per_example is not None:
-            yield GaugeMetricFamily("bottleneckd_energy_per_example_joules", "Joules per training example since the sidecar started",
-                                    value=a.per_example)
+            yield GaugeMetricFamily(
+                "bottleneckd_energy_per_example_joules",
+                "Joules per training example since the sidecar started",
+                value=a.per_example,
+            )

@@ -12,7 +12,17 @@ from bottleneckd.outputs.energy import EnergyAccount
 from bottleneckd.outputs.timeline import Timeline
 from bottleneckd.peaks.resolve import PeakTable
 
-PHASE_ORDER = ("data_wait", "file_io", "transfer", "forward", "backward", "gpu_wait", "optimizer", "communication", "other")
+PHASE_ORDER = (
+    "data_wait",
+    "file_io",
+    "transfer",
+    "forward",
+    "backward",
+    "gpu_wait",
+    "optimizer",
+    "communication",
+    "other",
+)
 
 
 def _go():  # noqa: ANN202
@@ -26,37 +36,65 @@ def _time(t: float) -> dt.datetime:
 
 
 def _layout(fig: Any, title: str, y: str, **kw: Any) -> Any:
-    fig.update_layout(title=title, yaxis_title=y, template="plotly_white", height=380, margin={"l": 60, "r": 20, "t": 50, "b": 40},
-                      legend={"orientation": "h", "y": -0.2}, **kw)
+    fig.update_layout(
+        title=title,
+        yaxis_title=y,
+        template="plotly_white",
+        height=380,
+        margin={"l": 60, "r": 20, "t": 50, "b": 40},
+        legend={"orientation": "h", "y": -0.2},
+        **kw,
+    )
     return fig
 
 
 def phases_figure(tl: Timeline) -> tuple[Any | None, str]:
     rows = [r for r in tl.rows if r.steps]
     if not rows:
-        return None, "no step phases: the torch hook reported no training steps (use bottleneckd run, or watch() in the script)"
+        return (
+            None,
+            "no step phases: the torch hook reported no training steps (use bottleneckd run, or watch() in the script)",
+        )
     go = _go()
-    names = [p for p in PHASE_ORDER if any(p in r.phases for r in rows)] + sorted({p for r in rows for p in r.phases} - set(PHASE_ORDER))
+    names = [p for p in PHASE_ORDER if any(p in r.phases for r in rows)] + sorted(
+        {p for r in rows for p in r.phases} - set(PHASE_ORDER)
+    )
     fig = go.Figure()
     x = [_time(r.t) for r in rows]
     for p in names:
         fig.add_trace(go.Bar(x=x, y=[r.phases.get(p, 0.0) for r in rows], name=f"{p} ({PHASES.get(p, 'other')})"))
-    fig.add_trace(go.Scatter(x=x, y=[r.step_seconds for r in rows], name="wall time per step", mode="lines", line={"color": "black"}))
+    fig.add_trace(
+        go.Scatter(
+            x=x, y=[r.step_seconds for r in rows], name="wall time per step", mode="lines", line={"color": "black"}
+        )
+    )
     return _layout(fig, "Step phases over time (seconds per step)", "seconds per step", barmode="stack"), ""
 
 
 def _marks(fig: Any, changes: list[dict[str, Any]], events: list[dict[str, Any]], t0: float, t1: float) -> None:
     for c in changes:
         if t0 <= c["t"] <= t1:
-            fig.add_vline(x=_time(c["t"]).timestamp() * 1000, line_dash="dash", line_color="#c0392b",
-                          annotation_text=f"regime: {c['before']} → {c['after']}", annotation_position="top left")
+            fig.add_vline(
+                x=_time(c["t"]).timestamp() * 1000,
+                line_dash="dash",
+                line_color="#c0392b",
+                annotation_text=f"regime: {c['before']} → {c['after']}",
+                annotation_position="top left",
+            )
     for e in events:
         if e.get("kind") == "mitigation_applied" and t0 <= e.get("t", 0.0) <= t1:
-            fig.add_vline(x=_time(e["t"]).timestamp() * 1000, line_dash="dot", line_color="#27ae60",
-                          annotation_text=f"applied {e.get('name', '')}", annotation_position="bottom right")
+            fig.add_vline(
+                x=_time(e["t"]).timestamp() * 1000,
+                line_dash="dot",
+                line_color="#27ae60",
+                annotation_text=f"applied {e.get('name', '')}",
+                annotation_position="bottom right",
+            )
 
 
-def utilization_figure(tl: Timeline, changes: list[dict[str, Any]], events: list[dict[str, Any]]) -> tuple[Any | None, str]:
+def utilization_figure(
+    tl: Timeline, changes: list[dict[str, Any]], events: list[dict[str, Any]]
+) -> tuple[Any | None, str]:
     series = tl.known_series()
     if not tl.rows or not series:
         return None, "no utilisation known against a peak in this run"
@@ -101,14 +139,43 @@ def roofline_figure(peaks: PeakTable, facts: dict[str, Any]) -> tuple[Any | None
     hi = max(ridge, ai or ridge) * 100
     xs = [lo * (hi / lo) ** (k / 60) for k in range(61)]
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=xs, y=[min(c, b * x) for x in xs], name="attainable (min of the ceilings)", mode="lines", line={"color": "black"}))
-    fig.add_trace(go.Scatter(x=[lo, hi], y=[c, c], name=f"compute ceiling {c:.3g} FLOP/s", mode="lines", line={"dash": "dot"}))
-    fig.add_trace(go.Scatter(x=[lo, hi], y=[b * lo, b * hi], name=f"bandwidth ceiling {b:.3g} B/s", mode="lines", line={"dash": "dot"}))
-    fig.add_trace(go.Scatter(x=[ridge], y=[c], name=f"ridge point {ridge:.3g} FLOP/byte", mode="markers", marker={"size": 10, "symbol": "diamond"}))
+    fig.add_trace(
+        go.Scatter(
+            x=xs,
+            y=[min(c, b * x) for x in xs],
+            name="attainable (min of the ceilings)",
+            mode="lines",
+            line={"color": "black"},
+        )
+    )
+    fig.add_trace(
+        go.Scatter(x=[lo, hi], y=[c, c], name=f"compute ceiling {c:.3g} FLOP/s", mode="lines", line={"dash": "dot"})
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[lo, hi], y=[b * lo, b * hi], name=f"bandwidth ceiling {b:.3g} B/s", mode="lines", line={"dash": "dot"}
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[ridge],
+            y=[c],
+            name=f"ridge point {ridge:.3g} FLOP/byte",
+            mode="markers",
+            marker={"size": 10, "symbol": "diamond"},
+        )
+    )
     note = ""
     if ai and achieved:
-        fig.add_trace(go.Scatter(x=[ai], y=[achieved], name=f"this job: {ai:.3g} FLOP/byte, {achieved:.3g} FLOP/s", mode="markers",
-                                 marker={"size": 14, "color": "#c0392b"}))
+        fig.add_trace(
+            go.Scatter(
+                x=[ai],
+                y=[achieved],
+                name=f"this job: {ai:.3g} FLOP/byte, {achieved:.3g} FLOP/s",
+                mode="markers",
+                marker={"size": 14, "color": "#c0392b"},
+            )
+        )
     else:
         note = "the job's point is unknown: the torch hook counted no step's FLOPs and operand bytes"
     fig.update_xaxes(type="log", title="arithmetic intensity (FLOP per byte of operands)")
@@ -136,20 +203,46 @@ def ranks_figure(tl: Timeline) -> tuple[Any | None, str]:
     fig = go.Figure()
     for p in [p for p in PHASE_ORDER if any(p in m for m in means.values())]:
         fig.add_trace(go.Bar(x=labels, y=[means[lab].get(p, 0.0) for lab in labels], name=p))
-    fig.add_trace(go.Box(x=[lab for lab in labels for _ in per[lab]], y=[s for lab in labels for _, s, _ in per[lab]],
-                         name="wall time per step (each interval)", marker={"color": "black"}, boxpoints="all"))
-    return _layout(fig, "Ranks: mean seconds per step by phase (a straggler stands out)", "seconds per step", barmode="stack"), ""
+    fig.add_trace(
+        go.Box(
+            x=[lab for lab in labels for _ in per[lab]],
+            y=[s for lab in labels for _, s, _ in per[lab]],
+            name="wall time per step (each interval)",
+            marker={"color": "black"},
+            boxpoints="all",
+        )
+    )
+    return _layout(
+        fig, "Ranks: mean seconds per step by phase (a straggler stands out)", "seconds per step", barmode="stack"
+    ), ""
 
 
 def energy_figure(acc: EnergyAccount) -> tuple[Any | None, str]:
     pts = [p for p in acc.points if p.steps]
     if not pts:
-        return None, ("no energy counter could be read (see Energy above)" if not acc.known
-                      else "no training steps reported while energy was measured")
+        return None, (
+            "no energy counter could be read (see Energy above)"
+            if not acc.known
+            else "no training steps reported while energy was measured"
+        )
     go = _go()
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=[_time(p.t) for p in pts], y=[p.joules / p.steps for p in pts], name="joules per step", mode="lines+markers"))
-    fig.add_trace(go.Scatter(x=[_time(p.t) for p in pts], y=[p.joules / p.seconds for p in pts], name="watts (all measured domains)",
-                             mode="lines", yaxis="y2"))
+    fig.add_trace(
+        go.Scatter(
+            x=[_time(p.t) for p in pts],
+            y=[p.joules / p.steps for p in pts],
+            name="joules per step",
+            mode="lines+markers",
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=[_time(p.t) for p in pts],
+            y=[p.joules / p.seconds for p in pts],
+            name="watts (all measured domains)",
+            mode="lines",
+            yaxis="y2",
+        )
+    )
     fig.update_layout(yaxis2={"title": "W", "overlaying": "y", "side": "right"})
     return _layout(fig, "Energy per step over time", "J per step"), ""

@@ -35,7 +35,7 @@ class Recorder:
         self.energy = EnergyMeter()
         self._feed_energy = True
 
-    def attach(self, pipeline: Pipeline, energy: EnergyMeter | None = None) -> "Recorder":
+    def attach(self, pipeline: Pipeline, energy: EnergyMeter | None = None) -> Recorder:
         """Read each sample's snapshot from ``pipeline`` (which must see the sample first); with
         ``energy``, that meter (fed elsewhere, e.g. the sidecar's) instead of one of its own."""
         self.pipeline = pipeline
@@ -48,9 +48,18 @@ class Recorder:
         if self._feed_energy:
             self.energy(sample)
 
-    def write_report(self, path: str, extra: dict[str, Any], peaks: PeakTable, events: list[dict[str, Any]],
-                     grams_per_kwh: float | None = None, force: bool = False, title: str = "bottleneckd report",
-                     what: str = "--report-html", run_totals: Any = None) -> dict[str, Any]:
+    def write_report(
+        self,
+        path: str,
+        extra: dict[str, Any],
+        peaks: PeakTable,
+        events: list[dict[str, Any]],
+        grams_per_kwh: float | None = None,
+        force: bool = False,
+        title: str = "bottleneckd report",
+        what: str = "--report-html",
+        run_totals: Any = None,
+    ) -> dict[str, Any]:
         """The page written to ``path`` (atomically; an existing file only with ``force``); returns
         the JSON report it shows (with ``run_totals``, the step phases of the whole run)."""
         from bottleneckd.model.files import write_text
@@ -75,14 +84,20 @@ def _verdict_html(doc: dict[str, Any]) -> str:
     if v["resource"] == "undetermined":
         head = f'<p class="verdict" id="verdict">Bottleneck: undetermined</p><p>{_e(v.get("reason", ""))}</p>'
     else:
-        head = (f'<p class="verdict" id="verdict">Bottleneck: {_e(v["resource"])} (stage {_e(v["stage"])}, confidence '
-                f'{v["confidence"]:.0%})</p>')
+        head = (
+            f'<p class="verdict" id="verdict">Bottleneck: {_e(v["resource"])} (stage {_e(v["stage"])}, confidence '
+            f"{v['confidence']:.0%})</p>"
+        )
     ev = "".join(f"<li>{_e(e)}</li>" for e in v.get("evidence", []))
     out = head + (f"<p>Evidence:</p><ul>{ev}</ul>" if ev else "")
     if v["resource"] != "undetermined":
         out += f"<p>Headroom: {_e(_headroom_text(v.get('headroom'), doc))}</p>"
     if v.get("secondary"):
-        out += "<p>Secondary pressures: " + ", ".join(f"{_e(s['resource'])} ({s['score']:.2f})" for s in v["secondary"]) + "</p>"
+        out += (
+            "<p>Secondary pressures: "
+            + ", ".join(f"{_e(s['resource'])} ({s['score']:.2f})" for s in v["secondary"])
+            + "</p>"
+        )
     held = doc.get("held_seconds") or {}
     if held:
         out += "<p>Held over the run: " + ", ".join(f"{_e(k)} {s:.0f} s" for k, s in held.items()) + "</p>"
@@ -100,11 +115,18 @@ def _recs_html(doc: dict[str, Any]) -> str:
             f"<tr><td>{k}</td><td>{_e(r['name'])}{' <b>[changes training semantics]</b>' if r['changes_semantics'] else ''}</td>"
             f"<td>{_e(r['component'])} / {_e(r['subcomponent'])}</td><td>{_e(r['action'])}</td>"
             f"<td>{_e(mech.get('timing', ''))}, {_e(str(mech.get('basis', '')).replace('_', ' '))}</td>"
-            f"<td>{_e('; '.join(r['cites']) or 'section ' + r['section'])}</td><td>{_e(r['why'])}</td><td>{_e(r.get('hook') or '-')}</td></tr>")
-    skipped = "".join(f"<li>{_e(s['id'])}: already in effect ({_e(s['because'])})</li>" for s in doc.get("already_in_effect", []))
-    return ("<table id=\"recommendations\"><tr><th>#</th><th>mitigation</th><th>component</th><th>action</th><th>mechanism</th>"
-            "<th>citations</th><th>why</th><th>hook</th></tr>" + "".join(rows) + "</table>"
-            + (f"<p>Skipped:</p><ul>{skipped}</ul>" if skipped else ""))
+            f"<td>{_e('; '.join(r['cites']) or 'section ' + r['section'])}</td><td>{_e(r['why'])}</td><td>{_e(r.get('hook') or '-')}</td></tr>"
+        )
+    skipped = "".join(
+        f"<li>{_e(s['id'])}: already in effect ({_e(s['because'])})</li>" for s in doc.get("already_in_effect", [])
+    )
+    return (
+        '<table id="recommendations"><tr><th>#</th><th>mitigation</th><th>component</th><th>action</th><th>mechanism</th>'
+        "<th>citations</th><th>why</th><th>hook</th></tr>"
+        + "".join(rows)
+        + "</table>"
+        + (f"<p>Skipped:</p><ul>{skipped}</ul>" if skipped else "")
+    )
 
 
 def _energy_html(a: EnergyAccount, grams_per_kwh: float | None) -> str:
@@ -113,16 +135,35 @@ def _energy_html(a: EnergyAccount, grams_per_kwh: float | None) -> str:
     if not a.known:
         return f'<p id="energy">Energy per step: unknown (no energy counter could be read).</p><ul>{unknown}</ul>'
     items = "".join(f"<li>{_e(k)}: {v:.1f} J</li>" for k, v in d["joules"].items()) + unknown
-    per_step = f"{d['joules_per_step']:.3g} J" if d["joules_per_step"] is not None else f"unknown ({_e(d['joules_per_step_unknown'])})"
-    per_ex = f"{d['joules_per_example']:.3g} J" if d["joules_per_example"] is not None else f"unknown ({_e(d['joules_per_example_unknown'])})"
-    carbon = (f"{d['carbon_grams']:.3g} g CO2 at {grams_per_kwh:g} g/kWh (intensity given by the user)" if d["carbon_grams"] is not None
-              else f"unknown ({_e(d['carbon_unknown'])})")
-    return (f'<p id="energy">Energy per step: {per_step}; per example: {per_ex} (over {d["steps"]} steps in '
-            f'{d["measured_seconds"]:.0f} s measured). Carbon: {carbon}.</p><ul>{items}</ul>')
+    per_step = (
+        f"{d['joules_per_step']:.3g} J"
+        if d["joules_per_step"] is not None
+        else f"unknown ({_e(d['joules_per_step_unknown'])})"
+    )
+    per_ex = (
+        f"{d['joules_per_example']:.3g} J"
+        if d["joules_per_example"] is not None
+        else f"unknown ({_e(d['joules_per_example_unknown'])})"
+    )
+    carbon = (
+        f"{d['carbon_grams']:.3g} g CO2 at {grams_per_kwh:g} g/kWh (intensity given by the user)"
+        if d["carbon_grams"] is not None
+        else f"unknown ({_e(d['carbon_unknown'])})"
+    )
+    return (
+        f'<p id="energy">Energy per step: {per_step}; per example: {per_ex} (over {d["steps"]} steps in '
+        f"{d['measured_seconds']:.0f} s measured). Carbon: {carbon}.</p><ul>{items}</ul>"
+    )
 
 
-def render(doc: dict[str, Any], rec: Recorder, peaks: PeakTable, events: list[dict[str, Any]] | None = None,
-           grams_per_kwh: float | None = None, title: str = "bottleneckd report") -> str:
+def render(
+    doc: dict[str, Any],
+    rec: Recorder,
+    peaks: PeakTable,
+    events: list[dict[str, Any]] | None = None,
+    grams_per_kwh: float | None = None,
+    title: str = "bottleneckd report",
+) -> str:
     """The page. Every plot that has data is drawn; where a plot has none, the reason is shown instead."""
     import plotly.io as pio  # lazy: only the report needs plotly
     from plotly.offline import get_plotlyjs
@@ -132,29 +173,60 @@ def render(doc: dict[str, Any], rec: Recorder, peaks: PeakTable, events: list[di
     facts = doc.get("facts", {}) or {}
     sections: list[tuple[str, str, tuple[Any | None, str]]] = [
         ("phases", "Step phases", figs.phases_figure(rec.timeline)),
-        ("utilization", "Utilisation against peak", figs.utilization_figure(rec.timeline, doc.get("regime_changes", []), events)),
+        (
+            "utilization",
+            "Utilisation against peak",
+            figs.utilization_figure(rec.timeline, doc.get("regime_changes", []), events),
+        ),
         ("roofline", "Roofline", figs.roofline_figure(peaks, facts)),
         ("ranks", "Ranks", figs.ranks_figure(rec.timeline)),
         ("energy-plot", "Energy", figs.energy_figure(acc)),
     ]
-    body = [f"<h1>{_e(title)}</h1>", f"<p>{_e(time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(doc.get('created', time.time()))))}; "
-            f"{doc.get('samples', 0)} samples.</p>", "<h2>Verdict</h2>", _verdict_html(doc), "<h2>Recommendations</h2>", _recs_html(doc),
-            "<h2>Energy</h2>", _energy_html(acc, grams_per_kwh)]
+    body = [
+        f"<h1>{_e(title)}</h1>",
+        f"<p>{_e(time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime(doc.get('created', time.time()))))}; "
+        f"{doc.get('samples', 0)} samples.</p>",
+        "<h2>Verdict</h2>",
+        _verdict_html(doc),
+        "<h2>Recommendations</h2>",
+        _recs_html(doc),
+        "<h2>Energy</h2>",
+        _energy_html(acc, grams_per_kwh),
+    ]
     for div, name, (fig, why) in sections:
         if fig is None:
             if div != "ranks":
-                body.append(f"<h2>{_e(name)}</h2><p class=\"why\" id=\"{div}-why\">{_e(why)}</p>")
+                body.append(f'<h2>{_e(name)}</h2><p class="why" id="{div}-why">{_e(why)}</p>')
             continue
-        body.append(f"<h2>{_e(name)}</h2>" + pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=div,
-                                                        config={"displaylogo": False, "responsive": True}))
+        body.append(
+            f"<h2>{_e(name)}</h2>"
+            + pio.to_html(
+                fig,
+                full_html=False,
+                include_plotlyjs=False,
+                div_id=div,
+                config={"displaylogo": False, "responsive": True},
+            )
+        )
         if why:
             body.append(f'<p class="why">{_e(why)}</p>')
     unknown = rec.timeline.unknown_series()
     if unknown:
-        body.append("<h2>Not measured</h2><ul>" + "".join(f"<li>{_e(k)}: {_e(v)}</li>" for k, v in sorted(unknown.items())) + "</ul>")
+        body.append(
+            "<h2>Not measured</h2><ul>"
+            + "".join(f"<li>{_e(k)}: {_e(v)}</li>" for k, v in sorted(unknown.items()))
+            + "</ul>"
+        )
     if doc.get("utilization"):
-        body.append("<h2>Mean utilisation</h2><table><tr><th>resource</th><th>device</th><th>mean</th><th>p95</th></tr>" + "".join(
-            f"<tr><td>{_e(u['resource'])}</td><td>{_e(u['device'])}</td><td>{u['mean']:.0%}</td><td>{u['p95']:.0%}</td></tr>"
-            for u in doc["utilization"]) + "</table>")
-    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title><style>{CSS}</style>'
-            f'<script type="text/javascript">{get_plotlyjs()}</script></head><body>{"".join(body)}</body></html>')
+        body.append(
+            "<h2>Mean utilisation</h2><table><tr><th>resource</th><th>device</th><th>mean</th><th>p95</th></tr>"
+            + "".join(
+                f"<tr><td>{_e(u['resource'])}</td><td>{_e(u['device'])}</td><td>{u['mean']:.0%}</td><td>{u['p95']:.0%}</td></tr>"
+                for u in doc["utilization"]
+            )
+            + "</table>"
+        )
+    return (
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title><style>{CSS}</style>'
+        f'<script type="text/javascript">{get_plotlyjs()}</script></head><body>{"".join(body)}</body></html>'
+    )

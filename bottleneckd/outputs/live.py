@@ -94,8 +94,14 @@ def render_screen(snap: Snapshot, width: int = 100, reasons: dict[str, str] | No
 def live_line(snap: Snapshot) -> str:
     """One line per interval where no screen can be drawn: the verdict, its stage, the busiest resources."""
     v = snap.verdict
-    utils = sorted(((r.resource, r.device, r.value) for r in snap.sample.readings if r.metric == "utilization" and r.value is not None),
-                   key=lambda x: -x[2])[:4]
+    utils = sorted(
+        (
+            (r.resource, r.device, r.value)
+            for r in snap.sample.readings
+            if r.metric == "utilization" and r.value is not None
+        ),
+        key=lambda x: -x[2],
+    )[:4]
     u = ", ".join(f"{r}[{d}] {x:.0%}" for r, d, x in utils)
     ph = snap.stats.phases
     steps = f"; {ph.steps} steps, {fmt_seconds(ph.wall_seconds / ph.steps)}/step" if ph and ph.steps else ""
@@ -107,7 +113,9 @@ class LiveView:
     """Called with each snapshot. On a terminal with ``live``: one screen redrawn in place;
     otherwise a plain line when the verdict or its stage changes (and every ``every`` ticks)."""
 
-    def __init__(self, live: bool, quiet: bool, out: TextIO = sys.stderr, every: int = 10, peaks: PeakTable | None = None) -> None:
+    def __init__(
+        self, live: bool, quiet: bool, out: TextIO = sys.stderr, every: int = 10, peaks: PeakTable | None = None
+    ) -> None:
         self.reasons = unknown_reasons(peaks)
         self.tty = out.isatty()
         self.live = live

@@ -15,8 +15,9 @@ import logging
 import socket
 import ssl
 import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Protocol
+from typing import Any, Protocol
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 from prometheus_client import make_wsgi_app
@@ -42,8 +43,12 @@ CLIENT_AUTH = {  # exporter-toolkit client_auth_type -> what Python's ssl can do
     "VerifyClientCertIfGiven": ssl.CERT_OPTIONAL,
     "RequireAndVerifyClientCert": ssl.CERT_REQUIRED,
 }
-TLS_VERSIONS = {"TLS10": ssl.TLSVersion.TLSv1, "TLS11": ssl.TLSVersion.TLSv1_1, "TLS12": ssl.TLSVersion.TLSv1_2,
-                "TLS13": ssl.TLSVersion.TLSv1_3}
+TLS_VERSIONS = {
+    "TLS10": ssl.TLSVersion.TLSv1,
+    "TLS11": ssl.TLSVersion.TLSv1_1,
+    "TLS12": ssl.TLSVersion.TLSv1_2,
+    "TLS13": ssl.TLSVersion.TLSv1_3,
+}
 TLS_KEYS = {"cert_file", "key_file", "client_auth_type", "client_ca_file", "min_version", "max_version"}
 
 
@@ -82,7 +87,9 @@ def load_web_config(path: str) -> WebConfig:
         raise InputError(f"{path}: expected a mapping with tls_server_config and/or basic_auth_users")
     extra = set(doc) - {"tls_server_config", "basic_auth_users"}
     if extra:
-        raise InputError(f"{path}: {sorted(extra)[0]}: not supported by bottleneckd (only tls_server_config and basic_auth_users); remove it")
+        raise InputError(
+            f"{path}: {sorted(extra)[0]}: not supported by bottleneckd (only tls_server_config and basic_auth_users); remove it"
+        )
     tls = doc.get("tls_server_config")
     if tls is not None:
         if not (isinstance(tls, dict) and tls.get("cert_file") and tls.get("key_file")):
@@ -92,10 +99,14 @@ def load_web_config(path: str) -> WebConfig:
             raise InputError(f"{path}: tls_server_config.{sorted(extra)[0]}: not supported by bottleneckd; remove it")
         auth = tls.get("client_auth_type", "NoClientCert")
         if auth not in CLIENT_AUTH:
-            raise InputError(f"{path}: tls_server_config.client_auth_type {auth!r}: not supported (a certificate is either verified "
-                             f"against client_ca_file or not asked for); use one of {', '.join(CLIENT_AUTH)}")
+            raise InputError(
+                f"{path}: tls_server_config.client_auth_type {auth!r}: not supported (a certificate is either verified "
+                f"against client_ca_file or not asked for); use one of {', '.join(CLIENT_AUTH)}"
+            )
         if auth != "NoClientCert" and not tls.get("client_ca_file"):
-            raise InputError(f"{path}: tls_server_config.client_auth_type {auth}: needs client_ca_file to verify client certificates against")
+            raise InputError(
+                f"{path}: tls_server_config.client_auth_type {auth}: needs client_ca_file to verify client certificates against"
+            )
         for key in ("min_version", "max_version"):
             if key in tls and tls[key] not in TLS_VERSIONS:
                 raise InputError(f"{path}: tls_server_config.{key} {tls[key]!r}: use one of {', '.join(TLS_VERSIONS)}")
@@ -151,7 +162,9 @@ def _auth_app(app: Callable, users: dict[str, str]) -> Callable:
                     return app(environ, start_response)
             except (ValueError, UnicodeDecodeError):
                 pass
-        start_response("401 Unauthorized", [("WWW-Authenticate", 'Basic realm="bottleneckd"'), ("Content-Type", "text/plain")])
+        start_response(
+            "401 Unauthorized", [("WWW-Authenticate", 'Basic realm="bottleneckd"'), ("Content-Type", "text/plain")]
+        )
         return [b"unauthorized\n"]
 
     return wrapped
@@ -199,7 +212,9 @@ def parse_bind(bind: str) -> tuple[str, int]:
     """``HOST:PORT`` (``[::1]:9400`` for IPv6), or one InputError."""
     host, _, port = bind.rpartition(":")
     if not host or not port.isdigit() or not 0 <= int(port) < 65536:
-        raise InputError(f"--bind {bind!r}: expected HOST:PORT with a port from 1 to 65535 (0: any free port), e.g. 127.0.0.1:9400")
+        raise InputError(
+            f"--bind {bind!r}: expected HOST:PORT with a port from 1 to 65535 (0: any free port), e.g. 127.0.0.1:9400"
+        )
     return host.strip("[]"), int(port)
 
 

@@ -10,7 +10,8 @@ renamed ``exported_job``. Across nodes, Prometheus joins the sidecars' series by
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
@@ -29,11 +30,31 @@ def rank_families(snap: Any) -> Iterator[Metric]:
     the last interval, and the straggler the diagnosis named (if any)."""
     ranks = [r for r in getattr(snap.sample, "ranks", ()) if r.phases.steps > 0]
     if ranks:
-        step = GaugeMetricFamily("bottleneckd_rank_step_seconds", "Mean wall-clock seconds per step of one rank in the last interval", labels=LABELS)
-        phase = GaugeMetricFamily("bottleneckd_rank_phase_seconds", "Mean seconds per step of one rank in each phase", labels=LABELS + ["phase"])
-        comp = GaugeMetricFamily("bottleneckd_rank_compute_seconds", "Mean forward+backward seconds per step of one rank (excludes the communication it waited for)", labels=LABELS)
-        wait = GaugeMetricFamily("bottleneckd_rank_communication_wait_seconds", "Mean seconds per step one rank waited in collectives (exposed communication)", labels=LABELS)
-        index = GaugeMetricFamily("bottleneckd_rank_index", "The rank's number as a value (to return a rank from a recording rule)", labels=LABELS)
+        step = GaugeMetricFamily(
+            "bottleneckd_rank_step_seconds",
+            "Mean wall-clock seconds per step of one rank in the last interval",
+            labels=LABELS,
+        )
+        phase = GaugeMetricFamily(
+            "bottleneckd_rank_phase_seconds",
+            "Mean seconds per step of one rank in each phase",
+            labels=LABELS + ["phase"],
+        )
+        comp = GaugeMetricFamily(
+            "bottleneckd_rank_compute_seconds",
+            "Mean forward+backward seconds per step of one rank (excludes the communication it waited for)",
+            labels=LABELS,
+        )
+        wait = GaugeMetricFamily(
+            "bottleneckd_rank_communication_wait_seconds",
+            "Mean seconds per step one rank waited in collectives (exposed communication)",
+            labels=LABELS,
+        )
+        index = GaugeMetricFamily(
+            "bottleneckd_rank_index",
+            "The rank's number as a value (to return a rank from a recording rule)",
+            labels=LABELS,
+        )
         for r in ranks:
             lv, p = rank_labels(r.identity), r.phases
             step.add_metric(lv, p.wall_seconds / p.steps)
@@ -45,8 +66,12 @@ def rank_families(snap: Any) -> Iterator[Metric]:
         yield from (step, phase, comp, wait, index)
     s = getattr(snap.verdict, "straggler", None)
     if s:
-        fam = GaugeMetricFamily("bottleneckd_straggler_step_time_lost_seconds",
-                                "Seconds per step the job loses to the straggler this sidecar named (its compute minus the median rank's)",
-                                labels=["kind", "rank", "host", "gpu"])
-        fam.add_metric([s["kind"], "" if s["rank"] is None else str(s["rank"]), s["node"], s["gpu"]], s["step_time_lost_seconds"])
+        fam = GaugeMetricFamily(
+            "bottleneckd_straggler_step_time_lost_seconds",
+            "Seconds per step the job loses to the straggler this sidecar named (its compute minus the median rank's)",
+            labels=["kind", "rank", "host", "gpu"],
+        )
+        fam.add_metric(
+            [s["kind"], "" if s["rank"] is None else str(s["rank"]), s["node"], s["gpu"]], s["step_time_lost_seconds"]
+        )
         yield fam

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from bottleneckd.diagnosis.pipeline import Pipeline
 from bottleneckd.advice.recommend import not_fitting, recommend, skipped
+from bottleneckd.diagnosis.pipeline import Pipeline
 from bottleneckd.model.resources import UNDETERMINED
 from bottleneckd.model.sample import StepPhases
 from bottleneckd.model.units import fmt_value
@@ -21,8 +21,14 @@ def build_report(p: Pipeline, current: bool = False) -> dict[str, Any]:
     v = None if snap is None else snap.verdict if current else snap.dominant
     doc: dict[str, Any] = {"schema": SCHEMA, "created": time.time(), "samples": snap.samples if snap else 0}
     if v is None or snap is None:
-        doc["verdict"] = {"resource": UNDETERMINED, "stage": "other", "confidence": 0.0, "evidence": [], "headroom": None,
-                          "reason": "no samples"}
+        doc["verdict"] = {
+            "resource": UNDETERMINED,
+            "stage": "other",
+            "confidence": 0.0,
+            "evidence": [],
+            "headroom": None,
+            "reason": "no samples",
+        }
         doc["recommendations"] = []
         return doc
     recs = recommend(v, p.kb, snap.facts)
@@ -31,11 +37,21 @@ def build_report(p: Pipeline, current: bool = False) -> dict[str, Any]:
     doc["recommendations"] = [r.to_json() for r in recs]
     doc["already_in_effect"] = [{"id": m.id, "because": why} for m, why in skipped(v, p.kb, snap.facts)]
     doc["not_fitting"] = [{"id": m.id, "because": why} for m, why in not_fitting(v, p.kb, snap.facts)]
-    doc["regime_changes"] = [{"t": c.t, "before": c.before, "after": c.after, "label": c.label,
-                              "before_stage": c.before_stage, "after_stage": c.after_stage} for c in snap.changes]
+    doc["regime_changes"] = [
+        {
+            "t": c.t,
+            "before": c.before,
+            "after": c.after,
+            "label": c.label,
+            "before_stage": c.before_stage,
+            "after_stage": c.after_stage,
+        }
+        for c in snap.changes
+    ]
     doc["utilization"] = [
         {"resource": r, "device": d, "mean": round(s.mean, 4), "p95": round(s.p95, 4)}
-        for (r, d, m), s in sorted(snap.stats.stats.items()) if m == "utilization"
+        for (r, d, m), s in sorted(snap.stats.stats.items())
+        if m == "utilization"
     ]
     ph = snap.stats.phases
     doc["step_phases"] = step_phases_json(ph)
@@ -47,7 +63,10 @@ def step_phases_json(ph: StepPhases | None) -> dict[str, Any] | None:
     """Steps and each phase's share of their wall time."""
     if ph is None:
         return None
-    return {"steps": ph.steps, "share": {k: round(x / ph.wall_seconds, 4) for k, x in ph.phases.items()} if ph.wall_seconds else {}}
+    return {
+        "steps": ph.steps,
+        "share": {k: round(x / ph.wall_seconds, 4) for k, x in ph.phases.items()} if ph.wall_seconds else {},
+    }
 
 
 def _headroom_text(h: float | None, doc: dict[str, Any] | None = None) -> str:
@@ -70,9 +89,13 @@ def render_text(doc: dict[str, Any], top: int = 5) -> str:
     if v["resource"] != UNDETERMINED:
         lines.append(f"  headroom: {_headroom_text(v.get('headroom'), doc)}")
     if v.get("secondary"):
-        lines.append("  secondary pressures: " + ", ".join(f"{s['resource']} ({s['score']:.2f})" for s in v["secondary"]))
+        lines.append(
+            "  secondary pressures: " + ", ".join(f"{s['resource']} ({s['score']:.2f})" for s in v["secondary"])
+        )
     for c in doc.get("regime_changes", []):
-        lines.append(f"  regime change at {time.strftime('%H:%M:%S', time.localtime(c['t']))}: {c['before']}/{c.get('before_stage', '')} -> {c['after']}/{c.get('after_stage', '')} ({c['label']})")
+        lines.append(
+            f"  regime change at {time.strftime('%H:%M:%S', time.localtime(c['t']))}: {c['before']}/{c.get('before_stage', '')} -> {c['after']}/{c.get('after_stage', '')} ({c['label']})"
+        )
     recs = doc.get("recommendations", [])[:top]
     if recs:
         lines.append("recommendations (Bartoldson, Kailkhura and Blalock, JMLR 2023):")
@@ -89,15 +112,24 @@ def render_text(doc: dict[str, Any], top: int = 5) -> str:
         lines.append(f"instrumentation: {note}")
     e = doc.get("energy")
     if e:  # outputs/energy.py's account
-        per = (f"{e['joules_per_step']:.3g} J per step" + (f", {e['joules_per_example']:.3g} J per example" if e.get("joules_per_example") is not None else "")
-               if e.get("joules_per_step") is not None else f"unknown ({e.get('joules_per_step_unknown', '')})")
-        lines.append(f"energy: {per}" + (f"; {e['carbon_grams']:.3g} g CO2" if e.get("carbon_grams") is not None else ""))
+        per = (
+            f"{e['joules_per_step']:.3g} J per step"
+            + (f", {e['joules_per_example']:.3g} J per example" if e.get("joules_per_example") is not None else "")
+            if e.get("joules_per_step") is not None
+            else f"unknown ({e.get('joules_per_step_unknown', '')})"
+        )
+        lines.append(
+            f"energy: {per}" + (f"; {e['carbon_grams']:.3g} g CO2" if e.get("carbon_grams") is not None else "")
+        )
     return "\n".join(lines)
 
 
 def render_markdown(doc: dict[str, Any]) -> str:
     v = doc["verdict"]
-    out = [f"### Bottleneck: `{v['resource']}`" + (f" (stage `{v['stage']}`, confidence {v['confidence']:.0%})" if v["resource"] != UNDETERMINED else "")]
+    out = [
+        f"### Bottleneck: `{v['resource']}`"
+        + (f" (stage `{v['stage']}`, confidence {v['confidence']:.0%})" if v["resource"] != UNDETERMINED else "")
+    ]
     if v.get("reason"):
         out.append(f"_{v['reason']}_")
     out.append("")
@@ -107,8 +139,10 @@ def render_markdown(doc: dict[str, Any]) -> str:
     if doc.get("recommendations"):
         out += ["", "| # | mitigation | taxonomy | cites | changes semantics | hook |", "|---|---|---|---|---|---|"]
         for k, r in enumerate(doc["recommendations"], 1):
-            out.append(f"| {k} | {r['name']} | {r['taxonomy_path']} | {'; '.join(r['cites']) or 'section ' + r['section']} | "
-                       f"{'yes' if r['changes_semantics'] else 'no'} | {r['hook'] or '-'} |")
+            out.append(
+                f"| {k} | {r['name']} | {r['taxonomy_path']} | {'; '.join(r['cites']) or 'section ' + r['section']} | "
+                f"{'yes' if r['changes_semantics'] else 'no'} | {r['hook'] or '-'} |"
+            )
     if doc.get("utilization"):
         out += ["", "| resource | device | mean utilization | p95 |", "|---|---|---|---|"]
         out += [f"| {u['resource']} | {u['device']} | {u['mean']:.0%} | {u['p95']:.0%} |" for u in doc["utilization"]]

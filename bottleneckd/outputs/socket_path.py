@@ -38,7 +38,9 @@ def untrusted_dir(d: str) -> str | None:
     if st.st_uid not in (os.geteuid(), 0):
         return f"it is owned by uid {st.st_uid}, not by this user (uid {os.geteuid()})"
     if st.st_mode & 0o022:
-        return f"it is writable by {'others' if st.st_mode & 0o002 else 'its group'} (mode {stat.S_IMODE(st.st_mode):04o})"
+        return (
+            f"it is writable by {'others' if st.st_mode & 0o002 else 'its group'} (mode {stat.S_IMODE(st.st_mode):04o})"
+        )
     return None
 
 
@@ -60,11 +62,15 @@ def prepare_socket_path(path: str) -> None:
     try:
         os.makedirs(d, mode=0o700, exist_ok=True)
     except OSError as e:
-        raise ChannelError(f"{d}: cannot create the socket directory ({e.strerror}); pass --socket in a directory you own") from e
+        raise ChannelError(
+            f"{d}: cannot create the socket directory ({e.strerror}); pass --socket in a directory you own"
+        ) from e
     why = untrusted_dir(d)
     if why is not None:
-        raise ChannelError(f"{d}: unsafe directory for the channel socket: {why}; another user could take over the socket. "
-                           f"Remove it (it is recreated with mode 0700) or pass --socket in a directory only you can write")
+        raise ChannelError(
+            f"{d}: unsafe directory for the channel socket: {why}; another user could take over the socket. "
+            f"Remove it (it is recreated with mode 0700) or pass --socket in a directory only you can write"
+        )
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -72,7 +78,9 @@ def prepare_socket_path(path: str) -> None:
     if not stat.S_ISSOCK(st.st_mode):
         raise ChannelError(f"{path}: exists and is not a socket; refusing to replace it: pass another --socket path")
     if _live(path):
-        raise ChannelError(f"{path}: another bottleneckd sidecar is listening on this socket; stop it or pass another --socket path")
+        raise ChannelError(
+            f"{path}: another bottleneckd sidecar is listening on this socket; stop it or pass another --socket path"
+        )
     if st.st_uid != os.geteuid():
         raise ChannelError(f"{path}: a stale socket owned by uid {st.st_uid}; remove it or pass another --socket path")
     os.unlink(path)  # a stale socket of ours: its sidecar is gone

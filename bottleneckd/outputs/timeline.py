@@ -46,17 +46,35 @@ class Timeline:
                 continue
             key = f"{r.resource} {r.device}"
             if r.value is None:
-                self.unknown[key] = r.note or "unknown"  # the latest reason ("first interval" gives way to the lasting one)
+                self.unknown[key] = (
+                    r.note or "unknown"
+                )  # the latest reason ("first interval" gives way to the lasting one)
             else:
                 util[key] = r.value
         ph = sample.phases
         steps = ph.steps if ph is not None else 0
         per = {k: v / steps for k, v in ph.phases.items()} if ph is not None and steps else {}
-        ranks = tuple(RankRow(f"rank {r.identity.rank} ({r.identity.node})", r.phases.steps,
-                              r.phases.wall_seconds / r.phases.steps, {k: v / r.phases.steps for k, v in r.phases.phases.items()})
-                      for r in sample.ranks if r.phases.steps)
-        self.rows.append(Row(sample.t, steps, ph.wall_seconds / steps if ph is not None and steps else None, per, util,
-                             snap.verdict.resource if snap is not None else "undetermined", ranks))
+        ranks = tuple(
+            RankRow(
+                f"rank {r.identity.rank} ({r.identity.node})",
+                r.phases.steps,
+                r.phases.wall_seconds / r.phases.steps,
+                {k: v / r.phases.steps for k, v in r.phases.phases.items()},
+            )
+            for r in sample.ranks
+            if r.phases.steps
+        )
+        self.rows.append(
+            Row(
+                sample.t,
+                steps,
+                ph.wall_seconds / steps if ph is not None and steps else None,
+                per,
+                util,
+                snap.verdict.resource if snap is not None else "undetermined",
+                ranks,
+            )
+        )
         if len(self.rows) > self.max_rows:
             self.rows = self.rows[::2]
 

@@ -11,8 +11,9 @@ import errno
 import json
 import os
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import IO, Any, Callable, Iterator
+from typing import IO, Any
 
 from bottleneckd.hardware.detect.machine import Machine
 from bottleneckd.model.errors import InputError, TraceError
@@ -20,8 +21,8 @@ from bottleneckd.model.files import MAX_LINE_BYTES, create_stream, json_problem,
 from bottleneckd.model.protocol import VERSION as MESSAGE_VERSION
 from bottleneckd.model.protocol import Event, ProtocolError
 from bottleneckd.model.protocol import from_json as message_from_json
-from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.model.sample import Sample
+from bottleneckd.peaks.resolve import PeakTable
 
 FORMAT = "bottleneckd.trace"
 VERSION = 1
@@ -41,15 +42,34 @@ class TraceWriter:
     """A sink writing one line per sample, flushed as written. A write that fails (disk full, the
     file-size limit) ends recording with one message to ``on_error``; later samples are ignored."""
 
-    def __init__(self, path: str, machine: Machine, peaks: PeakTable, interval: float, meta: dict[str, Any] | None = None,
-                 overwrite: bool = False, what: str = "trace", on_error: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self,
+        path: str,
+        machine: Machine,
+        peaks: PeakTable,
+        interval: float,
+        meta: dict[str, Any] | None = None,
+        overwrite: bool = False,
+        what: str = "trace",
+        on_error: Callable[[str], None] | None = None,
+    ) -> None:
         self.path = path
         self.what = what
         self.failed: str | None = None
         self._on_error = on_error
         self._f, self._tmp = create_stream(path, what, overwrite)
-        self._write({"type": "header", "format": FORMAT, "version": VERSION, "created": time.time(), "interval": interval,
-                     "machine": machine.to_json(), "peaks": peaks.to_json(), "meta": meta or {}})
+        self._write(
+            {
+                "type": "header",
+                "format": FORMAT,
+                "version": VERSION,
+                "created": time.time(),
+                "interval": interval,
+                "machine": machine.to_json(),
+                "peaks": peaks.to_json(),
+                "meta": meta or {},
+            }
+        )
 
     def _write(self, doc: dict[str, Any]) -> None:
         if self.failed:
@@ -98,10 +118,18 @@ def read_header(path: str, line: str) -> TraceHeader:
     if not isinstance(d, dict) or d.get("format") != FORMAT:
         raise TraceError(path, 1, f"not a bottleneckd trace (format is not {FORMAT!r})")
     if d.get("version") != VERSION:
-        raise TraceError(path, 1, f"trace version {d.get('version')!r} is not supported (this bottleneckd reads version {VERSION})")
+        raise TraceError(
+            path, 1, f"trace version {d.get('version')!r} is not supported (this bottleneckd reads version {VERSION})"
+        )
     try:
-        return TraceHeader(VERSION, float(d["created"]), float(d["interval"]), Machine.from_json(d["machine"]),
-                           PeakTable.from_json(d["peaks"]), dict(d.get("meta", {})))
+        return TraceHeader(
+            VERSION,
+            float(d["created"]),
+            float(d["interval"]),
+            Machine.from_json(d["machine"]),
+            PeakTable.from_json(d["peaks"]),
+            dict(d.get("meta", {})),
+        )
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:
         raise TraceError(path, 1, f"header field missing or malformed: {type(e).__name__}: {e}") from e
 
@@ -115,7 +143,9 @@ def _lines(path: str, f: IO[bytes]) -> Iterator[tuple[int, str, bool]]:
             return
         lineno += 1
         if len(raw) > MAX_LINE_BYTES:
-            raise TraceError(path, lineno, f"line longer than {MAX_LINE_BYTES // 2**20} MiB; is this a bottleneckd trace?")
+            raise TraceError(
+                path, lineno, f"line longer than {MAX_LINE_BYTES // 2**20} MiB; is this a bottleneckd trace?"
+            )
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
@@ -170,7 +200,9 @@ def read_trace(path: str) -> tuple[TraceHeader, Iterator[Sample]]:
                 except json.JSONDecodeError as e:
                     if not newline and not f.read(1):
                         return  # truncated final line: the interval being written at a crash
-                    raise TraceError(path, lineno, f"not valid JSON ({e.msg}); the samples before it were analysed") from e
+                    raise TraceError(
+                        path, lineno, f"not valid JSON ({e.msg}); the samples before it were analysed"
+                    ) from e
                 except (ValueError, RecursionError) as e:
                     raise TraceError(path, lineno, f"{json_problem(e)}; the samples before it were analysed") from e
                 if not isinstance(d, dict):

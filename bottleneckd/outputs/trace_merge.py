@@ -15,7 +15,7 @@ order from its start tick). In each tick:
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from bottleneckd.diagnosis.window import merge_phases
 from bottleneckd.model.sample import Reading, Sample
@@ -53,9 +53,18 @@ def merge_node_traces(traces: list[tuple[str, Iterable[Sample]]]) -> Iterator[Sa
             if i == 0:
                 continue
             node = loaded[i][0]
-            readings += [Reading(r.resource, f"{node}/{r.device}", r.metric, r.value, r.unit, r.note)
-                         for r in s.readings if r.resource in LINKS]
+            readings += [
+                Reading(r.resource, f"{node}/{r.device}", r.metric, r.value, r.unit, r.note)
+                for r in s.readings
+                if r.resource in LINKS
+            ]
         ranks = tuple(sorted((r for _, s in group for r in s.ranks), key=lambda r: (r.identity.rank, r.identity.key)))
         ref = primary or group[0][1]
-        yield Sample(t=t0 + k * interval, interval=ref.interval, readings=tuple(readings),
-                     phases=merge_phases(s.phases for _, s in group), samplers=ref.samplers, ranks=ranks)
+        yield Sample(
+            t=t0 + k * interval,
+            interval=ref.interval,
+            readings=tuple(readings),
+            phases=merge_phases(s.phases for _, s in group),
+            samplers=ref.samplers,
+            ranks=ranks,
+        )

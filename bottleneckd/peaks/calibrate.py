@@ -16,10 +16,10 @@ import random
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -64,7 +64,15 @@ def cpu_matmul(seconds: float = 2.0) -> Measurement:
     b = a.copy()
     out = np.empty_like(a)
     rate, spent = _best_rate(lambda: (np.matmul(a, b, out=out), 2.0 * n**3)[1], seconds)
-    return Measurement("cpu_compute", "cpu", "fp32_matmul", rate, "FLOP/s", f"numpy fp32 matmul {n}x{n}, best of {seconds:.1f} s", spent)
+    return Measurement(
+        "cpu_compute",
+        "cpu",
+        "fp32_matmul",
+        rate,
+        "FLOP/s",
+        f"numpy fp32 matmul {n}x{n}, best of {seconds:.1f} s",
+        spent,
+    )
 
 
 def cpu_memory_bandwidth(seconds: float = 2.0, mib_per_thread: int = 128) -> Measurement:
@@ -82,8 +90,15 @@ def cpu_memory_bandwidth(seconds: float = 2.0, mib_per_thread: int = 128) -> Mea
         rate, spent = _best_rate(copy_all, seconds)
     finally:
         pool.shutdown()
-    return Measurement("cpu_memory_bandwidth", "host", "dram_bandwidth", rate, "B/s",
-                       f"streaming copy, {threads} threads x {mib_per_thread} MiB, read+write bytes", spent)
+    return Measurement(
+        "cpu_memory_bandwidth",
+        "host",
+        "dram_bandwidth",
+        rate,
+        "B/s",
+        f"streaming copy, {threads} threads x {mib_per_thread} MiB, read+write bytes",
+        spent,
+    )
 
 
 def block_device_of(path: str) -> str:
@@ -137,8 +152,17 @@ def storage(directory: str, seconds: float = 2.0, mib: int = 256, queue_depth: i
                 return float(done)
 
             rate, spent = _best_rate(seq, seconds, min_reps=1)
-            out.append(Measurement("storage_bandwidth", device, "sequential_read", rate, "B/s",
-                                   f"O_DIRECT sequential read, 1 MiB blocks, {mib} MiB file in {directory}", spent))
+            out.append(
+                Measurement(
+                    "storage_bandwidth",
+                    device,
+                    "sequential_read",
+                    rate,
+                    "B/s",
+                    f"O_DIRECT sequential read, 1 MiB blocks, {mib} MiB file in {directory}",
+                    spent,
+                )
+            )
             pages = size // 4096
             stop = time.perf_counter() + seconds
 
@@ -156,8 +180,17 @@ def storage(directory: str, seconds: float = 2.0, mib: int = 256, queue_depth: i
             with ThreadPoolExecutor(queue_depth) as pool:
                 total = sum(pool.map(worker, range(queue_depth)))
             spent = time.perf_counter() - t0
-            out.append(Measurement("storage_bandwidth", device, "random_read_4k_iops", total / spent, "IO/s",
-                                   f"O_DIRECT 4 KiB random reads, queue depth {queue_depth} (threads)", spent))
+            out.append(
+                Measurement(
+                    "storage_bandwidth",
+                    device,
+                    "random_read_4k_iops",
+                    total / spent,
+                    "IO/s",
+                    f"O_DIRECT 4 KiB random reads, queue depth {queue_depth} (threads)",
+                    spent,
+                )
+            )
         finally:
             os.close(fd)
     finally:
@@ -174,7 +207,9 @@ def gpu(seconds: float, progress: Progress) -> tuple[list[Measurement], list[Ski
         return [], [Skipped("gpu", "torch is not installed (pip install 'bottleneckd[torch]')")]
     proc = subprocess.run(
         [sys.executable, "-m", "bottleneckd.torch.calibrate_gpu", "--seconds", str(seconds)],
-        capture_output=True, text=True, timeout=max(120.0, seconds * 40),
+        capture_output=True,
+        text=True,
+        timeout=max(120.0, seconds * 40),
     )
     measurements, skipped = [], []
     for line in proc.stdout.splitlines():
@@ -189,11 +224,15 @@ def gpu(seconds: float, progress: Progress) -> tuple[list[Measurement], list[Ski
             measurements.append(m)
             progress(f"{m.resource} {m.device} {m.metric}: {m.value:.4g} {m.unit}")
     if proc.returncode != 0:
-        skipped.append(Skipped("gpu", f"GPU calibration failed: {proc.stderr.strip().splitlines()[-1:] or proc.returncode}"))
+        skipped.append(
+            Skipped("gpu", f"GPU calibration failed: {proc.stderr.strip().splitlines()[-1:] or proc.returncode}")
+        )
     return measurements, skipped
 
 
-def run_all(directory: str, seconds: float, progress: Progress, with_gpu: bool = True) -> tuple[list[Measurement], list[Skipped]]:
+def run_all(
+    directory: str, seconds: float, progress: Progress, with_gpu: bool = True
+) -> tuple[list[Measurement], list[Skipped]]:
     measurements: list[Measurement] = []
     skipped: list[Skipped] = []
     steps: list[tuple[str, Callable[[], list[Measurement]]]] = [

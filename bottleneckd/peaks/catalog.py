@@ -7,10 +7,11 @@ and the problem, so a broken catalog never half-loads.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources as importlib_resources
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from bottleneckd.model.errors import InputError
 from bottleneckd.model.files import read_json_file
@@ -132,7 +133,9 @@ class _Reader:
     def peak(self, obj: Any, where: str) -> CatalogPeak:
         resource = self.get(obj, "resource", where, str)
         if resource not in RESOURCES:
-            raise self.fail(f"{where}.resource", f"unknown resource id {resource!r}; use one of: {', '.join(RESOURCES)}")
+            raise self.fail(
+                f"{where}.resource", f"unknown resource id {resource!r}; use one of: {', '.join(RESOURCES)}"
+            )
         value = float(self.get(obj, "value", where, float))
         if not value > 0 or value != value or value == float("inf"):
             raise self.fail(f"{where}.value", f"peak must be a positive finite number, got {value!r}")
@@ -141,7 +144,9 @@ class _Reader:
             raise self.fail(f"{where}.unit", f"unknown unit {unit!r}; use one of: {', '.join(sorted(UNITS))}")
         direction = self.get(obj, "direction", where, str, required=False) or "n/a"
         if direction not in DIRECTIONS:
-            raise self.fail(f"{where}.direction", f"unknown direction {direction!r}; use one of: {', '.join(sorted(DIRECTIONS))}")
+            raise self.fail(
+                f"{where}.direction", f"unknown direction {direction!r}; use one of: {', '.join(sorted(DIRECTIONS))}"
+            )
         source = self.get(obj, "source", where, str)
         if not source.strip():
             raise self.fail(f"{where}.source", "every figure needs a source")
@@ -202,7 +207,11 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     for i, l in enumerate(r.get(doc, "links", "$", list)):
         where = f"links[{i}]"
         lid = unique(r.get(l, "id", where, str), f"{where}.id")
-        attrs = {k: v for k, v in l.items() if k not in {"id", "resource", "metric", "value", "unit", "direction", "source", "unverified", "links"}}
+        attrs = {
+            k: v
+            for k, v in l.items()
+            if k not in {"id", "resource", "metric", "value", "unit", "direction", "source", "unverified", "links"}
+        }
         links.append(LinkSpec(id=lid, peak=r.peak(l, where), attributes=attrs))
     table4 = []
     for i, row in enumerate(r.get(doc, "table4", "$", list)):

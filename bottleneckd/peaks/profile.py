@@ -43,7 +43,9 @@ class Profile:
         ms = [
             m
             for m in self.measurements
-            if m.resource == resource and (device is None or m.device == device) and (metric is None or m.metric == metric)
+            if m.resource == resource
+            and (device is None or m.device == device)
+            and (metric is None or m.metric == metric)
         ]
         return max(ms, key=lambda m: m.value, default=None)
 
@@ -58,7 +60,12 @@ def default_profile_path() -> Path:
 def save_profile(measurements: list[Measurement], path: Path) -> Profile:
     """Write atomically (temp file + rename): a crash never leaves half a profile."""
     prof = Profile(hostname=socket.gethostname(), created=time.time(), measurements=tuple(measurements))
-    doc = {"schema": SCHEMA, "hostname": prof.hostname, "created": prof.created, "measurements": [asdict(m) for m in measurements]}
+    doc = {
+        "schema": SCHEMA,
+        "hostname": prof.hostname,
+        "created": prof.created,
+        "measurements": [asdict(m) for m in measurements],
+    }
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".profile.", suffix=".json")
     with os.fdopen(fd, "w") as f:
@@ -72,7 +79,9 @@ def load_profile(path: Path | str | None = None, *, required: bool = False) -> P
     p = Path(path) if path is not None else default_profile_path()
     if not p.exists():
         if required or path is not None:
-            raise InputError(f"{p}: calibration profile not found; run 'bottleneckd calibrate' or pass an existing --profile")
+            raise InputError(
+                f"{p}: calibration profile not found; run 'bottleneckd calibrate' or pass an existing --profile"
+            )
         return None
     doc = read_json_file(str(p), "calibration profile", "rerun 'bottleneckd calibrate' or pass another --profile")
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
@@ -86,17 +95,26 @@ def load_profile(path: Path | str | None = None, *, required: bool = False) -> P
         if not isinstance(m, dict):
             raise InputError(f"{where}: expected an object")
         if m.get("resource") not in RESOURCES:
-            raise InputError(f"{where}.resource: unknown resource id {m.get('resource')!r}; use one of: {', '.join(RESOURCES)}")
+            raise InputError(
+                f"{where}.resource: unknown resource id {m.get('resource')!r}; use one of: {', '.join(RESOURCES)}"
+            )
         v = m.get("value")
         if not isinstance(v, (int, float)) or isinstance(v, bool) or not v > 0 or v == float("inf"):
             raise InputError(f"{where}.value: peak must be a positive finite number, got {v!r}")
         try:
             out.append(
                 Measurement(
-                    resource=m["resource"], device=str(m["device"]), metric=str(m["metric"]), value=float(v),
-                    unit=str(m["unit"]), method=str(m.get("method", "")), seconds=float(m.get("seconds", 0.0)),
+                    resource=m["resource"],
+                    device=str(m["device"]),
+                    metric=str(m["metric"]),
+                    value=float(v),
+                    unit=str(m["unit"]),
+                    method=str(m.get("method", "")),
+                    seconds=float(m.get("seconds", 0.0)),
                 )
             )
         except KeyError as e:
             raise InputError(f"{where}.{e.args[0]}: missing") from e
-    return Profile(hostname=str(doc.get("hostname", "")), created=float(doc.get("created", 0.0)), measurements=tuple(out))
+    return Profile(
+        hostname=str(doc.get("hostname", "")), created=float(doc.get("created", 0.0)), measurements=tuple(out)
+    )

@@ -6,13 +6,14 @@ the catalog. A resource with no figure is reported as unknown with the reason, n
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
-from typing import Any, Iterable
+from typing import Any
 
-from bottleneckd.peaks.catalog import Catalog, DeviceSpec
 from bottleneckd.hardware.detect.machine import GpuInfo, Machine
-from bottleneckd.peaks.profile import Profile
 from bottleneckd.model.resources import CAPACITY_RESOURCES, RESOURCES
+from bottleneckd.peaks.catalog import Catalog, DeviceSpec
+from bottleneckd.peaks.profile import Profile
 
 #: fp32 FLOPs per cycle per core by vector ISA, assuming two FMA units (stated in every estimate)
 _FP32_FLOPS_PER_CYCLE = (("avx512f", 64), ("avx2", 32), ("avx", 16), ("asimd", 16))
@@ -68,7 +69,7 @@ class PeakTable:
         return [p.to_json() for p in self.peaks]
 
     @staticmethod
-    def from_json(rows: Iterable[dict[str, Any]]) -> "PeakTable":
+    def from_json(rows: Iterable[dict[str, Any]]) -> PeakTable:
         return PeakTable(tuple(ResolvedPeak(**r) for r in rows))
 
 
@@ -101,7 +102,9 @@ def _with_catalog(calibrated: ResolvedPeak | None, fallback: ResolvedPeak) -> Re
     return ResolvedPeak(**{**asdict(calibrated), "catalog_value": fallback.value})
 
 
-def _gpu_calibrated(profile: Profile | None, g: GpuInfo, resource: str, metric: str | None = None) -> ResolvedPeak | None:
+def _gpu_calibrated(
+    profile: Profile | None, g: GpuInfo, resource: str, metric: str | None = None
+) -> ResolvedPeak | None:
     """A measurement of this GPU: keyed by its UUID (CUDA's and NVML's indexes differ)."""
     if g.uuid is None:
         return None
@@ -110,9 +113,14 @@ def _gpu_calibrated(profile: Profile | None, g: GpuInfo, resource: str, metric: 
 
 
 #: the compute figures of a GPU: (catalog metric, calibration metric)
-GPU_COMPUTE_METRICS = (("fp16_bf16_tensor_dense", "bf16_matmul"), ("fp16_tensor_dense", "fp16_matmul"),
-                       ("tf32_tensor_dense", "tf32_matmul"), ("fp32", "fp32_matmul"), ("fp64", "fp64_matmul"),
-                       ("fp64_tensor_dense", None))
+GPU_COMPUTE_METRICS = (
+    ("fp16_bf16_tensor_dense", "bf16_matmul"),
+    ("fp16_tensor_dense", "fp16_matmul"),
+    ("tf32_tensor_dense", "tf32_matmul"),
+    ("fp32", "fp32_matmul"),
+    ("fp64", "fp64_matmul"),
+    ("fp64_tensor_dense", None),
+)
 
 
 def _gpu_peaks(machine: Machine, catalog: Catalog, profile: Profile | None) -> list[ResolvedPeak]:
@@ -135,8 +143,17 @@ def _one_gpu_peaks(machine: Machine, g: GpuInfo, catalog: Catalog, profile: Prof
     def cat(resource: str, metric: str, unit: str, share: float = 1.0, note: str = "") -> ResolvedPeak:
         p = spec.peak(resource, metric) if spec else None
         if p is None:
-            return ResolvedPeak(resource, dev, metric, None, unit, "unknown",
-                                missing if spec is None else f"{spec.name} has no {metric} figure (no such path on this GPU, or not in the catalog)")
+            return ResolvedPeak(
+                resource,
+                dev,
+                metric,
+                None,
+                unit,
+                "unknown",
+                missing
+                if spec is None
+                else f"{spec.name} has no {metric} figure (no such path on this GPU, or not in the catalog)",
+            )
         flag = " (unverified)" if p.unverified else ""
         v = p.value * share
         return ResolvedPeak(resource, dev, metric, v, p.unit, "catalog", f"{spec.name}: {p.source}{flag}{note}", v)  # type: ignore[union-attr]
@@ -150,15 +167,32 @@ def _one_gpu_peaks(machine: Machine, g: GpuInfo, catalog: Catalog, profile: Prof
             continue  # optional paths (TF32, FP64) appear where the catalog or a measurement has them
         out.append(_with_catalog(cal, fb))
     if g.memory_total_bytes:
-        out.append(ResolvedPeak("gpu_memory", dev, "capacity", float(g.memory_total_bytes), "B", "detected", "NVML memory info (total)"))
+        out.append(
+            ResolvedPeak(
+                "gpu_memory", dev, "capacity", float(g.memory_total_bytes), "B", "detected", "NVML memory info (total)"
+            )
+        )
     else:
         out.append(cat("gpu_memory", "capacity", "B"))
-    out.append(_with_catalog(_gpu_calibrated(profile, g, "gpu_memory_bandwidth"), cat("gpu_memory_bandwidth", "dram_bandwidth", "B/s", memory_share, mig_b)))
+    out.append(
+        _with_catalog(
+            _gpu_calibrated(profile, g, "gpu_memory_bandwidth"),
+            cat("gpu_memory_bandwidth", "dram_bandwidth", "B/s", memory_share, mig_b),
+        )
+    )
 
     host_link = spec.peak("cpu_gpu_interconnect") if spec else None
     if host_link is not None:  # a host link that is not PCIe (GH200: NVLink-C2C)
-        pcie = ResolvedPeak("cpu_gpu_interconnect", dev, host_link.metric, host_link.value, host_link.unit, "catalog",
-                            f"{spec.name}: {host_link.source}", host_link.value)  # type: ignore[union-attr]
+        pcie = ResolvedPeak(
+            "cpu_gpu_interconnect",
+            dev,
+            host_link.metric,
+            host_link.value,
+            host_link.unit,
+            "catalog",
+            f"{spec.name}: {host_link.source}",
+            host_link.value,
+        )  # type: ignore[union-attr]
     else:
         pcie = _pcie_peak(g.pcie_max_generation, g.pcie_max_width, catalog, dev)
     out.append(_with_catalog(_gpu_calibrated(profile, g, "cpu_gpu_interconnect"), pcie))
@@ -168,27 +202,77 @@ def _one_gpu_peaks(machine: Machine, g: GpuInfo, catalog: Catalog, profile: Prof
     if g.nvlink_active_links and nvl is not None:
         # the catalog's total is for all links of the part; scale to the links found active
         value = nvl.value * min(g.nvlink_active_links, nvl.links) / nvl.links if nvl.links else nvl.value
-        fb = ResolvedPeak("inter_gpu_interconnect", dev, "nvlink_total", value, "B/s", "detected",
-                          f"{g.nvlink_active_links} active NVLink links (NVML) x per-link figure of {spec.name}: {nvl.source}", nvl.value)  # type: ignore[union-attr]
+        fb = ResolvedPeak(
+            "inter_gpu_interconnect",
+            dev,
+            "nvlink_total",
+            value,
+            "B/s",
+            "detected",
+            f"{g.nvlink_active_links} active NVLink links (NVML) x per-link figure of {spec.name}: {nvl.source}",
+            nvl.value,
+        )  # type: ignore[union-attr]
     elif not multi:
-        fb = ResolvedPeak("inter_gpu_interconnect", dev, "nvlink_total", None, "B/s", "unknown", "only one GPU: no inter-GPU traffic on this machine")
+        fb = ResolvedPeak(
+            "inter_gpu_interconnect",
+            dev,
+            "nvlink_total",
+            None,
+            "B/s",
+            "unknown",
+            "only one GPU: no inter-GPU traffic on this machine",
+        )
     elif g.nvlink_active_links == 0 and pcie.value is not None:
-        fb = ResolvedPeak("inter_gpu_interconnect", dev, "pcie_peer", pcie.value, "B/s", "detected", "no active NVLink: peer traffic crosses PCIe; " + pcie.source)
+        fb = ResolvedPeak(
+            "inter_gpu_interconnect",
+            dev,
+            "pcie_peer",
+            pcie.value,
+            "B/s",
+            "detected",
+            "no active NVLink: peer traffic crosses PCIe; " + pcie.source,
+        )
     else:
-        fb = ResolvedPeak("inter_gpu_interconnect", dev, "nvlink_total", None, "B/s", "unknown", "NVLink state not readable and no catalog figure")
+        fb = ResolvedPeak(
+            "inter_gpu_interconnect",
+            dev,
+            "nvlink_total",
+            None,
+            "B/s",
+            "unknown",
+            "NVLink state not readable and no catalog figure",
+        )
     out.append(_with_catalog(cal, fb))
     return out
 
 
 def _pcie_peak(gen: int | None, width: int | None, catalog: Catalog, dev: str) -> ResolvedPeak:
     if gen is None or width is None:
-        return ResolvedPeak("cpu_gpu_interconnect", dev, "pcie", None, "B/s", "unknown", "PCIe link generation/width not reported by NVML")
+        return ResolvedPeak(
+            "cpu_gpu_interconnect",
+            dev,
+            "pcie",
+            None,
+            "B/s",
+            "unknown",
+            "PCIe link generation/width not reported by NVML",
+        )
     link = catalog.link(f"pcie_gen{gen}_x16")
     if link is None:
-        return ResolvedPeak("cpu_gpu_interconnect", dev, "pcie", None, "B/s", "unknown", f"PCIe gen {gen} is not in the catalog")
+        return ResolvedPeak(
+            "cpu_gpu_interconnect", dev, "pcie", None, "B/s", "unknown", f"PCIe gen {gen} is not in the catalog"
+        )
     value = link.peak.value * width / 16
-    return ResolvedPeak("cpu_gpu_interconnect", dev, "pcie_per_direction", value, "B/s", "detected",
-                        f"max link gen {gen} x{width} (NVML) with {link.peak.source}", value)
+    return ResolvedPeak(
+        "cpu_gpu_interconnect",
+        dev,
+        "pcie_per_direction",
+        value,
+        "B/s",
+        "detected",
+        f"max link gen {gen} x{width} (NVML) with {link.peak.source}",
+        value,
+    )
 
 
 def _cpu_peaks(machine: Machine, catalog: Catalog, profile: Profile | None) -> list[ResolvedPeak]:
@@ -197,28 +281,63 @@ def _cpu_peaks(machine: Machine, catalog: Catalog, profile: Profile | None) -> l
     cal = _calibrated(profile, "cpu_compute", "cpu")
     if spec is not None and spec.peak("cpu_compute"):
         p = spec.peak("cpu_compute")
-        fb = ResolvedPeak("cpu_compute", "cpu", "fp32_fma", p.value, p.unit, "catalog", f"{spec.name}: {p.source}", p.value)  # type: ignore[union-attr]
+        fb = ResolvedPeak(
+            "cpu_compute", "cpu", "fp32_fma", p.value, p.unit, "catalog", f"{spec.name}: {p.source}", p.value
+        )  # type: ignore[union-attr]
     else:
         per_cycle = next((n for flag, n in _FP32_FLOPS_PER_CYCLE if flag in cpu.flags), None)
         if cpu.physical_cores and cpu.max_mhz and per_cycle:
             v = cpu.physical_cores * cpu.max_mhz * 1e6 * per_cycle
-            fb = ResolvedPeak("cpu_compute", "cpu", "fp32_fma", v, "FLOP/s", "detected",
-                              f"estimate: {cpu.physical_cores} cores x {cpu.max_mhz:.0f} MHz x {per_cycle} FLOP/cycle "
-                              f"({'/'.join(f for f, _ in _FP32_FLOPS_PER_CYCLE if f in cpu.flags)[:12]}, two FMA units assumed)")
+            fb = ResolvedPeak(
+                "cpu_compute",
+                "cpu",
+                "fp32_fma",
+                v,
+                "FLOP/s",
+                "detected",
+                f"estimate: {cpu.physical_cores} cores x {cpu.max_mhz:.0f} MHz x {per_cycle} FLOP/cycle "
+                f"({'/'.join(f for f, _ in _FP32_FLOPS_PER_CYCLE if f in cpu.flags)[:12]}, two FMA units assumed)",
+            )
         else:
             why = "CPU model not in the catalog and " + (
-                "the maximum clock is not exposed" if not cpu.max_mhz else "its vector width is unknown")
-            fb = ResolvedPeak("cpu_compute", "cpu", "fp32_fma", None, "FLOP/s", "unknown", why + "; run 'bottleneckd calibrate'")
+                "the maximum clock is not exposed" if not cpu.max_mhz else "its vector width is unknown"
+            )
+            fb = ResolvedPeak(
+                "cpu_compute", "cpu", "fp32_fma", None, "FLOP/s", "unknown", why + "; run 'bottleneckd calibrate'"
+            )
     out = [_with_catalog(cal, fb)]
     if machine.memory_total_bytes:
-        out.append(ResolvedPeak("cpu_memory", "host", "capacity", float(machine.memory_total_bytes), "B", "detected", "/proc/meminfo MemTotal"))
+        out.append(
+            ResolvedPeak(
+                "cpu_memory",
+                "host",
+                "capacity",
+                float(machine.memory_total_bytes),
+                "B",
+                "detected",
+                "/proc/meminfo MemTotal",
+            )
+        )
     else:
-        out.append(ResolvedPeak("cpu_memory", "host", "capacity", None, "B", "unknown", machine.unknown.get("memory", "not detected")))
-    out.append(_with_catalog(
-        _calibrated(profile, "cpu_memory_bandwidth", "host"),
-        ResolvedPeak("cpu_memory_bandwidth", "host", "dram_bandwidth", None, "B/s", "unknown",
-                     "DIMM speed and channel count are not readable here (SMBIOS); run 'bottleneckd calibrate'"),
-    ))
+        out.append(
+            ResolvedPeak(
+                "cpu_memory", "host", "capacity", None, "B", "unknown", machine.unknown.get("memory", "not detected")
+            )
+        )
+    out.append(
+        _with_catalog(
+            _calibrated(profile, "cpu_memory_bandwidth", "host"),
+            ResolvedPeak(
+                "cpu_memory_bandwidth",
+                "host",
+                "dram_bandwidth",
+                None,
+                "B/s",
+                "unknown",
+                "DIMM speed and channel count are not readable here (SMBIOS); run 'bottleneckd calibrate'",
+            ),
+        )
+    )
     return out
 
 
@@ -226,16 +345,47 @@ def _storage_peaks(machine: Machine, catalog: Catalog, profile: Profile | None) 
     out: list[ResolvedPeak] = []
     for b in machine.block_devices:
         if b.size_bytes:
-            out.append(ResolvedPeak("storage_capacity", b.name, "capacity", float(b.size_bytes), "B", "detected", f"/sys/block/{b.name}/size"))
+            out.append(
+                ResolvedPeak(
+                    "storage_capacity",
+                    b.name,
+                    "capacity",
+                    float(b.size_bytes),
+                    "B",
+                    "detected",
+                    f"/sys/block/{b.name}/size",
+                )
+            )
         for metric, unit in (("sequential_read", "B/s"), ("random_read_4k_iops", "IO/s")):
-            link = catalog.link(f"nvme_gen{b.pcie_generation}_{'seq_read' if metric == 'sequential_read' else 'random_read_iops'}") if b.transport == "nvme" and b.pcie_generation else None
+            link = (
+                catalog.link(
+                    f"nvme_gen{b.pcie_generation}_{'seq_read' if metric == 'sequential_read' else 'random_read_iops'}"
+                )
+                if b.transport == "nvme" and b.pcie_generation
+                else None
+            )
             if link is not None:
-                fb = ResolvedPeak("storage_bandwidth", b.name, metric, link.peak.value, unit, "catalog",
-                                  f"NVMe on a PCIe gen {b.pcie_generation} link: {link.peak.source}", link.peak.value)
+                fb = ResolvedPeak(
+                    "storage_bandwidth",
+                    b.name,
+                    metric,
+                    link.peak.value,
+                    unit,
+                    "catalog",
+                    f"NVMe on a PCIe gen {b.pcie_generation} link: {link.peak.source}",
+                    link.peak.value,
+                )
             else:
                 kind = b.transport or "unknown transport"
-                fb = ResolvedPeak("storage_bandwidth", b.name, metric, None, unit, "unknown",
-                                  f"no catalog figure for a {kind} device; run 'bottleneckd calibrate'")
+                fb = ResolvedPeak(
+                    "storage_bandwidth",
+                    b.name,
+                    metric,
+                    None,
+                    unit,
+                    "unknown",
+                    f"no catalog figure for a {kind} device; run 'bottleneckd calibrate'",
+                )
             out.append(_with_catalog(_calibrated(profile, "storage_bandwidth", b.name, metric), fb))
     if not machine.block_devices:
         why = machine.unknown.get("block_devices", "no block device found")
@@ -249,26 +399,69 @@ def _network_peaks(machine: Machine, catalog: Catalog, profile: Profile | None) 
     for n in machine.nics:
         if n.speed_mbps:
             v = n.speed_mbps * 1e6 / 8
-            out.append(ResolvedPeak("inter_node_interconnect", n.name, "ethernet_per_direction", v, "B/s", "detected",
-                                    f"/sys/class/net/{n.name}/speed = {n.speed_mbps} Mb/s; line rate / 8"))
+            out.append(
+                ResolvedPeak(
+                    "inter_node_interconnect",
+                    n.name,
+                    "ethernet_per_direction",
+                    v,
+                    "B/s",
+                    "detected",
+                    f"/sys/class/net/{n.name}/speed = {n.speed_mbps} Mb/s; line rate / 8",
+                )
+            )
     for p in machine.ib_ports:
         if p.rate_gbps:
-            out.append(ResolvedPeak("inter_node_interconnect", f"{p.device}/{p.port}", "infiniband_per_direction", p.rate_gbps * 1e9 / 8, "B/s", "detected",
-                                    f"/sys/class/infiniband/{p.device}/ports/{p.port}/rate = {p.rate_gbps:g} Gb/s"))
+            out.append(
+                ResolvedPeak(
+                    "inter_node_interconnect",
+                    f"{p.device}/{p.port}",
+                    "infiniband_per_direction",
+                    p.rate_gbps * 1e9 / 8,
+                    "B/s",
+                    "detected",
+                    f"/sys/class/infiniband/{p.device}/ports/{p.port}/rate = {p.rate_gbps:g} Gb/s",
+                )
+            )
     if not out:
-        reasons = "; ".join(f"{k}: {v}" for k, v in machine.unknown.items() if k.startswith("nic")) or "no network interface with a reported speed"
+        reasons = (
+            "; ".join(f"{k}: {v}" for k, v in machine.unknown.items() if k.startswith("nic"))
+            or "no network interface with a reported speed"
+        )
         out.append(ResolvedPeak("inter_node_interconnect", "-", "link", None, "B/s", "unknown", reasons))
     fastest = max((p.value for p in out if p.value is not None), default=None)
     net_mounts = [m for m in machine.mounts if m.network]
     for m in net_mounts:
         if fastest is not None:
-            out.append(ResolvedPeak("storage_network_bandwidth", m.mountpoint, "link", fastest, "B/s", "detected",
-                                    f"{m.fstype} mount from {m.source}: bounded by the fastest local link"))
+            out.append(
+                ResolvedPeak(
+                    "storage_network_bandwidth",
+                    m.mountpoint,
+                    "link",
+                    fastest,
+                    "B/s",
+                    "detected",
+                    f"{m.fstype} mount from {m.source}: bounded by the fastest local link",
+                )
+            )
         else:
-            out.append(ResolvedPeak("storage_network_bandwidth", m.mountpoint, "link", None, "B/s", "unknown",
-                                    f"{m.fstype} mount, but no network link speed is known"))
+            out.append(
+                ResolvedPeak(
+                    "storage_network_bandwidth",
+                    m.mountpoint,
+                    "link",
+                    None,
+                    "B/s",
+                    "unknown",
+                    f"{m.fstype} mount, but no network link speed is known",
+                )
+            )
     if not net_mounts:
-        out.append(ResolvedPeak("storage_network_bandwidth", "-", "link", None, "B/s", "unknown", "no network file system is mounted"))
+        out.append(
+            ResolvedPeak(
+                "storage_network_bandwidth", "-", "link", None, "B/s", "unknown", "no network file system is mounted"
+            )
+        )
     return out
 
 
@@ -277,10 +470,15 @@ def resolve_peaks(machine: Machine, catalog: Catalog, profile: Profile | None = 
     peaks += _storage_peaks(machine, catalog, profile) + _network_peaks(machine, catalog, profile)
     if not machine.gpus:
         why = machine.unknown.get("gpus", "no GPU")
-        for r in ("gpu_compute", "gpu_memory", "gpu_memory_bandwidth", "inter_gpu_interconnect", "cpu_gpu_interconnect"):
+        for r in (
+            "gpu_compute",
+            "gpu_memory",
+            "gpu_memory_bandwidth",
+            "inter_gpu_interconnect",
+            "cpu_gpu_interconnect",
+        ):
             unit = "FLOP/s" if r == "gpu_compute" else ("B" if r == "gpu_memory" else "B/s")
             peaks.append(ResolvedPeak(r, "-", "-", None, unit, "unknown", why))
     order = {r: i for i, r in enumerate(RESOURCES)}
     peaks.sort(key=lambda p: order[p.resource])
     return PeakTable(tuple(peaks))
-

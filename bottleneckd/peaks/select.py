@@ -12,8 +12,9 @@ A calibrated figure (metric ``*_matmul``) wins over the catalog's, as everywhere
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from bottleneckd.peaks.resolve import PeakTable, ResolvedPeak
 
@@ -48,7 +49,9 @@ def job_path(facts: Mapping[str, Any]) -> tuple[str, str]:
         tf32 = facts.get("allow_tf32")
         if tf32 is True:
             return "tf32 tensor", "float32 parameters with allow_tf32 on"
-        return "fp32", "float32 parameters, TF32 " + ("off" if tf32 is False else "setting unknown (PyTorch's default is off)")
+        return "fp32", "float32 parameters, TF32 " + (
+            "off" if tf32 is False else "setting unknown (PyTorch's default is off)"
+        )
     return "", "the job's dtype is unknown (no autocast_dtype or param_dtype fact from the hook)"
 
 
@@ -68,8 +71,13 @@ def compute_peak(peaks: PeakTable, device: str, facts: Mapping[str, Any]) -> Com
     found = _first(peaks, device, path)
     if found is not None:
         return ComputePeak(found[1].value, path, f"{why}: {found[0]} peak ({found[1].origin})")
-    if path in ("bf16 tensor", "tf32 tensor"):  # V100, T4: no bf16 or TF32 tensor path; that math runs at the fp32 rate at best
+    if path in (
+        "bf16 tensor",
+        "tf32 tensor",
+    ):  # V100, T4: no bf16 or TF32 tensor path; that math runs at the fp32 rate at best
         found = _first(peaks, device, "fp32")
         if found is not None:
-            return ComputePeak(found[1].value, "fp32", f"{why}, but this GPU has no {path} path: the fp32 peak ({found[1].origin})")
+            return ComputePeak(
+                found[1].value, "fp32", f"{why}, but this GPU has no {path} path: the fp32 peak ({found[1].origin})"
+            )
     return ComputePeak(None, path, f"{why}: no {path} peak known for {device}")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from bottleneckd.peaks.catalog import Catalog
 from bottleneckd.hardware.detect.machine import Machine
-from bottleneckd.peaks.resolve import PeakTable, table4_ratio
-from bottleneckd.peaks.profile import Measurement
 from bottleneckd.model.units import fmt_value
+from bottleneckd.peaks.catalog import Catalog
+from bottleneckd.peaks.profile import Measurement
+from bottleneckd.peaks.resolve import PeakTable, table4_ratio
 
 
 def _table(rows: list[list[str]], header: list[str]) -> str:
@@ -20,12 +20,29 @@ def _table(rows: list[list[str]], header: list[str]) -> str:
 def peaks_text(machine: Machine, table: PeakTable) -> str:
     fastest = table.fastest_compute_madd()
     rows = [
-        [p.resource, p.device, p.metric, fmt_value(p.value, p.unit), p.unit, p.origin, table4_ratio(p, fastest), p.source]
+        [
+            p.resource,
+            p.device,
+            p.metric,
+            fmt_value(p.value, p.unit),
+            p.unit,
+            p.origin,
+            table4_ratio(p, fastest),
+            p.source,
+        ]
         for p in table.peaks
     ]
-    head = f"{machine.hostname}: {machine.cpu.model or 'unknown CPU'}, {machine.cpu.logical_cores or '?'} logical cores, " + (
-        f"{len(machine.gpus)} GPU(s): " + ", ".join(g.name for g in machine.gpus) if machine.gpus else "no GPU")
-    return head + "\n\n" + _table(rows, ["resource", "device", "metric", "peak", "unit", "from", "vs fastest compute", "source / reason"])
+    head = (
+        f"{machine.hostname}: {machine.cpu.model or 'unknown CPU'}, {machine.cpu.logical_cores or '?'} logical cores, "
+        + (f"{len(machine.gpus)} GPU(s): " + ", ".join(g.name for g in machine.gpus) if machine.gpus else "no GPU")
+    )
+    return (
+        head
+        + "\n\n"
+        + _table(
+            rows, ["resource", "device", "metric", "peak", "unit", "from", "vs fastest compute", "source / reason"]
+        )
+    )
 
 
 def table4_json(catalog: Catalog) -> dict[str, Any]:
@@ -33,9 +50,17 @@ def table4_json(catalog: Catalog) -> dict[str, Any]:
     lowest = min((r for r in catalog.table4 if r.unit == "B/s"), key=lambda r: r.value_trillions)
     return {
         "rows": [
-            {"row": r.row, "number_per_second_trillions": r.value_trillions, "printed_unit": r.printed_unit, "resource": r.resource,
-             "unit": r.unit, "direction": r.direction, "note": r.note, "source": r.source,
-             "madd_per_16bit_value": (fastest / (r.value_trillions / 2)) if r.unit == "B/s" else None}
+            {
+                "row": r.row,
+                "number_per_second_trillions": r.value_trillions,
+                "printed_unit": r.printed_unit,
+                "resource": r.resource,
+                "unit": r.unit,
+                "direction": r.direction,
+                "note": r.note,
+                "source": r.source,
+                "madd_per_16bit_value": (fastest / (r.value_trillions / 2)) if r.unit == "B/s" else None,
+            }
             for r in catalog.table4
         ],
         "worked_example": {
@@ -49,8 +74,13 @@ def table4_json(catalog: Catalog) -> dict[str, Any]:
 def table4_text(catalog: Catalog) -> str:
     doc = table4_json(catalog)
     rows = [
-        [r["row"], f"{r['number_per_second_trillions']:g} {r['printed_unit']}", r["resource"],
-         "-" if r["madd_per_16bit_value"] is None else f"{r['madd_per_16bit_value']:,.0f}", r["note"]]
+        [
+            r["row"],
+            f"{r['number_per_second_trillions']:g} {r['printed_unit']}",
+            r["resource"],
+            "-" if r["madd_per_16bit_value"] is None else f"{r['madd_per_16bit_value']:,.0f}",
+            r["note"],
+        ]
         for r in doc["rows"]
     ]
     ex = doc["worked_example"]
@@ -63,9 +93,23 @@ def table4_text(catalog: Catalog) -> str:
 
 
 #: measured metrics and the catalog figure each compares with (same unit and direction)
-FAMILY = {"bf16_matmul": "tensor", "fp16_matmul": "tensor", "fp16_bf16_tensor_dense": "tensor", "fp16_tensor_dense": "tensor",
-          "tf32_matmul": "tf32", "tf32_tensor_dense": "tf32", "fp32_matmul": "fp32", "fp32": "fp32", "fp64_matmul": "fp64", "fp64": "fp64",
-          "h2d_pinned": "pcie", "d2h_pinned": "pcie", "h2d_pageable": "pcie", "d2h_pageable": "pcie", "pcie_per_direction": "pcie"}
+FAMILY = {
+    "bf16_matmul": "tensor",
+    "fp16_matmul": "tensor",
+    "fp16_bf16_tensor_dense": "tensor",
+    "fp16_tensor_dense": "tensor",
+    "tf32_matmul": "tf32",
+    "tf32_tensor_dense": "tf32",
+    "fp32_matmul": "fp32",
+    "fp32": "fp32",
+    "fp64_matmul": "fp64",
+    "fp64": "fp64",
+    "h2d_pinned": "pcie",
+    "d2h_pinned": "pcie",
+    "h2d_pageable": "pcie",
+    "d2h_pageable": "pcie",
+    "pcie_per_direction": "pcie",
+}
 
 
 def catalog_for(m: Measurement, table: PeakTable, devices: dict[str, str] | None = None) -> float | None:
@@ -85,5 +129,15 @@ def calibration_text(measurements: list[Measurement], table: PeakTable, machine:
     for m in measurements:
         cat = catalog_for(m, table, devices)
         ratio = f"{m.value / cat:.0%}" if cat else "-"
-        rows.append([m.resource, m.device, m.metric, fmt_value(m.value, m.unit), fmt_value(cat, m.unit) if cat else "none", ratio, m.method])
+        rows.append(
+            [
+                m.resource,
+                m.device,
+                m.metric,
+                fmt_value(m.value, m.unit),
+                fmt_value(cat, m.unit) if cat else "none",
+                ratio,
+                m.method,
+            ]
+        )
     return _table(rows, ["resource", "device", "metric", "measured", "catalog", "measured/catalog", "method"])

@@ -7,7 +7,7 @@ import logging
 import signal
 import sys
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from bottleneckd.diagnosis.pipeline import Snapshot
 from bottleneckd.outputs.report import build_report
@@ -33,12 +33,19 @@ class ReportFile:
         try:
             write_report_file(self.side.receiver.path, build_report(self.side.pipeline, current=True))
         except OSError as e:  # the hook then prints its block without the sidecar's verdict
-            log.warning("cannot write the report file for the hook (%s); epoch-end blocks go without it", e.strerror or e)
+            log.warning(
+                "cannot write the report file for the hook (%s); epoch-end blocks go without it", e.strerror or e
+            )
             self.failed = True
 
 
-def run_foreground(side: Sidecar, duration: float | None, on_tick: Callable[[Snapshot], None] | None = None,
-                   stop_when: Callable[[], bool] | None = None, install_signals: bool = True) -> None:
+def run_foreground(
+    side: Sidecar,
+    duration: float | None,
+    on_tick: Callable[[Snapshot], None] | None = None,
+    stop_when: Callable[[], bool] | None = None,
+    install_signals: bool = True,
+) -> None:
     """Run the loop in this thread until SIGINT/SIGTERM (when ``install_signals``), ``duration``
     or ``stop_when()``; the receiver is closed and its files removed on the way out."""
     stop = threading.Event()

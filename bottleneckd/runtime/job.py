@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from bottleneckd.model.errors import InputError
 from bottleneckd.runtime.foreground import run_foreground
@@ -61,8 +62,13 @@ def stop_job(job: subprocess.Popen, grace: float, term_sent: bool, say: Callable
     job.wait()
 
 
-def supervise(side: Sidecar, job: subprocess.Popen, on_tick: Callable[[Any], None] | None, grace: float = DEFAULT_GRACE,
-              say: Callable[[str], None] = print) -> int:
+def supervise(
+    side: Sidecar,
+    job: subprocess.Popen,
+    on_tick: Callable[[Any], None] | None,
+    grace: float = DEFAULT_GRACE,
+    say: Callable[[str], None] = print,
+) -> int:
     """Sample until the job exits. SIGTERM is passed on to the job. SIGINT is passed on only when
     the job is in another process group: Ctrl-C at a terminal reaches the whole foreground group,
     the job included, and a second SIGINT would cut the job's own clean-up short. Once asked to

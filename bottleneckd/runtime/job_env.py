@@ -8,18 +8,20 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 INJECT_DIR = str(Path(__file__).resolve().parent.parent / "torch" / "_inject")
 PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)
 #: Python launchers the instrumentation reaches through PYTHONPATH
 PYTHON_LAUNCHERS = ("torchrun", "accelerate", "deepspeed")
 #: interpreter flags under which our sitecustomize cannot load
-NO_SITE_FLAGS = {"S": "python -S skips the site module, so the instrumentation (a sitecustomize) never loads",
-                 "I": "python -I ignores PYTHONPATH, so the instrumentation never loads",
-                 "E": "python -E ignores PYTHONPATH, so the instrumentation never loads"}
+NO_SITE_FLAGS = {
+    "S": "python -S skips the site module, so the instrumentation (a sitecustomize) never loads",
+    "I": "python -I ignores PYTHONPATH, so the instrumentation never loads",
+    "E": "python -E ignores PYTHONPATH, so the instrumentation never loads",
+}
 
 
 SOCKET_NAME = "bottleneckd.sock"
@@ -105,7 +107,12 @@ def no_phases_note(command: tuple[str, ...], injected: bool) -> str:
     if why:
         return f"{why}; call bottleneckd.torch.watch in the script to instrument it explicitly"
     exe = os.path.basename(command[0]) if command else ""
-    via = f" (started through {exe!r}, which may reset the environment or start Python with -S, -I or -E)" if not (
-        exe.startswith("python") or exe in PYTHON_LAUNCHERS or exe.endswith(".py")) else ""
-    return (f"no step phases came from the job{via}: either it does not train with torch, or its Python ran without the "
-            "instrumentation; call bottleneckd.torch.watch in the script to instrument it explicitly")
+    via = (
+        f" (started through {exe!r}, which may reset the environment or start Python with -S, -I or -E)"
+        if not (exe.startswith("python") or exe in PYTHON_LAUNCHERS or exe.endswith(".py"))
+        else ""
+    )
+    return (
+        f"no step phases came from the job{via}: either it does not train with torch, or its Python ran without the "
+        "instrumentation; call bottleneckd.torch.watch in the script to instrument it explicitly"
+    )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable, Union
+from collections.abc import Callable
 
 from bottleneckd.model.sample import RankPhases, Reading, Sample, SamplerStatus, StepPhases
 from bottleneckd.samplers.base import Sampler
@@ -22,14 +22,21 @@ SINK_ORDER = ("trace", "trace_events", "pipeline", "report_file", "view", "stop"
 
 
 class SamplingLoop:
-    def __init__(self, samplers: list[Sampler], interval: float = 1.0, sinks: dict[str, Sink] | list[Sink] | None = None,
-                 phases: Callable[[], Union[StepPhases, None, tuple[StepPhases | None, tuple[RankPhases, ...]]]] | None = None) -> None:
+    def __init__(
+        self,
+        samplers: list[Sampler],
+        interval: float = 1.0,
+        sinks: dict[str, Sink] | list[Sink] | None = None,
+        phases: Callable[[], StepPhases | None | tuple[StepPhases | None, tuple[RankPhases, ...]]] | None = None,
+    ) -> None:
         if interval < MIN_INTERVAL:
             raise ValueError(f"interval {interval} s is below {MIN_INTERVAL} s (10 Hz)")
         self.samplers = samplers
         self.interval = interval
         self._sinks: dict[str, Sink] = {}
-        for name, sink in (sinks.items() if isinstance(sinks, dict) else ((f"sink{k}", x) for k, x in enumerate(sinks or []))):
+        for name, sink in (
+            sinks.items() if isinstance(sinks, dict) else ((f"sink{k}", x) for k, x in enumerate(sinks or []))
+        ):
             self.add_sink(name, sink)
         self._phases = phases
         self._failed: set[str] = set()

@@ -5,20 +5,21 @@ calls ``build_sidecar``."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from bottleneckd.diagnosis.pipeline import Pipeline, Snapshot
 from bottleneckd.hardware.detect.machine import Machine, detect_machine
 from bottleneckd.hardware.nvml import NvmlBackend
 from bottleneckd.model.protocol import Event
+from bottleneckd.model.sample import RankPhases, StepPhases
 from bottleneckd.outputs.channel import PhaseReceiver
+from bottleneckd.outputs.energy import EnergyMeter
 from bottleneckd.peaks.catalog import Catalog, load_catalog
 from bottleneckd.peaks.profile import Profile, load_profile
 from bottleneckd.peaks.resolve import PeakTable, resolve_peaks
 from bottleneckd.runtime.loop import SamplingLoop
-from bottleneckd.model.sample import RankPhases, StepPhases
-from bottleneckd.outputs.energy import EnergyMeter
 from bottleneckd.samplers.base import Sampler
 from bottleneckd.samplers.cpu_compute import CpuComputeSampler
 from bottleneckd.samplers.cpu_memory import CpuMemorySampler
@@ -30,7 +31,16 @@ from bottleneckd.samplers.process_tree import ProcessTree
 from bottleneckd.samplers.storage import StorageSampler
 from bottleneckd.samplers.storage_network import StorageNetworkSampler
 
-SAMPLER_NAMES = ("gpu", "cpu_compute", "cpu_memory", "cpu_memory_bandwidth", "storage", "storage_network", "inter_node", "energy")
+SAMPLER_NAMES = (
+    "gpu",
+    "cpu_compute",
+    "cpu_memory",
+    "cpu_memory_bandwidth",
+    "storage",
+    "storage_network",
+    "inter_node",
+    "energy",
+)
 
 
 @dataclass
@@ -64,9 +74,16 @@ class Sidecar:
         self.receiver.close()
 
 
-def build_samplers(machine: Machine, peaks: PeakTable, pid: int | None = None, paths: tuple[str, ...] = (".",),
-                   disabled: frozenset[str] = frozenset(), nvml: NvmlBackend | None | str = "auto",
-                   sys_root: str = "/sys", proc_root: str = "/proc") -> tuple[list[Sampler], dict[str, str]]:
+def build_samplers(
+    machine: Machine,
+    peaks: PeakTable,
+    pid: int | None = None,
+    paths: tuple[str, ...] = (".",),
+    disabled: frozenset[str] = frozenset(),
+    nvml: NvmlBackend | None | str = "auto",
+    sys_root: str = "/sys",
+    proc_root: str = "/proc",
+) -> tuple[list[Sampler], dict[str, str]]:
     tree = ProcessTree(pid) if pid else None
     makers = {
         "gpu": lambda: GpuSampler(peaks, nvml, tree=tree),
@@ -86,7 +103,10 @@ def build_samplers(machine: Machine, peaks: PeakTable, pid: int | None = None, p
             continue
         s = make()
         ok, reason = s.available()
-        if ok or name in ("cpu_memory_bandwidth", "energy"):  # unknown bandwidth or energy is still reported, with its reason
+        if ok or name in (
+            "cpu_memory_bandwidth",
+            "energy",
+        ):  # unknown bandwidth or energy is still reported, with its reason
             out.append(s)
         if not ok:
             why[name] = reason
@@ -97,10 +117,19 @@ def build_samplers(machine: Machine, peaks: PeakTable, pid: int | None = None, p
 DEFAULT_PROFILE: Any = object()
 
 
-def build_sidecar(machine: Machine | None = None, catalog: Catalog | None = None, profile: Profile | None | Any = DEFAULT_PROFILE,
-                  interval: float = 1.0, pid: int | None = None, paths: tuple[str, ...] = (".",),
-                  disabled: frozenset[str] = frozenset(), listen: bool = True, socket_path: str | None = None,
-                  nvml: NvmlBackend | None | str = "auto", window: int = 5) -> Sidecar:
+def build_sidecar(
+    machine: Machine | None = None,
+    catalog: Catalog | None = None,
+    profile: Profile | None | Any = DEFAULT_PROFILE,
+    interval: float = 1.0,
+    pid: int | None = None,
+    paths: tuple[str, ...] = (".",),
+    disabled: frozenset[str] = frozenset(),
+    listen: bool = True,
+    socket_path: str | None = None,
+    nvml: NvmlBackend | None | str = "auto",
+    window: int = 5,
+) -> Sidecar:
     """Detect (unless ``machine`` is given), resolve peaks, build the samplers, the pipeline, the
     receiver (bound to ``socket_path`` when ``listen``) and the loop that ties them together."""
     if machine is None:
@@ -124,9 +153,12 @@ def build_sidecar(machine: Machine | None = None, catalog: Catalog | None = None
                 p = p or src()
         if p is not None:
             t = side.run_totals
-            side.run_totals = StepPhases(t.steps + p.steps, t.wall_seconds + p.wall_seconds,
-                                         {k: t.phases.get(k, 0.0) + p.phases.get(k, 0.0) for k in {**t.phases, **p.phases}},
-                                         examples=None if t.examples is None or p.examples is None else t.examples + p.examples)
+            side.run_totals = StepPhases(
+                t.steps + p.steps,
+                t.wall_seconds + p.wall_seconds,
+                {k: t.phases.get(k, 0.0) + p.phases.get(k, 0.0) for k in {**t.phases, **p.phases}},
+                examples=None if t.examples is None or p.examples is None else t.examples + p.examples,
+            )
         return p, ranks
 
     side.loop = SamplingLoop(samplers, interval, {"pipeline": pipeline, "energy": side.energy}, phases)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import psutil
 
-from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.model.sample import Reading
+from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.samplers.pressure import Pressure, cgroup_dir, read_psi, usable_cores
 from bottleneckd.samplers.process_tree import LAUNCHER, RANK, WORKER, ProcessTree
 from bottleneckd.samplers.threads import ThreadRates, threads
@@ -21,8 +21,13 @@ __all__ = ["CpuComputeSampler", "read_psi"]
 class CpuComputeSampler:
     name = "cpu_compute"
 
-    def __init__(self, peaks: PeakTable, tree: ProcessTree | None = None, proc_root: str = "/proc",
-                 cgroup_root: str = "/sys/fs/cgroup") -> None:
+    def __init__(
+        self,
+        peaks: PeakTable,
+        tree: ProcessTree | None = None,
+        proc_root: str = "/proc",
+        cgroup_root: str = "/sys/fs/cgroup",
+    ) -> None:
         self._tree = tree
         self._proc = proc_root
         self._cgroot = cgroup_root
@@ -113,26 +118,79 @@ class CpuComputeSampler:
             Reading("cpu_compute", "job", "rank_busy_cores", by_role[RANK], "cores"),
             Reading("cpu_compute", "job", "worker_busy_cores", by_role[WORKER], "cores"),
             Reading("cpu_compute", "job", "launcher_busy_cores", by_role[LAUNCHER], "cores"),
-            Reading("cpu_compute", "job", "worker_max_busy_cores", busiest_worker if count[WORKER] else None, "cores",
-                    "" if count[WORKER] else "no loader workers"),
+            Reading(
+                "cpu_compute",
+                "job",
+                "worker_max_busy_cores",
+                busiest_worker if count[WORKER] else None,
+                "cores",
+                "" if count[WORKER] else "no loader workers",
+            ),
             # the main thread's own CPU (the busiest rank's), not its process's: intra-op threads excluded
-            Reading("cpu_compute", "job", "main_busy_cores", max(main_threads) if main_threads else None, "cores", first),
+            Reading(
+                "cpu_compute", "job", "main_busy_cores", max(main_threads) if main_threads else None, "cores", first
+            ),
             # the ranks' CPU outside their main threads: DDP's gloo reduction, intra-op threads
-            Reading("cpu_compute", "job", "rank_side_thread_cores", max(0.0, by_role[RANK] - sum(main_threads)) if main_threads else None,
-                    "cores", first),
+            Reading(
+                "cpu_compute",
+                "job",
+                "rank_side_thread_cores",
+                max(0.0, by_role[RANK] - sum(main_threads)) if main_threads else None,
+                "cores",
+                first,
+            ),
             Reading("cpu_compute", "job", "hottest_thread_busy", hottest[RANK] if rates else None, "cores", first),
-            Reading("cpu_compute", "job", "worker_hottest_thread_busy", hottest[WORKER] if rates and count[WORKER] else None, "cores",
-                    first or ("" if count[WORKER] else "no loader workers")),
+            Reading(
+                "cpu_compute",
+                "job",
+                "worker_hottest_thread_busy",
+                hottest[WORKER] if rates and count[WORKER] else None,
+                "cores",
+                first or ("" if count[WORKER] else "no loader workers"),
+            ),
             # running + waiting on a run queue: what the thread asks of the CPU on a shared machine
-            Reading("cpu_compute", "job", "main_thread_demand", max(main_demand) if main_demand and has_wait else None, "cores",
-                    first or ("" if has_wait else "schedstat not available")),
-            Reading("cpu_compute", "job", "hottest_thread_demand", demand[RANK] if has_wait else None, "cores",
-                    first or ("" if has_wait else "schedstat not available")),
-            Reading("cpu_compute", "job", "worker_max_demand", min(1.0, max(worker_demand.values())) if worker_demand and has_wait else None, "cores",
-                    first or ("" if has_wait else "schedstat not available") or ("" if count[WORKER] else "no loader workers")),
-            Reading("cpu_compute", "job", "runqueue_wait_cores", waiting if has_wait else None, "cores",
-                    first or ("" if has_wait else "schedstat not available")),
-            Reading("cpu_compute", "job", "usable_cores", usable, "cores", "" if usable is not None else "affinity not readable"),
+            Reading(
+                "cpu_compute",
+                "job",
+                "main_thread_demand",
+                max(main_demand) if main_demand and has_wait else None,
+                "cores",
+                first or ("" if has_wait else "schedstat not available"),
+            ),
+            Reading(
+                "cpu_compute",
+                "job",
+                "hottest_thread_demand",
+                demand[RANK] if has_wait else None,
+                "cores",
+                first or ("" if has_wait else "schedstat not available"),
+            ),
+            Reading(
+                "cpu_compute",
+                "job",
+                "worker_max_demand",
+                min(1.0, max(worker_demand.values())) if worker_demand and has_wait else None,
+                "cores",
+                first
+                or ("" if has_wait else "schedstat not available")
+                or ("" if count[WORKER] else "no loader workers"),
+            ),
+            Reading(
+                "cpu_compute",
+                "job",
+                "runqueue_wait_cores",
+                waiting if has_wait else None,
+                "cores",
+                first or ("" if has_wait else "schedstat not available"),
+            ),
+            Reading(
+                "cpu_compute",
+                "job",
+                "usable_cores",
+                usable,
+                "cores",
+                "" if usable is not None else "affinity not readable",
+            ),
             Reading("cpu_compute", "job", "processes", float(len(members)), "count"),
             Reading("cpu_compute", "job", "ranks", float(count[RANK]), "count"),
             Reading("cpu_compute", "job", "workers", float(count[WORKER]), "count"),

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import psutil
 
-from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.model.sample import Reading, utilization
+from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.samplers.base import Rates
 from bottleneckd.samplers.pressure import Pressure
 from bottleneckd.samplers.process_tree import LAUNCHER, RANK, WORKER, ProcessTree
@@ -30,8 +30,12 @@ class CpuMemorySampler:
         out = utilization("cpu_memory", "host", used, float(vm.total), "B")
         out.append(Reading("cpu_memory", "host", "available", float(vm.available), "B"))
         sw = psutil.swap_memory()
-        out.append(Reading("cpu_memory", "host", "swap_in_bytes_per_second", self._rates.rate("sin", float(sw.sin)), "B/s"))
-        out.append(Reading("cpu_memory", "host", "swap_out_bytes_per_second", self._rates.rate("sout", float(sw.sout)), "B/s"))
+        out.append(
+            Reading("cpu_memory", "host", "swap_in_bytes_per_second", self._rates.rate("sin", float(sw.sin)), "B/s")
+        )
+        out.append(
+            Reading("cpu_memory", "host", "swap_out_bytes_per_second", self._rates.rate("sout", float(sw.sout)), "B/s")
+        )
         some, full, why = self._psi.read()
         out.append(Reading("cpu_memory", "host", "pressure_some", some, "ratio", why))
         out.append(Reading("cpu_memory", "host", "pressure_full", full, "ratio", why))

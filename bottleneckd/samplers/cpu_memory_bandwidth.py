@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.model.sample import Reading, utilization
+from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.samplers.base import Rates
 
 
@@ -30,7 +30,10 @@ class CpuMemoryBandwidthSampler:
     def available(self) -> tuple[bool, str]:
         if self._domains():
             return True, ""
-        return False, "no memory-bandwidth counters: resctrl MBM is not mounted at /sys/fs/resctrl (Intel RDT / AMD QoS needed; usually absent in VMs)"
+        return (
+            False,
+            "no memory-bandwidth counters: resctrl MBM is not mounted at /sys/fs/resctrl (Intel RDT / AMD QoS needed; usually absent in VMs)",
+        )
 
     def sample(self) -> list[Reading]:
         total = 0.0
@@ -42,5 +45,9 @@ class CpuMemoryBandwidthSampler:
             try:
                 total += float((d / "mbm_total_bytes").read_text().strip())
             except (OSError, ValueError):
-                return utilization("cpu_memory_bandwidth", "host", None, self._peak, "B/s", f"{d}/mbm_total_bytes unreadable")
-        return utilization("cpu_memory_bandwidth", "host", self._rates.rate("mbm", total), self._peak, "B/s", "first interval")
+                return utilization(
+                    "cpu_memory_bandwidth", "host", None, self._peak, "B/s", f"{d}/mbm_total_bytes unreadable"
+                )
+        return utilization(
+            "cpu_memory_bandwidth", "host", self._rates.rate("mbm", total), self._peak, "B/s", "first interval"
+        )

@@ -18,8 +18,10 @@ from bottleneckd.model.sample import Reading
 
 #: RAPL zone name -> (resource the energy is booked to, device prefix)
 DOMAINS = {"package": ("cpu_compute", "package"), "dram": ("cpu_memory", "dram")}
-ROOT_ONLY = ("RAPL energy_uj is readable by root only since CVE-2020-8694: run the sidecar as root "
-             "(or grant read access to {path})")
+ROOT_ONLY = (
+    "RAPL energy_uj is readable by root only since CVE-2020-8694: run the sidecar as root "
+    "(or grant read access to {path})"
+)
 
 
 @dataclass(frozen=True)
@@ -80,8 +82,10 @@ class RaplSampler:
 
     def available(self) -> tuple[bool, str]:
         if not self._zones:
-            return False, (f"no RAPL zones under {self._root}/class/powercap (needs the intel_rapl driver on an Intel or "
-                           "AMD host; usually absent in VMs)")
+            return False, (
+                f"no RAPL zones under {self._root}/class/powercap (needs the intel_rapl driver on an Intel or "
+                "AMD host; usually absent in VMs)"
+            )
         return True, ""
 
     def sample(self) -> list[Reading]:
@@ -93,8 +97,10 @@ class RaplSampler:
         for z in self._zones:
             raw, reason = _read_uj(z.path / "energy_uj")
             if raw is None:
-                out += [Reading(z.resource, z.device, "energy", None, "J", reason),
-                        Reading(z.resource, z.device, "power", None, "W", reason)]
+                out += [
+                    Reading(z.resource, z.device, "energy", None, "J", reason),
+                    Reading(z.resource, z.device, "power", None, "W", reason),
+                ]
                 continue
             if z.device not in self._limits:
                 self._limits[z.device] = _read_uj(z.path / "max_energy_range_uj")[0]
@@ -102,8 +108,10 @@ class RaplSampler:
             prev = self._last.get(z.device)
             self._last[z.device] = (now, total)
             watts = (total - prev[1]) / 1e6 / (now - prev[0]) if prev and now > prev[0] else None
-            out += [Reading(z.resource, z.device, "energy", total / 1e6, "J"),
-                    Reading(z.resource, z.device, "power", watts, "W", "" if watts is not None else "first interval")]
+            out += [
+                Reading(z.resource, z.device, "energy", total / 1e6, "J"),
+                Reading(z.resource, z.device, "power", watts, "W", "" if watts is not None else "first interval"),
+            ]
         return out
 
 

@@ -15,12 +15,12 @@ window has it, and the rules decide on the job's GPUs only.
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from bottleneckd.hardware import nvml as nv
 from bottleneckd.hardware.detect.gpus import resolve_backend
-from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.model.sample import Reading, utilization
+from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.samplers.base import Rates
 from bottleneckd.samplers.process_tree import ProcessTree
 
@@ -30,8 +30,13 @@ log = logging.getLogger(__name__)
 class GpuSampler:
     name = "gpu"
 
-    def __init__(self, peaks: PeakTable, backend: nv.NvmlBackend | None | str = "auto", process_every: int = 10,
-                 tree: ProcessTree | None = None) -> None:
+    def __init__(
+        self,
+        peaks: PeakTable,
+        backend: nv.NvmlBackend | None | str = "auto",
+        process_every: int = 10,
+        tree: ProcessTree | None = None,
+    ) -> None:
         self._why: dict[str, str] = {}
         self._nv = resolve_backend(backend, self._why)
         self._peaks = peaks
@@ -83,30 +88,63 @@ class GpuSampler:
         """Every reading of unit ``i``; ``refresh``: read the process lists and the PCIe link too,
         ``job``: the job's PIDs, to say whether it runs on this unit."""
         gpm = self._nv.gpm_metrics(i) if self._gpm.get(i) else None  # type: ignore[union-attr]
-        no_gpm = "GPM not supported on this GPU (Hopper or later needed)" if not self._gpm.get(i) else "first GPM interval"
-        return (self._compute(i, dev, gpm, no_gpm) + self._memory(i, dev, gpm, no_gpm, refresh, job)
-                + self._links(i, dev, gpm, refresh) + self._power_clocks(i, dev))
+        no_gpm = (
+            "GPM not supported on this GPU (Hopper or later needed)" if not self._gpm.get(i) else "first GPM interval"
+        )
+        return (
+            self._compute(i, dev, gpm, no_gpm)
+            + self._memory(i, dev, gpm, no_gpm, refresh, job)
+            + self._links(i, dev, gpm, refresh)
+            + self._power_clocks(i, dev)
+        )
 
     def _compute(self, i: int, dev: str, gpm: dict[int, float | None] | None, no_gpm: str) -> list[Reading]:
         n = self._nv
         assert n is not None
         out: list[Reading] = []
         util = n.utilization(i)
-        out.append(Reading("gpu_compute", dev, "busy_fraction", None if util is None else util[0] / 100, "ratio",
-                           "" if util else "NVML utilization not supported"))
+        out.append(
+            Reading(
+                "gpu_compute",
+                dev,
+                "busy_fraction",
+                None if util is None else util[0] / 100,
+                "ratio",
+                "" if util else "NVML utilization not supported",
+            )
+        )
         g = _gpm_reader(gpm)
-        for metric, gid in (("sm_activity", nv.GPM_SM_UTIL), ("sm_occupancy", nv.GPM_SM_OCCUPANCY), ("tensor_activity", nv.GPM_ANY_TENSOR_UTIL),
-                            ("fp32_activity", nv.GPM_FP32_UTIL), ("fp16_activity", nv.GPM_FP16_UTIL),
-                            ("fp64_activity", nv.GPM_FP64_UTIL), ("integer_activity", nv.GPM_INTEGER_UTIL)):
+        for metric, gid in (
+            ("sm_activity", nv.GPM_SM_UTIL),
+            ("sm_occupancy", nv.GPM_SM_OCCUPANCY),
+            ("tensor_activity", nv.GPM_ANY_TENSOR_UTIL),
+            ("fp32_activity", nv.GPM_FP32_UTIL),
+            ("fp16_activity", nv.GPM_FP16_UTIL),
+            ("fp64_activity", nv.GPM_FP64_UTIL),
+            ("integer_activity", nv.GPM_INTEGER_UTIL),
+        ):
             v = g(gid)
-            out.append(Reading("gpu_compute", dev, metric, None if v is None else v / 100, "ratio", "" if v is not None else no_gpm))
+            out.append(
+                Reading(
+                    "gpu_compute", dev, metric, None if v is None else v / 100, "ratio", "" if v is not None else no_gpm
+                )
+            )
         sm = g(nv.GPM_SM_UTIL)
-        out.append(Reading("gpu_compute", dev, "utilization", None if sm is None else sm / 100, "ratio",
-                           "" if sm is not None else f"SM activity unknown ({no_gpm}); busy_fraction is a time fraction, not load"))
+        out.append(
+            Reading(
+                "gpu_compute",
+                dev,
+                "utilization",
+                None if sm is None else sm / 100,
+                "ratio",
+                "" if sm is not None else f"SM activity unknown ({no_gpm}); busy_fraction is a time fraction, not load",
+            )
+        )
         return out
 
-    def _memory(self, i: int, dev: str, gpm: dict[int, float | None] | None, no_gpm: str, refresh: bool,
-                job: set[int] | None) -> list[Reading]:
+    def _memory(
+        self, i: int, dev: str, gpm: dict[int, float | None] | None, no_gpm: str, refresh: bool, job: set[int] | None
+    ) -> list[Reading]:
         """DRAM bandwidth (GPM), memory in use, and (on ``refresh``) each process's memory and
         whether one of the job's processes runs here."""
         n = self._nv
@@ -116,16 +154,39 @@ class GpuSampler:
         bw = self._peaks.get("gpu_memory_bandwidth", dev)
         theoretical = None if bw is None else (bw.catalog_value if bw.origin == "calibrated" else bw.value)
         if dram is None:
-            out += utilization("gpu_memory_bandwidth", dev, None, bw.value if bw else None, "B/s", f"DRAM bandwidth needs GPM ({no_gpm})")
+            out += utilization(
+                "gpu_memory_bandwidth",
+                dev,
+                None,
+                bw.value if bw else None,
+                "B/s",
+                f"DRAM bandwidth needs GPM ({no_gpm})",
+            )
         else:  # GPM's percentage is of the theoretical peak: that is the utilization, and bytes are relative to it
             out.append(Reading("gpu_memory_bandwidth", dev, "utilization", dram / 100, "ratio"))
-            out.append(Reading("gpu_memory_bandwidth", dev, "throughput", None if theoretical is None else dram / 100 * theoretical, "B/s",
-                               "" if theoretical is not None else "no theoretical DRAM bandwidth for this GPU in the catalog"))
-            out.append(Reading("gpu_memory_bandwidth", dev, "peak", theoretical, "B/s", "" if theoretical else "unknown"))
+            out.append(
+                Reading(
+                    "gpu_memory_bandwidth",
+                    dev,
+                    "throughput",
+                    None if theoretical is None else dram / 100 * theoretical,
+                    "B/s",
+                    "" if theoretical is not None else "no theoretical DRAM bandwidth for this GPU in the catalog",
+                )
+            )
+            out.append(
+                Reading("gpu_memory_bandwidth", dev, "peak", theoretical, "B/s", "" if theoretical else "unknown")
+            )
 
         mem = n.memory(i)
-        out += utilization("gpu_memory", dev, None if mem is None else float(mem[1]), None if mem is None else float(mem[0]), "B",
-                           "NVML memory info not supported")
+        out += utilization(
+            "gpu_memory",
+            dev,
+            None if mem is None else float(mem[1]),
+            None if mem is None else float(mem[0]),
+            "B",
+            "NVML memory info not supported",
+        )
         if refresh:
             procs = n.process_memory(i)
             if procs is not None:
@@ -151,16 +212,41 @@ class GpuSampler:
         else:
             pcie = n.pcie_throughput(i)
         pcie_peak = p.value("cpu_gpu_interconnect", dev)
-        out += utilization("cpu_gpu_interconnect", dev, None if pcie is None else max(pcie), pcie_peak, "B/s", "PCIe throughput not supported")
+        out += utilization(
+            "cpu_gpu_interconnect",
+            dev,
+            None if pcie is None else max(pcie),
+            pcie_peak,
+            "B/s",
+            "PCIe throughput not supported",
+        )
         if pcie is not None:
-            out += [Reading("cpu_gpu_interconnect", dev, "tx_bytes_per_second", pcie[0], "B/s"),
-                    Reading("cpu_gpu_interconnect", dev, "rx_bytes_per_second", pcie[1], "B/s")]
+            out += [
+                Reading("cpu_gpu_interconnect", dev, "tx_bytes_per_second", pcie[0], "B/s"),
+                Reading("cpu_gpu_interconnect", dev, "rx_bytes_per_second", pcie[1], "B/s"),
+            ]
         if refresh or i not in self._link:  # the link changes rarely
             self._link[i] = n.pcie_current_link(i)
         gen, width = self._link[i]
         no_link = "not reported for this device (a MIG slice, or not supported)"
-        out += [Reading("cpu_gpu_interconnect", dev, "link_generation", None if gen is None else float(gen), "gen", "" if gen is not None else no_link),
-                Reading("cpu_gpu_interconnect", dev, "link_width", None if width is None else float(width), "lanes", "" if width is not None else no_link)]
+        out += [
+            Reading(
+                "cpu_gpu_interconnect",
+                dev,
+                "link_generation",
+                None if gen is None else float(gen),
+                "gen",
+                "" if gen is not None else no_link,
+            ),
+            Reading(
+                "cpu_gpu_interconnect",
+                dev,
+                "link_width",
+                None if width is None else float(width),
+                "lanes",
+                "" if width is not None else no_link,
+            ),
+        ]
 
         nvl = n.nvlink_data_bytes(i)
         nvl_peak = p.value("inter_gpu_interconnect", dev)

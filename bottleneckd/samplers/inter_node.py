@@ -8,8 +8,8 @@ from pathlib import Path
 import psutil
 
 from bottleneckd.hardware.detect.machine import Machine
-from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.model.sample import Reading, utilization
+from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.samplers.base import Rates
 
 
@@ -37,10 +37,19 @@ class InterNodeSampler:
             rx = self._rates.rate(f"{nic}.rx", float(c.bytes_recv))
             peak = self._peaks.value("inter_node_interconnect", nic)
             busiest = None if tx is None or rx is None else max(tx, rx)
-            out += utilization("inter_node_interconnect", nic, busiest, peak, "B/s", "first interval",
-                               peak_why=f"{nic}: no link speed reported (virtual interface, link down, or driver)")
-            out += [Reading("inter_node_interconnect", nic, "tx_bytes_per_second", tx, "B/s"),
-                    Reading("inter_node_interconnect", nic, "rx_bytes_per_second", rx, "B/s")]
+            out += utilization(
+                "inter_node_interconnect",
+                nic,
+                busiest,
+                peak,
+                "B/s",
+                "first interval",
+                peak_why=f"{nic}: no link speed reported (virtual interface, link down, or driver)",
+            )
+            out += [
+                Reading("inter_node_interconnect", nic, "tx_bytes_per_second", tx, "B/s"),
+                Reading("inter_node_interconnect", nic, "rx_bytes_per_second", rx, "B/s"),
+            ]
         for dev, port in self._ib:
             base = self._sys / "class" / "infiniband" / dev / "ports" / str(port) / "counters"
             name = f"{dev}/{port}"
@@ -52,5 +61,12 @@ class InterNodeSampler:
                 continue
             tx, rx = self._rates.rate(f"{name}.tx", xmit), self._rates.rate(f"{name}.rx", rcv)
             busiest = None if tx is None or rx is None else max(tx, rx)
-            out += utilization("inter_node_interconnect", name, busiest, self._peaks.value("inter_node_interconnect", name), "B/s", "first interval")
+            out += utilization(
+                "inter_node_interconnect",
+                name,
+                busiest,
+                self._peaks.value("inter_node_interconnect", name),
+                "B/s",
+                "first interval",
+            )
         return out

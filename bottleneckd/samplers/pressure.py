@@ -54,7 +54,7 @@ class Pressure:
         full = self._rates.rate("full", psi.get("full_total"), now)
         if some is None and "some_total" not in psi:
             some = psi.get("some_avg10")
-        clip = (lambda x: None if x is None else max(0.0, min(1.0, x)))
+        clip = lambda x: None if x is None else max(0.0, min(1.0, x))
         return clip(some), clip(full), "" if some is not None else "first interval"
 
 
@@ -75,7 +75,9 @@ def cgroup_dir(pid: int, proc_root: str = "/proc", cgroup_root: str = "/sys/fs/c
     return None
 
 
-def cgroup_v1_dir(pid: int, controller: str, proc_root: str = "/proc", cgroup_root: str = "/sys/fs/cgroup") -> Path | None:
+def cgroup_v1_dir(
+    pid: int, controller: str, proc_root: str = "/proc", cgroup_root: str = "/sys/fs/cgroup"
+) -> Path | None:
     try:
         text = (Path(proc_root) / str(pid) / "cgroup").read_text()
     except OSError:

@@ -21,9 +21,19 @@ RANK = "rank"
 WORKER = "worker"
 ROLES = (RANK, WORKER, LAUNCHER)
 
-SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "fish", "env", "timeout", "nohup", "srun", "mpirun", "mpiexec", "time"})
-LAUNCHER_WORDS = ("torchrun", "torch.distributed.run", "torch.distributed.launch", "accelerate", "deepspeed", "composer",
-                  "lightning run", "horovodrun")
+SHELLS = frozenset(
+    {"sh", "bash", "dash", "zsh", "ksh", "fish", "env", "timeout", "nohup", "srun", "mpirun", "mpiexec", "time"}
+)
+LAUNCHER_WORDS = (
+    "torchrun",
+    "torch.distributed.run",
+    "torch.distributed.launch",
+    "accelerate",
+    "deepspeed",
+    "composer",
+    "lightning run",
+    "horovodrun",
+)
 SPAWN_WORDS = ("spawn_main", "--multiprocessing-fork")
 #: multiprocessing's own helpers: part of the launching machinery, not ranks
 HELPER_WORDS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver", "multiprocessing.semaphore_tracker")

@@ -48,21 +48,30 @@ SETUP: tuple[tuple[str, str], ...] = (
 PHASE_ORDER = ("data_wait", "communication", "gpu_wait", "file_io", "optimizer", "backward", "forward")
 #: native frames (a recorded native stack, or py-spy --native where pausing is allowed): DDP's C++
 #: reducer and the backends' collectives are communication wherever they sit in the stack
-NATIVE_COMM = re.compile(r"c10d::Reducer|\bReducer::|gloo::|ProcessGroupGloo|ProcessGroupNCCL|ncclAllReduce|c10d::.*[Aa]llreduce")
+NATIVE_COMM = re.compile(
+    r"c10d::Reducer|\bReducer::|gloo::|ProcessGroupGloo|ProcessGroupNCCL|ncclAllReduce|c10d::.*[Aa]llreduce"
+)
 #: frames that show the model is wrapped for data-parallel training (facts ddp / fsdp under attach)
 WRAPPERS = (("torch/nn/parallel/distributed", "ddp"), ("torch/distributed/fsdp/", "fsdp"))
 
 # operator classes by arithmetic intensity (section 2.3): normalisation and elementwise ops move
 # bytes with few multiply-adds; matrix products and convolutions reuse each byte many times
-LOW_INTENSITY = re.compile(r"^(LayerNorm|BatchNorm\w*|GroupNorm|InstanceNorm\w*|RMSNorm|GELU|ReLU|SiLU|Tanh|Sigmoid|Dropout\w*|Softmax)\.forward$"
-                           r"|^(layer_norm|batch_norm|group_norm|gelu|relu|silu|dropout|softmax|normalize)$")
-HIGH_INTENSITY = re.compile(r"^(Linear|Conv[123]d|ConvTranspose[123]d|MultiheadAttention|Bilinear)\.forward$|^(linear|conv[123]d|scaled_dot_product_attention)$")
+LOW_INTENSITY = re.compile(
+    r"^(LayerNorm|BatchNorm\w*|GroupNorm|InstanceNorm\w*|RMSNorm|GELU|ReLU|SiLU|Tanh|Sigmoid|Dropout\w*|Softmax)\.forward$"
+    r"|^(layer_norm|batch_norm|group_norm|gelu|relu|silu|dropout|softmax|normalize)$"
+)
+HIGH_INTENSITY = re.compile(
+    r"^(Linear|Conv[123]d|ConvTranspose[123]d|MultiheadAttention|Bilinear)\.forward$|^(linear|conv[123]d|scaled_dot_product_attention)$"
+)
+
 
 def classify_frames(frames: list[dict]) -> str:
     """The stage of one stack (frames innermost first, as py-spy gives them): the first phase of
     PHASE_ORDER matched by any frame, else "other"."""
     if not frames:
-        return STARTUP  # no Python frame on the main thread: the interpreter starting or shutting down (atexit, teardown)
+        return (
+            STARTUP  # no Python frame on the main thread: the interpreter starting or shutting down (atexit, teardown)
+        )
     if all(f.get("name") == "<module>" for f in frames):
         return STARTUP  # module-level code only (building the model, the data): set-up, not a step
     seen: set[str] = set()
@@ -83,8 +92,12 @@ def classify_frames(frames: list[dict]) -> str:
     return next((ph for ph in PHASE_ORDER if ph in seen), "other")
 
 
-HIGH_LINE = re.compile(r"\b(linear|matmul|mm|bmm|addmm|conv[123]d|einsum|Linear|Conv[123]d|scaled_dot_product_attention)\b|@")
-LOW_LINE = re.compile(r"\b(layer_norm|LayerNorm|batch_norm|BatchNorm\w*|group_norm|gelu|GELU|relu|ReLU|silu|sigmoid|tanh|softmax|dropout|normalize)\b")
+HIGH_LINE = re.compile(
+    r"\b(linear|matmul|mm|bmm|addmm|conv[123]d|einsum|Linear|Conv[123]d|scaled_dot_product_attention)\b|@"
+)
+LOW_LINE = re.compile(
+    r"\b(layer_norm|LayerNorm|batch_norm|BatchNorm\w*|group_norm|gelu|GELU|relu|ReLU|silu|sigmoid|tanh|softmax|dropout|normalize)\b"
+)
 
 
 def op_intensity(frames: list[dict]) -> str | None:
@@ -110,9 +123,31 @@ def op_intensity(frames: list[dict]) -> str | None:
 #: innermost Python frames (function name, or method name after the class) of a thread that waits:
 #: a sleep, a lock, an event, a child process or a socket; py-spy's ``active`` flag covers the C calls
 #: (time.sleep, select, futex) that have no Python frame of their own
-IDLE_FUNCS = frozenset({"sleep", "wait", "_wait", "wait_for", "join", "_wait_for_tstate_lock", "acquire", "select", "poll",
-                        "epoll", "waitpid", "_try_wait", "recv", "recv_into", "recv_bytes", "_recv_bytes", "_recv", "accept",
-                        "get", "readinto"})
+IDLE_FUNCS = frozenset(
+    {
+        "sleep",
+        "wait",
+        "_wait",
+        "wait_for",
+        "join",
+        "_wait_for_tstate_lock",
+        "acquire",
+        "select",
+        "poll",
+        "epoll",
+        "waitpid",
+        "_try_wait",
+        "recv",
+        "recv_into",
+        "recv_bytes",
+        "_recv_bytes",
+        "_recv",
+        "accept",
+        "get",
+        "readinto",
+    }
+)
+
 
 def thread_idle(thread: dict) -> bool:
     """The sampled thread is waiting (sleeping, on a lock, a child, a socket), not running code:
@@ -125,12 +160,15 @@ def thread_idle(thread: dict) -> bool:
     f = frames[0]
     name = f.get("name", "").rsplit(".", 1)[-1]
     path = (f.get("filename") or "").replace("\\", "/")
-    stdlib_wait = any(m in path for m in ("/threading.py", "/queue.py", "/selectors.py", "/subprocess.py", "/multiprocessing/", "/socket.py"))
+    stdlib_wait = any(
+        m in path
+        for m in ("/threading.py", "/queue.py", "/selectors.py", "/subprocess.py", "/multiprocessing/", "/socket.py")
+    )
     return name in IDLE_FUNCS and (stdlib_wait or name in ("sleep", "select", "poll", "epoll", "waitpid"))
 
 
 def wrappers(frames: list[dict]) -> set[str]:
-    """"ddp" / "fsdp" when a frame of that wrapper is on the stack (its forward runs in every step)."""
+    """ "ddp" / "fsdp" when a frame of that wrapper is on the stack (its forward runs in every step)."""
     out = set()
     for f in frames:
         path = (f.get("filename") or f.get("short_filename") or "").replace("\\", "/")

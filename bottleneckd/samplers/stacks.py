@@ -24,9 +24,11 @@ from bottleneckd.samplers.stack_frames import STARTUP, classify_frames, op_inten
 
 log = logging.getLogger(__name__)
 
-PERMISSION_HINT = ("py-spy cannot read process {pid}: ptrace is not permitted. Run as root, or grant CAP_SYS_PTRACE "
-                   "(docker: --cap-add SYS_PTRACE; Kubernetes: securityContext.capabilities.add: [SYS_PTRACE]), or set "
-                   "kernel.yama.ptrace_scope=0. Diagnosing without stacks.")
+PERMISSION_HINT = (
+    "py-spy cannot read process {pid}: ptrace is not permitted. Run as root, or grant CAP_SYS_PTRACE "
+    "(docker: --cap-add SYS_PTRACE; Kubernetes: securityContext.capabilities.add: [SYS_PTRACE]), or set "
+    "kernel.yama.ptrace_scope=0. Diagnosing without stacks."
+)
 
 
 def find_py_spy() -> str | None:
@@ -48,11 +50,22 @@ def main_thread(dump: list[dict], pid: int) -> dict | None:
     return None
 
 
-WAIT_FRAMES = ("Popen.wait", "Popen._wait", "Popen._try_wait", "waitpid", "BaseProcess.join", "Popen.poll", "_wait_for_tstate_lock",
-               "start_processes", "ProcessContext.join", "SimpleElasticAgent", "LocalElasticAgent")
+WAIT_FRAMES = (
+    "Popen.wait",
+    "Popen._wait",
+    "Popen._try_wait",
+    "waitpid",
+    "BaseProcess.join",
+    "Popen.poll",
+    "_wait_for_tstate_lock",
+    "start_processes",
+    "ProcessContext.join",
+    "SimpleElasticAgent",
+    "LocalElasticAgent",
+)
 
 
-def _environ(p: "psutil.Process") -> dict[str, str]:
+def _environ(p: psutil.Process) -> dict[str, str]:
     try:
         return p.environ()
     except Exception:  # noqa: BLE001
@@ -76,7 +89,7 @@ def training_process(pid: int, frames: list[dict], idle: bool = False) -> int:
         if env.get("LOCAL_RANK", env.get("RANK")) == "0":
             return k.pid
 
-    def busy(k: "psutil.Process") -> float:
+    def busy(k: psutil.Process) -> float:
         try:
             t = k.cpu_times()
             return t.user + t.system
@@ -108,7 +121,9 @@ class StackSampler:
     def dump(self, pid: int | None = None) -> list[dict] | None:
         assert self.exe is not None
         pid = self.target if pid is None else pid
-        p = subprocess.run([self.exe, "dump", "--pid", str(pid), "--nonblocking", "--json"], capture_output=True, text=True, timeout=10)
+        p = subprocess.run(
+            [self.exe, "dump", "--pid", str(pid), "--nonblocking", "--json"], capture_output=True, text=True, timeout=10
+        )
         if p.returncode != 0:
             err = (p.stderr or p.stdout).strip()
             if any(k in err for k in ("Permission", "ptrace", "Operation not permitted", "EPERM")):
@@ -166,7 +181,9 @@ class StackSampler:
                 continue
             phase = classify_frames(t.get("frames", []))
             idle = phase == "other" and thread_idle(t)
-            if idle and self._dumps % 4 == 2:  # a launcher waiting on its ranks (found late, or a rank restarted): follow it to one
+            if (
+                idle and self._dumps % 4 == 2
+            ):  # a launcher waiting on its ranks (found late, or a rank restarted): follow it to one
                 new = training_process(self.target, t.get("frames", []), idle=True)
                 if new != self.target:
                     self.target = new
@@ -183,7 +200,7 @@ class StackSampler:
                 self._n += 1
                 self.samples_total += 1
 
-    def start(self) -> "StackSampler":
+    def start(self) -> StackSampler:
         self._thread = threading.Thread(target=self._run, name="bottleneckd-py-spy", daemon=True)
         self._thread.start()
         return self

@@ -10,8 +10,8 @@ import psutil
 
 from bottleneckd.hardware.detect.host import mount_of
 from bottleneckd.hardware.detect.machine import Machine
-from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.model.sample import Reading, utilization
+from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.samplers.base import Rates
 from bottleneckd.samplers.pressure import Pressure, cgroup_dir
 from bottleneckd.samplers.process_tree import LAUNCHER, RANK, WORKER, ProcessTree
@@ -34,8 +34,15 @@ def read_diskstats(proc_root: str) -> dict[str, tuple[int, int]]:
 class StorageSampler:
     name = "storage"
 
-    def __init__(self, peaks: PeakTable, machine: Machine, paths: tuple[str, ...] = (".",), proc_root: str = "/proc",
-                 tree: ProcessTree | None = None, cgroup_root: str = "/sys/fs/cgroup") -> None:
+    def __init__(
+        self,
+        peaks: PeakTable,
+        machine: Machine,
+        paths: tuple[str, ...] = (".",),
+        proc_root: str = "/proc",
+        tree: ProcessTree | None = None,
+        cgroup_root: str = "/sys/fs/cgroup",
+    ) -> None:
         self._peaks = peaks
         self._disks = [b.name for b in machine.block_devices]
         self._mounts = machine.mounts
@@ -80,9 +87,20 @@ class StorageSampler:
                 Reading("storage_bandwidth", d, "read_bytes_per_second", rb, "B/s"),
                 Reading("storage_bandwidth", d, "operations_per_second", ops, "IO/s"),
                 Reading("storage_bandwidth", d, "read_operations_per_second", ro, "IO/s"),
-                Reading("storage_bandwidth", d, "byte_utilization", byte_util, "ratio", "" if byte_util is not None else why),
-                Reading("storage_bandwidth", d, "operation_utilization", op_util, "ratio", "" if op_util is not None else why),
-                Reading("storage_bandwidth", d, "utilization", max(known) if known else None, "ratio", "" if known else why),
+                Reading(
+                    "storage_bandwidth", d, "byte_utilization", byte_util, "ratio", "" if byte_util is not None else why
+                ),
+                Reading(
+                    "storage_bandwidth",
+                    d,
+                    "operation_utilization",
+                    op_util,
+                    "ratio",
+                    "" if op_util is not None else why,
+                ),
+                Reading(
+                    "storage_bandwidth", d, "utilization", max(known) if known else None, "ratio", "" if known else why
+                ),
                 Reading("storage_bandwidth", d, "busy", None if busy is None else min(1.0, busy), "ratio"),
                 Reading("storage_bandwidth", d, "peak", seq_peak, "B/s"),
             ]
@@ -139,8 +157,14 @@ class StorageSampler:
             written += io.write_bytes
         if not readable:
             why = "/proc/PID/io of the job not readable"
-            return [Reading("storage_bandwidth", "job", m, None, u, why) for m, u in
-                    (("read_calls_per_second", "1/s"), ("read_chars_per_second", "B/s"), ("read_bytes_per_second", "B/s"))]
+            return [
+                Reading("storage_bandwidth", "job", m, None, u, why)
+                for m, u in (
+                    ("read_calls_per_second", "1/s"),
+                    ("read_chars_per_second", "B/s"),
+                    ("read_bytes_per_second", "B/s"),
+                )
+            ]
         key = f"{readable}"  # a change in the set of processes resets the rates
         r = self._rates.rate
         cps = r(f"job.calls.{key}", calls)
@@ -153,13 +177,31 @@ class StorageSampler:
             self._job_psi = Pressure(path)
         jsome, jfull, jwhy = self._job_psi.read()
         return [
-            Reading("storage_bandwidth", "job", "read_calls_per_second", cps, "1/s", "first interval" if cps is None else ""),
-            Reading("storage_bandwidth", "job", "read_chars_per_second", cs, "B/s",
-                    "" if cs is not None else "first interval" if chars_known else "read_chars not reported on this platform"),
-            Reading("storage_bandwidth", "job", "read_bytes_per_second", bs, "B/s", "first interval" if bs is None else ""),
-            Reading("storage_bandwidth", "job", "write_bytes_per_second", ws, "B/s", "first interval" if ws is None else ""),
-            *(Reading("storage_bandwidth", "job", f"{role}_bytes_per_second", r(f"job.{role}.{key}", v), "B/s")
-              for role, v in by_role.items()),
+            Reading(
+                "storage_bandwidth", "job", "read_calls_per_second", cps, "1/s", "first interval" if cps is None else ""
+            ),
+            Reading(
+                "storage_bandwidth",
+                "job",
+                "read_chars_per_second",
+                cs,
+                "B/s",
+                ""
+                if cs is not None
+                else "first interval"
+                if chars_known
+                else "read_chars not reported on this platform",
+            ),
+            Reading(
+                "storage_bandwidth", "job", "read_bytes_per_second", bs, "B/s", "first interval" if bs is None else ""
+            ),
+            Reading(
+                "storage_bandwidth", "job", "write_bytes_per_second", ws, "B/s", "first interval" if ws is None else ""
+            ),
+            *(
+                Reading("storage_bandwidth", "job", f"{role}_bytes_per_second", r(f"job.{role}.{key}", v), "B/s")
+                for role, v in by_role.items()
+            ),
             Reading("storage_bandwidth", "job", "pressure_some", jsome, "ratio", jwhy),
             Reading("storage_bandwidth", "job", "pressure_full", jfull, "ratio", jwhy),
         ]

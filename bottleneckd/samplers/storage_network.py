@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from bottleneckd.hardware.detect.machine import Machine
-from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.model.sample import Reading, utilization
+from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.samplers.base import Rates
 
 
@@ -51,8 +51,21 @@ class StorageNetworkSampler:
         for m in self._mounts:
             peak = self._peaks.value("storage_network_bandwidth", m.mountpoint)
             if m.mountpoint in nfs:
-                out += utilization("storage_network_bandwidth", m.mountpoint, self._rates.rate(m.mountpoint, nfs[m.mountpoint]), peak, "B/s", "first interval")
+                out += utilization(
+                    "storage_network_bandwidth",
+                    m.mountpoint,
+                    self._rates.rate(m.mountpoint, nfs[m.mountpoint]),
+                    peak,
+                    "B/s",
+                    "first interval",
+                )
             else:
-                out += utilization("storage_network_bandwidth", m.mountpoint, None, peak, "B/s",
-                                   f"{m.fstype}: no generic byte counter (NFS mountstats only)")
+                out += utilization(
+                    "storage_network_bandwidth",
+                    m.mountpoint,
+                    None,
+                    peak,
+                    "B/s",
+                    f"{m.fstype}: no generic byte counter (NFS mountstats only)",
+                )
         return out

@@ -33,7 +33,7 @@ def parse_stat(text: str) -> tuple[str, float] | None:
     end = text.rfind(")")
     if end < 0:
         return None
-    f = text[end + 2:].split()
+    f = text[end + 2 :].split()
     if len(f) < 13:
         return None
     return f[0], (int(f[11]) + int(f[12])) / TICK

@@ -1,8 +1,8 @@
 """The torch side of bottleneckd: the only package that imports torch.
 
-    from bottleneckd.torch import watch
-    w = watch(model, optimizer, loader)
-    for x, y in w.dataloader: ...
+from bottleneckd.torch import watch
+w = watch(model, optimizer, loader)
+for x, y in w.dataloader: ...
 """
 
 from bottleneckd.torch.watch import EpochReport, Watcher, watch

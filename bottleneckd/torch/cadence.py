@@ -20,8 +20,10 @@ class Cadence:
         return now - self.last_send >= self.report_every
 
     def epoch_due(self, now: float, steps: int) -> bool:
-        return bool((self.every_steps and steps - self.steps_at_epoch >= self.every_steps)
-                    or (self.every_seconds and now - self.last_epoch >= self.every_seconds))
+        return bool(
+            (self.every_steps and steps - self.steps_at_epoch >= self.every_steps)
+            or (self.every_seconds and now - self.last_epoch >= self.every_seconds)
+        )
 
     def sent(self) -> None:
         self.last_send = time.perf_counter()

@@ -53,34 +53,66 @@ def main() -> None:
         name = f"GPU-{torch.cuda.get_device_properties(i).uuid}"  # NVML's UUID: CUDA's index is not NVML's
         torch.cuda.set_device(dev)
         n = args.matmul_n
-        for dtype, metric, tf32 in ((torch.bfloat16, "bf16_matmul", False), (torch.float16, "fp16_matmul", False),
-                                    (torch.float32, "tf32_matmul", True), (torch.float32, "fp32_matmul", False)):
+        for dtype, metric, tf32 in (
+            (torch.bfloat16, "bf16_matmul", False),
+            (torch.float16, "fp16_matmul", False),
+            (torch.float32, "tf32_matmul", True),
+            (torch.float32, "fp32_matmul", False),
+        ):
             x = torch.randn(n, n, device=dev, dtype=dtype)
             y = torch.randn(n, n, device=dev, dtype=dtype)
             prev = torch.backends.cuda.matmul.allow_tf32
             torch.backends.cuda.matmul.allow_tf32 = tf32  # fp32 means fp32, not TF32
             rate, spent = timed(lambda: torch.mm(x, y), 2.0 * n**3, args.seconds)
             torch.backends.cuda.matmul.allow_tf32 = prev
-            _emit(resource="gpu_compute", device=name, metric=metric, value=rate, unit="FLOP/s",
-                  method=f"torch.mm {n}x{n} {str(dtype).split('.')[-1]}{' (TF32 allowed)' if tf32 else ''}, CUDA events, best rep", seconds=spent)
+            _emit(
+                resource="gpu_compute",
+                device=name,
+                metric=metric,
+                value=rate,
+                unit="FLOP/s",
+                method=f"torch.mm {n}x{n} {str(dtype).split('.')[-1]}{' (TF32 allowed)' if tf32 else ''}, CUDA events, best rep",
+                seconds=spent,
+            )
             del x, y
         nbytes = args.copy_mib * 1024 * 1024
         src = torch.empty(nbytes, dtype=torch.uint8, device=dev)
         dst = torch.empty_like(src)
         rate, spent = timed(lambda: dst.copy_(src), 2.0 * nbytes, args.seconds)
-        _emit(resource="gpu_memory_bandwidth", device=name, metric="dram_bandwidth", value=rate, unit="B/s",
-              method=f"device-to-device copy {args.copy_mib} MiB, read+write bytes", seconds=spent)
+        _emit(
+            resource="gpu_memory_bandwidth",
+            device=name,
+            metric="dram_bandwidth",
+            value=rate,
+            unit="B/s",
+            method=f"device-to-device copy {args.copy_mib} MiB, read+write bytes",
+            seconds=spent,
+        )
         del src, dst
         for pinned in (False, True):
             host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=pinned)
             devbuf = torch.empty(nbytes, dtype=torch.uint8, device=dev)
             kind = "pinned" if pinned else "pageable"
             rate, spent = timed(lambda: devbuf.copy_(host, non_blocking=pinned), float(nbytes), args.seconds)
-            _emit(resource="cpu_gpu_interconnect", device=name, metric=f"h2d_{kind}", value=rate, unit="B/s",
-                  method=f"host-to-device copy {args.copy_mib} MiB, {kind} host memory", seconds=spent)
+            _emit(
+                resource="cpu_gpu_interconnect",
+                device=name,
+                metric=f"h2d_{kind}",
+                value=rate,
+                unit="B/s",
+                method=f"host-to-device copy {args.copy_mib} MiB, {kind} host memory",
+                seconds=spent,
+            )
             rate, spent = timed(lambda: host.copy_(devbuf, non_blocking=pinned), float(nbytes), args.seconds)
-            _emit(resource="cpu_gpu_interconnect", device=name, metric=f"d2h_{kind}", value=rate, unit="B/s",
-                  method=f"device-to-host copy {args.copy_mib} MiB, {kind} host memory", seconds=spent)
+            _emit(
+                resource="cpu_gpu_interconnect",
+                device=name,
+                metric=f"d2h_{kind}",
+                value=rate,
+                unit="B/s",
+                method=f"device-to-host copy {args.copy_mib} MiB, {kind} host memory",
+                seconds=spent,
+            )
             del host, devbuf
     count = torch.cuda.device_count()
     if count < 2:
@@ -94,10 +126,15 @@ def main() -> None:
             b = torch.empty(nbytes, dtype=torch.uint8, device=f"cuda:{j}")
             torch.cuda.set_device(i)
             rate, spent = timed(lambda: b.copy_(a, non_blocking=True), float(nbytes), args.seconds)
-            _emit(resource="inter_gpu_interconnect", device=f"GPU-{torch.cuda.get_device_properties(i).uuid}",
-                  metric=f"copy_to_GPU-{torch.cuda.get_device_properties(j).uuid}", value=rate, unit="B/s",
-                  method=f"cuda:{i} to cuda:{j} copy {args.copy_mib} MiB (peer access: {torch.cuda.can_device_access_peer(i, j)})",
-                  seconds=spent)
+            _emit(
+                resource="inter_gpu_interconnect",
+                device=f"GPU-{torch.cuda.get_device_properties(i).uuid}",
+                metric=f"copy_to_GPU-{torch.cuda.get_device_properties(j).uuid}",
+                value=rate,
+                unit="B/s",
+                method=f"cuda:{i} to cuda:{j} copy {args.copy_mib} MiB (peer access: {torch.cuda.can_device_access_peer(i, j)})",
+                seconds=spent,
+            )
             del a, b
 
 

@@ -11,12 +11,28 @@ Step = tuple[tuple[float, ...], float]
 
 def phases_of_marks(t: dict[str, float], start: float, comm: float) -> Step:
     """Phase seconds from one step's timestamps (or event times), step start to step end."""
-    return phases_of(t.get("step_start"), t.get("data_ready"), t.get("forward_start"), t.get("forward_end"),
-                      t.get("optimizer_start"), t["step_end"], start, comm)
+    return phases_of(
+        t.get("step_start"),
+        t.get("data_ready"),
+        t.get("forward_start"),
+        t.get("forward_end"),
+        t.get("optimizer_start"),
+        t["step_end"],
+        start,
+        comm,
+    )
 
 
-def phases_of(ss: float | None, dr: float | None, fs: float | None, fe: float | None, os_: float | None, end: float,
-               start: float, comm: float) -> Step:
+def phases_of(
+    ss: float | None,
+    dr: float | None,
+    fs: float | None,
+    fe: float | None,
+    os_: float | None,
+    end: float,
+    start: float,
+    comm: float,
+) -> Step:
     wall = max(0.0, end - start)
     data = max(0.0, dr - (ss if ss is not None else start)) if dr is not None else 0.0
     transfer = max(0.0, fs - dr) if fs is not None and dr is not None else 0.0

@@ -17,8 +17,16 @@ from bottleneckd.torch.timing import CudaClock, HostClock
 class StepState:
     """What the hot path keeps about the step in progress."""
 
-    __slots__ = ("examples", "step_examples", "micro", "closure_calls", "closure_fact", "input_probed", "in_closure",
-                 "opt_depth")
+    __slots__ = (
+        "examples",
+        "step_examples",
+        "micro",
+        "closure_calls",
+        "closure_fact",
+        "input_probed",
+        "in_closure",
+        "opt_depth",
+    )
 
     def __init__(self) -> None:
         self.examples = 0
@@ -60,8 +68,9 @@ def closure_of(args: tuple, kwargs: dict) -> Any:
     return kwargs.get("closure", args[1] if len(args) > 1 else None)
 
 
-def with_timed_closure(args: tuple, kwargs: dict, closure: Any, clock: HostClock | CudaClock,
-                       st: StepState) -> tuple[tuple, dict]:
+def with_timed_closure(
+    args: tuple, kwargs: dict, closure: Any, clock: HostClock | CudaClock, st: StepState
+) -> tuple[tuple, dict]:
     """``optimizer.step``'s (args, kwargs) with ``closure`` replaced by a timed one."""
     timed = timed_closure(closure, clock, st)
     return (args[:1] + (timed,) + args[2:], kwargs) if "closure" not in kwargs else (args, {**kwargs, "closure": timed})
@@ -69,6 +78,7 @@ def with_timed_closure(args: tuple, kwargs: dict, closure: Any, clock: HostClock
 
 def timed_closure(closure: Any, clock: HostClock | CudaClock, st: StepState) -> Any:
     if not isinstance(clock, HostClock):  # CUDA: the closure's work stays in the optimizer phase
+
         def untimed(*a: Any, **kw: Any) -> Any:
             st.closure_calls += 1
             st.in_closure = True
@@ -95,4 +105,6 @@ def closure_notes(closure_used: bool, host_clock: bool) -> list[str]:
     if not closure_used:
         return []
     inside = "timed as forward and backward" if host_clock else "in the optimizer phase (CUDA)"
-    return [f"the optimizer takes a closure: forward and backward inside step(closure) {inside}, one step per step() call"]
+    return [
+        f"the optimizer takes a closure: forward and backward inside step(closure) {inside}, one step per step() call"
+    ]

@@ -23,10 +23,25 @@ import torch.distributed as dist
 
 from bottleneckd.torch import ddp_comm
 
-NAMES = ("all_reduce", "all_reduce_coalesced", "all_gather", "all_gather_into_tensor", "all_gather_single", "_all_gather_base",
-         "all_gather_coalesced", "reduce_scatter", "reduce_scatter_tensor", "reduce_scatter_single", "_reduce_scatter_base",
-         "broadcast", "reduce", "all_to_all", "all_to_all_single", "barrier")
-_watchers: "weakref.WeakSet[Any]" = weakref.WeakSet()
+NAMES = (
+    "all_reduce",
+    "all_reduce_coalesced",
+    "all_gather",
+    "all_gather_into_tensor",
+    "all_gather_single",
+    "_all_gather_base",
+    "all_gather_coalesced",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "reduce_scatter_single",
+    "_reduce_scatter_base",
+    "broadcast",
+    "reduce",
+    "all_to_all",
+    "all_to_all_single",
+    "barrier",
+)
+_watchers: weakref.WeakSet[Any] = weakref.WeakSet()
 _saved: dict[str, Any] = {}
 _saved_ddp: dict[str, Any] = {}
 _lock = threading.Lock()
@@ -112,18 +127,30 @@ def _patch_ddp() -> None:
 
     @functools.wraps(register)
     def register_comm_hook(self: Any, state: object, hook: Any) -> None:
-        if not _enabled_watchers() or getattr(self, "_bottleneckd_comm_timer", None) is None and getattr(self, "_comm_hooks", None):
+        if (
+            not _enabled_watchers()
+            or getattr(self, "_bottleneckd_comm_timer", None) is None
+            and getattr(self, "_comm_hooks", None)
+        ):
             return register(self, state, hook)
         ddp_comm.register_through(self, state, hook, register, _enabled_watchers)
 
     @functools.wraps(builtin)
     def _register_builtin_comm_hook(self: Any, comm_hook_type: Any) -> None:
-        py = ddp_comm.builtin_as_python(self, comm_hook_type) if getattr(self, "_bottleneckd_comm_timer", None) is not None else None
+        py = (
+            ddp_comm.builtin_as_python(self, comm_hook_type)
+            if getattr(self, "_bottleneckd_comm_timer", None) is not None
+            else None
+        )
         if py is None:
             return builtin(self, comm_hook_type)
         ddp_comm.register_through(self, py[0], py[1], register, _enabled_watchers)
 
-    cls.__init__, cls.register_comm_hook, cls._register_builtin_comm_hook = __init__, register_comm_hook, _register_builtin_comm_hook
+    cls.__init__, cls.register_comm_hook, cls._register_builtin_comm_hook = (
+        __init__,
+        register_comm_hook,
+        _register_builtin_comm_hook,
+    )
 
 
 def wrap_collectives(watcher: Any) -> _Registration:

@@ -19,13 +19,23 @@ SEMANTICS = " This changes training semantics: check model quality (section 5 of
 
 
 class MitigationControl:
-    def __init__(self, w: "Watcher", loader: Any) -> None:
+    def __init__(self, w: Watcher, loader: Any) -> None:
         self._w = w
         self.engine = MitigationEngine(w.model, w.optimizer, loader, w.facts.__setitem__, w.facts.get)
         self.trials = Trials(self._decided, self._toggle)
 
-    def apply(self, mitigation: Any, *, verify: bool, steps: int, warmup: int, min_gain: float, blocks: int = 3, alpha: float = 0.05,
-              **kwargs: Any) -> Trial:
+    def apply(
+        self,
+        mitigation: Any,
+        *,
+        verify: bool,
+        steps: int,
+        warmup: int,
+        min_gain: float,
+        blocks: int = 3,
+        alpha: float = 0.05,
+        **kwargs: Any,
+    ) -> Trial:
         """Apply a mitigation by knowledge-base hook id (e.g. ``"mixed_precision"``) or object.
 
         With ``verify=True`` blocks of ``steps`` steps with and without the mitigation take turns,
@@ -43,8 +53,16 @@ class MitigationControl:
         if w.model is None:
             raise ValueError("mitigations need the model: use watch(model, optimizer, loader)")
         w.drain()
-        t = self.trials.start(mitigation.name, mitigation, verify=verify, steps=steps, warmup=warmup, min_gain=min_gain,
-                              blocks=blocks, alpha=alpha)
+        t = self.trials.start(
+            mitigation.name,
+            mitigation,
+            verify=verify,
+            steps=steps,
+            warmup=warmup,
+            min_gain=min_gain,
+            blocks=blocks,
+            alpha=alpha,
+        )
         self.engine.apply(mitigation, w.steps, w.epoch, w.optimizer_calls)
         self.trials.begin(t)
         if verify and isinstance(w.clock, CudaClock):

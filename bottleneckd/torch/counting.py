@@ -54,15 +54,20 @@ class RooflineCounting:
             self.flops = None
             return {"operand_bytes_per_step": self.operand_bytes, "flops_unknown": unknown}
         self.flops = float(counts.flops)
-        return {"flops_per_step": self.flops, "operand_bytes_per_step": self.operand_bytes,
-                "arithmetic_intensity": counts.intensity}
+        return {
+            "flops_per_step": self.flops,
+            "operand_bytes_per_step": self.operand_bytes,
+            "arithmetic_intensity": counts.intensity,
+        }
 
     def achieved(self, compute_seconds_per_step: float) -> dict[str, Any]:
         """Achieved FLOP/s and operand bytes/s over the measured compute time of a step."""
         if self.flops is None or self.operand_bytes is None or compute_seconds_per_step <= 0:
             return {}
-        return {"achieved_flops": self.flops / compute_seconds_per_step,
-                "achieved_bytes_per_second": self.operand_bytes / compute_seconds_per_step}
+        return {
+            "achieved_flops": self.flops / compute_seconds_per_step,
+            "achieved_bytes_per_second": self.operand_bytes / compute_seconds_per_step,
+        }
 
     def abort(self) -> None:
         """Leave any mode still entered (a step that never ended, close, disable)."""

@@ -11,13 +11,14 @@ from __future__ import annotations
 import os
 import weakref
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
 from bottleneckd.torch.clock_phases import PHASE_KEYS, Step, phases_of_marks
 
-_live_cuda_clocks: "weakref.WeakSet[CudaClock]" = weakref.WeakSet()
+_live_cuda_clocks: weakref.WeakSet[CudaClock] = weakref.WeakSet()
 _fork_leak: list[Any] = []  # CUDA events a forked child inherited: never destroyed there
 
 
@@ -46,11 +47,15 @@ class CudaClock:
     ``event_factory`` makes the timing events (``torch.cuda.Event(enable_timing=True)``; tests
     pass a fake with ``record``, ``query`` and ``elapsed_time``)."""
 
-    def __init__(self, max_pending: int = 64, sample_every: int = 8, event_factory: Callable[[], Any] | None = None) -> None:
+    def __init__(
+        self, max_pending: int = 64, sample_every: int = 8, event_factory: Callable[[], Any] | None = None
+    ) -> None:
         self.t: dict[str, Any] = {}
         self._comm: list[tuple[Any, Any]] = []
         self._segs: list[tuple[dict[str, Any], list[tuple[Any, Any]]]] = []  # closed micro-batches of the step
-        self._pending: deque[tuple[dict[str, Any], list[tuple[Any, Any]], Any, list[tuple[dict[str, Any], list[tuple[Any, Any]]]]]] = deque()
+        self._pending: deque[
+            tuple[dict[str, Any], list[tuple[Any, Any]], Any, list[tuple[dict[str, Any], list[tuple[Any, Any]]]]]
+        ] = deque()
         self._pool: list[Any] = []
         self._max = max_pending
         self.every = max(1, sample_every)

@@ -30,7 +30,8 @@ from __future__ import annotations
 import logging
 import time
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 import torch.distributed as dist
@@ -166,16 +167,24 @@ class DdpCommTimer:
         n = len(self.history)
         exposed = sum(h[0] for h in self.history) / n
         busy = sum(h[1] for h in self.history) / n
-        facts = {"ddp": True, "ddp_buckets": self.history[-1][2], "comm_seconds_per_step": busy,
-                 "comm_exposed_seconds_per_step": exposed, "comm_overlapped_seconds_per_step": max(0.0, busy - exposed),
-                 "comm_overlap_ratio": (max(0.0, busy - exposed) / busy) if busy > 0 else None}
+        facts = {
+            "ddp": True,
+            "ddp_buckets": self.history[-1][2],
+            "comm_seconds_per_step": busy,
+            "comm_exposed_seconds_per_step": exposed,
+            "comm_overlapped_seconds_per_step": max(0.0, busy - exposed),
+            "comm_overlap_ratio": (max(0.0, busy - exposed) / busy) if busy > 0 else None,
+        }
         for w in self._watchers():
             w.facts.update(facts)
 
     def _fail(self, e: Exception) -> None:
         if not self.failed:
             self.failed = f"{type(e).__name__}: {e}"
-            log.warning("bottleneckd: DDP communication timing off after an internal error (%s); training is unaffected", self.failed)
+            log.warning(
+                "bottleneckd: DDP communication timing off after an internal error (%s); training is unaffected",
+                self.failed,
+            )
             for w in self._watchers():
                 w.facts["ddp_comm_timing"] = f"off: {self.failed}"[:64]
         self._ready, self._done, self._timing = [], [], False
@@ -208,7 +217,9 @@ def attach(ddp: Any, watchers: Callable[[], list[Any]], original_register: Calla
     return timer
 
 
-def register_through(ddp: Any, state: Any, hook: Callable, original_register: Callable, watchers: Callable[[], list[Any]]) -> None:
+def register_through(
+    ddp: Any, state: Any, hook: Callable, original_register: Callable, watchers: Callable[[], list[Any]]
+) -> None:
     """``DistributedDataParallel.register_comm_hook`` while we are installed: the user's hook goes
     inside our timing wrapper (registered now, or already registered with DDP's default)."""
     timer = getattr(ddp, "_bottleneckd_comm_timer", None)

@@ -44,9 +44,13 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(256, 10))
+    model = nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(256, 10)
+    )
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    loader = DataLoader(CostlyImages(args.samples, args.transform_cost), batch_size=args.batch, num_workers=args.workers)
+    loader = DataLoader(
+        CostlyImages(args.samples, args.transform_cost), batch_size=args.batch, num_workers=args.workers
+    )
     w = watch(model, opt, loader)
     loss_fn = nn.CrossEntropyLoss()
     for _ in range(args.epochs):

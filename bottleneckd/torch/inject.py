@@ -28,7 +28,7 @@ from bottleneckd.torch.timing import CudaClock
 from bottleneckd.torch.watch import Watcher
 
 log = logging.getLogger("bottleneckd.torch")
-_installed: "GlobalWatcher | None" = None
+_installed: GlobalWatcher | None = None
 
 
 class _Restore:
@@ -52,12 +52,17 @@ class GlobalWatcher(Watcher):
 
     def _install_global(self) -> list[Any]:
         g = self._guard
-        self._global_module_hooks = [module_mod.register_module_forward_pre_hook(g(self._pre)),
-                                     module_mod.register_module_forward_hook(g(self._post))]
-        return [wrap_collectives(self), *self._global_module_hooks,
-                optim_mod.register_optimizer_step_pre_hook(g(self._opt_pre)),
-                optim_mod.register_optimizer_step_post_hook(g(self._opt_post)),
-                self._patch_loader()]
+        self._global_module_hooks = [
+            module_mod.register_module_forward_pre_hook(g(self._pre)),
+            module_mod.register_module_forward_hook(g(self._post)),
+        ]
+        return [
+            wrap_collectives(self),
+            *self._global_module_hooks,
+            optim_mod.register_optimizer_step_pre_hook(g(self._opt_pre)),
+            optim_mod.register_optimizer_step_post_hook(g(self._opt_post)),
+            self._patch_loader(),
+        ]
 
     def _guard(self, fn: Any) -> Any:
         def hook(*args: Any) -> Any:
@@ -98,7 +103,9 @@ class GlobalWatcher(Watcher):
     def _narrow(self) -> None:
         """The model is the outermost module with the most parameters (not the loss); from now on
         only its forward is timed and the global module hooks are gone."""
-        self.root = self.model = self._engine.model = max(self._candidates, key=lambda m: sum(p.numel() for p in m.parameters()))
+        self.root = self.model = self._engine.model = max(
+            self._candidates, key=lambda m: sum(p.numel() for p in m.parameters())
+        )
         self._candidates = []
         self.facts.update(probe.model_facts(self.root))
         self.device = next((p.device for p in self.root.parameters()), torch.device("cpu"))

@@ -14,7 +14,8 @@ least one step (a ``break``, an ``islice``): the next step then belongs to a new
 from __future__ import annotations
 
 import sys
-from typing import Any, Iterable, Iterator, Protocol
+from collections.abc import Iterable, Iterator
+from typing import Any, Protocol
 
 
 class LoaderEvents(Protocol):
@@ -46,7 +47,7 @@ class TimedIterator:
         self._steps0 = events.steps_done()
         self._over = False
 
-    def __iter__(self) -> "TimedIterator":
+    def __iter__(self) -> TimedIterator:
         return self
 
     def __len__(self) -> int:
@@ -97,13 +98,22 @@ _EVENTS = "_bottleneckd_events"
 def _timed_class(cls: type) -> type:
     sub = _SUBCLASSES.get(cls)
     if sub is None:
+
         def __iter__(self: Any) -> Iterator:
             it = super(sub, self).__iter__()  # type: ignore[arg-type]
             ev = self.__dict__.get(_EVENTS)
             return TimedIterator(it, ev) if ev is not None and ev.enabled else it
 
-        sub = type(cls.__name__, (cls,), {"__iter__": __iter__, "__module__": cls.__module__, "__qualname__": cls.__qualname__,
-                                          "_bottleneckd_timed": True})
+        sub = type(
+            cls.__name__,
+            (cls,),
+            {
+                "__iter__": __iter__,
+                "__module__": cls.__module__,
+                "__qualname__": cls.__qualname__,
+                "_bottleneckd_timed": True,
+            },
+        )
         _SUBCLASSES[cls] = sub
     return sub
 

@@ -9,9 +9,9 @@ read from ``PHASES``, not from positions.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from operator import add
-from typing import Callable, Iterable
 
 from bottleneckd.model.resources import HOOK_PHASES, PHASES
 
@@ -78,8 +78,9 @@ class PhaseAccumulator:
         out = PhaseTotals(self._steps, self._wall, dict(zip(HOOK_PHASES, self._sums)), self._examples)
         self._sums, self._wall, self._steps, self._examples = [0.0] * len(HOOK_PHASES), 0.0, 0, 0
         e = self._epoch
-        self._epoch = PhaseTotals(e.steps + out.steps, e.wall_seconds + out.wall_seconds,
-                                  {k: v + out.phases[k] for k, v in e.phases.items()})
+        self._epoch = PhaseTotals(
+            e.steps + out.steps, e.wall_seconds + out.wall_seconds, {k: v + out.phases[k] for k, v in e.phases.items()}
+        )
         return out
 
     def take_epoch(self) -> PhaseTotals:

@@ -48,8 +48,10 @@ def parallel_facts(model: torch.nn.Module) -> dict[str, Any]:
 
 def runtime_facts(model: torch.nn.Module | None) -> dict[str, Any]:
     """Cheap facts that can change while training runs (read at each report)."""
-    compiled = model is not None and (hasattr(model, "_orig_mod")  # torch.compile(model): an OptimizedModule
-                                      or getattr(model, "_compiled_call_impl", None) is not None)  # model.compile()
+    compiled = model is not None and (
+        hasattr(model, "_orig_mod")  # torch.compile(model): an OptimizedModule
+        or getattr(model, "_compiled_call_impl", None) is not None
+    )  # model.compile()
     return {"allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32), "compiled": compiled}
 
 
@@ -79,7 +81,8 @@ def startup_facts(model: torch.nn.Module | None, loader: Any, *, warn_no_model: 
     elif warn_no_model:
         logging.getLogger("bottleneckd.torch").warning(
             "bottleneckd: watch() got no model: only data waits and optimizer steps are timed "
-            "(pass the model as the first argument to time forward and backward)")
+            "(pass the model as the first argument to time forward and backward)"
+        )
     if loader is not None:
         out.update(loader_facts(loader))
     return out

@@ -38,11 +38,43 @@ def _nbytes(obj: object) -> int:
 
 
 #: not marked as views in their schema, but they move no data (aliases, allocations)
-NO_DATA_OPS = frozenset({"_unsafe_view", "_reshape_alias", "alias", "detach", "lift_fresh", "empty", "empty_like",
-                         "empty_strided", "new_empty", "new_empty_strided", "resize_", "set_", "_local_scalar_dense"})
+NO_DATA_OPS = frozenset(
+    {
+        "_unsafe_view",
+        "_reshape_alias",
+        "alias",
+        "detach",
+        "lift_fresh",
+        "empty",
+        "empty_like",
+        "empty_strided",
+        "new_empty",
+        "new_empty_strided",
+        "resize_",
+        "set_",
+        "_local_scalar_dense",
+    }
+)
 #: write their output and read no tensor data
-WRITE_ONLY_OPS = frozenset({"zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like",
-                            "new_zeros", "new_ones", "new_full", "zero_", "fill_", "scalar_tensor", "arange"})
+WRITE_ONLY_OPS = frozenset(
+    {
+        "zeros",
+        "ones",
+        "full",
+        "zeros_like",
+        "ones_like",
+        "full_like",
+        "rand_like",
+        "randn_like",
+        "new_zeros",
+        "new_ones",
+        "new_full",
+        "zero_",
+        "fill_",
+        "scalar_tensor",
+        "arange",
+    }
+)
 
 
 def operand_bytes(func: torch._ops.OpOverload, args: tuple, kwargs: dict | None, out: object) -> int:
@@ -90,7 +122,9 @@ class StepCounts:
         normalisation operators only counts (almost) no FLOPs, and rightly: it moves bytes."""
         if self.operand_bytes and self.uncounted_bytes >= UNCOUNTED_SHARE * self.operand_bytes:
             share = self.uncounted_bytes / self.operand_bytes
-            return f"{share:.0%} of bytes in ops with no FLOP formula: {', '.join(self.uncounted_ops)}"[:64]  # a short fact
+            return f"{share:.0%} of bytes in ops with no FLOP formula: {', '.join(self.uncounted_ops)}"[
+                :64
+            ]  # a short fact
         return None
 
     @property
@@ -124,7 +158,12 @@ class StepCounter:
         self._bytes.__exit__(None, None, None)
         self._flops.__exit__(None, None, None)
         b = self._bytes
-        self.result = StepCounts(int(self._flops.get_total_flops()), int(b.bytes), b.ops, int(b.uncounted_bytes),
-                                 tuple(sorted(b.uncounted_ops)))
+        self.result = StepCounts(
+            int(self._flops.get_total_flops()),
+            int(b.bytes),
+            b.ops,
+            int(b.uncounted_bytes),
+            tuple(sorted(b.uncounted_ops)),
+        )
         self._flops = self._bytes = None
         return self.result

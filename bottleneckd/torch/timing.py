@@ -88,7 +88,11 @@ class HostClock:
         t = dict(zip(SLOTS, self.cur))
         t["optimizer_start"] = t["step_end"] = now  # its backward runs until the next batch is asked for
         ss = t["step_start"]
-        start = self.prev_end if self.prev_end is not None and not self._own else (ss if ss is not None else t["forward_start"])
+        start = (
+            self.prev_end
+            if self.prev_end is not None and not self._own
+            else (ss if ss is not None else t["forward_start"])
+        )
         ph, wall = phases_of_marks(t, start, self._comm)
         self._seg = tuple(a + b for a, b in zip(self._seg, ph))
         self._seg_wall += wall
@@ -111,8 +115,17 @@ class HostClock:
         cur = self.cur
         cur[5] = end = time.perf_counter()
         c = self._closure
-        self.done.append(StepMarks(tuple(cur), self._comm, self._own, self._seg, self._seg_wall, self.prev_end,
-                                   None if c is None else (c[0], c[1])))
+        self.done.append(
+            StepMarks(
+                tuple(cur),
+                self._comm,
+                self._own,
+                self._seg,
+                self._seg_wall,
+                self.prev_end,
+                None if c is None else (c[0], c[1]),
+            )
+        )
         self.prev_end = end
         self.cur, self._comm, self._own, self._closure = [None] * len(SLOTS), 0.0, False, None
         if self._seg_wall:

@@ -98,4 +98,12 @@ def read_sidecar_report(sock_path: str) -> dict[str, Any] | None:
     return read_report_file(sock_path)
 
 
-__all__ = ["Event", "StepReport", "Transport", "SocketTransport", "LocalTransport", "make_transport", "read_sidecar_report"]
+__all__ = [
+    "Event",
+    "StepReport",
+    "Transport",
+    "SocketTransport",
+    "LocalTransport",
+    "make_transport",
+    "read_sidecar_report",
+]

@@ -12,8 +12,9 @@ the first ``warmup`` steps of each block are not counted (the step in flight at 
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from bottleneckd.compare.blocks import BlockVerdict, decide
 
@@ -78,8 +79,12 @@ class Trials:
     ``toggle(trial, on)`` asks for the mitigation to be applied again or reverted between blocks;
     ``on_decided(trial)`` is called once a trial is decided (kept or not)."""
 
-    def __init__(self, on_decided: Callable[[Trial], None], toggle: Callable[[Trial, bool], None] | None = None,
-                 history: int = 256) -> None:
+    def __init__(
+        self,
+        on_decided: Callable[[Trial], None],
+        toggle: Callable[[Trial, bool], None] | None = None,
+        history: int = 256,
+    ) -> None:
         self.history: deque[tuple[float, int]] = deque(maxlen=history)
         self.all: list[Trial] = []
         self.current: Trial | None = None
@@ -115,11 +120,23 @@ class Trials:
         self.current = None
         self._on_decided(t)
 
-    def start(self, name: str, mitigation: Any, *, verify: bool, steps: int, warmup: int, min_gain: float,
-              blocks: int = 3, alpha: float = 0.05) -> Trial:
+    def start(
+        self,
+        name: str,
+        mitigation: Any,
+        *,
+        verify: bool,
+        steps: int,
+        warmup: int,
+        min_gain: float,
+        blocks: int = 3,
+        alpha: float = 0.05,
+    ) -> Trial:
         """A trial for a mitigation about to be applied, with the throughput of the steps before."""
         if verify and (steps < 1 or blocks < 2):
-            raise ValueError("verify needs steps >= 1 per block and blocks >= 2 (two blocks a side at least, for a spread)")
+            raise ValueError(
+                "verify needs steps >= 1 per block and blocks >= 2 (two blocks a side at least, for a spread)"
+            )
         if verify and not 0 < alpha < 0.5:
             raise ValueError(f"alpha {alpha} must be in (0, 0.5)")
         before = throughput(list(self.history)[-steps:])

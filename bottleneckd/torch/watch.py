@@ -23,16 +23,17 @@ import logging
 import os
 import sys
 import time
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import torch
 
 from bottleneckd.model.facts import FactBoard
 from bottleneckd.model.protocol import StepReport
 from bottleneckd.torch import probe
-from bottleneckd.torch.collectives import rank_identity
 from bottleneckd.torch.cadence import Cadence
 from bottleneckd.torch.closure import StepState, closure_notes, closure_of, with_timed_closure
+from bottleneckd.torch.collectives import rank_identity
 from bottleneckd.torch.control import MitigationControl
 from bottleneckd.torch.counting import RooflineCounting
 from bottleneckd.torch.epoch import EpochReport, render_epoch
@@ -50,11 +51,23 @@ _BEFORE_OPT, _STEP_END = MitigationEvent.BEFORE_OPTIMIZER_STEP, MitigationEvent.
 
 
 class Watcher:
-    def __init__(self, model: torch.nn.Module | None = None, optimizer: torch.optim.Optimizer | None = None,
-                 dataloader: Iterable | None = None, *, hooks: bool = True, socket_path: str | None = None,
-                 report_every: float = 0.5, report_every_steps: int | None = None, report_every_seconds: float | None = None,
-                 print_epoch: bool = True, local_sampling: bool | None = None, interval: float = 1.0,
-                 roofline_step: int | None = 3, cuda_sample_every: int = 8) -> None:
+    def __init__(
+        self,
+        model: torch.nn.Module | None = None,
+        optimizer: torch.optim.Optimizer | None = None,
+        dataloader: Iterable | None = None,
+        *,
+        hooks: bool = True,
+        socket_path: str | None = None,
+        report_every: float = 0.5,
+        report_every_steps: int | None = None,
+        report_every_seconds: float | None = None,
+        print_epoch: bool = True,
+        local_sampling: bool | None = None,
+        interval: float = 1.0,
+        roofline_step: int | None = 3,
+        cuda_sample_every: int = 8,
+    ) -> None:
         replace_current(self)
         self.model, self.optimizer = model, optimizer
         self.enabled, self.closed = True, False
@@ -63,9 +76,15 @@ class Watcher:
         self.print_epoch = print_epoch
         self.print_to = sys.stderr if os.environ.get("BOTTLENECKD_EPOCH_PRINT") == "stderr" else sys.stdout
         self.epoch_reports: list[EpochReport] = []
-        self.device = next((p.device for p in model.parameters()), torch.device("cpu")) if model is not None else torch.device("cpu")
+        self.device = (
+            next((p.device for p in model.parameters()), torch.device("cpu"))
+            if model is not None
+            else torch.device("cpu")
+        )
         self.cuda_sample_every = cuda_sample_every
-        self.clock: HostClock | CudaClock = CudaClock(sample_every=cuda_sample_every) if self.device.type == "cuda" else HostClock()
+        self.clock: HostClock | CudaClock = (
+            CudaClock(sample_every=cuda_sample_every) if self.device.type == "cuda" else HostClock()
+        )
         self.facts = FactBoard({"device": self.device.type, "pid": os.getpid()})
         self._counting = RooflineCounting(roofline_step)
         self.transport = make_transport(socket_path, local_sampling, interval)
@@ -209,9 +228,16 @@ class Watcher:
         totals = self._phases.take_interval()
         self.facts.update(probe.runtime_facts(self.model))
         self.facts.update(self._counting.achieved(totals.compute_seconds / totals.steps))
-        self.transport.send(StepReport(rank_identity(self.device), totals.steps, totals.wall_seconds, totals.phases,
-                                        self.facts.freeze(epoch=self.epoch, mitigations=self._engine.names()),
-                                        examples=totals.examples or None))  # for joules per example
+        self.transport.send(
+            StepReport(
+                rank_identity(self.device),
+                totals.steps,
+                totals.wall_seconds,
+                totals.phases,
+                self.facts.freeze(epoch=self.epoch, mitigations=self._engine.names()),
+                examples=totals.examples or None,
+            )
+        )  # for joules per example
 
     def epoch_end(self) -> EpochReport | None:
         """Print the epoch's step phases, verdict and top recommendations as one block; return it."""
@@ -224,8 +250,12 @@ class Watcher:
             if self.model is not None and totals.steps:
                 self.facts.update(probe.model_facts(self.model))
             report = self.transport.report() if totals.steps else None
-            rep = render_epoch(self.epoch, totals, report,
-                               closure_notes(bool(self.facts.get("optimizer_closure")), isinstance(self.clock, HostClock)))
+            rep = render_epoch(
+                self.epoch,
+                totals,
+                report,
+                closure_notes(bool(self.facts.get("optimizer_closure")), isinstance(self.clock, HostClock)),
+            )
             if self.print_epoch:
                 print(rep.text, file=self.print_to, flush=True)
             self.epoch_reports.append(rep)
@@ -248,11 +278,29 @@ class Watcher:
         return self.steps
 
     # --- mitigations (control.py) -------------------------------------------------------------
-    def apply(self, mitigation: Any, *, verify: bool = False, steps: int = 20, warmup: int = 2, min_gain: float = 0.02,
-              blocks: int = 3, alpha: float = 0.05, **kwargs: Any) -> Trial:
+    def apply(
+        self,
+        mitigation: Any,
+        *,
+        verify: bool = False,
+        steps: int = 20,
+        warmup: int = 2,
+        min_gain: float = 0.02,
+        blocks: int = 3,
+        alpha: float = 0.05,
+        **kwargs: Any,
+    ) -> Trial:
         """A mitigation by hook id (``"mixed_precision"``) or object, kept if faster (MitigationControl.apply)."""
-        return self._control.apply(mitigation, verify=verify, steps=steps, warmup=warmup, min_gain=min_gain, blocks=blocks,
-                                   alpha=alpha, **kwargs)
+        return self._control.apply(
+            mitigation,
+            verify=verify,
+            steps=steps,
+            warmup=warmup,
+            min_gain=min_gain,
+            blocks=blocks,
+            alpha=alpha,
+            **kwargs,
+        )
 
     def revert(self, name: str) -> None:
         self._control.revert(name)
@@ -300,7 +348,11 @@ class Watcher:
         forget(self)
 
 
-def watch(model: torch.nn.Module | None, optimizer: torch.optim.Optimizer | None = None, dataloader: Iterable | None = None,
-          **kw: Any) -> Watcher:
+def watch(
+    model: torch.nn.Module | None,
+    optimizer: torch.optim.Optimizer | None = None,
+    dataloader: Iterable | None = None,
+    **kw: Any,
+) -> Watcher:
     """Time every step of a training loop as written (README, "In a training script")."""
     return Watcher(model, optimizer, dataloader, **kw)

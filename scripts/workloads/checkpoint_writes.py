@@ -16,9 +16,8 @@ import os
 import tempfile
 
 import torch
-from torch import nn
-
 from common import options, train
+from torch import nn
 
 ap = options(__doc__)
 ap.add_argument("--every", type=int, default=2, help="checkpoint every N steps")

@@ -17,14 +17,16 @@ import contextlib
 import os
 import socket
 import time
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 
 def options(doc: str | None, seconds: float = 20.0) -> argparse.ArgumentParser:
     """The options every workload takes: --seconds and --intervene."""
     ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=seconds, help="train for this long")
-    ap.add_argument("--intervene", action="store_true", help="apply the intervention that removes the labelled bottleneck")
+    ap.add_argument(
+        "--intervene", action="store_true", help="apply the intervention that removes the labelled bottleneck"
+    )
     return ap
 
 
@@ -80,7 +82,9 @@ def costly_image_job(workers: int = 1, cost: int = 24):  # noqa: ANN201
     from torch.utils.data import DataLoader
 
     torch.set_num_threads(1)
-    model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(256, 10))
+    model = nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(256, 10)
+    )
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     loader = DataLoader(CostlyImages(100000, cost), batch_size=16, num_workers=workers)
     return loader, classifier_step(model, opt, nn.CrossEntropyLoss())

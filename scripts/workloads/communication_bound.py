@@ -55,7 +55,19 @@ if __name__ == "__main__":
     if args.rank is not None:
         rank_main(args.rank, args.seconds, args.intervene)
     else:
-        env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(args.port or free_port()), WORLD_SIZE="2", LOCAL_WORLD_SIZE="2")
-        procs = [subprocess.Popen([sys.executable, __file__, "--rank", str(r), "--seconds", str(args.seconds)] + (["--intervene"] if args.intervene else []),
-                                  env=dict(env, RANK=str(r), LOCAL_RANK=str(r))) for r in range(2)]
+        env = dict(
+            os.environ,
+            MASTER_ADDR="127.0.0.1",
+            MASTER_PORT=str(args.port or free_port()),
+            WORLD_SIZE="2",
+            LOCAL_WORLD_SIZE="2",
+        )
+        procs = [
+            subprocess.Popen(
+                [sys.executable, __file__, "--rank", str(r), "--seconds", str(args.seconds)]
+                + (["--intervene"] if args.intervene else []),
+                env=dict(env, RANK=str(r), LOCAL_RANK=str(r)),
+            )
+            for r in range(2)
+        ]
         sys.exit(max(p.wait() for p in procs))

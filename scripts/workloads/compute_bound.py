@@ -8,10 +8,9 @@ INTERVENTION = "hidden width halved (2048 -> 1024)"
 MIN_SPEEDUP = 1.6
 
 import torch
+from common import classifier_step, mlp, options, train
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
-
-from common import classifier_step, mlp, options, train
 
 args = options(__doc__).parse_args()
 torch.set_num_threads(1)  # one intra-op thread: on a shared 2-core host, two spin on each other

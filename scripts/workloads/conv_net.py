@@ -8,20 +8,27 @@ INTERVENTION = "half the channels in every conv layer"
 MIN_SPEEDUP = 1.6
 
 import torch
+from common import classifier_step, options, train
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
-
-from common import classifier_step, options, train
 
 args = options(__doc__).parse_args()
 torch.set_num_threads(1)  # one intra-op thread: on a shared 2-core host, two spin on each other
 c = 16 if args.intervene else 32
 model = nn.Sequential(
-    nn.Conv2d(3, c, 3, padding=1), nn.ReLU(),
-    nn.Conv2d(c, 2 * c, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
-    nn.Conv2d(2 * c, 2 * c, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+    nn.Conv2d(3, c, 3, padding=1),
+    nn.ReLU(),
+    nn.Conv2d(c, 2 * c, 3, padding=1),
+    nn.ReLU(),
+    nn.MaxPool2d(2),
+    nn.Conv2d(2 * c, 2 * c, 3, padding=1),
+    nn.ReLU(),
+    nn.AdaptiveAvgPool2d(1),
+    nn.Flatten(),
     nn.Linear(2 * c, 10),
 )
 opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-loader = DataLoader(TensorDataset(torch.randn(2048, 3, 32, 32), torch.randint(0, 10, (2048,))), batch_size=16, shuffle=True)
+loader = DataLoader(
+    TensorDataset(torch.randn(2048, 3, 32, 32), torch.randint(0, 10, (2048,))), batch_size=16, shuffle=True
+)
 train(classifier_step(model, opt, nn.CrossEntropyLoss()), lambda: loader, args.seconds)

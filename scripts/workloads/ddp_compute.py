@@ -11,11 +11,10 @@ MIN_SPEEDUP = 1.5
 
 
 def rank_main(rank: int, port: int, seconds: float, batch: int) -> None:
-    import torch
-    from torch.nn.parallel import DistributedDataParallel as DDP
-
     import ranks
+    import torch
     from common import mlp
+    from torch.nn.parallel import DistributedDataParallel as DDP
 
     ranks.init(rank, 2, port)
     torch.manual_seed(0)
@@ -27,7 +26,6 @@ def rank_main(rank: int, port: int, seconds: float, batch: int) -> None:
 
 if __name__ == "__main__":
     import torch.multiprocessing as mp
-
     from common import free_port, options
 
     args = options(__doc__).parse_args()

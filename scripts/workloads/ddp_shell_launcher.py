@@ -15,11 +15,10 @@ import sys
 
 
 def rank_main(rank: int, seconds: float, intervene: bool) -> None:
-    import torch
-    from torch.nn.parallel import DistributedDataParallel as DDP
-
     import ranks
+    import torch
     from common import mlp
+    from torch.nn.parallel import DistributedDataParallel as DDP
 
     ranks.init(rank, 2, int(os.environ["MASTER_PORT"]))
     torch.manual_seed(0)
@@ -38,7 +37,9 @@ if __name__ == "__main__":
     if args.rank is not None:
         rank_main(args.rank, args.seconds, args.intervene)
     else:
-        me = [sys.executable, os.path.abspath(__file__), "--seconds", str(args.seconds)] + (["--intervene"] if args.intervene else [])
+        me = [sys.executable, os.path.abspath(__file__), "--seconds", str(args.seconds)] + (
+            ["--intervene"] if args.intervene else []
+        )
         script = " & ".join(shlex.join(me + ["--rank", str(r)]) for r in range(2)) + " & wait"
         env = dict(os.environ, MASTER_PORT=str(free_port()))
         sys.exit(subprocess.call(["sh", "-c", script], env=env))

@@ -11,11 +11,10 @@ PROOF_SECONDS = 8  # steps of about a second: a 4-second run counts too few
 
 
 def rank_main(rank: int, port: int, seconds: float, intervene: bool) -> None:
-    import torch
-    from torch.nn.parallel import DistributedDataParallel as DDP
-
     import ranks
+    import torch
     from common import mlp
+    from torch.nn.parallel import DistributedDataParallel as DDP
 
     ranks.init(rank, 2, port)
     torch.manual_seed(0)
@@ -27,7 +26,6 @@ def rank_main(rank: int, port: int, seconds: float, intervene: bool) -> None:
 
 if __name__ == "__main__":
     import torch.multiprocessing as mp
-
     from common import free_port, options
 
     args = options(__doc__).parse_args()

@@ -14,11 +14,10 @@ import sys
 
 
 def rank_main(seconds: float, intervene: bool) -> None:
-    import torch
-    from torch.nn.parallel import DistributedDataParallel as DDP
-
     import ranks
+    import torch
     from common import mlp
+    from torch.nn.parallel import DistributedDataParallel as DDP
 
     ranks.init(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]))
     torch.manual_seed(0)

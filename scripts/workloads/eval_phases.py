@@ -9,17 +9,18 @@ INTERVENTION = "hidden width halved (2048 -> 1024)"
 MIN_SPEEDUP = 1.6
 
 import torch
+from common import mlp, options, train
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
-
-from common import mlp, options, train
 
 args = options(__doc__).parse_args()
 torch.set_num_threads(1)  # one intra-op thread: on a shared 2-core host, two spin on each other
 model = mlp(1024 if args.intervene else 2048, 2, d_in=1024)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 loss_fn = nn.CrossEntropyLoss()
-train_loader = DataLoader(TensorDataset(torch.randn(4096, 1024), torch.randint(0, 10, (4096,))), batch_size=32, shuffle=True)
+train_loader = DataLoader(
+    TensorDataset(torch.randn(4096, 1024), torch.randint(0, 10, (4096,))), batch_size=32, shuffle=True
+)
 val_loader = DataLoader(TensorDataset(torch.randn(20 * 32, 1024), torch.randint(0, 10, (20 * 32,))), batch_size=32)
 n = 0
 

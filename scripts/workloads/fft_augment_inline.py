@@ -8,10 +8,9 @@ INTERVENTION = "the FFT augmentation removed from __getitem__ (same signals, sam
 MIN_SPEEDUP = 2.0
 
 import torch
+from common import FftSignals, classifier_step, mlp, options, train
 from torch import nn
 from torch.utils.data import DataLoader
-
-from common import FftSignals, classifier_step, mlp, options, train
 
 args = options(__doc__).parse_args()
 torch.set_num_threads(1)  # one intra-op thread: on a shared 2-core host, two spin on each other

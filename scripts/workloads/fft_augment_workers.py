@@ -8,14 +8,15 @@ INTERVENTION = "the FFT augmentation removed from __getitem__ (same signals, sam
 MIN_SPEEDUP = 2.0
 
 import torch
+from common import FftSignals, classifier_step, mlp, options, train
 from torch import nn
 from torch.utils.data import DataLoader
-
-from common import FftSignals, classifier_step, mlp, options, train
 
 args = options(__doc__).parse_args()
 torch.set_num_threads(1)
 model = mlp(256, 2)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
-loader = DataLoader(FftSignals(100000, 16384, 0 if args.intervene else 6), batch_size=8, num_workers=2, persistent_workers=True)
+loader = DataLoader(
+    FftSignals(100000, 16384, 0 if args.intervene else 6), batch_size=8, num_workers=2, persistent_workers=True
+)
 train(classifier_step(model, opt, nn.CrossEntropyLoss()), lambda: loader, args.seconds)

@@ -12,11 +12,10 @@ PROOF_SECONDS = 8  # steps of about a second: a 4-second run counts too few
 
 
 def rank_main(rank: int, world: int, port: int, seconds: float) -> None:
-    import torch
-    from torch.distributed.fsdp import fully_shard
-
     import ranks
+    import torch
     from common import mlp
+    from torch.distributed.fsdp import fully_shard
 
     ranks.init(rank, world, port)
     torch.manual_seed(0)
@@ -38,7 +37,6 @@ def rank_main(rank: int, world: int, port: int, seconds: float) -> None:
 
 if __name__ == "__main__":
     import torch.multiprocessing as mp
-
     from common import free_port, options
 
     args = options(__doc__).parse_args()

@@ -8,10 +8,9 @@ INTERVENTION = "hidden width halved (1536 -> 768)"
 MIN_SPEEDUP = 1.6
 
 import torch
+from common import mlp, options, train
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
-
-from common import mlp, options, train
 
 ACCUMULATE = 4
 args = options(__doc__).parse_args()

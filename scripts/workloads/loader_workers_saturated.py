@@ -9,14 +9,17 @@ INTERVENTION = "the per-sample transform rounds removed (same images, same model
 MIN_SPEEDUP = 2.0
 
 import torch
+from common import CostlyImages, classifier_step, options, train
 from torch import nn
 from torch.utils.data import DataLoader
 
-from common import CostlyImages, classifier_step, options, train
-
 args = options(__doc__).parse_args()
 torch.set_num_threads(1)
-model = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(256, 10))
+model = nn.Sequential(
+    nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(256, 10)
+)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
-loader = DataLoader(CostlyImages(100000, 0 if args.intervene else 32), batch_size=16, num_workers=2, persistent_workers=True)
+loader = DataLoader(
+    CostlyImages(100000, 0 if args.intervene else 32), batch_size=16, num_workers=2, persistent_workers=True
+)
 train(classifier_step(model, opt, nn.CrossEntropyLoss()), lambda: loader, args.seconds)

@@ -13,9 +13,8 @@ import threading
 import time
 
 import torch
-from torch import nn
-
 from common import classifier_step, options, train
+from torch import nn
 
 args = options(__doc__).parse_args()
 torch.set_num_threads(1)

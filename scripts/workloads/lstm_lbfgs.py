@@ -9,9 +9,8 @@ INTERVENTION = "LSTM hidden size halved (384 -> 192)"
 MIN_SPEEDUP = 1.6
 
 import torch
-from torch import nn
-
 from common import options, train
+from torch import nn
 
 args = options(__doc__).parse_args()
 torch.set_num_threads(1)  # one intra-op thread: on a shared 2-core host, two spin on each other

@@ -10,7 +10,6 @@ INTERVENTION = "the same rows in cache-sized blocks (identical arithmetic, 256 K
 MIN_SPEEDUP = 1.5
 
 import torch
-
 from common import options, train
 from memory_bandwidth_bound_model import Elementwise
 

@@ -12,14 +12,12 @@ STAGE = None
 INTERVENTION = "the job's large in-RAM cache not allocated (the page cache then holds the dataset)"
 MIN_SPEEDUP = 2.0
 
-import os
 
 import psutil
 import torch
-from torch.utils.data import DataLoader
-
 from common import data_file, options, train
 from records import RandomRecords, linear_job
+from torch.utils.data import DataLoader
 
 ap = options(__doc__)
 ap.add_argument("--leave", type=float, default=0.06, help="fraction of memory left available")

@@ -9,10 +9,9 @@ INTERVENTION = "the per-step pure-Python bookkeeping removed (same model and ste
 MIN_SPEEDUP = 2.0
 
 import torch
+from common import options, train
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
-
-from common import options, train
 
 args = options(__doc__).parse_args()
 torch.set_num_threads(1)  # one intra-op thread: on a shared 2-core host, two spin on each other

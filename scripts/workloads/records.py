@@ -45,7 +45,7 @@ class RandomRecords(Dataset):
 
     def read(self, offset: int) -> bytes:
         if self.how == "memory":
-            return self.data[offset:offset + RECORD]
+            return self.data[offset : offset + RECORD]
         if self.fd is None:
             self._open()
         if self.how == "direct":

@@ -6,7 +6,6 @@ then cpu_compute/data; the report names the change and its time."""
 import argparse
 
 import torch
-
 from common import costly_image_job, train
 from memory_bandwidth_bound_model import Elementwise
 

@@ -7,14 +7,15 @@ STAGE = "data"
 INTERVENTION = "the same records served from memory (file read into RAM before timing)"
 MIN_SPEEDUP = 2.0
 
-from torch.utils.data import DataLoader
-
 from common import data_file, options, train
 from records import RandomRecords, linear_job
+from torch.utils.data import DataLoader
 
 ap = options(__doc__)
 ap.add_argument("--mib", type=int, default=256, help="size of the data file under the temp dir (disk-backed: O_DIRECT)")
 args = ap.parse_args()
 path = data_file(f"bottleneckd-records-{args.mib}.bin", args.mib)
-loader = DataLoader(RandomRecords(path, "memory" if args.intervene else "direct"), batch_size=64, num_workers=2, persistent_workers=True)
+loader = DataLoader(
+    RandomRecords(path, "memory" if args.intervene else "direct"), batch_size=64, num_workers=2, persistent_workers=True
+)
 train(linear_job(loader), lambda: loader, args.seconds)

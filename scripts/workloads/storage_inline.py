@@ -7,10 +7,9 @@ STAGE = "data"
 INTERVENTION = "the same records served from memory (file read into RAM before timing)"
 MIN_SPEEDUP = 2.0
 
-from torch.utils.data import DataLoader
-
 from common import data_file, options, train
 from records import RandomRecords, linear_job
+from torch.utils.data import DataLoader
 
 ap = options(__doc__)
 ap.add_argument("--mib", type=int, default=256)

@@ -14,4 +14,14 @@ from bottleneckd.diagnosis.rules.transfer import transfer
 
 RULES = (data_wait, transfer, communication, gpu_compute, cpu_compute, other, capacity, machine_only)
 
-__all__ = ["RULES", "capacity", "communication", "cpu_compute", "data_wait", "gpu_compute", "machine_only", "other", "transfer"]
+__all__ = [
+    "RULES",
+    "capacity",
+    "communication",
+    "cpu_compute",
+    "data_wait",
+    "gpu_compute",
+    "machine_only",
+    "other",
+    "transfer",
+]

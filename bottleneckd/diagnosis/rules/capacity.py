@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from bottleneckd.diagnosis.rules.common import CAPACITY_HIGH, pct
-from bottleneckd.model.units import fmt_value
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
+from bottleneckd.model.units import fmt_value
 from bottleneckd.peaks.resolve import PeakTable
 
 
@@ -19,9 +19,18 @@ def capacity(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     out = []
     g = w.busiest("gpu_memory")
     if g is not None and g[1] >= CAPACITY_HIGH:
-        out.append(Finding("gpu_memory", "compute", _capacity_score(g[1]), (f"{g[0]} memory {pct(g[1])} full (peak {pct(w.get('gpu_memory', g[0], 'utilization', 'max'))})",)))
+        out.append(
+            Finding(
+                "gpu_memory",
+                "compute",
+                _capacity_score(g[1]),
+                (f"{g[0]} memory {pct(g[1])} full (peak {pct(w.get('gpu_memory', g[0], 'utilization', 'max'))})",),
+            )
+        )
     c = w.get("cpu_memory", "host", "utilization")
-    swap = (w.get("cpu_memory", "host", "swap_in_bytes_per_second") or 0) + (w.get("cpu_memory", "host", "swap_out_bytes_per_second") or 0)
+    swap = (w.get("cpu_memory", "host", "swap_in_bytes_per_second") or 0) + (
+        w.get("cpu_memory", "host", "swap_out_bytes_per_second") or 0
+    )
     psi = w.get("cpu_memory", "host", "pressure_some")
     if (c is not None and c >= CAPACITY_HIGH) or swap > 1e6 or (psi or 0) > 0.1:
         ev = [f"host memory {pct(c)} used"]
@@ -32,8 +41,22 @@ def capacity(w: WindowStats, peaks: PeakTable) -> list[Finding]:
         rss = w.get("cpu_memory", "job", "resident_bytes")
         if rss:
             ev.append(f"job resident memory {fmt_value(rss, 'B')}")
-        out.append(Finding("cpu_memory", "data", min(1.0, _capacity_score(c or 0.0) + (0.5 if swap > 1e6 else 0) + (psi or 0)), tuple(ev)))
+        out.append(
+            Finding(
+                "cpu_memory",
+                "data",
+                min(1.0, _capacity_score(c or 0.0) + (0.5 if swap > 1e6 else 0) + (psi or 0)),
+                tuple(ev),
+            )
+        )
     s = w.busiest("storage_capacity")
     if s is not None and s[1] >= 0.95:
-        out.append(Finding("storage_capacity", "other", _capacity_score(s[1] - 0.05), (f"{s[0]} {pct(s[1])} full, {fmt_value(w.get('storage_capacity', s[0], 'free'), 'B')} free",)))
+        out.append(
+            Finding(
+                "storage_capacity",
+                "other",
+                _capacity_score(s[1] - 0.05),
+                (f"{s[0]} {pct(s[1])} full, {fmt_value(w.get('storage_capacity', s[0], 'free'), 'B')} free",),
+            )
+        )
     return out

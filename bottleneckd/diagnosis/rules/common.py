@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bottleneckd.model.units import fmt_seconds, fmt_value
 from bottleneckd.diagnosis.window import WindowStats
+from bottleneckd.model.units import fmt_seconds, fmt_value
 
 INPUT_MODERATE = 0.05
 INPUT_HIGH = 0.20
@@ -42,8 +42,10 @@ def storage_evidence(w: WindowStats) -> tuple[float, list[str], str | None]:
     dev, util = best
     ops = w.get("storage_bandwidth", dev, "operation_utilization")
     byts = w.get("storage_bandwidth", dev, "byte_utilization")
-    ev = [f"{dev}: {fmt_value(w.get('storage_bandwidth', dev, 'operations_per_second'), 'IO/s')} = {pct(ops)} of its 4 KiB-read IOPS peak, "
-          f"{fmt_value(w.get('storage_bandwidth', dev, 'throughput'), 'B/s')} = {pct(byts)} of its byte bandwidth"]
+    ev = [
+        f"{dev}: {fmt_value(w.get('storage_bandwidth', dev, 'operations_per_second'), 'IO/s')} = {pct(ops)} of its 4 KiB-read IOPS peak, "
+        f"{fmt_value(w.get('storage_bandwidth', dev, 'throughput'), 'B/s')} = {pct(byts)} of its byte bandwidth"
+    ]
     kind = "operations" if (ops or 0) > (byts or 0) else "bytes"
     return util, ev, kind
 
@@ -63,7 +65,9 @@ def compute_share(w: WindowStats) -> float | None:
 def runs_on_gpu(w: WindowStats) -> bool:
     """The job trains on a GPU this host samples (the device fact, else any GPU reading)."""
     facts = w.phases.facts if w.phases else {}
-    return facts.get("device", "cuda" if w.devices("gpu_compute") else "cpu").startswith("cuda") and bool(w.devices("gpu_compute"))
+    return facts.get("device", "cuda" if w.devices("gpu_compute") else "cpu").startswith("cuda") and bool(
+        w.devices("gpu_compute")
+    )
 
 
 # --- peak-free evidence -------------------------------------------------------------------
@@ -139,18 +143,27 @@ class CpuState:
     def describe(self) -> list[str]:
         ev = []
         if self.busy is not None:
-            ev.append(f"job's processes at {self.busy:.2f} of the {self.cores:g} cores they may use"
-                      + (f" ({self.ranks} ranks)" if self.ranks > 1 else ""))
+            ev.append(
+                f"job's processes at {self.busy:.2f} of the {self.cores:g} cores they may use"
+                + (f" ({self.ranks} ranks)" if self.ranks > 1 else "")
+            )
         elif self.host is not None:
             ev.append(f"host CPU {pct(self.host)} busy")
         hot = max(self.main or 0.0, self.hottest or 0.0)
         if self.main is not None or self.hottest is not None:
-            ev.append(f"hottest training thread at {hot:.2f} of a core" + (" (main thread)" if (self.main or 0) >= hot else ""))
+            ev.append(
+                f"hottest training thread at {hot:.2f} of a core"
+                + (" (main thread)" if (self.main or 0) >= hot else "")
+            )
         if self.waiting is not None and self.waiting >= 0.1:
-            ev.append(f"the job's threads runnable but waiting for a CPU {self.waiting:.2f} cores' worth of time "
-                      f"(busiest thread running or waiting {self.hot:.2f} of the time): other processes share these cores")
+            ev.append(
+                f"the job's threads runnable but waiting for a CPU {self.waiting:.2f} cores' worth of time "
+                f"(busiest thread running or waiting {self.hot:.2f} of the time): other processes share these cores"
+            )
         if self.workers is not None and self.n_workers:
-            ev.append(f"{self.n_workers:.0f} loader workers at {self.workers:.2f} cores (busiest {self.worker_hot:.2f} running or waiting)")
+            ev.append(
+                f"{self.n_workers:.0f} loader workers at {self.workers:.2f} cores (busiest {self.worker_hot:.2f} running or waiting)"
+            )
         if self.pressure is not None and self.pressure >= CPU_STALL:
             ev.append(f"runnable tasks waiting for a CPU {pct(self.pressure)} of the time (CPU pressure stalls)")
         return ev
@@ -168,12 +181,22 @@ def cpu_state(w: WindowStats) -> CpuState:
         n = float((w.phases.facts.get("loader_workers") if w.phases else None) or 0)
     ranks = g("cpu_compute", "job", "ranks")
     psi = g("cpu_compute", "job", "pressure_some")
-    return CpuState(cores, g("cpu_compute", "job", "busy_cores"), g("cpu_compute", "job", "main_busy_cores"),
-                    g("cpu_compute", "job", "hottest_thread_busy"), workers, g("cpu_compute", "job", "worker_max_busy_cores"),
-                    max(0.0, n), int(round(ranks)) if ranks is not None else 1, g("cpu_compute", "host", "utilization"),
-                    psi if psi is not None else g("cpu_compute", "host", "pressure_some"),
-                    g("cpu_compute", "job", "main_thread_demand"), g("cpu_compute", "job", "hottest_thread_demand"),
-                    g("cpu_compute", "job", "worker_max_demand"), g("cpu_compute", "job", "runqueue_wait_cores"))
+    return CpuState(
+        cores,
+        g("cpu_compute", "job", "busy_cores"),
+        g("cpu_compute", "job", "main_busy_cores"),
+        g("cpu_compute", "job", "hottest_thread_busy"),
+        workers,
+        g("cpu_compute", "job", "worker_max_busy_cores"),
+        max(0.0, n),
+        int(round(ranks)) if ranks is not None else 1,
+        g("cpu_compute", "host", "utilization"),
+        psi if psi is not None else g("cpu_compute", "host", "pressure_some"),
+        g("cpu_compute", "job", "main_thread_demand"),
+        g("cpu_compute", "job", "hottest_thread_demand"),
+        g("cpu_compute", "job", "worker_max_demand"),
+        g("cpu_compute", "job", "runqueue_wait_cores"),
+    )
 
 
 def io_wait(w: WindowStats) -> tuple[float, list[str]]:
@@ -199,7 +222,9 @@ def io_wait(w: WindowStats) -> tuple[float, list[str]]:
     psi = jpsi if jpsi is not None else hpsi
     if psi is not None and psi >= IO_STALL and (job_reads_disk or (d or 0) > 0):
         score = max(score, min(1.0, 0.4 + psi))
-        ev.append(f"tasks stalled on I/O {pct(psi)} of the time (pressure stall information{'' if jpsi is not None else ', host'})")
+        ev.append(
+            f"tasks stalled on I/O {pct(psi)} of the time (pressure stall information{'' if jpsi is not None else ', host'})"
+        )
     iowait = g("cpu_compute", "host", "iowait")
     if iowait is not None and iowait >= 0.3:
         score = max(score, min(1.0, iowait * 2))
@@ -212,8 +237,11 @@ def io_wait(w: WindowStats) -> tuple[float, list[str]]:
     if misses and busy_dev is not None and busy_dev[1] >= DISK_BUSY_WITH_MISSES:
         score = max(score, min(1.0, 0.5 + busy_dev[1] / 2))
         q = g("storage_bandwidth", busy_dev[0], "queue_depth")
-        ev.append(f"{busy_dev[0]} busy {pct(busy_dev[1])} of the time" + (f", {q:.1f} requests queued on average" if q is not None else "")
-                  + " (no peak needed)")
+        ev.append(
+            f"{busy_dev[0]} busy {pct(busy_dev[1])} of the time"
+            + (f", {q:.1f} requests queued on average" if q is not None else "")
+            + " (no peak needed)"
+        )
     elif score and busy_dev is not None and busy_dev[1] >= DISK_BUSY_WITH_MISSES:
         ev.append(f"{busy_dev[0]} busy {pct(busy_dev[1])} of the time")
     if score and reads is not None:
@@ -262,10 +290,15 @@ class CommCost:
 
     def describe(self) -> str:
         total = self.exposed + self.overlapped
-        s = (f"all-reduce in flight {fmt_s(total)} per step: {fmt_s(self.exposed)} exposed (backward waits), "
-             f"{fmt_s(self.overlapped)} overlapped with backward")
+        s = (
+            f"all-reduce in flight {fmt_s(total)} per step: {fmt_s(self.exposed)} exposed (backward waits), "
+            f"{fmt_s(self.overlapped)} overlapped with backward"
+        )
         if self.shares_cores:
-            return s + f" on the same cores ({self.why}): with the exposed part, {pct(self.share)} of the {fmt_s(self.step)} step"
+            return (
+                s
+                + f" on the same cores ({self.why}): with the exposed part, {pct(self.share)} of the {fmt_s(self.step)} step"
+            )
         return s + (f" ({self.why})" if self.why else "")
 
 

@@ -39,20 +39,48 @@ def communication(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     where = _placement(w.topology, world)
     during = min(1.0, nic[1] / share) if nic is not None and share else None  # NIC busy while communicating
     if nic is not None and (nic[1] >= BUSY or (during or 0) >= BUSY or (base and several_hosts)):
-        nic_ev = f"{nic[0]} at {pct(nic[1])} of its line rate" + (f", {pct(during)} during communication" if during is not None else "")
-        out.append(Finding("inter_node_interconnect", "communication", max(base, min(1.0, max(nic[1], during or 0.0))),
-                           tuple(base_ev + [nic_ev] + ([where] if where else [])), headroom(share)))
+        nic_ev = f"{nic[0]} at {pct(nic[1])} of its line rate" + (
+            f", {pct(during)} during communication" if during is not None else ""
+        )
+        out.append(
+            Finding(
+                "inter_node_interconnect",
+                "communication",
+                max(base, min(1.0, max(nic[1], during or 0.0))),
+                tuple(base_ev + [nic_ev] + ([where] if where else [])),
+                headroom(share),
+            )
+        )
     elif base and several_hosts:
-        out.append(Finding("inter_node_interconnect", "communication", base,
-                           tuple(base_ev + [f"ranks on several hosts ({where or f'{world} ranks, {local} per node'}); NIC counters not read here"]),
-                           headroom(share)))
+        out.append(
+            Finding(
+                "inter_node_interconnect",
+                "communication",
+                base,
+                tuple(
+                    base_ev
+                    + [
+                        f"ranks on several hosts ({where or f'{world} ranks, {local} per node'}); NIC counters not read here"
+                    ]
+                ),
+                headroom(share),
+            )
+        )
     if nvl is not None and nvl[1] >= BUSY or (base and not out):
         ev = base_ev + ([f"{nvl[0]} inter-GPU link at {pct(nvl[1])} of its peak"] if nvl else [])
         if where:
             ev.append(where)
         elif base and not out and world > 1 and world == local:
             ev.append(f"{world} ranks on one node")
-        out.append(Finding("inter_gpu_interconnect", "communication", max(base, min(1.0, nvl[1] if nvl else 0.0)), tuple(ev), headroom(share)))
+        out.append(
+            Finding(
+                "inter_gpu_interconnect",
+                "communication",
+                max(base, min(1.0, nvl[1] if nvl else 0.0)),
+                tuple(ev),
+                headroom(share),
+            )
+        )
     return out
 
 
@@ -63,5 +91,9 @@ def _placement(topology: tuple[tuple[str, tuple[int, ...]], ...], world: int) ->
         node, ranks = topology[0]
         if len(ranks) < 2:
             return ""
-        return f"{len(ranks)} ranks on one node ({node})" + (f" (ranks {', '.join(map(str, ranks))} of {world} reporting)" if world > len(ranks) else "")
-    return "ranks on " + str(len(topology)) + " nodes: " + "; ".join(f"{n}: {', '.join(map(str, r))}" for n, r in topology)
+        return f"{len(ranks)} ranks on one node ({node})" + (
+            f" (ranks {', '.join(map(str, ranks))} of {world} reporting)" if world > len(ranks) else ""
+        )
+    return (
+        "ranks on " + str(len(topology)) + " nodes: " + "; ".join(f"{n}: {', '.join(map(str, r))}" for n, r in topology)
+    )

@@ -15,8 +15,15 @@
 
 from __future__ import annotations
 
-from bottleneckd.diagnosis.rules.common import (DRAM_PRACTICAL_MAX, NEAR_PEAK_FLOOR, ONE_CORE, SM_EFFICIENT, compute_share,
-                                                pct, runs_on_gpu)
+from bottleneckd.diagnosis.rules.common import (
+    DRAM_PRACTICAL_MAX,
+    NEAR_PEAK_FLOOR,
+    ONE_CORE,
+    SM_EFFICIENT,
+    compute_share,
+    pct,
+    runs_on_gpu,
+)
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.resources import UNDETERMINED
@@ -45,7 +52,10 @@ def job_gpus(w: WindowStats, peaks: PeakTable) -> tuple[list[str], str]:
     seen = {d: w.get("gpu_compute", d, "job_process") for d in devs}
     known = {d: v for d, v in seen.items() if v is not None}
     if not known:
-        return devs, "which GPUs are the job's is unknown (no CUDA UUIDs from the hook, no NVML process list): every GPU considered"
+        return (
+            devs,
+            "which GPUs are the job's is unknown (no CUDA UUIDs from the hook, no NVML process list): every GPU considered",
+        )
     mine = [d for d, v in known.items() if v > 0]
     if not mine:
         return devs, "no job process in NVML's process lists (another PID namespace?): every GPU considered"
@@ -77,7 +87,11 @@ def _one_gpu(w: WindowStats, peaks: PeakTable, dev: str, gev: list[str]) -> list
     pipes = {k.split("_")[0]: v for k in PIPES if (v := g("gpu_compute", dev, k)) is not None}
     busiest = max(pipes.items(), key=lambda kv: kv[1]) if pipes else None
     main = g("cpu_compute", "job", "main_busy_cores")
-    act = f"SM activity {pct(sm)}" + ("".join(f", {k} {pct(v)}" for k, v in pipes.items()) if pipes else "") + f", DRAM {pct(dram)}"
+    act = (
+        f"SM activity {pct(sm)}"
+        + ("".join(f", {k} {pct(v)}" for k, v in pipes.items()) if pipes else "")
+        + f", DRAM {pct(dram)}"
+    )
 
     # the roofline with the peak of the job's own path, and its floor
     flops, byts = facts.get("achieved_flops"), facts.get("achieved_bytes_per_second")
@@ -88,15 +102,27 @@ def _one_gpu(w: WindowStats, peaks: PeakTable, dev: str, gev: list[str]) -> list
     b_ratio = byts / peak_b if byts is not None and peak_b else None
     roof = []
     if f_ratio is not None and b_ratio is not None:
-        roof = [f"achieved {fmt_value(flops, 'FLOP/s')} = {pct(f_ratio)} of the {cpk.path} peak ({cpk.why}), "
-                f"{fmt_value(byts, 'B/s')} = {pct(b_ratio)} of memory bandwidth"]
+        roof = [
+            f"achieved {fmt_value(flops, 'FLOP/s')} = {pct(f_ratio)} of the {cpk.path} peak ({cpk.why}), "
+            f"{fmt_value(byts, 'B/s')} = {pct(b_ratio)} of memory bandwidth"
+        ]
     elif flops is not None and cpk.value is None:
         roof = [f"roofline not used: {cpk.why}"]
 
     rival = busiest[1] if busiest is not None else (sm or 0.0)  # what DRAM must outdo: the busiest pipe, else the SMs
     if dram is not None and dram >= 0.6 and dram >= rival:
-        why = f"DRAM bandwidth {pct(dram)} of the theoretical peak" + (f", above the busiest pipe ({busiest[0]} {pct(busiest[1])})" if busiest else "")
-        return [Finding("gpu_memory_bandwidth", "compute", min(1.0, dram / DRAM_PRACTICAL_MAX), tuple(gev + [why, act] + roof), None)]
+        why = f"DRAM bandwidth {pct(dram)} of the theoretical peak" + (
+            f", above the busiest pipe ({busiest[0]} {pct(busiest[1])})" if busiest else ""
+        )
+        return [
+            Finding(
+                "gpu_memory_bandwidth",
+                "compute",
+                min(1.0, dram / DRAM_PRACTICAL_MAX),
+                tuple(gev + [why, act] + roof),
+                None,
+            )
+        ]
     sm_idle = sm is not None and sm < LOW_SM
     below_floor = f_ratio is not None and b_ratio is not None and max(f_ratio, b_ratio) < NEAR_PEAK_FLOOR
     if (sm_idle and busy is not None and busy >= 0.6) or (below_floor and (sm is None or sm_idle)):
@@ -104,17 +130,28 @@ def _one_gpu(w: WindowStats, peaks: PeakTable, dev: str, gev: list[str]) -> list
         if busy is not None and sm_idle:
             ev.append(f"NVML 'GPU utilization' {pct(busy)} but SM activity only {pct(sm)}: kernels are small or serial")
         if below_floor:
-            ev.append(f"neither FLOP/s nor bytes/s is near its peak (both under {pct(NEAR_PEAK_FLOOR)}): overhead, not the roofline, limits the step")
+            ev.append(
+                f"neither FLOP/s nor bytes/s is near its peak (both under {pct(NEAR_PEAK_FLOOR)}): overhead, not the roofline, limits the step"
+            )
         if main is not None and main >= ONE_CORE:
-            ev.append(f"the training process's main thread at {main:.2f} of a core: kernel launches / host-side Python limit the step")
+            ev.append(
+                f"the training process's main thread at {main:.2f} of a core: kernel launches / host-side Python limit the step"
+            )
             return [Finding("cpu_compute", "compute", 0.75, tuple(ev), None)]
-        ev.append("main thread CPU " + ("unknown" if main is None else f"at {main:.2f} of a core, not saturated")
-                  + ": launch latency, synchronisation or tiny kernels; a profiler trace would tell which")
+        ev.append(
+            "main thread CPU "
+            + ("unknown" if main is None else f"at {main:.2f} of a core, not saturated")
+            + ": launch latency, synchronisation or tiny kernels; a profiler trace would tell which"
+        )
         return [Finding(UNDETERMINED, "compute", 0.5, tuple(ev), None)]
 
     if sm is not None and sm >= LOW_SM:
         tev = gev + [act] + roof
-        thr = [k.split(":", 1)[1] for (r, d, k), s in w.stats.items() if r == "gpu_compute" and d == dev and k.startswith("throttle:") and s.mean >= 0.5]
+        thr = [
+            k.split(":", 1)[1]
+            for (r, d, k), s in w.stats.items()
+            if r == "gpu_compute" and d == dev and k.startswith("throttle:") and s.mean >= 0.5
+        ]
         clock = g("gpu_compute", dev, "sm_clock_ratio")
         if thr and clock is not None and clock < 0.9:
             tev.append(f"clocks throttled ({', '.join(thr)}): SM clock at {pct(clock)} of its maximum")
@@ -124,5 +161,13 @@ def _one_gpu(w: WindowStats, peaks: PeakTable, dev: str, gev: list[str]) -> list
             return [Finding("gpu_memory_bandwidth", "compute", min(1.0, 0.5 + b_ratio), tuple(gev + roof), None)]
         return [Finding("gpu_compute", "compute", min(1.0, 0.5 + f_ratio), tuple(gev + roof), None)]
     if sm is None and busy is not None and busy >= 0.8:
-        return [Finding("gpu_compute", "compute", 0.5, tuple(gev + roof + [f"GPU busy {pct(busy)} of the time (SM activity unknown: no GPM)"]), None)]
+        return [
+            Finding(
+                "gpu_compute",
+                "compute",
+                0.5,
+                tuple(gev + roof + [f"GPU busy {pct(busy)} of the time (SM activity unknown: no GPM)"]),
+                None,
+            )
+        ]
     return []

@@ -26,7 +26,14 @@ def other_share(w: WindowStats) -> float | None:
     if p is None or p.wall_seconds <= 0 or not p.steps:
         return None
     named = sum(v for k, v in p.phases.items() if k != "other")
-    return max(0.0, min(1.0, (p.phases.get("other", 0.0) + max(0.0, p.wall_seconds - named - p.phases.get("other", 0.0))) / p.wall_seconds))
+    return max(
+        0.0,
+        min(
+            1.0,
+            (p.phases.get("other", 0.0) + max(0.0, p.wall_seconds - named - p.phases.get("other", 0.0)))
+            / p.wall_seconds,
+        ),
+    )
 
 
 def other(w: WindowStats, peaks: PeakTable) -> list[Finding]:
@@ -44,13 +51,20 @@ def other(w: WindowStats, peaks: PeakTable) -> list[Finding]:
         return [Finding("storage_bandwidth", "other", 0.85 * strength, tuple(ev + extra + io_ev), head)]
     cpu = cpu_state(w)
     idle = w.phases.facts.get("other_idle_share") if w.phases else None
-    if idle is not None and idle >= IDLE_HIGH:  # the stacks saw the thread wait there: whatever the CPU figures, not its compute
-        why = (f"the sampled thread was waiting (sleep, lock, child process, socket) in {pct(idle)} of its recent stack samples "
-               "outside the phases: a sleep, a lock or another process, not this thread's compute")
+    if (
+        idle is not None and idle >= IDLE_HIGH
+    ):  # the stacks saw the thread wait there: whatever the CPU figures, not its compute
+        why = (
+            f"the sampled thread was waiting (sleep, lock, child process, socket) in {pct(idle)} of its recent stack samples "
+            "outside the phases: a sleep, a lock or another process, not this thread's compute"
+        )
         return [Finding(UNDETERMINED, "other", 0.7 * strength, tuple(ev + cpu.describe() + [why]), head)]
     if cpu.busy_evidence:
-        what = ("one thread at a full core: Python code between the phases (logging, metrics, host-side bookkeeping)"
-                if cpu.serial and not cpu.saturated else "the job's processes at their cores outside the timed phases")
+        what = (
+            "one thread at a full core: Python code between the phases (logging, metrics, host-side bookkeeping)"
+            if cpu.serial and not cpu.saturated
+            else "the job's processes at their cores outside the timed phases"
+        )
         return [Finding("cpu_compute", "other", 0.8 * strength, tuple(ev + cpu.describe() + [what]), head)]
     why = "the job neither computes (no thread near a full core) nor writes nor waits on storage there: a sleep, a lock or another process"
     return [Finding(UNDETERMINED, "other", 0.7 * strength, tuple(ev + cpu.describe() + [why]), head)]

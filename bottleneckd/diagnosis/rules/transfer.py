@@ -19,5 +19,8 @@ def transfer(w: WindowStats, peaks: PeakTable) -> list[Finding]:
         ev.append(f"host-to-device copies {pct(share)} of step time")
     if pcie is not None and pcie[1] >= BUSY and (sm is None or sm < 0.3):
         score = max(score, min(1.0, pcie[1]))
-        ev.append(f"{pcie[0]} PCIe at {pct(pcie[1])} of its peak per direction" + (f" while SM activity is {pct(sm)}" if sm is not None else ""))
+        ev.append(
+            f"{pcie[0]} PCIe at {pct(pcie[1])} of its peak per direction"
+            + (f" while SM activity is {pct(sm)}" if sm is not None else "")
+        )
     return [Finding("cpu_gpu_interconnect", "transfer", score, tuple(ev), headroom(share))] if score else []

@@ -31,10 +31,20 @@ def detect_gpus(nvml: NvmlBackend | None | str, unknown: dict[str, str]) -> tupl
         try:
             mem = backend.memory(i)
             gen, width = backend.pcie_max_link(i)
-            out.append(GpuInfo(
-                index=i, name=backend.name(i), uuid=backend.uuid(i), memory_total_bytes=mem[0] if mem else None,
-                pcie_max_generation=gen, pcie_max_width=width, nvlink_active_links=backend.nvlink_active_links(i),
-                gpm_supported=backend.gpm_supported(i), label=label, mig_fractions=backend.mig_fractions(i)))
+            out.append(
+                GpuInfo(
+                    index=i,
+                    name=backend.name(i),
+                    uuid=backend.uuid(i),
+                    memory_total_bytes=mem[0] if mem else None,
+                    pcie_max_generation=gen,
+                    pcie_max_width=width,
+                    nvlink_active_links=backend.nvlink_active_links(i),
+                    gpm_supported=backend.gpm_supported(i),
+                    label=label,
+                    mig_fractions=backend.mig_fractions(i),
+                )
+            )
         except GpuLostError as e:
             unknown[label] = str(e)
     if not out and "gpus" not in unknown:

@@ -10,8 +10,29 @@ from bottleneckd.hardware.detect.types import BlockDevice, CpuInfo, IbPort, Moun
 
 NETWORK_FS = frozenset({"nfs", "nfs4", "lustre", "gpfs", "ceph", "cephfs", "beegfs", "cifs", "smb3", "glusterfs", "9p"})
 FLAGS_OF_INTEREST = ("avx", "avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16", "amx_tile", "asimd", "sve")
-PSEUDO_FS = frozenset({"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "securityfs", "debugfs", "tracefs",
-                       "mqueue", "pstore", "bpf", "autofs", "hugetlbfs", "configfs", "fusectl", "binfmt_misc", "rpc_pipefs", "nsfs"})
+PSEUDO_FS = frozenset(
+    {
+        "proc",
+        "sysfs",
+        "devtmpfs",
+        "devpts",
+        "cgroup",
+        "cgroup2",
+        "securityfs",
+        "debugfs",
+        "tracefs",
+        "mqueue",
+        "pstore",
+        "bpf",
+        "autofs",
+        "hugetlbfs",
+        "configfs",
+        "fusectl",
+        "binfmt_misc",
+        "rpc_pipefs",
+        "nsfs",
+    }
+)
 VIRTUAL_BLOCK = ("loop", "ram", "zram", "dm-", "md", "sr", "fd", "nbd")
 
 
@@ -108,7 +129,9 @@ def detect_block_devices(sys_root: str, unknown: dict[str, str]) -> tuple[BlockD
         if name.startswith("nvme"):
             transport = "nvme"
             ctrl = d / "device" / "device"  # nvme0n1/device -> nvme0, whose device is the PCI function
-            gen = _pcie_gen_from_speed(read(ctrl / "max_link_speed")) or _pcie_gen_from_speed(read(ctrl / "current_link_speed"))
+            gen = _pcie_gen_from_speed(read(ctrl / "max_link_speed")) or _pcie_gen_from_speed(
+                read(ctrl / "current_link_speed")
+            )
         elif name.startswith("vd"):
             transport = "virtio"
         elif name.startswith(("sd", "hd")):
@@ -140,7 +163,9 @@ def detect_nics(sys_root: str, unknown: dict[str, str]) -> tuple[Nic, ...]:
         mbps = int(speed) if speed and speed.lstrip("-").isdigit() and int(speed) > 0 else None
         if mbps is None:
             virtual = not (d / "device").exists()
-            unknown[f"nic.{d.name}.speed"] = "virtual interface: no line rate" if virtual else "link speed not reported (link down or driver)"
+            unknown[f"nic.{d.name}.speed"] = (
+                "virtual interface: no line rate" if virtual else "link speed not reported (link down or driver)"
+            )
         out.append(Nic(name=d.name, speed_mbps=mbps, operstate=read(d / "operstate")))
     return tuple(out)
 

@@ -31,12 +31,15 @@ class Machine:
         return asdict(self)
 
     @staticmethod
-    def from_json(d: dict[str, Any]) -> "Machine":
+    def from_json(d: dict[str, Any]) -> Machine:
         return Machine(
             hostname=d["hostname"],
             cpu=CpuInfo(**{**d["cpu"], "flags": tuple(d["cpu"].get("flags", ()))}),
             memory_total_bytes=d.get("memory_total_bytes"),
-            gpus=tuple(GpuInfo(**{**g, "mig_fractions": tuple(g["mig_fractions"]) if g.get("mig_fractions") else None}) for g in d.get("gpus", ())),
+            gpus=tuple(
+                GpuInfo(**{**g, "mig_fractions": tuple(g["mig_fractions"]) if g.get("mig_fractions") else None})
+                for g in d.get("gpus", ())
+            ),
             block_devices=tuple(BlockDevice(**b) for b in d.get("block_devices", ())),
             nics=tuple(Nic(**n) for n in d.get("nics", ())),
             ib_ports=tuple(IbPort(**p) for p in d.get("ib_ports", ())),

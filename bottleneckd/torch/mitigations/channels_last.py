@@ -24,7 +24,10 @@ class ChannelsLast:
         ctx.model.to(memory_format=torch.channels_last)
 
         def convert(_m: Any, args: tuple) -> tuple:
-            return tuple(a.contiguous(memory_format=torch.channels_last) if isinstance(a, torch.Tensor) and a.dim() == 4 else a for a in args)
+            return tuple(
+                a.contiguous(memory_format=torch.channels_last) if isinstance(a, torch.Tensor) and a.dim() == 4 else a
+                for a in args
+            )
 
         self._h.add(ctx.model.register_forward_pre_hook(convert))
         ctx.facts.set("channels_last", True)

@@ -16,10 +16,19 @@ class DataLoaderSettings:
     name = "dataloader_settings"
     changes_semantics = False
 
-    def __init__(self, num_workers: int | None = None, pin_memory: bool | None = None, persistent_workers: bool | None = None,
-                 prefetch_factor: int | None = None) -> None:
-        self.wanted = {"num_workers": num_workers, "pin_memory": pin_memory, "persistent_workers": persistent_workers,
-                       "prefetch_factor": prefetch_factor}
+    def __init__(
+        self,
+        num_workers: int | None = None,
+        pin_memory: bool | None = None,
+        persistent_workers: bool | None = None,
+        prefetch_factor: int | None = None,
+    ) -> None:
+        self.wanted = {
+            "num_workers": num_workers,
+            "pin_memory": pin_memory,
+            "persistent_workers": persistent_workers,
+            "prefetch_factor": prefetch_factor,
+        }
         self._old: dict[str, Any] = {}
         self._loader: Any = None
         self.note = ""

@@ -57,7 +57,9 @@ class DdpCommHook:
             raise ValueError("communication hooks need the DistributedDataParallel model passed to watch()")
         self._d = dispatcher(ctx.model)
         if self.kind == "powersgd":
-            self._d.state = powerSGD_hook.PowerSGDState(process_group=None, matrix_approximation_rank=self.rank, start_powerSGD_iter=2)
+            self._d.state = powerSGD_hook.PowerSGDState(
+                process_group=None, matrix_approximation_rank=self.rank, start_powerSGD_iter=2
+            )
         self._d.kind = self.kind
         ctx.facts.set("comm_hook", self.kind)
 

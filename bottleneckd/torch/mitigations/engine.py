@@ -3,14 +3,21 @@ record, and undoes both on revert (a reverted mitigation's facts are back to wha
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from bottleneckd.torch.mitigations.base import Context, Event, FactChanges
 
 
 class MitigationEngine:
-    def __init__(self, model: Any, optimizer: Any, loader: Any, set_fact: Callable[[str, Any], None],
-                 get_fact: Callable[[str], Any]) -> None:
+    def __init__(
+        self,
+        model: Any,
+        optimizer: Any,
+        loader: Any,
+        set_fact: Callable[[str, Any], None],
+        get_fact: Callable[[str], Any],
+    ) -> None:
         self.model, self.optimizer, self.loader = model, optimizer, loader
         self._set, self._get = set_fact, get_fact
         self.active: list[Any] = []

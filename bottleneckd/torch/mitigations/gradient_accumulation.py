@@ -43,6 +43,7 @@ class GradientAccumulation:
         self._first_call = ctx.optimizer_calls  # calls before this one do not count
         ddp = ctx.model if isinstance(ctx.model, torch.nn.parallel.DistributedDataParallel) else None
         if ddp is not None and not self.sync_every_step:
+
             def enter(*_: Any) -> None:
                 if self._next_is_micro and self._no_sync is None:  # not the last micro-step: skip the all-reduce
                     self._no_sync = ddp.no_sync()

@@ -19,7 +19,9 @@ class SelectiveBackprop:
         if not 0 < keep < 1:
             raise ValueError("keep must be between 0 and 1")
         if not hasattr(loss_module, "reduction"):
-            raise ValueError("selective backprop needs a loss module with a 'reduction' attribute (e.g. nn.CrossEntropyLoss)")
+            raise ValueError(
+                "selective backprop needs a loss module with a 'reduction' attribute (e.g. nn.CrossEntropyLoss)"
+            )
         self.loss = loss_module
         self.keep = keep
         self._h = Handles()
