@@ -129,6 +129,15 @@ FACTS: dict[str, FactSpec] = {
             _N,
             "why the step's FLOPs (and intensity) are unknown: operators with no FLOP formula",
         ),
+        _spec(
+            "compute_dtype",
+            "str",
+            _N,
+            "dtype of most of the counted step's FLOPs outside FP8 matmuls (measured: autocast included)",
+            ("float8", "bfloat16", "float16", "float32", "float64"),
+        ),
+        _spec("fp8_flop_share", "float", _N, "share of the counted step's FLOPs in FP8 matmuls (aten._scaled_mm)"),
+        _spec("conv_flop_share", "float", _N, "share of the counted step's FLOPs in convolutions"),
         _spec("achieved_flops", "float", _N, "FLOP/s over the compute phases"),
         _spec("achieved_bytes_per_second", "float", _N, "operand bytes/s over the compute phases"),
         # mitigations in effect (hook; unset on revert)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from bottleneckd.torch.roofline import StepCounter
+from bottleneckd.torch.roofline import StepCounter, StepCounts
 
 log = logging.getLogger("bottleneckd.torch")
 
@@ -58,6 +58,7 @@ class RooflineCounting:
             "flops_per_step": self.flops,
             "operand_bytes_per_step": self.operand_bytes,
             "arithmetic_intensity": counts.intensity,
+            **precision_facts(counts),
         }
 
     def achieved(self, compute_seconds_per_step: float) -> dict[str, Any]:
@@ -86,3 +87,19 @@ class RooflineCounting:
         self.abort()
         self.failed = why
         log.warning("bottleneckd: roofline count off (%s); step timing goes on", why)
+
+
+def precision_facts(counts: StepCounts) -> dict[str, Any]:
+    """The arithmetic the counted step ran, measured (whatever the parameters' dtype: autocast,
+    Lightning's and the HF Trainer's mixed precision, FSDP's MixedPrecision, FP8 matmuls):
+    the dtype of most FLOPs outside FP8 matmuls, the FP8 and the convolutions' shares."""
+    shares = counts.shares()
+    if not shares:
+        return {"compute_dtype": None, "fp8_flop_share": None, "conv_flop_share": None}
+    kinds = {k: v for k, v in shares.items() if k in ("bfloat16", "float16", "float32", "float64")}
+    main = max(kinds.items(), key=lambda kv: kv[1])[0] if kinds else ("float8" if shares.get("float8") else None)
+    return {
+        "compute_dtype": main,
+        "fp8_flop_share": shares.get("float8", 0.0),
+        "conv_flop_share": shares.get("conv", 0.0),
+    }
