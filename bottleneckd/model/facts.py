@@ -62,6 +62,7 @@ FACTS: dict[str, FactSpec] = {
         _spec("has_conv", "bool", _P, "the model has a convolution layer"),
         _spec("input_rank", "int", _P, "dimensions of the model's first input (4 for an image batch NCHW)"),
         _spec("allow_tf32", "bool", _P, "torch.backends.cuda.matmul.allow_tf32"),
+        _spec("cudnn_allow_tf32", "bool", _P, "torch.backends.cudnn.allow_tf32 (convolutions; on by default)"),
         _spec(
             "cuda_uuids",
             "strs",
@@ -111,6 +112,13 @@ FACTS: dict[str, FactSpec] = {
         ),
         _spec("comm_overlap_ratio", "float", _D, "share of the communication hidden behind backward"),
         _spec("optimizer_closure", "bool", _W, "the optimizer's step takes a closure (LBFGS ...)"),
+        _spec(
+            "framework",
+            "str",
+            "bottleneckd.integrations._common",
+            "the training framework whose callback drives the watcher",
+            ("lightning", "transformers"),
+        ),
         # the data loader (hook)
         _spec("loader_workers", "int", f"{_P} {_M}dataloader_settings", "DataLoader num_workers"),
         _spec("pin_memory", "bool", f"{_P} {_M}dataloader_settings", "DataLoader pin_memory"),
@@ -146,7 +154,8 @@ FACTS: dict[str, FactSpec] = {
             "autocast_dtype",
             "str",
             f"{_P} {_M}mixed_precision",
-            "low-precision dtype in effect",
+            "low-precision dtype in effect: autocast at forward time, a framework's setting, FSDP's "
+            "MixedPrecision or low-precision parameters",
             ("bfloat16", "float16"),
         ),
         _spec("channels_last", "bool", f"{_M}channels_last", "channels_last memory format in effect"),

@@ -120,6 +120,7 @@ GPU_COMPUTE_METRICS = (
     ("fp32", "fp32_matmul"),
     ("fp64", "fp64_matmul"),
     ("fp64_tensor_dense", None),
+    ("fp8_tensor_dense", "fp8_matmul"),  # Hopper, Ada and later: aten._scaled_mm
 )
 
 

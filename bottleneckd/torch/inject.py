@@ -109,6 +109,8 @@ class GlobalWatcher(Watcher):
         self._candidates = []
         self.facts.update(probe.model_facts(self.root))
         self.device = next((p.device for p in self.root.parameters()), torch.device("cpu"))
+        self.precision = probe.Precision(self.root, self.device.type)
+        self.facts.update(self.precision.facts())
         self.facts["device"] = self.device.type
         for h in self._global_module_hooks:
             h.remove()

@@ -42,7 +42,8 @@ from bottleneckd.torch.flop_formulas import EXTRA_FORMULAS
 #: mkldnn_rnn_layer(_backward): 0 FLOPs counted for it). Names, not substrings: "bilinear" in
 #: upsample_bilinear2d is no linear layer.
 COMPUTE_OPS = re.compile(
-    r"rnn|lstm|gru|conv|attention|fft|linalg|(^|_)(mm|bmm|mv|addmv|addbmm|dot|matmul|linear|einsum)($|_)|_mm$"
+    r"rnn|lstm|gru|conv|attention|fft|(^|_)(mm|bmm|mv|addmv|addbmm|dot|matmul|linear|einsum)($|_)|_mm$"
+    r"|linalg_(cholesky|qr|svd|eig|solve|inv|lstsq|lu|ldl|householder|matrix_exp)"  # not linalg_vector_norm
 )
 #: FLOPs per operand byte an operator without a formula is assumed to reach at most: the highest
 #: ridge point in the catalog (B200 FP8, 4.5 PFLOP/s over 7.7 TB/s = 584 FLOP/B). An operator more

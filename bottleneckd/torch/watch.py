@@ -103,6 +103,9 @@ class Watcher:
         self._phases = PhaseAccumulator(self.trials.record_step)
         self._handles: list[Any] = []
         self.facts.update(probe.startup_facts(model, dataloader, warn_no_model=hooks))
+        self.precision = probe.Precision(model, self.device.type)  # autocast_dtype, read at each step's first forward
+        self._precision_step = -1
+        self.facts.update(self.precision.facts())
         if hooks:
             self._handles.extend(install_hooks(self))
 
@@ -147,6 +150,9 @@ class Watcher:
             self.clock.mark("forward_start")
         if st.closure_calls > 1:
             return  # the optimizer's closure again: same batch, counted once
+        if self._precision_step != self.steps:  # once per step: is autocast on around this forward?
+            self._precision_step = self.steps
+            self.precision.at_forward(self.facts)
         first = args[0] if args else None
         if isinstance(first, torch.Tensor) and first.dim() > 0:
             st.examples += int(first.shape[0])
@@ -249,6 +255,8 @@ class Watcher:
             totals = self._phases.take_epoch()
             if self.model is not None and totals.steps:
                 self.facts.update(probe.model_facts(self.model))
+                self.precision.refresh(self.model)
+                self.facts.update(self.precision.facts())
             report = self.transport.report() if totals.steps else None
             rep = render_epoch(
                 self.epoch,
