@@ -50,6 +50,7 @@ _W, _C = "bottleneckd.torch.watch", "bottleneckd.torch.collectives"
 _P, _N = "bottleneckd.torch.probe", "bottleneckd.torch.counting"
 _M = "bottleneckd.torch.mitigations."
 _D = "bottleneckd.torch.ddp_comm"
+_DC = f"{_D} bottleneckd.torch.cuda_clock"  # DDP's comm hook; side-stream collectives (FSDP) on CUDA
 FACTS: dict[str, FactSpec] = {
     s.name: s
     for s in (
@@ -98,19 +99,19 @@ FACTS: dict[str, FactSpec] = {
         _spec(
             "comm_seconds_per_step",
             "float",
-            _D,
-            "seconds per step some all-reduce was in flight (overlapped + exposed)",
+            _DC,
+            "seconds per step some all-reduce (DDP) or side-stream collective (FSDP) was in flight (overlapped + exposed)",
         ),
         _spec(
             "comm_exposed_seconds_per_step",
             "float",
-            _D,
-            "seconds per step backward waited for communication after its last gradient",
+            _DC,
+            "seconds per step the step waited for communication (DDP: after its last gradient; FSDP: the compute stream's waits)",
         ),
         _spec(
-            "comm_overlapped_seconds_per_step", "float", _D, "seconds per step of communication hidden behind backward"
+            "comm_overlapped_seconds_per_step", "float", _DC, "seconds per step of communication hidden behind backward"
         ),
-        _spec("comm_overlap_ratio", "float", _D, "share of the communication hidden behind backward"),
+        _spec("comm_overlap_ratio", "float", _DC, "share of the communication hidden behind backward"),
         _spec("optimizer_closure", "bool", _W, "the optimizer's step takes a closure (LBFGS ...)"),
         _spec(
             "framework",

@@ -234,6 +234,8 @@ class Watcher:
         totals = self._phases.take_interval()
         self.facts.update(probe.runtime_facts(self.model))
         self.facts.update(self._counting.achieved(totals.compute_seconds / totals.steps))
+        if isinstance(self.clock, CudaClock):
+            self.facts.update(self.clock.comm_facts())  # side-stream collectives (FSDP): in flight vs waited for
         self.transport.send(
             StepReport(
                 rank_identity(self.device),
