@@ -72,6 +72,14 @@ FACTS: dict[str, FactSpec] = {
         ),
         _spec("compiled", "bool", _P, "the model is torch.compile'd"),
         _spec(
+            "cuda_graphs",
+            "str",
+            _W,
+            "CUDA graphs replayed: the whole step captured, or graphs within the step (torch.compile "
+            "reduce-overhead, graphed callables); either way no per-kernel launch cost on the host",
+            ("whole step", "within step"),
+        ),
+        _spec(
             "ddp",
             "bool",
             f"{_P} {_C} {_D} bottleneckd.samplers.stack_frames",

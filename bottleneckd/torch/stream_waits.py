@@ -28,6 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from bottleneckd.torch import cuda_graphs
+
 _TAG = "_bottleneckd_comm"
 
 
@@ -71,8 +73,8 @@ def note_comm_stream(stream: Any, clock: Any, api: StreamApi) -> None:
 
 def _waiting_clock(stream: Any, event: Any) -> Any:
     """The clock whose compute stream ``stream`` is, if ``event`` marks communication."""
-    if not getattr(event, _TAG, False):
-        return None
+    if not getattr(event, _TAG, False) or cuda_graphs.STATE.capturing is not None:
+        return None  # not communication, or inside a CUDA-graph capture (nothing of ours recorded there)
     k = key(stream)
     for c in list(_clocks):
         if c.active and c.compute_key == k:

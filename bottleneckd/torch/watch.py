@@ -30,7 +30,7 @@ import torch
 
 from bottleneckd.model.facts import FactBoard
 from bottleneckd.model.protocol import StepReport
-from bottleneckd.torch import probe
+from bottleneckd.torch import cuda_graphs, probe
 from bottleneckd.torch.cadence import Cadence
 from bottleneckd.torch.closure import StepState, closure_notes, closure_of, with_timed_closure
 from bottleneckd.torch.collectives import rank_identity
@@ -87,6 +87,7 @@ class Watcher:
         )
         self.facts = FactBoard({"device": self.device.type, "pid": os.getpid()})
         self._counting = RooflineCounting(roofline_step)
+        self._counting.prepare(0, model)
         self.transport = make_transport(socket_path, local_sampling, interval)
         self.steps = 0  # optimizer steps ended (micro-steps of accumulation not counted)
         self.optimizer_calls = 0
@@ -102,6 +103,9 @@ class Watcher:
         self._step_end_subs = self._engine.listening[_STEP_END]
         self._phases = PhaseAccumulator(self.trials.record_step)
         self._handles: list[Any] = []
+        self.graphs_kind: str | None = None  # CUDA graphs seen replayed: cuda_graphs.WHOLE / WITHIN
+        if self.device.type == "cuda":
+            cuda_graphs.register(self)
         self.facts.update(probe.startup_facts(model, dataloader, warn_no_model=hooks))
         self.precision = probe.Precision(model, self.device.type)  # autocast_dtype, read at each step's first forward
         self._precision_step = -1
@@ -112,7 +116,7 @@ class Watcher:
     # --- the public marks (also what the installed hooks call) -------------------------------
     def mark(self, label: str) -> None:
         """Mark a point of the step (README, "In a training script"); never raises into training."""
-        if self.enabled:
+        if self.enabled and cuda_graphs.STATE.capturing is None:
             try:
                 if label == "forward_start":
                     self.forward_start(())
@@ -122,7 +126,7 @@ class Watcher:
                 self.disable(f"{type(e).__name__}: {e}")
 
     def unmark(self, label: str) -> None:
-        if self.enabled:
+        if self.enabled and cuda_graphs.STATE.capturing is None:
             try:
                 self.clock.unmark(label)
             except Exception as e:  # noqa: BLE001
@@ -141,6 +145,8 @@ class Watcher:
 
     def forward_start(self, args: tuple) -> None:
         """The root forward starts with ``args`` (examples counted from the first tensor's rows)."""
+        if cuda_graphs.STATE.capturing is not None:
+            return  # inside a CUDA-graph capture: nothing recorded on the GPU, the step not counted
         if self._engine.pending:
             self._engine.revert_pending()  # a trial's revert, never inside an optimizer hook
         st = self._step
@@ -165,6 +171,9 @@ class Watcher:
     def before_optimizer_step(self, args: tuple, kwargs: dict) -> Any:
         """Inside ``optimizer.step()``, before it updates anything; returns new (args, kwargs)
         when the step takes a closure (the closure is then timed)."""
+        if cuda_graphs.STATE.capturing is not None:
+            cuda_graphs.captured_a_step()  # the graph being captured holds a whole training step
+            return None
         if not self._step.optimizer_entered():
             return None  # a step inside an optimizer step: the outer one is timed and counted
         self.optimizer_calls += 1
@@ -181,17 +190,17 @@ class Watcher:
         return None if closure is None else with_timed_closure(args, kwargs, closure, self.clock, self._step)
 
     def forward_end(self) -> None:
-        if not self._step.in_closure:
+        if not self._step.in_closure and cuda_graphs.STATE.capturing is None:
             self.clock.mark("forward_end")
 
     def after_optimizer_step(self) -> None:
         """``optimizer.step()`` returned (the step hooks' counterpart of ``before_optimizer_step``)."""
-        if self._step.optimizer_returned():
+        if cuda_graphs.STATE.capturing is None and self._step.optimizer_returned():
             self.end_step()
 
     def end_step(self) -> None:
         """The optimizer step is done: the step's wall ends here."""
-        if self.enabled:
+        if self.enabled and cuda_graphs.STATE.capturing is None:
             try:
                 self._end_step()
             except Exception as e:  # noqa: BLE001
@@ -210,6 +219,7 @@ class Watcher:
         else:
             self.clock.end_step()
             st.step_examples.append(examples)
+            self._counting.prepare(self.steps, self.model)
         if self._step_end_subs:
             self._engine.run(_STEP_END, self.steps, self.epoch, self.optimizer_calls)
         now = time.perf_counter()
@@ -264,7 +274,9 @@ class Watcher:
                 self.epoch,
                 totals,
                 report,
-                closure_notes(bool(self.facts.get("optimizer_closure")), isinstance(self.clock, HostClock)),
+                closure_notes(bool(self.facts.get("optimizer_closure")), isinstance(self.clock, HostClock))
+                + cuda_graphs.note(self.graphs_kind)
+                + self._counting.notes(bool(self.facts.get("compiled"))),
             )
             if self.print_epoch:
                 print(rep.text, file=self.print_to, flush=True)
@@ -317,21 +329,42 @@ class Watcher:
 
     # --- collectives (collectives.py) ---------------------------------------------------------
     def comm_begin(self) -> None:
-        if self.enabled:
+        if self.enabled and cuda_graphs.STATE.capturing is None:
             self.clock.comm_begin()
 
     def comm_end(self) -> None:
-        if self.enabled:
+        if self.enabled and cuda_graphs.STATE.capturing is None:
             self.clock.comm_end()
 
     def comm_exposed(self, span: Any) -> None:
         """Communication the step waited for inside backward (DDP's buckets, ddp_comm.py): seconds
         on the host clock, a (start, end) pair of CUDA events on the CUDA clock."""
-        if self.enabled:
+        if self.enabled and cuda_graphs.STATE.capturing is None:
             try:
                 self.clock.add_comm(span)
             except Exception as e:  # noqa: BLE001 - our failure never breaks the step
                 self.disable(f"{type(e).__name__}: {e}")
+
+    # --- CUDA graphs (cuda_graphs.py) -----------------------------------------------------------
+    def graph_replay(self, graph: Any, begin: bool) -> None:
+        """Around ``CUDAGraph.replay()``: a graph holding a whole training step is one step."""
+        if not self.enabled:
+            return
+        try:
+            whole = cuda_graphs.is_step_graph(graph)
+            if begin:
+                if whole:
+                    self.clock.mark("forward_start")
+                return
+            kind = cuda_graphs.WHOLE if whole or self.graphs_kind == cuda_graphs.WHOLE else cuda_graphs.WITHIN
+            if kind != self.graphs_kind:
+                self.graphs_kind = self.facts["cuda_graphs"] = kind
+            if whole:
+                self.clock.mark("forward_end")
+                self.clock.mark("optimizer_start")
+                self.end_step()
+        except Exception as e:  # noqa: BLE001
+            self.disable(f"{type(e).__name__}: {e}")
 
     # --- teardown -----------------------------------------------------------------------------
     def disable(self, why: str) -> None:
@@ -343,6 +376,7 @@ class Watcher:
 
     def _teardown(self) -> None:
         self.enabled = False
+        cuda_graphs.unregister(self)
         self._counting.abort()
         remove_all(self._handles)
         self._handles = []
