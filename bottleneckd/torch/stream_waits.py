@@ -49,8 +49,13 @@ def cuda_api() -> StreamApi:
 
 
 def key(stream: Any) -> Any:
-    """A stream's identity (the CUDA handle: stream objects are made anew by current_stream())."""
-    return getattr(stream, "cuda_stream", None)
+    """A stream's identity (stream objects are made anew by current_stream()): the CUDA handle, or
+    for a generic ``torch.Stream`` (``torch.accelerator.current_stream()``) its device and id."""
+    handle = getattr(stream, "cuda_stream", None)
+    if handle is not None or stream is None:
+        return handle
+    sid = getattr(stream, "stream_id", None)
+    return None if sid is None else (getattr(stream, "device_index", None), sid)
 
 
 _clocks: weakref.WeakSet[Any] = weakref.WeakSet()  # clocks that time waits (cuda_clock.CudaClock)
