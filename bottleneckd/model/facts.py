@@ -74,7 +74,7 @@ FACTS: dict[str, FactSpec] = {
         _spec(
             "cuda_graphs",
             "str",
-            _W,
+            "bottleneckd.torch.cuda_graphs",
             "CUDA graphs replayed: the whole step captured, or graphs within the step (torch.compile "
             "reduce-overhead, graphed callables); either way no per-kernel launch cost on the host",
             ("whole step", "within step"),
@@ -108,13 +108,15 @@ FACTS: dict[str, FactSpec] = {
             "comm_seconds_per_step",
             "float",
             _DC,
-            "seconds per step some all-reduce (DDP) or side-stream collective (FSDP) was in flight (overlapped + exposed)",
+            "seconds per step some all-reduce (DDP) or side-stream collective (FSDP) was in flight "
+            "(overlapped + exposed)",
         ),
         _spec(
             "comm_exposed_seconds_per_step",
             "float",
             _DC,
-            "seconds per step the step waited for communication (DDP: after its last gradient; FSDP: the compute stream's waits)",
+            "seconds per step the step waited for communication (DDP: after its last gradient; FSDP: "
+            "the compute stream's waits)",
         ),
         _spec(
             "comm_overlapped_seconds_per_step", "float", _DC, "seconds per step of communication hidden behind backward"

@@ -122,6 +122,23 @@ def _install(cls: Any) -> None:
     cls.capture_begin, cls.capture_end, cls.replay = capture_begin, capture_end, timed_replay
 
 
+def replayed(w: Any, graph: Any, begin: bool) -> None:
+    """The watcher's side of a replay: a whole-step graph's replay is timed as one step (forward
+    from its start to its end), and the fact says which kind of graph the job replays."""
+    whole = is_step_graph(graph)
+    if begin:
+        if whole:
+            w.clock.mark("forward_start")
+        return
+    kind = WHOLE if whole or w.graphs_kind == WHOLE else WITHIN
+    if kind != w.graphs_kind:
+        w.graphs_kind = w.facts["cuda_graphs"] = kind
+    if whole:
+        w.clock.mark("forward_end")
+        w.clock.mark("optimizer_start")
+        w.end_step()
+
+
 def note(kind: str | None) -> list[str]:
     """The epoch block's line on what cannot be timed."""
     if kind == WHOLE:

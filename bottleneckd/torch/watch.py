@@ -348,23 +348,11 @@ class Watcher:
     # --- CUDA graphs (cuda_graphs.py) -----------------------------------------------------------
     def graph_replay(self, graph: Any, begin: bool) -> None:
         """Around ``CUDAGraph.replay()``: a graph holding a whole training step is one step."""
-        if not self.enabled:
-            return
-        try:
-            whole = cuda_graphs.is_step_graph(graph)
-            if begin:
-                if whole:
-                    self.clock.mark("forward_start")
-                return
-            kind = cuda_graphs.WHOLE if whole or self.graphs_kind == cuda_graphs.WHOLE else cuda_graphs.WITHIN
-            if kind != self.graphs_kind:
-                self.graphs_kind = self.facts["cuda_graphs"] = kind
-            if whole:
-                self.clock.mark("forward_end")
-                self.clock.mark("optimizer_start")
-                self.end_step()
-        except Exception as e:  # noqa: BLE001
-            self.disable(f"{type(e).__name__}: {e}")
+        if self.enabled:
+            try:
+                cuda_graphs.replayed(self, graph, begin)
+            except Exception as e:  # noqa: BLE001
+                self.disable(f"{type(e).__name__}: {e}")
 
     # --- teardown -----------------------------------------------------------------------------
     def disable(self, why: str) -> None:
