@@ -259,6 +259,8 @@ def _distributed(name: str, small: bool, dev: str) -> tuple[Step, str]:
         torch.cuda.set_device(local)
     dist.init_process_group("nccl" if dev == "cuda" else "gloo")
     device = f"cuda:{local}" if dev == "cuda" else "cpu"
+    if dev != "cuda":
+        torch.set_num_threads(1)  # as torchrun gives each of 2 ranks: the 1-rank intervention gets no more
     width, batch = (256, 32) if small else (8192, 4096)
     dtype = torch.bfloat16 if dev == "cuda" else torch.float32
     torch.manual_seed(rank)
@@ -347,18 +349,43 @@ def build(name: str, variant: str, small: bool, dev: str) -> tuple[Step, str]:
     raise SystemExit(f"unknown workload {name!r}; one of: {', '.join(WORKLOADS)}, sync_check")
 
 
+def _stop(mine: bool, steps: int, dev: str) -> bool:
+    """Whether to stop; with several ranks every 8 steps they agree (a rank that stepped once more
+    than the others would wait in a collective no one joins)."""
+    import torch.distributed as dist
+
+    if not (dist.is_available() and dist.is_initialized()):
+        return mine
+    if steps % 8:
+        return False
+    flag = torch.tensor(
+        [1.0 if mine else 0.0], device=f"cuda:{torch.cuda.current_device()}" if dev == "cuda" else "cpu"
+    )
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+    return bool(flag.item())
+
+
+def _finish() -> None:
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
+
+
 def train(name: str, variant: str, seconds: float, small: bool, dev: str) -> dict[str, Any]:
     step, note = build(name, variant, small, dev)
     step()  # the first step outside the clock (compilation, cuBLAS handles)
     if dev == "cuda":
         torch.cuda.synchronize()
     steps, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < seconds:
+    while not _stop(time.perf_counter() - t0 >= seconds, steps, dev):
         step()
         steps += 1
     if dev == "cuda":
         torch.cuda.synchronize()
     dt = time.perf_counter() - t0
+    _finish()
     out = {"workload": name, "variant": variant, "steps": steps, "seconds": dt, "steps_per_second": steps / dt}
     return {**out, "note": note} if note else out
 
