@@ -101,23 +101,25 @@ def test_bad_input_is_one_line_and_exit_2(args, msg, tmp_path):
     assert r.returncode == 2 and msg in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.timeout(900)
 def test_fake_dry_run_end_to_end(tmp_path):
-    """The --fake dry run on a few workloads (the full one: `python scripts/gpu_check.py --fake`):
-    every intervention measured, verdicts reported, nothing judged, JSON and Markdown written."""
+    """The --fake dry run on one workload (the full one, every workload: `python scripts/gpu_check.py
+    --fake`, 30 min on the loaded 2-core VM): the intervention measured, the verdict and the hook's
+    facts reported, nothing judged, JSON and Markdown written."""
     r = subprocess.run(
         [sys.executable, str(ROOT / "scripts/gpu_check.py"), "--fake", "--out", str(tmp_path)]
-        + ["--only", "grad_accum", "amp_autocast", "--seconds", "3", "--timing", "0.5"],
+        + ["--only", "amp_autocast", "--seconds", "3", "--timing", "0.5"],
         capture_output=True,
         text=True,
         timeout=900,
     )
     assert r.returncode == 0, r.stderr[-2000:]
     doc = json.loads((tmp_path / "gpu_check.json").read_text())
-    assert [w["workload"] for w in doc["workloads"]] == ["grad_accum", "amp_autocast"] and doc["pass"] is None
+    assert [w["workload"] for w in doc["workloads"]] == ["amp_autocast"] and doc["pass"] is None
     for w in doc["workloads"]:
         assert w["timing"]["ratio"] is not None, w["timing"]  # the intervention was measured
         assert w["judgement"]["judged"] is False and w["run"]["rc"] == 0
-    amp = doc["workloads"][1]
+    amp = doc["workloads"][0]
     assert amp["run"]["facts"]["autocast_dtype"] == "bfloat16"  # the hook saw autocast (CPU, injected)
     md = (tmp_path / "gpu_check.md").read_text()
     assert "amp_autocast" in md and "set_sync_debug_mode" in md
