@@ -192,7 +192,7 @@ def _ratio(w: Workload, rates: dict[str, float]) -> float | None:
     base, inter = rates.get("base"), rates.get("intervention")
     if not base or not inter:
         return None
-    return base / inter if w.rule[0] in ("slower", "within") else inter / base
+    return base / inter if w.rule[0] in ("slower", "not slower") else inter / base
 
 
 def _judge(name: str, ratio: float | None, run_v: dict, attach_v: dict | None, fake: bool) -> dict[str, Any]:

@@ -25,6 +25,12 @@ def test_labels_are_judged_by_the_intervention_ratio_and_both_verdicts():
     lb = {"resource": "cpu_compute"}
     assert gpu_check._judge("launch_bound", 1.1, lb, lb, fake=False)["pass"] is True
     assert gpu_check._judge("launch_bound", 1.1, lb, None, fake=False)["pass"] is True  # attach not judged
+    # "not faster": the ratio is intervention / base (one rank alone must not be much faster)
+    w = gpu_check.WORKLOADS["fsdp_2rank"]
+    assert gpu_check._ratio(w, {"base": 10.0, "intervention": 11.0}) == pytest.approx(1.1)
+    assert gpu_check._ratio(gpu_check.WORKLOADS["launch_bound"], {"base": 10.0, "intervention": 9.0}) == pytest.approx(
+        10 / 9
+    )
     assert gpu_check._judge("launch_bound", 3.0, lb, lb, fake=False)["label_proved"] is False
     # grad_accum has no resource label: its intervention (no DataLoader) must show the data path
     # costs nothing, and the hook's data wait must then read under 5%
@@ -37,7 +43,7 @@ def test_no_label_is_proved_without_its_intervention_measured():
     """grad_accum was marked proved with no intervention at all; now every workload has one, and a
     label whose intervention was not measured in the run is not proved (and does not pass)."""
     for name, w in gpu_check.WORKLOADS.items():
-        assert w.intervention and w.rule[0] in ("faster", "slower", "within") and w.rule[1] > 0, name
+        assert w.intervention and w.rule[0] in ("faster", "slower", "not faster", "not slower") and w.rule[1] > 0, name
         j = gpu_check._judge(name, None, {"resource": w.label, "data_wait_share": 0.0}, None, fake=False)
         assert j["label_proved"] is False and j["pass"] is False and "not measured" in j["why"], name
 
