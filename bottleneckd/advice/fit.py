@@ -21,9 +21,6 @@ if TYPE_CHECKING:  # knowledge imports this module (check_condition) to validate
 
 OPS = ("truthy", "falsy", "eq", "ne", "in", ">=", "<=")
 FAST_BF16_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})
-#: hook ids whose state is described by facts of their own (a loader setting is not "the"
-#: mitigation: pinned memory may still be missing after more workers were set)
-OWN_FACTS_HOOKS = frozenset({"dataloader_settings"})
 
 
 def machine_facts(machine: Machine | None) -> Facts:
@@ -87,8 +84,8 @@ def describe(cond: Mapping[str, Any], facts: Mapping[str, Any]) -> str:
 
 def in_effect(m: Mitigation, facts: Mapping[str, Any]) -> str | None:
     """Why the mitigation is already in effect, or None."""
-    if m.hook and m.hook not in OWN_FACTS_HOOKS and m.hook in (facts.get("mitigations") or ()):
-        return f"applied through the hook ({m.hook})"
+    if m.hook and not m.hook.in_effect_from_facts and m.hook.id in (facts.get("mitigations") or ()):
+        return f"applied through the hook ({m.hook.id})"
     return next((describe(c, facts) for c in m.skip_if if matches(c, facts)), None)
 
 

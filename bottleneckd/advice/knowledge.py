@@ -1,4 +1,9 @@
-"""The knowledge base of mitigations (data/mitigations.json), validated on load."""
+"""The knowledge base of mitigations (data/mitigations.json), validated on load.
+
+A :class:`Mitigation` is an entry: what the paper (or the source it names) says to do, mapped to
+its taxonomy. Its ``hook``, where ``bottleneckd.torch`` can apply it, is a declared
+:class:`~bottleneckd.model.hooks.Hook` (the same object the applying class holds), never a bare
+string."""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from typing import Any
 from bottleneckd.advice.fit import check_condition
 from bottleneckd.model.errors import InputError
 from bottleneckd.model.files import read_json_file
+from bottleneckd.model.hooks import HOOKS, Hook
 from bottleneckd.model.resources import RESOURCES, STAGES
 
 COMPONENTS = {
@@ -35,7 +41,7 @@ class Mitigation:
     changes_semantics: bool
     section: str
     cites: tuple[str, ...]
-    hook: str | None
+    hook: Hook | None  # the hook that applies it (model/hooks.py), or None
     strength: float
     cost: str
     skip_if: tuple[dict[str, Any], ...]
@@ -68,7 +74,7 @@ class Mitigation:
             "changes_semantics": self.changes_semantics,
             "section": self.section,
             "cites": list(self.cites),
-            "hook": self.hook,
+            "hook": self.hook.id if self.hook else None,
             "stages": list(self.stages),
             "cost": self.cost,
             "baseline": self.baseline,
@@ -107,6 +113,9 @@ def load_knowledge(path: str | Path | None = None) -> tuple[Mitigation, ...]:
             bad_cond = next((w for j, c in enumerate(conds) if (w := check_condition(c, f"{where}.{key}[{j}]"))), None)
             if bad_cond:
                 raise InputError(bad_cond)
+        hook = m.get("hook")
+        if hook is not None and (not isinstance(hook, str) or hook not in HOOKS):
+            raise InputError(f"{where}.hook: {hook!r} is not a declared hook; use null or one of: {', '.join(HOOKS)}")
         out.append(
             Mitigation(
                 id=m["id"],
@@ -121,7 +130,7 @@ def load_knowledge(path: str | Path | None = None) -> tuple[Mitigation, ...]:
                 changes_semantics=bool(m["changes_semantics"]),
                 section=m["section"],
                 cites=tuple(f"{c['authors']}, {c['year']}" for c in m.get("cites", [])),
-                hook=m.get("hook"),
+                hook=HOOKS[hook] if hook is not None else None,
                 strength=float(m.get("expected_strength", 0.5)),
                 cost=m.get("cost", "medium"),
                 skip_if=tuple(m.get("skip_if", [])),

@@ -129,7 +129,7 @@ def mitigations(resource: str | None, as_json: bool) -> None:
         cites = "; ".join(m.cites) or "-"
         flags = (
             (" [changes semantics]" if m.changes_semantics else "")
-            + (f" [hook: {m.hook}]" if m.hook else "")
+            + (f" [hook: {m.hook.id}]" if m.hook else "")
             + (" [baseline]" if m.baseline else "")
         )
         click.echo(
