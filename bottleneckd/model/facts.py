@@ -145,6 +145,19 @@ FACTS: dict[str, FactSpec] = {
         ),
         _spec("gpu_count", "int", "bottleneckd.advice.fit", "GPUs detected on the machine"),
         _spec(
+            "job_idle_cores",
+            "float",
+            "bottleneckd.diagnosis.measured",
+            "cores the job may use that its processes neither ran on nor waited for (window)",
+        ),
+        _spec(
+            "idle_wait_stage",
+            "str",
+            "bottleneckd.diagnosis.measured",
+            "the stage the step waits in with nothing busy (latency)",
+            ("data", "other"),
+        ),
+        _spec(
             "phase_source", "str", "bottleneckd.samplers.stacks", "where the step phases come from", ("hook", "py-spy")
         ),
         _spec("stack_samples", "int", "bottleneckd.samplers.stacks", "py-spy stack samples in the interval"),

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from bottleneckd.advice.knowledge import Mitigation
 from bottleneckd.model.hooks import HOOKS, Hook
 from bottleneckd.model.protocol import Event
+from bottleneckd.torch.epoch import InEffect
 from bottleneckd.torch.mitigations.engine import MitigationEngine
 from bottleneckd.torch.timing import CudaClock
 from bottleneckd.torch.trials import Trial, Trials
@@ -81,6 +82,7 @@ class MitigationControl:
             min_gain=min_gain,
             blocks=blocks,
             alpha=alpha,
+            epoch=w.epoch,
         )
         self.engine.apply(mitigation, w.steps, w.epoch, w.optimizer_calls)
         self.trials.begin(t)
@@ -89,6 +91,18 @@ class MitigationControl:
         self._say(f"applied {mitigation.name}: {mitigation.note}.{SEMANTICS if t.changes_semantics else ''}")
         self._event("mitigation_applied", t, str(mitigation.note))
         return t
+
+    def in_effect(self) -> tuple[InEffect, ...]:
+        """The mitigations applied and not reverted, each with the step time before it."""
+        return tuple(
+            InEffect(
+                t.name,
+                t.epoch,
+                None if t.before_step_seconds is None else 1000.0 * t.before_step_seconds,
+            )
+            for t in self.trials.all
+            if t.kept is not False and t.mitigation in self.engine.active
+        )
 
     def revert(self, name: str) -> None:
         for t in self.trials.active(name):

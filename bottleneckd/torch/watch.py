@@ -255,6 +255,8 @@ class Watcher:
                 totals,
                 report,
                 closure_notes(bool(self.facts.get("optimizer_closure")), isinstance(self.clock, HostClock)),
+                previous=next((r for r in reversed(self.epoch_reports) if r.step_ms is not None), None),
+                in_effect=self._control.in_effect(),
             )
             if self.print_epoch:
                 print(rep.text, file=self.print_to, flush=True)
