@@ -249,3 +249,12 @@ def test_a_real_latency_bound_job_is_advised_applied_and_then_shown_in_effect(tm
         assert "hide_loader_latency" not in [r["id"] for r in (last.report or {}).get("recommendations", [])]
     finally:
         w.close()
+
+
+def test_a_step_waiting_outside_the_phases_with_nothing_busy_gets_per_step_work_advice():
+    """The other stage's latency: the thread sleeps or waits on a lock or a remote call between the
+    phases (py-spy saw it waiting): do it less often or off the training thread."""
+    doc = report(job(busy=0.1, main=0.05), STEP_OTHER, {**CPU, "other_idle_share": 0.9, "phase_source": "hook"})
+    assert (doc["verdict"]["resource"], doc["verdict"]["stage"]) == ("undetermined", "other")
+    assert doc["facts"]["idle_wait_stage"] == "other"
+    assert rec_ids(doc) == ["per_step_python_work"] and doc["recommendations"][0]["addresses"] == "undetermined"
