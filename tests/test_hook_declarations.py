@@ -210,6 +210,7 @@ def test_a_knowledge_entry_names_its_hook_as_the_declared_object(tmp_path):
 
 def test_a_recommendation_or_entry_applies_through_its_hook(tmp_path):
     from bottleneckd.advice.knowledge import load_knowledge
+    from bottleneckd.advice.recommend import Recommendation
     from bottleneckd.torch import watch
 
     kb = {m.id: m for m in load_knowledge()}
@@ -217,6 +218,9 @@ def test_a_recommendation_or_entry_applies_through_its_hook(tmp_path):
     w = watch(model, None, None, socket_path=f"{tmp_path}/n.sock", local_sampling=False, print_epoch=False)
     try:
         t = w.apply(kb["channels_last"])
+        assert type(t.mitigation).__name__ == "ChannelsLast" and w.facts["channels_last"] is True
+        w.revert("channels_last")
+        t = w.apply(Recommendation(kb["channels_last"], "gpu_memory_bandwidth", 0.5, "addresses it"))
         assert type(t.mitigation).__name__ == "ChannelsLast" and w.facts["channels_last"] is True
         with pytest.raises(ValueError, match="shrink_tensors: bottleneckd.torch cannot apply it"):
             w.apply(kb["shrink_tensors"])

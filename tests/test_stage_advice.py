@@ -155,7 +155,7 @@ def test_every_entry_beyond_the_paper_names_its_source():
         (lambda m: m.update(sources=[{"url": "https://a"}]), r"sources\[0\].title"),
         (lambda m: m.update(stage_resources={"compute": ["cpu_compute"]}), "stage_resources.compute"),
         (lambda m: m.update(unfit_if=[{"fact": "cores", "op": "<=", "value": 1, "why": ""}]), r"unfit_if\[0\].why"),
-        (lambda m: m.update(resources=[]), "resources: unknown or missing"),
+        (lambda m: m.update(resources=[], latency=False), "resources: unknown or missing"),
     ],
 )
 def test_a_malformed_new_field_names_the_field(tmp_path, edit, problem):

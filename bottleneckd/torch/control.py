@@ -8,6 +8,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from bottleneckd.advice.knowledge import Mitigation
+from bottleneckd.advice.recommend import Recommendation
 from bottleneckd.model.hooks import HOOKS, Hook
 from bottleneckd.model.protocol import Event
 from bottleneckd.torch.epoch import InEffect
@@ -26,7 +27,7 @@ def resolve(mitigation: Any, kwargs: dict[str, Any]) -> Any:
     knowledge-base ``Mitigation`` or a ``Recommendation`` (whose hook it is); else the object."""
     from bottleneckd.torch.mitigations import REGISTRY
 
-    entry = getattr(mitigation, "mitigation", mitigation)  # a Recommendation holds its entry
+    entry = mitigation.mitigation if isinstance(mitigation, Recommendation) else mitigation
     if isinstance(entry, Mitigation):
         if entry.hook is None:
             raise ValueError(f"{entry.id}: bottleneckd.torch cannot apply it ({entry.name}): change the code")
