@@ -13,8 +13,9 @@ what the job's own figures say about whether a mitigation can help, not what the
 
 from __future__ import annotations
 
-from bottleneckd.diagnosis.rules.common import INPUT_HIGH, cpu_state
-from bottleneckd.diagnosis.rules.other import OTHER_HIGH, other_share
+from bottleneckd.diagnosis.rules.cpu_state import cpu_state
+from bottleneckd.diagnosis.rules.other import other_share
+from bottleneckd.diagnosis.thresholds import INPUT_HIGH, OTHER_HIGH
 from bottleneckd.diagnosis.verdict import Verdict
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.facts import Facts
