@@ -8,7 +8,7 @@ import torch
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from bottleneckd.torch.mitigations.base import Context, Event
+from bottleneckd.torch.mitigations.base import Context, LoopEvent as Event
 from bottleneckd.torch.mitigations.mixed_precision import MixedPrecision
 
 

@@ -20,11 +20,12 @@ from typing import Any
 
 import torch
 
-from bottleneckd.torch.mitigations.base import Context, Event, Handles
+from bottleneckd.torch.mitigations.base import Context, Handles, HookMitigation, LoopEvent, declared_hook
 
 
-class MixedPrecision:
-    name = "mixed_precision"
+class MixedPrecision(HookMitigation):
+    hook = declared_hook("mixed_precision")
+    facts = {"autocast_dtype": str}
     changes_semantics = True
 
     def __init__(self, dtype: str = "bfloat16", init_scale: float = 2.0**16, growth_interval: int = 2000) -> None:
@@ -37,7 +38,7 @@ class MixedPrecision:
         self._h = Handles()
         self._ctx: Any = None
         fp16 = dtype == "float16"
-        self.events: tuple[Event, ...] = (Event.BEFORE_OPTIMIZER_STEP, Event.STEP_END) if fp16 else ()
+        self.events: tuple[LoopEvent, ...] = (LoopEvent.BEFORE_OPTIMIZER_STEP, LoopEvent.STEP_END) if fp16 else ()
         self.note = f"autocast {dtype}" + (" with dynamic loss scaling" if fp16 else "")
 
     @property
@@ -83,11 +84,11 @@ class MixedPrecision:
             out.append(g * self._tensors(g.device)["scale"] if g is not None else None)  # 0-dim: keeps g's dtype
         return tuple(out)
 
-    def on_event(self, event: Event, ctx: Context) -> None:
+    def on_event(self, event: LoopEvent, ctx: Context) -> None:
         opt = ctx.optimizer
         if opt is None:
             return
-        if event is Event.STEP_END:
+        if event is LoopEvent.STEP_END:
             for k in ("grad_scale", "found_inf"):
                 opt.__dict__.pop(k, None)
             return
