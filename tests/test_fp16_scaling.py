@@ -8,7 +8,7 @@ import torch
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from bottleneckd.torch.mitigations.base import Context, LoopEvent as Event
+from bottleneckd.torch.mitigations.base import Context, LoopEvent
 from bottleneckd.torch.mitigations.mixed_precision import MixedPrecision
 
 
@@ -29,7 +29,7 @@ def _ops_of_the_check(layers: int) -> list[str]:
     model(torch.randn(2, 8)).sum().backward()
     m = MixedPrecision("float16", init_scale=8.0)
     with Ops() as ops:
-        m.on_event(Event.BEFORE_OPTIMIZER_STEP, Context(model, opt, None))
+        m.on_event(LoopEvent.BEFORE_OPTIMIZER_STEP, Context(model, opt, None))
     return ops.names
 
 
@@ -54,9 +54,9 @@ def test_an_optimizer_with_amp_support_skips_an_overflow_on_the_device_without_a
         out = model(x)
         m._scale_output_grad(model, (torch.ones_like(out),))  # the scale is made on the gradients' device
         (out.sum() * loss_factor * m._t["scale"]).backward()  # a scaled loss, as the backward pre-hook makes it
-        m.on_event(Event.BEFORE_OPTIMIZER_STEP, ctx)
+        m.on_event(LoopEvent.BEFORE_OPTIMIZER_STEP, ctx)
         opt.step()
-        m.on_event(Event.STEP_END, ctx)
+        m.on_event(LoopEvent.STEP_END, ctx)
 
     def no_read(*_a, **_k):  # noqa: ANN002, ANN003, ANN202
         raise AssertionError("a host read of a device value inside the step")
