@@ -167,12 +167,12 @@ def _largest_utilization(w: WindowStats, peaks: PeakTable) -> float | None:
     return lu[2] if lu is not None else None
 
 
-def _uncounted_share(w: WindowStats, peaks: PeakTable) -> float | None:
-    """From the hook's ``flops_unknown`` text ("7% of bytes in ops with no FLOP formula: ..."):
-    known only when the share reached the threshold."""
+def _missing_flops_ratio(w: WindowStats, peaks: PeakTable) -> float | None:
+    """From the hook's ``flops_unknown`` text ("up to 4.4e+05x the FLOPs counted in ..."): the FLOPs
+    operators with no formula could hide, over those counted; known only when it reached the threshold."""
     text = w.phases.facts.get("flops_unknown") if w.phases else None
-    m = re.match(r"(\d+)% of bytes", str(text)) if text else None
-    return int(m.group(1)) / 100 if m else None
+    m = re.match(r"up to ([0-9.e+-]+|inf)x", str(text)) if text else None
+    return float(m.group(1)) if m else None
 
 
 #: statistic name -> its figure in one window
@@ -223,7 +223,7 @@ WINDOW_STATISTICS: dict[str, Figure] = {
     "top_score": _score(0),
     "second_score": _score(1),
     "largest_utilization": _largest_utilization,
-    "uncounted_operator_share": _uncounted_share,
+    "missing_flops_ratio": _missing_flops_ratio,
 }
 
 #: figures of the run as a whole (the run's verdict over its windows, the ranks' stragglers)

@@ -196,7 +196,8 @@ class StepCounts:
         FLOP formula could hold a noticeable share of them. A step of elementwise and
         normalisation operators only counts (almost) no FLOPs, and rightly: it moves bytes."""
         if self.uncounted_bytes and self.missing_flops_bound >= MISSING_SHARE * self.flops:
-            return f"no FLOP formula for {', '.join(self.uncounted_ops)}"[:64]  # a short fact
+            ratio = f"{self.missing_flops_bound / self.flops:.2g}" if self.flops else "inf"
+            return f"up to {ratio}x the FLOPs counted in {', '.join(self.uncounted_ops)}"[:64]  # a short fact
         return None
 
     @property
