@@ -250,7 +250,9 @@ def test_non_finite_and_negative_values_are_never_exported():
     )
     reg = CollectorRegistry(auto_describe=False)
     reg.register(
-        SnapshotCollector(lambda: p.latest, lambda: -972, lambda: [Event("mitigation_applied", "x", math.nan)])
+        SnapshotCollector(
+            lambda: p.latest, lambda: -972, lambda: [Event("mitigation_applied", "x", math.nan)], host_detail=True
+        )
     )
     text = generate_latest(reg).decode()
     values = [line.rsplit(" ", 1)[1] for line in text.splitlines() if line and not line.startswith("#")]

@@ -38,6 +38,8 @@ class RankIdentity:
     node_rank: int  # GROUP_RANK / SLURM_NODEID
     gpu: str = ""  # the GPU's UUID, "" on CPU
     pid: int = 0
+    pod: str = ""  # Kubernetes: POD_NAME and POD_NAMESPACE (downward API), "" elsewhere
+    namespace: str = ""
 
     @property
     def key(self) -> str:
@@ -61,6 +63,8 @@ class RankIdentity:
             node_rank=int(d.get("node_rank", 0)),
             gpu=str(d.get("gpu", ""))[:128],
             pid=int(d.get("pid", 0)),
+            pod=str(d.get("pod", ""))[:128],
+            namespace=str(d.get("namespace", ""))[:128],
         )
 
     @staticmethod
@@ -89,4 +93,6 @@ class RankIdentity:
             node_rank=_int(env, "GROUP_RANK", "SLURM_NODEID", default=0),
             gpu=gpu,
             pid=os.getpid() if pid is None else pid,
+            pod=env.get("POD_NAME", ""),
+            namespace=env.get("POD_NAMESPACE", ""),
         )
