@@ -7,8 +7,9 @@ sockets let 27 of ~16,600 scrapes through).
   request (``REQUEST_TIMEOUT``), then one for the whole reply: time between bytes does not reset it.
 - A connection that has not sent its request ``STALE_AFTER`` seconds after it was accepted is
   stale: a scraper sends its request at once.
-- When every slot is taken, a new connection evicts the oldest stale connection of the address
-  holding the most stale ones, and takes its slot: idle and slow clients cannot keep a scrape out.
+- When every slot is taken, a new connection evicts the oldest connection that has not sent its
+  request, of the address holding the most such (stale ones first), and takes its slot: idle,
+  slow and handshake-less clients cannot keep a scrape out, which sends its request at once.
 - One address keeps at most ``MAX_STALE_PER_CLIENT`` stale connections: its oldest goes when it
   opens one more.
 """
@@ -60,11 +61,15 @@ class Connections:
         self.evicted = 0
         self.refused = 0
 
-    def _stale(self, now: float, ip: str | None = None) -> list[tuple[int, _Conn]]:
+    def _pending(self, now: float, ip: str | None = None, stale: bool = True) -> list[tuple[int, _Conn]]:
+        """Connections without a complete request yet (only those older than STALE_AFTER if ``stale``)."""
         return [
             (fd, c)
             for fd, c in self._open.items()
-            if not c.answered and not c.evicted and now - c.accepted >= STALE_AFTER and (ip is None or c.ip == ip)
+            if not c.answered
+            and not c.evicted
+            and (not stale or now - c.accepted >= STALE_AFTER)
+            and (ip is None or c.ip == ip)
         ]
 
     def _evict(self, fd: int, c: _Conn) -> None:
@@ -74,27 +79,35 @@ class Connections:
             socket.socket.shutdown(c.sock, socket.SHUT_RDWR)  # its thread's read returns; it gives its slot back
         except OSError:
             pass
-        log.debug("evicted a stale connection from %s (fd %d)", c.ip, fd)
+        log.debug("evicted a connection from %s that sent no request (fd %d)", c.ip, fd)
+
+    def _victim(self, now: float) -> tuple[int, _Conn] | None:
+        """The oldest waiting connection of the address with the most: stale ones first, then any
+        that has not sent its request (a scraper's goes within milliseconds, and it is the newest)."""
+        waiting = self._pending(now) or self._pending(now, stale=False)
+        if not waiting:
+            return None
+        counts: dict[str, int] = {}
+        for _, c in waiting:
+            counts[c.ip] = counts.get(c.ip, 0) + 1
+        worst = max(counts, key=lambda k: counts[k])
+        return min((x for x in waiting if x[1].ip == worst), key=lambda x: x[1].accepted)
 
     def admit(self, sock: socket.socket, client_address: Any) -> bool:
         ip = str(client_address[0]) if isinstance(client_address, tuple) else str(client_address)
         now = time.monotonic()
         with self._lock:
-            mine = sorted(self._stale(now, ip), key=lambda x: x[1].accepted)
-            if len(mine) >= MAX_STALE_PER_CLIENT:
-                self._evict(*mine[0])
+            mine = sorted(self._pending(now, ip), key=lambda x: x[1].accepted)
+            for fd, c in mine[: max(0, len(mine) - MAX_STALE_PER_CLIENT + 1)]:  # room for this one
+                self._evict(fd, c)
         if not self._slots.acquire(blocking=False):
             with self._lock:
-                stale = self._stale(now)
-                if stale:
-                    counts: dict[str, int] = {}
-                    for _, c in stale:
-                        counts[c.ip] = counts.get(c.ip, 0) + 1
-                    worst = max(counts, key=lambda k: counts[k])
-                    self._evict(*min((x for x in stale if x[1].ip == worst), key=lambda x: x[1].accepted))
-            if not stale or not self._slots.acquire(timeout=EVICT_WAIT):
+                victim = self._victim(now)
+                if victim is not None:
+                    self._evict(*victim)
+            if victim is None or not self._slots.acquire(timeout=EVICT_WAIT):
                 self.refused += 1
-                return False  # full of clients that are all being served: refuse rather than queue
+                return False  # every slot serves a request: refuse rather than queue
         with self._lock:
             self._open[sock.fileno()] = _Conn(ip, now, sock)
         return True
