@@ -23,7 +23,14 @@ from prometheus_client.registry import Collector
 from bottleneckd.diagnosis.pipeline import Snapshot
 from bottleneckd.model.protocol import Event
 from bottleneckd.model.resources import PHASES, RESOURCES, STAGES, UNDETERMINED
-from bottleneckd.outputs.metric_names import PROMETHEUS_UNITS, family_name, host_detail, is_counter, superseded
+from bottleneckd.outputs.metric_names import (
+    DETAIL_LABELS,
+    PROMETHEUS_UNITS,
+    family_name,
+    host_detail,
+    is_counter,
+    superseded,
+)
 from bottleneckd.outputs.rank_metrics import rank_families
 
 log = logging.getLogger(__name__)
@@ -163,7 +170,7 @@ class SnapshotCollector(Collector):
                 fam.add_metric([r.resource, r.device], r.value * mul)
             elif not superseded(r, counters):
                 name, unit = family_name(r)
-                labels = ["device", "detail"] if detail else ["device"]
+                labels = ["device", DETAIL_LABELS.get(base, "detail")] if detail else ["device"]
                 fam = fams.get((name, unit, len(labels)))
                 if fam is None:
                     kind = CounterMetricFamily if is_counter(r) else GaugeMetricFamily

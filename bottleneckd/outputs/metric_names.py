@@ -54,6 +54,8 @@ RATE_OF_COUNTER: dict[tuple[str, str], str] = {
     ("cpu_memory", "swap_out_bytes_per_second"): "swap_out_bytes_total",
 }
 
+#: the label of the part after ":" in a reading's metric (``throttle:hw_slowdown``), by the part before
+DETAIL_LABELS = {"throttle": "reason", "process_bytes": "pid"}
 _CORE = re.compile(r"cpu\d+")
 
 
