@@ -287,3 +287,15 @@ def test_run_bind_says_where_and_keeps_the_final_state_for_a_last_scrape(tmp_pat
     finally:
         p.terminate()
         p.wait(timeout=30)
+
+
+def test_serving_beyond_loopback_without_tls_or_auth_is_warned(caplog):
+    from bottleneckd.outputs.metrics_server import serve_metrics, stop_metrics
+    from tests.test_exporter_server import Source
+
+    for bind, warned in ((f"127.0.0.1:{free_port()}", False), (f"0.0.0.0:{free_port()}", True)):
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="bottleneckd.outputs.metrics_server"):
+            server = serve_metrics(Source(), bind)
+            stop_metrics(server)
+        assert any("without TLS or authentication" in r.getMessage() for r in caplog.records) == warned, bind

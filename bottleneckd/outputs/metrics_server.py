@@ -210,6 +210,17 @@ def parse_bind(bind: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve beyond this machine
+
+
 def registry_for(source: MetricsSource, host_detail: bool = False) -> CollectorRegistry:
     """bottleneckd's families, the energy meter's where the source has one, and the process's own
     (CPU, memory, file descriptors, Python's GC: prometheus-client's standard collectors)."""
@@ -235,6 +246,12 @@ def serve_metrics(
     ``web_config``: as ``load_web_config`` returned it, or its path."""
     host, port = parse_bind(bind)
     cfg = load_web_config(web_config) if isinstance(web_config, str) else web_config or WebConfig("")
+    if cfg.tls is None and not cfg.users and not _loopback(host):
+        log.warning(
+            "serving %s without TLS or authentication: anyone who reaches it reads the job's metrics "
+            "(--web-config, deploy/prometheus/web-config.example.yml)",
+            bind,
+        )
     app = _routes(make_wsgi_app(registry_for(source, host_detail)), source)
     if cfg.users:
         app = _auth(app, dict(cfg.users))
