@@ -86,6 +86,37 @@ def test_the_jobs_own_sitecustomize_and_tests_package_win(tmp_path, cli_env, sho
     assert r.stdout.splitlines() == ["user sitecustomize ran", "the job", "1", "bottleneckd importable"]
 
 
+#: a monitoring agent's bootstrap (New Relic's and ddtrace's do this): run the next sitecustomize on
+#: sys.path after its own directory, which under ``run`` is ours
+CHAINING_SITECUSTOMIZE = textwrap.dedent("""
+    import importlib.util, os, sys
+    from importlib.machinery import PathFinder
+    with open(os.environ["AGENT_LOG"], "a") as f:
+        f.write(f"{os.getpid()}\\n")
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = PathFinder.find_spec("sitecustomize", [p for p in sys.path if os.path.abspath(p or ".") != here])
+    if spec is not None and spec.loader is not None:
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+""")
+
+
+def test_a_chaining_sitecustomize_and_ours_load_once_each(tmp_path, cli_env, short_tmp):
+    """Ours and a chaining one loaded each other 110 times and ended in RecursionError (issue 25
+    item 8): each runs once, and the instrumentation is installed once."""
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "sitecustomize.py").write_text(CHAINING_SITECUSTOMIZE)
+    log = tmp_path / "agent.log"
+    job = "import os, sys; print(os.getpid(), sum(type(f).__name__ == '_Finder' for f in sys.meta_path))"
+    env = {**_env(cli_env, short_tmp), "PYTHONPATH": f"{agent}{os.pathsep}{ROOT}", "AGENT_LOG": str(log)}
+    r = run_cli(["run", "--quiet", "--", sys.executable, "-c", job], env, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr[-800:]
+    assert "Error in sitecustomize" not in r.stderr and "RecursionError" not in r.stderr, r.stderr[-800:]
+    pid, finders = r.stdout.split()
+    assert log.read_text().split().count(pid) == 1  # the agent ran once in the job (and once in run itself)
+    assert finders == "1"  # our instrumentation, waiting for torch, installed once
+
+
 def test_uninstrumented_python_is_said_in_the_report(tmp_path, cli_env, short_tmp):
     rep = tmp_path / "r.json"
     r = run_cli(
