@@ -329,6 +329,35 @@ def test_the_sender_never_blocks_or_raises(tmp_path: Path) -> None:
         listener.close()
 
 
+def test_the_sender_finds_a_socket_directory_made_anew(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hook holds the directory it checked; when that directory is removed and made again (a
+    sidecar restarted after a clean-up), the new one is checked and held within RECHECK_SECONDS."""
+    import shutil
+
+    from bottleneckd.channel import link
+
+    monkeypatch.setattr(link, "RECHECK_SECONDS", 0.2)
+    path = str(tmp_path / "d" / "bottleneckd.sock")
+    first = PhaseReceiver(path).start()
+    sender = PhaseSender(path)
+    assert sender.send(report(1))
+    wait_for(first, 1)
+    first.close()
+    assert sender.send(report(2)) is False  # the socket is gone; the directory is still there
+    shutil.rmtree(tmp_path / "d")
+    second = PhaseReceiver(path).start()
+    try:
+        end = time.monotonic() + 10
+        while not sender.send(report(3)):
+            assert time.monotonic() < end, "the sender never found the new directory"
+            time.sleep(0.05)
+        wait_for(second, 1)
+        assert second.drain().facts.get("epoch") == 3
+    finally:
+        sender.close()
+        second.close()
+
+
 # --- the same through the command line: one line, exit code 2, nothing lost ----------------
 def test_cli_refuses_a_regular_file_as_socket(tmp_path: Path, cli_env: dict) -> None:
     from tests.conftest import run_cli

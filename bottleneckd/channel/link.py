@@ -92,8 +92,8 @@ class PhaseSender:
             self.sent += 1
             return True
         except OSError as e:  # no sidecar, queue full: drop
-            if e.errno == errno.ENOENT and self._dir is not None:  # the directory may have been made anew
-                self._dir.close()
+            if e.errno == errno.ENOENT and self._dir is not None and self._dir.removed():
+                self._dir.close()  # the directory was removed (and may be made anew): checked again later
                 self._dir, self._checked = None, time.monotonic()
             self.dropped += 1
             return False

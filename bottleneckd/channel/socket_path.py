@@ -127,6 +127,13 @@ class SocketDir:
             raise ChannelError(f"{self.path}: the socket directory was replaced since it was checked")
         return os.path.join(self.path, name)
 
+    def removed(self) -> bool:
+        """Whether the held directory was removed (no name links to it any more)."""
+        try:
+            return self.fd < 0 or os.fstat(self.fd).st_nlink == 0
+        except OSError:
+            return True
+
     def close(self) -> None:
         if self.fd >= 0:
             os.close(self.fd)
