@@ -130,8 +130,8 @@ def build(
 
         if not 0 < pid <= PID_MAX_LIMIT:  # psutil raised OverflowError past 2**31 - 1
             raise InputError(
-                f"--pid {pid}: not a process id (Linux's are 1 to {PID_MAX_LIMIT}); pass the PID of the running "
-                "training job"
+                f"--pid {pid}: no such process (Linux's process ids are 1 to {PID_MAX_LIMIT}); pass the PID of the "
+                "running training job"
             )
         if not psutil.pid_exists(pid):
             raise InputError(f"--pid {pid}: no such process; pass the PID of the running training job")
