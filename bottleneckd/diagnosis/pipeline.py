@@ -39,6 +39,10 @@ if TYPE_CHECKING:
     from bottleneckd.hardware.detect.machine import Machine
 
 
+#: a sample's interval is at least this (s), so that a trace with zero intervals divides by no zero
+MIN_INTERVAL = 1e-9
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """The one current-diagnosis type every consumer reads."""
@@ -133,7 +137,7 @@ class Pipeline:
             or self._held_stage.get(key, 0.0) >= self._held_stage.get((stable.resource, best.stage), 0.0)
         ):
             self._last_of[stable.resource] = stable
-        interval = max(self.window.samples[-1].interval, 1e-9)
+        interval = max(self.window.samples[-1].interval, MIN_INTERVAL)
         snap = Snapshot(
             sample,
             stats,

@@ -61,6 +61,7 @@ class SnapshotCollector(Collector):
         latest: Callable[[], Snapshot | None],
         steps_total: Callable[[], int] = lambda: 0,
         events: Callable[[], list[Event]] = lambda: [],
+        channel: Callable[[], dict[str, int]] | None = None,
         *,
         machine: Any = None,
         host_detail: bool = False,
@@ -70,6 +71,7 @@ class SnapshotCollector(Collector):
         self._latest = latest
         self._steps_total = steps_total
         self._events = events
+        self._channel = channel  # the receiver's counters (channel/link.py), when there is a receiver
         self._machine = machine
         self._host_detail = host_detail
         nics = getattr(machine, "nics", ())
@@ -111,6 +113,8 @@ class SnapshotCollector(Collector):
             dur.add_metric([st.name], st.seconds)
         yield up
         yield dur
+        if self._channel is not None:
+            yield from channel_families(self._channel())
 
     def _gpu_info(self) -> Iterator[Metric]:
         gpus = getattr(self._machine, "gpus", ())
@@ -273,3 +277,21 @@ def recommendation_family(snap: Snapshot) -> Iterator[Metric]:
         m = r.mitigation
         fam.add_metric([str(k), m.id, r.resource, m.section, "true" if m.changes_semantics else "false"], {})
     yield fam
+
+
+def channel_families(c: dict[str, int]) -> Iterator[Metric]:
+    """The hook -> sidecar channel's counters: messages by outcome, and ranks dropped because the
+    sidecar already kept as many as it will between two ticks (channel/ranks.py)."""
+    msgs = CounterMetricFamily(
+        "bottleneckd_channel_messages",
+        "Messages from the torch hook by outcome (rejected: malformed or hostile; unknown_version: another protocol)",
+        labels=["outcome"],
+    )
+    for outcome, key in (("accepted", "received"), ("rejected", "rejected"), ("unknown_version", "unknown_version")):
+        msgs.add_metric([outcome], c.get(key, 0))
+    yield msgs
+    yield CounterMetricFamily(
+        "bottleneckd_channel_ranks_dropped",
+        "Ranks dropped with their pending steps because the sidecar already kept its maximum of ranks",
+        value=c.get("ranks_dropped", 0),
+    )

@@ -226,8 +226,9 @@ def registry_for(source: MetricsSource, host_detail: bool = False) -> CollectorR
     (CPU, memory, file descriptors, Python's GC: prometheus-client's standard collectors)."""
     registry = CollectorRegistry(auto_describe=False)
     machine = getattr(source, "machine", None)
+    channel = getattr(getattr(source, "receiver", None), "counters", None)  # the hook channel's counters
     registry.register(
-        SnapshotCollector(source.latest, source.steps, source.events, machine=machine, host_detail=host_detail)
+        SnapshotCollector(source.latest, source.steps, source.events, channel, machine=machine, host_detail=host_detail)
     )
     if getattr(source, "energy", None) is not None:  # a live sidecar's energy meter (a replayed trace has none)
         from bottleneckd.outputs.energy import EnergyCollector
