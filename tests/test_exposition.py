@@ -299,3 +299,23 @@ def test_serving_beyond_loopback_without_tls_or_auth_is_warned(caplog):
             server = serve_metrics(Source(), bind)
             stop_metrics(server)
         assert any("without TLS or authentication" in r.getMessage() for r in caplog.records) == warned, bind
+
+
+def test_gpu_info_gives_a_mig_slice_its_gpus_index_as_dcgm_does():
+    from types import SimpleNamespace
+
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from bottleneckd.hardware.detect.types import GpuInfo
+    from bottleneckd.outputs.exporter import SnapshotCollector
+
+    def gpu(index: int, label: str, uuid: str) -> GpuInfo:
+        return GpuInfo(index, "NVIDIA A100-SXM4-80GB", uuid, None, None, None, None, False, label)
+
+    machine = SimpleNamespace(
+        hostname="n1", nics=(), gpus=(gpu(0, "gpu0", "GPU-a"), gpu(3, "gpu1.mig2", "MIG-b"))
+    )  # unit 3 of NVML's list is a slice of GPU 1
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(SnapshotCollector(lambda: None, machine=machine))
+    text = generate_latest(reg).decode()
+    assert 'UUID="MIG-b",device="gpu1.mig2",gpu="1"' in text and 'UUID="GPU-a",device="gpu0",gpu="0"' in text

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -127,7 +128,8 @@ class SnapshotCollector(Collector):
         )
         host = os.environ.get("NODE_NAME") or getattr(self._machine, "hostname", "")  # DCGM's Hostname: the node
         for g in gpus:
-            fam.add_metric([g.device, str(g.index), g.uuid or "", g.name, host], {})
+            m = re.match(r"gpu(\d+)", g.device)  # a MIG slice "gpu0.mig1" is on GPU 0 (DCGM's gpu label)
+            fam.add_metric([g.device, m.group(1) if m else str(g.index), g.uuid or "", g.name, host], {})
         yield fam
 
     def _readings(self, snap: Snapshot) -> Iterator[Metric]:
