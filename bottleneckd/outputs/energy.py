@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from bottleneckd.model.sample import Sample
+from bottleneckd.model.sample import RankPhases, Sample, StepPhases
 
 MIN_SPAN = 0.1  # seconds: NVML's energy counter is not meaningful over shorter windows
 #: resource an energy reading is booked to -> the energy domain it measures
@@ -112,13 +112,17 @@ def _energy(sample: Sample) -> tuple[dict[str, float], dict[str, str]]:
     return known, unknown
 
 
-def _job_steps(sample: Sample) -> int:
-    """The job's training steps in the sample: with several ranks the job's phases add up every
+def job_steps_of(phases: StepPhases, ranks: tuple[RankPhases, ...] = ()) -> int:
+    """The job's training steps in an interval: with several ranks the job's phases add up every
     rank's steps, and one step of the job is a step on each rank, so their mean."""
+    if ranks:
+        return round(sum(r.phases.steps for r in ranks) / len(ranks))
+    return phases.steps
+
+
+def job_steps(sample: Sample) -> int:
     assert sample.phases is not None
-    if sample.ranks:
-        return round(sum(r.phases.steps for r in sample.ranks) / len(sample.ranks))
-    return sample.phases.steps
+    return job_steps_of(sample.phases, sample.ranks)
 
 
 class EnergyMeter:
@@ -147,7 +151,7 @@ class EnergyMeter:
                 self._start = (sample.t, known)
                 return
             if sample.phases is not None and sample.phases.steps:
-                self._steps += _job_steps(sample)
+                self._steps += job_steps(sample)
                 ex = sample.phases.examples
                 self._examples = None if ex is None or self._examples is None else self._examples + ex
             t0, e0 = self._start
@@ -187,9 +191,12 @@ class EnergyMeter:
 
 
 class EnergyCollector:
-    """Prometheus counters of the meter (a scrape only reads them). Joules per step over any range
-    is ``rate(bottleneckd_training_energy_joules_total[5m]) / rate(bottleneckd_energy_steps_total[5m])``;
-    carbon is the energy times the grid intensity, done in PromQL with the user's figure."""
+    """Prometheus counters of the meter (a scrape only reads them). Each domain's own counter is
+    the exporter's ``bottleneckd_energy_joules_total{domain,device}`` (outputs/exporter.py); this
+    adds the energy of the intervals in which the job trained. Joules per step over any range is
+    ``rate(bottleneckd_training_energy_joules_total[5m]) / rate(bottleneckd_steps_total[5m])``
+    (one step counter: the job's steps); carbon is the energy times the grid intensity, done in
+    PromQL with the user's figure."""
 
     def __init__(self, meter: EnergyMeter) -> None:
         self._meter = meter
@@ -200,22 +207,11 @@ class EnergyCollector:
         a = self._meter.account()
         if not a.known:
             return
-        fam = CounterMetricFamily(
-            "bottleneckd_energy_joules",
-            "Energy measured since the sidecar started, per domain and device",
-            labels=["domain", "device"],
-        )
-        for key, j in sorted(a.joules.items()):
-            domain, _, device = key.partition(":")
-            fam.add_metric([domain, device], j)
-        yield fam
         yield CounterMetricFamily(
-            "bottleneckd_training_energy_joules",
+            "bottleneckd_training_energy",
             "Energy of all measured domains in intervals with training steps",
             value=a.training_joules,
-        )
-        yield CounterMetricFamily(
-            "bottleneckd_energy_steps", "Training steps in the intervals whose energy was measured", value=a.steps
+            unit="joules",
         )
         if a.examples is not None:
             yield CounterMetricFamily(
@@ -228,10 +224,12 @@ class EnergyCollector:
                 "bottleneckd_energy_per_step_joules",
                 "Joules per training step since the sidecar started",
                 value=a.per_step,
+                unit="joules",
             )
         if a.per_example is not None:
             yield GaugeMetricFamily(
                 "bottleneckd_energy_per_example_joules",
                 "Joules per training example since the sidecar started",
                 value=a.per_example,
+                unit="joules",
             )

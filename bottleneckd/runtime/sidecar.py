@@ -15,7 +15,7 @@ from bottleneckd.hardware.detect.machine import Machine, detect_machine
 from bottleneckd.hardware.nvml import NvmlBackend
 from bottleneckd.model.protocol import Event
 from bottleneckd.model.sample import RankPhases, StepPhases
-from bottleneckd.outputs.energy import EnergyMeter
+from bottleneckd.outputs.energy import EnergyMeter, job_steps_of
 from bottleneckd.peaks.catalog import Catalog, load_catalog
 from bottleneckd.peaks.profile import Profile, load_profile
 from bottleneckd.peaks.resolve import PeakTable, resolve_peaks
@@ -147,7 +147,7 @@ def build_sidecar(
     def phases() -> tuple[StepPhases | None, tuple[RankPhases, ...]]:
         p, ranks = receiver.drain_ranks()
         if p is not None:
-            side.steps_total += p.steps
+            side.steps_total += job_steps_of(p, ranks)  # the job's steps: one step on 8 ranks is one
         if p is None:  # hook phases win; stack samples stand in when there are none
             for src in side.phase_sources:
                 p = p or src()
