@@ -128,12 +128,20 @@ def test_communication_is_carved_out_of_backward(clock):
     assert named(ph)["communication"] == pytest.approx(0.007) and named(ph)["backward"] == pytest.approx(0.005)
 
 
-def test_done_steps_are_typed_records(clock):
+def test_finished_steps_are_kept_unboxed_and_read_back_as_typed_records(clock):
+    """The hot path keeps no object per step (issue 23): a finished step is eight doubles in one
+    array until drained; ``finished()`` reads them back as frozen records."""
     c, t = clock
     step(c, t, forward=0.001)
-    assert isinstance(c.done[0], timing.StepMarks) and len(c.done[0].marks) == len(timing.SLOTS)
+    step(c, t, forward=0.002, gap=0.001)
+    assert len(c.buf) == 2 * 8 and c.buf.typecode == "d"
+    first, second = c.finished()
+    assert isinstance(first, timing.StepMarks) and len(first.marks) == len(timing.SLOTS)
+    assert first.own_start and not second.own_start  # the first step's wall starts at its own data request
+    assert second.marks[3] - second.marks[2] == pytest.approx(0.002)
     with pytest.raises(AttributeError):
-        c.done[0].comm = 1.0  # frozen
+        first.comm = 1.0  # frozen
+    assert len(c.drain()) == 2 and len(c.buf) == 0 and c.finished() == []
 
 
 def test_accumulator_names_phases_and_folds_intervals_into_the_epoch():

@@ -37,10 +37,23 @@ def phases_of(
     comm: float,
     comm_before: float = 0.0,
 ) -> Step:
-    wall = max(0.0, end - start)
-    data = max(0.0, dr - (ss if ss is not None else start)) if dr is not None else 0.0
-    transfer = max(0.0, fs - dr) if fs is not None and dr is not None else 0.0
-    forward = max(0.0, fe - fs) if fe is not None and fs is not None else 0.0
+    # max(0.0, x) written as comparisons (same values): this runs for every step at each report
+    wall = end - start
+    if wall < 0.0:
+        wall = 0.0
+    data = transfer = forward = 0.0
+    if dr is not None:
+        data = dr - (ss if ss is not None else start)
+        if data < 0.0:
+            data = 0.0
+        if fs is not None:
+            transfer = fs - dr
+            if transfer < 0.0:
+                transfer = 0.0
+    if fe is not None and fs is not None:
+        forward = fe - fs
+        if forward < 0.0:
+            forward = 0.0
     early = 0.0  # exposed communication before forward's end, out of forward and then the transfer
     if comm_before > 0:
         from_fwd = min(comm_before, forward)
@@ -48,13 +61,18 @@ def phases_of(
         forward -= from_fwd
         transfer -= from_transfer
         early = from_fwd + from_transfer
+    backward = optim = 0.0
     if fe is not None and os_ is not None:
-        span = max(0.0, os_ - fe)
-        comm = min(comm, span)
+        span = os_ - fe
+        if span < 0.0:
+            span = 0.0
+        if comm > span:
+            comm = span
         backward = span - comm
-    else:
-        backward = 0.0
-    optim = max(0.0, end - os_) if os_ is not None else 0.0
+    if os_ is not None:
+        optim = end - os_
+        if optim < 0.0:
+            optim = 0.0
     comm += early
     busy = data + transfer + forward + backward + optim + comm
     if busy > wall > 0:  # marks from several micro-batches overlap: keep the wall, scale the phases into it

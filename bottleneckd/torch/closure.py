@@ -9,6 +9,7 @@ and only its calls are counted so that the batch's examples are counted once.
 
 from __future__ import annotations
 
+from array import array
 from typing import Any
 
 from bottleneckd.torch.timing import CudaClock, HostClock
@@ -30,7 +31,7 @@ class StepState:
 
     def __init__(self) -> None:
         self.examples = 0
-        self.step_examples: list[int] = []  # per ended step, until drained
+        self.step_examples = array("q")  # per ended step, until drained (no object kept per step)
         self.micro = False
         self.closure_calls = 0
         self.in_closure = False  # inside a closure whose forward the clock does not time apart (CUDA)
@@ -56,7 +57,7 @@ class StepState:
     def take_examples(self, n: int) -> list[int]:
         """The example counts of the ``n`` oldest ended steps (those the clock just drained)."""
         ex = self.step_examples
-        out = ex[:n]
+        out = ex[:n].tolist()
         del ex[:n]
         if len(ex) > 4096:  # CUDA times one step in `every`: keep the newest counts only
             del ex[:-256]

@@ -138,6 +138,27 @@ class CudaClock:
             self._pool.append(old)
         self.t[label] = self._event()
 
+    # one method per mark, as HostClock has them (the watcher's hot path calls these)
+    def step_start(self) -> None:
+        if self.active:
+            self.mark("step_start")
+
+    def data_ready(self) -> None:
+        if self.active:
+            self.mark("data_ready")
+
+    def forward_start(self) -> None:
+        if self.active:
+            self.mark("forward_start")
+
+    def forward_end(self) -> None:
+        if self.active:
+            self.mark("forward_end")
+
+    def optimizer_start(self) -> None:
+        if self.active:
+            self.mark("optimizer_start")
+
     def _close_segment(self) -> None:
         """A micro-batch ends where the next batch is asked for: its backward runs until then."""
         t, self.t = self.t, {}

@@ -24,7 +24,9 @@ class LoaderEvents(Protocol):
     echo: int  # each batch is handed out this many times (data echoing)
     enabled: bool
 
-    def mark(self, label: str) -> None: ...
+    def batch_requested(self) -> None: ...  # mark("step_start"), without the label's dispatch
+
+    def batch_ready(self) -> None: ...  # mark("data_ready")
 
     def unmark(self, label: str) -> None: ...
 
@@ -60,17 +62,17 @@ class TimedIterator:
         ev = self._ev
         if self._left:
             self._left -= 1
-            ev.mark("step_start")
-            ev.mark("data_ready")
+            ev.batch_requested()
+            ev.batch_ready()
             return self._batch
-        ev.mark("step_start")
+        ev.batch_requested()
         try:
             batch = self._next()
         except StopIteration:
             ev.unmark("step_start")
             self._end(True)
             raise
-        ev.mark("data_ready")
+        ev.batch_ready()
         if ev.echo > 1:
             self._batch, self._left = batch, ev.echo - 1
         return batch

@@ -3,13 +3,14 @@
 - HostClock (CPU training, here): perf-counter timestamps.
 - CudaClock (GPU training, in cuda_clock; imported here too): CUDA events read a few steps later.
 
-``end_step`` returns the steps completed so far as ``(phases, wall)``: ``phases`` in PHASE_KEYS
+``drain`` returns the steps completed so far as ``(phases, wall)``: ``phases`` in PHASE_KEYS
 order, ``wall`` their sum.
 """
 
 from __future__ import annotations
 
 import time
+from array import array
 from dataclasses import dataclass
 
 from bottleneckd.torch.clock_phases import PHASE_KEYS, Step, phases_of, phases_of_marks
@@ -18,14 +19,19 @@ from bottleneckd.torch.cuda_clock import CudaClock
 __all__ = ["PHASE_KEYS", "SLOTS", "CudaClock", "HostClock", "Step", "StepMarks"]
 
 SLOTS = ("step_start", "data_ready", "forward_start", "forward_end", "optimizer_start", "step_end")
-_SLOT = {k: i for i, k in enumerate(SLOTS)}
 _NO_SEG = (0.0,) * len(PHASE_KEYS)
 _FWD, _BWD, _OPT = PHASE_KEYS.index("forward"), PHASE_KEYS.index("backward"), PHASE_KEYS.index("optimizer")
+#: a finished step in the clock's buffer: its six SLOTS timestamps (0.0: not marked; perf_counter is
+#: CLOCK_MONOTONIC, never 0 after boot), the seconds in blocking collectives, and 1.0 when its wall
+#: starts at its own step_start (the first step, after a reset or a dropped step)
+_COMM, _OWN, _WIDTH = 6, 7, 8
+_FRESH = (0.0,) * _WIDTH
 
 
 @dataclass(frozen=True, slots=True)
 class StepMarks:
-    """One finished step as the hot path left it: its timestamps, turned into phases in ``drain``."""
+    """One finished step as the hot path left it (``HostClock.finished()``): its timestamps, turned
+    into phases in ``drain``."""
 
     marks: tuple[float | None, ...]  # in SLOTS order, step_end set
     comm: float  # seconds in blocking collectives
@@ -37,35 +43,96 @@ class StepMarks:
 
 
 class HostClock:
-    """The hot path only stores timestamps in fixed slots; phases are computed in ``drain()``,
-    a batch at a time, when the watcher reports (every half second)."""
+    """The hot path stores timestamps in a fixed list of floats (``cur``) and, at a step's end,
+    copies them into one flat array of doubles: no object is made or kept per step (a micro-batch
+    or closure step keeps its few extras in ``_extra``). Phases are computed in ``drain()``, a
+    batch at a time, when the watcher reports (every half second)."""
 
     def __init__(self) -> None:
-        self.cur: list[float | None] = [None] * len(SLOTS)
-        self.done: list[StepMarks] = []
+        self.cur: list[float] = [*_FRESH]  # this step: SLOTS timestamps, comm seconds, own-start flag
+        self.cur[_OWN] = 1.0
+        self.buf = array("d")  # finished steps, _WIDTH floats each, until drained
+        self._extra: dict[int, tuple[tuple[float, ...], float, float | None, tuple[float, float] | None]] = {}
         self.prev_end: float | None = None  # end of the last micro-batch or step (hot path)
         self._drained_end: float | None = None  # end of the last step turned into phases
-        self._comm = 0.0
         self._c0 = 0.0
-        self._own = True
         self._seg: tuple[float, ...] = _NO_SEG
         self._seg_wall = 0.0
         self._closure: list[float] | None = None  # [forward, backward, forward_start, forward_end] in a closure step
+        self._marks = {
+            "step_start": self.step_start,
+            "data_ready": self.data_ready,
+            "forward_start": self.forward_start,
+            "forward_end": self.forward_end,
+            "optimizer_start": self.optimizer_start,
+        }
 
+    # --- the hot path: one method per mark --------------------------------------------------
     def mark(self, label: str) -> None:
-        now = time.perf_counter()
-        i = _SLOT[label]
-        if self._closure is not None and 2 <= i <= 3:
-            self._closure[i] = now  # forward inside the optimizer's closure: summed in closure_end
-            return
-        cur = self.cur
-        if i == 0 and cur[3] is not None:
-            self._close_segment(now)  # a new batch after a forward, with no optimizer step between: a micro-batch
-            cur = self.cur
-        if (i == 0 or i == 2 or i == 4) and cur[i] is not None:
-            return  # the first start and the last end of each phase
-        cur[i] = now
+        self._marks[label]()
 
+    def step_start(self) -> None:
+        """The loop asks for a batch (the first request of a step counts)."""
+        now = time.perf_counter()
+        cur = self.cur
+        if cur[3]:
+            self._close_segment(now)  # a new batch after a forward, with no optimizer step between: a micro-batch
+        if not cur[0]:
+            cur[0] = now
+
+    def data_ready(self) -> None:
+        self.cur[1] = time.perf_counter()
+
+    def forward_start(self) -> None:
+        now = time.perf_counter()
+        c = self._closure
+        if c is not None:
+            c[2] = now  # forward inside the optimizer's closure: summed in closure_end
+        elif not self.cur[2]:
+            self.cur[2] = now  # the first start and the last end of each phase
+
+    def forward_end(self) -> None:
+        now = time.perf_counter()
+        c = self._closure
+        if c is not None:
+            c[3] = now
+        else:
+            self.cur[3] = now
+
+    def optimizer_start(self) -> None:
+        now = time.perf_counter()
+        if not self.cur[4]:
+            self.cur[4] = now
+
+    def end_step(self) -> None:
+        cur = self.cur
+        cur[5] = end = time.perf_counter()
+        if self._seg_wall or self._closure is not None:
+            c = self._closure
+            self._extra[len(self.buf) // _WIDTH] = (
+                self._seg,
+                self._seg_wall,
+                self.prev_end,
+                None if c is None else (c[0], c[1]),
+            )
+            self._seg, self._seg_wall, self._closure = _NO_SEG, 0.0, None
+        self.buf.extend(cur)
+        cur[:] = _FRESH  # the next step's wall starts at this one's end
+        self.prev_end = end
+
+    def unmark(self, label: str) -> None:
+        self.cur[SLOTS.index(label)] = 0.0
+
+    def comm_begin(self) -> None:
+        self._c0 = time.perf_counter()
+
+    def comm_end(self) -> None:
+        self.cur[_COMM] += time.perf_counter() - self._c0
+
+    def add_comm(self, seconds: float) -> None:
+        self.cur[_COMM] += seconds
+
+    # --- closures and micro-batches -----------------------------------------------------------
     def closure_begin(self) -> None:
         """The optimizer calls the step's closure: its forward and backward are summed apart."""
         c = self._closure
@@ -85,83 +152,87 @@ class HostClock:
     def _close_segment(self, now: float) -> None:
         """Fold a finished micro-batch (data, transfer, forward, then backward up to now) into the
         step, so that phases of accumulated micro-batches add up instead of overlapping."""
-        t = dict(zip(SLOTS, self.cur))
+        cur = self.cur
+        t = {k: v for k, v in zip(SLOTS, cur[:6], strict=True) if v}
         t["optimizer_start"] = t["step_end"] = now  # its backward runs until the next batch is asked for
-        ss = t["step_start"]
+        ss = t.get("step_start")
         start = (
             self.prev_end
-            if self.prev_end is not None and not self._own
-            else (ss if ss is not None else t["forward_start"])
+            if self.prev_end is not None and not cur[_OWN]
+            else (ss if ss is not None else t.get("forward_start", now))
         )
-        ph, wall = phases_of_marks(t, start, self._comm)
-        self._seg = tuple(a + b for a, b in zip(self._seg, ph))
+        ph, wall = phases_of_marks(t, start, cur[_COMM])
+        self._seg = tuple(a + b for a, b in zip(self._seg, ph, strict=True))
         self._seg_wall += wall
-        self.prev_end, self._own, self._comm = now, False, 0.0
-        self.cur = [None] * len(SLOTS)
+        self.prev_end = now
+        cur[:] = _FRESH
 
-    def unmark(self, label: str) -> None:
-        self.cur[_SLOT[label]] = None
-
-    def comm_begin(self) -> None:
-        self._c0 = time.perf_counter()
-
-    def comm_end(self) -> None:
-        self._comm += time.perf_counter() - self._c0
-
-    def add_comm(self, seconds: float) -> None:
-        self._comm += seconds
-
-    def end_step(self) -> None:
-        cur = self.cur
-        cur[5] = end = time.perf_counter()
-        c = self._closure
-        self.done.append(
-            StepMarks(
-                tuple(cur),
-                self._comm,
-                self._own,
-                self._seg,
-                self._seg_wall,
-                self.prev_end,
-                None if c is None else (c[0], c[1]),
-            )
-        )
-        self.prev_end = end
-        self.cur, self._comm, self._own, self._closure = [None] * len(SLOTS), 0.0, False, None
-        if self._seg_wall:
-            self._seg, self._seg_wall = _NO_SEG, 0.0
-
+    # --- reports ------------------------------------------------------------------------------
     def drain(self) -> list[Step]:
+        buf, extra = self.buf, self._extra
+        if not buf:
+            return []
+        vals = buf.tolist()
+        del buf[:]
+        self._extra = {}
         out: list[Step] = []
-        done, self.done = self.done, []
-        for s in done:
-            ss, dr, fs, fe, os_, end = s.marks
-            if s.seg_wall:  # micro-batches came first: this last part starts where they ended
-                start = s.seg_end
-            elif self._drained_end is not None and not s.own_start:
-                start = self._drained_end
+        prev = self._drained_end
+        it = iter(vals)
+        for k, (ss, dr, fs, fe, os_, end, comm, own) in enumerate(zip(it, it, it, it, it, it, it, it, strict=True)):
+            x = extra.get(k) if extra else None
+            if x is not None and x[1]:  # micro-batches came first: this last part starts where they ended
+                start = x[2]
+            elif prev is not None and not own:
+                start = prev
             else:
-                start = next(v for v in s.marks if v is not None)
-            self._drained_end = end
-            ph, wall = phases_of(ss, dr, fs, fe, os_, end, start, s.comm)
-            if s.inner is not None:  # the closure's forward and backward ran inside optimizer.step()
-                fwd, bwd = s.inner
-                ph = list(ph)
-                inside = min(fwd + bwd, ph[_OPT])
-                scale = inside / (fwd + bwd) if fwd + bwd > 0 else 0.0
-                ph[_FWD] += fwd * scale
-                ph[_BWD] += bwd * scale
-                ph[_OPT] -= inside
-                ph = tuple(ph)
-            if s.seg_wall:
-                ph = tuple(a + b for a, b in zip(ph, s.seg))
-            out.append((ph, wall + s.seg_wall))
+                start = ss or dr or fs or fe or os_ or end
+            prev = end
+            ph, wall = phases_of(ss or None, dr or None, fs or None, fe or None, os_ or None, end, start, comm)
+            if x is not None:
+                ph, wall = _with_extra(ph, wall, x)
+            out.append((ph, wall))
+        self._drained_end = prev
+        return out
+
+    def finished(self) -> list[StepMarks]:
+        """The steps ended and not yet drained, as typed records (for inspection; ``drain`` reads
+        the buffer directly)."""
+        vals = self.buf.tolist()
+        out = []
+        for k in range(len(vals) // _WIDTH):
+            v = vals[k * _WIDTH : (k + 1) * _WIDTH]
+            seg, seg_wall, seg_end, inner = self._extra.get(k, (_NO_SEG, 0.0, None, None))
+            marks = tuple(m or None for m in v[:6])
+            out.append(StepMarks(marks, v[_COMM], bool(v[_OWN]), seg, seg_wall, seg_end, inner))
         return out
 
     def discard_step(self) -> None:
-        self.cur, self._comm, self._closure = [None] * len(SLOTS), 0.0, None
+        self.cur[:] = _FRESH
+        self._closure = None
         self._seg, self._seg_wall = _NO_SEG, 0.0
         self.reset()
 
     def reset(self) -> None:
-        self._own = True
+        self.cur[_OWN] = 1.0
+
+
+def _with_extra(
+    ph: tuple[float, ...],
+    wall: float,
+    x: tuple[tuple[float, ...], float, float | None, tuple[float, float] | None],
+) -> Step:
+    """A step's phases with its closure's forward and backward moved out of the optimizer phase,
+    and the micro-batches folded in before it added."""
+    seg, seg_wall, _seg_end, inner = x
+    if inner is not None:  # the closure's forward and backward ran inside optimizer.step()
+        fwd, bwd = inner
+        p = list(ph)
+        inside = min(fwd + bwd, p[_OPT])
+        scale = inside / (fwd + bwd) if fwd + bwd > 0 else 0.0
+        p[_FWD] += fwd * scale
+        p[_BWD] += bwd * scale
+        p[_OPT] -= inside
+        ph = tuple(p)
+    if seg_wall:
+        ph = tuple(a + b for a, b in zip(ph, seg, strict=True))
+    return ph, wall + seg_wall

@@ -48,6 +48,8 @@ from bottleneckd.torch.trials import Trial
 
 log = logging.getLogger("bottleneckd.torch")
 _BEFORE_OPT, _STEP_END = LoopEvent.BEFORE_OPTIMIZER_STEP, LoopEvent.STEP_END
+_GRAPHS = cuda_graphs.STATE  # .capturing: the CUDA graph being captured (nothing is timed meanwhile)
+_Tensor = torch.Tensor
 
 
 class Watcher:
@@ -116,7 +118,7 @@ class Watcher:
     # --- the public marks (also what the installed hooks call) -------------------------------
     def mark(self, label: str) -> None:
         """Mark a point of the step (README, "In a training script"); never raises into training."""
-        if self.enabled and cuda_graphs.STATE.capturing is None:
+        if self.enabled and _GRAPHS.capturing is None:
             try:
                 if label == "forward_start":
                     self.forward_start(())
@@ -126,9 +128,25 @@ class Watcher:
                 self.disable(f"{type(e).__name__}: {e}")
 
     def unmark(self, label: str) -> None:
-        if self.enabled and cuda_graphs.STATE.capturing is None:
+        if self.enabled and _GRAPHS.capturing is None:
             try:
                 self.clock.unmark(label)
+            except Exception as e:  # noqa: BLE001
+                self.disable(f"{type(e).__name__}: {e}")
+
+    def batch_requested(self) -> None:
+        """The loader was asked for a batch (``mark("step_start")``, the timed loader's hot path)."""
+        if self.enabled and _GRAPHS.capturing is None:
+            try:
+                self.clock.step_start()
+            except Exception as e:  # noqa: BLE001 - our failure never breaks the step
+                self.disable(f"{type(e).__name__}: {e}")
+
+    def batch_ready(self) -> None:
+        """The loader handed the batch out (``mark("data_ready")``)."""
+        if self.enabled and _GRAPHS.capturing is None:
+            try:
+                self.clock.data_ready()
             except Exception as e:  # noqa: BLE001
                 self.disable(f"{type(e).__name__}: {e}")
 
@@ -145,7 +163,7 @@ class Watcher:
 
     def forward_start(self, args: tuple) -> None:
         """The root forward starts with ``args`` (examples counted from the first tensor's rows)."""
-        if cuda_graphs.STATE.capturing is not None:
+        if _GRAPHS.capturing is not None:
             return  # inside a CUDA-graph capture: nothing recorded on the GPU, the step not counted
         if self._engine.pending:
             self._engine.revert_pending()  # a trial's revert, never inside an optimizer hook
@@ -153,54 +171,68 @@ class Watcher:
         if st.opt_depth and not st.closure_calls:
             st.opt_depth = 0  # a forward outside any optimizer step: the last step raised before its end
         if not st.in_closure:
-            self.clock.mark("forward_start")
+            self.clock.forward_start()
         if st.closure_calls > 1:
             return  # the optimizer's closure again: same batch, counted once
-        if self._precision_step != self.steps:  # once per step: is autocast on around this forward?
-            self._precision_step = self.steps
+        steps = self.steps
+        if self._precision_step != steps:  # once per step: is autocast on around this forward?
+            self._precision_step = steps
             self.precision.at_forward(self.facts)
-        first = args[0] if args else None
-        if isinstance(first, torch.Tensor) and first.dim() > 0:
-            st.examples += int(first.shape[0])
-            if not st.input_probed:
-                st.input_probed = True
-                self.facts.update(probe.input_facts(args))
-        if self._counting.at_step == self.steps:
-            self._counting.maybe_start(self.steps)  # this one step runs under counting modes; its timing is dropped
+        if args:
+            first = args[0]
+            if isinstance(first, _Tensor) and first.dim() > 0:
+                st.examples += first.size(0)
+                if not st.input_probed:
+                    st.input_probed = True
+                    self.facts.update(probe.input_facts(args))
+        if self._counting.at_step == steps:
+            self._counting.maybe_start(steps)  # this one step runs under counting modes; its timing is dropped
 
     def before_optimizer_step(self, args: tuple, kwargs: dict) -> Any:
         """Inside ``optimizer.step()``, before it updates anything; returns new (args, kwargs)
         when the step takes a closure (the closure is then timed)."""
-        if cuda_graphs.STATE.capturing is not None:
+        if _GRAPHS.capturing is not None:
             cuda_graphs.captured_a_step()  # the graph being captured holds a whole training step
             return None
-        if not self._step.optimizer_entered():
+        st = self._step
+        st.opt_depth += 1  # st.optimizer_entered(), inline
+        if st.opt_depth != 1:
             return None  # a step inside an optimizer step: the outer one is timed and counted
         self.optimizer_calls += 1
-        self.clock.mark("optimizer_start")
+        self.clock.optimizer_start()
         if self._before_opt_subs:
             ctx = self._engine.run(_BEFORE_OPT, self.steps, self.epoch, self.optimizer_calls)
             if ctx.micro_step:
                 self.clock.unmark("optimizer_start")
-                self._step.micro = True
-        closure = closure_of(args, kwargs)
-        if self._step.closure_fact != (closure is not None):
-            self._step.closure_fact = closure is not None
+                st.micro = True
+        closure = closure_of(args, kwargs) if kwargs or len(args) > 1 else None  # step() alone: no closure
+        if st.closure_fact != (closure is not None):
+            st.closure_fact = closure is not None
             self.facts["optimizer_closure"] = closure is not None
-        return None if closure is None else with_timed_closure(args, kwargs, closure, self.clock, self._step)
+        return None if closure is None else with_timed_closure(args, kwargs, closure, self.clock, st)
 
     def forward_end(self) -> None:
-        if not self._step.in_closure and cuda_graphs.STATE.capturing is None:
-            self.clock.mark("forward_end")
+        if not self._step.in_closure and _GRAPHS.capturing is None:
+            self.clock.forward_end()
 
     def after_optimizer_step(self) -> None:
         """``optimizer.step()`` returned (the step hooks' counterpart of ``before_optimizer_step``)."""
-        if cuda_graphs.STATE.capturing is None and self._step.optimizer_returned():
-            self.end_step()
+        if _GRAPHS.capturing is not None:
+            return
+        st = self._step
+        if st.opt_depth > 1:  # st.optimizer_returned(), inline: a step inside another returned
+            st.opt_depth -= 1
+            return
+        st.opt_depth = 0
+        if self.enabled:
+            try:
+                self._end_step()
+            except Exception as e:  # noqa: BLE001 - our failure never breaks the step
+                self.disable(f"{type(e).__name__}: {e}")
 
     def end_step(self) -> None:
         """The optimizer step is done: the step's wall ends here."""
-        if self.enabled and cuda_graphs.STATE.capturing is None:
+        if self.enabled and _GRAPHS.capturing is None:
             try:
                 self._end_step()
             except Exception as e:  # noqa: BLE001
@@ -211,23 +243,30 @@ class Watcher:
         if st.micro:  # accumulation: one micro-batch of a step, folded in by the clock
             st.micro = False
             return
-        self.steps += 1
+        self.steps = steps = self.steps + 1
         examples, st.examples, st.closure_calls = st.examples, 0, 0
-        if self._counting.active:
-            self.facts.update(self._counting.finish())
+        counting = self._counting
+        if counting.active:
+            self.facts.update(counting.finish())
             self.clock.discard_step()  # a counted step runs slowly: its timing is dropped
         else:
             self.clock.end_step()
             st.step_examples.append(examples)
-            self._counting.prepare(self.steps, self.model)
+            if counting.at_step == steps:
+                counting.prepare(steps, self.model)  # the next step is the counted one
         if self._step_end_subs:
-            self._engine.run(_STEP_END, self.steps, self.epoch, self.optimizer_calls)
+            self._engine.run(_STEP_END, steps, self.epoch, self.optimizer_calls)
         now = time.perf_counter()
-        if self._cadence.send_due(now):
+        cad = self._cadence
+        if now < cad.due_at and steps < cad.due_step:  # cad.due(now, steps), inline: nothing due at this step
+            if self.trials.current is not None:
+                self.drain()  # a verification in progress decides at the step it completes
+            return
+        if cad.send_due(now):
             self.flush()
         elif self.trials.current is not None:
-            self.drain()  # a verification in progress decides at the step it completes
-        if self._cadence.epoch_due(now, self.steps):
+            self.drain()
+        if cad.epoch_due(now, self.steps):
             self.epoch_end()
 
     # --- reports ------------------------------------------------------------------------------

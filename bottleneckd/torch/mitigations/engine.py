@@ -24,6 +24,7 @@ class MitigationEngine:
         self._saved: dict[int, dict[str, Any]] = {}  # per mitigation: the facts it changed, as they were
         self._pending: list[Any] = []
         self._pending_apply: list[tuple[Any, int, int, int]] = []
+        self.pending = False  # reverts or re-applies waiting for the next safe point (read at every forward)
         self.listening: dict[LoopEvent, list[Any]] = {e: [] for e in LoopEvent}
 
     def _ctx(self, step: int = 0, epoch: int = 0, calls: int = 0) -> Context:
@@ -72,28 +73,29 @@ class MitigationEngine:
             for name, value in self._saved.pop(id(m), {}).items():
                 self._set(name, value)
 
-    @property
-    def pending(self) -> bool:
-        return bool(self._pending or self._pending_apply)
-
     def revert_later(self, m: Any) -> None:
         """Reverted at the next safe point (``revert_pending``), never inside an optimizer hook."""
         self._pending_apply = [p for p in self._pending_apply if p[0] is not m]
         self._pending.append(m)
+        self.pending = True
 
     def apply_later(self, m: Any, step: int, epoch: int, calls: int) -> None:
         """Applied again at the next safe point (a verification's turn back to the mitigation)."""
         self._pending = [p for p in self._pending if p is not m]
         self._pending_apply.append((m, step, epoch, calls))
+        self.pending = True
 
     def revert_pending(self) -> None:
         """The reverts and re-applies asked for since the last safe point, in that order."""
-        while self._pending:
-            self.revert(self._pending.pop(0))
-        while self._pending_apply:
-            m, step, epoch, calls = self._pending_apply.pop(0)
-            if m not in self.active:
-                self.apply(m, step, epoch, calls)
+        try:
+            while self._pending:
+                self.revert(self._pending.pop(0))
+            while self._pending_apply:
+                m, step, epoch, calls = self._pending_apply.pop(0)
+                if m not in self.active:
+                    self.apply(m, step, epoch, calls)
+        finally:
+            self.pending = bool(self._pending or self._pending_apply)
 
     def run(self, event: LoopEvent, step: int, epoch: int, calls: int = 0) -> Context:
         ctx = self._ctx(step, epoch, calls)
