@@ -5,6 +5,8 @@ allocator calls, per step, bare vs watched, on two loops:
 
 - ``real``: the step of ``bench_watcher.py --only overhead`` (a 3-layer MLP, batch 128, SGD,
   batches from a list), one torch thread;
+- ``ddp``: the ``real`` step with the model in DistributedDataParallel (a gloo group of one rank
+  in this process: the reducer, its bucket hook and ours run as on every rank);
 - ``null``: a forward that returns its input and an optimizer step that does nothing, through
   torch's own module call and step-hook machinery: what remains is the instrumentation's work.
 
@@ -52,8 +54,10 @@ def make_loops(kind: str, loader: str, total: int):
 
     torch.manual_seed(0)
     torch.set_num_threads(1)
-    if kind == "real":
+    if kind in ("real", "ddp"):
         model = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+        if kind == "ddp":
+            model = nn.parallel.DistributedDataParallel(model, process_group=_one_rank_group())
         opt = torch.optim.SGD(model.parameters(), lr=0.01)
         x, y = torch.randn(128, 256), torch.randint(0, 10, (128,))
         loss_fn = nn.CrossEntropyLoss()
@@ -94,6 +98,21 @@ def make_loops(kind: str, loader: str, total: int):
     else:
         data = [(x, y)] * total
     return step, data, model, opt
+
+
+def _one_rank_group():
+    """A gloo process group of one rank in this process: DDP's reducer and bucket hook run as on
+    every rank of a real job; the all-reduce has no peer to wait for."""
+    import socket
+
+    import torch.distributed as dist
+
+    if not dist.is_initialized():
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+    return dist.group.WORLD
 
 
 def _watch(model, opt, data):
@@ -181,7 +200,7 @@ def _region(step, it, n: int, report_steps: int, w) -> None:
 
 def under_callgrind(steps: int, report_steps: int, loader: str) -> None:
     """The child under valgrind: four regions, one dump each, in ORDER."""
-    for kind in ("real", "null"):
+    for kind in KINDS:
         step, data, model, opt = make_loops(kind, loader, steps + 200)
         for mode in ("bare", "watched"):
             w = _watch(model, opt, data) if mode == "watched" else None
@@ -195,7 +214,8 @@ def under_callgrind(steps: int, report_steps: int, loader: str) -> None:
             del it
 
 
-ORDER = [("real", "bare"), ("real", "watched"), ("null", "bare"), ("null", "watched")]
+KINDS = ("real", "null", "ddp")
+ORDER = [(k, m) for k in KINDS for m in ("bare", "watched")]
 
 
 def _parse(path: str) -> tuple[int, dict[str, int]]:
@@ -271,7 +291,7 @@ def main() -> int:
         under_callgrind(a.steps, a.report_steps, a.loader)
         return 0
     result: dict = {"root": a.root, "steps": a.steps, "report_steps": a.report_steps, "loader": a.loader}
-    for kind in ("real", "null"):
+    for kind in KINDS:
         c = counts(kind, a.steps, a.report_steps, a.loader)
         result[kind] = c
         for mode in ("bare", "watched"):
