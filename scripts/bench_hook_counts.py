@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The hook's per-step cost in measures that do not depend on the machine's load: Python and C
-function calls, memory blocks kept, gen-0 collections and (``--callgrind``) instructions and
-allocator calls, per step, bare vs watched, on two loops:
+function calls, memory blocks kept, gen-0 collections (at the default thresholds, and at threshold
+1, where each collection marks two container objects made and alive at once) and
+(``--callgrind``) instructions and allocator calls, per step, bare vs watched, on three loops:
 
 - ``real``: the step of ``bench_watcher.py --only overhead`` (a 3-layer MLP, batch 128, SGD,
   batches from a list), one torch thread;
@@ -167,6 +168,17 @@ def counts(kind: str, steps: int, report_steps: int, loader: str) -> dict:
         gc.callbacks.append(on_gc)
         gen0[0] = 0
         run_steps(step, it, steps, report_steps, w)
+        default_gen0 = gen0[0]
+        # the threshold at 1: a collection whenever two container objects made since the last one
+        # are alive at once; a count of the containers the path makes, exact and repeatable
+        old = gc.get_threshold()
+        gc.collect()
+        gen0[0] = 0
+        gc.set_threshold(1, 1 << 30, 1 << 30)
+        try:
+            run_steps(step, it, steps, report_steps, w)
+        finally:
+            gc.set_threshold(*old)
         gc.callbacks.remove(on_gc)
         b0 = sys.getallocatedblocks()  # what the hot path keeps between two reports
         run_steps(step, it, steps, steps + 1, w)
@@ -177,7 +189,8 @@ def counts(kind: str, steps: int, report_steps: int, loader: str) -> dict:
             "python_calls": calls["python"] / steps,
             "c_calls": calls["c"] / steps,
             "blocks_kept": (b1 - b0) / steps,  # between two reports
-            "gen0_per_1000": gen0[0] * 1000 / steps,
+            "gen0_per_1000": default_gen0 * 1000 / steps,
+            "gen0_threshold1_per_step": gen0[0] / steps,
         }
         if w is not None:
             w.close()
@@ -298,12 +311,14 @@ def main() -> int:
             v = c[mode]
             print(
                 f"{kind:4s} {mode:7s}: {v['python_calls']:7.2f} Python calls, {v['c_calls']:7.2f} C calls, "
-                f"{v['blocks_kept']:+6.3f} blocks kept, {v['gen0_per_1000']:6.2f} gen-0 collections per 1000 steps"
+                f"{v['blocks_kept']:+6.3f} blocks kept, {v['gen0_per_1000']:6.2f} gen-0 collections per 1000 steps, "
+                f"{v['gen0_threshold1_per_step']:6.2f} gen-0 at threshold 1 per step"
             )
         d = {k: c["watched"][k] - c["bare"][k] for k in c["bare"]}
         print(
             f"{kind:4s} watched - bare: {d['python_calls']:+.2f} Python calls, {d['c_calls']:+.2f} C calls, "
-            f"{d['blocks_kept']:+.3f} blocks kept, {d['gen0_per_1000']:+.2f} gen-0 collections per 1000 steps"
+            f"{d['blocks_kept']:+.3f} blocks kept, {d['gen0_per_1000']:+.2f} gen-0 collections per 1000 steps, "
+            f"{d['gen0_threshold1_per_step']:+.2f} gen-0 at threshold 1 per step"
         )
     if a.callgrind:
         cg = callgrind(a.cg_steps, a.report_steps, a.loader, a.root)

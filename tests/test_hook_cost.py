@@ -18,13 +18,24 @@ from bottleneckd.torch import watch  # noqa: E402
 
 #: memory blocks the watched step path may keep per step between two reports, beyond the bare
 #: loop's. Measured 0.00-0.03 after issue 23 (each finished step is 8 doubles in one array); the
-#: step records before it kept 6.7 blocks per step (a frozen dataclass, a tuple and a list of
+#: step records before it kept 6.8 blocks per step (a frozen dataclass, a tuple and a list of
 #: floats per step until the report). The tolerance covers the array's and the dicts' growth.
 MAX_BLOCKS_PER_STEP = 0.25
+#: gen-0 collections per step with the collector's threshold at 1, watched minus bare, with a
+#: report every REPORT_STEPS steps: a collection starts whenever two container objects (tuples,
+#: lists, dicts...) made since the last one are alive at once, so this counts the container
+#: objects the step path and its share of the report make, exactly and repeatably (not a timing).
+#: Measured with ``python scripts/bench_hook_counts.py`` (its ``gen-0 at threshold 1`` column) on
+#: the null loop: 2.91 before issue 23, 1.91 with the unboxed step buffer, 1.28 with the report's
+#: phase sums taken column by column and the trial history filled a batch at a time. The steps
+#: themselves make none (0.00); what remains is the drain's (phases, wall) pair per step. The
+#: tolerance is under one container per step.
+MAX_GEN0_AT_THRESHOLD_1_PER_STEP = 1.5
+REPORT_STEPS = 300  # about the default half second at the overhead benchmark's ~1.5 ms step
 #: Python-level calls our step path adds per step (loader, forward wrapper, optimizer hooks and
-#: the report's per-step share). Measured 25 after issue 23 (40 before it, 27 with torch.compiler's
-#: disable wrappers eagerly in the forward).
-MAX_PY_CALLS_PER_STEP = 28
+#: the report's per-step share). Measured 24 after issue 23 (40 before it, 27 with torch.compiler's
+#: disable wrappers eagerly in the forward, 25 with the trial history fed one step at a time).
+MAX_PY_CALLS_PER_STEP = 26
 
 
 class _Null(nn.Module):
@@ -127,3 +138,43 @@ def test_the_step_path_calls_few_functions():
     finally:
         w.close()
     assert watched - bare <= MAX_PY_CALLS_PER_STEP, f"{watched - bare:.1f} Python calls per step added"
+
+
+def _gen0_at_threshold_1(steps, it, n: int, flush=None) -> float:  # noqa: ANN001
+    """Gen-0 collections per step with the threshold at 1 (see MAX_GEN0_AT_THRESHOLD_1_PER_STEP)."""
+    steps(it, 50)
+    if flush is not None:
+        flush()
+    count = [0]
+
+    def on_gc(phase: str, info: dict) -> None:
+        if phase == "start" and info["generation"] == 0:
+            count[0] += 1
+
+    old = gc.get_threshold()
+    gc.collect()
+    gc.callbacks.append(on_gc)
+    gc.set_threshold(1, 1 << 30, 1 << 30)  # older generations never: only gen-0 starts are counted
+    try:
+        for _ in range(n // REPORT_STEPS):
+            steps(it, REPORT_STEPS)
+            if flush is not None:
+                flush()
+    finally:
+        gc.set_threshold(*old)
+        gc.callbacks.remove(on_gc)
+    return count[0] / n
+
+
+def test_the_step_path_and_its_report_make_few_container_objects():
+    n = 2 * REPORT_STEPS
+    model, opt, data, steps = _loop(n)
+    bare = _gen0_at_threshold_1(steps, iter(data), n)
+    w = _watched(model, opt, data)
+    try:
+        watched = _gen0_at_threshold_1(steps, iter(w.dataloader), n, w.flush)
+        assert w.steps >= n and len(w.trials.history) == w.trials.history.maxlen  # every step reported
+    finally:
+        w.close()
+    added = watched - bare
+    assert added <= MAX_GEN0_AT_THRESHOLD_1_PER_STEP, f"{added:.2f} gen-0 collections per step added (bare {bare:.2f})"

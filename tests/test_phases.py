@@ -43,7 +43,7 @@ def step(c, t, data=0.0, transfer=0.0, forward=0.0, backward=0.0, optimizer=0.0,
 
 
 def named(ph):
-    return dict(zip(HOOK_PHASES, ph))
+    return dict(zip(HOOK_PHASES, ph, strict=True))
 
 
 def test_phases_of_consecutive_steps_add_up_to_their_wall(clock):
@@ -159,6 +159,32 @@ def test_accumulator_names_phases_and_folds_intervals_into_the_epoch():
     assert set(COMPUTE_PHASES) == {"forward", "backward", "optimizer"}
     assert all(p in PHASES for p in HOOK_PHASES)
     assert acc.take_epoch().steps == 0
+
+
+def test_a_drained_batch_adds_up_exactly_as_one_step_at_a_time():
+    """The report sums a batch column by column and fills the trial history in one go (issue 23):
+    the same floating-point additions, in the same order, as one step at a time, and the same
+    history (its last 256 steps)."""
+    import random
+
+    from bottleneckd.torch.trials import Trials
+
+    rng = random.Random(1)
+    steps = [(tuple(rng.random() * 1e-3 for _ in HOOK_PHASES), rng.random() * 1e-2) for _ in range(600)]
+    examples = [rng.randrange(1, 64) for _ in range(590)]  # ten steps short: they count 0
+    one_by_one, batched = Trials(lambda t: None), Trials(lambda t: None)
+    acc = PhaseAccumulator(on_steps=batched.record_steps)
+    acc.add(steps[:5], examples[:5])
+    acc.add(steps[5:], examples[5:])
+    sums, wall = [0.0] * len(HOOK_PHASES), 0.0
+    for k, (ph, w) in enumerate(steps):
+        sums = [a + b for a, b in zip(sums, ph, strict=True)]
+        wall += w
+        one_by_one.record_step(w, examples[k] if k < len(examples) else 0)
+    got = acc.take_interval()
+    assert [got.phases[p] for p in HOOK_PHASES] == sums and got.wall_seconds == wall  # exactly, not approx
+    assert got.steps == 600 and got.examples == sum(examples)
+    assert list(batched.history) == list(one_by_one.history) and len(batched.history) == 256
 
 
 def test_injected_watcher_puts_post_step_bookkeeping_in_other_and_the_loss_in_backward(tmp_path, monkeypatch):

@@ -44,6 +44,9 @@ NAMES = (
     "barrier",
 )
 _watchers: weakref.WeakSet[Any] = weakref.WeakSet()
+#: the same watchers as plain weak references, rebuilt when one is added or removed: read at every
+#: step by DDP's comm hook, where iterating the WeakSet took 7 Python calls (issue 23)
+_refs: tuple[weakref.ref[Any], ...] = ()
 _saved: dict[str, Any] = {}
 _saved_ddp: dict[str, Any] = {}
 _lock = threading.Lock()
@@ -76,6 +79,7 @@ class _Registration:
         with _lock:
             if w is not None:
                 _watchers.discard(w)
+            _refresh()
             if not _watchers:
                 for name, fn in _saved.items():
                     setattr(dist, name, fn)
@@ -87,8 +91,13 @@ class _Registration:
                 stream_waits.uninstall()
 
 
+def _refresh() -> None:
+    global _refs
+    _refs = tuple(weakref.ref(w) for w in _watchers)
+
+
 def _enabled_watchers() -> list[Any]:
-    return [w for w in list(_watchers) if w.enabled]
+    return [w for r in _refs if (w := r()) is not None and w.enabled]
 
 
 def _attach(ddp: Any) -> None:
@@ -166,6 +175,7 @@ def wrap_collectives(watcher: Any) -> _Registration:
                         _saved[name] = fn
                         setattr(dist, name, _wrap(fn))
             _watchers.add(watcher)
+            _refresh()
             _patch_ddp()
         cls = ddp_comm.ddp_class()
         model = getattr(watcher, "model", None)

@@ -69,6 +69,7 @@ class DdpCommTimer:
         self.user_hook = False  # the hook inside is the user's (not DDP's default)
         self.steps = 0
         self.history: deque[tuple[float, float, int]] = deque(maxlen=_AVG)  # (exposed, busy, buckets) per timed step
+        self._facts = self.facts  # bound once: registered with each watcher at every timed step, no new object
 
     # --- the hook DDP calls ---------------------------------------------------------------
     def hook(self, _state, bucket):  # noqa: ANN001, ANN201 - DDP rejects string annotations on its hooks
@@ -133,21 +134,24 @@ class DdpCommTimer:
             self.steps += 1
             if not ready or len(done) < len(ready):
                 return  # a bucket's completion was not seen (its hook failed): no figure this step
+            ws = self._watchers()  # once per step: the enabled watchers
             if self.on_cuda:
                 last = (ready[-1], done[-1])  # NCCL runs buckets in order: the last completes last
-                for w in self._watchers():
+                for w in ws:
                     if w.enabled:
                         w.comm_exposed(last)
                 self._pending.append((ready, done))
                 self._read_cuda()
             else:
                 exposed = max(0.0, max(done) - max(ready))
-                busy = _union(list(zip(ready, done)))
+                busy = _union(list(zip(ready, done, strict=False)))
                 self.history.append((exposed, busy, len(ready)))
-                for w in self._watchers():
+                for w in ws:
                     if w.enabled:
                         w.comm_exposed(exposed)
-            self._publish()
+            if self.history:
+                for w in ws:  # the averages are computed when a watcher reports (fact_sources), not per step
+                    w.fact_sources[self] = self._facts
         except Exception as e:  # noqa: BLE001
             self._fail(e)
 
@@ -158,27 +162,28 @@ class DdpCommTimer:
             ref = ready[0]
             r = [0.0] + [ref.elapsed_time(e) / 1000.0 for e in ready[1:]]
             d = [ref.elapsed_time(e) / 1000.0 for e in done]
-            self.history.append((max(0.0, d[-1] - r[-1]), _union(list(zip(r, d))), len(ready)))
+            self.history.append((max(0.0, d[-1] - r[-1]), _union(list(zip(r, d, strict=False))), len(ready)))
             self._pool += ready[:-1] + done[:-1]  # the last pair went to the watchers' clocks: never reused
         while len(self._pending) > 64:  # the GPU is far behind: drop, never hold memory
             ready, done = self._pending.popleft()
 
-    def _publish(self) -> None:
-        if not self.history:
-            return
-        n = len(self.history)
-        exposed = sum(h[0] for h in self.history) / n
-        busy = sum(h[1] for h in self.history) / n
-        facts = {
+    def facts(self) -> dict[str, Any]:
+        """The moving averages over the last ``_AVG`` timed steps, as facts (read by each watcher
+        when it reports: ``Watcher.fact_sources``); empty before the first timed step."""
+        h = self.history
+        if not h:
+            return {}
+        n = len(h)
+        exposed = sum(x[0] for x in h) / n
+        busy = sum(x[1] for x in h) / n
+        return {
             "ddp": True,
-            "ddp_buckets": self.history[-1][2],
+            "ddp_buckets": h[-1][2],
             "comm_seconds_per_step": busy,
             "comm_exposed_seconds_per_step": exposed,
             "comm_overlapped_seconds_per_step": max(0.0, busy - exposed),
             "comm_overlap_ratio": (max(0.0, busy - exposed) / busy) if busy > 0 else None,
         }
-        for w in self._watchers():
-            w.facts.update(facts)
 
     def _fail(self, e: Exception) -> None:
         if not self.failed:
@@ -209,7 +214,10 @@ def attach(ddp: Any, watchers: Callable[[], list[Any]], original_register: Calla
     if getattr(ddp, "_use_python_reducer", False):
         return "DDP under compiled autograd (python reducer) has no bucket hook to time"
     if getattr(ddp, "_comm_hooks", None):
-        return "a communication hook was registered before bottleneckd was; call watch() before register_comm_hook to time it"
+        return (
+            "a communication hook was registered before bottleneckd was; "
+            "call watch() before register_comm_hook to time it"
+        )
     if getattr(ddp, "logger", None) is None or getattr(ddp, "reducer", None) is None:
         return "this DDP model has no reducer"
     hook, state_of = _default_hook()

@@ -111,6 +111,16 @@ class Trials:
         self._on_decided = on_decided
         self._toggle = toggle or (lambda t, on: None)
 
+    def record_steps(self, walls: list[float], examples: list[int]) -> None:
+        """``record_step`` for a drained batch of steps: with no trial in progress only the history's
+        last ``maxlen`` entries are made (the same deque as one step at a time)."""
+        if self.current is None:
+            keep = self.history.maxlen or len(walls)
+            self.history.extend(zip(walls[-keep:], examples[-keep:], strict=True))
+            return
+        for wall, ex in zip(walls, examples, strict=True):
+            self.record_step(wall, ex)
+
     def record_step(self, wall: float, examples: int) -> None:
         self.history.append((wall, examples))
         t = self.current

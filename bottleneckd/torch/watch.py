@@ -23,7 +23,7 @@ import logging
 import os
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import torch
@@ -103,8 +103,11 @@ class Watcher:
         # the engine's subscriber lists (kept, never replaced): an empty one costs one truth test per step
         self._before_opt_subs = self._engine.listening[_BEFORE_OPT]
         self._step_end_subs = self._engine.listening[_STEP_END]
-        self._phases = PhaseAccumulator(self.trials.record_step)
+        self._phases = PhaseAccumulator(on_steps=self.trials.record_steps)
         self._handles: list[Any] = []
+        #: facts kept up to date by others and read when reporting (DDP's communication averages,
+        #: ddp_comm.py): computed once a report, not at every step
+        self.fact_sources: dict[Any, Callable[[], Mapping[str, Any]]] = {}
         self.graphs_kind: str | None = None  # CUDA graphs seen replayed: cuda_graphs.WHOLE / WITHIN
         if self.device.type == "cuda":
             cuda_graphs.register(self)
@@ -283,6 +286,8 @@ class Watcher:
         totals = self._phases.take_interval()
         self.facts.update(probe.runtime_facts(self.model))
         self.facts.update(self._counting.achieved(totals.compute_seconds / totals.steps))
+        for source in list(self.fact_sources.values()):
+            self.facts.update(source())
         if isinstance(self.clock, CudaClock):
             self.facts.update(self.clock.comm_facts())  # side-stream collectives (FSDP): in flight vs waited for
         self.transport.send(
