@@ -10,13 +10,14 @@ is no longer in effect) over the machine's own facts.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from bottleneckd.advice.fit import machine_facts
 from bottleneckd.advice.knowledge import Mitigation, load_knowledge
 from bottleneckd.advice.recommend import Recommendation, recommend
 from bottleneckd.diagnosis.classify import classify
+from bottleneckd.diagnosis.code import CodeProfile
 from bottleneckd.diagnosis.stability import VerdictTracker
 from bottleneckd.diagnosis.straggler import StragglerHistory, with_straggler
 from bottleneckd.diagnosis.verdict import RegimeChange, Verdict
@@ -91,9 +92,12 @@ class Pipeline:
         self._last_of: dict[str, Verdict] = {}
         self._stragglers = StragglerHistory()
         self._held_stage: dict[tuple[str, str], float] = {}
+        self.code = CodeProfile()  # stack samples by the user's code, over the run
 
     def __call__(self, sample: Sample) -> Snapshot:
         self.window.add(sample)
+        if sample.stacks is not None:
+            self.code.add(sample.stacks)
         stats = self.window.stats()
         assert stats is not None
         if sample.phases is not None:
@@ -121,20 +125,28 @@ class Pipeline:
         ):
             self._last_of[stable.resource] = stable
         interval = max(self.window.samples[-1].interval, 1e-9)
+        dominant = self._stragglers.apply(dominant_of(self._held, self._held_training, self._last_of, interval))
         snap = Snapshot(
             sample,
             stats,
-            stable,
+            self.with_code(stable),
             tuple(recommend(stable, self.kb, facts)),
             tuple(self.tracker.changes),
             facts,
             self._samples,
             tuple(sorted(self._held.items(), key=lambda kv: -kv[1])),
-            self._stragglers.apply(dominant_of(self._held, self._held_training, self._last_of, interval)),
+            None if dominant is None else self.with_code(dominant),
         )
         with self._lock:
             self._latest = snap
         return snap
+
+    def with_code(self, v: Verdict) -> Verdict:
+        """The verdict with the user's code its stage runs (evidence and ``code``), when stacks name it."""
+        if v.resource == UNDETERMINED:
+            return v
+        a = self.code.attribute(v.stage)
+        return v if a is None else replace(v, code=a, evidence=v.evidence + (a.evidence(),))
 
     @property
     def latest(self) -> Snapshot | None:

@@ -89,7 +89,7 @@ def _verdict_html(doc: dict[str, Any]) -> str:
             f"{v['confidence']:.0%})</p>"
         )
     ev = "".join(f"<li>{_e(e)}</li>" for e in v.get("evidence", []))
-    out = head + (f"<p>Evidence:</p><ul>{ev}</ul>" if ev else "")
+    out = head + (f"<p>Evidence:</p><ul>{ev}</ul>" if ev else "") + _code_html(v.get("code"))
     if v["resource"] != "undetermined":
         out += f"<p>Headroom: {_e(_headroom_text(v.get('headroom'), doc))}</p>"
     if v.get("secondary"):
@@ -102,6 +102,26 @@ def _verdict_html(doc: dict[str, Any]) -> str:
     if held:
         out += "<p>Held over the run: " + ", ".join(f"{_e(k)} {s:.0f} s" for k, s in held.items()) + "</p>"
     return out
+
+
+def _code_html(code: dict[str, Any] | None) -> str:
+    """The user's functions the stage's time goes to (the verdict's ``code``), as a table."""
+    if not code or not code.get("sites"):
+        return ""
+    who = " (in the DataLoader workers)" if code.get("role") == "worker" else ""
+    rows = "".join(
+        f"<tr><td>{_e(s['function'])}</td><td>{_e(s['file'])}:{s['line']}</td>"
+        f"<td><code>{_e(s.get('text', ''))}</code></td>"
+        f"<td>{s['share']:.0%} ({s['low']:.0%} to {s['high']:.0%})</td></tr>"
+        for s in code["sites"]
+    )
+    return (
+        f"<p>Where the {_e(code['stage'])} stage runs in your code{who}: {code['samples']} stack samples "
+        f"({_e(code['source'])}).</p>"
+        '<table id="code"><tr><th>function</th><th>file:line</th><th>line</th><th>share of the stage (95% CI)</th></tr>'
+        + rows
+        + "</table>"
+    )
 
 
 def _recs_html(doc: dict[str, Any]) -> str:

@@ -77,6 +77,9 @@ def screen(snap: Snapshot, width: int = 100, reasons: dict[str, str] | None = No
         parts.append(Text(f"verdict: {v.resource} (stage {v.stage}, confidence {v.confidence:.0%})", style="bold red"))
         for e in v.evidence[:3]:
             parts.append(Text(f"  {e}", overflow="ellipsis", no_wrap=True))
+        if v.code is not None and v.code.sites:  # the user's functions the stage runs (diagnosis/code.py)
+            named = ", ".join(f"{s.where} {s.share:.0%}" for s in v.code.sites)
+            parts.append(Text(f"  code: {named}", style="bold", overflow="ellipsis", no_wrap=True))
     if snap.recommendations:
         m = snap.recommendations[0].mitigation
         parts.append(Text(f"top recommendation: {m.name}", style="green", overflow="ellipsis", no_wrap=True))
