@@ -103,15 +103,20 @@ class CodeProfile:
                 del bucket[least]
                 bucket[None] += n
 
+    def stage_sites(self, stage: str, role: str = MAIN) -> Counter[CodeSite | None]:
+        """The stage's stack samples by site (None: no user frame), of one role."""
+        phases = {p for p, s in PHASES.items() if s == stage}
+        merged: Counter[CodeSite | None] = Counter()
+        for (phase, r), bucket in self.counts.items():
+            if r == role and phase in phases:
+                merged.update(bucket)
+        return merged
+
     def attribute(self, stage: str, top: int = TOP_SITES) -> CodeAttribution | None:
         """The stage's samples by user function; None when too few were taken in that stage."""
-        phases = {p for p, s in PHASES.items() if s == stage}
         roles = (WORKER, MAIN) if stage == "data" else (MAIN,)
         for role in roles:
-            merged: Counter[CodeSite | None] = Counter()
-            for (phase, r), bucket in self.counts.items():
-                if r == role and phase in phases:
-                    merged.update(bucket)
+            merged = self.stage_sites(stage, role)
             n = sum(merged.values())
             if role == WORKER and not any(s is not None for s in merged):
                 continue  # no worker ran user code: the main thread's samples say where the stage runs

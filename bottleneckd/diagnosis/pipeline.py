@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from bottleneckd.advice.fit import machine_facts
+from bottleneckd.advice.inputs import StepInputs, step_inputs
 from bottleneckd.advice.knowledge import Mitigation, load_knowledge
 from bottleneckd.advice.recommend import Recommendation, recommend
 from bottleneckd.diagnosis.classify import classify
@@ -47,6 +48,10 @@ class Snapshot:
     held: tuple[tuple[str, float], ...] = ()
     #: the verdict that held longest over the run (see Pipeline.dominant)
     dominant: Verdict | None = None
+    #: the what-if models' measured inputs (advice/inputs.py): of this window, and of the last
+    #: training window in which the dominant verdict held (None: no step timed)
+    inputs: StepInputs | None = None
+    dominant_inputs: StepInputs | None = None
 
 
 def dominant_of(
@@ -93,6 +98,7 @@ class Pipeline:
         self._stragglers = StragglerHistory()
         self._held_stage: dict[tuple[str, str], float] = {}
         self.code = CodeProfile()  # stack samples by the user's code, over the run
+        self._inputs_of: dict[str, StepInputs] = {}  # resource -> inputs of the last training window it held
 
     def __call__(self, sample: Sample) -> Snapshot:
         self.window.add(sample)
@@ -126,16 +132,21 @@ class Pipeline:
             self._last_of[stable.resource] = stable
         interval = max(self.window.samples[-1].interval, 1e-9)
         dominant = self._stragglers.apply(dominant_of(self._held, self._held_training, self._last_of, interval))
+        inputs = step_inputs(stats, self.window.samples, self.peaks, facts, self.code)
+        if inputs is not None:
+            self._inputs_of[stable.resource] = inputs
         snap = Snapshot(
             sample,
             stats,
             self.with_code(stable),
-            tuple(recommend(stable, self.kb, facts)),
+            tuple(recommend(stable, self.kb, facts, inputs=inputs)),
             tuple(self.tracker.changes),
             facts,
             self._samples,
             tuple(sorted(self._held.items(), key=lambda kv: -kv[1])),
             None if dominant is None else self.with_code(dominant),
+            inputs,
+            None if dominant is None else self._inputs_of.get(dominant.resource),
         )
         with self._lock:
             self._latest = snap

@@ -16,7 +16,7 @@ from bottleneckd.diagnosis.pipeline import Pipeline
 from bottleneckd.model.sample import Sample
 from bottleneckd.outputs import html_figures as figs
 from bottleneckd.outputs.energy import EnergyAccount, EnergyMeter
-from bottleneckd.outputs.report import _headroom_text
+from bottleneckd.outputs.report import _headroom_text, prediction_text
 from bottleneckd.outputs.timeline import Timeline
 from bottleneckd.peaks.resolve import PeakTable
 
@@ -135,14 +135,15 @@ def _recs_html(doc: dict[str, Any]) -> str:
             f"<tr><td>{k}</td><td>{_e(r['name'])}{' <b>[changes training semantics]</b>' if r['changes_semantics'] else ''}</td>"
             f"<td>{_e(r['component'])} / {_e(r['subcomponent'])}</td><td>{_e(r['action'])}</td>"
             f"<td>{_e(mech.get('timing', ''))}, {_e(str(mech.get('basis', '')).replace('_', ' '))}</td>"
-            f"<td>{_e('; '.join(r['cites']) or 'section ' + r['section'])}</td><td>{_e(r['why'])}</td><td>{_e(r.get('hook') or '-')}</td></tr>"
+            f"<td>{_e('; '.join(r['cites']) or 'section ' + r['section'])}</td><td>{_e(r['why'])}</td><td>{_e(r.get('hook') or '-')}</td>"
+            f"<td>{_e(prediction_text(r.get('prediction')))}</td></tr>"
         )
     skipped = "".join(
         f"<li>{_e(s['id'])}: already in effect ({_e(s['because'])})</li>" for s in doc.get("already_in_effect", [])
     )
     return (
         '<table id="recommendations"><tr><th>#</th><th>mitigation</th><th>component</th><th>action</th><th>mechanism</th>'
-        "<th>citations</th><th>why</th><th>hook</th></tr>"
+        "<th>citations</th><th>why</th><th>hook</th><th>predicted speed-up (model)</th></tr>"
         + "".join(rows)
         + "</table>"
         + (f"<p>Skipped:</p><ul>{skipped}</ul>" if skipped else "")
