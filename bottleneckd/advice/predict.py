@@ -305,10 +305,7 @@ MODELS: dict[str, Model] = {
     "per_step_python_work": lambda i: other_lines(i, "hottest_function"),
     "cache_preprocessing": cache_preprocessing,
 }
-NO_MODEL = (
-    "no model predicts it from the measured step: its gain depends on how much work it removes, "
-    "which is not measured here; measure it (verify=True, or bottleneckd compare)"
-)
+NO_MODEL = "no model from the measured step (its gain is in how much work it removes): measure it (verify=True, compare)"
 
 
 def predict(mitigation_id: str, inputs: StepInputs | None) -> Prediction:
