@@ -9,9 +9,9 @@ if TYPE_CHECKING:
     from bottleneckd.diagnosis.code import CodeAttribution
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Finding:
-    """What one rule concludes from one window."""
+    """What one rule concludes from one window (built with keywords)."""
 
     resource: str
     stage: str
@@ -34,14 +34,16 @@ class RegimeChange:
     after_stage: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Verdict:
+    """The diagnosis of one window (built with keywords)."""
+
     resource: str  # one of the twelve ids, or resources.UNDETERMINED
     stage: str
     confidence: float
     evidence: tuple[str, ...]
-    secondary: tuple[tuple[str, float], ...]
-    headroom: float | None
+    secondary: tuple[tuple[str, float], ...] = ()
+    headroom: float | None = None
     reason: str = ""  # why undetermined, or how the headroom was derived
     t: float = 0.0
     since: float = 0.0
