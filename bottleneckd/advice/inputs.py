@@ -112,7 +112,7 @@ def step_inputs(
     code: CodeProfile | None = None,
 ) -> StepInputs | None:
     """The window's inputs; None when it timed no step (no model can run without the step)."""
-    from bottleneckd.diagnosis.rules.common import cpu_state
+    from bottleneckd.diagnosis.rules.cpu_state import cpu_state
     from bottleneckd.peaks.select import PATHS, compute_peak
 
     ph = stats.phases
