@@ -305,7 +305,9 @@ MODELS: dict[str, Model] = {
     "per_step_python_work": lambda i: other_lines(i, "hottest_function"),
     "cache_preprocessing": cache_preprocessing,
 }
-NO_MODEL = "no model from the measured step (its gain is in how much work it removes): measure it (verify=True, compare)"
+NO_MODEL = (
+    "no model from the measured step (its gain is in how much work it removes): measure it (verify=True, compare)"
+)
 
 
 def predict(mitigation_id: str, inputs: StepInputs | None) -> Prediction:

@@ -266,7 +266,7 @@ class StackSampler:
     def _sample_worker(self) -> None:
         """One DataLoader worker's stack, in turn: counted under the data stage when it runs code
         (a worker waiting for its next index, with no frame of the user's, is not counted)."""
-        if self._dumps % WORKER_LOOK_EVERY == 1:
+        if not self._workers or self._dumps % WORKER_LOOK_EVERY == 1:  # until found, at every dump
             self._workers = loader_workers(self.target)
         if not self._workers:
             return
