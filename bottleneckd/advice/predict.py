@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from bottleneckd.advice.inputs import Share, StepInputs
+from bottleneckd.diagnosis.thresholds import NO_WORKERS
 
 #: the largest share of the step a model removes (a step cannot take no time); the same cap as the
 #: verdict's headroom (diagnosis/rules/common.py), so a prediction never exceeds 100x
@@ -38,8 +39,9 @@ ECHO = 2
 #: more workers for a loader that waits on latency (threads mostly idle): twice as many batches in
 #: flight; a CPU-bound loader gets one more worker per idle core
 LATENCY_WORKERS_FACTOR = 2
-#: a loader whose workers (or, with none, the training thread) run at least this much of a core
-#: per worker is CPU-bound (its gain needs idle cores); below it, it waits (latency)
+#: a loader whose workers (or, with none, the training thread) run or wait to run at least this much
+#: of a core per worker is CPU-bound (its gain needs free cores); below it, it waits (latency).
+#: Chosen: the half core diagnosis/thresholds.py's LOADER_BUSY_CORES takes as a loader's own CPU use
 CPU_BOUND = 0.5
 
 
@@ -110,7 +112,7 @@ def loader_step(
     Assumptions: a batch's work does not change; the new workers do not slow the training thread
     (true while idle cores remain); prefetching keeps the queue full."""
     tc = step * (1.0 - d)
-    b = workers * step if workers >= 1 else d * step
+    b = workers * step if workers >= NO_WORKERS else d * step
     if b <= 0:
         return step
     rate = new / b
@@ -187,7 +189,7 @@ def data_echoing(i: StepInputs, factor: int = ECHO) -> Prediction:
     loader runs beside the step and, data-bound, takes T per batch: T' = max(T (1 - d), T / e).
     Speed-up of steps: an echoed step may do less for the model than a fresh one (Choi et al. 2019)."""
     d = i.stage_share(("data_wait", "file_io"))
-    if not i.loader_workers:
+    if (i.loader_workers or 0.0) < NO_WORKERS:
         return _amdahl_share("amdahl", d, factor, "data wait")
 
     def speed(x: float) -> float:
@@ -215,7 +217,7 @@ def more_workers(i: StepInputs, new: float | None = None) -> Prediction:
     if w is None or i.idle_cores is None:
         return unknown(m, "not measured: the job's CPU use (loader workers and idle cores)")
     d = i.stage_share(("data_wait", "file_io"))
-    if w >= 1:
+    if w >= NO_WORKERS:
         if i.worker_cores is None:
             return unknown(m, "not measured: the CPU the loader workers use")
         u, demand = i.worker_cores / w, max(i.worker_cores / w, i.worker_demand or 0.0)
@@ -232,10 +234,10 @@ def more_workers(i: StepInputs, new: float | None = None) -> Prediction:
 
     def speed(x: float) -> float:
         x = min(x, MAX_SHARE)
-        cpu, cores = (u * w * i.step, u * w) if w >= 1 else (x * i.step * u, x * u)
+        cpu, cores = (u * w * i.step, u * w) if w >= NO_WORKERS else (x * i.step * u, x * u)
         return i.step / loader_step(i.step, x, w, cpu, cores, idle, new)
 
-    per = (u * w if w >= 1 else d.value * u) * i.step
+    per = (u * w if w >= NO_WORKERS else d.value * u) * i.step
     kind = "CPU-bound" if cpu_bound else "waiting (latency)"
     return known(
         m,
