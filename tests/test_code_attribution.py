@@ -210,3 +210,13 @@ def test_the_self_sampler_reads_the_training_threads_own_frames() -> None:
     assert (
         here[0]["name"].endswith("test_the_self_sampler_reads_the_training_threads_own_frames") and here[0]["line"] > 0
     )
+
+
+def test_a_workers_stack_is_cut_at_its_loop_and_other_stacks_are_not_workers() -> None:
+    from bottleneckd.samplers.stack_frames import worker_frames
+
+    loop = fr("_worker_loop", "/venv/lib/python3.11/site-packages/torch/utils/data/_utils/worker.py")
+    forked = [fr("Tokenizer.encode", "/job/tok.py", 4), fr("fetch", TORCH), loop, fr("train", "/job/train.py", 40)]
+    assert worker_frames(forked) == forked[:2]  # the parent's training loop, copied by fork, is not the worker's
+    assert user_site(worker_frames([fr("collate", TORCH), loop, fr("train", "/job/train.py", 40)])) is None
+    assert worker_frames([fr("train", "/job/train.py", 40)]) is None  # a rank, not a loader worker

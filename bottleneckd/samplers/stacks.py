@@ -26,8 +26,15 @@ import psutil
 from bottleneckd.model.code import MAIN, WORKER, StackCounts
 from bottleneckd.model.sample import StepPhases
 from bottleneckd.samplers.code_sites import StackTally, user_site
-from bottleneckd.samplers.process_tree import LAUNCHER, RANK, ProcessTree, is_helper
-from bottleneckd.samplers.stack_frames import STARTUP, classify_frames, op_intensity, thread_idle, wrappers
+from bottleneckd.samplers.process_tree import LAUNCHER, RANK, ProcessTree, loader_workers
+from bottleneckd.samplers.stack_frames import (
+    STARTUP,
+    classify_frames,
+    op_intensity,
+    thread_idle,
+    worker_frames,
+    wrappers,
+)
 
 log = logging.getLogger(__name__)
 
@@ -107,42 +114,6 @@ def training_process(pid: int, frames: list[dict], idle: bool = False) -> int:
             return -1.0
 
     return max(kids, key=busy).pid
-
-
-#: the process name torch gives its DataLoader workers (torch/utils/data/_utils/worker.py, prctl)
-WORKER_NAME = "pt_data_worker"
-
-
-def loader_workers(pid: int) -> list[int]:
-    """The Python child processes of the training process (its DataLoader workers), helpers
-    (multiprocessing's resource tracker, forkserver) left out."""
-    try:
-        kids = psutil.Process(pid).children()
-    except psutil.Error:
-        return []
-    out = []
-    for k in kids:
-        try:
-            name, cmd = k.name().lower(), k.cmdline()
-            python = name == WORKER_NAME or "python" in name or bool(cmd and "python" in os.path.basename(cmd[0]))
-            if python and not is_helper(cmd):
-                out.append(k.pid)
-        except psutil.Error:
-            continue
-    return sorted(out)
-
-
-#: the DataLoader worker's loop: frames outside it are the parent's, copied by fork
-WORKER_LOOP = "torch/utils/data/_utils/worker"
-
-
-def worker_frames(frames: list[dict]) -> list[dict]:
-    """A worker's frames inside its loop (innermost first): a forked worker's stack still holds the
-    training loop that started it below ``_worker_loop``, which is not what the worker runs."""
-    for k, f in enumerate(frames):
-        if WORKER_LOOP in (f.get("filename") or "").replace("\\", "/"):
-            return frames[:k]
-    return frames
 
 
 class StackSampler:
@@ -280,7 +251,10 @@ class StackSampler:
         if t is None:
             return
         frames = t.get("frames", [])
-        phase, site = classify_frames(frames), user_site(worker_frames(frames))
+        inside = worker_frames(frames)
+        if inside is None:  # not a DataLoader worker: not counted
+            return
+        phase, site = classify_frames(frames), user_site(inside)
         if phase == STARTUP or (site is None and thread_idle(t)):
             return
         self.tally.add(phase, WORKER, site)
