@@ -205,7 +205,11 @@ def test_end_to_end_through_the_pipeline_and_the_report() -> None:
     assert w.speedup == pytest.approx(1.25) and "0 -> 1 workers" in w.formula
     e = by_id["data_echoing"].prediction
     assert e.speedup == pytest.approx(1 / (0.2 + 0.4))  # Amdahl(0.8, 2)
-    assert snap.recommendations[0].mitigation.id == "data_echoing"  # x1.67 at low cost beats x1.25
+    assert by_id["cache_preprocessing"].prediction.speedup == pytest.approx(5.0)  # the data stage removed
+    order = [r.mitigation.id for r in snap.recommendations]
+    # by predicted gain per cost (all low cost): x5 before x1.67 before x1.25, then the unpredicted
+    assert order[:3] == ["cache_preprocessing", "data_echoing", "more_loader_workers"], order
+    assert all(r.prediction.speedup is None for r in snap.recommendations[3:])
     doc = build_report(p)
     recs = {r["id"]: r for r in doc["recommendations"]}
     assert recs["more_loader_workers"]["prediction"]["speedup"] == pytest.approx(1.25)
