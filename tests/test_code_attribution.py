@@ -9,6 +9,7 @@ import os
 import sys
 import threading
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -220,3 +221,19 @@ def test_a_workers_stack_is_cut_at_its_loop_and_other_stacks_are_not_workers() -
     assert worker_frames(forked) == forked[:2]  # the parent's training loop, copied by fork, is not the worker's
     assert user_site(worker_frames([fr("collate", TORCH), loop, fr("train", "/job/train.py", 40)])) is None
     assert worker_frames([fr("train", "/job/train.py", 40)]) is None  # a rank, not a loader worker
+
+
+def test_an_undetermined_step_that_waits_with_nothing_busy_names_the_code_that_waits() -> None:
+    """A loader that sleeps (a remote store): no resource limits the step, it waits in the data stage
+    (fact idle_wait_stage); the stacks name the code that waits. An undetermined verdict that does
+    not wait in its stage names nothing."""
+    p = Pipeline(PeakTable(()), window=5)
+    stacks = counts([("data_wait", MAIN, "RemoteStore.fetch", 12, 5)])
+    for i in range(8):
+        s = sample({**HOST, **job(0.05, 0.05)}, {"data_wait": 0.9, "forward": 0.1}, t=float(i))
+        snap = p(Sample(s.t, s.interval, s.readings, s.phases, stacks=stacks))
+    v = snap.verdict
+    assert v.resource == "undetermined" and v.stage == "data" and snap.facts.get("idle_wait_stage") == "data"
+    assert v.code is not None and v.code.sites[0].function == "RemoteStore.fetch"
+    bare = p.with_code(replace(v, code=None, evidence=()), snap.facts.unset("idle_wait_stage"))
+    assert bare.code is None and bare.evidence == ()
