@@ -294,3 +294,11 @@ def test_gpu_inputs_take_the_peaks_of_the_jobs_path_and_of_bf16() -> None:
     # bf16: R' = max(2.7 ms, 5 ms) (operands halved) -> compute x1.778 -> Amdahl(0.8) = x1.538;
     # R' = max(2.7 ms, 10 ms) (not halved) -> x1.6 -> x1.429
     assert p.high == pytest.approx(1 / (0.2 + 0.8 * 0.5625)) and p.low == pytest.approx(1 / (0.2 + 0.8 * 0.625))
+
+
+def test_removing_all_of_the_step_is_unknown_not_a_hundredfold() -> None:
+    from bottleneckd.advice.predict import cache_preprocessing
+
+    assert cache_preprocessing(inputs({"data_wait": 0.6})).speedup == pytest.approx(2.5)
+    whole = cache_preprocessing(inputs({"data_wait": 0.995}))
+    assert whole.speedup is None and "not measured" in whole.formula

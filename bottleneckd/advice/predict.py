@@ -173,6 +173,8 @@ def mixed_precision(i: StepInputs, dtype: str = "bfloat16") -> Prediction:
 
 
 def _amdahl_share(model: str, s: Share, factor: float, what: str) -> Prediction:
+    if math.isinf(factor) and s.high >= MAX_SHARE:  # removing all of the step leaves what was not measured
+        return unknown(model, f"{what} is {s.value:.0%} of the step: the time left without it is not measured")
     f = "removed" if math.isinf(factor) else f"{factor:g}x less of it"
     return known(
         model,

@@ -71,7 +71,7 @@ class CodeAttribution:
         who = " in the DataLoader workers" if self.role == WORKER else ""
         of = f"the {self.stage} stage's {self.samples} stack samples ({self.source})"
         if not self.sites:
-            lib = f"library code only in {self.library_share:.0%}"
+            lib = f"{self.library_share:.0%} of them ran library code only (torch, the standard library, packages)"
             return f"code{who}: no function of yours holds {MIN_SITE_SHARE:.0%} of {of}; {lib}"
         named = ", ".join(f"{s.where} {s.share:.0%}" + (f" [{s.text}]" if s.text else "") for s in self.sites)
         return f"code{who}: {named} of {of}"
