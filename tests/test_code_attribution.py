@@ -237,3 +237,37 @@ def test_an_undetermined_step_that_waits_with_nothing_busy_names_the_code_that_w
     assert v.code is not None and v.code.sites[0].function == "RemoteStore.fetch"
     bare = p.with_code(replace(v, code=None, evidence=()), snap.facts.unset("idle_wait_stage"))
     assert bare.code is None and bare.evidence == ()
+
+
+def test_a_launchers_ranks_are_dumped_once_and_not_counted_as_loader_workers(tmp_path) -> None:
+    import subprocess
+
+    from bottleneckd.samplers.stacks import StackSampler, find_py_spy
+
+    if find_py_spy() is None:
+        pytest.skip("py-spy is not installed")
+    rank = "import time\nwhile True:\n    sum(i * i for i in range(10000))\n"
+    launcher = tmp_path / "launch.py"
+    launcher.write_text(
+        "import subprocess, sys, time\n"
+        f"kids = [subprocess.Popen([sys.executable, '-c', {rank!r}]) for _ in range(2)]\n"
+        "time.sleep(120)\n"
+    )
+    p = subprocess.Popen([sys.executable, str(launcher)])
+    s = StackSampler(p.pid, rate_hz=10.0, main=False)
+    try:
+        deadline = time.monotonic() + 60
+        while len(s._not_workers) < 2 and time.monotonic() < deadline:
+            s._dumps += 1
+            s._sample_worker()
+        assert len(s._not_workers) == 2 and s.tally.drain() is None  # seen as ranks, never counted
+        s._dumps += 1
+        s._sample_worker()
+        assert s._workers == []  # and not dumped again
+    finally:
+        import psutil
+
+        for k in psutil.Process(p.pid).children():
+            k.kill()
+        p.kill()
+        p.wait()

@@ -144,6 +144,7 @@ class StackSampler:
         self.sample_main = main
         self._workers: list[int] = []
         self._next_worker = 0
+        self._not_workers: set[int] = set()  # children whose stack showed they are not loader workers (ranks)
 
     def dump(self, pid: int | None = None) -> list[dict] | None:
         assert self.exe is not None
@@ -238,7 +239,7 @@ class StackSampler:
         """One DataLoader worker's stack, in turn: counted under the data stage when it runs code
         (a worker waiting for its next index, with no frame of the user's, is not counted)."""
         if not self._workers or self._dumps % WORKER_LOOK_EVERY == 1:  # until found, at every dump
-            self._workers = loader_workers(self.target)
+            self._workers = [p for p in loader_workers(self.target) if p not in self._not_workers]
         if not self._workers:
             return
         pid = self._workers[self._next_worker % len(self._workers)]
@@ -251,10 +252,13 @@ class StackSampler:
         if t is None:
             return
         frames = t.get("frames", [])
-        inside = worker_frames(frames)
-        if inside is None:  # not a DataLoader worker: not counted
+        inside, phase = worker_frames(frames), classify_frames(frames)
+        if inside is None:  # not a DataLoader worker (a launcher's rank): not counted, not dumped again
+            if phase != STARTUP:  # a spawned worker still importing has no loop frame yet
+                self._not_workers.add(pid)
+                self._workers = [p for p in self._workers if p != pid]
             return
-        phase, site = classify_frames(frames), user_site(inside)
+        site = user_site(inside)
         if phase == STARTUP or (site is None and thread_idle(t)):
             return
         self.tally.add(phase, WORKER, site)
