@@ -36,6 +36,7 @@ from bottleneckd.torch.closure import StepState, closure_notes, closure_of, with
 from bottleneckd.torch.collectives import rank_identity
 from bottleneckd.torch.control import MitigationControl
 from bottleneckd.torch.counting import RooflineCounting
+from bottleneckd.torch.cuda_memory import CudaMemory
 from bottleneckd.torch.epoch import EpochReport, render_epoch
 from bottleneckd.torch.hooks import install_hooks, remove_all
 from bottleneckd.torch.loader import InstrumentedLoader
@@ -87,6 +88,7 @@ class Watcher:
         )
         self.facts = FactBoard({"device": self.device.type, "pid": os.getpid()})
         self._counting = RooflineCounting(roofline_step)
+        self._cuda_memory = CudaMemory(self.device)  # the caching allocator's statistics, read per report
         self.transport = make_transport(socket_path, local_sampling, interval)
         self.steps = 0  # optimizer steps ended (micro-steps of accumulation not counted)
         self.optimizer_calls = 0
@@ -228,6 +230,7 @@ class Watcher:
         totals = self._phases.take_interval()
         self.facts.update(probe.runtime_facts(self.model))
         self.facts.update(self._counting.achieved(totals.compute_seconds / totals.steps))
+        self.facts.update(self._cuda_memory.facts(self.steps))
         self.transport.send(
             StepReport(
                 rank_identity(self.device),
