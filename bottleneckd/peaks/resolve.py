@@ -59,6 +59,10 @@ class PeakTable:
         p = self.get(resource, device, metric)
         return None if p is None else p.value
 
+    def gpu_uuids(self) -> dict[str, str]:
+        """GPU unit -> its NVML UUID (from the GPU rows that carry one)."""
+        return {p.device: p.uuid for p in self.for_resource("gpu_compute") if p.uuid}
+
     def fastest_compute_madd(self) -> float | None:
         """The fastest compute peak on the machine, in multiply-adds per second."""
         best = None
