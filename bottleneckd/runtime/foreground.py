@@ -9,9 +9,9 @@ import sys
 import threading
 from collections.abc import Callable
 
+from bottleneckd.channel.report_file import remove_report_file, write_report_file
 from bottleneckd.diagnosis.pipeline import Snapshot
 from bottleneckd.outputs.report import build_report
-from bottleneckd.outputs.report_file import remove_report_file, write_report_file
 from bottleneckd.runtime.sidecar import Sidecar
 
 log = logging.getLogger(__name__)
