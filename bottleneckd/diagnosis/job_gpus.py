@@ -16,13 +16,24 @@ def rank_uuids(w: WindowStats) -> dict[int, list[str]]:
     return {0: list(facts.get("cuda_uuids") or ())}
 
 
-def window_job_gpus(w: WindowStats, peaks: PeakTable) -> JobGpus:
+def window_job_gpus(w: WindowStats, peaks: PeakTable | None) -> JobGpus:
+    """``peaks``: for the GPUs' UUIDs (without them only NVML's process lists tell)."""
     devs = w.devices("gpu_compute")
     seen = {d: v for d in devs if (v := w.get("gpu_compute", d, "job_process")) is not None}
-    return job_gpus(devs, peaks.gpu_uuids(), rank_uuids(w), seen)
+    return job_gpus(devs, peaks.gpu_uuids() if peaks is not None else {}, rank_uuids(w), seen)
 
 
-def runs_on_gpu(w: WindowStats, peaks: PeakTable) -> bool:
+def job_busiest(
+    w: WindowStats, peaks: PeakTable | None, resource: str, metric: str = "utilization"
+) -> tuple[str, float] | None:
+    """The busiest of the job's GPUs by ``metric`` of ``resource`` (every GPU when they are not known;
+    None for a job on no GPU)."""
+    jg = window_job_gpus(w, peaks)
+    vals = [(d, v) for d in jg.devices if (v := w.get(resource, d, metric)) is not None]
+    return max(vals, key=lambda dv: dv[1]) if vals else None
+
+
+def runs_on_gpu(w: WindowStats, peaks: PeakTable | None) -> bool:
     """The job trains on a GPU this node samples: the hook's device fact where it says (cuda, and a
     GPU is sampled here), else the job seen on one of the node's GPUs; a job NVML's process lists
     show on no GPU runs on none (a CPU job on a shared GPU node), and a job whose GPUs are unknown

@@ -1,8 +1,9 @@
-"""Capacity: GPU memory, host memory (swap, pressure), storage nearly full."""
+"""Capacity: GPU memory (rules/gpu_memory.py), host memory (swap, pressure), storage nearly full."""
 
 from __future__ import annotations
 
 from bottleneckd.diagnosis.rules.common import CAPACITY_HIGH, pct
+from bottleneckd.diagnosis.rules.gpu_memory import gpu_memory
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.units import fmt_value
@@ -16,17 +17,7 @@ def _capacity_score(used: float) -> float:
 
 
 def capacity(w: WindowStats, peaks: PeakTable) -> list[Finding]:
-    out = []
-    g = w.busiest("gpu_memory")
-    if g is not None and g[1] >= CAPACITY_HIGH:
-        out.append(
-            Finding(
-                "gpu_memory",
-                "compute",
-                _capacity_score(g[1]),
-                (f"{g[0]} memory {pct(g[1])} full (peak {pct(w.get('gpu_memory', g[0], 'utilization', 'max'))})",),
-            )
-        )
+    out = gpu_memory(w, peaks)  # the job's GPUs, by what its tensors need (rules/gpu_memory.py)
     c = w.get("cpu_memory", "host", "utilization")
     swap = (w.get("cpu_memory", "host", "swap_in_bytes_per_second") or 0) + (
         w.get("cpu_memory", "host", "swap_out_bytes_per_second") or 0

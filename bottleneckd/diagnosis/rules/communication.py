@@ -10,6 +10,7 @@ inter_gpu_interconnect. The evidence names the links and the ranks on each node.
 
 from __future__ import annotations
 
+from bottleneckd.diagnosis.job_gpus import job_busiest
 from bottleneckd.diagnosis.rules.common import BUSY, COMM_HIGH, SHARED_COMM_HIGH, comm_cost, headroom, pct
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
@@ -20,7 +21,7 @@ def communication(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     p = w.phases
     share = p.share("communication") if p else None
     nic = w.busiest("inter_node_interconnect")
-    nvl = w.busiest("inter_gpu_interconnect")
+    nvl = job_busiest(w, peaks, "inter_gpu_interconnect")  # the job's GPUs' links, not another tenant's
     out = []
     base_ev = [f"gradient communication {pct(share)} of step time"] if share is not None and share >= COMM_HIGH else []
     base = min(1.0, (share or 0.0) / 0.3) if base_ev else 0.0

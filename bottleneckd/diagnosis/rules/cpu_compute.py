@@ -74,7 +74,7 @@ def _cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     comp_share = compute_share(w)
     if comp_share is not None and comp_share < 0.5:
         return []
-    if runs_on_gpu(w):
+    if runs_on_gpu(w, peaks):
         return []
     facts = p.facts if p else {}
     cpu = cpu_state(w)

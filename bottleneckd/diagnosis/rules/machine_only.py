@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bottleneckd.diagnosis.job_gpus import job_busiest
 from bottleneckd.diagnosis.rules.common import BUSY, io_wait, pct, storage_evidence
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
@@ -13,7 +14,8 @@ def machine_only(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     if w.phases is not None:
         return []
     out = []
-    gpu_busy = w.get("gpu_compute", None, "busy_fraction")
+    busiest_gpu = job_busiest(w, peaks, "gpu_compute", "busy_fraction")  # the job's GPUs, not another tenant's
+    gpu_busy = busiest_gpu[1] if busiest_gpu else None
     cpu = w.get("cpu_compute", "host", "utilization")
     iowait = w.get("cpu_compute", "host", "iowait")
     s_util, s_ev, s_kind = storage_evidence(w)
@@ -52,7 +54,7 @@ def machine_only(w: WindowStats, peaks: PeakTable) -> list[Finding]:
                 (f"{nic[0]} at {pct(nic[1])} of its line rate",),
             )
         )
-    nvl = w.busiest("inter_gpu_interconnect")
+    nvl = job_busiest(w, peaks, "inter_gpu_interconnect")
     if nvl is not None and nvl[1] >= BUSY:
         out.append(
             Finding(

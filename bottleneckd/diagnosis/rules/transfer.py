@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bottleneckd.diagnosis.job_gpus import job_busiest
 from bottleneckd.diagnosis.rules.common import BUSY, INPUT_HIGH, headroom, pct
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
@@ -11,8 +12,9 @@ from bottleneckd.peaks.resolve import PeakTable
 def transfer(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     p = w.phases
     share = p.share("transfer") if p else None
-    pcie = w.busiest("cpu_gpu_interconnect")
-    sm = w.get("gpu_compute", None, "sm_activity")
+    pcie = job_busiest(w, peaks, "cpu_gpu_interconnect")  # the job's GPUs' links, not another tenant's
+    sm_of = job_busiest(w, peaks, "gpu_compute", "sm_activity")
+    sm = sm_of[1] if sm_of else None
     score, ev = 0.0, []
     if share is not None and share >= INPUT_HIGH:
         score = min(1.0, share / 0.4)
