@@ -19,6 +19,13 @@ from bottleneckd.advice.recommend import Recommendation, recommend
 from bottleneckd.diagnosis.classify import classify
 from bottleneckd.diagnosis.stability import VerdictTracker
 from bottleneckd.diagnosis.straggler import StragglerHistory, with_straggler
+from bottleneckd.diagnosis.thresholds import (
+    DOMINANT_INTERVALS,
+    DOMINANT_UNDETERMINED_RATIO,
+    HOLD,
+    INTERVAL_JITTER,
+    WINDOW_SAMPLES,
+)
 from bottleneckd.diagnosis.verdict import RegimeChange, Verdict
 from bottleneckd.diagnosis.window import Window, WindowStats
 from bottleneckd.model.facts import Facts
@@ -62,7 +69,8 @@ def dominant_of(
     determined = {r: s for r, s in use.items() if r != UNDETERMINED}
     longest = max(determined.values(), default=0.0)
     undetermined_training = held_training.get(UNDETERMINED, 0.0)  # idle before and after the job is not counted
-    if determined and longest >= 3 * interval * 0.9 and longest * 4 >= undetermined_training:
+    held_long = longest >= DOMINANT_INTERVALS * interval * INTERVAL_JITTER
+    if determined and held_long and longest * DOMINANT_UNDETERMINED_RATIO >= undetermined_training:
         return last_of[max(determined, key=lambda r: determined[r])]
     return last_of[max(use, key=lambda r: use[r])]
 
@@ -72,8 +80,8 @@ class Pipeline:
         self,
         peaks: PeakTable,
         kb: tuple[Mitigation, ...] | None = None,
-        window: int = 5,
-        hold: int = 2,
+        window: int = WINDOW_SAMPLES,
+        hold: int = HOLD,
         machine: Machine | None = None,
     ) -> None:
         self.peaks = peaks

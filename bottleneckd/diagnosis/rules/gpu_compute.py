@@ -14,11 +14,13 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from bottleneckd.diagnosis.job_gpus import runs_on_gpu, window_job_gpus
 from bottleneckd.diagnosis.rules.common import compute_share, pct
 from bottleneckd.diagnosis.rules.gpu_one import one_gpu
+from bottleneckd.diagnosis.thresholds import COMPUTE_STAGE
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.job_gpus import JobGpus
@@ -27,7 +29,7 @@ from bottleneckd.peaks.resolve import PeakTable
 
 def gpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     comp_share = compute_share(w)
-    if comp_share is not None and comp_share < 0.5:
+    if comp_share is not None and comp_share < COMPUTE_STAGE:
         return []
     if not runs_on_gpu(w, peaks):
         return []
@@ -71,7 +73,7 @@ def _over_gpus(per: list[tuple[str, tuple[int, ...], list[Finding]]], base: list
     """One finding per resource over the GPUs judged (see the module's docstring)."""
     n = len(per)
     if n == 1:
-        return [Finding(f.resource, f.stage, f.score, (*base, *f.evidence), f.headroom, f.figures) for f in per[0][2]]
+        return [replace(f, evidence=(*base, *f.evidence)) for f in per[0][2]]
     by: dict[str, list[tuple[str, tuple[int, ...], Finding]]] = {}
     for dev, ranks, fs in per:
         for f in fs:
@@ -95,5 +97,5 @@ def _over_gpus(per: list[tuple[str, tuple[int, ...], list[Finding]]], base: list
             *[f"elsewhere: {o}" for o in others[:4]],
             *([f"nothing limiting on {', '.join(unjudged)}"] if unjudged else []),
         ]
-        out.append(Finding(resource, best.stage, best.score * len(items) / n, tuple(ev), best.headroom, best.figures))
+        out.append(replace(best, score=best.score * len(items) / n, evidence=tuple(ev)))
     return out

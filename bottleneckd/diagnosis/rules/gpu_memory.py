@@ -17,10 +17,12 @@ Each rank's own figures judge its own GPU (its facts); the job's finding is the 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from bottleneckd.diagnosis.job_gpus import window_job_gpus
-from bottleneckd.diagnosis.rules.common import CAPACITY_HIGH, pct
+from bottleneckd.diagnosis.rules.common import pct
+from bottleneckd.diagnosis.thresholds import CAPACITY_HIGH
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.units import fmt_value
@@ -55,7 +57,7 @@ def gpu_memory(w: WindowStats, peaks: PeakTable) -> list[Finding]:
         if f is not None:
             out.append(f)
     if not jg.known and out:
-        out = [Finding(f.resource, f.stage, f.score, (*f.evidence, jg.note)) for f in out]
+        out = [replace(f, evidence=(*f.evidence, jg.note)) for f in out]
     return sorted(out, key=lambda f: -f.score)[:1]
 
 
@@ -82,7 +84,7 @@ def _hook(facts: Mapping[str, Any], where: str) -> Finding | None:
         ev.append(f"{ooms} CUDA out-of-memory error{'s' if ooms > 1 else ''} thrown in this run")
     if not score:
         return None
-    return Finding("gpu_memory", "compute", score, tuple(ev))
+    return Finding(resource="gpu_memory", stage="compute", score=score, evidence=tuple(ev))
 
 
 def _nvml(w: WindowStats, dev: str, where: str) -> Finding | None:
@@ -90,10 +92,10 @@ def _nvml(w: WindowStats, dev: str, where: str) -> Finding | None:
     if used is None or used < CAPACITY_HIGH:
         return None
     return Finding(
-        "gpu_memory",
-        "compute",
-        min(NVML_ONLY_SCORE, capacity_score(used)),
-        (
+        resource="gpu_memory",
+        stage="compute",
+        score=min(NVML_ONLY_SCORE, capacity_score(used)),
+        evidence=(
             f"{where} memory {pct(used)} used (NVML; peak {pct(w.get('gpu_memory', dev, 'utilization', 'max'))})",
             "NVML counts what PyTorch's caching allocator keeps reserved, not what the tensors need: without the "
             "hook's allocator figures this is not shown to limit the job",
