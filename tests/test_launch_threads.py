@@ -81,7 +81,8 @@ def test_main_and_autograd_threads_are_counted_together_as_the_launching_threads
                 launch.append(got["launch_thread_cores"])
         assert len(launch) >= 4
         m, lt = statistics.median(main), statistics.median(launch)
-        assert lt >= 1.6 * m and lt > 0.2, (main, launch)  # the autograd thread does about as much as main
+        # the autograd thread does about as much as main (whatever CPU the loaded machine gives the process)
+        assert m > 0 and lt >= 1.6 * m, (main, launch)
         assert lt <= 1.05
     finally:
         job.kill()
