@@ -4,7 +4,8 @@ go through this same object; the exporter, the reports and the hook read its sna
 Threads: only the loop thread calls the pipeline; every other thread (the exporter, the hook's
 epoch report) reads the immutable ``Snapshot`` it publishes under a lock, never the loop's own
 dicts. Facts are the latest report's whole state (replaced, never merged: a reverted mitigation
-is no longer in effect) over the machine's own facts.
+is no longer in effect) over the machine's own facts, with what the last training window measured
+(diagnosis/measured.py: idle cores, a stage waiting on latency).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from bottleneckd.advice.fit import machine_facts
 from bottleneckd.advice.knowledge import Mitigation, load_knowledge
 from bottleneckd.advice.recommend import Recommendation, recommend
 from bottleneckd.diagnosis.classify import classify
+from bottleneckd.diagnosis.measured import measured_facts
 from bottleneckd.diagnosis.stability import VerdictTracker
 from bottleneckd.diagnosis.straggler import StragglerHistory, with_straggler
 from bottleneckd.diagnosis.thresholds import (
@@ -35,6 +37,10 @@ from bottleneckd.peaks.resolve import PeakTable
 
 if TYPE_CHECKING:
     from bottleneckd.hardware.detect.machine import Machine
+
+
+#: a sample's interval is at least this (s), so that a trace with zero intervals divides by no zero
+MIN_INTERVAL = 1e-9
 
 
 @dataclass(frozen=True)
@@ -92,6 +98,7 @@ class Pipeline:
         self._latest: Snapshot | None = None
         self._machine_facts = machine_facts(machine)
         self._job_facts = Facts()
+        self._measured = Facts()  # the last training window's (tear-down measures nothing of the job)
         # written by the loop thread only; others read the snapshot
         self._samples = 0
         self._held: dict[str, float] = {}
@@ -106,12 +113,14 @@ class Pipeline:
         assert stats is not None
         if sample.phases is not None:
             self._job_facts = Facts(sample.phases.facts)  # the report's whole state replaces the last
-        facts = Facts({**self._machine_facts, **self._job_facts})
         raw = with_straggler(
             classify(stats, self.peaks), self._stragglers.observe(sample), self._stragglers
         )  # the rank the others wait for
         self._stragglers.update(raw)
         stable = self.tracker.update(raw, stats)
+        if stats.phases is not None and stats.phases.steps:
+            self._measured = measured_facts(stats, stable)
+        facts = Facts({**self._machine_facts, **self._job_facts, **self._measured})
         self._samples += 1
         self._held[stable.resource] = self._held.get(stable.resource, 0.0) + sample.interval
         if stats.phases is not None and stats.phases.steps:
@@ -128,7 +137,7 @@ class Pipeline:
             or self._held_stage.get(key, 0.0) >= self._held_stage.get((stable.resource, best.stage), 0.0)
         ):
             self._last_of[stable.resource] = stable
-        interval = max(self.window.samples[-1].interval, 1e-9)
+        interval = max(self.window.samples[-1].interval, MIN_INTERVAL)
         snap = Snapshot(
             sample,
             stats,

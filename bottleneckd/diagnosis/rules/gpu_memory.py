@@ -37,10 +37,18 @@ RETRY_SCORE = 0.8  # retrying at all: memory is short and it costs time (cache f
 OOM_SCORE = 0.75  # out-of-memory errors thrown (and caught) in this run
 
 
+#: the tensors at CAPACITY_HIGH of the GPU score 0.75, rising 5 per unit of share: 95% and more scores 1
+#: (as capacity.py scores host memory)
+AT_CAPACITY_HIGH = 0.75
+PER_SHARE = 5
+#: retries add up to this much above RETRY_SCORE, full at RETRIES_EVERY_STEP
+RETRY_RANGE = 0.2
+
+
 def capacity_score(used: float) -> float:
     """Capacity nearly full limits what the job can do next (a larger batch) and risks failure:
     90% used scores 0.75, 95% and more scores 1."""
-    return 0.0 if used < CAPACITY_HIGH else min(1.0, 0.75 + (used - CAPACITY_HIGH) * 5)
+    return 0.0 if used < CAPACITY_HIGH else min(1.0, AT_CAPACITY_HIGH + (used - CAPACITY_HIGH) * PER_SHARE)
 
 
 def gpu_memory(w: WindowStats, peaks: PeakTable) -> list[Finding]:
@@ -74,7 +82,7 @@ def _hook(facts: Mapping[str, Any], where: str) -> Finding | None:
     ]
     score = capacity_score(share)
     if retries:
-        score = max(score, min(1.0, RETRY_SCORE + 0.2 * min(1.0, retries / RETRIES_EVERY_STEP)))
+        score = max(score, min(1.0, RETRY_SCORE + RETRY_RANGE * min(1.0, retries / RETRIES_EVERY_STEP)))
         ev.append(
             f"cudaMalloc failed and the allocator freed its cache and retried {retries:.2g} times per step: "
             "memory is short, and each retry costs the step time"

@@ -205,7 +205,7 @@ def _overhead_bound(c: GpuCase) -> Finding | None:
     host = c.launch if c.launch is not None else c.main
     who = (
         f"main thread {c.main:.2f} + autograd device threads {host - c.main:.2f} of a core"
-        if c.launch is not None and c.main is not None and host is not None and c.launch - c.main >= 0.05
+        if c.launch is not None and c.main is not None and host is not None and c.launch > c.main
         else "main thread"
     )
     if c.facts.get("cuda_graphs"):
