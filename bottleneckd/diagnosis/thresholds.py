@@ -336,7 +336,20 @@ GPU_BUSY_NO_GPM = _t(
     0.8,
     unit="share of time a kernel runs (NVML utilization)",
     statistic="gpu_busy_fraction",
-    source="chosen: without SM activity (no GPM), a GPU busy 80% of the time is taken as compute-bound (DCGM's 0.8)",
+    source="chosen (DCGM's 0.8): without SM activity (no GPM, no dcgm-exporter) a GPU busy 80% of the time is "
+    "judged: memory bandwidth by NVML's memory-busy fraction (NVML_MEMORY_BUSY_HIGH), else undetermined; NVML's busy "
+    "reads ~100% for compute-, memory- and launch-bound jobs alike, so it names no compute bottleneck by itself",
+)
+NVML_MEMORY_BUSY_HIGH = _t(
+    "NVML_MEMORY_BUSY_HIGH",
+    0.8,
+    unit="share of time device memory is read or written (NVML memory utilization)",
+    statistic="gpu_memory_busy_fraction",
+    source="DCGM guidance: DRAM activity of about 0.8 is the practical maximum (DRAM_PRACTICAL_MAX), applied to "
+    "NVML's memory-busy time fraction where nothing measures DRAM activity: memory in use nearly whenever a "
+    "kernel runs",
+    caveat="a time fraction, not bandwidth; not yet compared with DRAM activity on a GPU (a check for the next GPU "
+    "machine)",
 )
 THROTTLED = _t(
     "THROTTLED",

@@ -56,6 +56,7 @@ _W, _C = "bottleneckd.torch.watch", "bottleneckd.torch.collectives"
 _P, _N = "bottleneckd.torch.probe", "bottleneckd.torch.counting"
 _D = "bottleneckd.torch.ddp_comm"
 _DC = f"{_D} bottleneckd.torch.cuda_clock"  # DDP's comm hook; side-stream collectives (FSDP) on CUDA
+_CM = "bottleneckd.torch.cuda_memory"
 FACTS: dict[str, FactSpec] = {
     s.name: s
     for s in (
@@ -164,6 +165,21 @@ FACTS: dict[str, FactSpec] = {
         _spec("conv_flop_share", "float", _N, "share of the counted step's FLOPs in convolutions"),
         _spec("achieved_flops", "float", _N, "FLOP/s over the compute phases"),
         _spec("achieved_bytes_per_second", "float", _N, "operand bytes/s over the compute phases"),
+        # the CUDA caching allocator (hook, torch/cuda_memory.py: torch.cuda.memory_stats once per report)
+        _spec("cuda_memory_total_bytes", "int", _CM, "the model's GPU's memory (CUDA device properties)"),
+        _spec(
+            "cuda_memory_reserved_bytes",
+            "int",
+            _CM,
+            "what the caching allocator holds (NVML's 'used' less the context)",
+        ),
+        _spec("cuda_memory_allocated_bytes", "int", _CM, "what the job's tensors hold at the report"),
+        _spec(
+            "cuda_memory_peak_allocated_bytes", "int", _CM, "the most the job's tensors have held at once (since start)"
+        ),
+        _spec("cuda_alloc_retries", "int", _CM, "cudaMalloc calls that failed and were retried after a cache flush"),
+        _spec("cuda_alloc_retries_per_step", "float", _CM, "allocation retries per step since the previous report"),
+        _spec("cuda_ooms", "int", _CM, "CUDA out-of-memory errors thrown (caught by the job or a batch-size finder)"),
         # mitigations in effect (hook; unset on revert); the facts each sets are in data/mitigations.json
         _spec("mitigations", "strs", _W, "hook ids of the mitigations applied and not reverted"),
         _spec(

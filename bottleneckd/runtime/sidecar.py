@@ -86,7 +86,7 @@ def build_samplers(
 ) -> tuple[list[Sampler], dict[str, str]]:
     tree = ProcessTree(pid) if pid else None
     makers = {
-        "gpu": lambda: GpuSampler(peaks, nvml, tree=tree),
+        "gpu": lambda: GpuSampler(peaks, nvml, tree=tree, proc_root=proc_root),
         "cpu_compute": lambda: CpuComputeSampler(peaks, tree, proc_root),
         "cpu_memory": lambda: CpuMemorySampler(peaks, tree, proc_root),
         "cpu_memory_bandwidth": lambda: CpuMemoryBandwidthSampler(peaks, sys_root),
@@ -142,7 +142,7 @@ def build_sidecar(
     samplers, why = build_samplers(machine, peaks, pid, paths, disabled, nvml)
     pipeline = Pipeline(peaks, window=window, machine=machine)
     receiver = PhaseReceiver(socket_path, listen=listen).start()
-    side = Sidecar(machine, peaks, samplers, why, pipeline, receiver)
+    side = Sidecar(machine, peaks, samplers, why, pipeline, receiver, energy=EnergyMeter(gpu_uuids=peaks.gpu_uuids()))
 
     def phases() -> tuple[StepPhases | None, tuple[RankPhases, ...]]:
         p, ranks = receiver.drain_ranks()

@@ -36,6 +36,7 @@ from bottleneckd.torch.closure import StepState, closure_notes, closure_of, with
 from bottleneckd.torch.collectives import rank_identity
 from bottleneckd.torch.control import MitigationControl
 from bottleneckd.torch.counting import RooflineCounting
+from bottleneckd.torch.cuda_memory import CudaMemory
 from bottleneckd.torch.epoch import EpochReport, render_epoch
 from bottleneckd.torch.hooks import install_hooks, remove_all
 from bottleneckd.torch.loader import InstrumentedLoader
@@ -88,6 +89,7 @@ class Watcher:
         self.facts = FactBoard({"device": self.device.type, "pid": os.getpid()})
         self._counting = RooflineCounting(roofline_step)
         self._counting.prepare(0, model)
+        self._cuda_memory = CudaMemory(self.device)  # the caching allocator's statistics, read per report
         self.transport = make_transport(socket_path, local_sampling, interval)
         self.steps = 0  # optimizer steps ended (micro-steps of accumulation not counted)
         self.optimizer_calls = 0
@@ -246,6 +248,7 @@ class Watcher:
         self.facts.update(self._counting.achieved(totals.compute_seconds / totals.steps))
         if isinstance(self.clock, CudaClock):
             self.facts.update(self.clock.comm_facts())  # side-stream collectives (FSDP): in flight vs waited for
+        self.facts.update(self._cuda_memory.facts(self.steps))
         self.transport.send(
             StepReport(
                 rank_identity(self.device),
