@@ -67,14 +67,17 @@ def run_job(
     grace: float = 30.0,
     meta: dict[str, Any] | None = None,
     sinks: dict[str, Callable[[Any], Any]] | None = None,
+    serving: list[Any] | None = None,
     stack_rate: float | None = STACK_RATE,
 ) -> tuple[Any, int, dict[str, Any]]:
     """Start ``command`` under a sidecar and supervise it to the end: returns the sidecar, the
     job's exit code and what the report adds about the run. Nothing is left in /tmp. With
-    ``stack_rate`` the job's stacks (and its loader workers') are sampled with py-spy at that rate
-    to name the code its bottleneck runs (the hook's timings still give the phases)."""
+    ``serving`` (a list) the metrics server is left running and appended to it, for the caller to
+    stop (``linger``). With ``stack_rate`` the job's stacks (and its loader workers') are sampled
+    with py-spy at that rate to name the code its bottleneck runs (the hook's timings still give
+    the phases)."""
     from bottleneckd.outputs.live import LiveView, unknown_reasons
-    from bottleneckd.outputs.metrics_server import serve_metrics, stop_metrics
+    from bottleneckd.outputs.metrics_server import serve_metrics, stop_metrics, url_of
     from bottleneckd.runtime import job as jobrun
     from bottleneckd.runtime.job_env import SOCKET_NAME, job_env, no_phases_note, run_directory, uninstrumented_reason
 
@@ -100,6 +103,7 @@ def run_job(
                 )
             if bind:
                 server = serve_metrics(side, bind, web_config)
+                say(f"bottleneckd: serving metrics on {url_of(server, bind)}")
             blind = uninstrumented_reason(command) if inject else None
             if blind:
                 say(f"bottleneckd: {blind}; the job runs without step phases")
@@ -118,7 +122,10 @@ def run_job(
                 view.close()  # leave the live screen before the report is printed
             if writer:
                 writer.close()
-            stop_metrics(server)
+            if serving is not None and server is not None:
+                serving.append(server)
+            else:
+                stop_metrics(server)
             side.close()
     extra: dict[str, Any] = {
         "instrumentation": {
@@ -163,6 +170,14 @@ def run_job(
     help="Seconds a job asked to stop may take before SIGTERM, then SIGKILL.",
 )
 @click.option(
+    "--linger",
+    type=click.FloatRange(0, 3600),
+    default=30.0,
+    show_default=True,
+    help="With --bind: seconds /metrics stays up after the job ends, so the final state is scraped "
+    "(0: stop at once; Ctrl-C ends the wait).",
+)
+@click.option(
     "--stack-rate",
     type=click.FloatRange(0.1, 20),
     default=STACK_RATE,
@@ -186,6 +201,7 @@ def run(
     bind: str | None,
     web_config: str | None,
     grace: float,
+    linger: float,
     stack_rate: float,
     no_stacks: bool,
     command: tuple[str, ...],
@@ -207,6 +223,7 @@ def run(
     obj.catalog()  # bad data files are found before the job starts
     obj.profile()
     view = LiveView(live, quiet)
+    serving: list[Any] = []
     side, code, extra = run_job(
         obj,
         command,
@@ -219,6 +236,7 @@ def run(
         force,
         grace,
         sinks={"html_report": lambda side: recorder.attach(side.pipeline, side.energy)} if recorder else None,
+        serving=serving,
         stack_rate=None if no_stacks else stack_rate,
     )
     from bottleneckd.channel.report_file import read_report_file
@@ -247,7 +265,24 @@ def run(
             force,
             run_totals=side.run_totals,
         )
+    linger_then_stop(serving, linger)
     sys.exit(code)
+
+
+def linger_then_stop(serving: list[Any], seconds: float) -> None:
+    """Keep the final state on /metrics for a last scrape, then stop the server."""
+    import time
+
+    from bottleneckd.outputs.metrics_server import stop_metrics
+
+    for server in serving:
+        if seconds > 0:
+            say(f"bottleneckd: the job ended; /metrics stays up {seconds:g} s for a last scrape (--linger, Ctrl-C)")
+            try:
+                time.sleep(seconds)
+            except KeyboardInterrupt:
+                pass
+        stop_metrics(server)
 
 
 @click.command()
