@@ -34,7 +34,8 @@ sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 from gpu_check_workloads import WORKLOADS  # noqa: E402
 
 #: how the intervention must change steps/s for the label to hold: (direction, bound)
-#: "faster >= x": intervention/base >= x; "slower >= x": base/intervention >= x; "within x": base/intervention <= x
+#: "faster >= x": intervention/base >= x; "slower >= x": base/intervention >= x; "within x": base/intervention <= x;
+#: "at most x": intervention/base <= x (removing the stage the label says does not limit the step barely helps)
 PROOF = {
     "bf16_matmul": (
         "slower",
@@ -45,7 +46,9 @@ PROOF = {
     "launch_bound": ("within", 1.3),  # 16x the FLOPs
     "pageable_h2d": ("faster", 1.5),
     "input_bound": ("faster", 1.5),
-    "grad_accum": ("none", 0.0),
+    # the batches from a plain iterator instead of the DataLoader: at most 10% faster, so the
+    # loader costs under ~9% of the step (the hook's data wait must be under 5%)
+    "grad_accum": ("at most", 1.1),
 }
 BUDGET_S = 480.0
 
@@ -201,18 +204,19 @@ def _judge(name: str, ratio: float | None, run_v: dict, attach_v: dict, fake: bo
     how, bound = PROOF[name]
     if fake:
         return {"judged": False, "why": "fake dry run: labels are only judged on a GPU"}
-    if how == "none":
+    proved = ratio is not None and (ratio >= bound if how in ("faster", "slower") else ratio <= bound)
+    if not label:  # no resource named (grad_accum): the claim is the hook's data wait, proved by the intervention
         dw = run_v.get("data_wait_share")
         ok = dw is not None and dw < 0.05
         return {
             "judged": True,
-            "label_proved": True,
+            "label_proved": proved,
             "run_ok": ok,
             "attach_ok": None,
-            "pass": ok,
-            "why": f"data wait {dw} of the step over the whole run (hook phases in the trace; must be under 0.05)",
+            "pass": proved and ok,
+            "why": f"data wait {dw} of the step over the whole run (hook phases in the trace; must be under 0.05); "
+            f"intervention ratio {ratio} ({how} {bound})",
         }
-    proved = ratio is not None and (ratio >= bound if how in ("faster", "slower") else ratio <= bound)
     run_ok, attach_ok = run_v.get("resource") == label, attach_v.get("resource") == label
     return {
         "judged": True,
@@ -233,14 +237,10 @@ def check(name: str, a: argparse.Namespace, out: Path, probe: Probe) -> dict[str
             "proves": WORKLOADS[name][2],
         },
     )
-    # (1) the intervention, base and intervention in one process (none where the truth is by construction)
+    # (1) the intervention, base and intervention in one process: no label is proved without one
     how, _ = PROOF[name]
-    p = (
-        subprocess.run(
-            _workload(name, a, a.timing, "both"), env=env, capture_output=True, text=True, timeout=a.timing * 2 + 120
-        )
-        if how != "none"
-        else subprocess.CompletedProcess([], 0, "", "")
+    p = subprocess.run(
+        _workload(name, a, a.timing, "both"), env=env, capture_output=True, text=True, timeout=a.timing * 2 + 120
     )
     rates = {d["variant"]: d["steps_per_second"] for d in _json_lines(p.stdout)}
     ratio = None

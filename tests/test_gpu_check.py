@@ -25,9 +25,12 @@ def test_labels_are_judged_by_the_intervention_ratio_and_both_verdicts():
     lb = {"resource": "cpu_compute"}
     assert gpu_check._judge("launch_bound", 1.1, lb, lb, fake=False)["pass"] is True
     assert gpu_check._judge("launch_bound", 3.0, lb, lb, fake=False)["label_proved"] is False
-    assert gpu_check._judge("grad_accum", None, {"data_wait_share": 0.03}, {}, fake=False)["pass"] is True
-    assert gpu_check._judge("grad_accum", None, {"data_wait_share": 0.42}, {}, fake=False)["pass"] is False
-    assert gpu_check._judge("grad_accum", None, {"data_wait_share": 0.03}, {}, fake=True)["judged"] is False
+    assert gpu_check._judge("grad_accum", 1.02, {"data_wait_share": 0.03}, {}, fake=False)["pass"] is True
+    assert gpu_check._judge("grad_accum", 1.02, {"data_wait_share": 0.42}, {}, fake=False)["pass"] is False
+    # no label is proved without its intervention: no ratio, or a loader that was the limit
+    assert gpu_check._judge("grad_accum", None, {"data_wait_share": 0.03}, {}, fake=False)["label_proved"] is False
+    assert gpu_check._judge("grad_accum", 1.6, {"data_wait_share": 0.03}, {}, fake=False)["pass"] is False
+    assert gpu_check._judge("grad_accum", 1.02, {"data_wait_share": 0.03}, {}, fake=True)["judged"] is False
 
 
 def test_phase_shares_come_from_the_whole_trace(tmp_path):

@@ -21,7 +21,7 @@ def rank_main(rank: int, seconds: float, intervene: bool) -> None:
     import torch.distributed as dist
     from torch import nn
 
-    torch.set_num_threads(1)
+    set_threads()
     dist.init_process_group("gloo", rank=rank, world_size=2)
     model = nn.Sequential(nn.Linear(2048, 2048), nn.Linear(2048, 2048), nn.Linear(2048, 2048))  # 12.6 M parameters
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -46,7 +46,7 @@ def rank_main(rank: int, seconds: float, intervene: bool) -> None:
 
 
 if __name__ == "__main__":
-    from common import free_port, options
+    from common import free_port, options, set_threads
 
     ap = options(__doc__)
     ap.add_argument("--port", type=int, default=None, help="rendezvous port (default: a free one)")

@@ -8,12 +8,12 @@ INTERVENTION = "half the channels in every conv layer"
 MIN_SPEEDUP = 1.6
 
 import torch
-from common import classifier_step, options, train
+from common import classifier_step, options, set_threads, train
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 args = options(__doc__).parse_args()
-torch.set_num_threads(1)  # one intra-op thread: on a shared 2-core host, two spin on each other
+set_threads()
 c = 16 if args.intervene else 32
 model = nn.Sequential(
     nn.Conv2d(3, c, 3, padding=1),

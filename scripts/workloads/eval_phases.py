@@ -9,12 +9,12 @@ INTERVENTION = "hidden width halved (2048 -> 1024)"
 MIN_SPEEDUP = 1.6
 
 import torch
-from common import mlp, options, train
+from common import mlp, options, set_threads, train
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 args = options(__doc__).parse_args()
-torch.set_num_threads(1)  # one intra-op thread: on a shared 2-core host, two spin on each other
+set_threads()
 model = mlp(1024 if args.intervene else 2048, 2, d_in=1024)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 loss_fn = nn.CrossEntropyLoss()

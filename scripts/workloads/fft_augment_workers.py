@@ -8,12 +8,12 @@ INTERVENTION = "the FFT augmentation removed from __getitem__ (same signals, sam
 MIN_SPEEDUP = 2.0
 
 import torch
-from common import FftSignals, classifier_step, mlp, options, train
+from common import FftSignals, classifier_step, mlp, options, set_threads, train
 from torch import nn
 from torch.utils.data import DataLoader
 
 args = options(__doc__).parse_args()
-torch.set_num_threads(1)
+set_threads()
 model = mlp(256, 2)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 loader = DataLoader(

@@ -8,13 +8,13 @@ INTERVENTION = "hidden width halved (1536 -> 768)"
 MIN_SPEEDUP = 1.6
 
 import torch
-from common import mlp, options, train
+from common import mlp, options, set_threads, train
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 ACCUMULATE = 4
 args = options(__doc__).parse_args()
-torch.set_num_threads(1)  # one intra-op thread: on a shared 2-core host, two spin on each other
+set_threads()
 model = mlp(768 if args.intervene else 1536, 3, d_in=512)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 loss_fn = nn.CrossEntropyLoss()

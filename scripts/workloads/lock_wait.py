@@ -13,11 +13,11 @@ import threading
 import time
 
 import torch
-from common import classifier_step, options, train
+from common import classifier_step, options, set_threads, train
 from torch import nn
 
 args = options(__doc__).parse_args()
-torch.set_num_threads(1)
+set_threads()
 lock = threading.Lock()
 log: list[float] = []
 

@@ -9,11 +9,11 @@ INTERVENTION = "LSTM hidden size halved (384 -> 192)"
 MIN_SPEEDUP = 1.6
 
 import torch
-from common import options, train
+from common import options, set_threads, train
 from torch import nn
 
 args = options(__doc__).parse_args()
-torch.set_num_threads(1)  # one intra-op thread: on a shared 2-core host, two spin on each other
+set_threads()
 torch.manual_seed(0)
 hidden = 192 if args.intervene else 384
 

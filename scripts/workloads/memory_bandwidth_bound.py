@@ -10,11 +10,11 @@ INTERVENTION = "the same rows in cache-sized blocks (identical arithmetic, 256 K
 MIN_SPEEDUP = 1.5
 
 import torch
-from common import options, train
+from common import options, set_threads, train
 from memory_bandwidth_bound_model import Elementwise
 
 args = options(__doc__).parse_args()
-torch.set_num_threads(1)  # one intra-op thread: on a shared 2-core host, two spin on each other
+set_threads()
 model = Elementwise(1024)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 x = torch.randn(8192, 1024)

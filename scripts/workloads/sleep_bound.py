@@ -11,11 +11,11 @@ MIN_SPEEDUP = 3.0
 import time
 
 import torch
-from common import classifier_step, options, train
+from common import classifier_step, options, set_threads, train
 from torch import nn
 
 args = options(__doc__).parse_args()
-torch.set_num_threads(1)
+set_threads()
 model = nn.Sequential(nn.Linear(128, 128), nn.ReLU(), nn.Linear(128, 10))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 train_step = classifier_step(model, opt, nn.CrossEntropyLoss())

@@ -8,11 +8,11 @@ INTERVENTION = "half the layers (300 -> 150 tiny Linear+tanh)"
 MIN_SPEEDUP = 1.6
 
 import torch
-from common import options, train
+from common import options, set_threads, train
 from torch import nn
 
 args = options(__doc__).parse_args()
-torch.set_num_threads(1)  # one intra-op thread: on a shared 2-core host, two spin on each other
+set_threads()
 depth = 150 if args.intervene else 300
 model = nn.Sequential(*[m for _ in range(depth) for m in (nn.Linear(16, 16), nn.Tanh())])
 opt = torch.optim.SGD(model.parameters(), lr=0.01, foreach=False)
