@@ -37,6 +37,12 @@ LAST_ARRIVAL = 0.5  # and the last to arrive (waiting least) in at least half of
 MIN_INTERVALS = 5
 HOLD = 5  # windows of the last HOLD + 2 that must find the same straggler before a verdict names it
 LAST = 10  # on a loaded 2-core machine, 5 intervals named a rank of an even job in 5 of 26 windows; 10 in none
+#: the rule in words, from the constants above (README.md's is generated from it: scripts/gen_docs.py)
+RULE_SUMMARY = (
+    f"a rank slowest in at least {MAJORITY:.0%} of the last {LAST} intervals, last to arrive in at least "
+    f"{LAST_ARRIVAL:.0%} of them, computing more than {MARGIN:.0%} longer than the median rank, found in {HOLD} of "
+    f"the last {HOLD + 2} windows; a node when all its ranks are"
+)
 
 
 @dataclass(frozen=True)

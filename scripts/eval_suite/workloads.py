@@ -15,6 +15,7 @@ LAST = ("memory_capacity",)  # the one that squeezes the host's memory runs last
 #: module-level literals a workload may declare
 LITERALS = (
     "LABEL",
+    "PATTERN",
     "STAGE",
     "INTERVENTION",
     "MIN_SPEEDUP",
@@ -40,6 +41,7 @@ class Workload:
     control: str | None = None
     control_max: float | None = None
     sha256: str = ""  # the workload's source and the workload modules it imports
+    pattern: str = ""  # what the job does, in a line (docs/eval.md's table)
 
     @property
     def label(self) -> str:
@@ -103,6 +105,7 @@ def discover(folder: Path = W) -> list[Workload]:
                 c.get("CONTROL"),
                 c.get("CONTROL_MAX_SPEEDUP"),
                 source_hash(path),
+                c.get("PATTERN", ""),
             )
         )
     return sorted(found, key=lambda w: (w.name in LAST, w.name))

@@ -6,6 +6,7 @@ Launched like torchrun: this script starts one process per rank with RANK/WORLD_
 Intervention: the gradients' all-reduce skipped (the same forward, backward and optimizer step)."""
 
 LABEL = "inter_gpu_interconnect"
+PATTERN = "2 gloo ranks (torchrun-like env launcher), manual `all_reduce` of each gradient, 12.6 M parameters"
 STAGE = "communication"
 INTERVENTION = "each gradient's all_reduce skipped: same per-rank forward/backward/step"
 MIN_SPEEDUP = 1.5

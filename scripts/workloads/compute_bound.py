@@ -3,6 +3,7 @@
 third of the multiply-adds."""
 
 LABEL = "cpu_compute"
+PATTERN = "big-matmul MLP 1024-2048-2048-10, batch 64"
 STAGE = "compute"
 INTERVENTION = "hidden width halved (2048 -> 1024)"
 MIN_SPEEDUP = 1.6

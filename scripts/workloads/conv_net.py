@@ -3,6 +3,7 @@ batch 16) with the data already in memory: the convolutions are the work.
 Intervention: half the channels in every layer."""
 
 LABEL = "cpu_compute"
+PATTERN = "3 conv layers, 32-64 channels, 32x32 images, batch 16"
 STAGE = "compute"
 INTERVENTION = "half the channels in every conv layer"
 MIN_SPEEDUP = 1.6

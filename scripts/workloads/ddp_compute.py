@@ -5,6 +5,7 @@ Intervention: half the batch per rank (the all-reduce unchanged): a compute-boun
 nearly twice as fast, a communication-bound one would not be."""
 
 LABEL = "cpu_compute"
+PATTERN = "DDP over gloo, 2 ranks, 1.3 M-parameter MLP, batch 1024 per rank"
 STAGE = "compute"
 INTERVENTION = "half the per-rank batch, same model (the all-reduce is unchanged)"
 MIN_SPEEDUP = 1.5

@@ -4,6 +4,7 @@ Throughput counts training steps (the evaluation's time included).
 Intervention: the hidden width halved (2048 -> 1024), in training and evaluation alike."""
 
 LABEL = "cpu_compute"
+PATTERN = "an evaluation phase (20 batches, `no_grad`, `eval()`) every 10 steps, MLP 2x2048"
 STAGE = "compute"
 INTERVENTION = "hidden width halved (2048 -> 1024)"
 MIN_SPEEDUP = 1.6

@@ -3,6 +3,7 @@ phase jitter on a 16,384-point signal, 12 rounds) done in __getitem__ in the tra
 feeding a small MLP. Intervention: the augmentation removed (the same signals)."""
 
 LABEL = "cpu_compute"
+PATTERN = "`num_workers=0`, numpy FFT band-pass/phase augmentation in `__getitem__`"
 STAGE = "data"
 INTERVENTION = "the FFT augmentation removed from __getitem__ (same signals, same model)"
 MIN_SPEEDUP = 2.0

@@ -3,6 +3,7 @@
 a small MLP: the workers saturate the cores. Intervention: the augmentation removed."""
 
 LABEL = "cpu_compute"
+PATTERN = "the same augmentation in 2 workers (cores saturated)"
 STAGE = "data"
 INTERVENTION = "the FFT augmentation removed from __getitem__ (same signals, same model, same workers)"
 MIN_SPEEDUP = 2.0

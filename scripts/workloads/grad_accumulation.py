@@ -3,6 +3,7 @@ compute-bound MLP (3 hidden layers of 1536), data in memory. Throughput counts o
 Intervention: the hidden width halved (1536 -> 768)."""
 
 LABEL = "cpu_compute"
+PATTERN = "4 micro-batches per optimizer step, MLP 3x1536"
 STAGE = "compute"
 INTERVENTION = "hidden width halved (1536 -> 768)"
 MIN_SPEEDUP = 1.6

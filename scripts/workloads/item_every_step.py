@@ -3,6 +3,7 @@
 waits for nothing, so the step stays compute bound. Intervention: the hidden width halved."""
 
 LABEL = "cpu_compute"
+PATTERN = "loss and accuracy `.item()` every step, MLP 2x2048"
 STAGE = "compute"
 INTERVENTION = "hidden width halved (2048 -> 1024)"
 MIN_SPEEDUP = 1.6

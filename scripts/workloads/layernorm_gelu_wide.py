@@ -4,6 +4,7 @@ activations through DRAM. Intervention: the same rows processed in cache-sized b
 (identical arithmetic, since LayerNorm and GELU act on each row alone; 2 MiB activations)."""
 
 LABEL = "cpu_memory_bandwidth"
+PATTERN = "LayerNorm + GELU (+ residual) x4 on 256 x 65,536 activations"
 STAGE = "compute"
 INTERVENTION = "the same rows in cache-sized blocks (identical arithmetic, 2 MiB activations)"
 MIN_SPEEDUP = 1.5

@@ -4,6 +4,7 @@ help, the cores are busy preparing data. Intervention: the augmentation removed 
 images without the transform rounds)."""
 
 LABEL = "cpu_compute"
+PATTERN = "2 loader workers (one per core) doing blur/jitter rounds per image, small conv net"
 STAGE = "data"
 INTERVENTION = "the per-sample transform rounds removed (same images, same model)"
 MIN_SPEEDUP = 2.0

@@ -5,6 +5,7 @@ threads are asleep on a futex most of the time; no resource limits it: the right
 `undetermined`. Intervention: the uploader does not hold the lock while it waits."""
 
 LABEL = "undetermined"
+PATTERN = "the loop takes a lock that an uploader thread holds while it waits"
 STAGE = None
 INTERVENTION = "the uploader thread releases the lock before it waits"
 MIN_SPEEDUP = 3.0

@@ -4,6 +4,7 @@ times. The model's forward and backward are the work. Intervention: the hidden s
 (384 -> 192)."""
 
 LABEL = "cpu_compute"
+PATTERN = "2-layer LSTM (hidden 384) with LBFGS (closure, up to 3 evaluations a step)"
 STAGE = "compute"
 INTERVENTION = "LSTM hidden size halved (384 -> 192)"
 MIN_SPEEDUP = 1.6

@@ -5,6 +5,7 @@ arithmetic, since LayerNorm and GELU act on each row alone; each block's activat
 the cache)."""
 
 LABEL = "cpu_memory_bandwidth"
+PATTERN = "LayerNorm + GELU x6 on 8192 x 1024"
 STAGE = "compute"
 INTERVENTION = "the same rows in cache-sized blocks (identical arithmetic, 256 KiB activations)"
 MIN_SPEEDUP = 1.5

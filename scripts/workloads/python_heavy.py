@@ -4,6 +4,7 @@ a hand-rolled moving median over lists), the kind of metric code that runs under
 outside forward, backward and the optimizer. Intervention: the bookkeeping removed."""
 
 LABEL = "cpu_compute"
+PATTERN = "tiny model + pure-Python per-sample bookkeeping after each step"
 STAGE = "other"
 INTERVENTION = "the per-step pure-Python bookkeeping removed (same model and steps)"
 MIN_SPEEDUP = 2.0

@@ -4,6 +4,7 @@ resource limits it: the right verdict is `undetermined` (the job is mostly idle)
 Intervention: the sleep removed."""
 
 LABEL = "undetermined"
+PATTERN = "a few ms of work, then `time.sleep(0.1)` per step"
 STAGE = None
 INTERVENTION = "the 100 ms sleep per step removed"
 MIN_SPEEDUP = 3.0

@@ -3,6 +3,7 @@ operator's dispatch and autograd bookkeeping costs more than its arithmetic; one
 training process is busy all the time. Intervention: half the layers (half the ops)."""
 
 LABEL = "cpu_compute"
+PATTERN = "300 x (Linear(16,16) + tanh), batch 8: dispatch-bound"
 STAGE = "compute"
 INTERVENTION = "half the layers (300 -> 150 tiny Linear+tanh)"
 MIN_SPEEDUP = 1.6
