@@ -27,10 +27,28 @@ def pct(x: float | None) -> str:
     return "unknown" if x is None else f"{x * 100:.0f}%"
 
 
-def headroom(share: float | None) -> float | None:
-    if share is None or share >= 0.99:
+#: a removable stage's share is taken as at most this: a step entirely in it (a job that only
+#: waits for data) would be without bound faster without it; the figure then says 100x, never
+#: "no removable stage", which contradicts the evidence of the stage's share
+SHARE_CAP = 0.99
+
+
+def headroom(share: float | None, samples: int | None = None) -> float | None:
+    """Step speed-up if a removable stage holding ``share`` of the step vanished (Figure 15's
+    vertical line). ``samples``: the share was counted from that many stack samples (attach), so
+    k of n samples in the stage is never taken as exactly all of the step: (k + 1/2) / (n + 1)
+    (the Jeffreys estimate; 4 of 4 samples -> 90%, 10x; 40 of 40 -> 99%)."""
+    if share is None:
         return None
-    return 1.0 / (1.0 - share)
+    if samples:
+        share = (share * samples + 0.5) / (samples + 1)
+    return 1.0 / (1.0 - min(share, SHARE_CAP))
+
+
+def stack_samples(w: WindowStats) -> int | None:
+    """How many stack samples the window's phase shares were counted from (None: timed steps)."""
+    p = w.phases
+    return p.steps if p is not None and p.sampled else None
 
 
 def storage_evidence(w: WindowStats) -> tuple[float, list[str], str | None]:
@@ -79,6 +97,10 @@ IO_STALL = 0.20
 CPU_STALL = 0.20
 #: a disk busy this much of the time while the job's own reads miss the page cache is its bottleneck
 #: candidate; below it the disk has room and waits elsewhere dominate
+#: cores busy outside the job at or above which its threads' run-queue wait is put on other
+#: processes: a quarter of a core (psutil's host and per-process rates over the same ~1 s interval
+#: differ by a few hundredths of a core on an idle host; this leaves a wide margin)
+OUTSIDE_BUSY = 0.25
 DISK_BUSY_WITH_MISSES = 0.3  # PSI cpu "some": runnable tasks waiting for a CPU >= 20% of the time  # PSI io "some": tasks stalled on I/O >= 20% of the time
 #: achieved operand bytes per second per core the job ran on, below which it cannot be DRAM-bound
 #: on any current machine: 4% (the near-peak floor) of one DDR4-3200 channel's 25.6 GB/s (JEDEC
@@ -106,6 +128,8 @@ class CpuState:
     hottest_demand: float | None = None
     worker_max_demand: float | None = None
     waiting: float | None = None  # cores' worth of the job's threads runnable but not running
+    #: cores busy on the host outside the job (host busy minus the job's ranks, workers and launcher)
+    outside: float | None = None
 
     @property
     def demand(self) -> float | None:
@@ -140,6 +164,21 @@ class CpuState:
     def busy_evidence(self) -> bool:
         return self.saturated or self.contended or self.serial
 
+    def who_waits(self) -> str:
+        """Whom the job's threads wait for a CPU behind: processes outside the job (measured as the
+        host's busy cores less the job's), or its own threads (ranks, loader workers) wanting more
+        than the cores; said only as far as the figures show it."""
+        if self.outside is not None and self.outside >= OUTSIDE_BUSY:
+            return f"other processes share these cores ({self.outside:.2f} cores busy outside the job)"
+        own = f"{self.ranks} ranks" if self.ranks > 1 else "the training process"
+        if self.n_workers:
+            own += f" and {self.n_workers:.0f} loader workers"
+        if self.demand is not None and self.demand >= SATURATED * self.cores:
+            return f"the job's own threads ({own}) want more than the {self.cores:g} cores and wait for each other"
+        if self.outside is not None:
+            return f"behind the job's own threads ({own}); {self.outside:.2f} cores busy outside the job"
+        return "behind other threads (the host's busy cores outside the job unknown)"
+
     def describe(self) -> list[str]:
         ev = []
         if self.busy is not None:
@@ -158,7 +197,7 @@ class CpuState:
         if self.waiting is not None and self.waiting >= 0.1:
             ev.append(
                 f"the job's threads runnable but waiting for a CPU {self.waiting:.2f} cores' worth of time "
-                f"(busiest thread running or waiting {self.hot:.2f} of the time): other processes share these cores"
+                f"(busiest thread running or waiting {self.hot:.2f} of the time): {self.who_waits()}"
             )
         if self.workers is not None and self.n_workers:
             ev.append(
@@ -181,6 +220,9 @@ def cpu_state(w: WindowStats) -> CpuState:
         n = float((w.phases.facts.get("loader_workers") if w.phases else None) or 0)
     ranks = g("cpu_compute", "job", "ranks")
     psi = g("cpu_compute", "job", "pressure_some")
+    host_busy, job_busy = g("cpu_compute", "host", "busy_cores"), g("cpu_compute", "job", "busy_cores")
+    launcher = g("cpu_compute", "job", "launcher_busy_cores") or 0.0
+    outside = max(0.0, host_busy - job_busy - launcher) if host_busy is not None and job_busy is not None else None
     return CpuState(
         cores,
         g("cpu_compute", "job", "busy_cores"),
@@ -196,6 +238,7 @@ def cpu_state(w: WindowStats) -> CpuState:
         g("cpu_compute", "job", "hottest_thread_demand"),
         g("cpu_compute", "job", "worker_max_demand"),
         g("cpu_compute", "job", "runqueue_wait_cores"),
+        outside,
     )
 
 

@@ -10,7 +10,15 @@ inter_gpu_interconnect. The evidence names the links and the ranks on each node.
 
 from __future__ import annotations
 
-from bottleneckd.diagnosis.rules.common import BUSY, COMM_HIGH, SHARED_COMM_HIGH, comm_cost, headroom, pct
+from bottleneckd.diagnosis.rules.common import (
+    BUSY,
+    COMM_HIGH,
+    SHARED_COMM_HIGH,
+    comm_cost,
+    headroom,
+    pct,
+    stack_samples,
+)
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.peaks.resolve import PeakTable
@@ -48,7 +56,7 @@ def communication(w: WindowStats, peaks: PeakTable) -> list[Finding]:
                 "communication",
                 max(base, min(1.0, max(nic[1], during or 0.0))),
                 tuple(base_ev + [nic_ev] + ([where] if where else [])),
-                headroom(share),
+                headroom(share, stack_samples(w)),
             )
         )
     elif base and several_hosts:
@@ -63,7 +71,7 @@ def communication(w: WindowStats, peaks: PeakTable) -> list[Finding]:
                         f"ranks on several hosts ({where or f'{world} ranks, {local} per node'}); NIC counters not read here"
                     ]
                 ),
-                headroom(share),
+                headroom(share, stack_samples(w)),
             )
         )
     if nvl is not None and nvl[1] >= BUSY or (base and not out):
@@ -78,7 +86,7 @@ def communication(w: WindowStats, peaks: PeakTable) -> list[Finding]:
                 "communication",
                 max(base, min(1.0, nvl[1] if nvl else 0.0)),
                 tuple(ev),
-                headroom(share),
+                headroom(share, stack_samples(w)),
             )
         )
     return out

@@ -19,6 +19,7 @@ from bottleneckd.diagnosis.rules.common import (
     headroom,
     io_wait,
     pct,
+    stack_samples,
     storage_evidence,
 )
 from bottleneckd.diagnosis.verdict import Finding
@@ -41,7 +42,7 @@ def data_wait(w: WindowStats, peaks: PeakTable) -> list[Finding]:
         ev = [
             f"waiting for the next batch {pct(share)} of step time ({fmt_s(p.per_step('data_wait'))} per step over {p.steps} steps)"
         ]
-    head = headroom(share)
+    head = headroom(share, stack_samples(w))
     cpu = cpu_state(w)
     s_util, s_ev, s_kind = storage_evidence(w)
     io, io_ev = io_wait(w)

@@ -5,7 +5,7 @@ code), the job's processes at their cores; undetermined with the reason otherwis
 
 from __future__ import annotations
 
-from bottleneckd.diagnosis.rules.common import cpu_state, headroom, io_wait, pct
+from bottleneckd.diagnosis.rules.common import cpu_state, headroom, io_wait, pct, stack_samples
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.resources import UNDETERMINED
@@ -42,7 +42,7 @@ def other(w: WindowStats, peaks: PeakTable) -> list[Finding]:
         return []
     src = "stack samples" if w.phases and w.phases.facts.get("phase_source") == "py-spy" else "step time"
     ev = [f"{pct(share)} of {src} outside data loading, forward, backward, optimizer and communication"]
-    head = headroom(share)
+    head = headroom(share, stack_samples(w))
     strength = min(1.0, share / 0.8)
     writes = w.get("storage_bandwidth", "job", "write_bytes_per_second")
     io, io_ev = io_wait(w)

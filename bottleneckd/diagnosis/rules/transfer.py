@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bottleneckd.diagnosis.rules.common import BUSY, INPUT_HIGH, headroom, pct
+from bottleneckd.diagnosis.rules.common import BUSY, INPUT_HIGH, headroom, pct, stack_samples
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.peaks.resolve import PeakTable
@@ -23,4 +23,5 @@ def transfer(w: WindowStats, peaks: PeakTable) -> list[Finding]:
             f"{pcie[0]} PCIe at {pct(pcie[1])} of its peak per direction"
             + (f" while SM activity is {pct(sm)}" if sm is not None else "")
         )
-    return [Finding("cpu_gpu_interconnect", "transfer", score, tuple(ev), headroom(share))] if score else []
+    head = headroom(share, stack_samples(w))
+    return [Finding("cpu_gpu_interconnect", "transfer", score, tuple(ev), head)] if score else []
