@@ -26,7 +26,7 @@ def stacked(shares: dict[str, float], n: int = 2, interval: float = 0.5, main: f
 
 def test_the_live_line_and_the_screen_count_stack_samples_not_steps():
     p = Pipeline(NO_PEAKS)
-    for i in range(6):
+    for _ in range(6):
         snap = p(stacked({"data_wait": 1.0}))
     line = live_line(snap)
     assert "stack samples" in line and "/step" not in line and " steps," not in line, line
