@@ -168,6 +168,12 @@ FACTS: dict[str, FactSpec] = {
             "bottleneckd.samplers.stacks",
             "share of recent stack samples outside the phases in which the thread waited (sleep, lock, child, socket)",
         ),
+        _spec(
+            "compute_idle_share",
+            "float",
+            "bottleneckd.samplers.stacks",
+            "share of recent forward/backward stack samples in which the main thread waited (DDP on CPU: the all-reduce)",
+        ),
     )
 }
 

@@ -26,6 +26,7 @@ class ThreadStat:
     state: str  # R running, S sleeping, D uninterruptible (disk) wait ...
     cpu_seconds: float
     wait_seconds: float | None = None  # runnable but not running (schedstat); None where not kept
+    name: str = ""  # the thread's name (comm): gloo's "pt_gloo_runloop", "gloo_tcp_loop" ...
 
 
 def parse_stat(text: str) -> tuple[str, float] | None:
@@ -39,6 +40,12 @@ def parse_stat(text: str) -> tuple[str, float] | None:
     return f[0], (int(f[11]) + int(f[12])) / TICK
 
 
+def thread_name(text: str) -> str:
+    """The name between the first '(' and the last ')' of a /proc/.../stat line."""
+    start, end = text.find("("), text.rfind(")")
+    return text[start + 1 : end] if 0 <= start < end else ""
+
+
 def threads(pid: int, proc_root: str = "/proc") -> list[ThreadStat]:
     out = []
     base = Path(proc_root) / str(pid) / "task"
@@ -48,7 +55,8 @@ def threads(pid: int, proc_root: str = "/proc") -> list[ThreadStat]:
         return out
     for t in tids:
         try:
-            parsed = parse_stat((base / t / "stat").read_text())
+            text = (base / t / "stat").read_text()
+            parsed = parse_stat(text)
         except (OSError, ValueError):
             continue
         if parsed is None:
@@ -59,7 +67,7 @@ def threads(pid: int, proc_root: str = "/proc") -> list[ThreadStat]:
             wait = int(f[1]) / 1e9 if len(f) >= 2 else None
         except (OSError, ValueError):
             pass
-        out.append(ThreadStat(pid, int(t), parsed[0], parsed[1], wait))
+        out.append(ThreadStat(pid, int(t), parsed[0], parsed[1], wait, thread_name(text)))
     return out
 
 

@@ -19,6 +19,7 @@ from bottleneckd.diagnosis.rules.common import (
     pct,
     stack_samples,
 )
+from bottleneckd.diagnosis.rules.stack_comm import stack_comm
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.peaks.resolve import PeakTable
@@ -33,7 +34,13 @@ def communication(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     base_ev = [f"gradient communication {pct(share)} of step time"] if share is not None and share >= COMM_HIGH else []
     base = min(1.0, (share or 0.0) / 0.3) if base_ev else 0.0
     cost = comm_cost(w)
-    if cost is not None and cost.shares_cores and cost.share >= SHARED_COMM_HIGH and cost.share > (share or 0.0):
+    sc = stack_comm(w)
+    if sc is not None:  # attach on a DDP job: the reducer's wait and the backend's threads, from stacks
+        share = sc.share if sc.shares_cores else sc.exposed
+        base_ev = [f"gradient communication about {pct(share)} of the step (from stack samples)", *sc.describe()]
+        base = min(1.0, 0.55 + share / 2) if sc.shares_cores and share >= SHARED_COMM_HIGH else min(1.0, share / 0.3)
+        base = base if share >= COMM_HIGH else 0.0
+    elif cost is not None and cost.shares_cores and cost.share >= SHARED_COMM_HIGH and cost.share > (share or 0.0):
         # gloo on a CPU job: the all-reduce "overlapped" with backward takes the cores backward
         # needs, so it is the step's cost as much as the exposed part is
         share = cost.share

@@ -24,6 +24,7 @@ from bottleneckd.diagnosis.rules.common import (
     pct,
     runs_on_gpu,
 )
+from bottleneckd.diagnosis.rules.stack_comm import stack_comm
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.resources import UNDETERMINED
@@ -48,6 +49,15 @@ def cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     out = _cpu_compute(w, peaks)
     share = compute_share(w)
     cost = comm_cost(w)
+    sc = stack_comm(w)
+    if share is not None and sc is not None and sc.taken_from_compute:
+        # attach: the samples in which backward waited on the all-reduce, and the CPU gloo's
+        # threads took from it, are communication's
+        share = max(0.0, share - sc.taken_from_compute)
+        out = [
+            replace(f, evidence=f.evidence + (f"of which {pct(sc.taken_from_compute)} of the step is communication's",))
+            for f in out
+        ]
     if share is not None and cost is not None and cost.shares_cores and cost.overlapped_share:
         # backward's time includes an all-reduce run on the same cores (gloo on CPU): that part is
         # communication's, not compute's
@@ -89,7 +99,8 @@ def _cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     # DDP's all-reduce runs inside backward: timed only through its comm hook. Without DDP (FSDP,
     # explicit all_reduce) the collectives are Python calls the hook times: any time seen counts.
     if facts.get("ddp"):
-        timed = facts.get("ddp_comm_timing") == "comm hook"
+        # the comm hook's timing (run), or what the stacks and the backend's threads show (attach)
+        timed = facts.get("ddp_comm_timing") == "comm hook" or stack_comm(w) is not None
     else:
         timed = bool(p and (p.share("communication") or 0.0) > 0.0)
     if (ranks > 1 or facts.get("ddp")) and not timed:
