@@ -18,7 +18,8 @@ from bottleneckd.advice.knowledge import Mitigation, load_knowledge
 from bottleneckd.advice.recommend import Recommendation, recommend
 from bottleneckd.diagnosis.classify import classify
 from bottleneckd.diagnosis.stability import VerdictTracker
-from bottleneckd.diagnosis.straggler import StragglerHistory, with_straggler
+from bottleneckd.diagnosis.straggler import with_straggler
+from bottleneckd.diagnosis.straggler_history import StragglerHistory
 from bottleneckd.diagnosis.verdict import RegimeChange, Verdict
 from bottleneckd.diagnosis.window import Window, WindowStats
 from bottleneckd.model.facts import Facts

@@ -147,6 +147,18 @@ FACTS: dict[str, FactSpec] = {
         _spec("data_echoing", "int", f"{_M}data_echoing", "data echoing factor in effect"),
         _spec("gradient_accumulation", "int", f"{_M}gradient_accumulation", "micro-batches per optimizer step"),
         _spec("comm_hook", "str", f"{_M}ddp_comm_hook", "DDP communication hook in effect"),
+        _spec(
+            "thread_cpu_seconds",
+            "float",
+            _P,
+            "seconds the training thread has run on a CPU (schedstat): the work it did, whatever the contention",
+        ),
+        _spec(
+            "runqueue_wait_seconds",
+            "float",
+            _P,
+            "seconds the training thread has spent runnable but not running (schedstat): CPU taken by others",
+        ),
         # the daemon side
         _spec(
             "cpu_fast_bf16", "bool", "bottleneckd.advice.fit", "the CPU has bf16 instructions (amx_bf16 or avx512_bf16)"

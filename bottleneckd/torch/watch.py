@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -86,6 +87,7 @@ class Watcher:
             CudaClock(sample_every=cuda_sample_every) if self.device.type == "cuda" else HostClock()
         )
         self.facts = FactBoard({"device": self.device.type, "pid": os.getpid()})
+        self._tid = threading.get_native_id()  # the training thread: its run-queue wait goes in each report
         self._counting = RooflineCounting(roofline_step)
         self.transport = make_transport(socket_path, local_sampling, interval)
         self.steps = 0  # optimizer steps ended (micro-steps of accumulation not counted)
@@ -226,7 +228,7 @@ class Watcher:
         if not self._phases.interval_steps:
             return
         totals = self._phases.take_interval()
-        self.facts.update(probe.runtime_facts(self.model))
+        self.facts.update(probe.runtime_facts(self.model, self._tid))
         self.facts.update(self._counting.achieved(totals.compute_seconds / totals.steps))
         self.transport.send(
             StepReport(
