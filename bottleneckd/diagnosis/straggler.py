@@ -16,8 +16,9 @@ Contention from outside the job is not a rank's doing: each rank's hook reports 
 thread's CPU time and run-queue wait (facts ``thread_cpu_seconds``, ``runqueue_wait_seconds``, from
 schedstat). On a machine loaded evenly every rank waits in proportion to the CPU it uses, so a rank
 doing more work also waits more; a rank whose cores other processes take waits more *per second of
-its own CPU*. When that excess (its CPU x its wait per CPU second beyond the median rank's) is at
-least half of its lag, it was slowed from outside: said so, never named as the straggler.
+its own CPU*. When that excess (its CPU x its wait per CPU second beyond the least contended
+rank's) is at least half of its lag, it was slowed from outside: said so, never named as the
+straggler.
 
 An interval is one report period of one rank (``RankPhases``: its steps in one sampling tick);
 "busiest in most steps" is judged over the last ``last`` intervals in which two or more ranks
@@ -115,7 +116,7 @@ class Straggler:
     runqueue: float | None = None  # its training thread's run-queue wait per step (s)
     median_runqueue: float | None = None
     #: seconds per step of its lag that are run-queue wait beyond the job's usual contention: its
-    #: CPU time per step x (its wait per CPU second - the median rank's); None when not reported
+    #: CPU time per step x (its wait per CPU second - the least contended rank's); None when not reported
     contention: float | None = None
 
     @property
@@ -305,7 +306,10 @@ def find_straggler(
     rqs = [f.runqueue for f in figs if f.runqueue is not None]
     ratios = [f.wait_per_cpu for f in figs if f.wait_per_cpu is not None]
     every = len(ratios) == len(figs) and top.wait_per_cpu is not None and top.cpu is not None
-    contention = max(0.0, top.cpu * (top.wait_per_cpu - median(ratios))) if every else None  # type: ignore[operator]
+    # the reference rate: the least contended rank's (with two ranks the median is the mean of the
+    # two and halves any difference; at load 31 on 2 cores with 3 processes spinning on rank 1's
+    # core, the ranks waited 2.7-4.8 s per CPU second, whichever core the host's other work was on)
+    contention = max(0.0, top.cpu * (top.wait_per_cpu - min(ratios))) if every else None  # type: ignore[operator]
     return Straggler(
         "rank",
         top.identity.rank,
