@@ -14,11 +14,10 @@ node, named as the node.
 
 Contention from outside the job is not a rank's doing: each rank's hook reports its training
 thread's CPU time and run-queue wait (facts ``thread_cpu_seconds``, ``runqueue_wait_seconds``, from
-schedstat). On a machine loaded evenly every rank waits in proportion to the CPU it uses, so a rank
-doing more work also waits more; a rank whose cores other processes take waits more *per second of
-its own CPU*. When that excess (its CPU x its wait per CPU second beyond the least contended
-rank's) is at least half of its lag, it was slowed from outside: said so, never named as the
-straggler.
+schedstat). On a loaded machine every rank waits in proportion to the CPU it uses, so a rank doing
+more work also waits more; a rank whose cores other processes take falls behind with no more CPU
+than the others. When its extra CPU per step, at the job's median wait per CPU second, explains
+less than half of its lag, it was slowed from outside: said so, never named as the straggler.
 
 An interval is one report period of one rank (``RankPhases``: its steps in one sampling tick);
 "busiest in most steps" is judged over the last ``last`` intervals in which two or more ranks
@@ -115,8 +114,8 @@ class Straggler:
     doing_excess: float = 0.0  # s per step more than the median rank in that phase
     runqueue: float | None = None  # its training thread's run-queue wait per step (s)
     median_runqueue: float | None = None
-    #: seconds per step of its lag that are run-queue wait beyond the job's usual contention: its
-    #: CPU time per step x (its wait per CPU second - the least contended rank's); None when not reported
+    #: seconds per step of its lag that its own extra CPU does not explain: its lag less its CPU per
+    #: step beyond the median rank's x (1 + the median rank's wait per CPU second); None when not reported
     contention: float | None = None
 
     @property
@@ -125,9 +124,10 @@ class Straggler:
 
     @property
     def contended(self) -> bool:
-        """Its lag is mostly CPU other processes took from it: more run-queue wait per second of
-        its own CPU than the median rank's (a uniformly loaded machine makes every rank wait in
-        proportion to its work; a rank doing more work waits more, but not more per CPU second)."""
+        """Its lag is mostly not its own work: its extra CPU per step, at the job's usual run-queue
+        wait per CPU second, explains less than half of it (a loaded machine makes every rank wait
+        in proportion to its work; a rank that does no more work than the others but falls behind
+        was denied the CPU)."""
         if self.contention is None or self.step_time_lost <= 0:
             return False
         return self.contention >= CONTENTION * self.step_time_lost
@@ -304,12 +304,17 @@ def find_straggler(
         return None
     doing, extra = _doing(top, figs)
     rqs = [f.runqueue for f in figs if f.runqueue is not None]
+    cpus = [f.cpu for f in figs if f.cpu is not None]
     ratios = [f.wait_per_cpu for f in figs if f.wait_per_cpu is not None]
-    every = len(ratios) == len(figs) and top.wait_per_cpu is not None and top.cpu is not None
-    # the reference rate: the least contended rank's (with two ranks the median is the mean of the
-    # two and halves any difference; at load 31 on 2 cores with 3 processes spinning on rank 1's
-    # core, the ranks waited 2.7-4.8 s per CPU second, whichever core the host's other work was on)
-    contention = max(0.0, top.cpu * (top.wait_per_cpu - min(ratios))) if every else None  # type: ignore[operator]
+    every = len(cpus) == len(ratios) == len(figs) and top.cpu is not None
+    # the part of its lag its own extra CPU explains, at the job's usual wait per CPU second; the
+    # rest was taken by others (CFS lets a rank that sleeps in collectives wait less per CPU second
+    # than one computing through, so rates alone blamed the true straggler under a competing load)
+    contention = (
+        max(0.0, (top.busy - med) - max(0.0, top.cpu - median(cpus)) * (1 + median(ratios)))  # type: ignore[operator]
+        if every
+        else None
+    )
     return Straggler(
         "rank",
         top.identity.rank,

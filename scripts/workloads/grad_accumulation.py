@@ -7,6 +7,11 @@ PATTERN = "4 micro-batches per optimizer step, MLP 3x1536"
 STAGE = "compute"
 INTERVENTION = "hidden width halved (1536 -> 768)"
 MIN_SPEEDUP = 1.6
+CONTROL = (
+    "every layer's FLOPs kept with 16x the rows and a quarter of each width: 1/16 of the weight bytes "
+    "(the MLP's main traffic), 4x the activations"
+)
+CONTROL_MAX_SPEEDUP = 1.25
 
 import torch
 from common import mlp, options, set_threads, train
@@ -16,10 +21,14 @@ from torch.utils.data import DataLoader, TensorDataset
 ACCUMULATE = 4
 args = options(__doc__).parse_args()
 set_threads()
-model = mlp(768 if args.intervene else 1536, 3, d_in=512)
+# --control: the same FLOPs per layer as 16x the rows through a quarter of each width
+width, d_in, micro = (384, 128, 256) if args.control else (768 if args.intervene else 1536, 512, 16)
+model = mlp(width, 3, d_in=d_in)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 loss_fn = nn.CrossEntropyLoss()
-loader = DataLoader(TensorDataset(torch.randn(8192, 512), torch.randint(0, 10, (8192,))), batch_size=16, shuffle=True)
+loader = DataLoader(
+    TensorDataset(torch.randn(micro * 512, d_in), torch.randint(0, 10, (micro * 512,))), batch_size=micro, shuffle=True
+)
 
 
 def epoch():  # noqa: ANN201

@@ -7,6 +7,11 @@ PATTERN = "loss and accuracy `.item()` every step, MLP 2x2048"
 STAGE = "compute"
 INTERVENTION = "hidden width halved (2048 -> 1024)"
 MIN_SPEEDUP = 1.6
+CONTROL = (
+    "every layer's FLOPs kept with 16x the rows and a quarter of each width: 1/16 of the weight bytes "
+    "(the MLP's main traffic), 4x the activations"
+)
+CONTROL_MAX_SPEEDUP = 1.25
 
 import torch
 from common import mlp, options, set_threads, train
@@ -15,10 +20,14 @@ from torch.utils.data import DataLoader, TensorDataset
 
 args = options(__doc__).parse_args()
 set_threads()
-model = mlp(1024 if args.intervene else 2048, 2, d_in=1024)
+# --control: the same FLOPs per layer as 16x the rows through a quarter of each width
+width, d_in, batch = (512, 256, 1024) if args.control else (1024 if args.intervene else 2048, 1024, 64)
+model = mlp(width, 2, d_in=d_in)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 loss_fn = nn.CrossEntropyLoss()
-loader = DataLoader(TensorDataset(torch.randn(4096, 1024), torch.randint(0, 10, (4096,))), batch_size=64, shuffle=True)
+loader = DataLoader(
+    TensorDataset(torch.randn(batch * 64, d_in), torch.randint(0, 10, (batch * 64,))), batch_size=batch, shuffle=True
+)
 running = {"loss": 0.0, "acc": 0.0, "n": 0}
 
 
