@@ -174,7 +174,7 @@ def test_a_straggler_is_named_only_after_it_held_for_hold_consecutive_windows():
 
 def test_the_run_names_the_straggler_its_live_verdicts_named_even_after_a_long_even_warm_up():
     """A loaded machine or a long warm-up leaves fewer windows with a straggler: the report still
-    carries the one the live verdicts named (a quarter of the windows at least), never one that was
+    carries the one the live verdicts named (in however few windows), never one that was
     only found and not held."""
     from bottleneckd.diagnosis.straggler import HOLD, with_straggler
     from bottleneckd.diagnosis.straggler_history import StragglerHistory

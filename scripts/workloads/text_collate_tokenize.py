@@ -29,7 +29,7 @@ syllables = ["ka", "lo", "mi", "tre", "vos", "an", "sel", "du", "rip", "on", "gr
 words = sorted({"".join(rng.choice(syllables) for _ in range(rng.randint(1, 3))) for _ in range(3000)})
 vocab = os.path.join(tempfile.mkdtemp(prefix="vocab-"), "vocab.txt")
 with open(vocab, "w") as f:
-    f.write("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *syllables, *words]) + "\n")
+    f.write("\n".join(dict.fromkeys(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *syllables, *words])) + "\n")
 tok = BertTokenizer(vocab)
 sentences = [" ".join(rng.choice(words) + rng.choice(["", "s", "ed"]) for _ in range(90)) for _ in range(512)]
 labels = [i % 4 for i in range(len(sentences))]
