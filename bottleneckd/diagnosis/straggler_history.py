@@ -19,9 +19,9 @@ class StragglerHistory:
     straggler is taken from the whole run instead: the one the live verdicts named (after the
     hold), more often than any other, with the share of the windows it was named in. (A quarter
     of the windows was required before: under load 20 a rank named live in 3 of 20 windows was
-    missing from the report, which then contradicted what had been shown live.) The live hold already keeps a rank that contention slows for a few seconds
-    from being named; counting only named windows keeps the report consistent with what was shown
-    live (a warm-up and a loaded machine leave fewer windows with a straggler found)."""
+    missing from the report, which then contradicted what had been shown live.) The live hold
+    already keeps a rank that contention slows for a few seconds from being named; counting only
+    named windows keeps the report consistent with what was shown live."""
 
     def __init__(self, last: int = LAST) -> None:
         self.windows = 0
