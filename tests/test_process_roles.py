@@ -113,6 +113,26 @@ def test_a_shell_script_and_a_rank_environment_mark_launchers(tmp_path):
         stop(job)
 
 
+@pytest.mark.timeout(60)
+def test_a_script_that_starts_its_ranks_through_a_shell_and_waits_is_the_launcher(tmp_path):
+    """scripts/workloads/ddp_shell_launcher.py's shape: python -> sh -c 'python r0 & python r1 &
+    wait', the ranks told apart by argument (no RANK in their environment). The script was taken
+    for a rank and its real ranks for its loader workers."""
+    (tmp_path / "rank.py").write_text(SPIN + "spin(20)\n")
+    ranks = " & ".join(f"{sys.executable} {tmp_path / 'rank.py'} --rank {r}" for r in range(2)) + " & wait"
+    (tmp_path / "job.py").write_text(f"import subprocess\nsubprocess.call(['sh', '-c', {ranks!r}])\n")
+    job = subprocess.Popen([sys.executable, str(tmp_path / "job.py")])
+    try:
+        tree = ProcessTree(job.pid)
+        roles = roles_after(tree, 4)
+        by = sorted(roles.values())
+        assert roles[job.pid] == LAUNCHER and by.count(RANK) == 2 and WORKER not in by, roles
+    finally:
+        for p in ProcessTree(job.pid).members(max_age=0)[1:]:
+            p.kill()
+        stop(job)
+
+
 def test_launcher_command_lines():
     assert names_launcher(["/usr/bin/torchrun", "--nproc-per-node", "2", "train.py"])
     assert names_launcher(["python3", "-m", "torch.distributed.run", "train.py"])
@@ -145,7 +165,10 @@ def test_sampler_reports_the_hot_thread_not_the_process(tmp_path):
             for r in s.sample():
                 if r.device == "job" and r.value is not None:
                     figs.setdefault(r.metric, []).append(r.value)
-        assert max(figs["hottest_thread_demand"]) >= 0.8
+        # schedstat adds a wait to its total only when the thread next runs, so under load average
+        # 17 a spinning thread's demand over 0.6 s came out below 0.8; 0.5 still tells it from the
+        # main thread (< 0.2)
+        assert max(figs["hottest_thread_demand"]) >= 0.5
         assert max(figs["main_thread_demand"]) < 0.2 and max(figs["main_busy_cores"]) < 0.2
         assert figs["ranks"][-1] == 1 and figs["workers"][-1] == 0
         assert figs["usable_cores"][-1] == len(os.sched_getaffinity(0))
