@@ -8,7 +8,8 @@ import pytest
 
 from bottleneckd.diagnosis.pipeline import Pipeline
 from bottleneckd.diagnosis.rules import data_wait
-from bottleneckd.diagnosis.rules.common import cpu_state, headroom
+from bottleneckd.diagnosis.rules.common import headroom
+from bottleneckd.diagnosis.rules.cpu_state import cpu_state
 from bottleneckd.diagnosis.window import STACK_SAMPLES, Window
 from bottleneckd.model.sample import StepPhases
 from bottleneckd.outputs.live import live_line, render_screen

@@ -13,10 +13,10 @@ from torch import nn  # noqa: E402
 
 from bottleneckd.advice.knowledge import load_knowledge  # noqa: E402
 from bottleneckd.advice.recommend import recommend  # noqa: E402
+from bottleneckd.channel.link import PhaseReceiver  # noqa: E402
 from bottleneckd.diagnosis.pipeline import Pipeline  # noqa: E402
 from bottleneckd.diagnosis.verdict import Verdict  # noqa: E402
 from bottleneckd.model.sample import Sample  # noqa: E402
-from bottleneckd.outputs.channel import PhaseReceiver  # noqa: E402
 from bottleneckd.peaks.resolve import PeakTable  # noqa: E402
 from bottleneckd.torch import watch  # noqa: E402
 
@@ -48,7 +48,7 @@ def test_apply_then_revert_reaches_the_recommendations(tmp_path) -> None:
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     w = watch(model, opt, None, socket_path=rx.path, report_every=1e9, print_epoch=False, roofline_step=None)
     pipeline, kb = Pipeline(PeakTable(())), load_knowledge()
-    v = Verdict("gpu_compute", "compute", 0.9, (), (), None)
+    v = Verdict(resource="gpu_compute", stage="compute", confidence=0.9, evidence=())
     try:
         steps(w, model, opt, 4)
         facts = report_facts(rx, pipeline)

@@ -1,7 +1,9 @@
 """Whether a mitigation fits this job: already in effect (``skip_if``), or not applicable
 (``requires``: every condition must hold, on facts that are known; ``unfit_if``: any condition
 holding rules it out). Conditions are data in data/mitigations.json over declared facts
-(model/facts.py); ``{"all": [...]}`` combines several into one.
+(model/facts.py); ``{"all": [...]}`` combines several into one; ``"why"`` says in words what a
+condition means (a knowledge base's caveat: "only helps while idle cores remain"), shown with the
+measured values.
 
 The machine's own facts are produced here, on the daemon side, from detection (never from
 torch): ``cpu_fast_bf16`` (the CPU has amx_bf16 or avx512_bf16; without them bf16 on a CPU
@@ -19,11 +21,8 @@ if TYPE_CHECKING:  # knowledge imports this module (check_condition) to validate
     from bottleneckd.advice.knowledge import Mitigation
     from bottleneckd.hardware.detect.machine import Machine
 
-OPS = ("truthy", "falsy", "eq", "ne", "in", ">=", "<=")
+OPS = ("truthy", "falsy", "eq", "ne", "in", "has", ">=", "<=")
 FAST_BF16_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})
-#: hook ids whose state is described by facts of their own (a loader setting is not "the"
-#: mitigation: pinned memory may still be missing after more workers were set)
-OWN_FACTS_HOOKS = frozenset({"dataloader_settings"})
 
 
 def machine_facts(machine: Machine | None) -> Facts:
@@ -38,7 +37,9 @@ def machine_facts(machine: Machine | None) -> Facts:
 
 def check_condition(cond: Any, where: str) -> str | None:
     """Why a knowledge-base condition is malformed, or None."""
-    if isinstance(cond, dict) and set(cond) == {"all"}:
+    if isinstance(cond, dict) and "why" in cond and (not isinstance(cond["why"], str) or not cond["why"].strip()):
+        return f"{where}.why: expected a sentence"
+    if isinstance(cond, dict) and set(cond) - {"why"} == {"all"}:
         if not isinstance(cond["all"], list) or not cond["all"]:
             return f"{where}.all: expected a non-empty list of conditions"
         return next((w for i, c in enumerate(cond["all"]) if (w := check_condition(c, f"{where}.all[{i}]"))), None)
@@ -72,6 +73,8 @@ def matches(cond: Mapping[str, Any], facts: Mapping[str, Any]) -> bool:
         return v != want
     if op == "in":
         return v in want
+    if op == "has":  # a list fact holds the value
+        return isinstance(v, tuple) and want in v
     try:
         return v >= want if op == ">=" else v <= want
     except TypeError:
@@ -82,13 +85,20 @@ def describe(cond: Mapping[str, Any], facts: Mapping[str, Any]) -> str:
     if "all" in cond:
         return " and ".join(describe(c, facts) for c in cond["all"])
     name = cond["fact"]
-    return f"{name}={facts[name]!r}" if name in facts else f"{name} unknown"
+    if name not in facts:
+        return f"{name} unknown"
+    v = facts[name]
+    if cond["op"] == "has":
+        return (
+            f"applied through the hook ({cond['value']})" if name == "mitigations" else f"{name} has {cond['value']!r}"
+        )
+    return f"{name}={v:.2f}" if isinstance(v, float) else f"{name}={v!r}"
 
 
 def in_effect(m: Mitigation, facts: Mapping[str, Any]) -> str | None:
     """Why the mitigation is already in effect, or None."""
-    if m.hook and m.hook not in OWN_FACTS_HOOKS and m.hook in (facts.get("mitigations") or ()):
-        return f"applied through the hook ({m.hook})"
+    if m.hook and not m.hook.in_effect_from_facts and m.hook.id in (facts.get("mitigations") or ()):
+        return f"applied through the hook ({m.hook.id})"
     return next((describe(c, facts) for c in m.skip_if if matches(c, facts)), None)
 
 
@@ -96,8 +106,11 @@ def unfit(m: Mitigation, facts: Mapping[str, Any]) -> str | None:
     """Why the mitigation does not fit this job, or None."""
     for c in m.requires:
         if not matches(c, facts):
-            return f"needs {_want(c)} (here {describe(c, facts)})"
-    return next((f"not for {describe(c, facts)}" for c in m.unfit_if if matches(c, facts)), None)
+            return f"{c.get('why') or 'needs ' + _want(c)} (here {describe(c, facts)})"
+    for c in m.unfit_if:
+        if matches(c, facts):
+            return f"{c['why']} (here {describe(c, facts)})" if "why" in c else f"not for {describe(c, facts)}"
+    return None
 
 
 def _want(cond: Mapping[str, Any]) -> str:

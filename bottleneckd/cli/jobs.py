@@ -22,7 +22,7 @@ def node_sidecar_socket() -> str | None:
     directory only this user can write): the job's ranks report to it, not to a second sidecar."""
     import stat
 
-    from bottleneckd.outputs.socket_path import _live, default_socket_path, untrusted_dir
+    from bottleneckd.channel.socket_path import default_socket_path, is_live, untrusted_dir
 
     path = default_socket_path()
     try:
@@ -35,7 +35,7 @@ def node_sidecar_socket() -> str | None:
         or untrusted_dir(os.path.dirname(os.path.abspath(path)))
     ):
         return None
-    return path if _live(path) else None
+    return path if is_live(path) else None
 
 
 def run_job(
@@ -184,7 +184,7 @@ def run(
         grace,
         sinks={"html_report": lambda side: recorder.attach(side.pipeline, side.energy)} if recorder else None,
     )
-    from bottleneckd.outputs.report_file import read_report_file
+    from bottleneckd.channel.report_file import read_report_file
 
     node = (
         read_report_file(extra["node_sidecar"]) if extra.get("node_sidecar") else None

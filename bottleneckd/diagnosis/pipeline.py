@@ -4,7 +4,8 @@ go through this same object; the exporter, the reports and the hook read its sna
 Threads: only the loop thread calls the pipeline; every other thread (the exporter, the hook's
 epoch report) reads the immutable ``Snapshot`` it publishes under a lock, never the loop's own
 dicts. Facts are the latest report's whole state (replaced, never merged: a reverted mitigation
-is no longer in effect) over the machine's own facts.
+is no longer in effect) over the machine's own facts, with what the last training window measured
+(diagnosis/measured.py: idle cores, a stage waiting on latency).
 """
 
 from __future__ import annotations
@@ -17,9 +18,17 @@ from bottleneckd.advice.fit import machine_facts
 from bottleneckd.advice.knowledge import Mitigation, load_knowledge
 from bottleneckd.advice.recommend import Recommendation, recommend
 from bottleneckd.diagnosis.classify import classify
+from bottleneckd.diagnosis.measured import measured_facts
 from bottleneckd.diagnosis.stability import VerdictTracker
 from bottleneckd.diagnosis.straggler import with_straggler
 from bottleneckd.diagnosis.straggler_history import StragglerHistory
+from bottleneckd.diagnosis.thresholds import (
+    DOMINANT_INTERVALS,
+    DOMINANT_UNDETERMINED_RATIO,
+    HOLD,
+    INTERVAL_JITTER,
+    WINDOW_SAMPLES,
+)
 from bottleneckd.diagnosis.verdict import RegimeChange, Verdict
 from bottleneckd.diagnosis.window import Window, WindowStats
 from bottleneckd.model.facts import Facts
@@ -29,6 +38,10 @@ from bottleneckd.peaks.resolve import PeakTable
 
 if TYPE_CHECKING:
     from bottleneckd.hardware.detect.machine import Machine
+
+
+#: a sample's interval is at least this (s), so that a trace with zero intervals divides by no zero
+MIN_INTERVAL = 1e-9
 
 
 @dataclass(frozen=True)
@@ -63,7 +76,8 @@ def dominant_of(
     determined = {r: s for r, s in use.items() if r != UNDETERMINED}
     longest = max(determined.values(), default=0.0)
     undetermined_training = held_training.get(UNDETERMINED, 0.0)  # idle before and after the job is not counted
-    if determined and longest >= 3 * interval * 0.9 and longest * 4 >= undetermined_training:
+    held_long = longest >= DOMINANT_INTERVALS * interval * INTERVAL_JITTER
+    if determined and held_long and longest * DOMINANT_UNDETERMINED_RATIO >= undetermined_training:
         return last_of[max(determined, key=lambda r: determined[r])]
     return last_of[max(use, key=lambda r: use[r])]
 
@@ -73,8 +87,8 @@ class Pipeline:
         self,
         peaks: PeakTable,
         kb: tuple[Mitigation, ...] | None = None,
-        window: int = 5,
-        hold: int = 2,
+        window: int = WINDOW_SAMPLES,
+        hold: int = HOLD,
         machine: Machine | None = None,
     ) -> None:
         self.peaks = peaks
@@ -85,6 +99,7 @@ class Pipeline:
         self._latest: Snapshot | None = None
         self._machine_facts = machine_facts(machine)
         self._job_facts = Facts()
+        self._measured = Facts()  # the last training window's (tear-down measures nothing of the job)
         # written by the loop thread only; others read the snapshot
         self._samples = 0
         self._held: dict[str, float] = {}
@@ -99,12 +114,14 @@ class Pipeline:
         assert stats is not None
         if sample.phases is not None:
             self._job_facts = Facts(sample.phases.facts)  # the report's whole state replaces the last
-        facts = Facts({**self._machine_facts, **self._job_facts})
         raw = with_straggler(
             classify(stats, self.peaks), self._stragglers.observe(sample), self._stragglers
         )  # the rank the others wait for
         self._stragglers.update(raw)
         stable = self.tracker.update(raw, stats)
+        if stats.phases is not None and stats.phases.steps:
+            self._measured = measured_facts(stats, stable)
+        facts = Facts({**self._machine_facts, **self._job_facts, **self._measured})
         self._samples += 1
         self._held[stable.resource] = self._held.get(stable.resource, 0.0) + sample.interval
         if stats.phases is not None and stats.phases.steps:
@@ -121,7 +138,7 @@ class Pipeline:
             or self._held_stage.get(key, 0.0) >= self._held_stage.get((stable.resource, best.stage), 0.0)
         ):
             self._last_of[stable.resource] = stable
-        interval = max(self.window.samples[-1].interval, 1e-9)
+        interval = max(self.window.samples[-1].interval, MIN_INTERVAL)
         snap = Snapshot(
             sample,
             stats,

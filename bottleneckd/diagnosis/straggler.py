@@ -32,6 +32,16 @@ from dataclasses import dataclass, field, replace
 from statistics import median
 from typing import TYPE_CHECKING, Any
 
+from bottleneckd.diagnosis.thresholds import (
+    STRAGGLER_CONTENTION,
+    STRAGGLER_HOLD,
+    STRAGGLER_LAST,
+    STRAGGLER_LAST_ARRIVAL,
+    STRAGGLER_MAJORITY,
+    STRAGGLER_MARGIN,
+    STRAGGLER_MIN_INTERVALS,
+    STRAGGLER_WAIT_SHARE,
+)
 from bottleneckd.model.identity import RankIdentity
 from bottleneckd.model.sample import RankPhases, Sample
 
@@ -41,23 +51,23 @@ if TYPE_CHECKING:
 
 COMPUTE_PHASES = ("forward", "backward")
 WAIT_PHASES = ("communication",)
-MARGIN = 0.10  # busy this much longer than the median rank's, or it is noise
-MAJORITY = 0.6  # busiest in at least this share of the intervals judged
-LAST_ARRIVAL = 0.5  # and the last to arrive (waiting least) in at least half of them
-MIN_INTERVALS = 5
-HOLD = 5  # windows of the last HOLD + 2 that must find the same straggler before a verdict names it
-LAST = 10  # on a loaded 2-core machine, 5 intervals named a rank of an even job in 5 of 26 windows; 10 in none
-#: a rank whose lag is at least this share run-queue wait beyond the job's usual rate (per CPU
-#: second) was slowed by other processes on its cores, not by its own work (half: the larger part).
-#: At load average 26 on 2 cores every rank of an even 4-rank job waited ~1 s per CPU second
-CONTENTION = 0.5
+#: the thresholds (diagnosis/thresholds.py, with their sources) under the names this module has used
+MARGIN = STRAGGLER_MARGIN  # busy this much longer than the median rank's, or it is noise
+MAJORITY = STRAGGLER_MAJORITY  # busiest in at least this share of the intervals judged
+LAST_ARRIVAL = STRAGGLER_LAST_ARRIVAL  # and the last to arrive (waiting least) in at least half of them
+MIN_INTERVALS = STRAGGLER_MIN_INTERVALS
+HOLD = STRAGGLER_HOLD  # windows of the last HOLD + 2 that must find the same straggler before a verdict names it
+LAST = STRAGGLER_LAST
+CONTENTION = STRAGGLER_CONTENTION  # a lag at least this much not explained by its own CPU: slowed from outside
+#: windows beyond HOLD that the hold looks back over (HOLD of the last HOLD + 2)
+HOLD_SLACK = 2
 #: the rule in words, from the constants above (README.md's is generated from it: scripts/gen_docs.py)
 RULE_SUMMARY = (
     f"a rank busy outside its collective waits longest in at least {MAJORITY:.0%} of the last {LAST} intervals, "
     f"last to arrive at the collectives in at least {LAST_ARRIVAL:.0%} of them, more than {MARGIN:.0%} longer than "
-    f"the median rank, found in {HOLD} of the last {HOLD + 2} windows, named with the phase it spends the extra "
-    f"time in; not when at least {CONTENTION:.0%} of that time is run-queue wait (other processes on its cores); "
-    "a node when all its ranks are"
+    f"the median rank, found in {HOLD} of the last {HOLD + HOLD_SLACK} windows, named with the phase it spends the "
+    f"extra time in; not when its own extra CPU leaves {CONTENTION:.0%} or more of that time unexplained (other "
+    "processes on its cores); a node when all its ranks are"
 )
 #: what a phase of the straggler's extra time means
 DOING = {
@@ -72,7 +82,7 @@ DOING = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RankFigures:
     """One rank over the window: medians per step over its intervals."""
 
@@ -98,7 +108,7 @@ class RankFigures:
         return sum(self.phases.get(k, 0.0) for k in COMPUTE_PHASES)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Straggler:
     kind: str  # "rank" | "node"
     rank: int | None  # the rank (None for a node)
@@ -202,7 +212,7 @@ def intervals(samples: Iterable[Sample], last: int = LAST) -> list[tuple[RankPha
     out = []
     for s in samples:
         rs = tuple(r for r in s.ranks if r.phases.steps > 0)
-        if len({r.identity.key for r in rs}) >= 2:
+        if len({r.identity.key for r in rs}) > 1:
             out.append(rs)
     return out[-last:]
 
@@ -252,15 +262,15 @@ def rank_figures(window: Sequence[tuple[RankPhases, ...]]) -> list[RankFigures]:
             prev[k] = r
     return [
         RankFigures(
-            a["id"],
-            median(a["busy"]),
-            median(a["wait"]),
-            a["steps"],
-            a["slow"],
-            a["last"],
-            {ph: median(v + [0.0] * (len(a["busy"]) - len(v))) for ph, v in a["ph"].items()},
-            median(a["rq"]) if a["rq"] else None,
-            median(a["cpu"]) if a["cpu"] else None,
+            identity=a["id"],
+            busy=median(a["busy"]),
+            wait=median(a["wait"]),
+            steps=a["steps"],
+            slowest=a["slow"],
+            last_arrival=a["last"],
+            phases={ph: median(v + [0.0] * (len(a["busy"]) - len(v))) for ph, v in a["ph"].items()},
+            runqueue=median(a["rq"]) if a["rq"] else None,
+            cpu=median(a["cpu"]) if a["cpu"] else None,
         )
         for a in acc.values()
         if a["steps"]
@@ -291,7 +301,7 @@ def find_straggler(
     if len(window) < min_intervals:
         return None
     figs = rank_figures(window)
-    if len(figs) < 2:
+    if len(figs) <= 1:
         return None
     med = median(f.busy for f in figs)
     if med <= 0:
@@ -322,22 +332,22 @@ def find_straggler(
         else None
     )
     return Straggler(
-        "rank",
-        top.identity.rank,
-        top.identity.node,
-        top.identity.gpu,
-        (top.identity.rank,),
-        top.busy,
-        med,
-        top.slowest / n,
-        top.last_arrival / n,
-        n,
-        top.busy - med,
-        doing,
-        extra,
-        top.runqueue,
-        median(rqs) if top.runqueue is not None and len(rqs) == len(figs) else None,
-        contention,
+        kind="rank",
+        rank=top.identity.rank,
+        node=top.identity.node,
+        gpu=top.identity.gpu,
+        ranks=(top.identity.rank,),
+        compute=top.busy,
+        median_compute=med,
+        slowest_share=top.slowest / n,
+        last_share=top.last_arrival / n,
+        intervals=n,
+        step_time_lost=top.busy - med,
+        doing=doing,
+        doing_excess=extra,
+        runqueue=top.runqueue,
+        median_runqueue=median(rqs) if top.runqueue is not None and len(rqs) == len(figs) else None,
+        contention=contention,
     )
 
 
@@ -347,11 +357,11 @@ def _slow_node(figs: list[RankFigures], med: float, margin: float, n: int) -> St
     nodes: dict[str, list[RankFigures]] = {}
     for f in figs:
         nodes.setdefault(f.identity.node, []).append(f)
-    if len(nodes) < 2:
+    if len(nodes) <= 1:
         return None
     for name, own in nodes.items():
         others = [f for f in figs if f.identity.node != name]
-        if len(own) < 2 or not others:
+        if len(own) <= 1 or not others:
             continue
         slowest_other = max(f.busy for f in others)
         if min(f.busy for f in own) >= slowest_other * (1 + margin):
@@ -361,17 +371,17 @@ def _slow_node(figs: list[RankFigures], med: float, margin: float, n: int) -> St
             if share < MAJORITY or last < LAST_ARRIVAL:
                 continue
             return Straggler(
-                "node",
-                None,
-                name,
-                "",
-                tuple(sorted(f.identity.rank for f in own)),
-                mean,
-                med,
-                share,
-                last,
-                n,
-                max(f.busy for f in own) - med,
+                kind="node",
+                rank=None,
+                node=name,
+                gpu="",
+                ranks=tuple(sorted(f.identity.rank for f in own)),
+                compute=mean,
+                median_compute=med,
+                slowest_share=share,
+                last_share=last,
+                intervals=n,
+                step_time_lost=max(f.busy for f in own) - med,
             )
     return None
 
@@ -415,7 +425,7 @@ def with_straggler(v: Verdict, samples: Iterable[Sample], history: StragglerHist
     med_wait = median(f.wait for f in figs)
     med_step = median(f.busy + f.wait for f in figs)
     stage = STAGE_OF.get(s.doing or "forward")
-    if v.stage == "communication" and med_wait > 0 and s.step_time_lost >= 0.5 * med_wait and stage:
+    if v.stage == "communication" and med_wait > 0 and s.step_time_lost >= STRAGGLER_WAIT_SHARE * med_wait and stage:
         resource = "gpu_compute" if s.gpu and stage == "compute" else "cpu_compute"
         head = med_step / (med_step - s.step_time_lost) if med_step > s.step_time_lost > 0 else None
         return replace(

@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections import deque
 from typing import TYPE_CHECKING, Any
 
-from bottleneckd.diagnosis.straggler import HOLD, LAST, MIN_INTERVALS, Straggler, intervals
+from bottleneckd.diagnosis.straggler import HOLD_SLACK, LAST, Straggler, intervals
+from bottleneckd.diagnosis.thresholds import STRAGGLER_HOLD as HOLD
+from bottleneckd.diagnosis.thresholds import STRAGGLER_MIN_INTERVALS as MIN_INTERVALS
 from bottleneckd.model.sample import Sample
 
 if TYPE_CHECKING:
@@ -28,7 +30,9 @@ class StragglerHistory:
         self._named: dict[tuple[str, Any, str], list[Any]] = {}
         self.recent: deque[Sample] = deque(maxlen=last)  # the samples the straggler is judged on
         self.current = False  # the latest sample had rank reports
-        self._seen: deque[Any] = deque(maxlen=HOLD + 2)  # which straggler each recent window found (None: none)
+        self._seen: deque[Any] = deque(
+            maxlen=HOLD + HOLD_SLACK
+        )  # which straggler each recent window found (None: none)
         self._found: Straggler | None = None  # found in the latest window (before the hold)
         self._confirmed = False  # the latest window's straggler was named (after the hold)
 

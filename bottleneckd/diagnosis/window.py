@@ -6,6 +6,7 @@ from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from bottleneckd.diagnosis.thresholds import PHASE_STACK_SAMPLES
 from bottleneckd.model.sample import Sample, StepPhases
 
 
@@ -72,13 +73,9 @@ def merge_phases(items: Iterable[StepPhases | None]) -> StepPhases | None:
 #: change of stage shows within 1-2 intervals (the verdict follows within 3 s at 1 Hz, issue 11
 #: item 9), while the slower-moving device figures keep the full window's smoothing
 PHASE_SAMPLES = 2
-#: phases counted from stack samples (attach) are read over at least this many of them, however
-#: many ticks that takes: a stage's share from n samples has a standard error of sqrt(p(1-p)/n),
-#: 0.25 over the 4 samples of 2 ticks at 2 Hz (attach's verdict flipped 4 times in 30 s after a
-#: change of loader workers), 0.11 over 20 (10 s at 2 Hz: attach follows a change of stage in
-#: about that). On a 30 ms-step job, 65 samples at 2 Hz gave shares within 0.1 of the job's own
-#: perf_counter timing of each phase (optimizer 0.28 vs 0.37, backward 0.38 vs 0.29)
-STACK_SAMPLES = 20
+#: phases counted from stack samples (attach) are read over at least PHASE_STACK_SAMPLES of them
+#: (diagnosis/thresholds.py, with the measurement), however many ticks that takes
+STACK_SAMPLES = PHASE_STACK_SAMPLES
 #: stack-sampled intervals kept for that (at 2 Hz and 1 s ticks, 20 samples take ~10 ticks)
 STACK_TICKS = 60
 

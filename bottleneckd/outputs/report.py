@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from bottleneckd.advice.recommend import not_fitting, recommend, skipped
+from bottleneckd.advice.recommend import elsewhere, not_fitting, recommend, skipped
 from bottleneckd.diagnosis.pipeline import Pipeline
 from bottleneckd.model.resources import UNDETERMINED
 from bottleneckd.model.sample import StepPhases
@@ -36,7 +36,9 @@ def build_report(p: Pipeline, current: bool = False) -> dict[str, Any]:
     doc["held_seconds"] = {k: round(s, 3) for k, s in snap.held}
     doc["recommendations"] = [r.to_json() for r in recs]
     doc["already_in_effect"] = [{"id": m.id, "because": why} for m, why in skipped(v, p.kb, snap.facts)]
-    doc["not_fitting"] = [{"id": m.id, "because": why} for m, why in not_fitting(v, p.kb, snap.facts)]
+    doc["not_fitting"] = [
+        {"id": m.id, "because": why, "kind": "condition"} for m, why in not_fitting(v, p.kb, snap.facts)
+    ] + [{"id": m.id, "because": why, "kind": "stage"} for m, why in elsewhere(v, p.kb, snap.facts)]
     doc["regime_changes"] = [
         {
             "t": c.t,
@@ -99,15 +101,23 @@ def render_text(doc: dict[str, Any], top: int = 5) -> str:
         )
     recs = doc.get("recommendations", [])[:top]
     if recs:
-        lines.append("recommendations (Bartoldson, Kailkhura and Blalock, JMLR 2023):")
+        beyond = any(r.get("sources") for r in recs)
+        lines.append(
+            "recommendations (Bartoldson, Kailkhura and Blalock, JMLR 2023"
+            + ("; beyond its section 6.1, the sources named" if beyond else "")
+            + "):"
+        )
         for k, r in enumerate(recs, 1):
             sem = " [changes training semantics: check quality, section 5]" if r["changes_semantics"] else ""
             hook = f" [bottleneckd.torch can apply: {r['hook']}]" if r["hook"] else ""
-            cites = "; ".join(r["cites"]) or f"section {r['section']}"
+            cites = "; ".join(r["cites"]) or next(iter(r.get("sources") or ()), "") or f"section {r['section']}"
             lines.append(f"  {k}. {r['name']}{sem}{hook}")
             lines.append(f"     {r['taxonomy_path']}: {cites}; {r['why']}")
     for s in doc.get("already_in_effect", []):
         lines.append(f"  skipped {s['id']}: already in effect ({s['because']})")
+    for s in doc.get("not_fitting", []):
+        if s.get("kind") != "stage":  # those that relieve the resource in another stage: in the JSON
+            lines.append(f"  not fitting {s['id']}: {s['because']}")
     note = (doc.get("instrumentation") or {}).get("note")
     if note:
         lines.append(f"instrumentation: {note}")

@@ -9,12 +9,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bottleneckd.channel.link import PhaseReceiver
 from bottleneckd.diagnosis.pipeline import Pipeline, Snapshot
 from bottleneckd.hardware.detect.machine import Machine, detect_machine
 from bottleneckd.hardware.nvml import NvmlBackend
 from bottleneckd.model.protocol import Event
 from bottleneckd.model.sample import RankPhases, StepPhases
-from bottleneckd.outputs.channel import PhaseReceiver
 from bottleneckd.outputs.energy import EnergyMeter
 from bottleneckd.peaks.catalog import Catalog, load_catalog
 from bottleneckd.peaks.profile import Profile, load_profile

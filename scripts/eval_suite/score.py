@@ -33,6 +33,7 @@ def judge(w: Workload, doc: dict) -> dict:
         "secondary": v.get("secondary", []),
         "facts": doc.get("facts", {}),
         "step_phases": doc.get("step_phases"),
+        "statistics": doc.get("statistics", {}),
     }
 
 

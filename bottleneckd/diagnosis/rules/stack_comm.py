@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bottleneckd.diagnosis.rules.common import cpu_state, pct, runs_on_gpu
+from bottleneckd.diagnosis.rules.common import pct, runs_on_gpu
+from bottleneckd.diagnosis.rules.cpu_state import cpu_state
 from bottleneckd.diagnosis.window import WindowStats
 
 COMPUTE = ("forward", "backward")
