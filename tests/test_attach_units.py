@@ -87,3 +87,20 @@ def test_data_wait_evidence_from_stacks_names_its_samples():
     w = window({**HOST, **job(1.0, 0.98)}, {"data_wait": 0.75, "forward": 0.25}, STACKS)
     f = max(data_wait(w, NO_PEAKS), key=lambda f: f.score)
     assert any("stack samples (py-spy)" in e for e in f.evidence) and f.headroom is not None
+
+
+def test_a_mixed_step_read_from_stack_samples_does_not_flip_its_verdict():
+    """A step 35% waiting for its batch, 65% in forward, sampled at 2 Hz (each sample in one stage,
+    seeded): over 4 samples the share swings between 0 and 1 and the stage flipped; over 20 it holds."""
+    import random
+
+    rng = random.Random(3)
+    p = Pipeline(NO_PEAKS)
+    stages = []
+    for _ in range(60):
+        picks = ["data_wait" if rng.random() < 0.35 else "forward" for _ in range(2)]
+        shares = {k: picks.count(k) / 2 for k in set(picks)}
+        stages.append(p(stacked(shares)).verdict.stage)
+    settled = stages[12:]  # once 20 samples are in
+    changes = sum(a != b for a, b in zip(settled, settled[1:], strict=False))
+    assert settled[-1] == "data" and changes <= 2, stages
