@@ -3,7 +3,8 @@
 runs it as MULTI_CPU), `accelerator.prepare` wrapping a 33.6 M-parameter MLP in DDP, batch 2 per
 process: the step waits on the gradient all-reduce (batch 4 gave no_sync() x1.45 at load 20, under
 the 1.6 a communication-bound step shows; a smaller batch leaves the all-reduce as it is). This
-script launches itself the way a user's shell would. Intervention: `accelerator.no_sync(model)` on every step (no all-reduce)."""
+script launches itself the way a user's shell would. Intervention: `accelerator.no_sync(model)`
+on every step (no all-reduce)."""
 
 LABEL = "inter_gpu_interconnect"
 PATTERN = "`accelerate launch` (MULTI_CPU, gloo, 2 processes), `accelerator.prepare`d 33.6 M-parameter MLP, batch 2"
