@@ -453,8 +453,10 @@ def test_a_rejected_mitigation_with_optimizer_hooks_reverts_without_breaking_the
             t = w.apply("progressive_resizing", verify=True, steps=5, warmup=0, total_steps=1000, start_scale=0.5)
             # the resized steps (the mitigation's) sleep 0.1 s, the others (~1 ms) do not: 'slower with
             # it' by two orders of magnitude, so the rejection is no statistical coin toss (a sleep on
-            # both sides made it one: kept at p = 0.0492 under load)
-            model.register_forward_pre_hook(lambda _m, a: time.sleep(0.1) if a[0].shape[-1] < 16 else None)
+            # both sides made it one: kept at p = 0.0492 under load). A forward hook sees the input
+            # as every pre-hook left it, whichever was registered last (re-applying the mitigation
+            # registers its resizing pre-hook anew)
+            model.register_forward_hook(lambda _m, a, _out: time.sleep(0.1) if a[0].shape[-1] < 16 else None)
     assert t.kept is False and t.ratio < 0.5  # far from any threshold
     assert len(opt._optimizer_step_post_hooks) == 1  # the mitigation's step counter is gone; the watcher's own remains
 
