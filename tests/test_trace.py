@@ -65,7 +65,11 @@ def test_sigterm_loses_at_most_one_interval(tmp_path, cli_env):
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(2.5)
+    # until the recorder has written a header and 5 samples (2.5 s was not enough at load average
+    # 15: its start-up alone took most of it)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (not out.exists() or len(out.read_text().splitlines()) < 6):
+        time.sleep(0.2)
     lines_before = len(out.read_text().splitlines())
     p.send_signal(signal.SIGTERM)
     assert p.wait(timeout=10) == 0
