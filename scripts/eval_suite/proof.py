@@ -99,7 +99,8 @@ def prove(w: Workload, runs: int, seconds: float, env: dict[str, str], out: Path
 
 def judge_proof(w: Workload, done: dict[str, list[dict]], threads: str = "1") -> dict:
     """The proof's status from its runs: proven, unproven (the intervention not enough faster),
-    disproved (the control helped: another resource limits the job) or failed (too few good runs)."""
+    disproved (the control helped, significantly: another resource limits the job), inconclusive
+    (the control's median reached its threshold within noise) or failed (too few good runs)."""
     good = {s: [r["throughput"] for r in rs if r["failure"] is None] for s, rs in done.items()}
     failures = [f"{s} run {i}: {r['failure']}" for s, rs in done.items() for i, r in enumerate(rs) if r["failure"]]
     main = ratio_of(good["bare"], good["intervention"])
@@ -110,8 +111,12 @@ def judge_proof(w: Workload, done: dict[str, list[dict]], threads: str = "1") ->
         status = "failed"
         why = f"fewer than {MIN_RUNS} good runs on the {', '.join(short)} side(s)"
     elif control and control["ratio"] is not None and w.control_max and control["ratio"] >= w.control_max:
-        status = "disproved"
-        why = f"the control ({w.control}) gave x{control['ratio']:.2f} >= x{w.control_max}: another resource limits it"
+        significant = control["p_value"] is not None and control["p_value"] < ALPHA
+        status = "disproved" if significant else "inconclusive"
+        why = (
+            f"the control ({w.control}) gave x{control['ratio']:.2f} >= x{w.control_max}"
+            + (": another resource limits it" if significant else f", not significantly ({control['test']})")
+        )
     elif ratio is None or w.min_speedup is None or ratio < w.min_speedup:
         status = "unproven"
         why = f"x{ratio:.2f} < x{w.min_speedup}" if ratio is not None else "no ratio"
