@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from bottleneckd.diagnosis.thresholds import (
     STRAGGLER_CONTENTION,
+    STRAGGLER_CONTENTION_RATE,
     STRAGGLER_HOLD,
     STRAGGLER_LAST,
     STRAGGLER_LAST_ARRIVAL,
@@ -316,21 +317,6 @@ def find_straggler(
         return None
     doing, extra = _doing(top, figs)
     rqs = [f.runqueue for f in figs if f.runqueue is not None]
-    cpus = [f.cpu for f in figs if f.cpu is not None]
-    ratios = [f.wait_per_cpu for f in figs if f.wait_per_cpu is not None]
-    every = len(cpus) == len(ratios) == len(figs) and top.cpu is not None
-    # the part of its lag its own extra CPU explains, at the least contended rank's wait per CPU
-    # second (the median multiplied 1 ms of CPU noise into 5 ms of "work" at 4 s of wait per CPU
-    # second); the rest was taken by others. Rates alone (its wait per CPU second against the
-    # others') blamed the true straggler under a competing load: CFS lets a rank that sleeps in
-    # collectives wait less per CPU second than one computing through. On recorded traces: extra
-    # work between steps under 2 spinners, found in 42 windows, none called contended; a rank on a
-    # core 3 spinners share (2 runs), found behind in 16 + 14 windows, all called contended
-    contention = (
-        max(0.0, (top.busy - med) - max(0.0, top.cpu - median(cpus)) * (1 + min(ratios)))  # type: ignore[operator]
-        if every
-        else None
-    )
     return Straggler(
         kind="rank",
         rank=top.identity.rank,
@@ -347,8 +333,25 @@ def find_straggler(
         doing_excess=extra,
         runqueue=top.runqueue,
         median_runqueue=median(rqs) if top.runqueue is not None and len(rqs) == len(figs) else None,
-        contention=contention,
+        contention=_contention(top, figs, top.busy - med),
     )
+
+
+def _contention(top: RankFigures, figs: list[RankFigures], lag: float) -> float | None:
+    """Seconds per step of ``top``'s lag taken by other processes on its cores (0: not contended),
+    None when a rank sent no CPU figures. Contended: it waits for a CPU notably longer per second of
+    its own CPU than the other ranks (STRAGGLER_CONTENTION_RATE times their median), and its own
+    extra CPU per step, at that rate, explains less than half of its lag.
+
+    Neither figure alone will do at load 12-31 on 2 cores: CFS lets ranks that sleep in collectives
+    wait less per CPU second than one computing through, and three spinners on a rank's core add
+    6-9% to its CPU per step (its caches). The recorded cases are in STRAGGLER_CONTENTION's source."""
+    others = [f for f in figs if f is not top]
+    if top.cpu is None or top.wait_per_cpu is None or any(f.wait_per_cpu is None or f.cpu is None for f in others):
+        return None
+    rate = median(f.wait_per_cpu for f in others)  # type: ignore[misc]
+    work = max(0.0, top.cpu - median(f.cpu for f in figs)) * (1 + top.wait_per_cpu)  # type: ignore[misc]
+    return max(0.0, lag - work) if top.wait_per_cpu >= STRAGGLER_CONTENTION_RATE * rate else 0.0
 
 
 def _slow_node(figs: list[RankFigures], med: float, margin: float, n: int) -> Straggler | None:

@@ -601,10 +601,25 @@ STRAGGLER_CONTENTION = _t(
     0.5,
     unit="share of the straggler's lag",
     statistic="straggler_contention_share",
-    source="a rank whose extra CPU per step (schedstat), at the least contended rank's run-queue wait per CPU "
-    "second, explains less than half of its lag was slowed from outside the job, not by its work. Recorded traces "
-    "(load 18-31 on 2 cores): extra work between steps under 2 spinning processes, found in 42 windows, none over "
-    "it; a rank on a core 3 spinners shared (2 runs), found behind in 16 + 14 windows, all over it",
+    source="a rank is slowed from outside the job (not named) when its own extra CPU per step (schedstat), at its "
+    "run-queue wait per CPU second, explains less than half of its lag (and STRAGGLER_CONTENTION_RATE holds). "
+    "Recorded traces of 4 jobs at load 12-31 on 2 cores (windows in which each was found behind, contended / not): "
+    "a rank working between steps under 2 spinners 0/42 (named in 33 windows); 30% more forward work at load 12 "
+    "2/11 (named in 3); a rank on a core 3 spinners shared 11/14 in one run (never named) and 7/14 in another "
+    "(named in 1 window of 25)",
+    caveat="under load 12-31 the signals overlap: the contended rank was named in 1 window of 25 in one of two runs; "
+    "measured on 4 recorded jobs",
+)
+STRAGGLER_CONTENTION_RATE = _t(
+    "STRAGGLER_CONTENTION_RATE",
+    1.4,
+    unit="its run-queue wait per CPU second / the other ranks' median",
+    statistic="",
+    source="a contended rank waits notably longer per second of its own CPU than its peers: up to 2.2x for a rank on "
+    "a core 3 spinners shared, 1.0-1.4x for a straggler doing more work at load 12 (CFS lets ranks that sleep in "
+    "collectives wait less per CPU second than one computing through). On the 4 recorded jobs 1.25 missed the 30% "
+    "straggler (named in no window), 1.4 named it in 3, 1.6 also named the contended rank in 2 windows",
+    caveat="chosen on the 4 recorded jobs, not a wider sweep",
 )
 
 # --- outside the diagnosis: the hook's roofline (bottleneckd/torch/roofline.py) ------------------
