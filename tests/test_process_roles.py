@@ -15,7 +15,7 @@ import pytest
 from bottleneckd.samplers.cpu_compute import CpuComputeSampler
 from bottleneckd.samplers.process_tree import LAUNCHER, RANK, WORKER, ProcessTree, names_launcher
 from bottleneckd.samplers.stacks import classify_frames
-from bottleneckd.samplers.threads import ThreadRates, parse_stat, thread_name, threads
+from bottleneckd.samplers.threads import ThreadRates, parse_name, parse_stat, threads
 
 SPIN = "import time\ndef spin(s):\n    t = time.time()\n    while time.time() - t < s: pass\n"
 
@@ -182,7 +182,7 @@ def test_thread_stat_parsing_handles_names_with_spaces_and_parens():
     line = "1234 (py thread (x)) R 1 1234 1234 0 -1 4194304 100 0 0 0 250 50 0 0 20 0 3 0 100 0 0"
     state, cpu = parse_stat(line)
     assert state == "R" and cpu == pytest.approx(300 / os.sysconf("SC_CLK_TCK"))
-    assert thread_name(line) == "py thread (x)"
+    assert parse_name(line) == "py thread (x)"
     own = threads(os.getpid())
     assert any(t.tid == os.getpid() for t in own)
     assert {t.name for t in own if t.tid == os.getpid()} == {Path(f"/proc/{os.getpid()}/comm").read_text().strip()}

@@ -13,9 +13,10 @@ from bottleneckd.channel.link import PhaseReceiver
 from bottleneckd.diagnosis.pipeline import Pipeline, Snapshot
 from bottleneckd.hardware.detect.machine import Machine, detect_machine
 from bottleneckd.hardware.nvml import NvmlBackend
+from bottleneckd.model.code import StackCounts, merge_counts
 from bottleneckd.model.protocol import Event
 from bottleneckd.model.sample import RankPhases, StepPhases
-from bottleneckd.outputs.energy import EnergyMeter
+from bottleneckd.outputs.energy import EnergyMeter, job_steps_of
 from bottleneckd.peaks.catalog import Catalog, load_catalog
 from bottleneckd.peaks.profile import Profile, load_profile
 from bottleneckd.peaks.resolve import PeakTable, resolve_peaks
@@ -57,6 +58,8 @@ class Sidecar:
     run_totals: StepPhases = field(default_factory=lambda: StepPhases(0, 0.0, {}, examples=0))
     #: more sources of step phases (py-spy stacks in attach mode), used when the hook sends none
     phase_sources: list[Callable[[], StepPhases | None]] = field(default_factory=list)
+    #: stack samples by the user's code (py-spy under run and attach, the process's own frames under watch())
+    code_sources: list[Callable[[], StackCounts | None]] = field(default_factory=list)
     #: joules per step and per example (the exporter's energy counters)
     energy: EnergyMeter = field(default_factory=EnergyMeter)
 
@@ -86,7 +89,7 @@ def build_samplers(
 ) -> tuple[list[Sampler], dict[str, str]]:
     tree = ProcessTree(pid) if pid else None
     makers = {
-        "gpu": lambda: GpuSampler(peaks, nvml, tree=tree),
+        "gpu": lambda: GpuSampler(peaks, nvml, tree=tree, proc_root=proc_root),
         "cpu_compute": lambda: CpuComputeSampler(peaks, tree, proc_root),
         "cpu_memory": lambda: CpuMemorySampler(peaks, tree, proc_root),
         "cpu_memory_bandwidth": lambda: CpuMemoryBandwidthSampler(peaks, sys_root),
@@ -142,12 +145,12 @@ def build_sidecar(
     samplers, why = build_samplers(machine, peaks, pid, paths, disabled, nvml)
     pipeline = Pipeline(peaks, window=window, machine=machine)
     receiver = PhaseReceiver(socket_path, listen=listen).start()
-    side = Sidecar(machine, peaks, samplers, why, pipeline, receiver)
+    side = Sidecar(machine, peaks, samplers, why, pipeline, receiver, energy=EnergyMeter(gpu_uuids=peaks.gpu_uuids()))
 
     def phases() -> tuple[StepPhases | None, tuple[RankPhases, ...]]:
         p, ranks = receiver.drain_ranks()
         if p is not None:
-            side.steps_total += p.steps
+            side.steps_total += job_steps_of(p, ranks)  # the job's steps: one step on 8 ranks is one
         if p is None:  # hook phases win; stack samples stand in when there are none
             for src in side.phase_sources:
                 p = p or src()
@@ -163,7 +166,10 @@ def build_sidecar(
             )
         return p, ranks
 
-    side.loop = SamplingLoop(samplers, interval, {"pipeline": pipeline, "energy": side.energy}, phases)
+    def code() -> StackCounts | None:
+        return merge_counts([src() for src in side.code_sources])
+
+    side.loop = SamplingLoop(samplers, interval, {"pipeline": pipeline, "energy": side.energy}, phases, code)
     return side
 
 
