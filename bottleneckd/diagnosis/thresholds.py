@@ -340,6 +340,18 @@ GPU_BUSY_NO_GPM = _t(
     "judged: memory bandwidth by NVML's memory-busy fraction (NVML_MEMORY_BUSY_HIGH), else undetermined; NVML's busy "
     "reads ~100% for compute-, memory- and launch-bound jobs alike, so it names no compute bottleneck by itself",
 )
+GPU_NEVER_IDLE = _t(
+    "GPU_NEVER_IDLE",
+    0.95,
+    unit="share of time a kernel runs (NVML utilization)",
+    statistic="gpu_busy_fraction",
+    source="NVML's utilization.gpu is the share of the sample period during which one or more kernels ran "
+    "(nvml.h, nvmlUtilization_t): a GPU at 95% or more never waited for its host, so host-side time overlaps its "
+    "work (a thread spinning in cudaStreamSynchronize under CUDA's default spin-wait reads a full core; py-spy "
+    "sees a .item() as the loop's own line); 5% leaves room for NVML's sampling granularity",
+    caveat="NCCL's kernels count as busy: a GPU waiting in an all-reduce reads busy too (only host-side 'other' "
+    "time is read against it)",
+)
 NVML_MEMORY_BUSY_HIGH = _t(
     "NVML_MEMORY_BUSY_HIGH",
     0.8,
