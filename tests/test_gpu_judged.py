@@ -46,11 +46,12 @@ def test_python_between_the_phases_of_a_gpu_job_that_leaves_its_gpu_idle_is_stil
 
 def test_a_cpu_job_is_not_judged_on_another_tenants_nvlink_or_memory(fake_tree):
     """NVML lists PIDs of another namespace on every GPU (the job's absence is not shown), but the
-    hook says the job runs on the CPU: the tenant's busy NVLink and full memory are not the job's."""
+    hook says the job runs on the CPU: the tenant's busy NVLink and full memory are not the job's (at 95%
+    the tenant's NVLink outscored the job's own CPU and was the verdict)."""
     peaks = _peaks(fake_tree, A100, A100)
     figs = {**HOST, **job(7.8, 0.99, usable=8.0)}
     for dev in ("gpu0", "gpu1"):
-        figs.update(gpu(dev, busy=1.0, sm=0.9, tensor=0.6, dram=0.4, used=0.97, nvlink=0.9, pcie=0.9))
+        figs.update(gpu(dev, busy=1.0, sm=0.9, tensor=0.6, dram=0.4, used=0.97, nvlink=0.95, pcie=0.9))
     shares = {"data_wait": 0.03, "forward": 0.35, "backward": 0.52, "optimizer": 0.07, "other": 0.03}
     w = win(figs, {"device": "cpu"}, shares=shares)
     fs = {f.resource for f in findings(w, peaks)}
