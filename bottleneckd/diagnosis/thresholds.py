@@ -368,14 +368,16 @@ THROTTLED = _t(
     0.5,
     unit="share of samples",
     statistic="gpu_throttle_share",
-    source="evidence text only: a clock-throttle reason active in half the window's samples",
+    source="chosen: a clock-throttle reason active in half the window's samples (evidence text, and the measured "
+    "fact gpu_throttled for the advice)",
 )
 CLOCK_THROTTLED = _t(
     "CLOCK_THROTTLED",
     0.9,
     unit="SM clock / its maximum",
     statistic="sm_clock_ratio",
-    source="evidence text only: the SM clock 10% or more below its maximum",
+    source="chosen: the SM clock 10% or more below its maximum (evidence text, and the measured fact gpu_throttled "
+    "for the advice)",
 )
 COPY_SM_IDLE = _t(
     "COPY_SM_IDLE",

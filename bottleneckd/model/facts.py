@@ -196,6 +196,19 @@ FACTS: dict[str, FactSpec] = {
         ),
         _spec("gpu_count", "int", "bottleneckd.advice.fit", "GPUs detected on the machine"),
         _spec(
+            "gpu_fp8",
+            "bool",
+            "bottleneckd.peaks.capabilities",
+            "a GPU of the node has FP8 tensor cores (an FP8 peak in the catalog or calibrated)",
+        ),
+        _spec(
+            "gpu_throttled",
+            "strs",
+            "bottleneckd.diagnosis.measured",
+            "clock-event reasons (thermal, hardware slowdown, power brake) holding the job's GPUs' SM clocks down "
+            "over the window",
+        ),
+        _spec(
             "job_idle_cores",
             "float",
             "bottleneckd.diagnosis.measured",

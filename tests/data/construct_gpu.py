@@ -114,6 +114,11 @@ def build_one(name: str, sc: Scenario, out_dir: Path) -> None:
 
 
 def build(out_dir: Path = OUT) -> None:
+    for old in out_dir.glob("*/expected.json"):  # a scenario renamed or removed leaves no stale trace
+        if old.parent.name not in SCENARIOS:
+            for f in old.parent.iterdir():
+                f.unlink()
+            old.parent.rmdir()
     for name, sc in SCENARIOS.items():
         build_one(name, sc, out_dir)
 

@@ -25,7 +25,7 @@ from bottleneckd.model.sample import Reading, utilization
 from bottleneckd.peaks.catalog import load_catalog
 from bottleneckd.peaks.resolve import PeakTable, resolve_peaks
 from bottleneckd.samplers.base import Rates
-from bottleneckd.samplers.dcgm import DcgmSource
+from bottleneckd.samplers.dcgm import DcgmSource, parse
 from bottleneckd.samplers.gpu import GpuSampler
 from tests.fake_hardware import fake_tree_at, write
 from tests.fake_nvml import FakeGpu, FakeNvml
@@ -119,6 +119,8 @@ class Tick:
     gpus: list[GpuFigures]
     job: JobCpu | None
     host: HostFigures = field(default_factory=HostFigures)
+    #: a dcgm-exporter's profiling fields per GPU index (DCGM_FI_PROF_* name -> ratio); None: no exporter
+    dcgm: dict[int, dict[str, float]] | None = None
 
 
 def gpu_uuid(host: str, i: int, prefix: str = "GPU") -> str:
@@ -133,6 +135,35 @@ class _Members:
 
     def members(self) -> list[Any]:
         return [type("P", (), {"pid": p})() for p in sorted(self.pids)]
+
+
+class _PageSource(DcgmSource):
+    """A dcgm-exporter whose page is this tick's (read through the real parser)."""
+
+    def __init__(self) -> None:
+        super().__init__("http://127.0.0.1:9400/metrics")
+        self.page = ""
+
+    def read(self) -> dict:
+        got = parse(self.page)
+        self.why = "" if got else "no dcgm-exporter on this node (nothing listens on 127.0.0.1:9400)"
+        return got
+
+
+def dcgm_page(host: str, gpu_name: str, rows: dict[str, dict[str, float]]) -> str:
+    """A dcgm-exporter /metrics page: one gauge per field, a row per GPU (UUID -> fields)."""
+    names = sorted({f for fields in rows.values() for f in fields})
+    out = []
+    for name in names:
+        out += [f"# HELP {name} {name} (DCGM).", f"# TYPE {name} gauge"]
+        for i, (uuid, fields) in enumerate(rows.items()):
+            if name in fields:
+                labels = (
+                    f'gpu="{i}",UUID="{uuid}",pci_bus_id="00000000:{0x18 + i:02X}:00.0",device="nvidia{i}",'
+                    f'modelName="{gpu_name}",Hostname="{host}",DCGM_FI_DRIVER_VERSION="535.183.01"'
+                )
+                out.append(f"{name}{{{labels}}} {fields[name]:.6f}")
+    return "\n".join(out) + "\n"
 
 
 class _VirtualRates(Rates):
@@ -159,11 +190,12 @@ class Node:
         self.machine: Machine = replace(machine, hostname=spec.hostname)
         self.peaks: PeakTable = resolve_peaks(self.machine, load_catalog())
         self.t = 0.0
+        self.dcgm = _PageSource()
         self.gpu = GpuSampler(
             self.peaks,
             self.nvml,
             tree=_Members(job_pids),  # type: ignore[arg-type]
-            dcgm=DcgmSource(None, "no dcgm-exporter on this node"),
+            dcgm=self.dcgm,
             proc_root=proc_root,
         )
         self.gpu._rates = _VirtualRates(lambda: self.t)  # NVLink counters to rates over the virtual clock
@@ -198,6 +230,8 @@ class Node:
         self.t += interval
         for i, (fake, g) in enumerate(zip(self.fakes, tick.gpus, strict=True)):
             self._set(i, fake, g, interval)
+        rows = {self.uuid(i): fields for i, fields in (tick.dcgm or {}).items()}
+        self.dcgm.page = dcgm_page(self.spec.hostname, self.spec.gpu_name, rows) if rows else ""
         out = self.gpu.sample()
         out += cpu_readings(self.spec.cores, tick.host, tick.job)
         out += memory_readings(self.spec.host_memory, tick.host, tick.job)

@@ -652,7 +652,7 @@ def m_tick(node: Node, k: int) -> tuple[Tick, Hook | None]:
 
 def n_tick(node: Node, k: int) -> tuple[Tick, Hook | None]:
     # PIDs of another container (not visible to us); its DDP all-reduce keeps NVLink busy
-    gpus = [tenant_gpu(TENANT + i, nvlink=330e9) for i in range(8)]
+    gpus = [tenant_gpu(TENANT + i, nvlink=420e9) for i in range(8)]
     j = JobCpu(
         rank_busy=30.4,
         workers=2,
@@ -755,6 +755,24 @@ def p_tick(node: Node, k: int) -> tuple[Tick, Hook | None]:
 
 
 def q_tick(node: Node, k: int) -> tuple[Tick, Hook | None]:
+    """A hot GPU (a failed fan, a blocked inlet): thermal slowdown holds the SM clock at 66%."""
+    g = compute_gpu(sm=0.94, tensor=0.66, clock_ratio=0.66, reasons=SW_THERMAL | HW_SLOWDOWN, power=430.0)
+    hook = one_rank(
+        node,
+        0.47,
+        COMPUTE_SHARES,
+        1.47e14,
+        400.0,
+        parameters=1_300_000_000,
+        autocast_dtype="bfloat16",
+        compute_dtype="bfloat16",
+        **cuda_memory(H100_MEM, reserved=0.9, peak=0.7, allocated=0.45),
+    )
+    return Tick([g], job_cpu(), HostFigures(cpu_util=0.07)), hook
+
+
+def q2_tick(node: Node, k: int) -> tuple[Tick, Hook | None]:
+    """A power limit set below the board's (nvidia-smi -pl 500): the SM clock at 68%."""
     g = compute_gpu(sm=0.94, tensor=0.66, clock_ratio=0.68, reasons=POWER_CAP, power=500.0)
     hook = one_rank(
         node,
@@ -786,6 +804,98 @@ def r_tick(node: Node, k: int) -> tuple[Tick, Hook | None]:
         compute_dtype="bfloat16",
         fp8_flop_share=0.72,
         **cuda_memory(H100_MEM, reserved=0.93, peak=0.8, allocated=0.5),
+    )
+    return Tick([g], job_cpu(), HostFigures(cpu_util=0.07)), hook
+
+
+# --- (s) A100, no GPM, with the hook: the roofline decides -----------------------------------------
+
+
+def s_tick(node: Node, k: int) -> tuple[Tick, Hook | None]:
+    """bf16 autocast GEMM-heavy step on an A100 under bottleneckd run: 205 TFLOP/s (66% of 312), operand
+    bytes 0.55 TB/s (27% of 2.04); NVML busy 100%, memory busy 45%. GPUs 1-7 idle."""
+    g = GpuFigures(busy=1.0, mem_busy=0.45, mem_used=0.9, pcie_rx=0.5e9, power=390.0, clock_ratio=0.97, job_pid=JOB)
+    hook = one_rank(
+        node,
+        0.5,
+        COMPUTE_SHARES,
+        0.965 * 0.5 * 205e12,
+        373.0,
+        parameters=1_300_000_000,
+        autocast_dtype="bfloat16",
+        compute_dtype="bfloat16",
+        cores=32,
+        **cuda_memory(A100_MEM, reserved=0.88, peak=0.7, allocated=0.42),
+    )
+    return Tick([g] + [idle_gpu() for _ in range(7)], job_cpu(usable=32.0), HostFigures(cpu_util=0.02)), hook
+
+
+# --- (t) A100 with a dcgm-exporter (default counters: tensor pipe and DRAM, no SM activity) -----------
+
+
+def t_tick(node: Node, k: int) -> tuple[Tick, Hook | None]:
+    """A normalisation-heavy step under bottleneckd run on a Kubernetes A100 node whose GPU Operator
+    runs dcgm-exporter with its default counters: DRAM_ACTIVE 0.83, PIPE_TENSOR_ACTIVE 0.06 (no
+    SM_ACTIVE in the default file). The hook's roofline agrees: intensity 5 FLOP/B, 1.6 TB/s."""
+    g = GpuFigures(busy=1.0, mem_busy=0.9, mem_used=0.7, pcie_rx=0.3e9, power=340.0, clock_ratio=1.0, job_pid=JOB)
+    fields = {"DCGM_FI_PROF_DRAM_ACTIVE": 0.83, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.06}
+    dcgm = {
+        0: fields,
+        **{i: {"DCGM_FI_PROF_DRAM_ACTIVE": 0.0, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.0} for i in range(1, 8)},
+    }
+    hook = one_rank(
+        node,
+        0.1,
+        COMPUTE_SHARES,
+        0.965 * 0.1 * 8e12,
+        5.0,
+        parameters=60_000_000,
+        autocast_dtype="bfloat16",
+        compute_dtype="bfloat16",
+        cores=32,
+        **cuda_memory(A100_MEM, reserved=0.68, peak=0.5, allocated=0.3),
+    )
+    tick = Tick([g] + [idle_gpu() for _ in range(7)], job_cpu(usable=32.0), HostFigures(cpu_util=0.02), dcgm)
+    return tick, hook
+
+
+# --- (u) a GPU job held by per-step Python on the host (control for the spin-wait rule) --------------
+
+
+def u_tick(node: Node, k: int) -> tuple[Tick, Hook | None]:
+    """A pure-Python metric over each batch's predictions on the host: 62% of the step outside the
+    phases, the main thread at a full core, the GPU idle meanwhile (busy 34%)."""
+    g = compute_gpu(busy=0.34, mem_busy=0.15, sm=0.31, tensor=0.2, dram=0.13, power=230.0)
+    hook = one_rank(
+        node,
+        0.8,
+        {"data_wait": 0.01, "transfer": 0.01, "forward": 0.12, "backward": 0.22, "optimizer": 0.02, "other": 0.62},
+        4.5e13,
+        380.0,
+        parameters=1_300_000_000,
+        autocast_dtype="bfloat16",
+        compute_dtype="bfloat16",
+        **cuda_memory(H100_MEM, reserved=0.8, peak=0.6, allocated=0.4),
+    )
+    return Tick([g], job_cpu(main=0.99, launch=1.1, hottest=0.99, rank_busy=1.4), HostFigures(cpu_util=0.07)), hook
+
+
+# --- (v) fp32 without autocast on an H100: compute-bound on the FP32 pipe ------------------------------
+
+
+def v_tick(node: Node, k: int) -> tuple[Tick, Hook | None]:
+    """A wide fp32 MLP (TF32 off, PyTorch's default for matmuls): the FP32 pipe 78%, tensor cores idle,
+    48 TFLOP/s = 72% of the fp32 peak."""
+    g = compute_gpu(sm=0.93, occupancy=0.45, tensor=0.0, fp32=0.78, fp16=0.0, dram=0.41, power=610.0)
+    hook = one_rank(
+        node,
+        0.4,
+        COMPUTE_SHARES,
+        0.965 * 0.4 * 48e12,
+        120.0,
+        parameters=400_000_000,
+        compute_dtype="float32",
+        **cuda_memory(H100_MEM, reserved=0.7, peak=0.55, allocated=0.35),
     )
     return Tick([g], job_cpu(), HostFigures(cpu_util=0.07)), hook
 
@@ -927,7 +1037,7 @@ SCENARIOS: dict[str, Scenario] = {
         "the other 7 GPUs run another tenant's jobs",
         "the GPU never idles and device memory is busy nearly whenever a kernel runs: memory-bandwidth-bound "
         "(a heuristic); the main thread's CPU is a spin-wait on the GPU, not host work",
-        ("fuse_operators",),
+        ("fuse_operators", "mixed_precision"),
     ),
     "m_straggler_rank2": _s(
         H100_8,
@@ -936,8 +1046,8 @@ SCENARIOS: dict[str, Scenario] = {
         m_tick,
         "DDP on 4 H100s; GPU 2 thermally throttled (clock 62%): rank 2 computes 35% longer, ranks 0, 1, 3 wait "
         "for it in the all-reduce 30% of the step",
-        "rank 2 is the straggler; the job is held by rank 2's GPU compute, not by the interconnect",
-        ("fp8_matmuls",),
+        "rank 2 is the straggler; the job is held by rank 2's GPU compute, not by the interconnect: restore its clock",
+        ("restore_gpu_clocks",),
         straggler=2,
     ),
     "n_cpu_job_shared_gpu_node": _s(
@@ -946,7 +1056,7 @@ SCENARIOS: dict[str, Scenario] = {
         "compute",
         n_tick,
         "a CPU-only training job (device cpu, 30 of 32 cores) on a node whose 8 H100s another tenant's DDP job "
-        "keeps busy, NVLink at 73% (its PIDs in another PID namespace)",
+        "keeps busy, NVLink at 93% (its PIDs in another PID namespace)",
         "the job runs on its CPUs; the GPUs are not its own",
         ("mixed_precision", "smaller_model", "shrink_tensors"),
     ),
@@ -970,13 +1080,24 @@ SCENARIOS: dict[str, Scenario] = {
         "the loader waits on the disk",
         ("sequential_shards", "cache_locally", "fast_loader_library", "data_echoing"),
     ),
-    "q_power_capped_compute": _s(
+    "q_thermal_throttled_compute": _s(
         H100_1,
         "gpu_compute",
         "compute",
         q_tick,
-        "compute-bound (SM 94%, tensor 66%) on an H100 held at 500 W by a power cap: SM clock 68% of its maximum",
-        "compute-bound, slowed by the power cap: the evidence must say so",
+        "compute-bound (SM 94%, tensor 66%) on an H100 in thermal slowdown (SW thermal + HW slowdown): SM clock "
+        "66% of its maximum",
+        "compute-bound at two thirds of its clock: restore the clock first (cooling, a node check): 1.5x for free",
+        ("restore_gpu_clocks",),
+    ),
+    "q2_power_capped_compute": _s(
+        H100_1,
+        "gpu_compute",
+        "compute",
+        q2_tick,
+        "compute-bound (SM 94%, tensor 66%) on an H100 held at 500 W by a power limit: SM clock 68% of its maximum",
+        "compute-bound, slowed by the power cap: the evidence says so; whether the limit is below the board's "
+        "default is not sampled (NVML's enforced vs default power limit), so no advice on it",
         ("fp8_matmuls",),
     ),
     "r_fp8_h100": _s(
@@ -986,7 +1107,48 @@ SCENARIOS: dict[str, Scenario] = {
         r_tick,
         "8B model with 72% of its FLOPs in FP8 matmuls (aten._scaled_mm) on an H100: 1.05 PFLOP/s achieved, "
         "SM 90%, tensor 74%",
-        "compute-bound against the FP8/bf16 blend of peaks (68%), not over 100% of the bf16 peak",
-        ("shrink_tensors", "smaller_model"),
+        "compute-bound against the FP8/bf16 blend of peaks (68%), not over 100% of the bf16 peak; FP8 already in "
+        "use, what is left is less work",
+        ("smaller_model", "shrink_tensors", "selective_backprop"),
+    ),
+    "s_a100_hook_roofline_compute": _s(
+        A100_8,
+        "gpu_compute",
+        "compute",
+        s_tick,
+        "bf16 autocast GEMM-heavy step on an A100 (no GPM, no dcgm-exporter) under bottleneckd run: 66% of the bf16 "
+        "peak, operand bytes at 27% of memory bandwidth; NVML busy 100%",
+        "without activity counters the hook's roofline against the bf16 peak says compute",
+        ("smaller_model", "shrink_tensors", "selective_backprop"),
+    ),
+    "t_a100_dcgm_memory_bound": _s(
+        A100_8,
+        "gpu_memory_bandwidth",
+        "compute",
+        t_tick,
+        "normalisation-heavy step on an A100 read through dcgm-exporter's default counters: DRAM_ACTIVE 83%, "
+        "PIPE_TENSOR_ACTIVE 6%, no SM_ACTIVE; intensity 5 FLOP/B",
+        "DRAM at the practical maximum: memory-bandwidth-bound",
+        ("fuse_operators",),
+    ),
+    "u_gpu_job_host_python_other": _s(
+        H100_1,
+        "cpu_compute",
+        "other",
+        u_tick,
+        "a pure-Python metric over each batch on the host: 62% of the step outside the phases, main thread at a "
+        "full core, the H100 busy 34%",
+        "the host's Python between the phases starves the GPU: compute the metric every N steps or on the GPU",
+        ("per_step_python_work",),
+    ),
+    "v_fp32_no_autocast_h100": _s(
+        H100_1,
+        "gpu_compute",
+        "compute",
+        v_tick,
+        "a wide fp32 MLP on an H100 without autocast (TF32 off): SM 93%, FP32 pipe 78%, tensor cores idle, 72% of "
+        "the fp32 peak",
+        "compute-bound on the FP32 pipe: bf16 autocast (or TF32) moves the matmuls to the tensor cores, ~15x the rate",
+        ("mixed_precision",),
     ),
 }
