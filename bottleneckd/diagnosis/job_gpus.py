@@ -23,10 +23,8 @@ def window_job_gpus(w: WindowStats, peaks: PeakTable | None) -> JobGpus:
     lists could not tell (another tenant's PIDs in another namespace leave them unknown)."""
     devs = w.devices("gpu_compute")
     device = str((w.phases.facts.get("device") if w.phases else None) or "")
-    if devs and device and not device.startswith("cuda"):
-        return JobGpus((), True, f"the hook reports the job on {device}: none of the {len(devs)} GPUs is its own")
     seen = {d: v for d in devs if (v := w.get("gpu_compute", d, "job_process")) is not None}
-    return job_gpus(devs, peaks.gpu_uuids() if peaks is not None else {}, rank_uuids(w), seen)
+    return job_gpus(devs, peaks.gpu_uuids() if peaks is not None else {}, rank_uuids(w), seen, device)
 
 
 def never_idle(w: WindowStats, peaks: PeakTable | None) -> tuple[str, float] | None:
