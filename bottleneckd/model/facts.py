@@ -25,12 +25,12 @@ import logging
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Union
+from typing import Any
 
 from bottleneckd.model.errors import InputError
 from bottleneckd.model.hooks import HOOKS, Hook
 
-FactValue = Union[bool, int, float, str, tuple]
+FactValue = bool | int | float | str | tuple
 log = logging.getLogger(__name__)
 
 MAX_STR = 64  # characters in a string fact
@@ -74,7 +74,8 @@ FACTS: dict[str, FactSpec] = {
             "cuda_uuids",
             "strs",
             _P,
-            "UUIDs (GPU-...) of the CUDA devices holding the model's parameters: the job's GPUs, whatever the PID namespace",
+            "UUIDs (GPU-...) of the CUDA devices holding the model's parameters: the job's GPUs, whatever the PID "
+            "namespace",
         ),
         _spec("compiled", "bool", _P, "the model is torch.compile'd"),
         _spec(
