@@ -11,13 +11,15 @@ is no longer in effect) over the machine's own facts, with what the last trainin
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from bottleneckd.advice.fit import machine_facts
+from bottleneckd.advice.inputs import StepInputs, step_inputs
 from bottleneckd.advice.knowledge import Mitigation, load_knowledge
 from bottleneckd.advice.recommend import Recommendation, recommend
 from bottleneckd.diagnosis.classify import classify
+from bottleneckd.diagnosis.code import CodeProfile
 from bottleneckd.diagnosis.measured import measured_facts
 from bottleneckd.diagnosis.stability import VerdictTracker
 from bottleneckd.diagnosis.straggler import StragglerHistory, with_straggler
@@ -60,6 +62,10 @@ class Snapshot:
     held: tuple[tuple[str, float], ...] = ()
     #: the verdict that held longest over the run (see Pipeline.dominant)
     dominant: Verdict | None = None
+    #: the what-if models' measured inputs (advice/inputs.py): of this window, and of the last
+    #: training window in which the dominant verdict held (None: no step timed)
+    inputs: StepInputs | None = None
+    dominant_inputs: StepInputs | None = None
 
 
 def dominant_of(
@@ -107,9 +113,13 @@ class Pipeline:
         self._last_of: dict[str, Verdict] = {}
         self._stragglers = StragglerHistory()
         self._held_stage: dict[tuple[str, str], float] = {}
+        self.code = CodeProfile()  # stack samples by the user's code, over the run
+        self._inputs_of: dict[str, StepInputs] = {}  # resource -> inputs of the last training window it held
 
     def __call__(self, sample: Sample) -> Snapshot:
         self.window.add(sample)
+        if sample.stacks is not None:
+            self.code.add(sample.stacks)
         stats = self.window.stats()
         assert stats is not None
         if sample.phases is not None:
@@ -139,20 +149,35 @@ class Pipeline:
         ):
             self._last_of[stable.resource] = stable
         interval = max(self.window.samples[-1].interval, MIN_INTERVAL)
+        dominant = self._stragglers.apply(dominant_of(self._held, self._held_training, self._last_of, interval))
+        inputs = step_inputs(stats, self.window.samples, self.peaks, facts, self.code)
+        if inputs is not None:
+            self._inputs_of[stable.resource] = inputs
         snap = Snapshot(
             sample,
             stats,
-            stable,
-            tuple(recommend(stable, self.kb, facts)),
+            self.with_code(stable, facts),
+            tuple(recommend(stable, self.kb, facts, inputs=inputs)),
             tuple(self.tracker.changes),
             facts,
             self._samples,
             tuple(sorted(self._held.items(), key=lambda kv: -kv[1])),
-            self._stragglers.apply(dominant_of(self._held, self._held_training, self._last_of, interval)),
+            None if dominant is None else self.with_code(dominant, facts),
+            inputs,
+            None if dominant is None else self._inputs_of.get(dominant.resource),
         )
         with self._lock:
             self._latest = snap
         return snap
+
+    def with_code(self, v: Verdict, facts: Facts | None = None) -> Verdict:
+        """The verdict with the user's code its stage runs (evidence and ``code``), when stacks name
+        it; an undetermined one only when the step waits in its stage with nothing busy (latency:
+        the code that waits is named)."""
+        if v.resource == UNDETERMINED and (facts or {}).get("idle_wait_stage") != v.stage:
+            return v
+        a = self.code.attribute(v.stage)
+        return v if a is None else replace(v, code=a, evidence=v.evidence + (a.evidence(),))
 
     @property
     def latest(self) -> Snapshot | None:

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from bottleneckd.model.code import StackCounts
 from bottleneckd.model.facts import Facts
 from bottleneckd.model.identity import RankIdentity
 
@@ -131,6 +132,8 @@ class Sample:
     samplers: tuple[SamplerStatus, ...] = ()
     #: per-rank phases of a distributed job (``phases`` is then the job's view: the ranks merged)
     ranks: tuple[RankPhases, ...] = ()
+    #: stack samples of the interval by the user's code (model/code.py), when stacks are sampled
+    stacks: StackCounts | None = None
 
     def get(self, resource: str, device: str | None, metric: str) -> float | None:
         for r in self.readings:
@@ -147,6 +150,7 @@ class Sample:
             "phases": None if self.phases is None else self.phases.to_json(),
             "samplers": {s.name: [s.up, round(s.seconds, 6), s.error] for s in self.samplers},
             **({"ranks": [r.to_json() for r in self.ranks]} if self.ranks else {}),
+            **({"stacks": self.stacks.to_json()} if self.stacks is not None else {}),
         }
 
     @staticmethod
@@ -162,6 +166,7 @@ class Sample:
                 for k, v in d.get("samplers", {}).items()
             ),
             ranks=tuple(RankPhases.from_json(r) for r in d.get("ranks", ())),
+            stacks=None if d.get("stacks") is None else StackCounts.from_json(d["stacks"]),
         )
 
 

@@ -16,7 +16,7 @@ from bottleneckd.diagnosis.pipeline import Pipeline
 from bottleneckd.model.sample import Sample
 from bottleneckd.outputs import html_figures as figs
 from bottleneckd.outputs.energy import EnergyAccount, EnergyMeter
-from bottleneckd.outputs.report import _headroom_text
+from bottleneckd.outputs.report import _headroom_text, prediction_text
 from bottleneckd.outputs.timeline import Timeline
 from bottleneckd.peaks.resolve import PeakTable
 
@@ -91,7 +91,7 @@ def _verdict_html(doc: dict[str, Any]) -> str:
             f"{v['confidence']:.0%})</p>"
         )
     ev = "".join(f"<li>{_e(e)}</li>" for e in v.get("evidence", []))
-    out = head + (f"<p>Evidence:</p><ul>{ev}</ul>" if ev else "")
+    out = head + (f"<p>Evidence:</p><ul>{ev}</ul>" if ev else "") + _code_html(v.get("code"))
     if v["resource"] != "undetermined":
         out += f"<p>Headroom: {_e(_headroom_text(v.get('headroom'), doc))}</p>"
     if v.get("secondary"):
@@ -106,6 +106,26 @@ def _verdict_html(doc: dict[str, Any]) -> str:
     return out
 
 
+def _code_html(code: dict[str, Any] | None) -> str:
+    """The user's functions the stage's time goes to (the verdict's ``code``), as a table."""
+    if not code or not code.get("sites"):
+        return ""
+    who = " (in the DataLoader workers)" if code.get("role") == "worker" else ""
+    rows = "".join(
+        f"<tr><td>{_e(s['function'])}</td><td>{_e(s['file'])}:{s['line']}</td>"
+        f"<td><code>{_e(s.get('text', ''))}</code></td>"
+        f"<td>{s['share']:.0%} ({s['low']:.0%} to {s['high']:.0%})</td></tr>"
+        for s in code["sites"]
+    )
+    return (
+        f"<p>Where the {_e(code['stage'])} stage runs in your code{who}: {code['samples']} stack samples "
+        f"({_e(code['source'])}).</p>"
+        '<table id="code"><tr><th>function</th><th>file:line</th><th>line</th><th>share of the stage (95% CI)</th></tr>'
+        + rows
+        + "</table>"
+    )
+
+
 def _recs_html(doc: dict[str, Any]) -> str:
     recs = doc.get("recommendations", [])
     if not recs:
@@ -118,7 +138,8 @@ def _recs_html(doc: dict[str, Any]) -> str:
             f"<td>{_e(r['component'])} / {_e(r['subcomponent'])}</td><td>{_e(r['action'])}</td>"
             f"<td>{_e(mech.get('timing', ''))}, {_e(str(mech.get('basis', '')).replace('_', ' '))}</td>"
             f"<td>{_e('; '.join(r['cites'] or r.get('sources') or ()) or 'section ' + r['section'])}</td>"
-            f"<td>{_e(r['why'])}</td><td>{_e(r.get('hook') or '-')}</td></tr>"
+            f"<td>{_e(r['why'])}</td><td>{_e(r.get('hook') or '-')}</td>"
+            f"<td>{_e(prediction_text(r.get('prediction')))}</td></tr>"
         )
     skipped = "".join(
         f"<li>{_e(s['id'])}: already in effect ({_e(s['because'])})</li>" for s in doc.get("already_in_effect", [])
@@ -129,7 +150,7 @@ def _recs_html(doc: dict[str, Any]) -> str:
     )
     return (
         '<table id="recommendations"><tr><th>#</th><th>mitigation</th><th>component</th><th>action</th><th>mechanism</th>'
-        "<th>citations</th><th>why</th><th>hook</th></tr>"
+        "<th>citations</th><th>why</th><th>hook</th><th>predicted speed-up (model)</th></tr>"
         + "".join(rows)
         + "</table>"
         + (f"<p>Skipped:</p><ul>{skipped}</ul>" if skipped else "")

@@ -77,9 +77,14 @@ def screen(snap: Snapshot, width: int = 100, reasons: dict[str, str] | None = No
         parts.append(Text(f"verdict: {v.resource} (stage {v.stage}, confidence {v.confidence:.0%})", style="bold red"))
         for e in v.evidence[:3]:
             parts.append(Text(f"  {e}", overflow="ellipsis", no_wrap=True))
+        if v.code is not None and v.code.sites:  # the user's functions the stage runs (diagnosis/code.py)
+            named = ", ".join(f"{s.where} {s.share:.0%}" for s in v.code.sites)
+            parts.append(Text(f"  code: {named}", style="bold", overflow="ellipsis", no_wrap=True))
     if snap.recommendations:
-        m = snap.recommendations[0].mitigation
-        parts.append(Text(f"top recommendation: {m.name}", style="green", overflow="ellipsis", no_wrap=True))
+        r = snap.recommendations[0]
+        m = r.mitigation
+        pred = f" ({r.prediction.text()})" if r.prediction is not None and r.prediction.known else ""
+        parts.append(Text(f"top recommendation: {m.name}{pred}", style="green", overflow="ellipsis", no_wrap=True))
         parts.append(Text(f"  {m.taxonomy_path}; {m.citation}", overflow="ellipsis", no_wrap=True))
     return Group(*parts)
 

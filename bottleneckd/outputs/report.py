@@ -31,7 +31,8 @@ def build_report(p: Pipeline, current: bool = False) -> dict[str, Any]:
         }
         doc["recommendations"] = []
         return doc
-    recs = recommend(v, p.kb, snap.facts)
+    inputs = snap.inputs if current else snap.dominant_inputs
+    recs = recommend(v, p.kb, snap.facts, inputs=inputs)
     doc["verdict"] = v.to_json()
     doc["held_seconds"] = {k: round(s, 3) for k, s in snap.held}
     doc["recommendations"] = [r.to_json() for r in recs]
@@ -58,6 +59,7 @@ def build_report(p: Pipeline, current: bool = False) -> dict[str, Any]:
     ph = snap.stats.phases
     doc["step_phases"] = step_phases_json(ph)
     doc["facts"] = snap.facts.to_json()
+    doc["whatif_inputs"] = None if inputs is None else inputs.to_json()  # what the predictions were made from
     return doc
 
 
@@ -112,6 +114,8 @@ def render_text(doc: dict[str, Any], top: int = 5) -> str:
             cites = "; ".join(r["cites"]) or next(iter(r.get("sources") or ()), "") or f"section {r['section']}"
             lines.append(f"  {k}. {r['name']}{sem}{hook}")
             lines.append(f"     {r['taxonomy_path']}: {cites}; {r['why']}")
+            if r.get("prediction"):
+                lines.append(f"     {prediction_text(r['prediction'])}")
     for s in doc.get("already_in_effect", []):
         lines.append(f"  skipped {s['id']}: already in effect ({s['because']})")
     for s in doc.get("not_fitting", []):
@@ -134,6 +138,16 @@ def render_text(doc: dict[str, Any], top: int = 5) -> str:
     return "\n".join(lines)
 
 
+def prediction_text(d: dict[str, Any] | None, short: bool = False) -> str:
+    """A recommendation's predicted speed-up (advice/predict.py), from its JSON."""
+    if not d:
+        return "predicted speed-up: not computed"
+    if d.get("speedup") is None:
+        return "predicted speed-up unknown" + ("" if short else f": {d.get('formula', '')}")
+    head = f"predicted x{d['speedup']:.2f} (x{d['low']:.2f} to x{d['high']:.2f})"
+    return head if short else f"{head} by {d['model']}: {d['formula']}"
+
+
 def render_markdown(doc: dict[str, Any]) -> str:
     v = doc["verdict"]
     out = [
@@ -147,10 +161,15 @@ def render_markdown(doc: dict[str, Any]) -> str:
     if v["resource"] != UNDETERMINED:
         out.append(f"- Headroom: {_headroom_text(v.get('headroom'), doc)}")
     if doc.get("recommendations"):
-        out += ["", "| # | mitigation | taxonomy | cites | changes semantics | hook |", "|---|---|---|---|---|---|"]
+        out += [
+            "",
+            "| # | mitigation | predicted | taxonomy | cites | changes semantics | hook |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for k, r in enumerate(doc["recommendations"], 1):
             out.append(
-                f"| {k} | {r['name']} | {r['taxonomy_path']} | {'; '.join(r['cites']) or 'section ' + r['section']} | "
+                f"| {k} | {r['name']} | {prediction_text(r.get('prediction'), short=True)} | {r['taxonomy_path']} | "
+                f"{'; '.join(r['cites']) or 'section ' + r['section']} | "
                 f"{'yes' if r['changes_semantics'] else 'no'} | {r['hook'] or '-'} |"
             )
     if doc.get("utilization"):

@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from bottleneckd.model.code import StackCounts
 from bottleneckd.model.sample import RankPhases, Reading, Sample, SamplerStatus, StepPhases
 from bottleneckd.samplers.base import Sampler
 
@@ -28,6 +29,7 @@ class SamplingLoop:
         interval: float = 1.0,
         sinks: dict[str, Sink] | list[Sink] | None = None,
         phases: Callable[[], StepPhases | None | tuple[StepPhases | None, tuple[RankPhases, ...]]] | None = None,
+        code: Callable[[], StackCounts | None] | None = None,
     ) -> None:
         if interval < MIN_INTERVAL:
             raise ValueError(f"interval {interval} s is below {MIN_INTERVAL} s (10 Hz)")
@@ -39,6 +41,7 @@ class SamplingLoop:
         ):
             self.add_sink(name, sink)
         self._phases = phases
+        self._code = code  # stack samples by the user's code (model/code.py), when stacks are sampled
         self._failed: set[str] = set()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -87,7 +90,14 @@ class SamplingLoop:
             except Exception as e:  # noqa: BLE001 - the tick goes on without step phases (unknown, not zero)
                 self._failing("phases", "step phases", e)
         phases, ranks = got if isinstance(got, tuple) else (got, ())  # the job's phases, and each rank's
-        sample = Sample(time.time(), now - self._last, tuple(readings), phases, tuple(statuses), ranks)
+        stacks = None
+        if self._code:
+            try:
+                stacks = self._code()
+                self._failed.discard("code")
+            except Exception as e:  # noqa: BLE001 - the tick goes on without naming code
+                self._failing("code", "stack samples", e)
+        sample = Sample(time.time(), now - self._last, tuple(readings), phases, tuple(statuses), ranks, stacks)
         self._last = now
         for name, sink in list(self._sinks.items()):
             try:

@@ -13,6 +13,7 @@ from bottleneckd.channel.link import PhaseReceiver
 from bottleneckd.diagnosis.pipeline import Pipeline, Snapshot
 from bottleneckd.hardware.detect.machine import Machine, detect_machine
 from bottleneckd.hardware.nvml import NvmlBackend
+from bottleneckd.model.code import StackCounts, merge_counts
 from bottleneckd.model.protocol import Event
 from bottleneckd.model.sample import RankPhases, StepPhases
 from bottleneckd.outputs.energy import EnergyMeter, job_steps_of
@@ -57,6 +58,8 @@ class Sidecar:
     run_totals: StepPhases = field(default_factory=lambda: StepPhases(0, 0.0, {}, examples=0))
     #: more sources of step phases (py-spy stacks in attach mode), used when the hook sends none
     phase_sources: list[Callable[[], StepPhases | None]] = field(default_factory=list)
+    #: stack samples by the user's code (py-spy under run and attach, the process's own frames under watch())
+    code_sources: list[Callable[[], StackCounts | None]] = field(default_factory=list)
     #: joules per step and per example (the exporter's energy counters)
     energy: EnergyMeter = field(default_factory=EnergyMeter)
 
@@ -161,7 +164,10 @@ def build_sidecar(
             )
         return p, ranks
 
-    side.loop = SamplingLoop(samplers, interval, {"pipeline": pipeline, "energy": side.energy}, phases)
+    def code() -> StackCounts | None:
+        return merge_counts([src() for src in side.code_sources])
+
+    side.loop = SamplingLoop(samplers, interval, {"pipeline": pipeline, "energy": side.energy}, phases, code)
     return side
 
 

@@ -215,3 +215,28 @@ class ProcessTree:
 
 def members_with_roles(tree: ProcessTree) -> list[Member]:
     return [Member(p.pid, tree.role(p.pid)) for p in tree.members()]
+
+
+#: the process name torch gives its DataLoader workers (torch/utils/data/_utils/worker.py, prctl)
+WORKER_NAME = "pt_data_worker"
+
+
+def loader_workers(pid: int) -> list[int]:
+    """The DataLoader workers of the training process: its children torch named ``pt_data_worker``,
+    else its Python children, helpers (multiprocessing's resource tracker, forkserver) left out. A
+    dump is counted only if its stack is a worker's (``worker_frames``)."""
+    try:
+        kids = psutil.Process(pid).children()
+    except psutil.Error:
+        return []
+    named, python = [], []
+    for k in kids:
+        try:
+            name, cmd = k.name().lower(), k.cmdline()
+            if name == WORKER_NAME:
+                named.append(k.pid)
+            elif ("python" in name or (cmd and "python" in os.path.basename(cmd[0]))) and not is_helper(cmd):
+                python.append(k.pid)
+        except psutil.Error:
+            continue
+    return sorted(named or python)  # torch names its workers; an older one leaves them "python"

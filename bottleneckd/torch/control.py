@@ -7,7 +7,9 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
+from bottleneckd.advice.inputs import StepInputs
 from bottleneckd.advice.knowledge import Mitigation
+from bottleneckd.advice.predict import Prediction, predict_hook, unknown
 from bottleneckd.advice.recommend import Recommendation
 from bottleneckd.model.hooks import HOOKS, Hook
 from bottleneckd.model.protocol import Event
@@ -73,6 +75,7 @@ class MitigationControl:
         mitigation = resolve(mitigation, kwargs)
         if w.model is None:
             raise ValueError("mitigations need the model: use watch(model, optimizer, loader)")
+        inputs = self._measured() if verify else None  # the window before it is applied
         w.drain()
         t = self.trials.start(
             mitigation.name,
@@ -86,12 +89,30 @@ class MitigationControl:
             epoch=w.epoch,
         )
         self.engine.apply(mitigation, w.steps, w.epoch, w.optimizer_calls)
+        if verify:
+            t.predicted = self._predict(mitigation, inputs)
         self.trials.begin(t)
         if verify and isinstance(w.clock, CudaClock):
             w.clock.every = 1  # time every step while the verdict is measured
         self._say(f"applied {mitigation.name}: {mitigation.note}.{SEMANTICS if t.changes_semantics else ''}")
         self._event("mitigation_applied", t, str(mitigation.note))
         return t
+
+    def _measured(self) -> StepInputs | None:
+        """The what-if inputs of the sidecar's latest window (None when it has none)."""
+        try:
+            doc = self._w.transport.report()
+        except Exception:  # noqa: BLE001 - no prediction, never a failed apply
+            return None
+        return StepInputs.from_json((doc or {}).get("whatif_inputs"))
+
+    def _predict(self, mitigation: Any, inputs: StepInputs | None) -> Prediction:
+        """The model's prediction for this mitigation with its own parameters, shown beside the
+        measured gain (``Trial.message``)."""
+        try:
+            return predict_hook(mitigation.name, hook_params(mitigation), inputs)
+        except Exception as e:  # noqa: BLE001 - a prediction that fails is unknown, never a failed apply
+            return unknown("none", f"{type(e).__name__}: {e}")
 
     def in_effect(self) -> tuple[InEffect, ...]:
         """The mitigations applied and not reverted, each with the step time before it."""
@@ -133,3 +154,18 @@ class MitigationControl:
 
     def _event(self, kind: str, t: Trial, note: str) -> None:
         self._w.transport.send(Event(kind, t.name, time.time(), bool(t.changes_semantics), note[:256]))
+
+
+def hook_params(m: Any) -> dict[str, Any]:
+    """A hook mitigation's parameters as the what-if models name them (after it was applied: the
+    DataLoader's new worker count is the one it set)."""
+    out: dict[str, Any] = {k: getattr(m, k) for k in ("factor", "k", "kind") if hasattr(m, k)}
+    if hasattr(m, "dtype"):
+        out["dtype"] = str(m.dtype).rsplit(".", 1)[-1]
+    loader = getattr(m, "_loader", None)
+    wanted = getattr(m, "wanted", None)
+    if isinstance(wanted, dict) and wanted.get("num_workers") is not None:
+        out["num_workers"] = wanted["num_workers"]
+    elif loader is not None and hasattr(loader, "num_workers"):
+        out["num_workers"] = loader.num_workers
+    return out
