@@ -160,3 +160,24 @@ def test_a_gpu_whose_sms_are_measured_mostly_idle_is_not_named_by_the_nearer_of_
     assert all(f.resource != "gpu_compute" for f in findings(win(figs, roof, shares=shares), peaks))
     unmeasured = gpu("gpu0", busy=1.0, job=1.0)  # no GPM, no dcgm-exporter: the roofline decides
     assert top(win(unmeasured, roof, shares=shares), peaks).resource == "gpu_compute"
+
+
+def test_the_active_bottlenecks_advice_comes_before_a_secondarys_predicted_gain():
+    """Out of GPU memory with a secondary gpu_compute: a larger batch "predicted" from the step's
+    communication and optimizer share (Amdahl) is no first advice for a job whose tensors fill the
+    GPU; the active resource's come first, whatever the secondary's prediction."""
+    from bottleneckd.advice.inputs import Share, StepInputs
+    from bottleneckd.advice.knowledge import load_knowledge
+    from bottleneckd.advice.recommend import recommend
+    from bottleneckd.diagnosis.verdict import Verdict
+    from bottleneckd.model.facts import Facts
+
+    shares = {"forward": 0.3, "backward": 0.55, "communication": 0.1, "optimizer": 0.05}
+    inputs = StepInputs(step=0.5, shares={k: Share(v, v, v) for k, v in shares.items()}, device="cuda")
+    v = Verdict(
+        resource="gpu_memory", stage="compute", confidence=0.9, evidence=("e",), secondary=(("gpu_compute", 0.78),)
+    )
+    facts = Facts(device="cuda", gpu_count=1, autocast_dtype="bfloat16", compute_dtype="bfloat16", ddp=True)
+    recs = recommend(v, load_knowledge(), facts, inputs=inputs)
+    assert recs[0].resource == "gpu_memory", [(r.mitigation.id, r.resource) for r in recs]
+    assert [r.resource for r in recs] == sorted((r.resource for r in recs), key=lambda x: x != "gpu_memory")
