@@ -102,6 +102,7 @@ def build_one(name: str, sc: Scenario, out_dir: Path) -> None:
             status = tuple(SamplerStatus(s, True, 0.002) for s in SAMPLERS)
             w(Sample(T0 + k, 1.0, readings, phases, status, ranks))
         w.close()
+    _fix_created(d / "trace.jsonl")
     expected = {
         "resource": sc.resource,
         "stage": sc.stage,
@@ -111,6 +112,15 @@ def build_one(name: str, sc: Scenario, out_dir: Path) -> None:
         "provenance": f"constructed: {sc.what} (tests/data/construct_gpu.py)",
     }
     (d / "expected.json").write_text(json.dumps(expected, indent=1) + "\n")
+
+
+def _fix_created(path: Path) -> None:
+    """The header's creation time set to the trace's start, so that a rebuild writes the same bytes."""
+    lines = path.read_text().split("\n")
+    head = json.loads(lines[0])
+    head["created"] = T0
+    lines[0] = json.dumps(head, separators=(",", ":"))
+    path.write_text("\n".join(lines))
 
 
 def build(out_dir: Path = OUT) -> None:
