@@ -294,7 +294,12 @@ def test_the_hook_reports_the_examples_of_its_steps(tmp_path) -> None:
 
 
 def _node(
-    t: float, joules: float, job_on: tuple[str, ...] | None, steps: int = 10, uuids: tuple[str, ...] = ()
+    t: float,
+    joules: float,
+    job_on: tuple[str, ...] | None,
+    steps: int = 10,
+    uuids: tuple[str, ...] = (),
+    device: str = "",
 ) -> Sample:
     """Four GPUs of a shared node, each using ``joules`` more per second; ``job_on``: where NVML's
     process lists show the job (None: not read)."""
@@ -304,7 +309,9 @@ def _node(
         rs.append(Reading("gpu_compute", dev, "energy", 1000.0 + joules * t, "J"))
         if job_on is not None:
             rs.append(Reading("gpu_compute", dev, "job_process", 1.0 if dev in job_on else 0.0, "bool"))
-    facts = {"cuda_uuids": uuids} if uuids else {}
+    facts: dict = {"cuda_uuids": uuids} if uuids else {}
+    if device:
+        facts["device"] = device
     return Sample(t, 1.0, tuple(rs), StepPhases(steps, 1.0, {"forward": 1.0}, facts, None))
 
 
@@ -326,6 +333,11 @@ def test_energy_per_step_counts_the_jobs_gpus_not_every_gpu_on_the_node() -> Non
     for t in range(4):
         m(_node(float(t), 400.0, job_on=()))
     assert m.account().joules == {} and "no GPU" in m.account().gpu_scope
+    # a CPU job whose hook says so, beside another tenant's GPUs whose PIDs NVML cannot show us
+    m = EnergyMeter()
+    for t in range(4):
+        m(_node(float(t), 400.0, job_on=None, device="cpu"))
+    assert m.account().joules == {} and "on cpu" in m.account().gpu_scope
     # unknown: every GPU, and the account says so
     m = EnergyMeter()
     for t in range(4):

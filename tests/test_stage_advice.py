@@ -125,6 +125,7 @@ def test_measured_facts_are_declared_produced_and_unknown_when_not_measured():
     assert {n for n, s in FACTS.items() if "bottleneckd.diagnosis.measured" in s.producers} == {
         "job_idle_cores",
         "idle_wait_stage",
+        "gpu_throttled",  # tests/test_gpu_judged.py
     }
     bare = window(HOST, {"data_wait": 0.5, "forward": 0.5})  # the job's CPU not sampled: unknown, not 0
     assert "job_idle_cores" not in measured_facts(bare, classify(bare, NO_PEAKS))

@@ -36,6 +36,7 @@ from bottleneckd.diagnosis.window import Window, WindowStats
 from bottleneckd.model.facts import Facts
 from bottleneckd.model.resources import UNDETERMINED
 from bottleneckd.model.sample import Sample
+from bottleneckd.peaks.capabilities import gpu_facts
 from bottleneckd.peaks.resolve import PeakTable
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ class Pipeline:
         self.tracker = VerdictTracker(hold=hold)
         self._lock = threading.Lock()
         self._latest: Snapshot | None = None
-        self._machine_facts = machine_facts(machine)
+        self._machine_facts = Facts({**machine_facts(machine), **gpu_facts(peaks)})
         self._job_facts = Facts()
         self._measured = Facts()  # the last training window's (tear-down measures nothing of the job)
         # written by the loop thread only; others read the snapshot
@@ -130,7 +131,7 @@ class Pipeline:
         self._stragglers.update(raw)
         stable = self.tracker.update(raw, stats)
         if stats.phases is not None and stats.phases.steps:
-            self._measured = measured_facts(stats, stable)
+            self._measured = measured_facts(stats, stable, self.peaks)
         facts = Facts({**self._machine_facts, **self._job_facts, **self._measured})
         self._samples += 1
         self._held[stable.resource] = self._held.get(stable.resource, 0.0) + sample.interval
