@@ -68,7 +68,7 @@ def test_size_is_bounded_whatever_arrives() -> None:
 
 # --- contract: every fact the knowledge base reads is produced, by the producer it names ------
 def _kb_facts() -> set[str]:
-    from bottleneckd.advice.fit import facts_read
+    from bottleneckd.advice.conditions import facts_read
     from bottleneckd.advice.knowledge import load_knowledge
 
     return {f for m in load_knowledge() for c in (*m.skip_if, *m.requires, *m.unfit_if) for f in facts_read(c)}
@@ -131,7 +131,8 @@ def test_hook_side_producers_really_produce_each_fact_they_declare() -> None:
 
 def test_daemon_side_producers_really_produce_each_fact_they_declare() -> None:
     from bottleneckd.advice.fit import machine_facts
-    from bottleneckd.hardware.detect.machine import CpuInfo, Machine
+    from bottleneckd.hardware.detect.machine import Machine
+    from bottleneckd.hardware.detect.types import CpuInfo
 
     got = machine_facts(Machine("h", CpuInfo("x", 2, 2, 1, None, ("avx512_bf16",)), None, (), (), (), (), ()))
     declared = {n for n, s in FACTS.items() if "bottleneckd.advice.fit" in s.producers}

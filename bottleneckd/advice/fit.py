@@ -1,7 +1,7 @@
 """Whether a mitigation fits this job: already in effect (``skip_if``), or not applicable
 (``requires``: every condition must hold, on facts that are known; ``unfit_if``: any condition
 holding rules it out). Conditions are data in data/mitigations.json over declared facts
-(model/facts.py); ``{"all": [...]}`` combines several into one.
+(model/facts.py), read by advice/conditions.py.
 
 The machine's own facts are produced here, on the daemon side, from detection (never from
 torch): ``cpu_fast_bf16`` (the CPU has amx_bf16 or avx512_bf16; without them bf16 on a CPU
@@ -11,15 +11,13 @@ measured 0.67x, issue 11) and ``gpu_count``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from bottleneckd.model.facts import FACTS, Facts
+from bottleneckd.advice.conditions import describe, matches, want
+from bottleneckd.advice.knowledge import Mitigation
+from bottleneckd.hardware.detect.machine import Machine
+from bottleneckd.model.facts import Facts
 
-if TYPE_CHECKING:  # knowledge imports this module (check_condition) to validate its file
-    from bottleneckd.advice.knowledge import Mitigation
-    from bottleneckd.hardware.detect.machine import Machine
-
-OPS = ("truthy", "falsy", "eq", "ne", "in", ">=", "<=")
 FAST_BF16_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})
 #: hook ids whose state is described by facts of their own (a loader setting is not "the"
 #: mitigation: pinned memory may still be missing after more workers were set)
@@ -36,55 +34,6 @@ def machine_facts(machine: Machine | None) -> Facts:
     return Facts(out)
 
 
-def check_condition(cond: Any, where: str) -> str | None:
-    """Why a knowledge-base condition is malformed, or None."""
-    if isinstance(cond, dict) and set(cond) == {"all"}:
-        if not isinstance(cond["all"], list) or not cond["all"]:
-            return f"{where}.all: expected a non-empty list of conditions"
-        return next((w for i, c in enumerate(cond["all"]) if (w := check_condition(c, f"{where}.all[{i}]"))), None)
-    if not isinstance(cond, dict) or cond.get("fact") not in FACTS:
-        return f"{where}.fact: {cond.get('fact') if isinstance(cond, dict) else cond!r} is not a declared fact (model/facts.py)"
-    if cond.get("op") not in OPS:
-        return f"{where}.op: {cond.get('op')!r} is not one of {', '.join(OPS)}"
-    if cond["op"] not in ("truthy", "falsy") and "value" not in cond:
-        return f"{where}.value: missing for op {cond['op']!r}"
-    return None
-
-
-def facts_read(cond: Mapping[str, Any]) -> list[str]:
-    return [f for c in cond["all"] for f in facts_read(c)] if "all" in cond else [cond["fact"]]
-
-
-def matches(cond: Mapping[str, Any], facts: Mapping[str, Any]) -> bool:
-    """True when the condition holds on known facts (an unknown fact holds nothing)."""
-    if "all" in cond:
-        return all(matches(c, facts) for c in cond["all"])
-    if cond["fact"] not in facts:
-        return False
-    v, op, want = facts[cond["fact"]], cond["op"], cond.get("value")
-    if op == "truthy":
-        return bool(v)
-    if op == "falsy":
-        return not v
-    if op == "eq":
-        return v == want
-    if op == "ne":
-        return v != want
-    if op == "in":
-        return v in want
-    try:
-        return v >= want if op == ">=" else v <= want
-    except TypeError:
-        return False
-
-
-def describe(cond: Mapping[str, Any], facts: Mapping[str, Any]) -> str:
-    if "all" in cond:
-        return " and ".join(describe(c, facts) for c in cond["all"])
-    name = cond["fact"]
-    return f"{name}={facts[name]!r}" if name in facts else f"{name} unknown"
-
-
 def in_effect(m: Mitigation, facts: Mapping[str, Any]) -> str | None:
     """Why the mitigation is already in effect, or None."""
     if m.hook and m.hook not in OWN_FACTS_HOOKS and m.hook in (facts.get("mitigations") or ()):
@@ -96,12 +45,5 @@ def unfit(m: Mitigation, facts: Mapping[str, Any]) -> str | None:
     """Why the mitigation does not fit this job, or None."""
     for c in m.requires:
         if not matches(c, facts):
-            return f"needs {_want(c)} (here {describe(c, facts)})"
+            return f"needs {want(c)} (here {describe(c, facts)})"
     return next((f"not for {describe(c, facts)}" for c in m.unfit_if if matches(c, facts)), None)
-
-
-def _want(cond: Mapping[str, Any]) -> str:
-    if "all" in cond:
-        return " and ".join(_want(c) for c in cond["all"])
-    op = cond["op"]
-    return cond["fact"] if op == "truthy" else f"{cond['fact']} {op} {cond.get('value')!r}"

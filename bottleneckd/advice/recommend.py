@@ -17,7 +17,7 @@ COST_WEIGHT = {"low": 1.0, "medium": 0.75, "high": 0.5}
 SECONDARY_WEIGHT = 0.5
 ITERATIONS_WEIGHT = 0.85  # a mitigation that saves iterations, not time per iteration: its gain is less certain
 
-__all__ = ["Recommendation", "recommend", "skipped", "not_fitting", "in_effect", "unfit"]
+__all__ = ["Recommendation", "recommend", "skipped", "not_fitting"]
 
 
 @dataclass(frozen=True)

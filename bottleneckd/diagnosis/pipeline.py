@@ -1,23 +1,22 @@
-"""sample -> window -> diagnosis -> recommendation -> snapshot. Live samples and recorded traces
-go through this same object; the exporter, the reports and the hook read its snapshots.
+"""sample -> window -> diagnosis. Live samples and recorded traces go through this same object
+(driven by ``runtime/run.py``'s ``Run``, which advises on what it publishes).
 
-Threads: only the loop thread calls the pipeline; every other thread (the exporter, the hook's
-epoch report) reads the immutable ``Snapshot`` it publishes under a lock, never the loop's own
-dicts. Facts are the latest report's whole state (replaced, never merged: a reverted mitigation
-is no longer in effect) over the machine's own facts.
+Threads: only the loop thread calls the pipeline; every other thread reads the immutable
+``Diagnosis`` it publishes under a lock, never the loop's own dicts. The fact state is one per
+tick, read by the rules and the advice alike: the latest report's whole state (replaced, never
+merged: a reverted mitigation is gone from the tick its report arrives) over the machine's facts.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
 
-from bottleneckd.advice.fit import machine_facts
-from bottleneckd.advice.knowledge import Mitigation, load_knowledge
-from bottleneckd.advice.recommend import Recommendation, recommend
-from bottleneckd.diagnosis.classify import classify
-from bottleneckd.diagnosis.stability import VerdictTracker
+from bottleneckd.diagnosis.classify import classify, findings
+from bottleneckd.diagnosis.held import Held, HeldAccounts
+from bottleneckd.diagnosis.stability import VerdictTracker, regime
 from bottleneckd.diagnosis.straggler import StragglerHistory, with_straggler
 from bottleneckd.diagnosis.verdict import RegimeChange, Verdict
 from bottleneckd.diagnosis.window import Window, WindowStats
@@ -26,26 +25,35 @@ from bottleneckd.model.resources import UNDETERMINED
 from bottleneckd.model.sample import Sample
 from bottleneckd.peaks.resolve import PeakTable
 
-if TYPE_CHECKING:
-    from bottleneckd.hardware.detect.machine import Machine
-
 
 @dataclass(frozen=True)
-class Snapshot:
-    """The one current-diagnosis type every consumer reads."""
+class Diagnosis:
+    """One tick's diagnosis, as published (immutable: any thread may read it)."""
 
     sample: Sample
     stats: WindowStats
     verdict: Verdict
-    recommendations: tuple[Recommendation, ...]
+    #: the latest regime changes (bounded, diagnosis/stability.py), oldest first
     changes: tuple[RegimeChange, ...]
-    #: the facts the recommendations were made on (the job's latest report over the machine's)
-    facts: Facts = field(default_factory=Facts)
+    #: this tick's one fact state (the job's latest report over the machine's), read by the rules and the advice
+    facts: Facts
     #: samples seen so far, and seconds each stable verdict held (largest first)
     samples: int = 0
     held: tuple[tuple[str, float], ...] = ()
-    #: the verdict that held longest over the run (see Pipeline.dominant)
+    #: the verdict that held longest over the run (see dominant_of)
     dominant: Verdict | None = None
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A verdict over the whole time it held while training: its evidence and headroom from all its
+    windows (``verdict``), and its last window's own (``last``), kept as a note."""
+
+    verdict: Verdict
+    last: Verdict
+    seconds: float
+    samples: int
+    steps: int
 
 
 def dominant_of(
@@ -71,34 +79,36 @@ class Pipeline:
     def __init__(
         self,
         peaks: PeakTable,
-        kb: tuple[Mitigation, ...] | None = None,
         window: int = 5,
         hold: int = 2,
-        machine: Machine | None = None,
+        base_facts: Mapping[str, Any] | None = None,
     ) -> None:
+        """``base_facts``: the machine's own facts (advice/fit.py ``machine_facts``), under the job's."""
         self.peaks = peaks
-        self.kb = kb if kb is not None else load_knowledge()
         self.window = Window(window)
         self.tracker = VerdictTracker(hold=hold)
         self._lock = threading.Lock()
-        self._latest: Snapshot | None = None
-        self._machine_facts = machine_facts(machine)
-        self._job_facts = Facts()
-        # written by the loop thread only; others read the snapshot
+        self._latest: Diagnosis | None = None
+        self._base_facts = Facts(base_facts or {})
+        self._facts = self._base_facts  # one object while no report changes it
+        # written by the loop thread only; others read the published diagnosis
         self._samples = 0
         self._held: dict[str, float] = {}
         self._held_training: dict[str, float] = {}  # only windows in which training steps were reported
         self._last_of: dict[str, Verdict] = {}
         self._stragglers = StragglerHistory()
         self._held_stage: dict[tuple[str, str], float] = {}
+        self._accounts = HeldAccounts()  # each regime over all its time (under the lock)
 
-    def __call__(self, sample: Sample) -> Snapshot:
+    def __call__(self, sample: Sample) -> Diagnosis:
+        if sample.phases is not None:  # the report's whole state replaces the last
+            facts = Facts({**self._base_facts, **sample.phases.facts})
+            if facts != self._facts:  # the same object while the state holds (the advice is kept)
+                self._facts = facts
+        facts = self._facts
         self.window.add(sample)
-        stats = self.window.stats()
-        assert stats is not None
-        if sample.phases is not None:
-            self._job_facts = Facts(sample.phases.facts)  # the report's whole state replaces the last
-        facts = Facts({**self._machine_facts, **self._job_facts})
+        stats = self.window.stats(facts)
+        assert stats is not None  # the window holds the sample just added
         raw = with_straggler(
             classify(stats, self.peaks), self._stragglers.observe(sample), self._stragglers
         )  # the rank the others wait for
@@ -106,12 +116,13 @@ class Pipeline:
         stable = self.tracker.update(raw, stats)
         self._samples += 1
         self._held[stable.resource] = self._held.get(stable.resource, 0.0) + sample.interval
-        if stats.phases is not None and stats.phases.steps:
+        training = stats.phases is not None and stats.phases.steps > 0
+        if training:
             self._held_training[stable.resource] = self._held_training.get(stable.resource, 0.0) + sample.interval
         # a resource's verdict is the instance of the stage that held longest while training (the
         # stage at tear-down, a job printing its summary, is not the job's stage)
         key = (stable.resource, stable.stage)
-        if stats.phases is not None and stats.phases.steps:
+        if training:
             self._held_stage[key] = self._held_stage.get(key, 0.0) + sample.interval
         best = self._last_of.get(stable.resource)
         if (
@@ -120,44 +131,64 @@ class Pipeline:
             or self._held_stage.get(key, 0.0) >= self._held_stage.get((stable.resource, best.stage), 0.0)
         ):
             self._last_of[stable.resource] = stable
-        interval = max(self.window.samples[-1].interval, 1e-9)
-        snap = Snapshot(
+        interval = max(sample.interval, 1e-9)
+        diagnosis = Diagnosis(
             sample,
             stats,
             stable,
-            tuple(recommend(stable, self.kb, facts)),
-            tuple(self.tracker.changes),
+            self.tracker.changes,
             facts,
             self._samples,
             tuple(sorted(self._held.items(), key=lambda kv: -kv[1])),
             self._stragglers.apply(dominant_of(self._held, self._held_training, self._last_of, interval)),
         )
         with self._lock:
-            self._latest = snap
-        return snap
+            if training:
+                self._accounts.add(regime(stable), sample)
+            self._latest = diagnosis
+        return diagnosis
 
     @property
-    def latest(self) -> Snapshot | None:
+    def latest(self) -> Diagnosis | None:
         with self._lock:
             return self._latest
 
     @property
     def samples(self) -> int:
-        snap = self.latest
-        return snap.samples if snap else 0
-
-    @property
-    def facts(self) -> Facts:
-        """The facts of the latest snapshot (the machine's alone before any)."""
-        snap = self.latest
-        return snap.facts if snap else self._machine_facts
+        d = self.latest
+        return d.samples if d else 0
 
     @property
     def held(self) -> dict[str, float]:
-        snap = self.latest
-        return dict(snap.held) if snap else {}
+        d = self.latest
+        return dict(d.held) if d else {}
 
     def dominant(self) -> Verdict | None:
-        """The verdict that held longest over the run (from the latest snapshot)."""
-        snap = self.latest
-        return snap.dominant if snap else None
+        """The verdict that held longest over the run (from the latest diagnosis)."""
+        d = self.latest
+        return d.dominant if d else None
+
+    def summary(self, v: Verdict) -> Summary | None:
+        """``v`` (a verdict of this run) over the whole time its regime held while training: the
+        rules read the sums of all its samples as one window, and its evidence, headroom and figures
+        are theirs; the straggler, the secondary pressures and the confidence stay ``v``'s. None
+        when it never held while training (then only its last window speaks for it)."""
+        with self._lock:
+            d = self._latest
+            held = self._accounts.held(regime(v), d.facts if d else self._facts, self.window.steps_seen)
+        if held is None:
+            return None
+        return Summary(_over(v, held, self.peaks), v, held.seconds, held.samples, held.steps)
+
+
+def _over(v: Verdict, held: Held, peaks: PeakTable) -> Verdict:
+    """``v`` with the evidence the rules give over all of its regime's samples."""
+    if v.resource == UNDETERMINED:
+        whole = classify(held.stats, peaks)
+        if whole.resource != UNDETERMINED:
+            return v  # undetermined window by window, not over the whole: the windows speak
+        return replace(v, evidence=whole.evidence, reason=whole.reason)
+    f = next((f for f in findings(held.stats, peaks) if f.resource == v.resource and f.stage == v.stage), None)
+    if f is None:  # no rule names it over the whole time: the windows that did speak for it
+        return v
+    return replace(v, evidence=f.evidence, headroom=f.headroom, figures=f.figures)

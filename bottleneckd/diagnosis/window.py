@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from bottleneckd.model.sample import Sample, StepPhases
 
@@ -88,7 +89,11 @@ class Window:
     def clear(self) -> None:
         self.samples.clear()
 
-    def stats(self) -> WindowStats | None:
+    def stats(self, facts: Mapping[str, Any] | None = None) -> WindowStats | None:
+        """The window's statistics. ``facts``: the one fact state of this tick (the pipeline's),
+        which the rules read; without it, the latest report's in the window. Facts are never merged
+        over the window: a report's whole state replaces the last (a reverted mitigation is gone
+        from the tick its report arrives)."""
         if not self.samples:
             return None
         series: dict[tuple[str, str, str], list[float]] = {}
@@ -107,12 +112,11 @@ class Window:
                 sum(v) / len(v), ordered[min(len(v) - 1, int(round(0.95 * (len(v) - 1))))], ordered[-1], v[-1], len(v)
             )
         recent = list(self.samples)[-self.phase_samples :]
-        phases = merge_phases(s.phases for s in recent)
-        older = merge_phases(s.phases for s in self.samples)
-        if phases is None:
-            phases = older
-        elif older is not None:  # facts (roofline, loader settings) accumulate over the whole window
-            phases = StepPhases(phases.steps, phases.wall_seconds, phases.phases, {**older.facts, **phases.facts})
+        phases = merge_phases(s.phases for s in recent) or merge_phases(s.phases for s in self.samples)
+        if phases is not None:
+            if facts is None:
+                facts = next(s.phases.facts for s in reversed(self.samples) if s.phases is not None)
+            phases = StepPhases(phases.steps, phases.wall_seconds, phases.phases, facts, phases.examples)
         nodes: dict[str, set[int]] = {}
         for s in self.samples:
             for r in s.ranks:

@@ -24,7 +24,7 @@ from prometheus_client import make_wsgi_app
 from prometheus_client.core import CollectorRegistry
 from prometheus_client.exposition import ThreadingWSGIServer
 
-from bottleneckd.diagnosis.pipeline import Snapshot
+from bottleneckd.advice.stage import Snapshot
 from bottleneckd.model.errors import InputError
 from bottleneckd.model.protocol import Event
 from bottleneckd.outputs.exporter import SnapshotCollector
@@ -218,18 +218,19 @@ def parse_bind(bind: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def serve_metrics(source: MetricsSource, bind: str, web_config: WebConfig | str | None = None) -> MetricsServer:
+def serve_metrics(source: MetricsSource, bind: str, web_config: WebConfig | None = None) -> MetricsServer:
     """Listen on ``bind`` (raises InputError before anything else starts when it cannot) and serve
     ``source``'s metrics from a daemon thread. ``shutdown()`` then ``server_close()`` stop it.
-    ``web_config``: as ``load_web_config`` returned it, or its path."""
+    ``web_config``: as ``load_web_config`` returned it (read before anything starts)."""
     host, port = parse_bind(bind)
-    cfg = load_web_config(web_config) if isinstance(web_config, str) else web_config or WebConfig("")
+    cfg = web_config or WebConfig("")
     registry = CollectorRegistry(auto_describe=False)
     registry.register(SnapshotCollector(source.latest, source.steps, source.events))
-    if getattr(source, "energy", None) is not None:  # a live sidecar's energy meter (a replayed trace has none)
+    energy = getattr(source, "energy", None)
+    if energy is not None:  # a run's energy meter (runtime/run.py); a bare snapshot source has none
         from bottleneckd.outputs.energy import EnergyCollector
 
-        registry.register(EnergyCollector(source.energy))
+        registry.register(EnergyCollector(energy))
     app = make_wsgi_app(registry)
     if cfg.users:
         app = _auth_app(app, dict(cfg.users))

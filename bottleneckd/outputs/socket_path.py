@@ -84,3 +84,20 @@ def prepare_socket_path(path: str) -> None:
     if st.st_uid != os.geteuid():
         raise ChannelError(f"{path}: a stale socket owned by uid {st.st_uid}; remove it or pass another --socket path")
     os.unlink(path)  # a stale socket of ours: its sidecar is gone
+
+
+def node_sidecar_socket() -> str | None:
+    """A ``bottleneckd serve`` already receiving on this node (bound to the default socket, in a
+    directory only this user can write): a job's ranks report to it, not to a second sidecar."""
+    path = default_socket_path()
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if (
+        not stat.S_ISSOCK(st.st_mode)
+        or st.st_uid != os.geteuid()
+        or untrusted_dir(os.path.dirname(os.path.abspath(path)))
+    ):
+        return None
+    return path if _live(path) else None

@@ -1,5 +1,6 @@
-"""Starting ``run``'s job and supervising it: sample until it exits, pass signals on once, and
-stop a job that will not stop. The job's exit code is passed through (a signal n as 128+n)."""
+"""``run``'s job under a sidecar: start it, follow its process tree, sample until it exits, pass
+signals on once, and stop a job that will not stop. The job's exit code is passed through (a
+signal n as 128+n)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,17 @@ import os
 import signal
 import subprocess
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from bottleneckd.model.errors import InputError
 from bottleneckd.runtime.foreground import run_foreground
 from bottleneckd.runtime.sidecar import Sidecar
+from bottleneckd.runtime.sinks import Outputs
+
+if TYPE_CHECKING:
+    from bottleneckd.outputs.metrics_server import WebConfig
+    from bottleneckd.outputs.timeline import Timeline
 
 DEFAULT_GRACE = 30.0
 
@@ -65,7 +72,6 @@ def stop_job(job: subprocess.Popen, grace: float, term_sent: bool, say: Callable
 def supervise(
     side: Sidecar,
     job: subprocess.Popen,
-    on_tick: Callable[[Any], None] | None,
     grace: float = DEFAULT_GRACE,
     say: Callable[[str], None] = print,
 ) -> int:
@@ -84,7 +90,8 @@ def supervise(
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        run_foreground(side, None, on_tick, stop_when=lambda: job.poll() is not None, install_signals=False)
+        side.wire(Outputs(stop_when=lambda: job.poll() is not None))
+        run_foreground(side, None, install_signals=False)
         if job.poll() is None:
             stop_job(job, grace, term_sent=bool(got) and got[0] == signal.SIGTERM, say=say)
     finally:
@@ -98,3 +105,74 @@ def supervise(
         for s, h in old.items():
             signal.signal(s, h)
     return exit_code(job.returncode)
+
+
+@dataclass(frozen=True)
+class JobRun:
+    """A job run to its end under a sidecar."""
+
+    side: Sidecar
+    code: int  # the job's exit code
+    #: what the report adds about the run (instrumentation; the node sidecar joined, if any)
+    extra: dict[str, Any]
+    timeline: Timeline | None
+    #: the report of the node's sidecar the job's ranks reported to, when ``run`` joined one
+    node_report: dict[str, Any] | None = None
+
+
+def run_job(
+    build: Callable[[str], Sidecar],
+    command: tuple[str, ...],
+    inject: bool,
+    outputs: Outputs,
+    *,
+    bind: str | None = None,
+    web_config: WebConfig | None = None,
+    grace: float = DEFAULT_GRACE,
+    say: Callable[[str], None] = print,
+) -> JobRun:
+    """Start ``command`` under the sidecar ``build`` makes (listening on a socket of a run
+    directory of its own), with ``outputs`` wired and metrics on ``bind``, and supervise it to
+    the end. Nothing is left in /tmp."""
+    from bottleneckd.outputs.live import LiveView, unknown_reasons
+    from bottleneckd.outputs.metrics_server import serve_metrics, stop_metrics
+    from bottleneckd.outputs.report_file import read_report_file
+    from bottleneckd.outputs.socket_path import node_sidecar_socket
+    from bottleneckd.runtime.job_env import SOCKET_NAME, job_env, no_phases_note, run_directory, uninstrumented_reason
+
+    joined = None
+    with run_directory() as run_dir:
+        sock = os.path.join(run_dir, SOCKET_NAME)
+        side = build(sock)
+        view = outputs.view
+        if isinstance(view, LiveView):  # the live screen says why each unsampled resource is unknown
+            view.reasons = unknown_reasons(side.peaks)
+        server = None
+        try:
+            wired = side.wire(outputs)
+            if bind:
+                server = serve_metrics(side.run, bind, web_config)
+            blind = uninstrumented_reason(command) if inject else None
+            if blind:
+                say(f"bottleneckd: {blind}; the job runs without step phases")
+            joined = node_sidecar_socket() if inject else None
+            if joined:
+                say(f"bottleneckd: joined the sidecar serving this node ({joined}): the job's ranks report there")
+            job = start_job(command, job_env(run_dir, joined or sock, inject))
+            side.follow(job.pid)
+            code = supervise(side, job, grace, say)
+        finally:
+            if isinstance(view, LiveView):
+                view.close()  # leave the live screen before the report is printed
+            stop_metrics(server)
+            side.close()
+    extra: dict[str, Any] = {
+        "instrumentation": {
+            "injected": inject,
+            "phase_messages": side.receiver.received,
+            "note": None if side.run.steps() or joined else no_phases_note(command, inject),
+        }
+    }
+    if joined:
+        extra["node_sidecar"] = joined
+    return JobRun(side, code, extra, wired.timeline, read_report_file(joined) if joined else None)

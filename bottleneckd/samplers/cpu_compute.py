@@ -11,11 +11,11 @@ import psutil
 
 from bottleneckd.model.sample import Reading
 from bottleneckd.peaks.resolve import PeakTable
-from bottleneckd.samplers.pressure import Pressure, cgroup_dir, read_psi, usable_cores
+from bottleneckd.samplers.pressure import Pressure, cgroup_dir, usable_cores
 from bottleneckd.samplers.process_tree import LAUNCHER, RANK, WORKER, ProcessTree
 from bottleneckd.samplers.threads import ThreadRates, threads
 
-__all__ = ["CpuComputeSampler", "read_psi"]
+__all__ = ["CpuComputeSampler"]
 
 
 class CpuComputeSampler:

@@ -10,7 +10,7 @@ import logging
 import os
 from typing import Any, Protocol
 
-from bottleneckd.model.protocol import Event, Message, StepReport
+from bottleneckd.model.protocol import Message
 from bottleneckd.outputs.channel import PhaseSender, default_socket_path
 from bottleneckd.outputs.report_file import read_report_file
 
@@ -99,8 +99,6 @@ def read_sidecar_report(sock_path: str) -> dict[str, Any] | None:
 
 
 __all__ = [
-    "Event",
-    "StepReport",
     "Transport",
     "SocketTransport",
     "LocalTransport",
