@@ -87,8 +87,9 @@ def build_report(
         for (r, d, m), s in sorted(w.stats.items())
         if m == "utilization"
     ]
-    if totals is not None and totals.steps:
-        doc["step_phases"] = {**step_phases_json(totals), "over": "the whole run"}
+    whole = step_phases_json(totals) if totals is not None and totals.steps else None
+    if whole is not None:
+        doc["step_phases"] = {**whole, "over": "the whole run"}
     else:
         doc["step_phases"] = step_phases_json(w.phases)
     doc["facts"] = snap.facts.to_json()
@@ -154,9 +155,9 @@ def render_text(doc: dict[str, Any], top: int = 5) -> str:
         lines.append(f"  evidence: {e}")
     if v["resource"] != UNDETERMINED:
         lines.append(f"  headroom: {_headroom_text(v.get('headroom'), doc)}")
-    note = last_window_text(doc)
-    if note:
-        lines.append(f"  last window: {note}")
+    last = last_window_text(doc)
+    if last:
+        lines.append(f"  last window: {last}")
     if v.get("secondary"):
         lines.append(
             "  secondary pressures: " + ", ".join(f"{s['resource']} ({s['score']:.2f})" for s in v["secondary"])

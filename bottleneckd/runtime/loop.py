@@ -55,7 +55,8 @@ class SamplingLoop:
                 failing(self._failed, s.name, f"sampler {s.name}", e)
                 statuses.append(SamplerStatus(s.name, False, time.perf_counter() - t0, f"{type(e).__name__}: {e}"))
         now = time.monotonic()
-        phases, ranks = None, ()
+        phases: StepPhases | None = None
+        ranks: tuple[RankPhases, ...] = ()
         if self._phases:
             try:
                 phases, ranks = self._phases()  # the job's phases, and each rank's

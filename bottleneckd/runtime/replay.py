@@ -9,7 +9,7 @@ The machine and peaks are those of the trace (of the node with rank 0)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from bottleneckd.model.errors import InputError, TraceError
@@ -78,7 +78,7 @@ class Replay:
                 break
 
 
-def load(paths: tuple[str, ...] | list[str], *, window: int = 5, one_machine: bool = False) -> Replay:
+def load(paths: Sequence[str], *, window: int = 5, one_machine: bool = False) -> Replay:
     """Open ``paths`` (every header checked before any sample is read). ``one_machine``: traces
     of several machines are refused (one HTML report draws one machine's run)."""
     opened = [(path, *read_trace(path)) for path in paths]
@@ -89,6 +89,7 @@ def load(paths: tuple[str, ...] | list[str], *, window: int = 5, one_machine: bo
             "machine's run; report each machine's traces separately"
         )
     error: TraceError | None = None
+    samples: Iterable[Sample]
     if len(opened) == 1:
         header, samples = opened[0][1], opened[0][2]
     else:

@@ -55,7 +55,7 @@ def build_samplers(
     proc_root: str = "/proc",
 ) -> tuple[list[Sampler], dict[str, str]]:
     tree = ProcessTree(pid) if pid else None
-    makers = {
+    makers: dict[str, Callable[[], Sampler]] = {
         "gpu": lambda: GpuSampler(peaks, nvml, tree=tree),
         "cpu_compute": lambda: CpuComputeSampler(peaks, tree, proc_root),
         "cpu_memory": lambda: CpuMemorySampler(peaks, tree, proc_root),
