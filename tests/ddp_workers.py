@@ -36,7 +36,7 @@ def ddp_steps(
 ) -> None:
     """DDP over gloo, the watcher installed before DDP is made (as under ``bottleneckd run``) or
     on the DDP model (``watch()``); optionally a user comm hook registered after construction."""
-    from bottleneckd.outputs.channel import PhaseReceiver
+    from bottleneckd.channel.link import PhaseReceiver
     from bottleneckd.torch import watch
 
     init(rank, world, port)
@@ -102,7 +102,7 @@ def fsdp_steps(rank: int, world: int, port: int, out: str, width: int, steps: in
     torch.distributed's *_single / *_tensor functions, which collectives.py times."""
     from torch.distributed.fsdp import fully_shard
 
-    from bottleneckd.outputs.channel import PhaseReceiver
+    from bottleneckd.channel.link import PhaseReceiver
     from bottleneckd.torch import watch
 
     init(rank, world, port)

@@ -16,12 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from bottleneckd.channel.link import MAX_RANKS, PhaseReceiver, PhaseSender
+from bottleneckd.channel.socket_path import ChannelError
 from bottleneckd.diagnosis.pipeline import Pipeline
 from bottleneckd.model.facts import FACTS, MAX_STR, Facts
 from bottleneckd.model.identity import RankIdentity
 from bottleneckd.model.protocol import VERSION, Event, StepReport, encode
 from bottleneckd.model.sample import Sample
-from bottleneckd.outputs.channel import MAX_RANKS, ChannelError, PhaseReceiver, PhaseSender
 from bottleneckd.peaks.resolve import PeakTable
 
 ID = RankIdentity.from_env({}, pid=1, host="h")

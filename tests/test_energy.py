@@ -224,9 +224,9 @@ def test_a_live_sidecar_serves_its_energy_counters(fake_tree) -> None:
 def test_examples_travel_from_the_hook_message_to_the_job_view() -> None:
     """StepReport.examples through the wire format and the receiver: summed over ranks, unknown
     as soon as one report lacks it; a job step is one step of each rank."""
+    from bottleneckd.channel.link import PhaseReceiver
     from bottleneckd.model.identity import RankIdentity
     from bottleneckd.model.protocol import StepReport, decode, encode
-    from bottleneckd.outputs.channel import PhaseReceiver
 
     def report(rank: int, examples: int | None) -> bytes:
         ident = RankIdentity("j", "", 0, rank, rank, 2, 2, "n", 0, pid=100 + rank)
@@ -253,7 +253,7 @@ def test_the_hook_reports_the_examples_of_its_steps(tmp_path) -> None:
     """watch() counts each step's examples (the first input's rows) and sends them with the step
     report; the receiver's job view carries them for joules per example."""
     torch = pytest.importorskip("torch")
-    from bottleneckd.outputs.channel import PhaseReceiver
+    from bottleneckd.channel.link import PhaseReceiver
     from bottleneckd.torch import watch
 
     sock = str(tmp_path / "s.sock")

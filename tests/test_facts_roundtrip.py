@@ -13,10 +13,10 @@ from torch import nn  # noqa: E402
 
 from bottleneckd.advice.knowledge import load_knowledge  # noqa: E402
 from bottleneckd.advice.recommend import recommend  # noqa: E402
+from bottleneckd.channel.link import PhaseReceiver  # noqa: E402
 from bottleneckd.diagnosis.pipeline import Pipeline  # noqa: E402
 from bottleneckd.diagnosis.verdict import Verdict  # noqa: E402
 from bottleneckd.model.sample import Sample  # noqa: E402
-from bottleneckd.outputs.channel import PhaseReceiver  # noqa: E402
 from bottleneckd.peaks.resolve import PeakTable  # noqa: E402
 from bottleneckd.torch import watch  # noqa: E402
 

@@ -7,7 +7,7 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 
-from bottleneckd.outputs.channel import PhaseReceiver  # noqa: E402
+from bottleneckd.channel.link import PhaseReceiver  # noqa: E402
 from bottleneckd.torch import watch  # noqa: E402
 from bottleneckd.torch.transport import SocketTransport  # noqa: E402
 

@@ -160,3 +160,19 @@ def test_every_daemon_side_module_imports_first_on_its_own():
     r = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert len(daemon) > 60
+
+
+def test_the_channel_is_a_link_between_the_hook_and_the_sidecar():
+    """Both ends import ``bottleneckd.channel``; it imports only the message model (``model/``), so
+    the hook never pulls in the daemon's outputs and the daemon's outputs never own the hook's input."""
+    graph = import_graph(module_level=False)
+    channel = {m: e for m, e in graph.items() if m.startswith("bottleneckd.channel")}
+    assert {"bottleneckd.channel.link", "bottleneckd.channel.socket_path", "bottleneckd.channel.report_file"} <= set(
+        channel
+    )
+    assert not [
+        (m, d) for m, e in channel.items() for d in e if not d.startswith(("bottleneckd.channel", "bottleneckd.model"))
+    ]
+    assert not [m for m in _modules() if m.startswith("bottleneckd.outputs.") and ("channel" in m or "socket" in m)]
+    assert "bottleneckd.channel.link" in graph["bottleneckd.torch.transport"]
+    assert not [d for d in graph["bottleneckd.torch.transport"] if d.startswith("bottleneckd.outputs")]

@@ -244,7 +244,7 @@ def test_run_bind_exports_the_jobs_mitigation_events(tmp_path, cli_env, short_tm
     job = textwrap.dedent(f"""
         import os, time, urllib.request
         from bottleneckd.model.protocol import Event
-        from bottleneckd.outputs.channel import PhaseSender
+        from bottleneckd.channel.link import PhaseSender
         PhaseSender(os.environ["BOTTLENECKD_SOCKET"]).send(Event("mitigation_applied", "channels_last", time.time()))
         for _ in range(60):
             time.sleep(0.5)

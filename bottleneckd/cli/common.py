@@ -97,7 +97,7 @@ def sidecar_options(f: F) -> F:
 
 def check_socket(path: str | None) -> None:
     """A socket path that cannot be bound, refused before anything starts."""
-    from bottleneckd.outputs.channel import default_socket_path
+    from bottleneckd.channel.socket_path import default_socket_path
 
     p = os.path.abspath(path or default_socket_path())
     if len(os.fsencode(p)) > MAX_SOCKET_PATH:

@@ -136,8 +136,8 @@ def run_job(
     the end. Nothing is left in /tmp."""
     from bottleneckd.outputs.live import LiveView, unknown_reasons
     from bottleneckd.outputs.metrics_server import serve_metrics, stop_metrics
-    from bottleneckd.outputs.report_file import read_report_file
-    from bottleneckd.outputs.socket_path import node_sidecar_socket
+    from bottleneckd.channel.report_file import read_report_file
+    from bottleneckd.channel.socket_path import node_sidecar_socket
     from bottleneckd.runtime.job_env import SOCKET_NAME, job_env, no_phases_note, run_directory, uninstrumented_reason
 
     joined = None

@@ -26,7 +26,7 @@ from bottleneckd.diagnosis.pipeline import Pipeline
 from bottleneckd.hardware.detect.machine import Machine
 from bottleneckd.model.protocol import Event
 from bottleneckd.model.sample import Sample, StepPhases
-from bottleneckd.outputs.channel import PhaseReceiver
+from bottleneckd.channel.link import PhaseReceiver
 from bottleneckd.outputs.energy import EnergyMeter
 from bottleneckd.outputs.report import build_report
 from bottleneckd.peaks.resolve import PeakTable

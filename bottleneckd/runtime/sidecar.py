@@ -14,7 +14,7 @@ from typing import Any
 from bottleneckd.hardware.detect.machine import Machine, detect_machine
 from bottleneckd.hardware.nvml import NvmlBackend
 from bottleneckd.model.sample import RankPhases, StepPhases
-from bottleneckd.outputs.channel import PhaseReceiver
+from bottleneckd.channel.link import PhaseReceiver
 from bottleneckd.peaks.catalog import Catalog, load_catalog
 from bottleneckd.peaks.profile import Profile, load_profile
 from bottleneckd.peaks.resolve import PeakTable, resolve_peaks

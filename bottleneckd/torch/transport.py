@@ -10,9 +10,10 @@ import logging
 import os
 from typing import Any, Protocol
 
+from bottleneckd.channel.link import PhaseSender
+from bottleneckd.channel.report_file import read_report_file
+from bottleneckd.channel.socket_path import default_socket_path
 from bottleneckd.model.protocol import Message
-from bottleneckd.outputs.channel import PhaseSender, default_socket_path
-from bottleneckd.outputs.report_file import read_report_file
 
 log = logging.getLogger("bottleneckd.torch")
 
@@ -94,7 +95,7 @@ def make_transport(socket_path: str | None, local_sampling: bool | None, interva
 
 
 def read_sidecar_report(sock_path: str) -> dict[str, Any] | None:
-    """The sidecar's report file, named and read in one module (outputs/report_file.py)."""
+    """The sidecar's report file, named and read in one module (channel/report_file.py)."""
     return read_report_file(sock_path)
 
 

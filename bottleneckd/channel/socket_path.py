@@ -44,7 +44,7 @@ def untrusted_dir(d: str) -> str | None:
     return None
 
 
-def _live(path: str) -> bool:
+def is_live(path: str) -> bool:
     """Whether a process is bound to the datagram socket at ``path``."""
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
     try:
@@ -77,7 +77,7 @@ def prepare_socket_path(path: str) -> None:
         return
     if not stat.S_ISSOCK(st.st_mode):
         raise ChannelError(f"{path}: exists and is not a socket; refusing to replace it: pass another --socket path")
-    if _live(path):
+    if is_live(path):
         raise ChannelError(
             f"{path}: another bottleneckd sidecar is listening on this socket; stop it or pass another --socket path"
         )
@@ -100,4 +100,4 @@ def node_sidecar_socket() -> str | None:
         or untrusted_dir(os.path.dirname(os.path.abspath(path)))
     ):
         return None
-    return path if _live(path) else None
+    return path if is_live(path) else None

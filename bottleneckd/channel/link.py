@@ -1,5 +1,5 @@
 """The local channel from the torch hook to the sidecar: versioned JSON messages
-(model/protocol.py) over a Unix datagram socket.
+(model/protocol.py) over a Unix datagram socket (its path: ``socket_path.py``).
 
 The sender never blocks (MSG_DONTWAIT) and drops messages when no sidecar listens, its queue is
 full or the socket's directory is not to be trusted: training is never slowed by us.
@@ -23,6 +23,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from bottleneckd.channel.socket_path import ChannelError, default_socket_path, prepare_socket_path, untrusted_dir
 from bottleneckd.model.facts import Facts
 from bottleneckd.model.identity import RankIdentity
 from bottleneckd.model.protocol import (
@@ -36,9 +37,8 @@ from bottleneckd.model.protocol import (
     encode,
 )
 from bottleneckd.model.sample import RankPhases, StepPhases
-from bottleneckd.outputs.socket_path import ChannelError, default_socket_path, prepare_socket_path, untrusted_dir
 
-__all__ = ["PhaseSender", "PhaseReceiver", "ChannelError", "default_socket_path", "MAX_DATAGRAM", "MAX_RANKS"]
+__all__ = ["PhaseSender", "PhaseReceiver", "MAX_DATAGRAM", "MAX_RANKS"]
 
 log = logging.getLogger(__name__)
 MAX_DATAGRAM = MAX_MESSAGE
