@@ -150,3 +150,20 @@ def test_report_and_analyze_of_one_trace_give_the_same_advice(tmp_path: Path, cl
     assert "mixed_precision" in [x["id"] for x in analyzed["not_fitting"]]
     for key in ("verdict", "recommendations", "not_fitting", "already_in_effect", "step_phases", "throughput"):
         assert analyzed[key] == reported[key], key
+
+
+def test_the_summary_keeps_the_stragglers_evidence_and_its_own_verdict() -> None:
+    """A straggler's lines (diagnosis/straggler.py) follow the whole-time evidence; a verdict the
+    straggler made (load imbalance) keeps its own evidence and headroom."""
+    from dataclasses import replace
+
+    run = Run(NO_PEAKS, FAST_BF16)
+    for t in range(10):
+        run(window_sample(LOADER_BOUND, {"data_wait": 0.7, "forward": 0.3}, {"loader_workers": 4}, t=t))
+    v = run.latest().dominant
+    line = "straggler: rank 2 on node-a computes 30% longer than the median rank"
+    named = replace(v, evidence=(*v.evidence, line), straggler={"rank": 2, "evidence": [line]})
+    s = run.pipeline.summary(named)
+    assert s is not None and s.verdict.evidence[-1] == line and "over 100 steps" in s.verdict.evidence[0]
+    made = replace(named, headroom=1.25, straggler={"rank": 2, "evidence": [line], "limits_the_step": True})
+    assert run.pipeline.summary(made).verdict == made

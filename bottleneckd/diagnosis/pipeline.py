@@ -182,7 +182,11 @@ class Pipeline:
 
 
 def _over(v: Verdict, held: Held, peaks: PeakTable) -> Verdict:
-    """``v`` with the evidence the rules give over all of its regime's samples."""
+    """``v`` with the evidence the rules give over all of its regime's samples (the straggler's
+    evidence, from diagnosis/straggler.py, kept after it)."""
+    straggler = v.straggler or {}
+    if straggler.get("limits_the_step"):  # the straggler's own verdict (load imbalance): its evidence stands
+        return v
     if v.resource == UNDETERMINED:
         whole = classify(held.stats, peaks)
         if whole.resource != UNDETERMINED:
@@ -191,4 +195,6 @@ def _over(v: Verdict, held: Held, peaks: PeakTable) -> Verdict:
     f = next((f for f in findings(held.stats, peaks) if f.resource == v.resource and f.stage == v.stage), None)
     if f is None:  # no rule names it over the whole time: the windows that did speak for it
         return v
-    return replace(v, evidence=f.evidence, headroom=f.headroom, figures=f.figures)
+    return replace(
+        v, evidence=f.evidence + tuple(straggler.get("evidence", ())), headroom=f.headroom, figures=f.figures
+    )

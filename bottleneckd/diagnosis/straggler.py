@@ -248,11 +248,13 @@ def with_straggler(v: Verdict, samples: Iterable[Sample], history: StragglerHist
             stage="compute",
             evidence=s.evidence() + tuple(v.evidence),
             headroom=head,
-            straggler=s.to_json(),
+            straggler={**s.to_json(), "evidence": list(s.evidence()), "limits_the_step": True},
             reason=f"the ranks wait in communication for the straggler ({s.step_time_lost * 1e3:.1f} ms of their "
             f"{med_wait * 1e3:.1f} ms wait per step): its compute limits the step; headroom if it computed as fast as the median rank",
         )
-    return replace(v, evidence=tuple(v.evidence) + s.evidence(), straggler=s.to_json())
+    return replace(
+        v, evidence=tuple(v.evidence) + s.evidence(), straggler={**s.to_json(), "evidence": list(s.evidence())}
+    )
 
 
 class StragglerHistory:
@@ -328,5 +330,7 @@ class StragglerHistory:
             f"{s['excess_ratio']:.0%} longer compute than the median rank, {s['step_time_lost_seconds'] * 1e3:.1f} ms per step lost",
         )
         return replace(
-            v, evidence=tuple(v.evidence) + ev, straggler={**s, "windows_named": count, "windows": self.windows}
+            v,
+            evidence=tuple(v.evidence) + ev,
+            straggler={**s, "windows_named": count, "windows": self.windows, "evidence": list(ev)},
         )
