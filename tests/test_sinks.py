@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from bottleneckd.model.sample import Sample
 from bottleneckd.channel.link import PhaseReceiver
+from bottleneckd.model.sample import Sample
 from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.runtime.run import Run
 from bottleneckd.runtime.sinks import DIAGNOSE, SINK_ORDER, Outputs, Sinks, TraceOut

@@ -134,10 +134,10 @@ def run_job(
     """Start ``command`` under the sidecar ``build`` makes (listening on a socket of a run
     directory of its own), with ``outputs`` wired and metrics on ``bind``, and supervise it to
     the end. Nothing is left in /tmp."""
-    from bottleneckd.outputs.live import LiveView, unknown_reasons
-    from bottleneckd.outputs.metrics_server import serve_metrics, stop_metrics
     from bottleneckd.channel.report_file import read_report_file
     from bottleneckd.channel.socket_path import node_sidecar_socket
+    from bottleneckd.outputs.live import LiveView, unknown_reasons
+    from bottleneckd.outputs.metrics_server import serve_metrics, stop_metrics
     from bottleneckd.runtime.job_env import SOCKET_NAME, job_env, no_phases_note, run_directory, uninstrumented_reason
 
     joined = None

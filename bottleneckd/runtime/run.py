@@ -22,11 +22,11 @@ from typing import Any
 from bottleneckd.advice.fit import machine_facts
 from bottleneckd.advice.knowledge import Mitigation
 from bottleneckd.advice.stage import Advisor, Snapshot
+from bottleneckd.channel.link import PhaseReceiver
 from bottleneckd.diagnosis.pipeline import Pipeline
 from bottleneckd.hardware.detect.machine import Machine
 from bottleneckd.model.protocol import Event
 from bottleneckd.model.sample import Sample, StepPhases
-from bottleneckd.channel.link import PhaseReceiver
 from bottleneckd.outputs.energy import EnergyMeter
 from bottleneckd.outputs.report import build_report
 from bottleneckd.peaks.resolve import PeakTable

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bottleneckd.advice.stage import Snapshot
+from bottleneckd.channel.link import PhaseReceiver
+from bottleneckd.channel.report_file import remove_report_file, write_report_file
 from bottleneckd.hardware.detect.machine import Machine
 from bottleneckd.model.protocol import Event
 from bottleneckd.model.sample import Sample
-from bottleneckd.channel.link import PhaseReceiver
-from bottleneckd.channel.report_file import remove_report_file, write_report_file
 from bottleneckd.outputs.timeline import Timeline
 from bottleneckd.outputs.trace import TraceWriter
 from bottleneckd.peaks.resolve import PeakTable
