@@ -48,7 +48,7 @@ def test_apply_then_revert_reaches_the_recommendations(tmp_path) -> None:
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     w = watch(model, opt, None, socket_path=rx.path, report_every=1e9, print_epoch=False, roofline_step=None)
     pipeline, kb = Pipeline(PeakTable(())), load_knowledge()
-    v = Verdict("gpu_compute", "compute", 0.9, (), (), None)
+    v = Verdict(resource="gpu_compute", stage="compute", confidence=0.9, evidence=())
     try:
         steps(w, model, opt, 4)
         facts = report_facts(rx, pipeline)

@@ -8,7 +8,7 @@ from bottleneckd.diagnosis.verdict import Verdict
 
 
 def v(resource: str) -> Verdict:
-    return Verdict(resource, "compute", 0.7, (), (), None)
+    return Verdict(resource=resource, stage="compute", confidence=0.7, evidence=())
 
 
 def test_dominant_prefers_a_bottleneck_that_held_three_intervals_over_longer_idle() -> None:

@@ -18,7 +18,7 @@ BY_ID = {m.id: m for m in KB}
 
 
 def verdict(resource: str, stage: str = "compute", secondary: tuple = ()) -> Verdict:
-    return Verdict(resource, stage, 0.8, ("e",), secondary, None)
+    return Verdict(resource=resource, stage=stage, confidence=0.8, evidence=("e",), secondary=secondary)
 
 
 def ids(recs) -> list[str]:

@@ -115,7 +115,11 @@ def test_the_verdict_carries_the_straggler_and_a_wait_for_it_is_not_a_link_bottl
     from bottleneckd.diagnosis.verdict import Verdict
 
     comm = Verdict(
-        "inter_gpu_interconnect", "communication", 0.8, ("gradient communication 25% of step time",), (), 1.3
+        resource="inter_gpu_interconnect",
+        stage="communication",
+        confidence=0.8,
+        evidence=("gradient communication 25% of step time",),
+        headroom=1.3,
     )
     samples = window({0: 0.10, 1: 0.10, 2: 0.14, 3: 0.10})
     v = with_straggler(comm, samples)
@@ -123,7 +127,7 @@ def test_the_verdict_carries_the_straggler_and_a_wait_for_it_is_not_a_link_bottl
     assert v.evidence[0].startswith("straggler: rank 2") and "gradient communication 25% of step time" in v.evidence
     assert v.headroom == pytest.approx(0.142 / 0.102, rel=0.05)
     # a compute verdict keeps its resource and gains the straggler's evidence
-    cpu = Verdict("cpu_compute", "compute", 0.8, ("x",), (), None)
+    cpu = Verdict(resource="cpu_compute", stage="compute", confidence=0.8, evidence=("x",))
     v = with_straggler(cpu, samples)
     assert v.resource == "cpu_compute" and v.straggler["rank"] == 2 and v.evidence[0] == "x"
     # even ranks: the verdict is unchanged
@@ -135,7 +139,7 @@ def test_the_run_keeps_the_straggler_named_in_most_windows_and_forgets_it_after_
     from bottleneckd.diagnosis.verdict import Verdict
 
     h = StragglerHistory()
-    v0 = Verdict("inter_gpu_interconnect", "communication", 0.8, ("c",), (), None)
+    v0 = Verdict(resource="inter_gpu_interconnect", stage="communication", confidence=0.8, evidence=("c",))
     samples = window({0: 0.10, 1: 0.10, 2: 0.10, 3: 0.13}, n=12) + [Sample(100.0 + i, 1.0, ()) for i in range(30)]
     last = None
     for s in samples:
@@ -153,7 +157,7 @@ def test_a_straggler_is_named_only_after_it_held_for_hold_consecutive_windows():
     from bottleneckd.diagnosis.straggler import HOLD, StragglerHistory, with_straggler
     from bottleneckd.diagnosis.verdict import Verdict
 
-    v0 = Verdict("cpu_compute", "compute", 0.8, ("x",), (), None)
+    v0 = Verdict(resource="cpu_compute", stage="compute", confidence=0.8, evidence=("x",))
     h = StragglerHistory()
     named = []
     for s in window({0: 0.10, 1: 0.10, 2: 0.10, 3: 0.13}, n=16):
@@ -177,7 +181,7 @@ def test_the_run_names_the_straggler_its_live_verdicts_named_even_after_a_long_e
     from bottleneckd.diagnosis.straggler import HOLD, StragglerHistory, with_straggler
     from bottleneckd.diagnosis.verdict import Verdict
 
-    v0 = Verdict("inter_gpu_interconnect", "communication", 0.8, ("c",), (), None)
+    v0 = Verdict(resource="inter_gpu_interconnect", stage="communication", confidence=0.8, evidence=("c",))
     h = StragglerHistory()
     even = window({0: 0.10, 1: 0.10, 2: 0.10, 3: 0.10}, n=24)
     slow = window({0: 0.10, 1: 0.10, 2: 0.10, 3: 0.13}, n=24, t0=even[-1].t + 1.0)

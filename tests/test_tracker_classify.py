@@ -12,7 +12,7 @@ W = window(HOST)
 
 
 def v(resource: str, stage: str = "compute", conf: float = 0.7, t: float = 0.0) -> Verdict:
-    return Verdict(resource, stage, conf, ("e",), (), None, "", t, t)
+    return Verdict(resource=resource, stage=stage, confidence=conf, evidence=("e",), t=t, since=t)
 
 
 def test_tracker_holds_a_new_verdict_until_it_repeats():

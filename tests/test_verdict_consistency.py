@@ -178,7 +178,7 @@ def windows(draw):
     names = ["data_wait", "forward", "backward", "optimizer", "communication", "other", "file_io"]
     raw = [draw(st.floats(0.0, 1.0)) for _ in names]
     total = sum(raw) or 1.0
-    shares = {k: v / total for k, v in zip(names, raw)} if draw(st.booleans()) else None
+    shares = {k: v / total for k, v in zip(names, raw, strict=True)} if draw(st.booleans()) else None
     facts = {"device": "cpu"}
     if draw(st.booleans()):
         facts["arithmetic_intensity"] = draw(st.sampled_from([0.05, 0.5, 2.0, 10.0, 60.0]))
@@ -206,7 +206,9 @@ def test_the_property_can_fail():
         },
         {"forward": 0.5, "backward": 0.5},
     )
-    wrong = Verdict("cpu_compute", "compute", 0.8, ("training process at 0.07 of 2 cores",), (), None)
+    wrong = Verdict(
+        resource="cpu_compute", stage="compute", confidence=0.8, evidence=("training process at 0.07 of 2 cores",)
+    )
     with pytest.raises(AssertionError):
         check(wrong, w, NO_PEAKS)
     assert json.dumps(classify(w, NO_PEAKS).resource) != '"cpu_compute"'

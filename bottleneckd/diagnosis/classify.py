@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 from bottleneckd.diagnosis.rules import RULES
+from bottleneckd.diagnosis.thresholds import ACTIVE, IDLE_UTILIZATION, SECONDARY
 from bottleneckd.diagnosis.verdict import Finding, Verdict
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.resources import UNDETERMINED
 from bottleneckd.peaks.resolve import PeakTable
 
-ACTIVE = 0.5  # a finding below this score is a secondary pressure at most
-SECONDARY = 0.3
+# --- confidence: chosen, not measured -------------------------------------------------------------
+
+#: a verdict's confidence is its score, weighed from 0.6 (a tie with the runner-up) to 1.0 (a margin
+#: of 0.3 or more over it)
+TIE_WEIGHT = 0.6
+MARGIN_WEIGHT = 0.4
+CLEAR_MARGIN = 0.3
+#: with no rule strong enough, "undetermined" is as confident as the strongest finding is weak
+NO_FINDING_CONFIDENCE = 1.0
 
 
 def findings(w: WindowStats, peaks: PeakTable) -> list[Finding]:
@@ -42,19 +50,51 @@ def classify(w: WindowStats, peaks: PeakTable) -> Verdict:
     fs = findings(w, peaks)
     secondary = tuple((f.resource, f.score) for f in fs[1:] if f.score >= SECONDARY and f.resource != UNDETERMINED)
     if fs and fs[0].resource == UNDETERMINED and fs[0].score >= ACTIVE:
-        top = fs[0]
-        return Verdict(UNDETERMINED, top.stage, 0.0, top.evidence, secondary, None, top.evidence[-1], w.end, w.end)
+        return _undetermined_by_a_rule(w, fs[0], secondary)
     fs = [f for f in fs if f.resource != UNDETERMINED]
     if fs and fs[0].score >= ACTIVE:
-        top = fs[0]
-        margin = top.score - (fs[1].score if len(fs) > 1 else 0.0)
-        confidence = max(0.0, min(1.0, top.score * (0.6 + 0.4 * min(1.0, margin / 0.3))))
-        why = ""
-        if top.headroom is not None:
-            why = f"headroom: step time without the {top.stage} stage's share (Figure 15's vertical line)"
-        return Verdict(
-            top.resource, top.stage, confidence, top.evidence, secondary, top.headroom, why, w.end, w.end, top.figures
-        )
+        return _named(w, fs, secondary)
+    return _no_active_finding(w, fs, secondary)
+
+
+def _undetermined_by_a_rule(w: WindowStats, top: Finding, secondary: tuple[tuple[str, float], ...]) -> Verdict:
+    """The strongest finding rules every resource out: undetermined with its reason."""
+    return Verdict(
+        resource=UNDETERMINED,
+        stage=top.stage,
+        confidence=0.0,
+        evidence=top.evidence,
+        secondary=secondary,
+        reason=top.evidence[-1],
+        t=w.end,
+        since=w.end,
+    )
+
+
+def _named(w: WindowStats, fs: list[Finding], secondary: tuple[tuple[str, float], ...]) -> Verdict:
+    """The strongest finding names the resource; its margin over the next one sets the confidence."""
+    top = fs[0]
+    margin = top.score - (fs[1].score if len(fs) > 1 else 0.0)
+    confidence = max(0.0, min(1.0, top.score * (TIE_WEIGHT + MARGIN_WEIGHT * min(1.0, margin / CLEAR_MARGIN))))
+    why = ""
+    if top.headroom is not None:
+        why = f"headroom: step time without the {top.stage} stage's share (Figure 15's vertical line)"
+    return Verdict(
+        resource=top.resource,
+        stage=top.stage,
+        confidence=confidence,
+        evidence=top.evidence,
+        secondary=secondary,
+        headroom=top.headroom,
+        reason=why,
+        t=w.end,
+        since=w.end,
+        figures=top.figures,
+    )
+
+
+def _no_active_finding(w: WindowStats, fs: list[Finding], secondary: tuple[tuple[str, float], ...]) -> Verdict:
+    """No finding strong enough: idle (no steps, nothing busy) or balanced, with the reason."""
     steps = w.phases.steps if w.phases else 0
     largest = _largest_utilization(w)
     lu = (
@@ -62,14 +102,26 @@ def classify(w: WindowStats, peaks: PeakTable) -> Verdict:
         if largest
         else "no utilization known"
     )
-    if steps == 0 and (largest is None or largest[2] < 0.1):
+    if steps == 0 and (largest is None or largest[2] < IDLE_UTILIZATION):
         reason = f"idle: no training steps reported and no resource above 10% ({lu})"
         stage = "other"
     elif fs:
-        reason = f"balanced: no resource clearly limits the step (strongest: {fs[0].resource} at score {fs[0].score:.2f}; {lu})"
+        reason = (
+            f"balanced: no resource clearly limits the step (strongest: {fs[0].resource} at score "
+            f"{fs[0].score:.2f}; {lu})"
+        )
         stage = fs[0].stage
     else:
         reason = f"balanced: no rule fired ({lu})"
         stage = "other"
     ev = tuple(e for f in fs[:2] for e in f.evidence) or (lu,)
-    return Verdict(UNDETERMINED, stage, 0.0 if not fs else 1.0 - fs[0].score, ev, secondary, None, reason, w.end, w.end)
+    return Verdict(
+        resource=UNDETERMINED,
+        stage=stage,
+        confidence=0.0 if not fs else NO_FINDING_CONFIDENCE - fs[0].score,
+        evidence=ev,
+        secondary=secondary,
+        reason=reason,
+        t=w.end,
+        since=w.end,
+    )

@@ -18,6 +18,13 @@ from bottleneckd.diagnosis.classify import classify, findings
 from bottleneckd.diagnosis.held import Held, HeldAccounts
 from bottleneckd.diagnosis.stability import VerdictTracker, regime
 from bottleneckd.diagnosis.straggler import StragglerHistory, with_straggler
+from bottleneckd.diagnosis.thresholds import (
+    DOMINANT_INTERVALS,
+    DOMINANT_UNDETERMINED_RATIO,
+    HOLD,
+    INTERVAL_JITTER,
+    WINDOW_SAMPLES,
+)
 from bottleneckd.diagnosis.verdict import RegimeChange, Verdict
 from bottleneckd.diagnosis.window import Window, WindowStats
 from bottleneckd.model.facts import Facts
@@ -70,7 +77,8 @@ def dominant_of(
     determined = {r: s for r, s in use.items() if r != UNDETERMINED}
     longest = max(determined.values(), default=0.0)
     undetermined_training = held_training.get(UNDETERMINED, 0.0)  # idle before and after the job is not counted
-    if determined and longest >= 3 * interval * 0.9 and longest * 4 >= undetermined_training:
+    held_long = longest >= DOMINANT_INTERVALS * interval * INTERVAL_JITTER
+    if determined and held_long and longest * DOMINANT_UNDETERMINED_RATIO >= undetermined_training:
         return last_of[max(determined, key=lambda r: determined[r])]
     return last_of[max(use, key=lambda r: use[r])]
 
@@ -79,8 +87,8 @@ class Pipeline:
     def __init__(
         self,
         peaks: PeakTable,
-        window: int = 5,
-        hold: int = 2,
+        window: int = WINDOW_SAMPLES,
+        hold: int = HOLD,
         base_facts: Mapping[str, Any] | None = None,
     ) -> None:
         """``base_facts``: the machine's own facts (advice/fit.py ``machine_facts``), under the job's."""

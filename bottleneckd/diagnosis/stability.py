@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from bottleneckd.diagnosis.thresholds import CHECKPOINT_WRITES, JUMP, TRACKER_HOLD
 from bottleneckd.diagnosis.verdict import RegimeChange, Verdict
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.resources import UNDETERMINED
@@ -19,7 +20,7 @@ def regime_label(w: WindowStats, before: str, after: str, before_stage: str = ""
     disks = [(m, s.mean) for (r, d, m), s in w.stats.items() if r == "storage_bandwidth" and d not in ("job", "host")]
     writes = sum(v for m, v in disks if m == "throughput")
     reads = sum(v for m, v in disks if m == "read_bytes_per_second")
-    if steps == 0 and writes > 2 * max(reads, 1.0):
+    if steps == 0 and writes > CHECKPOINT_WRITES * max(reads, 1.0):
         return "checkpoint writing (no steps, storage busy writing)"
     if steps == 0:
         return "no training steps (evaluation, checkpoint or a pause)"
@@ -43,7 +44,7 @@ class VerdictTracker:
     """A new verdict (resource and stage) replaces the current one after ``hold`` consecutive
     windows agree, or at once when it is much stronger (confidence margin ``jump``)."""
 
-    def __init__(self, hold: int = 3, jump: float = 0.35) -> None:
+    def __init__(self, hold: int = TRACKER_HOLD, jump: float = JUMP) -> None:
         self.hold = hold
         self.jump = jump
         self.current: Verdict | None = None

@@ -23,6 +23,16 @@ from dataclasses import dataclass
 from statistics import median
 from typing import TYPE_CHECKING, Any
 
+from bottleneckd.diagnosis.thresholds import (
+    STRAGGLER_HOLD,
+    STRAGGLER_LAST,
+    STRAGGLER_LAST_ARRIVAL,
+    STRAGGLER_MAJORITY,
+    STRAGGLER_MARGIN,
+    STRAGGLER_MIN_INTERVALS,
+    STRAGGLER_RUN_SHARE,
+    STRAGGLER_WAIT_SHARE,
+)
 from bottleneckd.model.identity import RankIdentity
 from bottleneckd.model.sample import RankPhases, Sample
 
@@ -31,15 +41,18 @@ if TYPE_CHECKING:
 
 COMPUTE_PHASES = ("forward", "backward")
 WAIT_PHASES = ("communication",)
-MARGIN = 0.10  # compute this much longer than the median rank's, or it is noise
-MAJORITY = 0.6  # slowest in at least this share of the intervals judged
-LAST_ARRIVAL = 0.5  # and the last to arrive (waiting least) in at least half of them
-MIN_INTERVALS = 5
-HOLD = 5  # windows of the last HOLD + 2 that must find the same straggler before a verdict names it
-LAST = 10  # on a loaded 2-core machine, 5 intervals named a rank of an even job in 5 of 26 windows; 10 in none
+#: the thresholds (diagnosis/thresholds.py, with their sources) under the names this module has used
+MARGIN = STRAGGLER_MARGIN  # compute this much longer than the median rank's, or it is noise
+MAJORITY = STRAGGLER_MAJORITY  # slowest in at least this share of the intervals judged
+LAST_ARRIVAL = STRAGGLER_LAST_ARRIVAL  # and the last to arrive (waiting least) in at least half of them
+MIN_INTERVALS = STRAGGLER_MIN_INTERVALS
+HOLD = STRAGGLER_HOLD  # windows of the last HOLD + 2 that must find the same straggler before a verdict names it
+LAST = STRAGGLER_LAST
+#: windows beyond HOLD that the hold looks back over (HOLD of the last HOLD + 2)
+HOLD_SLACK = 2
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RankFigures:
     """One rank over the window: means per step."""
 
@@ -51,7 +64,7 @@ class RankFigures:
     last_arrival: int  # intervals in which it waited least (the others waited for it)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Straggler:
     kind: str  # "rank" | "node"
     rank: int | None  # the rank (None for a node)
@@ -78,7 +91,8 @@ class Straggler:
         return (
             f"straggler: {who} computes {self.excess:.0%} longer than the median rank "
             f"({self.compute * 1e3:.1f} ms vs {self.median_compute * 1e3:.1f} ms of forward+backward per step)",
-            f"slowest in {self.slowest_share:.0%} and last to arrive at the all-reduce in {self.last_share:.0%} of the last {self.intervals} intervals",
+            f"slowest in {self.slowest_share:.0%} and last to arrive at the all-reduce in {self.last_share:.0%} "
+            f"of the last {self.intervals} intervals",
             f"step time lost to it: {self.step_time_lost * 1e3:.1f} ms per step (the other ranks wait)",
         )
 
@@ -109,7 +123,7 @@ def intervals(samples: Iterable[Sample], last: int = LAST) -> list[tuple[RankPha
     out = []
     for s in samples:
         rs = tuple(r for r in s.ranks if r.phases.steps > 0)
-        if len({r.identity.key for r in rs}) >= 2:
+        if len({r.identity.key for r in rs}) > 1:
             out.append(rs)
     return out[-last:]
 
@@ -135,7 +149,11 @@ def rank_figures(window: Sequence[tuple[RankPhases, ...]]) -> list[RankFigures]:
             a[3] += r.phases.steps
             a[4] += k == slowest
             a[5] += k == last
-    return [RankFigures(a[0], median(a[1]), median(a[2]), a[3], a[4], a[5]) for a in acc.values() if a[3]]
+    return [
+        RankFigures(identity=a[0], compute=median(a[1]), wait=median(a[2]), steps=a[3], slowest=a[4], last_arrival=a[5])
+        for a in acc.values()
+        if a[3]
+    ]
 
 
 def find_straggler(
@@ -151,7 +169,7 @@ def find_straggler(
     if len(window) < min_intervals:
         return None
     figs = rank_figures(window)
-    if len(figs) < 2:
+    if len(figs) <= 1:
         return None
     med = median(f.compute for f in figs)
     if med <= 0:
@@ -165,17 +183,17 @@ def find_straggler(
     if top.slowest / n < majority or top.last_arrival / n < LAST_ARRIVAL or top.compute < med * (1 + margin):
         return None
     return Straggler(
-        "rank",
-        top.identity.rank,
-        top.identity.node,
-        top.identity.gpu,
-        (top.identity.rank,),
-        top.compute,
-        med,
-        top.slowest / n,
-        top.last_arrival / n,
-        n,
-        top.compute - med,
+        kind="rank",
+        rank=top.identity.rank,
+        node=top.identity.node,
+        gpu=top.identity.gpu,
+        ranks=(top.identity.rank,),
+        compute=top.compute,
+        median_compute=med,
+        slowest_share=top.slowest / n,
+        last_share=top.last_arrival / n,
+        intervals=n,
+        step_time_lost=top.compute - med,
     )
 
 
@@ -185,11 +203,11 @@ def _slow_node(figs: list[RankFigures], med: float, margin: float, n: int) -> St
     nodes: dict[str, list[RankFigures]] = {}
     for f in figs:
         nodes.setdefault(f.identity.node, []).append(f)
-    if len(nodes) < 2:
+    if len(nodes) <= 1:
         return None
     for name, own in nodes.items():
         others = [f for f in figs if f.identity.node != name]
-        if len(own) < 2 or not others:
+        if len(own) <= 1 or not others:
             continue
         slowest_other = max(f.compute for f in others)
         if min(f.compute for f in own) >= slowest_other * (1 + margin):
@@ -199,17 +217,17 @@ def _slow_node(figs: list[RankFigures], med: float, margin: float, n: int) -> St
             if share < MAJORITY or last < LAST_ARRIVAL:
                 continue
             return Straggler(
-                "node",
-                None,
-                name,
-                "",
-                tuple(sorted(f.identity.rank for f in own)),
-                mean,
-                med,
-                share,
-                last,
-                n,
-                max(f.compute for f in own) - med,
+                kind="node",
+                rank=None,
+                node=name,
+                gpu="",
+                ranks=tuple(sorted(f.identity.rank for f in own)),
+                compute=mean,
+                median_compute=med,
+                slowest_share=share,
+                last_share=last,
+                intervals=n,
+                step_time_lost=max(f.compute for f in own) - med,
             )
     return None
 
@@ -239,7 +257,7 @@ def with_straggler(v: Verdict, samples: Iterable[Sample], history: StragglerHist
     figs = rank_figures(window)
     med_wait = median(f.wait for f in figs)
     med_step = median(f.compute + f.wait for f in figs)
-    if v.stage == "communication" and med_wait > 0 and s.step_time_lost >= 0.5 * med_wait:
+    if v.stage == "communication" and med_wait > 0 and s.step_time_lost >= STRAGGLER_WAIT_SHARE * med_wait:
         resource = "gpu_compute" if s.gpu else "cpu_compute"
         head = med_step / (med_step - s.step_time_lost) if med_step > s.step_time_lost > 0 else None
         return replace(
@@ -250,7 +268,8 @@ def with_straggler(v: Verdict, samples: Iterable[Sample], history: StragglerHist
             headroom=head,
             straggler={**s.to_json(), "evidence": list(s.evidence()), "limits_the_step": True},
             reason=f"the ranks wait in communication for the straggler ({s.step_time_lost * 1e3:.1f} ms of their "
-            f"{med_wait * 1e3:.1f} ms wait per step): its compute limits the step; headroom if it computed as fast as the median rank",
+            f"{med_wait * 1e3:.1f} ms wait per step): its compute limits the step; headroom if it computed as fast as "
+            "the median rank",
         )
     return replace(
         v, evidence=tuple(v.evidence) + s.evidence(), straggler={**s.to_json(), "evidence": list(s.evidence())}
@@ -271,7 +290,9 @@ class StragglerHistory:
         self._named: dict[tuple[str, Any, str], list[Any]] = {}
         self.recent: deque[Sample] = deque(maxlen=last)  # the samples the straggler is judged on
         self.current = False  # the latest sample had rank reports
-        self._seen: deque[Any] = deque(maxlen=HOLD + 2)  # which straggler each recent window found (None: none)
+        self._seen: deque[Any] = deque(
+            maxlen=HOLD + HOLD_SLACK
+        )  # which straggler each recent window found (None: none)
         self._found: Straggler | None = None  # found in the latest window (before the hold)
         self._confirmed = False  # the latest window's straggler was named (after the hold)
 
@@ -314,7 +335,7 @@ class StragglerHistory:
         ranked = sorted((e[0] for e in self._named.values()), reverse=True)
         count, s = max(self._named.values(), key=lambda e: e[0])
         unique = len(ranked) == 1 or ranked[1] < count
-        return (s, count) if count * 4 >= self.windows and unique else None
+        return (s, count) if count >= STRAGGLER_RUN_SHARE * self.windows and unique else None
 
     def apply(self, v: Verdict | None) -> Verdict | None:
         """``v`` with the run's persistent straggler when it carries none of its own."""
@@ -327,7 +348,8 @@ class StragglerHistory:
         who = f"rank {s['rank']} on {s['node']}" if s["kind"] == "rank" else f"node {s['node']}"
         ev = (
             f"straggler over the run: {who}, named in {count} of {self.windows} windows with several ranks; "
-            f"{s['excess_ratio']:.0%} longer compute than the median rank, {s['step_time_lost_seconds'] * 1e3:.1f} ms per step lost",
+            f"{s['excess_ratio']:.0%} longer compute than the median rank, "
+            f"{s['step_time_lost_seconds'] * 1e3:.1f} ms per step lost",
         )
         return replace(
             v,

@@ -6,9 +6,9 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Finding:
-    """What one rule concludes from one window."""
+    """What one rule concludes from one window (built with keywords)."""
 
     resource: str
     stage: str
@@ -31,14 +31,16 @@ class RegimeChange:
     after_stage: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Verdict:
+    """The diagnosis of one window (built with keywords)."""
+
     resource: str  # one of the twelve ids, or resources.UNDETERMINED
     stage: str
     confidence: float
     evidence: tuple[str, ...]
-    secondary: tuple[tuple[str, float], ...]
-    headroom: float | None
+    secondary: tuple[tuple[str, float], ...] = ()
+    headroom: float | None = None
     reason: str = ""  # why undetermined, or how the headroom was derived
     t: float = 0.0
     since: float = 0.0

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+from bottleneckd.diagnosis.thresholds import WINDOW_SAMPLES
 from bottleneckd.model.errors import InputError, TraceError
 from bottleneckd.model.protocol import Event
 from bottleneckd.model.sample import Sample
@@ -78,7 +79,7 @@ class Replay:
                 break
 
 
-def load(paths: Sequence[str], *, window: int = 5, one_machine: bool = False) -> Replay:
+def load(paths: Sequence[str], *, window: int = WINDOW_SAMPLES, one_machine: bool = False) -> Replay:
     """Open ``paths`` (every header checked before any sample is read). ``one_machine``: traces
     of several machines are refused (one HTML report draws one machine's run)."""
     opened = [(path, *read_trace(path)) for path in paths]

@@ -24,6 +24,7 @@ from bottleneckd.advice.knowledge import Mitigation
 from bottleneckd.advice.stage import Advisor, Snapshot
 from bottleneckd.channel.link import PhaseReceiver
 from bottleneckd.diagnosis.pipeline import Pipeline
+from bottleneckd.diagnosis.thresholds import HOLD, WINDOW_SAMPLES
 from bottleneckd.hardware.detect.machine import Machine
 from bottleneckd.model.protocol import Event
 from bottleneckd.model.sample import Sample, StepPhases
@@ -86,8 +87,8 @@ class Run:
         peaks: PeakTable,
         machine: Machine | None = None,
         *,
-        window: int = 5,
-        hold: int = 2,
+        window: int = WINDOW_SAMPLES,
+        hold: int = HOLD,
         interval: float = 1.0,
         kb: tuple[Mitigation, ...] | None = None,
         events: Callable[[], list[Event]] | None = None,

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bottleneckd.channel.link import PhaseReceiver
+from bottleneckd.diagnosis.thresholds import WINDOW_SAMPLES
 from bottleneckd.hardware.detect.machine import Machine, detect_machine
 from bottleneckd.hardware.nvml import NvmlBackend
 from bottleneckd.model.sample import RankPhases, StepPhases
@@ -156,7 +157,7 @@ def build_sidecar(
     listen: bool = True,
     socket_path: str | None = None,
     nvml: NvmlBackend | None | str = "auto",
-    window: int = 5,
+    window: int = WINDOW_SAMPLES,
 ) -> Sidecar:
     """Detect (unless ``machine`` is given), resolve peaks, build the samplers, the run, the
     receiver (bound to ``socket_path`` when ``listen``) and the loop that ties them together."""

@@ -2,61 +2,78 @@
 
 from __future__ import annotations
 
-from bottleneckd.diagnosis.rules.common import CAPACITY_HIGH, pct
+from bottleneckd.diagnosis.rules.common import pct
+from bottleneckd.diagnosis.thresholds import CAPACITY_HIGH, MEMORY_STALL, STORAGE_FULL, SWAP_RATE
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.units import fmt_value
 from bottleneckd.peaks.resolve import PeakTable
 
+# --- scores: chosen, not measured -----------------------------------------------------------------
+
+#: capacity at CAPACITY_HIGH scores 0.75, rising 5 per unit of share: 95% and more scores 1
+AT_THRESHOLD = 0.75
+PER_SHARE = 5
+#: host memory: swapping adds half a point, pressure stalls their share
+SWAP_SCORE = 0.5
+#: a file system at STORAGE_FULL scores as memory at CAPACITY_HIGH (its share less 0.05)
+STORAGE_OFFSET = 0.05
+
 
 def _capacity_score(used: float) -> float:
     """Capacity nearly full limits what the job can do next (a larger batch, a cached dataset, a
     checkpoint) and risks failure: 90% used scores 0.75, 95% and more scores 1."""
-    return 0.0 if used < CAPACITY_HIGH else min(1.0, 0.75 + (used - CAPACITY_HIGH) * 5)
+    return 0.0 if used < CAPACITY_HIGH else min(1.0, AT_THRESHOLD + (used - CAPACITY_HIGH) * PER_SHARE)
 
 
 def capacity(w: WindowStats, peaks: PeakTable) -> list[Finding]:
-    out = []
+    """The family: each capacity nearly full, with its finding."""
+    return [f for f in (_gpu_memory_full(w), _host_memory_short(w), _storage_full(w)) if f is not None]
+
+
+def _gpu_memory_full(w: WindowStats) -> Finding | None:
     g = w.busiest("gpu_memory")
-    if g is not None and g[1] >= CAPACITY_HIGH:
-        out.append(
-            Finding(
-                "gpu_memory",
-                "compute",
-                _capacity_score(g[1]),
-                (f"{g[0]} memory {pct(g[1])} full (peak {pct(w.get('gpu_memory', g[0], 'utilization', 'max'))})",),
-            )
-        )
+    if g is None or not g[1] >= CAPACITY_HIGH:
+        return None
+    peak = pct(w.get("gpu_memory", g[0], "utilization", "max"))
+    return Finding(
+        resource="gpu_memory",
+        stage="compute",
+        score=_capacity_score(g[1]),
+        evidence=(f"{g[0]} memory {pct(g[1])} full (peak {peak})",),
+    )
+
+
+def _host_memory_short(w: WindowStats) -> Finding | None:
+    """Host memory nearly full, swapping, or stalling tasks on reclaim."""
     c = w.get("cpu_memory", "host", "utilization")
     swap = (w.get("cpu_memory", "host", "swap_in_bytes_per_second") or 0) + (
         w.get("cpu_memory", "host", "swap_out_bytes_per_second") or 0
     )
     psi = w.get("cpu_memory", "host", "pressure_some")
-    if (c is not None and c >= CAPACITY_HIGH) or swap > 1e6 or (psi or 0) > 0.1:
-        ev = [f"host memory {pct(c)} used"]
-        if swap > 0:
-            ev.append(f"swapping {fmt_value(swap, 'B/s')}")
-        if psi:
-            ev.append(f"memory pressure stalls {pct(psi)} of the time")
-        rss = w.get("cpu_memory", "job", "resident_bytes")
-        if rss:
-            ev.append(f"job resident memory {fmt_value(rss, 'B')}")
-        out.append(
-            Finding(
-                "cpu_memory",
-                "data",
-                min(1.0, _capacity_score(c or 0.0) + (0.5 if swap > 1e6 else 0) + (psi or 0)),
-                tuple(ev),
-            )
-        )
+    if not ((c is not None and c >= CAPACITY_HIGH) or swap > SWAP_RATE or (psi or 0) > MEMORY_STALL):
+        return None
+    ev = [f"host memory {pct(c)} used"]
+    if swap > 0:
+        ev.append(f"swapping {fmt_value(swap, 'B/s')}")
+    if psi:
+        ev.append(f"memory pressure stalls {pct(psi)} of the time")
+    rss = w.get("cpu_memory", "job", "resident_bytes")
+    if rss:
+        ev.append(f"job resident memory {fmt_value(rss, 'B')}")
+    score = min(1.0, _capacity_score(c or 0.0) + (SWAP_SCORE if swap > SWAP_RATE else 0) + (psi or 0))
+    return Finding(resource="cpu_memory", stage="data", score=score, evidence=tuple(ev))
+
+
+def _storage_full(w: WindowStats) -> Finding | None:
+    """A file system nearly full."""
     s = w.busiest("storage_capacity")
-    if s is not None and s[1] >= 0.95:
-        out.append(
-            Finding(
-                "storage_capacity",
-                "other",
-                _capacity_score(s[1] - 0.05),
-                (f"{s[0]} {pct(s[1])} full, {fmt_value(w.get('storage_capacity', s[0], 'free'), 'B')} free",),
-            )
-        )
-    return out
+    if s is None or not s[1] >= STORAGE_FULL:
+        return None
+    free = fmt_value(w.get("storage_capacity", s[0], "free"), "B")
+    return Finding(
+        resource="storage_capacity",
+        stage="other",
+        score=_capacity_score(s[1] - STORAGE_OFFSET),
+        evidence=(f"{s[0]} {pct(s[1])} full, {free} free",),
+    )

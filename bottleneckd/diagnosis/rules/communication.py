@@ -10,78 +10,111 @@ inter_gpu_interconnect. The evidence names the links and the ranks on each node.
 
 from __future__ import annotations
 
-from bottleneckd.diagnosis.rules.common import BUSY, COMM_HIGH, SHARED_COMM_HIGH, comm_cost, headroom, pct
+from dataclasses import dataclass
+
+from bottleneckd.diagnosis.rules.comm_cost import comm_cost
+from bottleneckd.diagnosis.rules.common import headroom, pct
+from bottleneckd.diagnosis.thresholds import BUSY, COMM_HIGH, SHARED_COMM_HIGH
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.peaks.resolve import PeakTable
 
+# --- scores: chosen, not measured -----------------------------------------------------------------
+
+#: the timed communication's strength: its share of the step, full at 30%
+FULL_SHARE = 0.3
+#: communication on the compute's own cores (gloo on CPU): 0.55 plus half its share (0.72 at
+#: SHARED_COMM_HIGH, above the CPU compute finding's 0.55-0.9 only when the share is high)
+SHARED_BASE = 0.55
+SHARED_PER_SHARE = 0.5
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommCase:
+    """The window's communication: its share of the step, the evidence and strength of that share,
+    and where the ranks are."""
+
+    w: WindowStats
+    share: float | None
+    base: float  # strength from the timed share (0 when not high enough)
+    base_ev: list[str]
+    world: int
+    local: int
+
+    @property
+    def several_hosts(self) -> bool:
+        return len(self.w.topology) > 1 or self.world > self.local
+
+    @property
+    def where(self) -> str:
+        return _placement(self.w.topology, self.world)
+
 
 def communication(w: WindowStats, peaks: PeakTable) -> list[Finding]:
+    """The family: the inter-node network (NIC busy, or ranks on several hosts) and the intra-node
+    link (NVLink busy, or communication with no inter-node finding)."""
+    c = _comm_case(w)
+    out = [f for f in (_inter_node(c),) if f is not None]
+    intra = _intra_node(c, named=bool(out))
+    return out + ([intra] if intra is not None else [])
+
+
+def _comm_case(w: WindowStats) -> CommCase:
     p = w.phases
     share = p.share("communication") if p else None
-    nic = w.busiest("inter_node_interconnect")
-    nvl = w.busiest("inter_gpu_interconnect")
-    out = []
     base_ev = [f"gradient communication {pct(share)} of step time"] if share is not None and share >= COMM_HIGH else []
-    base = min(1.0, (share or 0.0) / 0.3) if base_ev else 0.0
+    base = min(1.0, (share or 0.0) / FULL_SHARE) if base_ev else 0.0
     cost = comm_cost(w)
     if cost is not None and cost.shares_cores and cost.share >= SHARED_COMM_HIGH and cost.share > (share or 0.0):
         # gloo on a CPU job: the all-reduce "overlapped" with backward takes the cores backward
         # needs, so it is the step's cost as much as the exposed part is
         share = cost.share
         base_ev = [f"gradient communication {pct(share)} of step time, counting the overlapped part", cost.describe()]
-        base = min(1.0, 0.55 + share / 2)
+        base = min(1.0, SHARED_BASE + share * SHARED_PER_SHARE)
     elif cost is not None and base_ev:
         base_ev = [f"{base_ev[0]} (the exposed part)", cost.describe()]
     world = (p.facts.get("world_size") if p else None) or 1
     local = (p.facts.get("local_world_size") if p else None) or world
-    several_hosts = len(w.topology) > 1 or world > local
-    where = _placement(w.topology, world)
+    return CommCase(w=w, share=share, base=base, base_ev=base_ev, world=world, local=local)
+
+
+def _link(resource: str, score: float, ev: list[str], c: CommCase) -> Finding:
+    return Finding(
+        resource=resource, stage="communication", score=score, evidence=tuple(ev), headroom=headroom(c.share)
+    )
+
+
+def _inter_node(c: CommCase) -> Finding | None:
+    """A NIC busy (over the interval or while communicating), or ranks on several hosts."""
+    nic = c.w.busiest("inter_node_interconnect")
+    share, base, where = c.share, c.base, c.where
     during = min(1.0, nic[1] / share) if nic is not None and share else None  # NIC busy while communicating
-    if nic is not None and (nic[1] >= BUSY or (during or 0) >= BUSY or (base and several_hosts)):
+    if nic is not None and (nic[1] >= BUSY or (during or 0) >= BUSY or (base and c.several_hosts)):
         nic_ev = f"{nic[0]} at {pct(nic[1])} of its line rate" + (
             f", {pct(during)} during communication" if during is not None else ""
         )
-        out.append(
-            Finding(
-                "inter_node_interconnect",
-                "communication",
-                max(base, min(1.0, max(nic[1], during or 0.0))),
-                tuple(base_ev + [nic_ev] + ([where] if where else [])),
-                headroom(share),
-            )
+        score = max(base, min(1.0, max(nic[1], during or 0.0)))
+        return _link("inter_node_interconnect", score, c.base_ev + [nic_ev] + ([where] if where else []), c)
+    if base and c.several_hosts:
+        hosts = (
+            f"ranks on several hosts ({where or f'{c.world} ranks, {c.local} per node'}); NIC counters not read here"
         )
-    elif base and several_hosts:
-        out.append(
-            Finding(
-                "inter_node_interconnect",
-                "communication",
-                base,
-                tuple(
-                    base_ev
-                    + [
-                        f"ranks on several hosts ({where or f'{world} ranks, {local} per node'}); NIC counters not read here"
-                    ]
-                ),
-                headroom(share),
-            )
-        )
-    if nvl is not None and nvl[1] >= BUSY or (base and not out):
-        ev = base_ev + ([f"{nvl[0]} inter-GPU link at {pct(nvl[1])} of its peak"] if nvl else [])
-        if where:
-            ev.append(where)
-        elif base and not out and world > 1 and world == local:
-            ev.append(f"{world} ranks on one node")
-        out.append(
-            Finding(
-                "inter_gpu_interconnect",
-                "communication",
-                max(base, min(1.0, nvl[1] if nvl else 0.0)),
-                tuple(ev),
-                headroom(share),
-            )
-        )
-    return out
+        return _link("inter_node_interconnect", base, c.base_ev + [hosts], c)
+    return None
+
+
+def _intra_node(c: CommCase, named: bool) -> Finding | None:
+    """NVLink (or the intra-node link) busy, or communication that no inter-node finding claimed."""
+    nvl = c.w.busiest("inter_gpu_interconnect")
+    base, where = c.base, c.where
+    if not (nvl is not None and nvl[1] >= BUSY or (base and not named)):
+        return None
+    ev = c.base_ev + ([f"{nvl[0]} inter-GPU link at {pct(nvl[1])} of its peak"] if nvl else [])
+    if where:
+        ev.append(where)
+    elif base and not named and c.world > 1 and c.world == c.local:
+        ev.append(f"{c.world} ranks on one node")
+    return _link("inter_gpu_interconnect", max(base, min(1.0, nvl[1] if nvl else 0.0)), ev, c)
 
 
 def _placement(topology: tuple[tuple[str, tuple[int, ...]], ...], world: int) -> str:

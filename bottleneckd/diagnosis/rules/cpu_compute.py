@@ -1,28 +1,40 @@
 """CPU training whose step is mostly forward/backward/optimizer: CPU compute, CPU memory
-bandwidth, per-operator overhead, or (when the job's CPUs are not busy) whatever the step waits on.
+bandwidth, per-operator overhead, or (when the job's CPUs are not busy) whatever the step waits on
+(``compute_wait.py``).
 
 With peaks known, achieved FLOP/s and bytes/s against them decide (operand sizes, section 2.3).
 With none known (a fresh machine), arithmetic intensity against the lowest ridge point of any
 current CPU or GPU (data/ridge_points.json, peaks.json) decides the memory side, and the job's own
 CPU figures decide whether it computes at all: a verdict of cpu_compute needs the job's processes
 near the cores they may use, or one thread at ~100% of its core (a serial or GIL-bound step).
+
+The family is a chain of decisions (``DECISIONS``), each a small function of the window's case
+that names a finding or passes; the first that names one decides, ``_busy_cores`` closes the chain.
+A decision may add the evidence it read to ``ev`` before passing (the later finding carries it).
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
 
 from bottleneckd.diagnosis.ridge import lowest_ridge, smallest_last_level_cache
-from bottleneckd.diagnosis.rules.common import (
+from bottleneckd.diagnosis.rules.comm_cost import comm_cost
+from bottleneckd.diagnosis.rules.common import compute_share, pct, runs_on_gpu
+from bottleneckd.diagnosis.rules.compute_wait import waiting_inside_compute
+from bottleneckd.diagnosis.rules.cpu_state import CpuState, cpu_state
+from bottleneckd.diagnosis.thresholds import (
+    COMPUTE_FULL,
+    COMPUTE_STAGE,
+    DRAM_PRACTICAL_MAX,
+    LOW_INTENSITY_OPS,
+    MEMBW_BUSY,
     MIN_DRAM_BYTES,
     NEAR_PEAK_FLOOR,
-    CpuState,
-    comm_cost,
-    compute_share,
-    cpu_state,
-    io_wait,
-    pct,
-    runs_on_gpu,
+    ROOFLINE_STEPS,
+    SIDE_THREADS_SMALL,
+    STACK_SAMPLES,
 )
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
@@ -30,235 +42,311 @@ from bottleneckd.model.resources import UNDETERMINED
 from bottleneckd.model.units import fmt_value
 from bottleneckd.peaks.resolve import PeakTable
 
-#: the hook counts one step's FLOPs and bytes at its 3rd step and reports them with the next report;
-#: past this many steps without them the counting failed, and the rule goes on without
-ROOFLINE_STEPS = 12
-#: untimed DDP (attach): the ranks' CPU outside their main threads at most this share of theirs means
-#: the all-reduce (gloo reduces in threads of its own) takes little of the cores
-SIDE_THREADS_SMALL = 0.10
-#: attach: stack samples after which an operator mix still unknown (no recognised operator in
-#: forward) is taken as not low-intensity
-STACK_SAMPLES = 24
+# --- scores: chosen, not measured (they rank this family's findings against the others') --------
+
+#: per-operator overhead (neither rate near its peak, operands in cache, too little traffic), and a
+#: compute stage whose resource cannot be named yet: a middle strength
+OVERHEAD_SCORE = 0.6
+UNDETERMINED_SCORE = 0.6
+#: the roofline with known peaks: 0.55 plus the achieved share of the nearer peak
+ROOFLINE_BASE = 0.55
+#: no peak known, intensity below the lowest ridge point: 0.55 plus up to 0.3, the further below it
+RIDGE_BASE = 0.55
+RIDGE_RANGE = 0.3
+#: attach: normalisation/elementwise operators in the forward stacks: 0.5 plus 0.3 of their share
+LOW_OPS_BASE = 0.5
+LOW_OPS_RANGE = 0.3
+#: busy CPUs: 0.55 plus up to 0.35 by how full the cores are (a serial step counts as full)
+BUSY_BASE = 0.55
+BUSY_RANGE = 0.35
+#: the cores the job ran on, at least (bytes per core-second of a job that barely ran)
+MIN_CORES_RAN = 0.05
 
 
 def cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
-    """The findings of _cpu_compute, weighed by how much of the step the compute stage takes: a
+    """The compute stage's finding, weighed by how much of the step the compute stage takes: a
     step half in compute and half waiting for data on the same CPU is the data stage's as much as
     compute's, and the input rule's finding (scored by its share) decides."""
-    out = _cpu_compute(w, peaks)
+    return _weighed_by_compute_share(w, _compute_stage(w, peaks))
+
+
+def _weighed_by_compute_share(w: WindowStats, out: list[Finding]) -> list[Finding]:
+    """Scale the findings by compute's share of the step (full at COMPUTE_FULL); the all-reduce run
+    inside backward on the same cores (gloo on CPU) is communication's share, not compute's."""
     share = compute_share(w)
     cost = comm_cost(w)
     if share is not None and cost is not None and cost.shares_cores and cost.overlapped_share:
-        # backward's time includes an all-reduce run on the same cores (gloo on CPU): that part is
-        # communication's, not compute's
         share = max(0.0, share - cost.overlapped_share)
-        out = [
-            replace(
-                f,
-                evidence=f.evidence
-                + (
-                    f"of which {pct(cost.overlapped_share)} of the step is the all-reduce overlapped "
-                    "with backward on the same cores",
-                ),
-            )
-            for f in out
-        ]
-    if share is None or share >= 0.8:
+        note = (
+            f"of which {pct(cost.overlapped_share)} of the step is the all-reduce overlapped with backward on the "
+            "same cores"
+        )
+        out = [replace(f, evidence=f.evidence + (note,)) for f in out]
+    if share is None or share >= COMPUTE_FULL:
         return out
-    k = share / 0.8
+    k = share / COMPUTE_FULL
     return [replace(f, score=f.score * k) for f in out]
 
 
-def _cpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
+@dataclass(frozen=True, kw_only=True)
+class CpuCase:
+    """A CPU job's window in its compute stage: what the decisions read."""
+
+    w: WindowStats
+    facts: Mapping[str, Any]
+    cpu: CpuState
+    peak_c: float | None  # the CPU's compute peak (FLOP/s), when known
+    peak_b: float | None  # the host's memory-bandwidth peak (B/s), when known
+
+    @property
+    def flops(self) -> Any:
+        return self.facts.get("achieved_flops")
+
+    @property
+    def byts(self) -> Any:
+        return self.facts.get("achieved_bytes_per_second")
+
+    @property
+    def ai(self) -> Any:
+        return self.facts.get("arithmetic_intensity")
+
+    @property
+    def mbw(self) -> float | None:
+        return self.w.get("cpu_memory_bandwidth", "host", "utilization")
+
+    @property
+    def ranks(self) -> int:
+        return max(self.cpu.ranks, int(self.facts.get("world_size") or 1))
+
+
+def _in_compute_stage(w: WindowStats) -> bool:
+    """A CPU job (no GPU of its own) whose step is mostly compute. Without step phases (start-up,
+    or no hook and no stacks) which stage is busy is unknown: no finding."""
+    share = compute_share(w)
+    return share is not None and not share < COMPUTE_STAGE and not runs_on_gpu(w)
+
+
+def _compute_stage(w: WindowStats, peaks: PeakTable) -> list[Finding]:
+    if not _in_compute_stage(w):
+        return []
     p = w.phases
-    comp_share = compute_share(w)
-    if comp_share is not None and comp_share < 0.5:
-        return []
-    if runs_on_gpu(w):
-        return []
     facts = p.facts if p else {}
-    cpu = cpu_state(w)
-    if comp_share is None:
-        return []  # no step phases (start-up, or no hook and no stacks): which stage is busy is unknown
-    cev = (
-        [f"forward+backward+optimizer {pct(comp_share)} of step time"] if comp_share is not None else []
-    ) + cpu.describe()
-    if not cpu.busy_evidence:
-        return _waiting(w, cpu, cev, facts)
-    ranks = max(cpu.ranks, int(facts.get("world_size") or 1))
+    c = CpuCase(
+        w=w,
+        facts=facts,
+        cpu=cpu_state(w),
+        peak_c=peaks.value("cpu_compute", "cpu"),
+        peak_b=peaks.value("cpu_memory_bandwidth", "host"),
+    )
+    ev = [f"forward+backward+optimizer {pct(compute_share(w))} of step time"] + c.cpu.describe()
+    if not c.cpu.busy_evidence:
+        return waiting_inside_compute(w, c.cpu, ev, facts)
+    for decide in DECISIONS:
+        found = decide(c, ev)
+        if found is not None:
+            return [found]
+    return [_busy_cores(c, ev)]
+
+
+def _compute(resource: str, score: float, ev: list[str], figures: dict[str, float] | None = None) -> Finding:
+    return Finding(resource=resource, stage="compute", score=score, evidence=tuple(ev), figures=figures or {})
+
+
+def _untimed_ddp(c: CpuCase, ev: list[str]) -> Finding | None:
+    """Several ranks whose gradient communication is not timed: compute and communication cannot be
+    told apart, unless the ranks' CPU is almost all in their main threads (gloo reduces in threads of
+    its own: the all-reduce takes little of the cores, and the main threads compute)."""
+    facts, p = c.facts, c.w.phases
     # DDP's all-reduce runs inside backward: timed only through its comm hook. Without DDP (FSDP,
     # explicit all_reduce) the collectives are Python calls the hook times: any time seen counts.
     if facts.get("ddp"):
         timed = facts.get("ddp_comm_timing") == "comm hook"
     else:
         timed = bool(p and (p.share("communication") or 0.0) > 0.0)
-    if (ranks > 1 or facts.get("ddp")) and not timed:
-        side = w.get("cpu_compute", "job", "rank_side_thread_cores")
-        rank_busy = w.get("cpu_compute", "job", "rank_busy_cores")
-        if side is not None and rank_busy and side <= SIDE_THREADS_SMALL * rank_busy:
-            # gloo reduces in threads of its own: with the ranks' CPU almost all in their main
-            # threads, the all-reduce takes little of the cores, and the main threads compute
-            cev.append(
-                f"the ranks' threads other than their main ones (where gloo reduces) at {side:.2f} of their {rank_busy:.2f} "
-                "cores: the all-reduce takes little CPU; the main threads compute"
-            )
-        else:
-            seen = (
-                f"; the ranks' threads other than their main ones (gloo's reduction, or intra-op threads) use {side:.2f} of "
-                f"their {rank_busy:.2f} cores"
-                if side is not None and rank_busy
-                else ""
-            )
-            why = (
-                f"{ranks} ranks whose gradient communication is not timed here (DDP runs it inside backward){seen}: compute and "
-                "communication cannot be told apart; time it (bottleneckd's DDP communication hook, under run) or compare a step "
-                "under no_sync()"
-            )
-            return [Finding(UNDETERMINED, "compute", 0.6, tuple(cev + [why]), None)]
-    flops, byts = facts.get("achieved_flops"), facts.get("achieved_bytes_per_second")
-    peak_c = peaks.value("cpu_compute", "cpu")
-    peak_b = peaks.value("cpu_memory_bandwidth", "host")
+    if not (c.ranks > 1 or facts.get("ddp")) or timed:
+        return None
+    side = c.w.get("cpu_compute", "job", "rank_side_thread_cores")
+    rank_busy = c.w.get("cpu_compute", "job", "rank_busy_cores")
+    if side is not None and rank_busy and side <= SIDE_THREADS_SMALL * rank_busy:
+        ev.append(
+            f"the ranks' threads other than their main ones (where gloo reduces) at {side:.2f} of their "
+            f"{rank_busy:.2f} cores: the all-reduce takes little CPU; the main threads compute"
+        )
+        return None
+    seen = (
+        f"; the ranks' threads other than their main ones (gloo's reduction, or intra-op threads) use {side:.2f} of "
+        f"their {rank_busy:.2f} cores"
+        if side is not None and rank_busy
+        else ""
+    )
+    why = (
+        f"{c.ranks} ranks whose gradient communication is not timed here (DDP runs it inside backward){seen}: compute "
+        "and communication cannot be told apart; time it (bottleneckd's DDP communication hook, under run) or compare "
+        "a step under no_sync()"
+    )
+    return _compute(UNDETERMINED, UNDETERMINED_SCORE, ev + [why])
+
+
+def _roofline_against_peaks(c: CpuCase, ev: list[str]) -> Finding | None:
+    """Both peaks known and the hook's achieved FLOP/s and bytes/s: the nearer peak names the
+    resource, unless neither rate is near its peak (per-operator overhead)."""
+    flops, byts, peak_c, peak_b = c.flops, c.byts, c.peak_c, c.peak_b
     f_ratio = flops / peak_c if flops is not None and peak_c else None
     b_ratio = byts / peak_b if byts is not None and peak_b else None
-    if f_ratio is not None and b_ratio is not None:
-        cev.append(
-            f"achieved {fmt_value(flops, 'FLOP/s')} = {pct(f_ratio)} of compute peak, {fmt_value(byts, 'B/s')} = {pct(b_ratio)} of memory bandwidth"
+    if f_ratio is None or b_ratio is None:
+        return None
+    ev.append(
+        f"achieved {fmt_value(flops, 'FLOP/s')} = {pct(f_ratio)} of compute peak, {fmt_value(byts, 'B/s')} = "
+        f"{pct(b_ratio)} of memory bandwidth"
+    )
+    if c.ai is not None and peak_c and peak_b:
+        ev.append(f"arithmetic intensity {c.ai:.1f} FLOP/byte vs ridge point {peak_c / peak_b:.1f}")
+    if max(f_ratio, b_ratio) < NEAR_PEAK_FLOOR:
+        ev.append(
+            "neither FLOP/s nor bytes/s is near its peak: per-operator overhead (Python, small ops) limits the step"
         )
-        ai = facts.get("arithmetic_intensity")
-        if ai is not None and peak_c and peak_b:
-            cev.append(f"arithmetic intensity {ai:.1f} FLOP/byte vs ridge point {peak_c / peak_b:.1f}")
-        if max(f_ratio, b_ratio) < NEAR_PEAK_FLOOR:
-            cev.append(
-                "neither FLOP/s nor bytes/s is near its peak: per-operator overhead (Python, small ops) limits the step"
-            )
-            return [Finding("cpu_compute", "compute", 0.6, tuple(cev), None)]
-        if b_ratio > f_ratio:
-            return [Finding("cpu_memory_bandwidth", "compute", min(1.0, 0.55 + b_ratio), tuple(cev), None)]
-        return [Finding("cpu_compute", "compute", min(1.0, 0.55 + f_ratio), tuple(cev), None)]
-    mbw = w.get("cpu_memory_bandwidth", "host", "utilization")
-    if facts.get(
-        "flops_unknown"
-    ):  # counted, but not all of the step's FLOPs: no intensity, the peak-free evidence decides
-        cev.append(f"FLOPs per step unknown ({facts['flops_unknown']}): no arithmetic intensity")
+        return _compute("cpu_compute", OVERHEAD_SCORE, ev)
+    if b_ratio > f_ratio:
+        return _compute("cpu_memory_bandwidth", min(1.0, ROOFLINE_BASE + b_ratio), ev)
+    return _compute("cpu_compute", min(1.0, ROOFLINE_BASE + f_ratio), ev)
+
+
+def _note_flops_unknown(c: CpuCase, ev: list[str]) -> Finding | None:
+    """Counted, but not all of the step's FLOPs: no intensity; the peak-free evidence decides."""
+    if c.facts.get("flops_unknown"):
+        ev.append(f"FLOPs per step unknown ({c.facts['flops_unknown']}): no arithmetic intensity")
+    return None
+
+
+def _awaiting_counted_step(c: CpuCase, ev: list[str]) -> Finding | None:
+    """run, no peak: the hook has not yet reported one step's FLOPs and bytes (it does within
+    ROOFLINE_STEPS): compute or memory bandwidth is not guessed."""
+    f = c.facts
     if (
-        mbw is None
-        and peak_b is None
-        and facts.get("arithmetic_intensity") is None
-        and facts.get("phase_source") != "py-spy"
-        and "parameters" in facts
-        and w.steps_seen <= ROOFLINE_STEPS
+        c.mbw is None
+        and c.peak_b is None
+        and c.ai is None
+        and f.get("phase_source") != "py-spy"
+        and "parameters" in f
+        and c.w.steps_seen <= ROOFLINE_STEPS
     ):
         why = (
             "compute or memory bandwidth: no peak is known here and the hook has not yet counted one step's FLOPs and "
-            f"bytes (it does so early in the run; {w.steps_seen} steps so far)"
+            f"bytes (it does so early in the run; {c.w.steps_seen} steps so far)"
         )
-        return [Finding(UNDETERMINED, "compute", 0.6, tuple(cev + [why]), None)]
+        return _compute(UNDETERMINED, UNDETERMINED_SCORE, ev + [why])
+    return None
+
+
+def _awaiting_operator_mix(c: CpuCase, ev: list[str]) -> Finding | None:
+    """attach, no peak: too few forward stack samples have named their operators yet."""
     if (
-        mbw is None
-        and peak_b is None
-        and facts.get("phase_source") == "py-spy"
-        and facts.get("low_intensity_op_share") is None
-        and w.steps_seen <= STACK_SAMPLES
+        c.mbw is None
+        and c.peak_b is None
+        and c.facts.get("phase_source") == "py-spy"
+        and c.facts.get("low_intensity_op_share") is None
+        and c.w.steps_seen <= STACK_SAMPLES
     ):
         why = (
-            "compute or memory bandwidth: no peak is known here and too few forward stack samples name their operators yet "
-            f"({w.steps_seen} stack samples so far)"
+            "compute or memory bandwidth: no peak is known here and too few forward stack samples name their operators "
+            f"yet ({c.w.steps_seen} stack samples so far)"
         )
-        return [Finding(UNDETERMINED, "compute", 0.6, tuple(cev + [why]), None)]
-    if mbw is not None and mbw >= 0.6:
-        return [
-            Finding(
-                "cpu_memory_bandwidth",
-                "compute",
-                min(1.0, mbw / 0.8),
-                tuple(cev + [f"memory bandwidth {pct(mbw)} of peak"]),
-                None,
-            )
-        ]
-    ai = facts.get("arithmetic_intensity")
-    ridge = lowest_ridge()
-    if ai is not None and ridge is not None and ai < ridge.flop_per_byte and peak_b is None:
-        # bytes per core-second the job actually ran: on a shared machine the job gets a fraction
-        # of a core, and its bytes/s shrinks with it while its intensity does not
-        ran = max(cpu.busy if cpu.busy is not None else (cpu.host or 0.0) * cpu.cores, 0.05)
-        per_core = byts / min(ran, cpu.cores) if byts is not None else None
-        step_bytes = facts.get("operand_bytes_per_step")
-        llc = smallest_last_level_cache()
-        in_cache = step_bytes is not None and llc is not None and step_bytes < llc
-        if in_cache:
-            cev.append(
-                f"arithmetic intensity {ai:.2f} FLOP/byte but {fmt_value(step_bytes, 'B')} of operands per step fit in the "
-                f"last-level cache of any current CPU ({fmt_value(llc, 'B')}): not DRAM-bound; per-operator overhead "
-                "(Python, small ops) limits the step"
-            )
-            return [Finding("cpu_compute", "compute", 0.6, tuple(cev), None)]
-        if per_core is not None and per_core >= MIN_DRAM_BYTES:
-            cev.append(
-                f"arithmetic intensity {ai:.2f} FLOP/byte, below the lowest ridge point of any current CPU or GPU "
-                f"({ridge.flop_per_byte:.1f}, {ridge.part}): the memory-bandwidth side of every roofline"
-            )
-            cev.append(
-                f"achieved {fmt_value(byts, 'B/s')} of operands, {fmt_value(per_core, 'B/s')} per core it ran on "
-                "(memory bandwidth peak unknown here)"
-            )
-            return [
-                Finding(
-                    "cpu_memory_bandwidth",
-                    "compute",
-                    0.55 + 0.3 * (1 - ai / ridge.flop_per_byte),
-                    tuple(cev),
-                    None,
-                    {"arithmetic_intensity": ai, "lowest_ridge": ridge.flop_per_byte},
-                )
-            ]
-        if per_core is not None:
-            cev.append(
-                f"arithmetic intensity {ai:.2f} FLOP/byte but only {fmt_value(per_core, 'B/s')} of operands per core: too little traffic to "
-                "fill any machine's memory bandwidth; per-operator overhead (Python, small ops) limits the step"
-            )
-            return [Finding("cpu_compute", "compute", 0.6, tuple(cev), None)]
-    low = facts.get("low_intensity_op_share")
-    if low is not None and low >= 0.6:
-        cev.append(
-            f"{pct(low)} of forward stack samples in normalisation/elementwise operators: bytes moved, few multiply-adds (operand size, section 2.3)"
+        return _compute(UNDETERMINED, UNDETERMINED_SCORE, ev + [why])
+    return None
+
+
+def _memory_bandwidth_busy(c: CpuCase, ev: list[str]) -> Finding | None:
+    """The memory-bandwidth sampler (a known peak) reads the host's DRAM busy."""
+    mbw = c.mbw
+    if mbw is not None and mbw >= MEMBW_BUSY:
+        return _compute(
+            "cpu_memory_bandwidth", min(1.0, mbw / DRAM_PRACTICAL_MAX), ev + [f"memory bandwidth {pct(mbw)} of peak"]
         )
-        return [Finding("cpu_memory_bandwidth", "compute", 0.5 + 0.3 * low, tuple(cev), None)]
+    return None
+
+
+def _below_lowest_ridge(c: CpuCase, ev: list[str]) -> Finding | None:
+    """No bandwidth peak, intensity below the lowest ridge point of any current machine: DRAM-bound,
+    unless the step's operands fit in any last-level cache or the traffic per core the job ran on is
+    too little to fill any machine's memory bandwidth (then per-operator overhead)."""
+    ai, ridge, cpu, byts = c.ai, lowest_ridge(), c.cpu, c.byts
+    if not (ai is not None and ridge is not None and ai < ridge.flop_per_byte and c.peak_b is None):
+        return None
+    # bytes per core-second the job actually ran: on a shared machine the job gets a fraction of a
+    # core, and its bytes/s shrinks with it while its intensity does not
+    ran = max(cpu.busy if cpu.busy is not None else (cpu.host or 0.0) * cpu.cores, MIN_CORES_RAN)
+    per_core = byts / min(ran, cpu.cores) if byts is not None else None
+    step_bytes = c.facts.get("operand_bytes_per_step")
+    llc = smallest_last_level_cache()
+    if step_bytes is not None and llc is not None and step_bytes < llc:
+        ev.append(
+            f"arithmetic intensity {ai:.2f} FLOP/byte but {fmt_value(step_bytes, 'B')} of operands per step fit in the "
+            f"last-level cache of any current CPU ({fmt_value(llc, 'B')}): not DRAM-bound; per-operator overhead "
+            "(Python, small ops) limits the step"
+        )
+        return _compute("cpu_compute", OVERHEAD_SCORE, ev)
+    if per_core is not None and per_core >= MIN_DRAM_BYTES:
+        ev.append(
+            f"arithmetic intensity {ai:.2f} FLOP/byte, below the lowest ridge point of any current CPU or GPU "
+            f"({ridge.flop_per_byte:.1f}, {ridge.part}): the memory-bandwidth side of every roofline"
+        )
+        ev.append(
+            f"achieved {fmt_value(byts, 'B/s')} of operands, {fmt_value(per_core, 'B/s')} per core it ran on "
+            "(memory bandwidth peak unknown here)"
+        )
+        score = RIDGE_BASE + RIDGE_RANGE * (1 - ai / ridge.flop_per_byte)
+        return _compute(
+            "cpu_memory_bandwidth", score, ev, {"arithmetic_intensity": ai, "lowest_ridge": ridge.flop_per_byte}
+        )
+    if per_core is not None:
+        ev.append(
+            f"arithmetic intensity {ai:.2f} FLOP/byte but only {fmt_value(per_core, 'B/s')} of operands per core: too "
+            "little traffic to fill any machine's memory bandwidth; per-operator overhead (Python, small ops) limits "
+            "the step"
+        )
+        return _compute("cpu_compute", OVERHEAD_SCORE, ev)
+    return None
+
+
+def _low_intensity_operators(c: CpuCase, ev: list[str]) -> Finding | None:
+    """attach: most forward stack samples in normalisation/elementwise operators."""
+    low = c.facts.get("low_intensity_op_share")
+    if low is not None and low >= LOW_INTENSITY_OPS:
+        ev.append(
+            f"{pct(low)} of forward stack samples in normalisation/elementwise operators: bytes moved, few "
+            "multiply-adds (operand size, section 2.3)"
+        )
+        return _compute("cpu_memory_bandwidth", LOW_OPS_BASE + LOW_OPS_RANGE * low, ev)
+    return None
+
+
+def _busy_cores(c: CpuCase, ev: list[str]) -> Finding:
+    """What is left: the job's cores busy (or one thread at a full core) computing."""
+    ai, ridge, cpu = c.ai, lowest_ridge(), c.cpu
     if ai is not None and ridge is not None and ai >= ridge.flop_per_byte:
-        cev.append(
-            f"arithmetic intensity {ai:.1f} FLOP/byte, at or above the lowest ridge point of current machines ({ridge.flop_per_byte:.1f})"
+        ev.append(
+            f"arithmetic intensity {ai:.1f} FLOP/byte, at or above the lowest ridge point of current machines "
+            f"({ridge.flop_per_byte:.1f})"
         )
     if cpu.serial and not cpu.saturated:
-        cev.append(
-            "one thread running or waiting to run a full core's worth of time (other processes take the rest of the cores): "
-            "a serial (GIL-bound or single-threaded) step"
+        ev.append(
+            "one thread running or waiting to run a full core's worth of time (other processes take the rest of the "
+            "cores): a serial (GIL-bound or single-threaded) step"
             if cpu.contended
             else "one thread at a full core while the other cores idle: a serial (GIL-bound or single-threaded) step"
         )
     busy = (cpu.busy / cpu.cores) if cpu.busy is not None else (cpu.host or 0.0)
-    return [
-        Finding(
-            "cpu_compute", "compute", 0.55 + 0.35 * min(1.0, max(busy, 1.0 if cpu.serial else 0.0)), tuple(cev), None
-        )
-    ]
+    return _compute("cpu_compute", BUSY_BASE + BUSY_RANGE * min(1.0, max(busy, 1.0 if cpu.serial else 0.0)), ev)
 
 
-def _waiting(w: WindowStats, cpu: CpuState, cev: list[str], facts: dict) -> list[Finding]:
-    """Compute phases dominate the step but no CPU of the job is busy: it waits inside them."""
-    world = facts.get("world_size") or 1
-    local = facts.get("local_world_size") or world
-    ranks = max(cpu.ranks, int(world) if world else 1)
-    io, io_ev = io_wait(w)
-    if ranks > 1 or facts.get("ddp"):
-        resource = "inter_node_interconnect" if world > local else "inter_gpu_interconnect"
-        ev = cev + [
-            f"{ranks} ranks whose processes are not busy inside forward/backward: backward waits on the gradient "
-            "all-reduce (DDP runs it inside backward, so no communication phase is timed)"
-        ]
-        return [Finding(resource, "communication", 0.6, tuple(ev), None)]
-    if io:
-        return [Finding("storage_bandwidth", "compute", 0.55 * max(0.8, io), tuple(cev + io_ev), None)]
-    why = (
-        "the step is in forward/backward/optimizer but neither the job's processes nor any of its threads is near a full "
-        "core, and no storage wait is seen: it waits on something no sampler measures (a lock, a sleep, another process)"
-    )
-    return [Finding(UNDETERMINED, "compute", 0.6, tuple(cev + [why]), None)]
+#: the decisions in order; the first that names a finding decides, else ``_busy_cores``
+DECISIONS: tuple[Callable[[CpuCase, list[str]], Finding | None], ...] = (
+    _untimed_ddp,
+    _roofline_against_peaks,
+    _note_flops_unknown,
+    _awaiting_counted_step,
+    _awaiting_operator_mix,
+    _memory_bandwidth_busy,
+    _below_lowest_ridge,
+    _low_intensity_operators,
+)

@@ -15,24 +15,43 @@
 
 from __future__ import annotations
 
-from bottleneckd.diagnosis.rules.common import (
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bottleneckd.diagnosis.rules.common import compute_share, pct, runs_on_gpu
+from bottleneckd.diagnosis.thresholds import (
+    CLOCK_THROTTLED,
+    COMPUTE_STAGE,
     DRAM_PRACTICAL_MAX,
+    GPU_BUSY,
+    GPU_BUSY_NO_GPM,
+    GPU_DRAM_BUSY,
+    LOW_SM,
     NEAR_PEAK_FLOOR,
     ONE_CORE,
     SM_EFFICIENT,
-    compute_share,
-    pct,
-    runs_on_gpu,
+    THROTTLED,
 )
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.resources import UNDETERMINED
 from bottleneckd.model.units import fmt_value
 from bottleneckd.peaks.resolve import PeakTable
-from bottleneckd.peaks.select import compute_peak
+from bottleneckd.peaks.select import ComputePeak, compute_peak
 
 PIPES = ("tensor_activity", "fp32_activity", "fp16_activity", "fp64_activity", "integer_activity")
-LOW_SM = 0.5  # SM activity below this: the SMs are mostly idle
+
+# --- scores: chosen, not measured -----------------------------------------------------------------
+
+#: below the roofline's floor with the main thread at a full core: kernel launches / host Python
+HOST_OVERHEAD_SCORE = 0.75
+#: below the floor without that evidence: launch latency, synchronisation or tiny kernels (undetermined)
+UNDETERMINED_SCORE = 0.5
+#: no GPM: the roofline with the job's own peak, 0.5 plus the achieved share of the nearer peak
+ROOFLINE_BASE = 0.5
+#: no GPM, no roofline: a GPU busy most of the time
+BUSY_NO_GPM_SCORE = 0.5
 
 
 def _uuid_key(u: str | None) -> str:
@@ -54,7 +73,8 @@ def job_gpus(w: WindowStats, peaks: PeakTable) -> tuple[list[str], str]:
     if not known:
         return (
             devs,
-            "which GPUs are the job's is unknown (no CUDA UUIDs from the hook, no NVML process list): every GPU considered",
+            "which GPUs are the job's is unknown (no CUDA UUIDs from the hook, no NVML process list): "
+            "every GPU considered",
         )
     mine = [d for d, v in known.items() if v > 0]
     if not mine:
@@ -63,8 +83,9 @@ def job_gpus(w: WindowStats, peaks: PeakTable) -> tuple[list[str], str]:
 
 
 def gpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
+    """The family: each of the job's GPUs decided on its own (``_one_gpu``)."""
     comp_share = compute_share(w)
-    if comp_share is not None and comp_share < 0.5:
+    if comp_share is not None and comp_share < COMPUTE_STAGE:
         return []
     if not runs_on_gpu(w):
         return []
@@ -75,99 +96,177 @@ def gpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     several = len(w.devices("gpu_compute")) > 1
     out: list[Finding] = []
     for dev in devs:
-        out += _one_gpu(w, peaks, dev, base + ([f"on {dev}"] if several else []))
+        out += _one_gpu(_gpu_case(w, peaks, dev, base + ([f"on {dev}"] if several else [])))
     return out
 
 
-def _one_gpu(w: WindowStats, peaks: PeakTable, dev: str, gev: list[str]) -> list[Finding]:
+@dataclass(frozen=True, kw_only=True)
+class GpuCase:
+    """One GPU of the job over the window: its activity and the roofline of the job's path."""
+
+    w: WindowStats
+    dev: str
+    gev: list[str]  # the evidence every finding of this GPU starts with
+    sm: float | None
+    busy: float | None  # NVML 'GPU utilization': share of time a kernel runs
+    dram: float | None
+    pipes: dict[str, float]
+    main: float | None  # the training process's main thread, cores
+    flops: Any
+    byts: Any
+    cpk: ComputePeak
+    f_ratio: float | None
+    b_ratio: float | None
+
+    @property
+    def busiest(self) -> tuple[str, float] | None:
+        return max(self.pipes.items(), key=lambda kv: kv[1]) if self.pipes else None
+
+    @property
+    def act(self) -> str:
+        pipes = "".join(f", {k} {pct(v)}" for k, v in self.pipes.items()) if self.pipes else ""
+        return f"SM activity {pct(self.sm)}{pipes}, DRAM {pct(self.dram)}"
+
+    @property
+    def roof(self) -> list[str]:
+        if self.f_ratio is not None and self.b_ratio is not None:
+            return [
+                f"achieved {fmt_value(self.flops, 'FLOP/s')} = {pct(self.f_ratio)} of the {self.cpk.path} peak "
+                f"({self.cpk.why}), {fmt_value(self.byts, 'B/s')} = {pct(self.b_ratio)} of memory bandwidth"
+            ]
+        if self.flops is not None and self.cpk.value is None:
+            return [f"roofline not used: {self.cpk.why}"]
+        return []
+
+    @property
+    def sm_idle(self) -> bool:
+        return self.sm is not None and self.sm < LOW_SM
+
+    @property
+    def below_floor(self) -> bool:
+        """Neither FLOP/s nor bytes/s near its peak (the roofline's floor)."""
+        return (
+            self.f_ratio is not None and self.b_ratio is not None and max(self.f_ratio, self.b_ratio) < NEAR_PEAK_FLOOR
+        )
+
+
+def _gpu_case(w: WindowStats, peaks: PeakTable, dev: str, gev: list[str]) -> GpuCase:
     facts = w.phases.facts if w.phases else {}
     g = w.get
-    sm, busy = g("gpu_compute", dev, "sm_activity"), g("gpu_compute", dev, "busy_fraction")
-    dram = g("gpu_memory_bandwidth", dev, "utilization")
-    pipes = {k.split("_")[0]: v for k in PIPES if (v := g("gpu_compute", dev, k)) is not None}
-    busiest = max(pipes.items(), key=lambda kv: kv[1]) if pipes else None
-    main = g("cpu_compute", "job", "main_busy_cores")
-    act = (
-        f"SM activity {pct(sm)}"
-        + ("".join(f", {k} {pct(v)}" for k, v in pipes.items()) if pipes else "")
-        + f", DRAM {pct(dram)}"
-    )
-
-    # the roofline with the peak of the job's own path, and its floor
     flops, byts = facts.get("achieved_flops"), facts.get("achieved_bytes_per_second")
-    cpk = compute_peak(peaks, dev, facts)
+    cpk = compute_peak(peaks, dev, facts)  # the peak of the job's own path
     bw = peaks.get("gpu_memory_bandwidth", dev)
     peak_b = bw.value if bw is not None else None
-    f_ratio = flops / cpk.value if flops is not None and cpk.value else None
-    b_ratio = byts / peak_b if byts is not None and peak_b else None
-    roof = []
-    if f_ratio is not None and b_ratio is not None:
-        roof = [
-            f"achieved {fmt_value(flops, 'FLOP/s')} = {pct(f_ratio)} of the {cpk.path} peak ({cpk.why}), "
-            f"{fmt_value(byts, 'B/s')} = {pct(b_ratio)} of memory bandwidth"
-        ]
-    elif flops is not None and cpk.value is None:
-        roof = [f"roofline not used: {cpk.why}"]
+    return GpuCase(
+        w=w,
+        dev=dev,
+        gev=gev,
+        sm=g("gpu_compute", dev, "sm_activity"),
+        busy=g("gpu_compute", dev, "busy_fraction"),
+        dram=g("gpu_memory_bandwidth", dev, "utilization"),
+        pipes={k.split("_")[0]: v for k in PIPES if (v := g("gpu_compute", dev, k)) is not None},
+        main=g("cpu_compute", "job", "main_busy_cores"),
+        flops=flops,
+        byts=byts,
+        cpk=cpk,
+        f_ratio=flops / cpk.value if flops is not None and cpk.value else None,
+        b_ratio=byts / peak_b if byts is not None and peak_b else None,
+    )
 
-    rival = busiest[1] if busiest is not None else (sm or 0.0)  # what DRAM must outdo: the busiest pipe, else the SMs
-    if dram is not None and dram >= 0.6 and dram >= rival:
-        why = f"DRAM bandwidth {pct(dram)} of the theoretical peak" + (
-            f", above the busiest pipe ({busiest[0]} {pct(busiest[1])})" if busiest else ""
-        )
-        return [
-            Finding(
-                "gpu_memory_bandwidth",
-                "compute",
-                min(1.0, dram / DRAM_PRACTICAL_MAX),
-                tuple(gev + [why, act] + roof),
-                None,
-            )
-        ]
-    sm_idle = sm is not None and sm < LOW_SM
-    below_floor = f_ratio is not None and b_ratio is not None and max(f_ratio, b_ratio) < NEAR_PEAK_FLOOR
-    if (sm_idle and busy is not None and busy >= 0.6) or (below_floor and (sm is None or sm_idle)):
-        ev = gev + roof + [act] if sm is not None else gev + roof
-        if busy is not None and sm_idle:
-            ev.append(f"NVML 'GPU utilization' {pct(busy)} but SM activity only {pct(sm)}: kernels are small or serial")
-        if below_floor:
-            ev.append(
-                f"neither FLOP/s nor bytes/s is near its peak (both under {pct(NEAR_PEAK_FLOOR)}): overhead, not the roofline, limits the step"
-            )
-        if main is not None and main >= ONE_CORE:
-            ev.append(
-                f"the training process's main thread at {main:.2f} of a core: kernel launches / host-side Python limit the step"
-            )
-            return [Finding("cpu_compute", "compute", 0.75, tuple(ev), None)]
-        ev.append(
-            "main thread CPU "
-            + ("unknown" if main is None else f"at {main:.2f} of a core, not saturated")
-            + ": launch latency, synchronisation or tiny kernels; a profiler trace would tell which"
-        )
-        return [Finding(UNDETERMINED, "compute", 0.5, tuple(ev), None)]
 
-    if sm is not None and sm >= LOW_SM:
-        tev = gev + [act] + roof
-        thr = [
-            k.split(":", 1)[1]
-            for (r, d, k), s in w.stats.items()
-            if r == "gpu_compute" and d == dev and k.startswith("throttle:") and s.mean >= 0.5
-        ]
-        clock = g("gpu_compute", dev, "sm_clock_ratio")
-        if thr and clock is not None and clock < 0.9:
-            tev.append(f"clocks throttled ({', '.join(thr)}): SM clock at {pct(clock)} of its maximum")
-        return [Finding("gpu_compute", "compute", min(1.0, sm / SM_EFFICIENT), tuple(tev), None)]
-    if f_ratio is not None and b_ratio is not None:  # no GPM: the roofline with the job's own peak decides
-        if b_ratio > f_ratio:
-            return [Finding("gpu_memory_bandwidth", "compute", min(1.0, 0.5 + b_ratio), tuple(gev + roof), None)]
-        return [Finding("gpu_compute", "compute", min(1.0, 0.5 + f_ratio), tuple(gev + roof), None)]
-    if sm is None and busy is not None and busy >= 0.8:
-        return [
-            Finding(
-                "gpu_compute",
-                "compute",
-                0.5,
-                tuple(gev + roof + [f"GPU busy {pct(busy)} of the time (SM activity unknown: no GPM)"]),
-                None,
-            )
-        ]
+def _one_gpu(c: GpuCase) -> list[Finding]:
+    for decide in DECISIONS:
+        found = decide(c)
+        if found is not None:
+            return [found]
     return []
+
+
+def _compute(resource: str, score: float, ev: list[str]) -> Finding:
+    return Finding(resource=resource, stage="compute", score=score, evidence=tuple(ev))
+
+
+def _dram_bound(c: GpuCase) -> Finding | None:
+    """DRAM busy, and busier than the busiest pipe (else the SMs): memory bandwidth."""
+    busiest = c.busiest
+    rival = busiest[1] if busiest is not None else (c.sm or 0.0)
+    if not (c.dram is not None and c.dram >= GPU_DRAM_BUSY and c.dram >= rival):
+        return None
+    why = f"DRAM bandwidth {pct(c.dram)} of the theoretical peak" + (
+        f", above the busiest pipe ({busiest[0]} {pct(busiest[1])})" if busiest else ""
+    )
+    return _compute("gpu_memory_bandwidth", min(1.0, c.dram / DRAM_PRACTICAL_MAX), c.gev + [why, c.act] + c.roof)
+
+
+def _overhead_bound(c: GpuCase) -> Finding | None:
+    """The SMs mostly idle while kernels run (small or serial kernels), or the roofline's floor with
+    the SMs not busy: host-side overhead when the main thread is at a full core, else undetermined."""
+    sm_idle, below_floor, busy, main = c.sm_idle, c.below_floor, c.busy, c.main
+    if not ((sm_idle and busy is not None and busy >= GPU_BUSY) or (below_floor and (c.sm is None or sm_idle))):
+        return None
+    ev = c.gev + c.roof + [c.act] if c.sm is not None else c.gev + c.roof
+    if busy is not None and sm_idle:
+        ev.append(f"NVML 'GPU utilization' {pct(busy)} but SM activity only {pct(c.sm)}: kernels are small or serial")
+    if below_floor:
+        ev.append(
+            f"neither FLOP/s nor bytes/s is near its peak (both under {pct(NEAR_PEAK_FLOOR)}): overhead, not the "
+            "roofline, limits the step"
+        )
+    if main is not None and main >= ONE_CORE:
+        ev.append(
+            f"the training process's main thread at {main:.2f} of a core: kernel launches / host-side Python limit the "
+            "step"
+        )
+        return _compute("cpu_compute", HOST_OVERHEAD_SCORE, ev)
+    ev.append(
+        "main thread CPU "
+        + ("unknown" if main is None else f"at {main:.2f} of a core, not saturated")
+        + ": launch latency, synchronisation or tiny kernels; a profiler trace would tell which"
+    )
+    return _compute(UNDETERMINED, UNDETERMINED_SCORE, ev)
+
+
+def _sm_busy(c: GpuCase) -> Finding | None:
+    """The SMs busy: GPU compute, with the clocks' throttling as evidence."""
+    if not (c.sm is not None and c.sm >= LOW_SM):
+        return None
+    tev = c.gev + [c.act] + c.roof
+    thr = [
+        k.split(":", 1)[1]
+        for (r, d, k), s in c.w.stats.items()
+        if r == "gpu_compute" and d == c.dev and k.startswith("throttle:") and s.mean >= THROTTLED
+    ]
+    clock = c.w.get("gpu_compute", c.dev, "sm_clock_ratio")
+    if thr and clock is not None and clock < CLOCK_THROTTLED:
+        tev.append(f"clocks throttled ({', '.join(thr)}): SM clock at {pct(clock)} of its maximum")
+    return _compute("gpu_compute", min(1.0, c.sm / SM_EFFICIENT), tev)
+
+
+def _roofline(c: GpuCase) -> Finding | None:
+    """No GPM: the roofline with the job's own peak decides."""
+    if c.f_ratio is None or c.b_ratio is None:
+        return None
+    if c.b_ratio > c.f_ratio:
+        return _compute("gpu_memory_bandwidth", min(1.0, ROOFLINE_BASE + c.b_ratio), c.gev + c.roof)
+    return _compute("gpu_compute", min(1.0, ROOFLINE_BASE + c.f_ratio), c.gev + c.roof)
+
+
+def _busy_without_gpm(c: GpuCase) -> Finding | None:
+    """No SM activity and no roofline: a GPU busy most of the time is taken as compute-bound."""
+    if c.sm is None and c.busy is not None and c.busy >= GPU_BUSY_NO_GPM:
+        return _compute(
+            "gpu_compute",
+            BUSY_NO_GPM_SCORE,
+            c.gev + c.roof + [f"GPU busy {pct(c.busy)} of the time (SM activity unknown: no GPM)"],
+        )
+    return None
+
+
+#: the decisions in order; the first that names a finding decides
+DECISIONS: tuple[Callable[[GpuCase], Finding | None], ...] = (
+    _dram_bound,
+    _overhead_bound,
+    _sm_busy,
+    _roofline,
+    _busy_without_gpm,
+)

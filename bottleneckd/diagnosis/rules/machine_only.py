@@ -2,71 +2,103 @@
 
 from __future__ import annotations
 
-from bottleneckd.diagnosis.rules.common import BUSY, io_wait, pct, storage_evidence
+from bottleneckd.diagnosis.rules.common import pct
+from bottleneckd.diagnosis.rules.storage import io_wait, storage_evidence
+from bottleneckd.diagnosis.thresholds import (
+    BUSY,
+    GPU_IDLE,
+    HOST_CPU_BUSY,
+    IO_WAIT_STRONG,
+    IOWAIT_HIGH,
+    IOWAIT_IO_BOUND,
+)
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.peaks.resolve import PeakTable
 
+# --- scores: chosen, not measured -----------------------------------------------------------------
+
+#: an idle GPU beside a busy CPU or busy storage (SageMaker Debugger's rules)
+IDLE_GPU_SCORE = 0.75
+#: no GPU: storage named from utilization alone, 0.6 of its strength (at least 0.6, full at 80% busy)
+NO_GPU_STORAGE_WEIGHT = 0.6
+STORAGE_FLOOR = 0.6
+FULL_UTILIZATION = 0.8
+
 
 def machine_only(w: WindowStats, peaks: PeakTable) -> list[Finding]:
-    """Without step phases: the SageMaker-style rules on utilization alone."""
+    """The family: with no step phases, each busy resource beside an idle (or absent) GPU."""
     if w.phases is not None:
         return []
-    out = []
+    found = (
+        _cpu_beside_idle_gpu(w),
+        _storage_beside_idle_gpu(w),
+        _storage_without_gpu(w),
+        _busy_link(w, "inter_node_interconnect", "communication", "{dev} at {pct} of its line rate"),
+        _busy_link(w, "inter_gpu_interconnect", "communication", "{dev} at {pct} of its peak"),
+        _busy_link(w, "storage_network_bandwidth", "data", "network file system {dev} at {pct} of the link"),
+    )
+    return [f for f in found if f is not None]
+
+
+def _gpu_idle(w: WindowStats) -> bool:
+    gpu_busy = w.get("gpu_compute", None, "busy_fraction")
+    return gpu_busy is not None and gpu_busy < GPU_IDLE
+
+
+def _cpu_beside_idle_gpu(w: WindowStats) -> Finding | None:
     gpu_busy = w.get("gpu_compute", None, "busy_fraction")
     cpu = w.get("cpu_compute", "host", "utilization")
+    if not (_gpu_idle(w) and cpu is not None and cpu > HOST_CPU_BUSY):
+        return None
+    return Finding(
+        resource="cpu_compute",
+        stage="data",
+        score=IDLE_GPU_SCORE,
+        evidence=(f"GPU busy {pct(gpu_busy)} while CPUs are {pct(cpu)} busy",),
+    )
+
+
+def _storage_beside_idle_gpu(w: WindowStats) -> Finding | None:
     iowait = w.get("cpu_compute", "host", "iowait")
-    s_util, s_ev, s_kind = storage_evidence(w)
+    s_util, s_ev, _ = storage_evidence(w)
     io, io_ev = io_wait(w)  # peak-free: threads in disk wait, I/O stalls, disk busy time
-    if gpu_busy is not None and gpu_busy < 0.1:
-        if cpu is not None and cpu > 0.9:
-            out.append(
-                Finding("cpu_compute", "data", 0.75, (f"GPU busy {pct(gpu_busy)} while CPUs are {pct(cpu)} busy",))
-            )
-        if (iowait or 0) > 0.5 or s_util >= BUSY or io >= 0.5:
-            out.append(
-                Finding(
-                    "storage_bandwidth",
-                    "data",
-                    0.75,
-                    tuple([f"GPU busy {pct(gpu_busy)} with iowait {pct(iowait)}"] + s_ev + io_ev),
-                )
-            )
-    elif gpu_busy is None:
-        if s_util >= BUSY or (iowait or 0) > 0.3 or io >= 0.5:
-            out.append(
-                Finding(
-                    "storage_bandwidth",
-                    "data",
-                    0.6 * max(0.6, min(1.0, max(s_util / 0.8, io))),
-                    tuple(s_ev + io_ev + ([f"iowait {pct(iowait)}"] if iowait is not None else [])),
-                )
-            )
-    nic = w.busiest("inter_node_interconnect")
-    if nic is not None and nic[1] >= BUSY:
-        out.append(
-            Finding(
-                "inter_node_interconnect",
-                "communication",
-                min(1.0, nic[1]),
-                (f"{nic[0]} at {pct(nic[1])} of its line rate",),
-            )
-        )
-    nvl = w.busiest("inter_gpu_interconnect")
-    if nvl is not None and nvl[1] >= BUSY:
-        out.append(
-            Finding(
-                "inter_gpu_interconnect", "communication", min(1.0, nvl[1]), (f"{nvl[0]} at {pct(nvl[1])} of its peak",)
-            )
-        )
-    net = w.busiest("storage_network_bandwidth")
-    if net is not None and net[1] >= BUSY:
-        out.append(
-            Finding(
-                "storage_network_bandwidth",
-                "data",
-                min(1.0, net[1]),
-                (f"network file system {net[0]} at {pct(net[1])} of the link",),
-            )
-        )
-    return out
+    if not (_gpu_idle(w) and ((iowait or 0) > IOWAIT_IO_BOUND or s_util >= BUSY or io >= IO_WAIT_STRONG)):
+        return None
+    gpu_busy = w.get("gpu_compute", None, "busy_fraction")
+    return Finding(
+        resource="storage_bandwidth",
+        stage="data",
+        score=IDLE_GPU_SCORE,
+        evidence=tuple([f"GPU busy {pct(gpu_busy)} with iowait {pct(iowait)}"] + s_ev + io_ev),
+    )
+
+
+def _storage_without_gpu(w: WindowStats) -> Finding | None:
+    if w.get("gpu_compute", None, "busy_fraction") is not None:
+        return None
+    iowait = w.get("cpu_compute", "host", "iowait")
+    s_util, s_ev, _ = storage_evidence(w)
+    io, io_ev = io_wait(w)
+    if not (s_util >= BUSY or (iowait or 0) > IOWAIT_HIGH or io >= IO_WAIT_STRONG):
+        return None
+    score = NO_GPU_STORAGE_WEIGHT * max(STORAGE_FLOOR, min(1.0, max(s_util / FULL_UTILIZATION, io)))
+    return Finding(
+        resource="storage_bandwidth",
+        stage="data",
+        score=score,
+        evidence=tuple(s_ev + io_ev + ([f"iowait {pct(iowait)}"] if iowait is not None else [])),
+    )
+
+
+def _busy_link(w: WindowStats, resource: str, stage: str, text: str) -> Finding | None:
+    """A link busy on its own (NIC, NVLink, network file system)."""
+    best = w.busiest(resource)
+    if best is None or not best[1] >= BUSY:
+        return None
+    return Finding(
+        resource=resource,
+        stage=stage,
+        score=min(1.0, best[1]),
+        evidence=(text.format(dev=best[0], pct=pct(best[1])),),
+    )

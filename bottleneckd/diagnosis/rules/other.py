@@ -5,20 +5,26 @@ code), the job's processes at their cores; undetermined with the reason otherwis
 
 from __future__ import annotations
 
-from bottleneckd.diagnosis.rules.common import cpu_state, headroom, io_wait, pct
+from dataclasses import replace
+
+from bottleneckd.diagnosis.rules.common import headroom, pct
+from bottleneckd.diagnosis.rules.cpu_state import CpuState, cpu_state
+from bottleneckd.diagnosis.rules.storage import io_wait
+from bottleneckd.diagnosis.thresholds import OTHER_HIGH, OTHER_IDLE, WRITES
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.resources import UNDETERMINED
 from bottleneckd.model.units import fmt_value
 from bottleneckd.peaks.resolve import PeakTable
 
-OTHER_HIGH = 0.5
-#: share of the recent "other" stack samples in which the sampled thread waited (sleep, lock, child
-#: process, socket) at or above which the time outside the phases is waiting, not computing
-IDLE_HIGH = 0.5
-#: job writes at this rate or more while outside the phases: checkpoint or log writes (20 MB/s is
-#: ~10 s to write a 200 MB checkpoint, a cost that shows in a 1 s sampling window)
-WRITES = 20e6
+# --- scores: chosen, not measured -----------------------------------------------------------------
+
+#: the stage's strength: its share of the step, full at 80%
+FULL_SHARE = 0.8
+#: of that strength: writes or I/O waits 0.85, the job's CPU 0.8, a wait on nothing measured 0.7
+STORAGE_WEIGHT = 0.85
+CPU_WEIGHT = 0.8
+UNDETERMINED_WEIGHT = 0.7
 
 
 def other_share(w: WindowStats) -> float | None:
@@ -37,34 +43,58 @@ def other_share(w: WindowStats) -> float | None:
 
 
 def other(w: WindowStats, peaks: PeakTable) -> list[Finding]:
+    """The family: the step mostly outside the phases, explained by the first decision that holds."""
     share = other_share(w)
     if share is None or share < OTHER_HIGH:
         return []
     src = "stack samples" if w.phases and w.phases.facts.get("phase_source") == "py-spy" else "step time"
     ev = [f"{pct(share)} of {src} outside data loading, forward, backward, optimizer and communication"]
     head = headroom(share)
-    strength = min(1.0, share / 0.8)
+    strength = min(1.0, share / FULL_SHARE)
+    cpu = cpu_state(w)
+    found = _writes_or_io_waits(w, ev, strength) or _thread_waits(w, cpu, ev, strength) or _cpu_busy(cpu, ev, strength)
+    if found is None:
+        why = (
+            "the job neither computes (no thread near a full core) nor writes nor waits on storage there: a sleep, a "
+            "lock or another process"
+        )
+        found = _other(UNDETERMINED, UNDETERMINED_WEIGHT * strength, ev + cpu.describe() + [why])
+    return [replace(found, headroom=head)]
+
+
+def _other(resource: str, score: float, ev: list[str]) -> Finding:
+    return Finding(resource=resource, stage="other", score=score, evidence=tuple(ev))
+
+
+def _writes_or_io_waits(w: WindowStats, ev: list[str], strength: float) -> Finding | None:
+    """The job writing (checkpoints, logs) or stalled on I/O there: storage."""
     writes = w.get("storage_bandwidth", "job", "write_bytes_per_second")
     io, io_ev = io_wait(w)
-    if (writes is not None and writes >= WRITES) or io:
-        extra = [f"job writing {fmt_value(writes, 'B/s')} (checkpoints or logs)"] if writes else []
-        return [Finding("storage_bandwidth", "other", 0.85 * strength, tuple(ev + extra + io_ev), head)]
-    cpu = cpu_state(w)
+    if not ((writes is not None and writes >= WRITES) or io):
+        return None
+    extra = [f"job writing {fmt_value(writes, 'B/s')} (checkpoints or logs)"] if writes else []
+    return _other("storage_bandwidth", STORAGE_WEIGHT * strength, ev + extra + io_ev)
+
+
+def _thread_waits(w: WindowStats, cpu: CpuState, ev: list[str], strength: float) -> Finding | None:
+    """The stacks saw the thread wait there: whatever the CPU figures, not its compute."""
     idle = w.phases.facts.get("other_idle_share") if w.phases else None
-    if (
-        idle is not None and idle >= IDLE_HIGH
-    ):  # the stacks saw the thread wait there: whatever the CPU figures, not its compute
-        why = (
-            f"the sampled thread was waiting (sleep, lock, child process, socket) in {pct(idle)} of its recent stack samples "
-            "outside the phases: a sleep, a lock or another process, not this thread's compute"
-        )
-        return [Finding(UNDETERMINED, "other", 0.7 * strength, tuple(ev + cpu.describe() + [why]), head)]
-    if cpu.busy_evidence:
-        what = (
-            "one thread at a full core: Python code between the phases (logging, metrics, host-side bookkeeping)"
-            if cpu.serial and not cpu.saturated
-            else "the job's processes at their cores outside the timed phases"
-        )
-        return [Finding("cpu_compute", "other", 0.8 * strength, tuple(ev + cpu.describe() + [what]), head)]
-    why = "the job neither computes (no thread near a full core) nor writes nor waits on storage there: a sleep, a lock or another process"
-    return [Finding(UNDETERMINED, "other", 0.7 * strength, tuple(ev + cpu.describe() + [why]), head)]
+    if idle is None or not idle >= OTHER_IDLE:
+        return None
+    why = (
+        f"the sampled thread was waiting (sleep, lock, child process, socket) in {pct(idle)} of its recent stack "
+        "samples outside the phases: a sleep, a lock or another process, not this thread's compute"
+    )
+    return _other(UNDETERMINED, UNDETERMINED_WEIGHT * strength, ev + cpu.describe() + [why])
+
+
+def _cpu_busy(cpu: CpuState, ev: list[str], strength: float) -> Finding | None:
+    """One thread at a full core (Python between the phases) or the job's processes at their cores."""
+    if not cpu.busy_evidence:
+        return None
+    what = (
+        "one thread at a full core: Python code between the phases (logging, metrics, host-side bookkeeping)"
+        if cpu.serial and not cpu.saturated
+        else "the job's processes at their cores outside the timed phases"
+    )
+    return _other("cpu_compute", CPU_WEIGHT * strength, ev + cpu.describe() + [what])

@@ -1,0 +1,126 @@
+"""What the job's CPUs are doing, with no peak needed: the job's processes against the cores they
+may use, the hottest single thread (a GIL-bound or serial step saturates one core), the loader
+workers, run-queue waits and CPU pressure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bottleneckd.diagnosis.rules.common import pct
+from bottleneckd.diagnosis.thresholds import CPU_STALL, ONE_CORE, SATURATED, WAITING_SHOWN
+from bottleneckd.diagnosis.window import WindowStats
+
+
+@dataclass(frozen=True, kw_only=True)
+class CpuState:
+    """What the job's CPUs are doing, with no peak needed: the job's processes against the cores
+    they may use, and the hottest single thread (a GIL-bound or serial step saturates one core)."""
+
+    cores: float  # usable by the job (affinity, quota), else the host's
+    busy: float | None  # cores the job's ranks and workers use; None when the job is not sampled
+    main: float | None  # the busiest rank's main thread, cores (0..1)
+    hottest: float | None  # the hottest thread of any rank
+    workers: float | None  # cores the loader workers use
+    worker_max: float | None  # the busiest single loader worker
+    n_workers: float  # mean number of loader workers alive over the window
+    ranks: int
+    host: float | None
+    pressure: float | None = None  # CPU pressure stalls (the job's cgroup, else the host)
+    #: running + waiting on a run queue (schedstat): what the threads ask of the CPU when it is shared
+    main_demand: float | None = None
+    hottest_demand: float | None = None
+    worker_max_demand: float | None = None
+    waiting: float | None = None  # cores' worth of the job's threads runnable but not running
+
+    @property
+    def demand(self) -> float | None:
+        return None if self.busy is None else self.busy + (self.waiting or 0.0)
+
+    @property
+    def hot(self) -> float:
+        """The busiest single thread, running or waiting to run (0..1)."""
+        return max(self.main or 0.0, self.hottest or 0.0, self.main_demand or 0.0, self.hottest_demand or 0.0)
+
+    @property
+    def worker_hot(self) -> float:
+        return max(self.worker_max or 0.0, self.worker_max_demand or 0.0)
+
+    @property
+    def saturated(self) -> bool:
+        """The job's own CPU use fills the cores it may use."""
+        if self.busy is not None:
+            return self.busy >= SATURATED * self.cores
+        return (self.host or 0.0) >= SATURATED
+
+    @property
+    def contended(self) -> bool:
+        """Running plus waiting to run fills the cores: other processes take the CPU the job wants."""
+        return not self.saturated and self.demand is not None and self.demand >= SATURATED * self.cores
+
+    @property
+    def serial(self) -> bool:
+        return self.hot >= ONE_CORE
+
+    @property
+    def busy_evidence(self) -> bool:
+        return self.saturated or self.contended or self.serial
+
+    def describe(self) -> list[str]:
+        ev = []
+        if self.busy is not None:
+            ev.append(
+                f"job's processes at {self.busy:.2f} of the {self.cores:g} cores they may use"
+                + (f" ({self.ranks} ranks)" if self.ranks > 1 else "")
+            )
+        elif self.host is not None:
+            ev.append(f"host CPU {pct(self.host)} busy")
+        hot = max(self.main or 0.0, self.hottest or 0.0)
+        if self.main is not None or self.hottest is not None:
+            ev.append(
+                f"hottest training thread at {hot:.2f} of a core"
+                + (" (main thread)" if (self.main or 0) >= hot else "")
+            )
+        if self.waiting is not None and self.waiting >= WAITING_SHOWN:
+            ev.append(
+                f"the job's threads runnable but waiting for a CPU {self.waiting:.2f} cores' worth of time "
+                f"(busiest thread running or waiting {self.hot:.2f} of the time): other processes share these cores"
+            )
+        if self.workers is not None and self.n_workers:
+            ev.append(
+                f"{self.n_workers:.0f} loader workers at {self.workers:.2f} cores "
+                f"(busiest {self.worker_hot:.2f} running or waiting)"
+            )
+        if self.pressure is not None and self.pressure >= CPU_STALL:
+            ev.append(f"runnable tasks waiting for a CPU {pct(self.pressure)} of the time (CPU pressure stalls)")
+        return ev
+
+
+def cpu_state(w: WindowStats) -> CpuState:
+    g = w.get
+    usable = g("cpu_compute", "job", "usable_cores")
+    cores = usable or g("cpu_compute", "host", "cores") or 1.0
+    workers = g("cpu_compute", "job", "worker_busy_cores")
+    n = g("cpu_compute", "job", "workers")
+    processes = g("cpu_compute", "job", "processes")
+    if n is None and processes is not None:  # traces before roles: the root and its workers
+        n = processes - 1.0
+    if n is None:
+        n = float((w.phases.facts.get("loader_workers") if w.phases else None) or 0)
+    ranks = g("cpu_compute", "job", "ranks")
+    psi = g("cpu_compute", "job", "pressure_some")
+    return CpuState(
+        cores=cores,
+        busy=g("cpu_compute", "job", "busy_cores"),
+        main=g("cpu_compute", "job", "main_busy_cores"),
+        hottest=g("cpu_compute", "job", "hottest_thread_busy"),
+        workers=workers,
+        worker_max=g("cpu_compute", "job", "worker_max_busy_cores"),
+        n_workers=max(0.0, n),
+        ranks=int(round(ranks)) if ranks is not None else 1,
+        host=g("cpu_compute", "host", "utilization"),
+        pressure=psi if psi is not None else g("cpu_compute", "host", "pressure_some"),
+        main_demand=g("cpu_compute", "job", "main_thread_demand"),
+        hottest_demand=g("cpu_compute", "job", "hottest_thread_demand"),
+        worker_max_demand=g("cpu_compute", "job", "worker_max_demand"),
+        waiting=g("cpu_compute", "job", "runqueue_wait_cores"),
+    )
