@@ -31,7 +31,7 @@ class Advice:
     not_fitting: tuple[tuple[Mitigation, str], ...] = ()
 
 
-NO_ADVICE = Advice(())
+NO_ADVICE = Advice(recommendations=())
 
 
 @dataclass(frozen=True)
@@ -83,9 +83,9 @@ class Snapshot:
 def advise(verdict: Verdict, kb: tuple[Mitigation, ...], facts: Mapping[str, Any]) -> Advice:
     """The ranked recommendations for ``verdict``, and what was left out and why."""
     return Advice(
-        tuple(recommend(verdict, kb, facts)),
-        tuple(skipped(verdict, kb, facts)),
-        tuple(not_fitting(verdict, kb, facts)),
+        recommendations=tuple(recommend(verdict, kb, facts)),
+        in_effect=tuple(skipped(verdict, kb, facts)),
+        not_fitting=tuple(not_fitting(verdict, kb, facts)),
     )
 
 
@@ -108,6 +108,5 @@ class Advisor:
         return a
 
     def __call__(self, d: Diagnosis) -> Snapshot:
-        return Snapshot(
-            d, self._advice(d.verdict, d.facts), self._advice(d.dominant, d.facts) if d.dominant else NO_ADVICE
-        )
+        dominant = self._advice(d.dominant, d.facts) if d.dominant else NO_ADVICE
+        return Snapshot(diagnosis=d, advice=self._advice(d.verdict, d.facts), dominant_advice=dominant)

@@ -36,7 +36,7 @@ class _Series:
     def stat(self) -> Stat:
         # the p95 of a long stretch is not kept (it would need every value): its maximum stands in
         # for it, an upper bound; no rule reads either (they read means)
-        return Stat(self.total / self.count, self.max, self.max, self.last, self.count)
+        return Stat(mean=self.total / self.count, p95=self.max, max=self.max, last=self.last, count=self.count)
 
 
 @dataclass
@@ -99,13 +99,13 @@ class HeldAccounts:
             return None
         phases = StepPhases(a.steps, a.wall, dict(a.phases), facts) if a.steps else None
         stats = WindowStats(
-            a.start,
-            a.end,
-            a.samples,
-            {k: s.stat() for k, s in a.series.items()},
-            dict(a.notes),
-            phases,
-            steps_seen,
-            tuple((n, tuple(sorted(rs))) for n, rs in sorted(a.nodes.items())),
+            start=a.start,
+            end=a.end,
+            samples=a.samples,
+            stats={k: s.stat() for k, s in a.series.items()},
+            notes=dict(a.notes),
+            phases=phases,
+            steps_seen=steps_seen,
+            topology=tuple((n, tuple(sorted(rs))) for n, rs in sorted(a.nodes.items())),
         )
-        return Held(stats, a.seconds, a.samples, a.steps)
+        return Held(stats=stats, seconds=a.seconds, samples=a.samples, steps=a.steps)

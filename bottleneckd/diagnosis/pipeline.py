@@ -141,14 +141,14 @@ class Pipeline:
             self._last_of[stable.resource] = stable
         interval = max(sample.interval, 1e-9)
         diagnosis = Diagnosis(
-            sample,
-            stats,
-            stable,
-            self.tracker.changes,
-            facts,
-            self._samples,
-            tuple(sorted(self._held.items(), key=lambda kv: -kv[1])),
-            self._stragglers.apply(dominant_of(self._held, self._held_training, self._last_of, interval)),
+            sample=sample,
+            stats=stats,
+            verdict=stable,
+            changes=self.tracker.changes,
+            facts=facts,
+            samples=self._samples,
+            held=tuple(sorted(self._held.items(), key=lambda kv: -kv[1])),
+            dominant=self._stragglers.apply(dominant_of(self._held, self._held_training, self._last_of, interval)),
         )
         with self._lock:
             if training:
@@ -186,7 +186,9 @@ class Pipeline:
             held = self._accounts.held(regime(v), d.facts if d else self._facts, self.window.steps_seen)
         if held is None:
             return None
-        return Summary(_over(v, held, self.peaks), v, held.seconds, held.samples, held.steps)
+        return Summary(
+            verdict=_over(v, held, self.peaks), last=v, seconds=held.seconds, samples=held.samples, steps=held.steps
+        )
 
 
 def _over(v: Verdict, held: Held, peaks: PeakTable) -> Verdict:
