@@ -167,3 +167,25 @@ def test_the_summary_keeps_the_stragglers_evidence_and_its_own_verdict() -> None
     assert s is not None and s.verdict.evidence[-1] == line and "over 100 steps" in s.verdict.evidence[0]
     made = replace(named, headroom=1.25, straggler={"rank": 2, "evidence": [line], "limits_the_step": True})
     assert run.pipeline.summary(made).verdict == made
+
+
+def test_a_trace_in_pieces_replays_as_the_whole_and_overlapping_traces_as_nodes(tmp_path: Path) -> None:
+    from bottleneckd.runtime.replay import load
+
+    whole = ROOT / "tests" / "data" / "regime_change" / "trace.jsonl"
+    lines = whole.read_text().splitlines()
+    samples = [ln for ln in lines[1:] if '"type": "sample"' in ln or '"type":"sample"' in ln]
+    half = len(samples) // 2
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    b.write_text("\n".join([lines[0], *samples[half:]]) + "\n")  # given first: order comes from time
+    a.write_text("\n".join([lines[0], *samples[:half]]) + "\n")
+    one, two = load((str(whole),)), load((str(b), str(a)))
+    one.feed()
+    two.feed()
+    assert two.fed == one.fed == len(samples)
+    r1, r2 = one.run.report(), two.run.report()
+    for key in ("verdict", "step_phases", "throughput", "regime_changes", "recommendations"):
+        assert r1[key] == r2[key], key
+    nodes = load((str(whole), str(whole)))  # the same span twice: two nodes, merged tick by tick
+    nodes.feed()
+    assert nodes.fed == len(samples)
