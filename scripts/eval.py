@@ -138,27 +138,55 @@ def read_report(path: Path, log: Path) -> dict:
     return {"error": log.read_text()[-600:] if log.exists() else "no report"}
 
 
+def traces_supported(command: str) -> bool:
+    """Whether `bottleneckd COMMAND` records a trace (--trace): the thresholds' statistics come from it."""
+    try:
+        out = subprocess.run(BN + [command, "--help"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "--trace" in out
+
+
+def trace_statistics(path: Path) -> dict:
+    """Each threshold's statistic over the run's training windows (diagnosis/sensitivity.py), from
+    the run's trace replayed through the pipeline; {"error": ...} when it cannot be read."""
+    if not path.exists():
+        return {"error": "no trace recorded"}
+    sys.path.insert(0, str(ROOT))
+    try:
+        from bottleneckd.diagnosis.sensitivity import replay_statistics
+        from bottleneckd.outputs.trace import read_trace
+
+        header, samples = read_trace(str(path))
+        return replay_statistics(header.peaks, samples)
+    except Exception as e:  # noqa: BLE001 - a bad trace costs its statistics, never the suite
+        return {"error": f"{type(e).__name__}: {e}"[:300]}
+    finally:
+        sys.path.remove(str(ROOT))
+
+
 def under_run(w: Workload, seconds: float, env: dict[str, str], out: Path) -> dict:
-    rep, log = out / f"{w.name}.run.json", out / f"{w.name}.run.log"
+    rep, log, trace = out / f"{w.name}.run.json", out / f"{w.name}.run.log", out / f"{w.name}.run.trace.jsonl"
     call(
-        BN + ["run", "--quiet", "--force", "--report-json", str(rep), "--"] + script(w, seconds),
+        BN + ["run", "--quiet", "--force", "--report-json", str(rep), "--trace", str(trace), "--"] + script(w, seconds),
         env,
         seconds * 6 + 240,
         log,
     )
-    return read_report(rep, log)
+    return {**read_report(rep, log), "statistics": trace_statistics(trace)}
 
 
 def under_attach(w: Workload, seconds: float, warmup: float, env: dict[str, str], out: Path) -> dict:
     """Start the job, let it get going, attach until it exits (as a user of attach would)."""
-    rep, log = out / f"{w.name}.attach.json", out / f"{w.name}.attach.log"
+    rep, log, trace = out / f"{w.name}.attach.json", out / f"{w.name}.attach.log", out / f"{w.name}.attach.trace.jsonl"
+    record = ["--trace", str(trace)] if traces_supported("attach") else []
     with open(out / f"{w.name}.attach.job.log", "w") as jf:
         job = subprocess.Popen(
             script(w, seconds + warmup), env=env, stdout=jf, stderr=subprocess.STDOUT, start_new_session=True
         )
         time.sleep(warmup)
         call(
-            BN + ["attach", "--pid", str(job.pid), "--quiet", "--force", "--report-json", str(rep)],
+            BN + ["attach", "--pid", str(job.pid), "--quiet", "--force", "--report-json", str(rep)] + record,
             env,
             (seconds + warmup) * 6 + 240,
             log,
@@ -168,7 +196,8 @@ def under_attach(w: Workload, seconds: float, warmup: float, env: dict[str, str]
         except subprocess.TimeoutExpired:
             os.killpg(job.pid, signal.SIGKILL)
             job.wait()
-    return read_report(rep, log)
+    stats = trace_statistics(trace) if record else {"error": "attach records no trace (no --trace option)"}
+    return {**read_report(rep, log), "statistics": stats}
 
 
 def judge(w: Workload, doc: dict) -> dict:
@@ -193,6 +222,7 @@ def judge(w: Workload, doc: dict) -> dict:
         "secondary": v.get("secondary", []),
         "facts": doc.get("facts", {}),
         "step_phases": doc.get("step_phases"),
+        "statistics": doc.get("statistics", {}),
     }
 
 

@@ -68,7 +68,7 @@ def test_size_is_bounded_whatever_arrives() -> None:
 
 # --- contract: every fact the knowledge base reads is produced, by the producer it names ------
 def _kb_facts() -> set[str]:
-    from bottleneckd.advice.conditions import facts_read
+    from bottleneckd.advice.fit import facts_read
     from bottleneckd.advice.knowledge import load_knowledge
 
     return {f for m in load_knowledge() for c in (*m.skip_if, *m.requires, *m.unfit_if) for f in facts_read(c)}

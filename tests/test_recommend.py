@@ -62,8 +62,12 @@ def test_secondary_pressure_ranks_below_the_same_mitigation_for_the_active_resou
     assert recs["mixed_precision"].resource == "gpu_memory_bandwidth"  # the better of its two scores
 
 
-def test_undetermined_gets_no_advice() -> None:
+def test_undetermined_gets_no_advice_unless_the_step_waits_on_latency_in_its_stage() -> None:
     assert recommend(verdict("undetermined"), KB, IMAGE_JOB) == []
+    assert recommend(verdict("undetermined", stage="data"), KB, IMAGE_JOB) == []  # balanced, say
+    assert recommend(verdict("undetermined", stage="data"), KB, IMAGE_JOB.set(idle_wait_stage="other")) == []
+    recs = recommend(verdict("undetermined", stage="data"), KB, IMAGE_JOB.set(idle_wait_stage="data"))
+    assert ids(recs) == ["hide_loader_latency"] and recs[0].resource == "undetermined"
 
 
 def test_progressive_resizing_only_for_image_batches_with_convolutions() -> None:

@@ -1,20 +1,21 @@
-"""Knowledge-base conditions over declared facts (model/facts.py): checked when the file is read
-(advice/knowledge.py), evaluated when a mitigation is fitted to a job (advice/fit.py). A condition
-is ``{"fact": NAME, "op": OP, "value": V}``; ``{"all": [...]}`` combines several into one."""
+"""The form of a knowledge-base condition, checked when data/mitigations.json is read
+(advice/knowledge.py); advice/fit.py evaluates conditions on a job's facts. A condition is
+``{"fact": NAME, "op": OP, "value": V, "why": SENTENCE}``; ``{"all": [...]}`` combines several."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from bottleneckd.model.facts import FACTS
 
-OPS = ("truthy", "falsy", "eq", "ne", "in", ">=", "<=")
+OPS = ("truthy", "falsy", "eq", "ne", "in", "has", ">=", "<=")
 
 
 def check_condition(cond: Any, where: str) -> str | None:
     """Why a knowledge-base condition is malformed, or None."""
-    if isinstance(cond, dict) and set(cond) == {"all"}:
+    if isinstance(cond, dict) and "why" in cond and (not isinstance(cond["why"], str) or not cond["why"].strip()):
+        return f"{where}.why: expected a sentence"
+    if isinstance(cond, dict) and set(cond) - {"why"} == {"all"}:
         if not isinstance(cond["all"], list) or not cond["all"]:
             return f"{where}.all: expected a non-empty list of conditions"
         return next((w for i, c in enumerate(cond["all"]) if (w := check_condition(c, f"{where}.all[{i}]"))), None)
@@ -25,47 +26,3 @@ def check_condition(cond: Any, where: str) -> str | None:
     if cond["op"] not in ("truthy", "falsy") and "value" not in cond:
         return f"{where}.value: missing for op {cond['op']!r}"
     return None
-
-
-def facts_read(cond: Mapping[str, Any]) -> list[str]:
-    """The names of the facts the condition reads."""
-    return [f for c in cond["all"] for f in facts_read(c)] if "all" in cond else [cond["fact"]]
-
-
-def matches(cond: Mapping[str, Any], facts: Mapping[str, Any]) -> bool:
-    """True when the condition holds on known facts (an unknown fact holds nothing)."""
-    if "all" in cond:
-        return all(matches(c, facts) for c in cond["all"])
-    if cond["fact"] not in facts:
-        return False
-    v, op, value = facts[cond["fact"]], cond["op"], cond.get("value")
-    if op == "truthy":
-        return bool(v)
-    if op == "falsy":
-        return not v
-    if op == "eq":
-        return v == value
-    if op == "ne":
-        return v != value
-    if op == "in":
-        return v in value
-    try:
-        return v >= value if op == ">=" else v <= value
-    except TypeError:
-        return False
-
-
-def describe(cond: Mapping[str, Any], facts: Mapping[str, Any]) -> str:
-    """The facts the condition reads, as they are (``has_conv=False``, ``input_rank unknown``)."""
-    if "all" in cond:
-        return " and ".join(describe(c, facts) for c in cond["all"])
-    name = cond["fact"]
-    return f"{name}={facts[name]!r}" if name in facts else f"{name} unknown"
-
-
-def want(cond: Mapping[str, Any]) -> str:
-    """What the condition asks for, in words (``has_conv``, ``input_rank eq 4``)."""
-    if "all" in cond:
-        return " and ".join(want(c) for c in cond["all"])
-    op = cond["op"]
-    return cond["fact"] if op == "truthy" else f"{cond['fact']} {op} {cond.get('value')!r}"

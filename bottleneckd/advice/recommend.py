@@ -1,6 +1,11 @@
 """Rank mitigations for a verdict: the active bottleneck's first, by expected effect and cost;
 those already in effect or not fitting the job (advice/fit.py) left out, with the reason;
-section 5's baselines named; semantics changes marked."""
+section 5's baselines named; semantics changes marked.
+
+An undetermined verdict gets advice only when the step waits in its stage with nothing busy
+(the measured fact ``idle_wait_stage``, diagnosis/measured.py): the knowledge base's ``latency``
+entries, which hide a wait no resource explains (more loader workers and prefetching for a loader
+that waits on a remote store or a sleep)."""
 
 from __future__ import annotations
 
@@ -17,13 +22,13 @@ COST_WEIGHT = {"low": 1.0, "medium": 0.75, "high": 0.5}
 SECONDARY_WEIGHT = 0.5
 ITERATIONS_WEIGHT = 0.85  # a mitigation that saves iterations, not time per iteration: its gain is less certain
 
-__all__ = ["Recommendation", "recommend", "skipped", "not_fitting"]
+__all__ = ["Recommendation", "recommend", "skipped", "not_fitting", "elsewhere"]
 
 
 @dataclass(frozen=True)
 class Recommendation:
     mitigation: Mitigation
-    resource: str  # which bottleneck it addresses (active or secondary)
+    resource: str  # which bottleneck it addresses (active or secondary; undetermined for a latency wait)
     score: float
     why: str
 
@@ -35,19 +40,42 @@ def score(m: Mitigation, weight: float) -> float:
     return weight * m.strength * COST_WEIGHT.get(m.cost, 0.7) * (1.0 if m.effect != "iterations" else ITERATIONS_WEIGHT)
 
 
+def _latency_stage(verdict: Verdict, facts: Mapping[str, Any]) -> str | None:
+    """The stage an undetermined verdict's step waits in with nothing busy, or None."""
+    stage = facts.get("idle_wait_stage")
+    return stage if verdict.resource == UNDETERMINED and stage == verdict.stage else None
+
+
+def _addresses_active(verdict: Verdict, m: Mitigation, facts: Mapping[str, Any]) -> bool:
+    """It is meant for the active bottleneck (in any stage)."""
+    stage = _latency_stage(verdict, facts)
+    if stage is not None:
+        return m.latency and stage in m.stages
+    return verdict.resource in m.resources
+
+
 def recommend(
     verdict: Verdict, kb: tuple[Mitigation, ...], facts: Mapping[str, Any] | None = None, limit: int = 8
 ) -> list[Recommendation]:
     facts = facts or {}
-    if verdict.resource == UNDETERMINED:
+    stage = _latency_stage(verdict, facts)
+    if verdict.resource == UNDETERMINED and stage is None:
         return []
+    if stage is not None:
+        why = f"the step waits in the {stage} stage with nothing busy (latency): doing more at once hides the wait"
+        fits = [
+            m for m in kb if _addresses_active(verdict, m, facts) and not in_effect(m, facts) and not unfit(m, facts)
+        ]
+        return sorted((Recommendation(m, UNDETERMINED, score(m, 1.0), why) for m in fits), key=lambda r: -r.score)[
+            :limit
+        ]
     targets = [(verdict.resource, 1.0)] + [(r, SECONDARY_WEIGHT * s) for r, s in verdict.secondary]
     best: dict[str, Recommendation] = {}
     for resource, weight in targets:
         for m in kb:
             if resource not in m.resources or in_effect(m, facts) or unfit(m, facts):
                 continue
-            if resource == verdict.resource and verdict.stage not in m.stages:
+            if resource == verdict.resource and not m.acts_in(resource, verdict.stage):
                 continue  # it relieves this resource in another stage of the step, not where it limits now
             why = f"addresses {resource}" + (
                 " (active bottleneck)" if resource == verdict.resource else " (secondary pressure)"
@@ -61,12 +89,34 @@ def recommend(
 
 
 def skipped(verdict: Verdict, kb: tuple[Mitigation, ...], facts: Mapping[str, Any]) -> list[tuple[Mitigation, str]]:
-    """Mitigations for the active resource left out because they are already in effect."""
-    return [(m, why) for m in kb if verdict.resource in m.resources and (why := in_effect(m, facts))]
+    """Mitigations for the active bottleneck left out because they are already in effect."""
+    return [(m, why) for m in kb if _addresses_active(verdict, m, facts) and (why := in_effect(m, facts))]
 
 
 def not_fitting(verdict: Verdict, kb: tuple[Mitigation, ...], facts: Mapping[str, Any]) -> list[tuple[Mitigation, str]]:
-    """Mitigations for the active resource left out because they do not fit this job."""
+    """Mitigations for the active bottleneck left out because they do not fit this job (a condition
+    of the knowledge base on the measured or declared facts), with why."""
     return [
-        (m, why) for m in kb if verdict.resource in m.resources and not in_effect(m, facts) and (why := unfit(m, facts))
+        (m, why)
+        for m in kb
+        if _addresses_active(verdict, m, facts) and not in_effect(m, facts) and (why := unfit(m, facts))
     ]
+
+
+def elsewhere(verdict: Verdict, kb: tuple[Mitigation, ...], facts: Mapping[str, Any]) -> list[tuple[Mitigation, str]]:
+    """Mitigations for the active resource left out because they relieve it in another stage of
+    the step than the one it limits (a smaller model shortens forward and backward, not Python
+    work between the phases), with why."""
+    if verdict.resource == UNDETERMINED:
+        return []
+    out = []
+    for m in kb:
+        if verdict.resource not in m.resources or m.acts_in(verdict.resource, verdict.stage):
+            continue
+        if in_effect(m, facts) or unfit(m, facts):
+            continue
+        stages = [s for s in m.stages if m.acts_in(verdict.resource, s)]
+        out.append(
+            (m, f"relieves {verdict.resource} in the {', '.join(stages)} stage; this step's time is in {verdict.stage}")
+        )
+    return out

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bottleneckd.advice.knowledge import Mitigation, load_knowledge
-from bottleneckd.advice.recommend import Recommendation, not_fitting, recommend, skipped
+from bottleneckd.advice.recommend import Recommendation, elsewhere, not_fitting, recommend, skipped
 from bottleneckd.diagnosis.pipeline import Diagnosis
 from bottleneckd.diagnosis.verdict import RegimeChange, Verdict
 from bottleneckd.diagnosis.window import WindowStats
@@ -26,9 +26,11 @@ class Advice:
     """What to do about one verdict, on one fact state."""
 
     recommendations: tuple[Recommendation, ...]
-    #: mitigations for the active resource left out, with the reason: already in effect, or not fitting
+    #: mitigations for the active bottleneck left out, with the reason: already in effect, not
+    #: fitting the job (a condition on its facts), or relieving it in another stage than this step's
     in_effect: tuple[tuple[Mitigation, str], ...] = ()
     not_fitting: tuple[tuple[Mitigation, str], ...] = ()
+    elsewhere: tuple[tuple[Mitigation, str], ...] = ()
 
 
 NO_ADVICE = Advice(recommendations=())
@@ -86,6 +88,7 @@ def advise(verdict: Verdict, kb: tuple[Mitigation, ...], facts: Mapping[str, Any
         recommendations=tuple(recommend(verdict, kb, facts)),
         in_effect=tuple(skipped(verdict, kb, facts)),
         not_fitting=tuple(not_fitting(verdict, kb, facts)),
+        elsewhere=tuple(elsewhere(verdict, kb, facts)),
     )
 
 

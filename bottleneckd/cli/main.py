@@ -129,11 +129,13 @@ def mitigations(resource: str | None, as_json: bool) -> None:
         cites = "; ".join(m.cites) or "-"
         flags = (
             (" [changes semantics]" if m.changes_semantics else "")
-            + (f" [hook: {m.hook}]" if m.hook else "")
+            + (f" [hook: {m.hook.id}]" if m.hook else "")
             + (" [baseline]" if m.baseline else "")
         )
+        src = "".join(f"\n    source: {s}" for s in m.sources)
         click.echo(
-            f"{m.id}: {m.name}{flags}\n    {m.taxonomy_path}; cuts {m.effect.replace('_', ' ')}; section {m.section}; cites {cites}\n    resources: {', '.join(m.resources)}"
+            f"{m.id}: {m.name}{flags}\n    {m.taxonomy_path}; cuts {m.effect.replace('_', ' ')}; section {m.section}; "
+            f"cites {cites}{src}\n    resources: {', '.join(m.resources) or 'none: it hides latency'}"
         )
 
 

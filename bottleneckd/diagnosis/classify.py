@@ -31,7 +31,7 @@ def findings(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     return sorted(best.values(), key=lambda f: -f.score)
 
 
-def _largest_utilization(w: WindowStats) -> tuple[str, str, float] | None:
+def largest_utilization(w: WindowStats) -> tuple[str, str, float] | None:
     best = None
     for (r, d, m), s in w.stats.items():
         if (
@@ -96,7 +96,7 @@ def _named(w: WindowStats, fs: list[Finding], secondary: tuple[tuple[str, float]
 def _no_active_finding(w: WindowStats, fs: list[Finding], secondary: tuple[tuple[str, float], ...]) -> Verdict:
     """No finding strong enough: idle (no steps, nothing busy) or balanced, with the reason."""
     steps = w.phases.steps if w.phases else 0
-    largest = _largest_utilization(w)
+    largest = largest_utilization(w)
     lu = (
         f"largest utilization {largest[0]} {largest[1]} at {largest[2] * 100:.0f}% of peak"
         if largest

@@ -5,6 +5,8 @@ Threads: only the loop thread calls the pipeline; every other thread reads the i
 ``Diagnosis`` it publishes under a lock, never the loop's own dicts. The fact state is one per
 tick, read by the rules and the advice alike: the latest report's whole state (replaced, never
 merged: a reverted mitigation is gone from the tick its report arrives) over the machine's facts.
+The advice reads it with what the last training window measured besides (diagnosis/measured.py:
+idle cores, a stage waiting on latency), which the rules produce rather than read.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 from bottleneckd.diagnosis.classify import classify, findings
 from bottleneckd.diagnosis.held import Held, HeldAccounts
+from bottleneckd.diagnosis.measured import measured_facts
 from bottleneckd.diagnosis.stability import VerdictTracker, regime
 from bottleneckd.diagnosis.straggler import StragglerHistory, with_straggler
 from bottleneckd.diagnosis.thresholds import (
@@ -32,6 +35,9 @@ from bottleneckd.model.resources import UNDETERMINED
 from bottleneckd.model.sample import Sample
 from bottleneckd.peaks.resolve import PeakTable
 
+#: a sample's interval is at least this (s), so that a trace with zero intervals divides by no zero
+MIN_INTERVAL = 1e-9
+
 
 @dataclass(frozen=True)
 class Diagnosis:
@@ -42,7 +48,8 @@ class Diagnosis:
     verdict: Verdict
     #: the latest regime changes (bounded, diagnosis/stability.py), oldest first
     changes: tuple[RegimeChange, ...]
-    #: this tick's one fact state (the job's latest report over the machine's), read by the rules and the advice
+    #: what the advice reads: this tick's one fact state (the job's latest report over the machine's, which
+    #: the rules read too) with what the last training window measured (diagnosis/measured.py)
     facts: Facts
     #: samples seen so far, and seconds each stable verdict held (largest first)
     samples: int = 0
@@ -99,6 +106,8 @@ class Pipeline:
         self._latest: Diagnosis | None = None
         self._base_facts = Facts(base_facts or {})
         self._facts = self._base_facts  # one object while no report changes it
+        self._measured = Facts()  # the last training window's (tear-down measures nothing of the job)
+        self._advised_facts = self._base_facts  # the state and the measured facts, one object while equal
         # written by the loop thread only; others read the published diagnosis
         self._samples = 0
         self._held: dict[str, float] = {}
@@ -122,6 +131,11 @@ class Pipeline:
         )  # the rank the others wait for
         self._stragglers.update(raw)
         stable = self.tracker.update(raw, stats)
+        if stats.phases is not None and stats.phases.steps:
+            self._measured = measured_facts(stats, stable)
+        advised = Facts({**facts, **self._measured})
+        if advised != self._advised_facts:  # the same object while equal (the advice is kept)
+            self._advised_facts = advised
         self._samples += 1
         self._held[stable.resource] = self._held.get(stable.resource, 0.0) + sample.interval
         training = stats.phases is not None and stats.phases.steps > 0
@@ -139,13 +153,13 @@ class Pipeline:
             or self._held_stage.get(key, 0.0) >= self._held_stage.get((stable.resource, best.stage), 0.0)
         ):
             self._last_of[stable.resource] = stable
-        interval = max(sample.interval, 1e-9)
+        interval = max(sample.interval, MIN_INTERVAL)
         diagnosis = Diagnosis(
             sample=sample,
             stats=stats,
             verdict=stable,
             changes=self.tracker.changes,
-            facts=facts,
+            facts=self._advised_facts,
             samples=self._samples,
             held=tuple(sorted(self._held.items(), key=lambda kv: -kv[1])),
             dominant=self._stragglers.apply(dominant_of(self._held, self._held_training, self._last_of, interval)),
@@ -182,8 +196,7 @@ class Pipeline:
         are theirs; the straggler, the secondary pressures and the confidence stay ``v``'s. None
         when it never held while training (then only its last window speaks for it)."""
         with self._lock:
-            d = self._latest
-            held = self._accounts.held(regime(v), d.facts if d else self._facts, self.window.steps_seen)
+            held = self._accounts.held(regime(v), self._facts, self.window.steps_seen)
         if held is None:
             return None
         return Summary(

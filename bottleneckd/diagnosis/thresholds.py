@@ -24,31 +24,19 @@ class Threshold:
     unit: str
     statistic: str  # the figure compared with it (a key of diagnosis/sensitivity.py's STATISTICS)
     source: str  # where the figure comes from, or the measurement behind it
-    module: str  # where it is used
     caveat: str = ""  # what is known to be weak about it (one workload, no measurement)
 
 
 REGISTRY: dict[str, Threshold] = {}
 
 
-def _t(name: str, value: N, *, unit: str, statistic: str, source: str, module: str, caveat: str = "") -> N:
+def _t(name: str, value: N, *, unit: str, statistic: str, source: str, caveat: str = "") -> N:
     if name in REGISTRY:
         raise ValueError(f"threshold {name} registered twice")
-    REGISTRY[name] = Threshold(
-        name=name, value=value, unit=unit, statistic=statistic, source=source, module=module, caveat=caveat
-    )
+    REGISTRY[name] = Threshold(name=name, value=value, unit=unit, statistic=statistic, source=source, caveat=caveat)
     return value
 
 
-_COMMON = "diagnosis/rules/common.py"
-_CPU = "diagnosis/rules/cpu_compute.py"
-_GPU = "diagnosis/rules/gpu_compute.py"
-_INPUT = "diagnosis/rules/input.py"
-_COMM = "diagnosis/rules/communication.py"
-_CAP = "diagnosis/rules/capacity.py"
-_MACHINE = "diagnosis/rules/machine_only.py"
-_OTHER = "diagnosis/rules/other.py"
-_TRANSFER = "diagnosis/rules/transfer.py"
 _SHARE = "share of step time"
 _TF_INPUT = (
     "TensorFlow Profiler's input-pipeline analyzer: under 5% of step time waiting for input is not "
@@ -58,15 +46,14 @@ _TF_INPUT = (
 
 # --- stage shares of the step ---------------------------------------------------------------------
 
-INPUT_MODERATE = _t("INPUT_MODERATE", 0.05, unit=_SHARE, statistic="data_share", source=_TF_INPUT, module=_INPUT)
-INPUT_HIGH = _t("INPUT_HIGH", 0.20, unit=_SHARE, statistic="data_share", source=_TF_INPUT, module=_INPUT)
+INPUT_MODERATE = _t("INPUT_MODERATE", 0.05, unit=_SHARE, statistic="data_share", source=_TF_INPUT)
+INPUT_HIGH = _t("INPUT_HIGH", 0.20, unit=_SHARE, statistic="data_share", source=_TF_INPUT)
 TRANSFER_HIGH = _t(
     "TRANSFER_HIGH",
     0.20,
     unit=_SHARE,
     statistic="transfer_share",
     source=_TF_INPUT + "; its input time includes the host-to-device copy, so the same 20% is used for copies",
-    module=_TRANSFER,
 )
 COMM_HIGH = _t(
     "COMM_HIGH",
@@ -75,7 +62,6 @@ COMM_HIGH = _t(
     statistic="comm_share",
     source="PyTorch profiler's TensorBoard plugin (torch-tb-profiler, now deprecated) recommends gradient compression, "
     "accumulation or a larger batch when communication exceeds 10% of the step",
-    module=_COMM,
 )
 SHARED_COMM_HIGH = _t(
     "SHARED_COMM_HIGH",
@@ -85,7 +71,6 @@ SHARED_COMM_HIGH = _t(
     source="set between the two recorded gloo DDP jobs of tests/test_rules.py: ddp_compute's all-reduce costs 20% of "
     "the step (10% exposed + 10% overlapped on full cores), ddp_spawn's 77% (17% + 60%). Communication at or above "
     "it is named even though compute may still take the larger share (35-50%)",
-    module=_COMM,
     caveat="set between two test cases, not measured; from 35% to 50% communication is named while compute takes "
     "more of the step",
 )
@@ -96,7 +81,6 @@ COMPUTE_STAGE = _t(
     statistic="compute_share",
     source="the compute stage limits the step when forward+backward+optimizer(+GPU wait) is the larger half of it; "
     "below it another stage's rule decides",
-    module=f"{_CPU}, {_GPU}",
 )
 COMPUTE_FULL = _t(
     "COMPUTE_FULL",
@@ -104,9 +88,8 @@ COMPUTE_FULL = _t(
     unit=_SHARE,
     statistic="compute_share",
     source="chosen: at 80% compute or more a CPU compute finding keeps its full score; below, it is scaled by "
-    "share/0.8 so that a step half in compute and half waiting for data goes to the input rule "
-    "(tests/test_rules.py, scenario cpu_memory: data wait on the same CPU)",
-    module=_CPU,
+    "share/0.8 so that a step half in compute and half waiting for data on the same CPU is named by the data stage "
+    "(tests/test_rules.py test_half_compute_half_data_on_the_same_cpu_is_the_data_stage, commit 7b4dea4)",
 )
 OTHER_HIGH = _t(
     "OTHER_HIGH",
@@ -114,7 +97,6 @@ OTHER_HIGH = _t(
     unit=_SHARE,
     statistic="other_share",
     source="the step is mostly outside the timed phases (more than half): the 'other' stage limits it",
-    module=_OTHER,
 )
 
 # --- the job's CPUs (no peak needed) -------------------------------------------------------------
@@ -126,7 +108,6 @@ SATURATED = _t(
     statistic="cpu_busy_share",
     source="chosen: the same 80% that DCGM gives for an efficient GPU (SM activity 0.8) applied to the cores the "
     "job may use",
-    module=_COMMON,
 )
 ONE_CORE = _t(
     "ONE_CORE",
@@ -135,7 +116,6 @@ ONE_CORE = _t(
     statistic="hottest_thread",
     source="chosen: a GIL-bound or single-threaded step keeps one thread at ~1.0 core; 0.85 leaves room for the "
     "jitter of per-thread CPU ticks read from /proc once a second",
-    module=_COMMON,
 )
 CPU_STALL = _t(
     "CPU_STALL",
@@ -144,7 +124,6 @@ CPU_STALL = _t(
     statistic="cpu_pressure",
     source="chosen: PSI cpu 'some' (runnable tasks waiting for a CPU) 20% of the time, the same 20% as IO_STALL; "
     "kernel docs (Documentation/accounting/psi.rst) give no threshold",
-    module=f"{_COMMON}, {_INPUT}",
 )
 WAITING_SHOWN = _t(
     "WAITING_SHOWN",
@@ -152,7 +131,6 @@ WAITING_SHOWN = _t(
     unit="cores",
     statistic="runqueue_wait_cores",
     source="evidence text only: run-queue wait under a tenth of a core is not mentioned",
-    module=_COMMON,
 )
 NO_WORKERS = _t(
     "NO_WORKERS",
@@ -160,7 +138,6 @@ NO_WORKERS = _t(
     unit="loader workers (mean alive over the window)",
     statistic="loader_workers",
     source="rounding: fewer than half a worker alive on average means the main process loads the data itself",
-    module=_INPUT,
 )
 LOADER_BUSY_CORES = _t(
     "LOADER_BUSY_CORES",
@@ -168,7 +145,6 @@ LOADER_BUSY_CORES = _t(
     unit="cores",
     statistic="job_busy_cores",
     source="chosen: CPU pressure alone is not evidence for the loader unless the job itself uses half a core",
-    module=_INPUT,
 )
 
 # --- storage (no peak needed) ------------------------------------------------------------------
@@ -179,7 +155,6 @@ D_THREADS = _t(
     unit="threads (mean over the window)",
     statistic="threads_in_disk_wait",
     source="chosen: a thread in uninterruptible (D) wait in 30% of the samples",
-    module=_COMMON,
 )
 IO_STALL = _t(
     "IO_STALL",
@@ -188,7 +163,6 @@ IO_STALL = _t(
     statistic="io_pressure",
     source="chosen: PSI io 'some' 20% of the time (Documentation/accounting/psi.rst gives no threshold); counted only "
     "when the job reads from the device or has threads in D state",
-    module=_COMMON,
 )
 IOWAIT_HIGH = _t(
     "IOWAIT_HIGH",
@@ -196,7 +170,6 @@ IOWAIT_HIGH = _t(
     unit="share of CPU time",
     statistic="iowait",
     source="chosen: below SageMaker Debugger's I/O-bound rule (iowait over 50% while the GPU is under 10%)",
-    module=_COMMON,
 )
 DISK_BUSY_WITH_MISSES = _t(
     "DISK_BUSY_WITH_MISSES",
@@ -205,7 +178,6 @@ DISK_BUSY_WITH_MISSES = _t(
     statistic="disk_busy",
     source="chosen: a disk busy 30% of the time while the job's own reads miss the page cache is a candidate; "
     "below it the disk has room and waits elsewhere dominate",
-    module=_COMMON,
 )
 MISS_READ_RATE = _t(
     "MISS_READ_RATE",
@@ -213,7 +185,6 @@ MISS_READ_RATE = _t(
     unit="B/s",
     statistic="job_read_bytes_per_second",
     source="chosen: reads reaching the block device at 1 MB/s or more (less is metadata and log reads)",
-    module=_COMMON,
 )
 MISS_RATIO = _t(
     "MISS_RATIO",
@@ -221,7 +192,6 @@ MISS_RATIO = _t(
     unit="read bytes / read chars",
     statistic="read_miss_ratio",
     source="chosen: at least half of what the job reads comes from the device, not the page cache",
-    module=_COMMON,
 )
 SMALL_READ = _t(
     "SMALL_READ",
@@ -230,7 +200,6 @@ SMALL_READ = _t(
     statistic="bytes_per_read_call",
     source="evidence text only: reads under 64 KiB are limited by operations per second (the disk here reads "
     "~24k random 4 KiB reads/s, ~100 MB/s, against ~1 GB/s sequential)",
-    module=_COMMON,
 )
 BUSY = _t(
     "BUSY",
@@ -239,7 +208,6 @@ BUSY = _t(
     statistic="device_utilization",
     source="chosen: a disk, network file system, NIC, NVLink or PCIe link at 60% of its peak is busy; below "
     "DRAM's practical maximum (~0.8, DCGM) and well above a device that idles",
-    module=f"{_COMMON}, {_INPUT}, {_COMM}, {_MACHINE}, {_TRANSFER}",
 )
 NFS_OVER_LOCAL = _t(
     "NFS_OVER_LOCAL",
@@ -247,7 +215,6 @@ NFS_OVER_LOCAL = _t(
     unit="ratio (network reads / local reads)",
     statistic="nfs_over_local_reads",
     source="chosen: the loader reads over the network when the network file system reads twice what local disks do",
-    module=_INPUT,
 )
 WRITES = _t(
     "WRITES",
@@ -256,7 +223,6 @@ WRITES = _t(
     statistic="job_write_bytes_per_second",
     source="job writes at this rate outside the phases are checkpoint or log writes: 20 MB/s is ~10 s to write a "
     "200 MB checkpoint, a cost that shows in a 1 s sampling window",
-    module=_OTHER,
 )
 OTHER_IDLE = _t(
     "OTHER_IDLE",
@@ -265,7 +231,6 @@ OTHER_IDLE = _t(
     statistic="other_idle_share",
     source="chosen: the sampled thread waited (sleep, lock, child process, socket) in half of its recent stack "
     "samples outside the phases: the time there is waiting, not computing",
-    module=_OTHER,
 )
 
 # --- memory bandwidth and the roofline -----------------------------------------------------------
@@ -277,7 +242,6 @@ NEAR_PEAK_FLOOR = _t(
     statistic="roofline_peak_ratio",
     source="chosen: achieved FLOP/s and bytes/s both under 4% of their peaks mean per-operator overhead, not the "
     "roofline, limits the step",
-    module=f"{_CPU}, {_GPU}",
 )
 MIN_DRAM_BYTES = _t(
     "MIN_DRAM_BYTES",
@@ -286,7 +250,6 @@ MIN_DRAM_BYTES = _t(
     statistic="operand_bytes_per_core",
     source="4% (NEAR_PEAK_FLOOR) of one DDR4-3200 channel's 25.6 GB/s (JEDEC JESD79-4): below it no current machine "
     "is DRAM-bound. Per core, because on a shared machine bytes/s shrink with the CPU time the job gets",
-    module=_CPU,
 )
 MEMBW_BUSY = _t(
     "MEMBW_BUSY",
@@ -294,7 +257,6 @@ MEMBW_BUSY = _t(
     unit="share of the memory-bandwidth peak",
     statistic="cpu_memory_bandwidth_utilization",
     source="chosen: the BUSY level applied to the host's memory bandwidth sampler (a known peak)",
-    module=_CPU,
 )
 LOW_INTENSITY_OPS = _t(
     "LOW_INTENSITY_OPS",
@@ -303,24 +265,21 @@ LOW_INTENSITY_OPS = _t(
     statistic="low_intensity_op_share",
     source="chosen (attach): normalisation and elementwise operators in 60% of forward stack samples move bytes "
     "with few multiply-adds (operand size, section 2.3)",
-    module=_CPU,
 )
 ROOFLINE_STEPS = _t(
     "ROOFLINE_STEPS",
     12,
     unit="steps",
-    statistic="steps_seen",
+    statistic="",
     source="the hook counts one step's FLOPs and bytes at its 3rd step and reports them with the next report; "
     "past 12 steps without them the counting failed and the rule goes on without",
-    module=_CPU,
 )
 STACK_SAMPLES = _t(
     "STACK_SAMPLES",
     24,
     unit="stack samples",
-    statistic="steps_seen",
+    statistic="",
     source="attach: after 24 stack samples (12 s at 2 Hz) an operator mix still unknown is taken as not low-intensity",
-    module=_CPU,
 )
 SIDE_THREADS_SMALL = _t(
     "SIDE_THREADS_SMALL",
@@ -329,8 +288,8 @@ SIDE_THREADS_SMALL = _t(
     statistic="rank_side_thread_share",
     source="untimed DDP (attach): the ranks' CPU outside their main threads (gloo reduces in threads of its own) at "
     "most 10% of theirs means the all-reduce takes little of the cores",
-    module=_CPU,
-    caveat="no measurement behind the value",
+    caveat="no measurement behind the value: it decides under attach, and attach records no trace for the suite "
+    "yet; under run the ranks of ddp_compute read 0.05 (tests/data/eval_results_small.json)",
 )
 
 # --- GPUs ---------------------------------------------------------------------------------------
@@ -342,7 +301,6 @@ SM_EFFICIENT = _t(
     statistic="sm_activity",
     source="DCGM guidance: SM activity of 0.8 or more is needed (not sufficient) for an efficient job; a GPU "
     "compute finding's score reaches 1 there",
-    module=_GPU,
 )
 DRAM_PRACTICAL_MAX = _t(
     "DRAM_PRACTICAL_MAX",
@@ -351,7 +309,6 @@ DRAM_PRACTICAL_MAX = _t(
     statistic="gpu_dram_utilization",
     source="DCGM guidance: DRAM activity of about 0.8 is the practical maximum; a memory-bandwidth finding's score "
     "reaches 1 there (CPU memory bandwidth is scaled the same way)",
-    module=f"{_GPU}, {_CPU}",
 )
 LOW_SM = _t(
     "LOW_SM",
@@ -359,7 +316,6 @@ LOW_SM = _t(
     unit="SM activity",
     statistic="sm_activity",
     source="DCGM guidance: SM activity under 0.5 is likely wasteful: the SMs are mostly idle",
-    module=_GPU,
 )
 GPU_DRAM_BUSY = _t(
     "GPU_DRAM_BUSY",
@@ -367,7 +323,6 @@ GPU_DRAM_BUSY = _t(
     unit="DRAM activity",
     statistic="gpu_dram_utilization",
     source="chosen: the BUSY level applied to DRAM activity (three quarters of DCGM's practical maximum of 0.8)",
-    module=_GPU,
 )
 GPU_BUSY = _t(
     "GPU_BUSY",
@@ -375,7 +330,6 @@ GPU_BUSY = _t(
     unit="share of time a kernel runs (NVML utilization)",
     statistic="gpu_busy_fraction",
     source="chosen: the BUSY level; with SM activity under LOW_SM it means small or serial kernels",
-    module=_GPU,
 )
 GPU_BUSY_NO_GPM = _t(
     "GPU_BUSY_NO_GPM",
@@ -383,7 +337,6 @@ GPU_BUSY_NO_GPM = _t(
     unit="share of time a kernel runs (NVML utilization)",
     statistic="gpu_busy_fraction",
     source="chosen: without SM activity (no GPM), a GPU busy 80% of the time is taken as compute-bound (DCGM's 0.8)",
-    module=_GPU,
 )
 THROTTLED = _t(
     "THROTTLED",
@@ -391,7 +344,6 @@ THROTTLED = _t(
     unit="share of samples",
     statistic="gpu_throttle_share",
     source="evidence text only: a clock-throttle reason active in half the window's samples",
-    module=_GPU,
 )
 CLOCK_THROTTLED = _t(
     "CLOCK_THROTTLED",
@@ -399,7 +351,6 @@ CLOCK_THROTTLED = _t(
     unit="SM clock / its maximum",
     statistic="sm_clock_ratio",
     source="evidence text only: the SM clock 10% or more below its maximum",
-    module=_GPU,
 )
 COPY_SM_IDLE = _t(
     "COPY_SM_IDLE",
@@ -408,7 +359,6 @@ COPY_SM_IDLE = _t(
     statistic="sm_activity",
     source="KempnerPulse's DCGM classifier: transfer-bound when PCIe or the copy engines are busy while SM activity "
     "is under 30%",
-    module=_TRANSFER,
 )
 
 # --- capacity -----------------------------------------------------------------------------------
@@ -420,7 +370,6 @@ CAPACITY_HIGH = _t(
     statistic="memory_used",
     source="PyTorch profiler's TensorBoard plugin: peak memory over 90% of the device -> activation checkpointing "
     "or mixed precision",
-    module=_CAP,
 )
 STORAGE_FULL = _t(
     "STORAGE_FULL",
@@ -428,7 +377,6 @@ STORAGE_FULL = _t(
     unit="share of capacity used",
     statistic="storage_used",
     source="chosen: a file system 95% full risks a failed checkpoint; scored as memory at 90%",
-    module=_CAP,
 )
 SWAP_RATE = _t(
     "SWAP_RATE",
@@ -436,7 +384,6 @@ SWAP_RATE = _t(
     unit="B/s",
     statistic="swap_bytes_per_second",
     source="chosen: swapping 1 MB/s or more in or out is sustained paging, not a stray page",
-    module=_CAP,
 )
 MEMORY_STALL = _t(
     "MEMORY_STALL",
@@ -444,7 +391,6 @@ MEMORY_STALL = _t(
     unit="share of time",
     statistic="memory_pressure",
     source="chosen: PSI memory 'some' above 10% of the time (tasks stalled on reclaim)",
-    module=_CAP,
 )
 
 # --- utilization alone (no step phases) ----------------------------------------------------------
@@ -455,7 +401,6 @@ GPU_IDLE = _t(
     unit="share of time a kernel runs",
     statistic="gpu_busy_fraction",
     source="SageMaker Debugger's CPU- and I/O-bound rules: GPU utilization under 10%",
-    module=_MACHINE,
 )
 HOST_CPU_BUSY = _t(
     "HOST_CPU_BUSY",
@@ -463,7 +408,6 @@ HOST_CPU_BUSY = _t(
     unit="share of the host's CPU",
     statistic="host_cpu_utilization",
     source="SageMaker Debugger's CPU-bottleneck rule: CPU utilization over 90% while the GPU is under 10%",
-    module=_MACHINE,
 )
 IOWAIT_IO_BOUND = _t(
     "IOWAIT_IO_BOUND",
@@ -471,7 +415,6 @@ IOWAIT_IO_BOUND = _t(
     unit="share of CPU time",
     statistic="iowait",
     source="SageMaker Debugger's I/O-bottleneck rule: iowait over 50% while the GPU is under 10%",
-    module=_MACHINE,
 )
 IO_WAIT_STRONG = _t(
     "IO_WAIT_STRONG",
@@ -479,7 +422,6 @@ IO_WAIT_STRONG = _t(
     unit="io_wait score (0..1)",
     statistic="io_wait_score",
     source="chosen: the peak-free storage evidence (common.io_wait) at half strength or more",
-    module=_MACHINE,
 )
 
 # --- combining findings into a verdict ----------------------------------------------------------
@@ -490,7 +432,6 @@ HEADROOM_MAX_SHARE = _t(
     unit=_SHARE,
     statistic="verdict_stage_share",
     source="a stage at 99% or more of the step has no meaningful headroom (1/(1-share) over 100x)",
-    module=_COMMON,
 )
 ACTIVE = _t(
     "ACTIVE",
@@ -498,7 +439,6 @@ ACTIVE = _t(
     unit="finding score",
     statistic="top_score",
     source="chosen: a finding below half strength is a secondary pressure at most",
-    module="diagnosis/classify.py",
 )
 SECONDARY = _t(
     "SECONDARY",
@@ -506,7 +446,6 @@ SECONDARY = _t(
     unit="finding score",
     statistic="second_score",
     source="chosen: findings at 0.3 or more are listed as secondary pressures",
-    module="diagnosis/classify.py",
 )
 IDLE_UTILIZATION = _t(
     "IDLE_UTILIZATION",
@@ -514,7 +453,6 @@ IDLE_UTILIZATION = _t(
     unit="share of the peak",
     statistic="largest_utilization",
     source="SageMaker Debugger's low-GPU-utilization level: no resource above 10% with no steps is idle",
-    module="diagnosis/classify.py",
 )
 
 # --- over time: hysteresis, the run's verdict, stragglers ----------------------------------------
@@ -527,7 +465,6 @@ HOLD = _t(
     source="a new verdict replaces the current one after this many consecutive windows agree (the pipeline's hold; "
     "VerdictTracker's own default is 3): the stable verdict follows a change of stage within 3 s at 1 Hz, "
     "2.43-3.06 s over 8 runs of scripts/bench_regime_latency.py (docs/diagnosis.md)",
-    module="diagnosis/pipeline.py, diagnosis/stability.py",
 )
 WINDOW_SAMPLES = _t(
     "WINDOW_SAMPLES",
@@ -536,7 +473,6 @@ WINDOW_SAMPLES = _t(
     statistic="",
     source="the pipeline's window: utilization is averaged over the last 5 samples (5 s at 1 Hz), step phases over "
     "the last 2 (diagnosis/window.py PHASE_SAMPLES)",
-    module="diagnosis/pipeline.py",
 )
 TRACKER_HOLD = _t(
     "TRACKER_HOLD",
@@ -544,15 +480,13 @@ TRACKER_HOLD = _t(
     unit="windows",
     statistic="",
     source="VerdictTracker's default hold when built on its own (the pipeline passes HOLD)",
-    module="diagnosis/stability.py",
 )
 JUMP = _t(
     "JUMP",
     0.35,
     unit="confidence",
-    statistic="confidence_jump",
+    statistic="",
     source="chosen: a verdict this much more confident than the current one replaces it at once, without the hold",
-    module="diagnosis/stability.py",
 )
 CHECKPOINT_WRITES = _t(
     "CHECKPOINT_WRITES",
@@ -560,7 +494,6 @@ CHECKPOINT_WRITES = _t(
     unit="ratio (disk writes / disk reads)",
     statistic="",
     source="regime label only: with no steps, disks writing twice what they read is a checkpoint being written",
-    module="diagnosis/stability.py",
 )
 DOMINANT_INTERVALS = _t(
     "DOMINANT_INTERVALS",
@@ -569,7 +502,6 @@ DOMINANT_INTERVALS = _t(
     statistic="dominant_held_intervals",
     source="the run's verdict: a bottleneck beats undetermined stretches only if it held 3 or more intervals "
     "(the hold plus one), so one noisy window is never the run's verdict",
-    module="diagnosis/pipeline.py",
 )
 INTERVAL_JITTER = _t(
     "INTERVAL_JITTER",
@@ -577,7 +509,6 @@ INTERVAL_JITTER = _t(
     unit="share of the nominal interval",
     statistic="",
     source="sampling intervals run short by up to 10% on a loaded machine: 3 intervals count from 2.7 nominal ones",
-    module="diagnosis/pipeline.py",
 )
 DOMINANT_UNDETERMINED_RATIO = _t(
     "DOMINANT_UNDETERMINED_RATIO",
@@ -587,7 +518,6 @@ DOMINANT_UNDETERMINED_RATIO = _t(
     source="one observation: attach on DDP jobs held undetermined 28 s, then cpu_compute/other 5 s at tear-down and "
     "was reported cpu_compute (commit 251f455); a bottleneck must hold at least a quarter of the undetermined "
     "training time",
-    module="diagnosis/pipeline.py",
     caveat="set from one observation",
 )
 STRAGGLER_MARGIN = _t(
@@ -597,7 +527,6 @@ STRAGGLER_MARGIN = _t(
     statistic="straggler_excess",
     source="chosen: compute 10% longer than the median rank's, or it is noise (nvidia-resiliency-ext flags a rank "
     "at a score of 0.7 relative to the best)",
-    module="diagnosis/straggler.py",
 )
 STRAGGLER_MAJORITY = _t(
     "STRAGGLER_MAJORITY",
@@ -605,7 +534,6 @@ STRAGGLER_MAJORITY = _t(
     unit="share of the intervals judged",
     statistic="straggler_slowest_share",
     source="chosen: the slowest rank in most intervals (TraceML #374/#375: flag a rank only when it recurs)",
-    module="diagnosis/straggler.py",
 )
 STRAGGLER_LAST_ARRIVAL = _t(
     "STRAGGLER_LAST_ARRIVAL",
@@ -613,7 +541,6 @@ STRAGGLER_LAST_ARRIVAL = _t(
     unit="share of the intervals judged",
     statistic="straggler_last_share",
     source="AMD TraceLens straggler_summary counts how often each rank arrived last; here at least half the intervals",
-    module="diagnosis/straggler.py",
 )
 STRAGGLER_MIN_INTERVALS = _t(
     "STRAGGLER_MIN_INTERVALS",
@@ -621,7 +548,6 @@ STRAGGLER_MIN_INTERVALS = _t(
     unit="intervals",
     statistic="",
     source="chosen: no straggler is judged on fewer than 5 intervals in which two or more ranks reported",
-    module="diagnosis/straggler.py",
 )
 STRAGGLER_HOLD = _t(
     "STRAGGLER_HOLD",
@@ -630,7 +556,6 @@ STRAGGLER_HOLD = _t(
     statistic="",
     source="on the 2-core test machine an evenly loaded rank ran 25-32% slower for ~10 s in 1 of 6 runs (3 windows): "
     "a straggler is named only when found in 5 of the last 7 windows",
-    module="diagnosis/straggler.py",
 )
 STRAGGLER_LAST = _t(
     "STRAGGLER_LAST",
@@ -638,7 +563,6 @@ STRAGGLER_LAST = _t(
     unit="intervals",
     statistic="",
     source="on a loaded 2-core machine, 5 intervals named a rank of an even job in 5 of 26 windows; 10 in none",
-    module="diagnosis/straggler.py",
 )
 STRAGGLER_WAIT_SHARE = _t(
     "STRAGGLER_WAIT_SHARE",
@@ -647,7 +571,6 @@ STRAGGLER_WAIT_SHARE = _t(
     statistic="",
     source="chosen: the straggler's extra compute accounts for at least half the others' wait: they wait for it, "
     "not for the link",
-    module="diagnosis/straggler.py",
 )
 STRAGGLER_RUN_SHARE = _t(
     "STRAGGLER_RUN_SHARE",
@@ -655,7 +578,6 @@ STRAGGLER_RUN_SHARE = _t(
     unit="share of the windows with several ranks",
     statistic="",
     source="chosen: the run's straggler was named live in at least a quarter of the windows",
-    module="diagnosis/straggler.py",
 )
 
 # --- outside the diagnosis: the hook's roofline (bottleneckd/torch/roofline.py) ------------------
@@ -670,6 +592,5 @@ ROOFLINE_UNCOUNTED_SHARE = _t(
     source="torch/roofline.py UNCOUNTED_SHARE: operators with no FLOP formula (RNN, vendor kernels) carrying this "
     "share of the bytes make the step's FLOPs unknown; lowered from 0.25 to 0.01 for one job (lstm_lbfgs: the LSTM "
     "kernels were 5% of the bytes, ~8 GFLOP against 0.1 MFLOP counted)",
-    module="torch/roofline.py",
     caveat="set from one workload; it also switches the roofline off for attention and upsampling",
 )

@@ -1,9 +1,12 @@
 """Facts: what the hook and the machine know about the job, typed, immutable and bounded.
 
 Every fact has a declared type and a declared producer (the module that sets it; a contract test
-checks that each producer really does). The hook sends its *whole* current fact state in every
-report, and the receiver replaces a rank's facts with it: a fact the hook unset (a mitigation
-reverted) is gone at the next report, never merged forever.
+checks that each producer really does). The facts a hook-applied mitigation owns are declared
+once, under ``hooks`` in data/mitigations.json (model/hooks.py), and added to the table here.
+
+The hook sends its *whole* current fact state in every report, and the receiver replaces a rank's
+facts with it: a fact the hook unset (a mitigation reverted) is gone at the next report, never
+merged forever.
 
 A value of the wrong type, an unknown name, a non-finite or negative number or an over-long
 string is dropped and counted (``Facts.rejected``), never raised: one bad fact must not stop the
@@ -21,8 +24,11 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Union
+
+from bottleneckd.model.errors import InputError
+from bottleneckd.model.hooks import HOOKS, Hook
 
 FactValue = Union[bool, int, float, str, tuple]
 log = logging.getLogger(__name__)
@@ -48,7 +54,6 @@ def _spec(name: str, type_: str, producers: str, doc: str, choices: tuple[str, .
 
 _W, _C = "bottleneckd.torch.watch", "bottleneckd.torch.collectives"
 _P, _N = "bottleneckd.torch.probe", "bottleneckd.torch.counting"
-_M = "bottleneckd.torch.mitigations."
 _D = "bottleneckd.torch.ddp_comm"
 FACTS: dict[str, FactSpec] = {
     s.name: s
@@ -112,10 +117,10 @@ FACTS: dict[str, FactSpec] = {
         _spec("comm_overlap_ratio", "float", _D, "share of the communication hidden behind backward"),
         _spec("optimizer_closure", "bool", _W, "the optimizer's step takes a closure (LBFGS ...)"),
         # the data loader (hook)
-        _spec("loader_workers", "int", f"{_P} {_M}dataloader_settings", "DataLoader num_workers"),
-        _spec("pin_memory", "bool", f"{_P} {_M}dataloader_settings", "DataLoader pin_memory"),
-        _spec("persistent_workers", "bool", f"{_P} {_M}dataloader_settings", "DataLoader persistent_workers"),
-        _spec("prefetch_factor", "int", f"{_P} {_M}dataloader_settings", "DataLoader prefetch_factor"),
+        _spec("loader_workers", "int", _P, "DataLoader num_workers"),
+        _spec("pin_memory", "bool", _P, "DataLoader pin_memory"),
+        _spec("persistent_workers", "bool", _P, "DataLoader persistent_workers"),
+        _spec("prefetch_factor", "int", _P, "DataLoader prefetch_factor"),
         _spec("batch_size", "int", _P, "DataLoader batch_size"),
         _spec("cores", "int", _P, "CPU cores the training process may run on"),
         _spec("loader_workers_saturate_cores", "bool", _P, "loader workers >= usable cores"),
@@ -131,27 +136,27 @@ FACTS: dict[str, FactSpec] = {
         ),
         _spec("achieved_flops", "float", _N, "FLOP/s over the compute phases"),
         _spec("achieved_bytes_per_second", "float", _N, "operand bytes/s over the compute phases"),
-        # mitigations in effect (hook; unset on revert)
+        # mitigations in effect (hook; unset on revert); the facts each sets are in data/mitigations.json
         _spec("mitigations", "strs", _W, "hook ids of the mitigations applied and not reverted"),
-        _spec(
-            "autocast_dtype",
-            "str",
-            f"{_P} {_M}mixed_precision",
-            "low-precision dtype in effect",
-            ("bfloat16", "float16"),
-        ),
-        _spec("channels_last", "bool", f"{_M}channels_last", "channels_last memory format in effect"),
-        _spec(
-            "activation_checkpointing", "bool", f"{_M}activation_checkpointing", "activation checkpointing in effect"
-        ),
-        _spec("data_echoing", "int", f"{_M}data_echoing", "data echoing factor in effect"),
-        _spec("gradient_accumulation", "int", f"{_M}gradient_accumulation", "micro-batches per optimizer step"),
-        _spec("comm_hook", "str", f"{_M}ddp_comm_hook", "DDP communication hook in effect"),
+        _spec("autocast_dtype", "str", _P, "low-precision dtype in effect", ("bfloat16", "float16")),
         # the daemon side
         _spec(
             "cpu_fast_bf16", "bool", "bottleneckd.advice.fit", "the CPU has bf16 instructions (amx_bf16 or avx512_bf16)"
         ),
         _spec("gpu_count", "int", "bottleneckd.advice.fit", "GPUs detected on the machine"),
+        _spec(
+            "job_idle_cores",
+            "float",
+            "bottleneckd.diagnosis.measured",
+            "cores the job may use that its processes neither ran on nor waited for (window)",
+        ),
+        _spec(
+            "idle_wait_stage",
+            "str",
+            "bottleneckd.diagnosis.measured",
+            "the stage the step waits in with nothing busy (latency)",
+            ("data", "other"),
+        ),
         _spec(
             "phase_source", "str", "bottleneckd.samplers.stacks", "where the step phases come from", ("hook", "py-spy")
         ),
@@ -170,6 +175,35 @@ FACTS: dict[str, FactSpec] = {
         ),
     )
 }
+
+
+def with_hook_facts(core: Mapping[str, FactSpec], hooks: Mapping[str, Hook]) -> dict[str, FactSpec]:
+    """``core`` and the facts the hooks declare (data/mitigations.json): a hook's own facts are
+    added, produced by its module; a fact declared elsewhere gets the hook's module as a producer
+    too. InputError when a hook owns a fact the table already declares, or sets an undeclared one."""
+    out = dict(core)
+    for h in hooks.values():  # owned facts first: another hook may set them
+        for f in h.facts:
+            if f.type is not None:
+                if f.name in out:
+                    raise InputError(
+                        f"hooks[{h.id}].facts: {f.name!r} is already declared in bottleneckd/model/facts.py"
+                    )
+                out[f.name] = FactSpec(f.name, f.type, (h.module,), f.doc, f.choices)
+    for h in hooks.values():
+        for f in h.facts:
+            if f.type is None:
+                if f.name not in out:
+                    raise InputError(
+                        f"hooks[{h.id}].facts: {f.name!r} is declared nowhere; give it a type and doc to own it"
+                    )
+                spec = out[f.name]
+                if h.module not in spec.producers:
+                    out[f.name] = replace(spec, producers=(*spec.producers, h.module))
+    return out
+
+
+FACTS.update(with_hook_facts(FACTS, HOOKS))
 
 
 class FactError(ValueError):

@@ -85,10 +85,15 @@ def _recs_html(doc: dict[str, Any]) -> str:
             f"<tr><td>{k}</td><td>{_e(r['name'])}{' <b>[changes training semantics]</b>' if r['changes_semantics'] else ''}</td>"
             f"<td>{_e(r['component'])} / {_e(r['subcomponent'])}</td><td>{_e(r['action'])}</td>"
             f"<td>{_e(mech.get('timing', ''))}, {_e(str(mech.get('basis', '')).replace('_', ' '))}</td>"
-            f"<td>{_e('; '.join(r['cites']) or 'section ' + r['section'])}</td><td>{_e(r['why'])}</td><td>{_e(r.get('hook') or '-')}</td></tr>"
+            f"<td>{_e('; '.join(r['cites'] or r.get('sources') or ()) or 'section ' + r['section'])}</td>"
+            f"<td>{_e(r['why'])}</td><td>{_e(r.get('hook') or '-')}</td></tr>"
         )
     skipped = "".join(
         f"<li>{_e(s['id'])}: already in effect ({_e(s['because'])})</li>" for s in doc.get("already_in_effect", [])
+    ) + "".join(
+        f"<li>{_e(s['id'])}: does not fit ({_e(s['because'])})</li>"
+        for s in doc.get("not_fitting", [])
+        if s.get("kind") != "stage"
     )
     return (
         '<table id="recommendations"><tr><th>#</th><th>mitigation</th><th>component</th><th>action</th><th>mechanism</th>'

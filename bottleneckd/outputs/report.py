@@ -70,7 +70,9 @@ def build_report(
     doc["held_seconds"] = {k: round(s, 3) for k, s in snap.held}
     doc["recommendations"] = [r.to_json() for r in advice.recommendations]
     doc["already_in_effect"] = [{"id": m.id, "because": why} for m, why in advice.in_effect]
-    doc["not_fitting"] = [{"id": m.id, "because": why} for m, why in advice.not_fitting]
+    doc["not_fitting"] = [{"id": m.id, "because": why, "kind": "condition"} for m, why in advice.not_fitting] + [
+        {"id": m.id, "because": why, "kind": "stage"} for m, why in advice.elsewhere
+    ]
     doc["regime_changes"] = [
         {
             "t": c.t,
@@ -168,15 +170,23 @@ def render_text(doc: dict[str, Any], top: int = 5) -> str:
         )
     recs = doc.get("recommendations", [])[:top]
     if recs:
-        lines.append("recommendations (Bartoldson, Kailkhura and Blalock, JMLR 2023):")
+        beyond = any(r.get("sources") for r in recs)
+        lines.append(
+            "recommendations (Bartoldson, Kailkhura and Blalock, JMLR 2023"
+            + ("; beyond its section 6.1, the sources named" if beyond else "")
+            + "):"
+        )
         for k, r in enumerate(recs, 1):
             sem = " [changes training semantics: check quality, section 5]" if r["changes_semantics"] else ""
             hook = f" [bottleneckd.torch can apply: {r['hook']}]" if r["hook"] else ""
-            cites = "; ".join(r["cites"]) or f"section {r['section']}"
+            cites = "; ".join(r["cites"]) or next(iter(r.get("sources") or ()), "") or f"section {r['section']}"
             lines.append(f"  {k}. {r['name']}{sem}{hook}")
             lines.append(f"     {r['taxonomy_path']}: {cites}; {r['why']}")
     for s in doc.get("already_in_effect", []):
         lines.append(f"  skipped {s['id']}: already in effect ({s['because']})")
+    for s in doc.get("not_fitting", []):
+        if s.get("kind") != "stage":  # those that relieve the resource in another stage: in the JSON
+            lines.append(f"  not fitting {s['id']}: {s['because']}")
     note = (doc.get("instrumentation") or {}).get("note")
     if note:
         lines.append(f"instrumentation: {note}")

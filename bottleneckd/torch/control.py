@@ -7,8 +7,12 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol, TextIO
 
+from bottleneckd.advice.knowledge import Mitigation
+from bottleneckd.advice.recommend import Recommendation
 from bottleneckd.model.facts import FactBoard
+from bottleneckd.model.hooks import HOOKS, Hook
 from bottleneckd.model.protocol import Event
+from bottleneckd.torch.epoch import InEffect
 from bottleneckd.torch.mitigations.engine import MitigationEngine
 from bottleneckd.torch.timing import CudaClock, HostClock
 from bottleneckd.torch.transport import Transport
@@ -35,6 +39,27 @@ class Watched(Protocol):
 SEMANTICS = " This changes training semantics: check model quality (section 5 of the paper)."
 
 
+def resolve(mitigation: Any, kwargs: dict[str, Any]) -> Any:
+    """The object to apply: a hook's class made with ``kwargs`` for a hook id, a ``Hook``, a
+    knowledge-base ``Mitigation`` or a ``Recommendation`` (whose hook it is); else the object."""
+    from bottleneckd.torch.mitigations import REGISTRY
+
+    entry = mitigation.mitigation if isinstance(mitigation, Recommendation) else mitigation
+    if isinstance(entry, Mitigation):
+        if entry.hook is None:
+            raise ValueError(f"{entry.id}: bottleneckd.torch cannot apply it ({entry.name}): change the code")
+        mitigation = entry.hook
+    if isinstance(mitigation, str):
+        if mitigation not in HOOKS:
+            raise ValueError(f"unknown mitigation {mitigation!r}; one of: {', '.join(sorted(HOOKS))}")
+        mitigation = HOOKS[mitigation]
+    if isinstance(mitigation, Hook):
+        return REGISTRY[mitigation](**kwargs)
+    if kwargs:
+        raise TypeError(f"options {sorted(kwargs)} are for a hook id; this mitigation is already made")
+    return mitigation
+
+
 class MitigationControl:
     def __init__(self, w: Watched, loader: Any) -> None:
         self._w = w
@@ -53,20 +78,16 @@ class MitigationControl:
         alpha: float = 0.05,
         **kwargs: Any,
     ) -> Trial:
-        """Apply a mitigation by knowledge-base hook id (e.g. ``"mixed_precision"``) or object.
+        """Apply a mitigation: a declared hook (``"mixed_precision"``, a ``Hook``, or a knowledge-base
+        entry or recommendation whose hook it is: kwargs go to its class) or an object.
 
         With ``verify=True`` blocks of ``steps`` steps with and without the mitigation take turns,
         ``blocks`` of each (``warmup`` steps skipped after each turn); it is kept only if the blocks
         with it are faster at ``alpha`` (one-sided t-test) and by more than ``min_gain``; the ratio
         and its confidence interval are printed and kept in ``w.trials``. The mitigation must
         apply and revert repeatably, and take effect at once (not at the next epoch)."""
-        from bottleneckd.torch.mitigations import REGISTRY
-
         w = self._w
-        if isinstance(mitigation, str):
-            if mitigation not in REGISTRY:
-                raise ValueError(f"unknown mitigation {mitigation!r}; one of: {', '.join(sorted(REGISTRY))}")
-            mitigation = REGISTRY[mitigation](**kwargs)
+        mitigation = resolve(mitigation, kwargs)
         if w.model is None:
             raise ValueError("mitigations need the model: use watch(model, optimizer, loader)")
         w.drain()
@@ -79,6 +100,7 @@ class MitigationControl:
             min_gain=min_gain,
             blocks=blocks,
             alpha=alpha,
+            epoch=w.epoch,
         )
         self.engine.apply(mitigation, w.steps, w.epoch, w.optimizer_calls)
         self.trials.begin(t)
@@ -87,6 +109,18 @@ class MitigationControl:
         self._say(f"applied {mitigation.name}: {mitigation.note}.{SEMANTICS if t.changes_semantics else ''}")
         self._event("mitigation_applied", t, str(mitigation.note))
         return t
+
+    def in_effect(self) -> tuple[InEffect, ...]:
+        """The mitigations applied and not reverted, each with the step time before it."""
+        return tuple(
+            InEffect(
+                t.name,
+                t.epoch,
+                None if t.before_step_seconds is None else 1000.0 * t.before_step_seconds,
+            )
+            for t in self.trials.all
+            if t.kept is not False and t.mitigation in self.engine.active
+        )
 
     def revert(self, name: str) -> None:
         for t in self.trials.active(name):

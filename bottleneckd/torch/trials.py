@@ -21,11 +21,12 @@ from bottleneckd.compare.blocks import BlockVerdict, decide
 Steps = list[tuple[float, int]]  # (wall seconds, examples) per step
 
 
-@dataclass
+@dataclass(repr=False)
 class Trial:
     """A mitigation applied by ``Watcher.apply``; with ``verify`` it is measured in alternating
     blocks of ``steps`` steps (``warmup`` skipped after each turn), ``blocks`` with and ``blocks``
-    without, and kept only if throughput rose significantly (and by more than ``min_gain``)."""
+    without, and kept only if throughput rose significantly (and by more than ``min_gain``).
+    Printed (``repr``), it says in one line what was applied and what is known of its effect."""
 
     name: str
     mitigation: Any
@@ -41,6 +42,9 @@ class Trial:
     kept: bool | None = None  # None while measuring
     verdict: BlockVerdict | None = None
     applied: bool = True  # the state being measured now
+    #: mean wall time of the steps before it was applied (None: none timed yet)
+    before_step_seconds: float | None = None
+    epoch: int = 0  # epochs completed when it was applied
     _skip: int = 0
     _block: Steps = field(default_factory=list)
 
@@ -57,6 +61,22 @@ class Trial:
     def ci(self) -> tuple[float, float] | None:
         c = None if self.verdict is None else self.verdict.comparison
         return None if c is None else c.ci
+
+    def __repr__(self) -> str:
+        note = str(getattr(self.mitigation, "note", "") or "")
+        what = f"{self.name}: applied" + (f" ({note})" if note else "")
+        before = (
+            f"; step time before it {1000 * self.before_step_seconds:.1f} ms"
+            if self.before_step_seconds is not None
+            else ""
+        )
+        sem = "; changes training semantics: check quality" if self.changes_semantics else ""
+        if self.kept is None and self.verify:
+            return f"{what}{sem}; measuring: {self.blocks} blocks of {self.steps} steps with it and without it{before}"
+        if self.verdict is not None:
+            return f"{self.message}{sem}"
+        state = "reverted" if self.kept is False else f"not verified (verify=True measures it){before}"
+        return f"{what}{sem}; {state}"
 
     @property
     def message(self) -> str:
@@ -131,6 +151,7 @@ class Trials:
         min_gain: float,
         blocks: int = 3,
         alpha: float = 0.05,
+        epoch: int = 0,
     ) -> Trial:
         """A trial for a mitigation about to be applied, with the throughput of the steps before."""
         if verify and (steps < 1 or blocks < 2):
@@ -139,8 +160,22 @@ class Trials:
             )
         if verify and not 0 < alpha < 0.5:
             raise ValueError(f"alpha {alpha} must be in (0, 0.5)")
-        before = throughput(list(self.history)[-steps:])
-        return Trial(name, mitigation, verify, steps, warmup, before, blocks, alpha, min_gain, _skip=warmup)
+        recent = list(self.history)[-steps:]
+        before = throughput(recent)
+        return Trial(
+            name,
+            mitigation,
+            verify,
+            steps,
+            warmup,
+            before,
+            blocks,
+            alpha,
+            min_gain,
+            _skip=warmup,
+            before_step_seconds=sum(w for w, _ in recent) / len(recent) if recent else None,
+            epoch=epoch,
+        )
 
     def begin(self, t: Trial) -> None:
         self.all.append(t)

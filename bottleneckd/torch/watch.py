@@ -39,7 +39,7 @@ from bottleneckd.torch.counting import RooflineCounting
 from bottleneckd.torch.epoch import EpochReport, render_epoch
 from bottleneckd.torch.hooks import install_hooks, remove_all
 from bottleneckd.torch.loader import InstrumentedLoader
-from bottleneckd.torch.mitigations.base import Event as MitigationEvent
+from bottleneckd.torch.mitigations.base import LoopEvent
 from bottleneckd.torch.phases import PhaseAccumulator
 from bottleneckd.torch.registry import forget, replace_current
 from bottleneckd.torch.timing import CudaClock, HostClock
@@ -47,7 +47,7 @@ from bottleneckd.torch.transport import make_transport
 from bottleneckd.torch.trials import Trial
 
 log = logging.getLogger("bottleneckd.torch")
-_BEFORE_OPT, _STEP_END = MitigationEvent.BEFORE_OPTIMIZER_STEP, MitigationEvent.STEP_END
+_BEFORE_OPT, _STEP_END = LoopEvent.BEFORE_OPTIMIZER_STEP, LoopEvent.STEP_END
 
 
 class Watcher:
@@ -255,14 +255,16 @@ class Watcher:
                 totals,
                 report,
                 closure_notes(bool(self.facts.get("optimizer_closure")), isinstance(self.clock, HostClock)),
+                previous=next((r for r in reversed(self.epoch_reports) if r.step_ms is not None), None),
+                in_effect=self._control.in_effect(),
             )
             if self.print_epoch:
                 print(rep.text, file=self.print_to, flush=True)
             self.epoch_reports.append(rep)
             if totals.steps:
                 self.epoch += 1
-                if self._engine.listening[MitigationEvent.EPOCH_END]:
-                    self._engine.run(MitigationEvent.EPOCH_END, self.steps, self.epoch, self.optimizer_calls)
+                if self._engine.listening[LoopEvent.EPOCH_END]:
+                    self._engine.run(LoopEvent.EPOCH_END, self.steps, self.epoch, self.optimizer_calls)
             self.clock.reset()  # the next epoch's first step starts at its own data request
             return rep
         except Exception as e:  # noqa: BLE001

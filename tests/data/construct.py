@@ -6,9 +6,10 @@ Construction, documented: the machine is a fake node (tests/fake_hardware.py: 8-
 64 GiB, NVMe gen4, 100 GbE, HDR InfiniBand, an NFS mount; two H100 SXM through tests/fake_nvml.py).
 Its peaks are resolved by the real code from the real catalog. Every sample starts from a healthy
 baseline (GPUs moderately busy, nothing near a peak, a step of 90% compute) and the scenario
-changes the figures that the named bottleneck moves, to values reported for it elsewhere
-(FINDINGS.md): e.g. copies of 45% of the step with PCIe at 83% of its peak and SM activity at
-15%. Samples carry +-3% deterministic jitter. The traces go through the real TraceWriter.
+changes the figures that the named bottleneck moves, to values reported for it elsewhere (the
+sources in docs/thresholds.md, e.g. KempnerPulse's transfer-bound rule): e.g. copies of 45% of the
+step with PCIe at 83% of its peak and SM activity at 15%. Samples carry +-3% deterministic jitter.
+The traces go through the real TraceWriter.
 """
 
 from __future__ import annotations

@@ -122,7 +122,7 @@ def _placement(topology: tuple[tuple[str, tuple[int, ...]], ...], world: int) ->
         return ""
     if len(topology) == 1:
         node, ranks = topology[0]
-        if len(ranks) < 2:
+        if len(ranks) <= 1:
             return ""
         return f"{len(ranks)} ranks on one node ({node})" + (
             f" (ranks {', '.join(map(str, ranks))} of {world} reporting)" if world > len(ranks) else ""

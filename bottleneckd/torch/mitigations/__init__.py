@@ -1,35 +1,30 @@
-"""Mitigations the hook can apply, by the knowledge base's ``hook`` id, run by the engine on the watcher's events."""
+"""Mitigations the hook can apply, one module per declared hook (``<id>.py``), run by the engine on
+the watcher's loop events.
 
-from bottleneckd.torch.mitigations.activation_checkpointing import ActivationCheckpointing
-from bottleneckd.torch.mitigations.base import Context, Event, FactChanges, Mitigation
-from bottleneckd.torch.mitigations.channels_last import ChannelsLast
-from bottleneckd.torch.mitigations.data_echoing import DataEchoing
-from bottleneckd.torch.mitigations.dataloader_settings import DataLoaderSettings
-from bottleneckd.torch.mitigations.ddp_comm_hook import DdpCommHook
-from bottleneckd.torch.mitigations.engine import MitigationEngine
-from bottleneckd.torch.mitigations.gradient_accumulation import GradientAccumulation, LessFrequentSync
-from bottleneckd.torch.mitigations.mixed_precision import MixedPrecision
-from bottleneckd.torch.mitigations.progressive_freezing import ProgressiveFreezing
-from bottleneckd.torch.mitigations.progressive_resizing import ProgressiveResizing
-from bottleneckd.torch.mitigations.selective_backprop import SelectiveBackprop
+Importing this package imports every module in it; each hook class registers itself when defined
+(base.py checks its declaration against data/mitigations.json), and the package then checks that
+every module here is a declared hook and every declared hook has its class. ``REGISTRY`` maps each
+:class:`Hook` to its class; there is no list to keep by hand.
+"""
 
-REGISTRY: dict[str, type] = {
-    m.name: m
-    for m in (
-        MixedPrecision,
-        ChannelsLast,
-        ActivationCheckpointing,
-        DataEchoing,
-        DataLoaderSettings,
-        GradientAccumulation,
-        LessFrequentSync,
-        DdpCommHook,
-        ProgressiveFreezing,
-        SelectiveBackprop,
-        ProgressiveResizing,
-    )
-}
+from __future__ import annotations
 
-__all__ = ["REGISTRY", "Context", "Event", "FactChanges", "Mitigation", "MitigationEngine"] + [
-    c.__name__ for c in REGISTRY.values()
-]
+import importlib
+import pkgutil
+
+from bottleneckd.model.hooks import HOOKS, Hook
+from bottleneckd.torch.mitigations.base import REGISTERED, HookMitigation, check_modules, check_registered
+
+#: the modules here that are not hooks
+MACHINERY = frozenset({"base", "engine"})
+
+_modules = sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in MACHINERY)
+check_modules(__name__, _modules, HOOKS)
+for _name in _modules:
+    importlib.import_module(f"{__name__}.{_name}")
+check_registered(REGISTERED, HOOKS)
+
+REGISTRY: dict[Hook, type[HookMitigation]] = dict(REGISTERED)
+
+
+__all__ = ["REGISTRY"]

@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from torch.utils.checkpoint import checkpoint
 
-from bottleneckd.torch.mitigations.base import Context
+from bottleneckd.torch.mitigations.base import Context, HookMitigation, declared_hook
 
 
 def default_blocks(model: torch.nn.Module) -> list[torch.nn.Module]:
@@ -20,8 +20,9 @@ def default_blocks(model: torch.nn.Module) -> list[torch.nn.Module]:
     return best or [model]
 
 
-class ActivationCheckpointing:
-    name = "activation_checkpointing"
+class ActivationCheckpointing(HookMitigation):
+    hook = declared_hook("activation_checkpointing")
+    facts = {"activation_checkpointing": bool}
     changes_semantics = False
 
     def __init__(self, modules: list[torch.nn.Module] | None = None) -> None:

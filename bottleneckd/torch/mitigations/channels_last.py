@@ -7,11 +7,12 @@ from typing import Any
 
 import torch
 
-from bottleneckd.torch.mitigations.base import Context, Handles
+from bottleneckd.torch.mitigations.base import Context, Handles, HookMitigation, declared_hook
 
 
-class ChannelsLast:
-    name = "channels_last"
+class ChannelsLast(HookMitigation):
+    hook = declared_hook("channels_last")
+    facts = {"channels_last": bool}
     changes_semantics = False
     note = "weights and 4-D inputs in channels_last layout"
 

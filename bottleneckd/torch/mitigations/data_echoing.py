@@ -3,11 +3,12 @@ slow input pipeline feeds more steps. Changes training semantics (repeated data)
 
 from __future__ import annotations
 
-from bottleneckd.torch.mitigations.base import Context
+from bottleneckd.torch.mitigations.base import Context, HookMitigation, declared_hook
 
 
-class DataEchoing:
-    name = "data_echoing"
+class DataEchoing(HookMitigation):
+    hook = declared_hook("data_echoing")
+    facts = {"data_echoing": int}
     changes_semantics = True
 
     def __init__(self, factor: int = 2) -> None:

@@ -7,13 +7,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from bottleneckd.torch.mitigations.base import Context
+from bottleneckd.torch.mitigations.base import Context, HookMitigation, declared_hook
 
 SETTABLE = ("num_workers", "pin_memory", "prefetch_factor", "persistent_workers")
 
 
-class DataLoaderSettings:
-    name = "dataloader_settings"
+class DataLoaderSettings(HookMitigation):
+    hook = declared_hook("dataloader_settings")
+    facts = {"loader_workers": int, "pin_memory": bool, "persistent_workers": bool, "prefetch_factor": int}
     changes_semantics = False
 
     def __init__(

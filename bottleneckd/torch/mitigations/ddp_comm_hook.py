@@ -10,7 +10,7 @@ from typing import Any
 import torch
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
 
-from bottleneckd.torch.mitigations.base import Context
+from bottleneckd.torch.mitigations.base import Context, HookMitigation, declared_hook
 
 
 class _Dispatch:
@@ -40,8 +40,9 @@ def dispatcher(model: torch.nn.parallel.DistributedDataParallel) -> _Dispatch:
     return d
 
 
-class DdpCommHook:
-    name = "ddp_comm_hook"
+class DdpCommHook(HookMitigation):
+    hook = declared_hook("ddp_comm_hook")
+    facts = {"comm_hook": str}
     changes_semantics = True
 
     def __init__(self, kind: str = "fp16", rank: int = 1) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from bottleneckd.torch.mitigations.base import Context, Event, FactChanges
+from bottleneckd.torch.mitigations.base import Context, FactChanges, HookMitigation, LoopEvent
 
 
 class MitigationEngine:
@@ -24,10 +24,17 @@ class MitigationEngine:
         self._saved: dict[int, dict[str, Any]] = {}  # per mitigation: the facts it changed, as they were
         self._pending: list[Any] = []
         self._pending_apply: list[tuple[Any, int, int, int]] = []
-        self.listening: dict[Event, list[Any]] = {e: [] for e in Event}
+        self.listening: dict[LoopEvent, list[Any]] = {e: [] for e in LoopEvent}
 
     def _ctx(self, step: int = 0, epoch: int = 0, calls: int = 0) -> Context:
         return Context(self.model, self.optimizer, self.loader, step, epoch, calls)
+
+    @staticmethod
+    def _changes(m: Any) -> FactChanges:
+        """An empty record of m's fact changes: a hook mitigation may change only the facts it declares."""
+        if isinstance(m, HookMitigation):
+            return FactChanges(allowed=m.declared_facts, owner=type(m).__name__)
+        return FactChanges()
 
     def _commit(self, m: Any, changes: FactChanges) -> None:
         saved = self._saved.setdefault(id(m), {})
@@ -38,7 +45,15 @@ class MitigationEngine:
 
     def apply(self, m: Any, step: int, epoch: int, calls: int) -> None:
         ctx = self._ctx(step, epoch, calls)
-        m.apply(ctx)
+        ctx.facts = self._changes(m)
+        try:
+            m.apply(ctx)
+        except BaseException:
+            try:
+                m.revert()  # what it did before it failed; its facts were never committed
+            except Exception:  # noqa: BLE001, S110 - the apply's error is the one to report
+                pass
+            raise
         self._commit(m, ctx.facts)
         self.active.append(m)
         for e in getattr(m, "events", ()):
@@ -80,13 +95,14 @@ class MitigationEngine:
             if m not in self.active:
                 self.apply(m, step, epoch, calls)
 
-    def run(self, event: Event, step: int, epoch: int, calls: int = 0) -> Context:
+    def run(self, event: LoopEvent, step: int, epoch: int, calls: int = 0) -> Context:
         ctx = self._ctx(step, epoch, calls)
         for m in list(self.listening[event]):
+            ctx.facts = self._changes(m)
             m.on_event(event, ctx)
             if ctx.facts.changes:
                 self._commit(m, ctx.facts)
-                ctx.facts = FactChanges()
+        ctx.facts = FactChanges()
         return ctx
 
     def names(self) -> list[str]:

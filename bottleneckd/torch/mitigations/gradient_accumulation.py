@@ -17,13 +17,14 @@ from typing import Any
 
 import torch
 
-from bottleneckd.torch.mitigations.base import Context, Event, Handles
+from bottleneckd.torch.mitigations.base import Context, Handles, HookMitigation, LoopEvent, declared_hook
 
 
-class GradientAccumulation:
-    name = "gradient_accumulation"
+class GradientAccumulation(HookMitigation):
+    hook = declared_hook("gradient_accumulation")
+    facts = {"gradient_accumulation": int}
     changes_semantics = True
-    events = (Event.BEFORE_OPTIMIZER_STEP,)
+    events = (LoopEvent.BEFORE_OPTIMIZER_STEP,)
 
     def __init__(self, k: int = 4, sync_every_step: bool = False) -> None:
         if k < 2:
@@ -53,7 +54,7 @@ class GradientAccumulation:
             self.note += "; gradients synchronised once per effective step (no_sync)"
         ctx.facts.set("gradient_accumulation", self.k)
 
-    def on_event(self, event: Event, ctx: Context) -> None:
+    def on_event(self, event: LoopEvent, ctx: Context) -> None:
         self._leave_no_sync()  # backward is done: the micro-step's no_sync ends here
         opt = ctx.optimizer
         assert opt is not None
@@ -90,7 +91,3 @@ class GradientAccumulation:
         self._leave_no_sync()
         self._h.undo()
         self._buf = {}
-
-
-class LessFrequentSync(GradientAccumulation):
-    name = "less_frequent_sync"

@@ -15,11 +15,12 @@ from typing import Any
 
 import torch
 
-from bottleneckd.torch.mitigations.base import Context, Event, Handles
+from bottleneckd.torch.mitigations.base import Context, Handles, HookMitigation, LoopEvent, declared_hook
 
 
-class MixedPrecision:
-    name = "mixed_precision"
+class MixedPrecision(HookMitigation):
+    hook = declared_hook("mixed_precision")
+    facts = {"autocast_dtype": str}
     changes_semantics = True
 
     def __init__(self, dtype: str = "bfloat16", init_scale: float = 2.0**16, growth_interval: int = 2000) -> None:
@@ -32,7 +33,7 @@ class MixedPrecision:
         self.skipped_steps = 0
         self._h = Handles()
         self._ctx: Any = None
-        self.events: tuple[Event, ...] = (Event.BEFORE_OPTIMIZER_STEP,) if dtype == "float16" else ()
+        self.events: tuple[LoopEvent, ...] = (LoopEvent.BEFORE_OPTIMIZER_STEP,) if dtype == "float16" else ()
         self.note = f"autocast {dtype}" + (" with dynamic loss scaling" if dtype == "float16" else "")
 
     def apply(self, ctx: Context) -> None:
@@ -59,7 +60,7 @@ class MixedPrecision:
         s = self.scale
         return tuple(g * s if g is not None else None for g in grad_output)
 
-    def on_event(self, event: Event, ctx: Context) -> None:
+    def on_event(self, event: LoopEvent, ctx: Context) -> None:
         opt = ctx.optimizer
         if opt is None:
             return

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import torch
 
-from bottleneckd.torch.mitigations.base import Context, Event
+from bottleneckd.torch.mitigations.base import Context, HookMitigation, LoopEvent, declared_hook
 
 
-class ProgressiveFreezing:
-    name = "progressive_freezing"
+class ProgressiveFreezing(HookMitigation):
+    hook = declared_hook("progressive_freezing")
+    facts = {}
     changes_semantics = True
-    events = (Event.STEP_END,)
+    events = (LoopEvent.STEP_END,)
 
     def __init__(self, total_steps: int, start: float = 0.5, layers: list[torch.nn.Module] | None = None) -> None:
         self.total = total_steps
@@ -40,7 +41,7 @@ class ProgressiveFreezing:
         self._step0 = ctx.step
         self.note = f"{len(self._layers)} layers freeze at steps {self._when}"
 
-    def on_event(self, event: Event, ctx: Context) -> None:
+    def on_event(self, event: LoopEvent, ctx: Context) -> None:
         self.step = ctx.step - self._step0
         for layer, t in zip(self._layers, self._when):
             if self.step >= t:

@@ -9,13 +9,14 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from bottleneckd.torch.mitigations.base import Context, Event, Handles
+from bottleneckd.torch.mitigations.base import Context, Handles, HookMitigation, LoopEvent, declared_hook
 
 
-class ProgressiveResizing:
-    name = "progressive_resizing"
+class ProgressiveResizing(HookMitigation):
+    hook = declared_hook("progressive_resizing")
+    facts = {}
     changes_semantics = True
-    events = (Event.STEP_END,)
+    events = (LoopEvent.STEP_END,)
 
     def __init__(self, total_steps: int, start_scale: float = 0.5, until: float = 0.75, multiple: int = 8) -> None:
         self.total = total_steps
@@ -50,7 +51,7 @@ class ProgressiveResizing:
         self._step0 = ctx.step
         self._h.add(ctx.model.register_forward_pre_hook(resize))
 
-    def on_event(self, event: Event, ctx: Context) -> None:
+    def on_event(self, event: LoopEvent, ctx: Context) -> None:
         self.step = ctx.step - self._step0
 
     def revert(self) -> None:

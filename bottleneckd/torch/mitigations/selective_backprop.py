@@ -8,11 +8,12 @@ from typing import Any
 
 import torch
 
-from bottleneckd.torch.mitigations.base import Context, Handles
+from bottleneckd.torch.mitigations.base import Context, Handles, HookMitigation, declared_hook
 
 
-class SelectiveBackprop:
-    name = "selective_backprop"
+class SelectiveBackprop(HookMitigation):
+    hook = declared_hook("selective_backprop")
+    facts = {}
     changes_semantics = True
 
     def __init__(self, loss_module: torch.nn.Module, keep: float = 0.5) -> None:

@@ -1,0 +1,300 @@
+"""The figure each threshold is compared with (``Threshold.statistic``), computed from a window by
+the rules' own helpers, and a run's figures summarised over its training windows: what the
+sensitivity table of ``docs/thresholds.md`` puts beside each threshold (``scripts/eval.py`` records
+them from each run's trace; ``scripts/thresholds_table.py`` writes the table).
+
+A figure the window does not have (no GPU, no peak, no step phases) is ``None`` and left out.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from bottleneckd.diagnosis.classify import findings, largest_utilization
+from bottleneckd.diagnosis.pipeline import Pipeline
+from bottleneckd.diagnosis.rules.comm_cost import comm_cost
+from bottleneckd.diagnosis.rules.common import compute_share, runs_on_gpu
+from bottleneckd.diagnosis.rules.cpu_compute import MIN_CORES_RAN
+from bottleneckd.diagnosis.rules.cpu_state import cpu_state
+from bottleneckd.diagnosis.rules.gpu_compute import job_gpus
+from bottleneckd.diagnosis.rules.other import other_share
+from bottleneckd.diagnosis.rules.storage import io_wait, storage_signs
+from bottleneckd.diagnosis.straggler import intervals, rank_figures
+from bottleneckd.diagnosis.thresholds import REGISTRY, STRAGGLER_LAST
+from bottleneckd.diagnosis.window import WindowStats
+from bottleneckd.model.resources import UNDETERMINED
+from bottleneckd.model.sample import Sample
+from bottleneckd.peaks.resolve import PeakTable
+from bottleneckd.peaks.select import compute_peak
+
+Figure = Callable[[WindowStats, PeakTable], "float | None"]
+
+LINKS_AND_DISKS = (
+    "storage_bandwidth",
+    "storage_network_bandwidth",
+    "inter_node_interconnect",
+    "inter_gpu_interconnect",
+    "cpu_gpu_interconnect",
+)
+
+
+def _share(*names: str) -> Figure:
+    def f(w: WindowStats, peaks: PeakTable) -> float | None:
+        p = w.phases
+        if p is None or not p.steps:
+            return None
+        return sum(p.share(n) or 0.0 for n in names)
+
+    return f
+
+
+def _fact(name: str) -> Figure:
+    def f(w: WindowStats, peaks: PeakTable) -> float | None:
+        v = w.phases.facts.get(name) if w.phases else None
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+    return f
+
+
+def _get(resource: str, device: str | None, metric: str) -> Figure:
+    return lambda w, peaks: w.get(resource, device, metric)
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def _cpu_busy_share(w: WindowStats, peaks: PeakTable) -> float | None:
+    cpu = cpu_state(w)
+    return cpu.busy / cpu.cores if cpu.busy is not None else cpu.host
+
+
+def _comm_cost_share(w: WindowStats, peaks: PeakTable) -> float | None:
+    cost = comm_cost(w)
+    return cost.share if cost is not None else None
+
+
+def _disk_busy(w: WindowStats, peaks: PeakTable) -> float | None:
+    d = storage_signs(w).busy_dev
+    return d[1] if d is not None else None
+
+
+def _device_utilization(w: WindowStats, peaks: PeakTable) -> float | None:
+    found = [b[1] for r in LINKS_AND_DISKS if (b := w.busiest(r)) is not None]
+    return max(found) if found else None
+
+
+def _nfs_over_local(w: WindowStats, peaks: PeakTable) -> float | None:
+    nfs = w.busiest("storage_network_bandwidth", "throughput")
+    if nfs is None:
+        return None
+    local = sum(
+        s.mean
+        for (r, d, m), s in w.stats.items()
+        if r == "storage_bandwidth" and m == "read_bytes_per_second" and d not in ("job", "host")
+    )
+    return nfs[1] / max(local, 1.0)
+
+
+def _roofline_peak_ratio(w: WindowStats, peaks: PeakTable) -> float | None:
+    """The nearer of the achieved FLOP/s and bytes/s to its peak (CPU, or the job's first GPU)."""
+    facts = w.phases.facts if w.phases else {}
+    flops, byts = facts.get("achieved_flops"), facts.get("achieved_bytes_per_second")
+    if runs_on_gpu(w):
+        dev = job_gpus(w, peaks)[0][0]
+        peak_c = compute_peak(peaks, dev, facts).value
+        bw = peaks.get("gpu_memory_bandwidth", dev)
+        peak_b = bw.value if bw is not None else None
+    else:
+        peak_c, peak_b = peaks.value("cpu_compute", "cpu"), peaks.value("cpu_memory_bandwidth", "host")
+    f, b = _ratio(flops, peak_c), _ratio(byts, peak_b)
+    return max(f, b) if f is not None and b is not None else None
+
+
+def _operand_bytes_per_core(w: WindowStats, peaks: PeakTable) -> float | None:
+    """As the CPU rule computes it: achieved operand bytes/s per core the job ran on."""
+    byts = w.phases.facts.get("achieved_bytes_per_second") if w.phases else None
+    if byts is None:
+        return None
+    cpu = cpu_state(w)
+    ran = max(cpu.busy if cpu.busy is not None else (cpu.host or 0.0) * cpu.cores, MIN_CORES_RAN)
+    return float(byts) / min(ran, cpu.cores)
+
+
+def _memory_used(w: WindowStats, peaks: PeakTable) -> float | None:
+    found = [v for v in (w.get("cpu_memory", "host", "utilization"), w.get("gpu_memory", None, "utilization")) if v]
+    return max(found) if found else None
+
+
+def _swap(w: WindowStats, peaks: PeakTable) -> float | None:
+    i = w.get("cpu_memory", "host", "swap_in_bytes_per_second")
+    o = w.get("cpu_memory", "host", "swap_out_bytes_per_second")
+    return None if i is None and o is None else (i or 0.0) + (o or 0.0)
+
+
+def _throttle(w: WindowStats, peaks: PeakTable) -> float | None:
+    found = [s.mean for (r, _, m), s in w.stats.items() if r == "gpu_compute" and m.startswith("throttle:")]
+    return max(found) if found else None
+
+
+def _stage_share(w: WindowStats, peaks: PeakTable) -> float | None:
+    """The share of the step of the strongest finding's stage (what headroom() is given)."""
+    fs = findings(w, peaks)
+    if not fs:
+        return None
+    stage = fs[0].stage
+    if stage == "compute":
+        return compute_share(w)
+    if stage == "other":
+        return other_share(w)
+    return _share(*{"data": ("data_wait", "file_io")}.get(stage, (stage,)))(w, peaks)
+
+
+def _score(rank: int) -> Figure:
+    def f(w: WindowStats, peaks: PeakTable) -> float | None:
+        fs = findings(w, peaks)
+        return fs[rank].score if len(fs) > rank else None
+
+    return f
+
+
+def _largest_utilization(w: WindowStats, peaks: PeakTable) -> float | None:
+    lu = largest_utilization(w)
+    return lu[2] if lu is not None else None
+
+
+def _uncounted_share(w: WindowStats, peaks: PeakTable) -> float | None:
+    """From the hook's ``flops_unknown`` text ("7% of bytes in ops with no FLOP formula: ..."):
+    known only when the share reached the threshold."""
+    text = w.phases.facts.get("flops_unknown") if w.phases else None
+    m = re.match(r"(\d+)% of bytes", str(text)) if text else None
+    return int(m.group(1)) / 100 if m else None
+
+
+#: statistic name -> its figure in one window
+WINDOW_STATISTICS: dict[str, Figure] = {
+    "data_share": _share("data_wait", "file_io"),
+    "transfer_share": _share("transfer"),
+    "comm_share": _share("communication"),
+    "comm_cost_share": _comm_cost_share,
+    "compute_share": lambda w, peaks: compute_share(w),
+    "other_share": lambda w, peaks: other_share(w),
+    "cpu_busy_share": _cpu_busy_share,
+    "hottest_thread": lambda w, peaks: cpu_state(w).hot,
+    "cpu_pressure": lambda w, peaks: cpu_state(w).pressure,
+    "runqueue_wait_cores": lambda w, peaks: cpu_state(w).waiting,
+    "loader_workers": lambda w, peaks: cpu_state(w).n_workers,
+    "job_busy_cores": lambda w, peaks: cpu_state(w).busy,
+    "threads_in_disk_wait": lambda w, peaks: storage_signs(w).d,
+    "io_pressure": lambda w, peaks: storage_signs(w).psi,
+    "iowait": lambda w, peaks: storage_signs(w).iowait,
+    "disk_busy": _disk_busy,
+    "job_read_bytes_per_second": lambda w, peaks: storage_signs(w).reads,
+    "read_miss_ratio": lambda w, peaks: _ratio(storage_signs(w).reads, storage_signs(w).chars),
+    "bytes_per_read_call": lambda w, peaks: _ratio(storage_signs(w).reads, storage_signs(w).calls),
+    "device_utilization": _device_utilization,
+    "nfs_over_local_reads": _nfs_over_local,
+    "job_write_bytes_per_second": _get("storage_bandwidth", "job", "write_bytes_per_second"),
+    "other_idle_share": _fact("other_idle_share"),
+    "roofline_peak_ratio": _roofline_peak_ratio,
+    "operand_bytes_per_core": _operand_bytes_per_core,
+    "cpu_memory_bandwidth_utilization": _get("cpu_memory_bandwidth", "host", "utilization"),
+    "low_intensity_op_share": _fact("low_intensity_op_share"),
+    "steps_seen": lambda w, peaks: float(w.steps_seen),
+    "rank_side_thread_share": lambda w, peaks: _ratio(
+        w.get("cpu_compute", "job", "rank_side_thread_cores"), w.get("cpu_compute", "job", "rank_busy_cores")
+    ),
+    "sm_activity": _get("gpu_compute", None, "sm_activity"),
+    "gpu_dram_utilization": _get("gpu_memory_bandwidth", None, "utilization"),
+    "gpu_busy_fraction": _get("gpu_compute", None, "busy_fraction"),
+    "gpu_throttle_share": _throttle,
+    "sm_clock_ratio": _get("gpu_compute", None, "sm_clock_ratio"),
+    "memory_used": _memory_used,
+    "storage_used": _get("storage_capacity", None, "utilization"),
+    "swap_bytes_per_second": _swap,
+    "memory_pressure": _get("cpu_memory", "host", "pressure_some"),
+    "host_cpu_utilization": _get("cpu_compute", "host", "utilization"),
+    "io_wait_score": lambda w, peaks: io_wait(w)[0],
+    "verdict_stage_share": _stage_share,
+    "top_score": _score(0),
+    "second_score": _score(1),
+    "largest_utilization": _largest_utilization,
+    "uncounted_operator_share": _uncounted_share,
+}
+
+#: figures of the run as a whole (the run's verdict over its windows, the ranks' stragglers)
+RUN_STATISTICS = (
+    "dominant_held_intervals",
+    "undetermined_over_dominant",
+    "straggler_excess",
+    "straggler_slowest_share",
+    "straggler_last_share",
+)
+
+
+def summary(values: list[float]) -> dict[str, Any]:
+    """median, min, max and last of a figure over the windows that had it, and how many did."""
+    return {
+        "median": statistics.median(values),
+        "min": min(values),
+        "max": max(values),
+        "last": values[-1],
+        "windows": len(values),
+    }
+
+
+def _stragglers(recent: Iterable[Sample]) -> dict[str, float] | None:
+    """The slowest rank's figures over the recent intervals (what find_straggler judges)."""
+    window = intervals(recent)
+    figs = rank_figures(window)
+    if len(figs) <= 1 or not window:
+        return None
+    med = statistics.median(f.compute for f in figs)
+    top = max(figs, key=lambda f: f.compute)
+    n = len(window)
+    return {
+        "straggler_excess": top.compute / med - 1.0 if med > 0 else 0.0,
+        "straggler_slowest_share": top.slowest / n,
+        "straggler_last_share": top.last_arrival / n,
+    }
+
+
+def replay_statistics(peaks: PeakTable, samples: Iterable[Sample]) -> dict[str, dict[str, Any]]:
+    """Replay a run's samples through the pipeline; each statistic over the windows in which
+    training steps were reported (start-up and tear-down left out)."""
+    pipeline = Pipeline(peaks)
+    values: dict[str, list[float]] = {}
+    held: dict[str, float] = {}
+    interval = 0.0
+    recent: deque[Sample] = deque(maxlen=STRAGGLER_LAST)
+    for sample in samples:
+        snap = pipeline(sample)
+        w = snap.stats
+        if sample.ranks:
+            recent.append(sample)
+        if w.phases is None or not w.phases.steps:
+            continue
+        interval = max(interval, sample.interval)
+        held[snap.verdict.resource] = held.get(snap.verdict.resource, 0.0) + sample.interval
+        for name, figure in WINDOW_STATISTICS.items():
+            v = figure(w, peaks)
+            if v is not None:
+                values.setdefault(name, []).append(float(v))
+        for name, v in (_stragglers(recent) or {}).items():
+            values.setdefault(name, []).append(v)
+    determined = {r: s for r, s in held.items() if r != UNDETERMINED}
+    if determined and interval > 0:
+        longest = max(determined.values())
+        values["dominant_held_intervals"] = [longest / interval]
+        values["undetermined_over_dominant"] = [held.get(UNDETERMINED, 0.0) / longest]
+    return {name: summary(v) for name, v in values.items() if v}
+
+
+def unknown_statistics() -> list[str]:
+    """Statistics named by a registered threshold that nothing here computes (a test keeps it empty)."""
+    known = set(WINDOW_STATISTICS) | set(RUN_STATISTICS)
+    return sorted({t.statistic for t in REGISTRY.values() if t.statistic and t.statistic not in known})
