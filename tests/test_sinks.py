@@ -79,7 +79,7 @@ def test_every_outputs_field_makes_its_sinks_in_sink_order(tmp_path: Path):
     full = Outputs(
         trace=TraceOut(str(tmp_path / "t.jsonl")),
         timeline=True,
-        report_file=str(tmp_path / "s" / "b.sock"),
+        report_file=True,
         view=lambda _snap: None,
         stop_when=lambda: False,
     )

@@ -58,7 +58,7 @@ def report(
     rep = load(traces, window=window, one_machine=True)
     wired = rep.feed(Outputs(timeline=True))
     if not rep.fed:
-        raise InputError(f"{', '.join(traces)}: no samples to report")
+        raise rep.error or InputError(f"{', '.join(traces)}: no samples to report")
     run = rep.run
     events = [e.to_json() for e in rep.events]
     doc = run.report(extra={"traces": list(traces), "events": events}, energy=True, grid_intensity=grid_intensity)

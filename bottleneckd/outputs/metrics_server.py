@@ -225,7 +225,7 @@ def serve_metrics(source: MetricsSource, bind: str, web_config: WebConfig | None
     host, port = parse_bind(bind)
     cfg = web_config or WebConfig("")
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(SnapshotCollector(source.latest, source.steps, source.events))
+    registry.register(SnapshotCollector(source.latest, source.steps, source.events, getattr(source, "channel", None)))
     energy = getattr(source, "energy", None)
     if energy is not None:  # a run's energy meter (runtime/run.py); a bare snapshot source has none
         from bottleneckd.outputs.energy import EnergyCollector

@@ -98,7 +98,8 @@ def load(paths: Sequence[str], *, window: int = WINDOW_SAMPLES, one_machine: boo
         for _path, h, it in opened:
             got: list[Sample] = []
             try:
-                got.extend(it)
+                for s in it:  # the samples before a bad line are kept
+                    got.append(s)
             except TraceError as e:  # the good part is kept; the error is raised after the report
                 error = error or e
             loaded.append((h, got))

@@ -92,6 +92,7 @@ class Run:
         interval: float = 1.0,
         kb: tuple[Mitigation, ...] | None = None,
         events: Callable[[], list[Event]] | None = None,
+        channel: Callable[[], dict[str, int]] | None = None,
     ) -> None:
         self.peaks = peaks
         self.machine = machine
@@ -102,6 +103,8 @@ class Run:
         self.energy = EnergyMeter()  # joules per step and per example (the exporter's energy counters)
         self.sinks = Sinks()
         self._events = events or (lambda: [])
+        #: the hook -> sidecar channel's counters (a live run's receiver; a replayed trace has none)
+        self.channel = channel
         self._lock = threading.Lock()
         self._latest: Snapshot | None = None
         self._failed: set[str] = set()

@@ -129,8 +129,8 @@ class Sidecar:
 
     def wire(self, outputs: Outputs) -> Wired:
         """The sinks ``outputs`` asks for; a listening sidecar keeps the report file the hook reads."""
-        if self.listening and outputs.report_file is None and not any(w.report_file for w in self.wired):
-            outputs = replace(outputs, report_file=self.receiver.path)
+        if self.listening and not any(w.report_file for w in self.wired):
+            outputs = replace(outputs, report_file=True)
         wired = self.run.wire(outputs, self.receiver, self.loop.stop)
         self.wired.append(wired)
         return wired
@@ -170,7 +170,14 @@ def build_sidecar(
     spec = SamplerSpec(machine, resolve_peaks(machine, catalog, profile), paths, disabled, nvml)
     samplers, why = spec.build(pid)
     receiver = PhaseReceiver(socket_path, listen=listen).start()
-    run = Run(spec.peaks, machine, window=window, interval=interval, events=lambda: receiver.events_since(0)[0])
+    run = Run(
+        spec.peaks,
+        machine,
+        window=window,
+        interval=interval,
+        events=lambda: receiver.events_since(0)[0],
+        channel=receiver.counters,
+    )
     sources: list[Callable[[], StepPhases | None]] = []
 
     def phases() -> tuple[StepPhases | None, tuple[RankPhases, ...]]:

@@ -55,8 +55,8 @@ class Outputs:
     trace: TraceOut | None = None
     #: "timeline": what the HTML report plots over time
     timeline: bool = False
-    #: "report_file": the channel socket beside which the hook reads the current report
-    report_file: str | None = None
+    #: "report_file": the current report, beside the receiver's socket, for the hook's epoch block
+    report_file: bool = False
     #: "view": called with each snapshot (the live screen or line, analyze's timeline)
     view: Callable[[Snapshot], None] | None = None
     #: "stop": the run's source is stopped once this is true
@@ -108,10 +108,13 @@ def failing(failed: set[str], key: str, what: str, e: Exception) -> None:
 
 
 class ReportFile:
-    """Every ``every`` ticks, the current report beside the channel socket (the hook's epoch block)."""
+    """Every ``every`` ticks, the current report beside the channel socket (the hook's epoch block),
+    written through the receiver's held directory (channel/report_file.py)."""
 
-    def __init__(self, socket_path: str, report: Callable[[], dict[str, Any]], every: int = REPORT_FILE_EVERY) -> None:
-        self.path = socket_path
+    def __init__(
+        self, receiver: PhaseReceiver, report: Callable[[], dict[str, Any]], every: int = REPORT_FILE_EVERY
+    ) -> None:
+        self.receiver = receiver
         self.report = report
         self.every = every
         self.n = 0
@@ -121,8 +124,10 @@ class ReportFile:
         self.n += 1
         if self.failed or self.n % self.every:
             return
+        if self.receiver.dir is None:  # no socket: no hook to read it
+            return
         try:
-            write_report_file(self.path, self.report())
+            write_report_file(self.receiver.dir, self.report())
         except OSError as e:  # the hook then prints its block without the sidecar's verdict
             log.warning(
                 "cannot write the report file for the hook (%s); epoch-end blocks go without it", e.strerror or e
@@ -130,7 +135,7 @@ class ReportFile:
             self.failed = True
 
     def close(self) -> None:
-        remove_report_file(self.path)
+        remove_report_file(self.receiver.dir)
 
 
 class EventCopier:
@@ -201,8 +206,10 @@ def wire(
     if outputs.timeline:
         out.timeline = timeline = Timeline()
         sinks.add("timeline", lambda sample: timeline.add(sample, latest()))
-    if outputs.report_file is not None:
-        out.report_file = ReportFile(outputs.report_file, report)
+    if outputs.report_file:
+        if receiver is None:
+            raise ValueError("the report file lies beside the receiver's socket: the run needs one")
+        out.report_file = ReportFile(receiver, report)
         sinks.add("report_file", out.report_file)
     if outputs.view is not None:
         view = outputs.view
