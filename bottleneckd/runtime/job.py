@@ -120,6 +120,27 @@ def supervise(
     return exit_code(job.returncode)
 
 
+def node_sidecar_socket() -> str | None:
+    """A ``bottleneckd serve`` already receiving on this node (bound to the default socket, in a
+    directory only this user can write): the job's ranks report to it, not to a second sidecar."""
+    import stat
+
+    from bottleneckd.channel.socket_path import default_socket_path, is_live, untrusted_dir
+
+    path = default_socket_path()
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if (
+        not stat.S_ISSOCK(st.st_mode)
+        or st.st_uid != os.geteuid()
+        or untrusted_dir(os.path.dirname(os.path.abspath(path)))
+    ):
+        return None
+    return path if is_live(path) else None
+
+
 @dataclass(frozen=True)
 class JobRun:
     """A job run to its end under a sidecar."""
@@ -148,7 +169,6 @@ def run_job(
     directory of its own), with ``outputs`` wired and metrics on ``bind``, and supervise it to
     the end. Nothing is left in /tmp."""
     from bottleneckd.channel.report_file import read_report_file
-    from bottleneckd.channel.socket_path import node_sidecar_socket
     from bottleneckd.outputs.live import LiveView, unknown_reasons
     from bottleneckd.outputs.metrics_server import serve_metrics, stop_metrics
     from bottleneckd.runtime.job_env import SOCKET_NAME, job_env, no_phases_note, run_directory, uninstrumented_reason
