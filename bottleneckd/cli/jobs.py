@@ -44,6 +44,14 @@ if TYPE_CHECKING:
     show_default=True,
     help="Seconds a job asked to stop may take before SIGTERM, then SIGKILL.",
 )
+@click.option(
+    "--linger",
+    type=click.FloatRange(0, 3600),
+    default=30.0,
+    show_default=True,
+    help="With --bind: seconds /metrics stays up after the job ends, so the final state is scraped "
+    "(0: stop at once; Ctrl-C ends the wait).",
+)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.pass_obj
 def run(
@@ -60,13 +68,14 @@ def run(
     bind: str | None,
     web_config: str | None,
     grace: float,
+    linger: float,
     command: tuple[str, ...],
 ) -> None:
     """Run CMD under the sidecar: bottleneckd run [options] -- python train.py ..."""
     from bottleneckd.cli.report import html_needs_plotly
     from bottleneckd.outputs.live import LiveView
     from bottleneckd.outputs.metrics_server import load_web_config, parse_bind
-    from bottleneckd.runtime.job import run_job
+    from bottleneckd.runtime.job import linger_then_stop, run_job
     from bottleneckd.runtime.sinks import Outputs, TraceOut
 
     check_outputs(force, report_json=report_json, trace=trace_path, report_html=report_html)
@@ -97,6 +106,7 @@ def run(
         web_config=web,
         grace=grace,
         say=say,
+        keep_serving=True,
     )
     run = job.side.run
     extra = {"command": list(command), "exit_code": job.code, **job.extra}
@@ -108,6 +118,7 @@ def run(
         assert job.timeline is not None
         events = [e.to_json() for e in run.events()]
         write_html(report_html, doc, job.timeline, run.energy.account(), run.peaks, events, grid_intensity, force)
+    linger_then_stop(job.server, linger, say)
     sys.exit(job.code)
 
 

@@ -8,6 +8,7 @@ import click
 
 from bottleneckd.cli.common import Context, build, check_outputs, emit_json, say, sidecar_options
 from bottleneckd.model.errors import InputError
+from bottleneckd.outputs.port import DEFAULT_PORT
 
 if TYPE_CHECKING:
     from bottleneckd.outputs.metrics_server import WebConfig
@@ -86,7 +87,17 @@ def analyze(obj: Context, traces: tuple[str, ...], fmt: str, window: int, timeli
 
 
 @click.command()
-@click.option("--bind", default="127.0.0.1:9400", show_default=True, help="HOST:PORT for the exporter.")
+@click.option(
+    "--bind",
+    default=f"127.0.0.1:{DEFAULT_PORT}",
+    show_default=True,
+    help="HOST:PORT for the exporter (9612: free in Prometheus's port list; 9400 is dcgm-exporter's).",
+)
+@click.option(
+    "--host-detail",
+    is_flag=True,
+    help="Also export what node_exporter already does: each core's busy share, every virtual NIC.",
+)
 @click.option(
     "--web-config",
     type=click.Path(dir_okay=False),
@@ -108,6 +119,7 @@ def serve(
     bind: str,
     web_config: str | None,
     trace_path: str | None,
+    host_detail: bool,
     quiet: bool,
     interval: float,
     pid: int | None,
@@ -117,39 +129,40 @@ def serve(
 ) -> None:
     """Prometheus exporter: the latest sample and diagnosis on HOST:PORT/metrics."""
     from bottleneckd.outputs.live import live_line
-    from bottleneckd.outputs.metrics_server import load_web_config, parse_bind, serve_metrics, stop_metrics
+    from bottleneckd.outputs.metrics_server import load_web_config, parse_bind, serve_metrics, stop_metrics, url_of
     from bottleneckd.runtime.foreground import run_foreground
     from bottleneckd.runtime.sinks import Outputs
 
     parse_bind(bind)
     web = load_web_config(web_config) if web_config else None  # read once, before anything starts
     if trace_path:
-        serve_trace(trace_path, bind, web, duration)
+        serve_trace(trace_path, bind, web, duration, host_detail)
         return
     side = build(obj, interval, pid, disabled, socket_path)
     try:
         side.wire(Outputs(view=None if quiet else lambda snap: say(live_line(snap))))
-        server = serve_metrics(side.run, bind, web)
+        server = serve_metrics(side.run, bind, web, host_detail=host_detail)
     except BaseException:
         side.close()
         raise
-    say(f"bottleneckd: serving metrics on http{'s' if server.ssl_context else ''}://{bind}/metrics")
+    say(f"bottleneckd: serving metrics on {url_of(server, bind)}")
     try:
         run_foreground(side, duration)
     finally:
         stop_metrics(server)
 
 
-def serve_trace(trace_path: str, bind: str, web: WebConfig | None, duration: float | None) -> None:
+def serve_trace(
+    trace_path: str, bind: str, web: WebConfig | None, duration: float | None, host_detail: bool = False
+) -> None:
     """A recorded trace served as if live, at its own pace."""
-    from bottleneckd.outputs.metrics_server import serve_metrics, stop_metrics
+    from bottleneckd.outputs.metrics_server import serve_metrics, stop_metrics, url_of
     from bottleneckd.runtime.replay import load
 
     rep = load((trace_path,))
     n = len(rep.read_all())
-    server = serve_metrics(rep.run, bind, web)
-    scheme = "https" if server.ssl_context else "http"
-    say(f"bottleneckd: replaying {n} samples of {trace_path} on {scheme}://{bind}/metrics")
+    server = serve_metrics(rep.run, bind, web, host_detail=host_detail)
+    say(f"bottleneckd: replaying {n} samples of {trace_path} on {url_of(server, bind)}")
     try:
         rep.pace(duration)
     except KeyboardInterrupt:

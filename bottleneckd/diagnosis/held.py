@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bottleneckd.diagnosis.window import Stat, WindowStats
+from bottleneckd.diagnosis.window import RankView, Stat, WindowStats
 from bottleneckd.model.sample import Sample, StepPhases
 
 Key = tuple[str, str, str]
@@ -51,6 +51,7 @@ class _Account:
     wall: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)
     nodes: dict[str, set[int]] = field(default_factory=dict)
+    views: dict[str, RankView] = field(default_factory=dict)  # each rank's latest report
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,9 @@ class HeldAccounts:
             for k, x in p.phases.items():
                 a.phases[k] = a.phases.get(k, 0.0) + x
         for rp in sample.ranks:
-            a.nodes.setdefault(rp.identity.node, set()).add(rp.identity.rank)
+            i = rp.identity
+            a.nodes.setdefault(i.node, set()).add(i.rank)
+            a.views[i.key] = RankView(i.rank, i.node, i.gpu, rp.phases.facts)
 
     def held(self, regime: tuple[str, str], facts: Mapping[str, Any], steps_seen: int) -> Held | None:
         """The regime's statistics over all of its time (the facts: this tick's), or None when it
@@ -107,5 +110,6 @@ class HeldAccounts:
             phases=phases,
             steps_seen=steps_seen,
             topology=tuple((n, tuple(sorted(rs))) for n, rs in sorted(a.nodes.items())),
+            ranks=tuple(sorted(a.views.values(), key=lambda v: (v.rank, v.node))),
         )
         return Held(stats=stats, seconds=a.seconds, samples=a.samples, steps=a.steps)

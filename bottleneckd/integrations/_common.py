@@ -40,6 +40,17 @@ class Marks:
 
         self.call(make)
 
+    def precision(self, dtype: str | None) -> None:
+        """The framework's mixed-precision setting (its autocast is entered where our marks do not
+        see it): the dtype judged against, until the counted step measures the one run."""
+
+        def declare() -> None:
+            self.watcher.precision.declare(dtype)
+            self.watcher.facts.update(self.watcher.precision.facts())
+
+        if self.watcher is not None:
+            self.call(declare)
+
     def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         if not self.enabled:
             return None

@@ -31,6 +31,16 @@ HOW: dict[str, str] = {
 }
 
 
+def precision_dtype(precision: Any) -> str | None:
+    """Trainer(precision=...) -> the low-precision dtype its autocast runs ("bf16-mixed" -> bfloat16)."""
+    p = str(precision or "")
+    if p.startswith("bf16"):
+        return "bfloat16"
+    if p.startswith("16"):
+        return "float16"
+    return None
+
+
 class BottleneckCallback(Callback):
     """Times every training step from Lightning's hooks and reports the bottleneck at each
     epoch's end. ``print_epoch`` prints the block on rank zero; ``log_metrics`` logs it."""
@@ -43,6 +53,7 @@ class BottleneckCallback(Callback):
 
     def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
         self.marks.start(pl_module)
+        self.marks.precision(precision_dtype(getattr(trainer, "precision", None)))
 
     def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
         self.marks.mark("step_start")

@@ -23,7 +23,7 @@ from bottleneckd.runtime.sidecar import Sidecar
 from bottleneckd.runtime.sinks import Outputs
 
 if TYPE_CHECKING:
-    from bottleneckd.outputs.metrics_server import WebConfig
+    from bottleneckd.outputs.metrics_server import MetricsServer, WebConfig
     from bottleneckd.outputs.timeline import Timeline
 
 DEFAULT_GRACE = 30.0
@@ -152,6 +152,8 @@ class JobRun:
     timeline: Timeline | None
     #: the report of the node's sidecar the job's ranks reported to, when ``run`` joined one
     node_report: dict[str, Any] | None = None
+    #: the metrics server, left running with ``keep_serving`` (``linger_then_stop`` stops it)
+    server: MetricsServer | None = None
 
 
 def run_job(
@@ -164,13 +166,15 @@ def run_job(
     web_config: WebConfig | None = None,
     grace: float = DEFAULT_GRACE,
     say: Callable[[str], None] = print,
+    keep_serving: bool = False,
 ) -> JobRun:
     """Start ``command`` under the sidecar ``build`` makes (listening on a socket of a run
     directory of its own), with ``outputs`` wired and metrics on ``bind``, and supervise it to
-    the end. Nothing is left in /tmp."""
+    the end. Nothing is left in /tmp. With ``keep_serving`` the metrics server outlives the job
+    (``JobRun.server``), for a last scrape of the final state."""
     from bottleneckd.channel.report_file import read_report_file
     from bottleneckd.outputs.live import LiveView, unknown_reasons
-    from bottleneckd.outputs.metrics_server import serve_metrics, stop_metrics
+    from bottleneckd.outputs.metrics_server import serve_metrics, stop_metrics, url_of
     from bottleneckd.runtime.job_env import SOCKET_NAME, job_env, no_phases_note, run_directory, uninstrumented_reason
 
     joined = None
@@ -185,6 +189,7 @@ def run_job(
             wired = side.wire(outputs)
             if bind:
                 server = serve_metrics(side.run, bind, web_config)
+                say(f"bottleneckd: serving metrics on {url_of(server, bind)}")
             blind = uninstrumented_reason(command) if inject else None
             if blind:
                 say(f"bottleneckd: {blind}; the job runs without step phases")
@@ -194,10 +199,15 @@ def run_job(
             job = start_job(command, job_env(run_dir, joined or sock, inject))
             side.follow(job.pid)
             code = supervise(side, job, grace, say)
+        except BaseException:
+            stop_metrics(server)  # an error: nothing outlives it
+            server = None
+            raise
         finally:
             if isinstance(view, LiveView):
                 view.close()  # leave the live screen before the report is printed
-            stop_metrics(server)
+            if not keep_serving:
+                stop_metrics(server)
             side.close()
     extra: dict[str, Any] = {
         "instrumentation": {
@@ -208,4 +218,22 @@ def run_job(
     }
     if joined:
         extra["node_sidecar"] = joined
-    return JobRun(side, code, extra, wired.timeline, read_report_file(joined) if joined else None)
+    node = read_report_file(joined) if joined else None  # the node sidecar's view of every rank
+    return JobRun(side, code, extra, wired.timeline, node, server if keep_serving else None)
+
+
+def linger_then_stop(server: MetricsServer | None, seconds: float, say: Callable[[str], None] = print) -> None:
+    """Keep the final state on /metrics for a last scrape (Ctrl-C ends the wait), then stop the server."""
+    import time
+
+    from bottleneckd.outputs.metrics_server import stop_metrics
+
+    if server is None:
+        return
+    if seconds > 0:
+        say(f"bottleneckd: the job ended; /metrics stays up {seconds:g} s for a last scrape (--linger, Ctrl-C)")
+        try:
+            time.sleep(seconds)
+        except KeyboardInterrupt:
+            pass
+    stop_metrics(server)

@@ -28,7 +28,7 @@ from bottleneckd.diagnosis.thresholds import HOLD, WINDOW_SAMPLES
 from bottleneckd.hardware.detect.machine import Machine
 from bottleneckd.model.protocol import Event
 from bottleneckd.model.sample import Sample, StepPhases
-from bottleneckd.outputs.energy import EnergyMeter
+from bottleneckd.outputs.energy import EnergyMeter, job_steps_of
 from bottleneckd.outputs.report import build_report
 from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.runtime.sinks import Outputs, Sinks, Wired, failing, wire
@@ -59,7 +59,7 @@ class Totals:
             self.phases[k] = self.phases.get(k, 0.0) + x
         self.examples = None if self.examples is None or p.examples is None else self.examples + p.examples
         if p.facts.get("phase_source") != "py-spy":
-            self.hook_steps += p.steps
+            self.hook_steps += job_steps_of(p, sample.ranks)  # the job's steps: one step on 8 ranks is one
 
     def step_phases(self) -> StepPhases:
         return StepPhases(self.steps, self.wall, dict(self.phases), examples=self.examples)
@@ -100,7 +100,8 @@ class Run:
         self.pipeline = Pipeline(peaks, window=window, hold=hold, base_facts=machine_facts(machine))
         self.advisor = Advisor(kb)
         self.totals = Totals()
-        self.energy = EnergyMeter()  # joules per step and per example (the exporter's energy counters)
+        #: joules per step and per example (the exporter's energy counters), of the job's own GPUs
+        self.energy = EnergyMeter(gpu_uuids=peaks.gpu_uuids())
         self.sinks = Sinks()
         self._events = events or (lambda: [])
         #: the hook -> sidecar channel's counters (a live run's receiver; a replayed trace has none)

@@ -57,7 +57,7 @@ def build_samplers(
 ) -> tuple[list[Sampler], dict[str, str]]:
     tree = ProcessTree(pid) if pid else None
     makers: dict[str, Callable[[], Sampler]] = {
-        "gpu": lambda: GpuSampler(peaks, nvml, tree=tree),
+        "gpu": lambda: GpuSampler(peaks, nvml, tree=tree, proc_root=proc_root),
         "cpu_compute": lambda: CpuComputeSampler(peaks, tree, proc_root),
         "cpu_memory": lambda: CpuMemorySampler(peaks, tree, proc_root),
         "cpu_memory_bandwidth": lambda: CpuMemoryBandwidthSampler(peaks, sys_root),
