@@ -14,10 +14,10 @@ import pytest
 
 from bottleneckd.advice.knowledge import load_knowledge
 from bottleneckd.diagnosis.measured import measured_facts
-from bottleneckd.diagnosis.pipeline import Pipeline
 from bottleneckd.model.errors import InputError
 from bottleneckd.model.facts import FACTS
-from bottleneckd.outputs.report import build_report, render_text
+from bottleneckd.outputs.report import render_text
+from bottleneckd.runtime.run import Run
 from tests.conftest import ROOT
 from tests.windows import HOST, NO_PEAKS, job, sample, window
 
@@ -26,10 +26,10 @@ CPU = {"device": "cpu", "loader_workers": 0}
 
 
 def report(figures: dict[str, Any], shares: dict[str, float], facts: dict[str, Any]) -> dict[str, Any]:
-    p = Pipeline(NO_PEAKS)
+    run = Run(NO_PEAKS)
     for i in range(6):
-        p(sample({**HOST, **figures}, shares, facts, t=float(i)))
-    return build_report(p, current=True)
+        run(sample({**HOST, **figures}, shares, facts, t=float(i)))
+    return run.report(current=True)
 
 
 def rec_ids(doc: dict[str, Any]) -> list[str]:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bottleneckd.advice.fit import in_effect, unfit
-from bottleneckd.advice.inputs import StepInputs
+from bottleneckd.diagnosis.step_inputs import StepInputs
 from bottleneckd.advice.knowledge import Mitigation
 from bottleneckd.advice.predict import MIN_PREDICTED_GAIN, Prediction, predict
 from bottleneckd.diagnosis.verdict import Verdict
@@ -33,7 +33,7 @@ COST_WEIGHT = {"low": 1.0, "medium": 0.75, "high": 0.5}
 SECONDARY_WEIGHT = 0.5
 ITERATIONS_WEIGHT = 0.85  # a mitigation that saves iterations, not time per iteration: its gain is less certain
 
-__all__ = ["Recommendation", "recommend", "skipped", "not_fitting", "elsewhere", "in_effect", "unfit"]
+__all__ = ["Recommendation", "recommend", "skipped", "not_fitting", "elsewhere"]
 
 
 @dataclass(frozen=True)
