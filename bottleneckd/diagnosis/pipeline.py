@@ -28,11 +28,13 @@ from bottleneckd.diagnosis.thresholds import (
     INTERVAL_JITTER,
     WINDOW_SAMPLES,
 )
+from bottleneckd.diagnosis.throughput import window_throughput
 from bottleneckd.diagnosis.verdict import RegimeChange, Verdict
 from bottleneckd.diagnosis.window import Window, WindowStats
 from bottleneckd.model.facts import Facts
 from bottleneckd.model.resources import UNDETERMINED
 from bottleneckd.model.sample import Sample
+from bottleneckd.model.throughput import Throughput
 from bottleneckd.peaks.resolve import PeakTable
 
 if TYPE_CHECKING:
@@ -59,6 +61,8 @@ class Snapshot:
     held: tuple[tuple[str, float], ...] = ()
     #: the verdict that held longest over the run (see Pipeline.dominant)
     dominant: Verdict | None = None
+    #: samples/s, tokens/s and MFU over the window's step phases (None without them)
+    throughput: Throughput | None = None
 
 
 def dominant_of(
@@ -148,6 +152,7 @@ class Pipeline:
             self._samples,
             tuple(sorted(self._held.items(), key=lambda kv: -kv[1])),
             self._stragglers.apply(dominant_of(self._held, self._held_training, self._last_of, interval)),
+            window_throughput(stats, self.peaks),
         )
         with self._lock:
             self._latest = snap

@@ -55,6 +55,7 @@ class WindowStats:
 
 def merge_phases(items: Iterable[StepPhases | None]) -> StepPhases | None:
     steps, wall, phases, facts = 0, 0.0, {}, {}
+    examples: int | None = 0  # None once one interval came without a count
     any_ = False
     for p in items:
         if p is None:
@@ -62,10 +63,11 @@ def merge_phases(items: Iterable[StepPhases | None]) -> StepPhases | None:
         any_ = True
         steps += p.steps
         wall += p.wall_seconds
+        examples = None if examples is None or p.examples is None else examples + p.examples
         for k, v in p.phases.items():
             phases[k] = phases.get(k, 0.0) + v
         facts.update(p.facts)
-    return StepPhases(steps, wall, phases, facts) if any_ and steps else None
+    return StepPhases(steps, wall, phases, facts, examples) if any_ and steps else None
 
 
 #: step phases are read over the last this many samples, utilisation over the whole window: a
@@ -112,7 +114,9 @@ class Window:
         if phases is None:
             phases = older
         elif older is not None:  # facts (roofline, loader settings) accumulate over the whole window
-            phases = StepPhases(phases.steps, phases.wall_seconds, phases.phases, {**older.facts, **phases.facts})
+            phases = StepPhases(
+                phases.steps, phases.wall_seconds, phases.phases, {**older.facts, **phases.facts}, phases.examples
+            )
         nodes: dict[str, set[int]] = {}
         for s in self.samples:
             for r in s.ranks:

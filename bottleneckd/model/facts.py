@@ -25,12 +25,12 @@ import logging
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Union
+from typing import Any
 
 from bottleneckd.model.errors import InputError
 from bottleneckd.model.hooks import HOOKS, Hook
 
-FactValue = Union[bool, int, float, str, tuple]
+FactValue = bool | int | float | str | tuple
 log = logging.getLogger(__name__)
 
 MAX_STR = 64  # characters in a string fact
@@ -71,7 +71,8 @@ FACTS: dict[str, FactSpec] = {
             "cuda_uuids",
             "strs",
             _P,
-            "UUIDs (GPU-...) of the CUDA devices holding the model's parameters: the job's GPUs, whatever the PID namespace",
+            "UUIDs (GPU-...) of the CUDA devices holding the model's parameters: the job's GPUs, "
+            "whatever the PID namespace",
         ),
         _spec("compiled", "bool", _P, "the model is torch.compile'd"),
         _spec(
@@ -115,6 +116,19 @@ FACTS: dict[str, FactSpec] = {
             "comm_overlapped_seconds_per_step", "float", _D, "seconds per step of communication hidden behind backward"
         ),
         _spec("comm_overlap_ratio", "float", _D, "share of the communication hidden behind backward"),
+        _spec(
+            "tokens_per_example",
+            "float",
+            _W,
+            "token ids per example of a batch x sequence integer input, over the last report (tokens/s)",
+        ),
+        _spec(
+            "framework",
+            "str",
+            "bottleneckd.integrations._common",
+            "the framework whose callback marks the steps",
+            ("lightning", "transformers"),
+        ),
         _spec("optimizer_closure", "bool", _W, "the optimizer's step takes a closure (LBFGS ...)"),
         # the data loader (hook)
         _spec("loader_workers", "int", _P, "DataLoader num_workers"),

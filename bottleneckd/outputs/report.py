@@ -58,6 +58,8 @@ def build_report(p: Pipeline, current: bool = False) -> dict[str, Any]:
     ph = snap.stats.phases
     doc["step_phases"] = step_phases_json(ph)
     doc["facts"] = snap.facts.to_json()
+    if snap.throughput is not None:  # the window's (the end report's is the run's: see the commands)
+        doc["throughput"] = snap.throughput.to_json()
     return doc
 
 
