@@ -121,6 +121,10 @@ HOSTILE: dict[str, bytes] = {
     "empty": b"",
     "utf16": json.dumps({"type": "step"}).encode("utf-16"),
     "oversized_100k": b'{"type":"step","pad":"' + b"x" * 100_000 + b'"}',
+    # issue 25 item 4: a lone surrogate is valid JSON but not text; it made every /metrics answer 500
+    "lone_surrogate_event_name": b'{"type":"event","version":2,"kind":"mitigation_applied","name":"\\ud800","t":1}',
+    "lone_surrogate_job": raw_step().replace(b'"job":"local"', b'"job":"\\udfff"'),
+    "lone_surrogate_fact_key": raw_step().replace(b'"facts":{', b'"facts":{"\\ud800x":1,'),
 }
 
 
@@ -186,6 +190,13 @@ def test_facts_set_then_unset_round_trip(rx: PhaseReceiver, pipeline: Pipeline) 
     assert "autocast_dtype" not in snap.facts and "mitigations" not in snap.facts
     snap = pipeline(Sample(time.time(), 1.0, (), None))  # an interval with no report keeps the last state
     assert snap.facts.get("epoch") == 2
+
+
+def test_a_surrogate_pair_is_text_and_accepted(rx: PhaseReceiver) -> None:
+    """Only a lone surrogate is refused: an escaped pair is one character (here U+1F600)."""
+    blast(rx.path, b'{"type":"event","version":2,"kind":"mitigation_applied","name":"\\ud83d\\ude00","t":1}')
+    wait_for(rx, 1)
+    assert rx.counters()["received"] == 1 and rx.events_since(0)[0][0].name == "\U0001f600"
 
 
 def test_ranks_are_kept_apart_and_bounded(rx: PhaseReceiver, pipeline: Pipeline) -> None:
@@ -318,6 +329,35 @@ def test_the_sender_never_blocks_or_raises(tmp_path: Path) -> None:
         listener.close()
 
 
+def test_the_sender_finds_a_socket_directory_made_anew(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hook holds the directory it checked; when that directory is removed and made again (a
+    sidecar restarted after a clean-up), the new one is checked and held within RECHECK_SECONDS."""
+    import shutil
+
+    from bottleneckd.channel import link
+
+    monkeypatch.setattr(link, "RECHECK_SECONDS", 0.2)
+    path = str(tmp_path / "d" / "bottleneckd.sock")
+    first = PhaseReceiver(path).start()
+    sender = PhaseSender(path)
+    assert sender.send(report(1))
+    wait_for(first, 1)
+    first.close()
+    assert sender.send(report(2)) is False  # the socket is gone; the directory is still there
+    shutil.rmtree(tmp_path / "d")
+    second = PhaseReceiver(path).start()
+    try:
+        end = time.monotonic() + 10
+        while not sender.send(report(3)):
+            assert time.monotonic() < end, "the sender never found the new directory"
+            time.sleep(0.05)
+        wait_for(second, 1)
+        assert second.drain().facts.get("epoch") == 3
+    finally:
+        sender.close()
+        second.close()
+
+
 # --- the same through the command line: one line, exit code 2, nothing lost ----------------
 def test_cli_refuses_a_regular_file_as_socket(tmp_path: Path, cli_env: dict) -> None:
     from tests.conftest import run_cli
@@ -337,3 +377,112 @@ def test_cli_refuses_a_second_sidecar_on_a_live_socket(
     r = run_cli(["record", "-o", str(tmp_path / "t.jsonl"), "--socket", rx.path, "--duration", "1"], cli_env)
     assert r.returncode == 2 and "another bottleneckd sidecar is listening" in r.stderr and "Traceback" not in r.stderr
     still_works(rx, pipeline, epoch=13)  # the first sidecar was not deafened
+
+
+# --- rank floods and /metrics (issue 25 items 4 and 6) -------------------------------------
+def test_silent_ranks_are_forgotten_and_the_cap_is_counted(rx: PhaseReceiver, pipeline: Pipeline) -> None:
+    """Between two drains at most MAX_RANKS ranks are kept (the least recently heard dropped and
+    counted); a rank with nothing since the last drain is forgotten at the next one."""
+    flood = [RankIdentity("x" * 100 + str(k), "", 0, k, 0, 1, 1, "n" * 128, 0) for k in range(MAX_RANKS + 100)]
+    for ident in flood:
+        rx.accept(report(0, identity=ident))
+    assert len(rx._ranks) == MAX_RANKS and rx.counters()["ranks_dropped"] == 100
+    job, ranks = rx.drain_ranks()
+    assert len(ranks) == MAX_RANKS and job.steps == 2 * MAX_RANKS
+    assert {r.identity.rank for r in ranks} == set(range(100, MAX_RANKS + 100))  # the newest kept
+    rx.accept(report(1))  # only this rank reports in the next interval
+    job, ranks = rx.drain_ranks()
+    assert [r.identity.key for r in ranks] == [ID.key] and len(rx._ranks) == 1  # the flood's ranks are gone
+    assert rx.drain_ranks() == (None, ()) and len(rx._ranks) == 0
+    still_works(rx, pipeline, epoch=14)
+
+
+def _serve(tmp_path: Path, cli_env: dict) -> tuple[object, str, str]:
+    import subprocess
+    import sys
+
+    from tests.prometheus_server import free_port, wait_http
+
+    sock = str(tmp_path / "s" / "bottleneckd.sock")
+    url = f"http://127.0.0.1:{free_port()}/metrics"
+    p = subprocess.Popen(
+        [sys.executable, "-m", "bottleneckd.cli", "serve", "--quiet", "--interval", "0.5", "--socket", sock]
+        + ["--bind", url.split("/")[2]],
+        env=cli_env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        wait_http(url, timeout=60)
+    except BaseException:
+        p.kill()
+        raise
+    return p, sock, url
+
+
+def _scrape(url: str) -> tuple[int, str]:
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(url, timeout=30) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, ""
+
+
+def _value(body: str, name: str) -> float | None:
+    line = next((x for x in body.splitlines() if x.startswith(name + " ") or x.startswith(name + "{")), None)
+    return None if line is None else float(line.rsplit(" ", 1)[1])
+
+
+def test_serve_answers_every_scrape_after_lone_surrogates(tmp_path: Path, cli_env: dict) -> None:
+    """One event whose name is a lone surrogate made every /metrics answer 500 until 256 more
+    events pushed it out; as a rank's job name, as long as that rank reported."""
+    p, sock, url = _serve(tmp_path, cli_env)
+    try:
+        blast(sock, HOSTILE["lone_surrogate_event_name"])
+        for _ in range(6):
+            blast(sock, HOSTILE["lone_surrogate_job"])
+            blast(sock, encode(Event("mitigation_applied", "channels_last", time.time())))
+            blast(sock, encode(report(1)))
+            time.sleep(0.25)
+        for _ in range(40):
+            status, body = _scrape(url)
+            assert status == 200, "a scrape failed after a lone surrogate"
+            if 'mitigation="channels_last"' in body and _value(body, "bottleneckd_channel_messages_total"):
+                break
+            time.sleep(0.25)
+        assert 'mitigation="channels_last"' in body  # the good event after the bad one is exported
+        rejected = [
+            x for x in body.splitlines() if x.startswith('bottleneckd_channel_messages_total{outcome="rejected"')
+        ]
+        assert rejected and float(rejected[0].rsplit(" ", 1)[1]) == 7.0, rejected
+    finally:
+        p.terminate()
+        p.wait(timeout=30)
+
+
+def test_serve_bounds_a_flood_of_rank_identities(tmp_path: Path, cli_env: dict) -> None:
+    """Reports under 3000 distinct 128-character identities: /metrics never holds more than
+    MAX_RANKS ranks and counts the ranks it dropped."""
+    p, sock, url = _serve(tmp_path, cli_env)
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        for k in range(3000):
+            ident = RankIdentity(f"{k:0128d}", "", 0, k, 0, 3000, 3000, "n" * 128, 0)
+            s.sendto(encode(report(0, identity=ident)), sock)  # blocking: waits for room in the queue
+        s.close()
+        most = 0
+        for _ in range(20):
+            status, body = _scrape(url)
+            assert status == 200
+            most = max(most, body.count("bottleneckd_rank_step_seconds{"))
+            dropped = _value(body, "bottleneckd_channel_ranks_dropped_total")
+            if dropped:
+                break
+            time.sleep(0.25)
+        assert 0 < most <= MAX_RANKS and dropped and dropped >= 1, (most, dropped)
+    finally:
+        p.terminate()
+        p.wait(timeout=30)

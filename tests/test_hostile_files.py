@@ -45,15 +45,39 @@ def _setup(tmp: Path) -> dict[str, str]:
     )
     (tmp / "web_fifo_key.yml").write_text(f"tls_server_config:\n  cert_file: {tmp}/existing\n  key_file: {tmp}/fifo\n")
     os.symlink(tmp / "nowhere" / "target", tmp / "dangling")
+    # compare's files (issue 25 item 2)
+    (tmp / "log.csv").write_text("elapsed,acc\n10,0.5\n20,0.95\n")
+    (tmp / "one_row.csv").write_text("elapsed,acc\n1700000000,0.95\n")
+    (tmp / "negative.csv").write_text("elapsed,acc\n-10,0.5\n-5,0.95\n")
+    (tmp / "digits.jsonl").write_text('{"time": 1, "acc": 1' + "0" * 5000 + "}\n")
+    (tmp / "deep.jsonl").write_text('{"time": 1, "acc": ' + "[" * 100_000 + "]" * 100_000 + "}\n")
+    (tmp / "nan_report.json").write_text(
+        '{"schema": "bottleneckd.report/1", "throughput": {"steps": 10, "wall_seconds": NaN}}'
+    )
+    # tracebacks on bad input (issue 25 item 7): a header's interval of -1, a sample at t = 1e300
+    neg = dict(head, interval=-1)
+    (tmp / "negative_interval.jsonl").write_text("\n".join([json.dumps(neg)] + lines[1:]) + "\n")
+    first = next(k for k, ln in enumerate(lines) if '"type":"sample"' in ln)
+    far = json.loads(lines[first])
+    far["t"] = 1e300
+    (tmp / "t_1e300.jsonl").write_text("\n".join(lines[:first] + [json.dumps(far)] + lines[first + 1 :]) + "\n")
+    with open(tmp / "sparse.jsonl", "w") as f:  # a trace's header, then a 2 GB hole (no disk used)
+        f.write(lines[0] + "\n")
+        f.truncate(2 * 1024**3)
     return {
         "t": str(tmp),
         "py": sys.executable,
         "long": str(tmp / ("s" * 120)),
         "job": f"open('{tmp}/{JOB_MARK}', 'w')",
+        "trace": str(ROOT / "tests/data/cpu_compute_training/trace.jsonl"),
     }
 
 
 R, O = "read", "write"
+QUALITY = ["--metric", "acc", "--target", "0.9"]
+#: address space for each case: what failed by reading without bound (compare on /dev/zero grew to
+#: 24 GB) ends in MemoryError here, not in the machine's OOM killer
+CASE_MEMORY = 4 * 1024**3
 #: (id, argv with {placeholders}, words the one line must hold)
 CASES = [
     # files read
@@ -135,6 +159,26 @@ CASES = [
         "does not exist",
     ),
     ("demo-report-missing-dir", ["demo", "--report-json", "{t}/no/r.json"], "does not exist"),
+    # issue 25 item 7
+    ("attach-pid-past-int32", ["attach", "--pid", "2147483648", "--duration", "1"], "process ids are 1 to"),
+    (
+        "serve-trace-negative-interval",
+        ["serve", "--trace", "{t}/negative_interval.jsonl", "--bind", "127.0.0.1:0", "--duration", "1"],
+        "interval -1",
+    ),
+    ("analyze-t-1e300", ["analyze", "{t}/t_1e300.jsonl", "{trace}"], "not a Unix time"),
+    ("report-t-1e300", ["report", "{t}/t_1e300.jsonl", "-o", "{t}/r.html"], "not a Unix time"),
+    # compare reads through the bounded, regular-file readers (issue 25 item 2)
+    ("compare-log-dev-zero", ["compare", "{trace},/dev/zero", "--vs", "{trace},{t}/log.csv", *QUALITY], "regular"),
+    ("compare-log-fifo", ["compare", "{trace},{t}/fifo", "--vs", "{trace},{t}/log.csv", *QUALITY], "FIFO"),
+    ("compare-run-fifo", ["compare", "{t}/fifo", "--vs", "{t}/log.csv", *QUALITY], "FIFO"),
+    ("compare-sparse-2gb-trace", ["compare", "{t}/sparse.jsonl", "--vs", "{trace}"], "longer than 16 MiB"),
+    ("compare-binary-log", ["compare", "{trace},{t}/garbage", "--vs", "{trace},{t}/log.csv", *QUALITY], "not UTF-8"),
+    ("compare-5000-digits", ["compare", "{t}/digits.jsonl", "--vs", "{t}/log.csv", *QUALITY], "out of range"),
+    ("compare-deep-nesting", ["compare", "{t}/deep.jsonl", "--vs", "{t}/log.csv", *QUALITY], "nested too deeply"),
+    ("compare-one-row-log", ["compare", "{t}/one_row.csv", "--vs", "{t}/log.csv", *QUALITY], "nothing to time"),
+    ("compare-negative-times", ["compare", "{t}/negative.csv", "--vs", "{t}/log.csv", *QUALITY], "negative"),
+    ("compare-nan-wall-time", ["compare", "{t}/nan_report.json", "--vs", "{trace}"], "NaN"),
     (
         "calibrate-output-missing-dir",
         ["calibrate", "--output", "{t}/no/p.json", "--seconds", "0.1", "--no-gpu"],
@@ -150,7 +194,11 @@ def test_bad_path_or_file_is_one_line_and_exit_2(tmp_path, cli_env, argv, words)
     ph = _setup(tmp_path)
     env = {**cli_env, "TMPDIR": str(tmp_path / "tmp")}
     os.makedirs(env["TMPDIR"])
-    r = run_cli([a.format(**ph) for a in argv], env, timeout=60)
+
+    def bounded() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (CASE_MEMORY, CASE_MEMORY))
+
+    r = run_cli([a.format(**ph) for a in argv], env, timeout=60, preexec_fn=bounded)
     assert r.returncode == 2, (r.returncode, r.stderr[-800:])
     assert "Traceback" not in r.stderr and r.stderr.count("\n") == 1, r.stderr[-800:]
     assert words in r.stderr, r.stderr
@@ -230,3 +278,31 @@ def test_trace_force_keeps_the_old_file_until_recording_ends(tmp_path, cli_env):
     assert r.returncode == 0, r.stderr[-800:]
     assert json.loads(out.read_text().splitlines()[0])["format"] == "bottleneckd.trace"
     assert sorted(os.listdir(tmp_path)) == ["s", "t.jsonl"]
+
+
+@pytest.mark.parametrize("sig", ["SIGHUP", "SIGUSR1"])
+def test_trace_force_is_put_in_place_when_a_signal_stops_recording(tmp_path, cli_env, sig):
+    """SIGHUP (or SIGUSR1) killed ``record --force`` with the new recording in a hidden temporary
+    file and the old trace in place (issue 25 item 5): now it stops cleanly and replaces it."""
+    import signal
+    import time
+
+    out = tmp_path / "t.jsonl"
+    out.write_text("old trace\n")
+    p = subprocess.Popen(
+        [sys.executable, "-m", "bottleneckd.cli", "record", "-o", str(out), "--force", "--interval", "0.2"]
+        + ["--quiet", "--socket", str(tmp_path / "s/sock")],
+        env=cli_env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not [x for x in os.listdir(tmp_path) if x.endswith(".tmp") and os.path.getsize(tmp_path / x) > 0]:
+        assert time.monotonic() < deadline and p.poll() is None, "recording did not start"
+        time.sleep(0.1)
+    time.sleep(1.0)
+    p.send_signal(getattr(signal, sig))
+    assert p.wait(timeout=30) == 0, p.stderr.read()[-800:]
+    lines = out.read_text().splitlines()
+    assert json.loads(lines[0])["format"] == "bottleneckd.trace" and len(lines) >= 2
+    assert sorted(os.listdir(tmp_path)) == ["s", "t.jsonl"]  # no hidden temporary file left

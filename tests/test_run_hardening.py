@@ -86,6 +86,37 @@ def test_the_jobs_own_sitecustomize_and_tests_package_win(tmp_path, cli_env, sho
     assert r.stdout.splitlines() == ["user sitecustomize ran", "the job", "1", "bottleneckd importable"]
 
 
+#: a monitoring agent's bootstrap (New Relic's and ddtrace's do this): run the next sitecustomize on
+#: sys.path after its own directory, which under ``run`` is ours
+CHAINING_SITECUSTOMIZE = textwrap.dedent("""
+    import importlib.util, os, sys
+    from importlib.machinery import PathFinder
+    with open(os.environ["AGENT_LOG"], "a") as f:
+        f.write(f"{os.getpid()}\\n")
+    here = os.path.dirname(os.path.abspath(__file__))
+    spec = PathFinder.find_spec("sitecustomize", [p for p in sys.path if os.path.abspath(p or ".") != here])
+    if spec is not None and spec.loader is not None:
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
+""")
+
+
+def test_a_chaining_sitecustomize_and_ours_load_once_each(tmp_path, cli_env, short_tmp):
+    """Ours and a chaining one loaded each other 110 times and ended in RecursionError (issue 25
+    item 8): each runs once, and the instrumentation is installed once."""
+    agent = tmp_path / "agent"
+    agent.mkdir()
+    (agent / "sitecustomize.py").write_text(CHAINING_SITECUSTOMIZE)
+    log = tmp_path / "agent.log"
+    job = "import os, sys; print(os.getpid(), sum(type(f).__name__ == '_Finder' for f in sys.meta_path))"
+    env = {**_env(cli_env, short_tmp), "PYTHONPATH": f"{agent}{os.pathsep}{ROOT}", "AGENT_LOG": str(log)}
+    r = run_cli(["run", "--quiet", "--", sys.executable, "-c", job], env, cwd=str(tmp_path))
+    assert r.returncode == 0, r.stderr[-800:]
+    assert "Error in sitecustomize" not in r.stderr and "RecursionError" not in r.stderr, r.stderr[-800:]
+    pid, finders = r.stdout.split()
+    assert log.read_text().split().count(pid) == 1  # the agent ran once in the job (and once in run itself)
+    assert finders == "1"  # our instrumentation, waiting for torch, installed once
+
+
 def test_uninstrumented_python_is_said_in_the_report(tmp_path, cli_env, short_tmp):
     rep = tmp_path / "r.json"
     r = run_cli(
@@ -276,3 +307,85 @@ def test_what_the_command_line_shows_about_instrumentation(command, flag):
 
     why = uninstrumented_reason(command)
     assert (why is None) if flag is None else (flag in why)
+
+
+# --- the signals a terminal or a supervisor sends (issue 25 item 5) ------------------------
+HUP_JOB = textwrap.dedent("""
+    import os, signal, sys, time
+    def usr1(*_):
+        open(sys.argv[1], "w").write("USR1")
+        sys.exit(7)
+    signal.signal(signal.SIGUSR1, usr1)
+    open(sys.argv[1] + ".pid", "w").write(str(os.getpid()))
+    time.sleep(60)
+""")
+
+
+def _start_sleeper(tmp_path: Path, env: dict[str, str], **kw) -> tuple[subprocess.Popen, Path, int]:
+    job = tmp_path / "job.py"
+    job.write_text(HUP_JOB)
+    mark = tmp_path / "got"
+    report = tmp_path / "r.json"
+    p = subprocess.Popen(
+        [sys.executable, "-m", "bottleneckd.cli", "run", "--quiet", "--report-json", str(report), "--grace", "5"]
+        + ["--", sys.executable, str(job), str(mark)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kw,
+    )
+    deadline = time.monotonic() + 60
+    while not Path(f"{mark}.pid").exists() or not Path(f"{mark}.pid").read_text():
+        assert time.monotonic() < deadline and p.poll() is None, p.stderr.read() if p.poll() is not None else ""
+        time.sleep(0.1)
+    time.sleep(0.5)  # the supervision (and its signal handlers) is running
+    return p, mark, int(Path(f"{mark}.pid").read_text())
+
+
+def _gone(pid: int, timeout: float = 10.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    os.kill(pid, signal.SIGKILL)  # never leave it behind
+    return False
+
+
+def test_sighup_to_run_stops_the_job_and_cleans_up(tmp_path, cli_env, short_tmp):
+    """SIGHUP killed run (exit 129) and orphaned the job, leaving /tmp/bottleneckd-run-* and no report."""
+    p, _mark, job = _start_sleeper(tmp_path, _env(cli_env, short_tmp))
+    os.kill(p.pid, signal.SIGHUP)  # to run only, as a supervisor or a closing terminal's shell sends it
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 129, (p.returncode, err[-800:])  # the job's own end: killed by the SIGHUP passed on
+    assert _gone(job), "the job was orphaned"
+    assert os.listdir(short_tmp) == []
+    assert json.loads((tmp_path / "r.json").read_text())["exit_code"] == 129
+
+
+def test_sigusr1_to_run_is_passed_on_to_the_job(tmp_path, cli_env, short_tmp):
+    """SIGUSR1 (Slurm's warning before the time limit) is the job's: passed on, the run goes on to
+    the job's end and its report."""
+    p, mark, job = _start_sleeper(tmp_path, _env(cli_env, short_tmp))
+    os.kill(p.pid, signal.SIGUSR1)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 7 and mark.read_text() == "USR1", (p.returncode, err[-800:])
+    assert _gone(job) and os.listdir(short_tmp) == []
+    assert json.loads((tmp_path / "r.json").read_text())["exit_code"] == 7
+
+
+def test_a_sighup_ignored_by_nohup_stays_ignored(tmp_path, cli_env, short_tmp):
+    p, _mark, job = _start_sleeper(
+        tmp_path, _env(cli_env, short_tmp), preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    )
+    os.kill(p.pid, signal.SIGHUP)
+    time.sleep(2)
+    assert p.poll() is None, p.stderr.read()[-800:]
+    os.kill(job, 0)  # both still run: raises ProcessLookupError if the job is gone
+    os.kill(p.pid, signal.SIGTERM)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 143 and _gone(job), (p.returncode, err[-800:])
+    assert os.listdir(short_tmp) == []

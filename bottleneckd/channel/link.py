@@ -6,10 +6,10 @@ full or the socket's directory is not to be trusted: training is never slowed by
 
 The receiver survives anything a local process can send: every datagram is parsed in isolation
 and a bad one is counted (``received``, ``rejected``, ``unknown_version``), never raised; the
-thread never dies. Step reports are accumulated per rank (``RankIdentity.key``); a rank's facts
-are *replaced* by each report (what the hook unset is gone). The socket lives in a directory only
-we can write (checked, not assumed), is chmod 0600, is never bound over a live sidecar's socket or
-over a file that is not a socket, and on close only our own socket (same inode) is unlinked.
+thread never dies. Step reports are accumulated per rank in a bounded table (``ranks.py``). The
+socket lives in a directory only we can write, checked and then held by descriptor on both ends
+(``socket_path.SocketDir``), is chmod 0600, is never bound over a live sidecar's socket or over a
+file that is not a socket, and on close only our own socket (same inode) is unlinked.
 """
 
 from __future__ import annotations
@@ -21,11 +21,9 @@ import socket
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
 
-from bottleneckd.channel.socket_path import ChannelError, default_socket_path, prepare_socket_path, untrusted_dir
-from bottleneckd.model.facts import Facts
-from bottleneckd.model.identity import RankIdentity
+from bottleneckd.channel.ranks import MAX_RANKS, RankTable, merge
+from bottleneckd.channel.socket_path import ChannelError, SocketDir, default_socket_path, prepare_socket_path
 from bottleneckd.model.protocol import (
     MAX_MESSAGE,
     Event,
@@ -42,67 +40,76 @@ __all__ = ["PhaseSender", "PhaseReceiver", "MAX_DATAGRAM", "MAX_RANKS"]
 
 log = logging.getLogger(__name__)
 MAX_DATAGRAM = MAX_MESSAGE
-MAX_RANKS = 4096  # ranks tracked at once; the least recently heard is forgotten beyond this
 MAX_EVENTS = 256
+#: seconds between two attempts to open an untrusted or missing socket directory: one open and
+#: fstat, far from a training step's budget at this rate
+RECHECK_SECONDS = 5.0
 
 
 class PhaseSender:
-    """Used by the hook. Lossy by design: never blocks, never raises."""
+    """Used by the hook. Lossy by design: never blocks, never raises. The socket's directory is
+    checked and held open at the first send (and re-opened, checked again, when the socket is gone
+    from it), so swapping the path for a link afterwards redirects nothing."""
 
     def __init__(self, path: str | None = None) -> None:
-        self.path = path or default_socket_path()
+        self.path = os.path.abspath(path or default_socket_path())
+        self._name = os.path.basename(self.path)
         self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         self._sock.setblocking(False)
-        self._trusted = False
+        self._dir: SocketDir | None = None
         self._checked = 0.0
         self.sent = 0
         self.dropped = 0
         self.untrusted = ""  # why the socket's directory is not trusted ("" when it is, or unchecked)
 
-    def _trust(self) -> bool:
-        """Send only into a directory of ours: another user's directory at the default path could
-        hold their socket. Checked once, re-checked at most every 5 s while it fails."""
-        if self._trusted:
-            return True
+    def _held(self) -> SocketDir | None:
+        """The socket's directory, held open once it passed the checks; re-tried at most every
+        RECHECK_SECONDS while it fails."""
+        if self._dir is not None:
+            return self._dir
         now = time.monotonic()
-        if now - self._checked < 5.0 and self._checked:
-            return False
+        if self._checked and now - self._checked < RECHECK_SECONDS:
+            return None
         self._checked = now
-        why = untrusted_dir(os.path.dirname(os.path.abspath(self.path)))
-        self._trusted = why is None
-        if why is not None and why != self.untrusted and not why.startswith("cannot stat"):
-            log.warning("bottleneckd: not sending to %s: %s", self.path, why)
-        self.untrusted = why or ""
-        return self._trusted
+        try:
+            self._dir = SocketDir.open(os.path.dirname(self.path))
+        except ChannelError as e:
+            why = str(e)
+            if why != self.untrusted and not isinstance(e.__cause__, FileNotFoundError):
+                log.warning("bottleneckd: not sending to %s: %s", self.path, why)
+            self.untrusted = why
+            return None
+        self.untrusted = ""
+        return self._dir
 
     def send(self, msg: Message) -> bool:
         try:
-            if not self._trust():
+            held = self._held()
+            if held is None:
                 self.dropped += 1
                 return False
-            self._sock.sendto(encode(msg), self.path)
+            self._sock.sendto(encode(msg), held.at(self._name))
             self.sent += 1
             return True
-        except (OSError, ValueError):  # no sidecar, queue full, message too big: drop
+        except OSError as e:  # no sidecar, queue full: drop
+            if e.errno == errno.ENOENT and self._dir is not None and self._dir.removed():
+                self._dir.close()  # the directory was removed (and may be made anew): checked again later
+                self._dir, self._checked = None, time.monotonic()
+            self.dropped += 1
+            return False
+        except (ValueError, ChannelError):  # message too big; the directory was replaced (no /proc)
             self.dropped += 1
             return False
 
+    def report_dir(self) -> SocketDir | None:
+        """The held directory (where the sidecar's report file is), or None."""
+        return self._held()
+
     def close(self) -> None:
         self._sock.close()
-
-
-@dataclass
-class _Rank:
-    identity: RankIdentity
-    facts: Facts
-    steps: int = 0
-    wall: float = 0.0
-    phases: dict[str, float] = field(default_factory=dict)
-    examples: int | None = 0  # None once a report came without an example count
-
-
-def _add(a: int | None, b: int | None) -> int | None:
-    return None if a is None or b is None else a + b
+        if self._dir is not None:
+            self._dir.close()
+            self._dir = None
 
 
 class PhaseReceiver:
@@ -114,22 +121,25 @@ class PhaseReceiver:
         self.path = path or default_socket_path()
         self._sock: socket.socket | None = None
         self._inode: tuple[int, int] | None = None
+        self.dir: SocketDir | None = None  # the socket's directory, held open (None without a socket)
+        self._name = os.path.basename(self.path)
         if listen:
-            prepare_socket_path(self.path)
+            self.dir, at = prepare_socket_path(self.path)
             self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
             try:
-                self._sock.bind(self.path)
+                self._sock.bind(at)
+                os.chmod(at, 0o600)
+                st = os.stat(at)
             except OSError as e:
                 self._sock.close()
+                self.dir.close()
                 raise ChannelError(
                     f"{self.path}: cannot bind the channel socket ({e.strerror}); pass another --socket path"
                 ) from e
-            os.chmod(self.path, 0o600)
-            st = os.stat(self.path)
             self._inode = (st.st_dev, st.st_ino)
             self._sock.settimeout(0.2)
         self._lock = threading.Lock()
-        self._ranks: dict[str, _Rank] = {}
+        self._ranks = RankTable()
         self.received = 0
         self.rejected = 0
         self.unknown_version = 0
@@ -155,6 +165,7 @@ class PhaseReceiver:
             "rejected": self.rejected,
             "unknown_version": self.unknown_version,
             "facts_rejected": self.facts_rejected,
+            "ranks_dropped": self._ranks.dropped,
         }
 
     def _run(self) -> None:
@@ -200,19 +211,7 @@ class PhaseReceiver:
                 return
             assert isinstance(msg, StepReport)
             self.facts_rejected += msg.facts.rejected
-            key = msg.identity.key
-            r = self._ranks.pop(key, None)  # re-inserted last: the dict stays in order of last report
-            if r is None:
-                if len(self._ranks) >= MAX_RANKS:
-                    self._ranks.pop(next(iter(self._ranks)))
-                r = _Rank(msg.identity, msg.facts)
-            self._ranks[key] = r
-            r.identity, r.facts = msg.identity, msg.facts  # the whole fact state: replaced, not merged
-            r.steps += msg.steps
-            r.wall += msg.wall_seconds
-            r.examples = _add(r.examples, msg.examples)
-            for k, v in msg.phases.items():
-                r.phases[k] = r.phases.get(k, 0.0) + v
+            self._ranks.add(msg)
 
     def events_since(self, seen: int) -> tuple[list[Event], int]:
         """Events after the first ``seen`` ever received, and the new count (older ones that no
@@ -226,30 +225,8 @@ class PhaseReceiver:
         and per-step figures are means over ranks; facts of the lowest rank that reported) and each
         rank's own."""
         with self._lock:
-            ranks = []
-            for r in self._ranks.values():
-                if r.steps:
-                    ranks.append(
-                        RankPhases(r.identity, StepPhases(r.steps, r.wall, dict(r.phases), r.facts, r.examples))
-                    )
-                    r.steps, r.wall, r.phases, r.examples = 0, 0.0, {}, 0
-        if not ranks:
-            return None, ()
-        ranks.sort(key=lambda rp: (rp.identity.rank, rp.identity.key))
-        phases: dict[str, float] = {}
-        for rp in ranks:
-            for k, v in rp.phases.phases.items():
-                phases[k] = phases.get(k, 0.0) + v
-        examples: int | None = 0
-        for rp in ranks:
-            examples = _add(examples, rp.phases.examples)
-        job = StepPhases(
-            sum(rp.phases.steps for rp in ranks),
-            sum(rp.phases.wall_seconds for rp in ranks),
-            phases,
-            ranks[0].phases.facts,
-            examples,
-        )
+            ranks = self._ranks.drain()
+        job = merge(ranks)
         return job, tuple(ranks)
 
     def drain(self) -> StepPhases | None:
@@ -264,9 +241,12 @@ class PhaseReceiver:
             self._thread.join(timeout=1.0)  # wakes within its 0.2 s receive timeout
         self._sock.close()
         self._sock = None
+        assert self.dir is not None
         try:
-            st = os.lstat(self.path)
+            at = self.dir.at(self._name)
+            st = os.lstat(at)
             if (st.st_dev, st.st_ino) == self._inode:  # only our own socket, never a successor's
-                os.unlink(self.path)
-        except OSError:
+                os.unlink(at)
+        except (OSError, ChannelError):
             pass
+        self.dir.close()

@@ -26,6 +26,8 @@ if TYPE_CHECKING:  # the CLI imports these only when a command needs them (start
     from bottleneckd.runtime.sidecar import Sidecar
 
 F = TypeVar("F", bound=Callable[..., Any])
+#: the highest process id Linux can hand out (PID_MAX_LIMIT in include/linux/threads.h, 64-bit)
+PID_MAX_LIMIT = 4 * 1024 * 1024
 
 
 class Context:
@@ -126,6 +128,11 @@ def build(
     if pid is not None:
         import psutil
 
+        if not 0 < pid <= PID_MAX_LIMIT:  # psutil raised OverflowError past 2**31 - 1
+            raise InputError(
+                f"--pid {pid}: no such process (Linux's process ids are 1 to {PID_MAX_LIMIT}); pass the PID of the "
+                "running training job"
+            )
         if not psutil.pid_exists(pid):
             raise InputError(f"--pid {pid}: no such process; pass the PID of the running training job")
     check_socket(socket_path)

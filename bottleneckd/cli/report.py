@@ -76,11 +76,12 @@ def report(
     items = []
     for _, _, samples in opened:
         try:
-            items += list(samples)
+            for s in samples:  # the samples before a bad line are kept
+                items.append(s)
         except TraceError as e:  # the good part is kept; the error is raised after the report is written
             error = error or e
     if not items:
-        raise InputError(f"{', '.join(traces)}: no samples to report")
+        raise error or InputError(f"{', '.join(traces)}: no samples to report")
     for s in sorted(items, key=lambda s: s.t):  # the same pipeline as live samples
         pipeline(s)
         rec(s)

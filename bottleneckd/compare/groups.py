@@ -52,8 +52,8 @@ def compare_groups(
             for side, runs in (("a", a), ("b", b))
         }
         doc["did_not_reach_target"] = never
-        da = [t for r in a if (t := r.time_to_target(target, minimize)) is not None]
-        db = [t for r in b if (t := r.time_to_target(target, minimize)) is not None]
+        da = [_timed(r, t) for r in a if (t := r.time_to_target(target, minimize)) is not None]
+        db = [_timed(r, t) for r in b if (t := r.time_to_target(target, minimize)) is not None]
         doc["durations"] = {"a": da, "b": db}
         qa, qb = (
             olympic([q for r in a if (q := r.final_quality(minimize)) is not None]),
@@ -75,6 +75,17 @@ def compare_groups(
     doc["delta"] = c.at_least
     doc["verdict"] = c.verdict
     return doc
+
+
+def _timed(r: Run, t: float) -> float:
+    """A time to target, which must be after the run's start: 0 s is what a log of one row, or a
+    log whose first row already reaches the target with no trace to give the start, measures."""
+    if not t > 0:
+        raise InputError(
+            f"{r.name}: reaches the target at {t:g} s, the run's start: nothing to time (the log's first row "
+            "already reaches it); give the run as TRACE,LOG so its start is known, or a log from the start"
+        )
+    return t
 
 
 def _durations(runs: Sequence[Run], get: Any, why: str) -> list[float]:

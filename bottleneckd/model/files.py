@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import stat
 import tempfile
 from typing import IO, Any
@@ -94,10 +95,41 @@ def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number JSON allows")
 
 
+#: a \\u escape of a UTF-16 surrogate: the only way a lone surrogate gets into strictly decoded UTF-8 JSON
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE_BYTES = re.compile(rb"\\u[dD][89a-fA-F]")
+
+
+def _no_lone_surrogate(doc: Any) -> None:
+    """ValueError for a string (key or value) that is not valid Unicode text: a lone surrogate
+    (``"\\ud800"``) cannot be encoded as UTF-8, so the exporter and every file written after it
+    would fail on it (issue 25 item 4). Iterative: no depth limit of its own."""
+    todo = [doc]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, str):
+            try:
+                x.encode("utf-8")
+            except UnicodeEncodeError as e:
+                raise ValueError(
+                    f"string {x[:20]!r} holds a lone surrogate (\\u{ord(x[e.start]):04x}): not valid Unicode text"
+                ) from None
+        elif isinstance(x, dict):
+            todo.extend(x.keys())
+            todo.extend(x.values())
+        elif isinstance(x, list):
+            todo.extend(x)
+
+
 def loads_strict(text: str | bytes) -> Any:
-    """json.loads that refuses NaN, Infinity, numbers out of float range (1e400) and 20-digit
-    integers; raises ValueError (json.JSONDecodeError is one) or RecursionError for deep nesting."""
-    return json.loads(text, parse_float=_finite, parse_int=_bounded_int, parse_constant=_no_constant)
+    """json.loads that refuses NaN, Infinity, numbers out of float range (1e400), 20-digit
+    integers and strings that are not valid Unicode text (a lone surrogate); raises ValueError
+    (json.JSONDecodeError is one) or RecursionError for deep nesting."""
+    doc = json.loads(text, parse_float=_finite, parse_int=_bounded_int, parse_constant=_no_constant)
+    escape = _SURROGATE_ESCAPE.search(text) if isinstance(text, str) else _SURROGATE_ESCAPE_BYTES.search(text)
+    if escape:  # rare: only then is every string checked
+        _no_lone_surrogate(doc)
+    return doc
 
 
 def json_problem(e: BaseException) -> str:

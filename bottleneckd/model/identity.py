@@ -25,6 +25,12 @@ def _int(env: Mapping[str, str], *names: str, default: int) -> int:
     return default
 
 
+def _text(v: str) -> str:
+    """An environment value as valid Unicode text: os.environ keeps undecodable bytes as lone
+    surrogates, which the receiver refuses (model/protocol.py); they become U+FFFD here."""
+    return v.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 @dataclass(frozen=True)
 class RankIdentity:
     job: str  # SLURM_JOB_ID, TORCHELASTIC_RUN_ID, the pod, or "local"
@@ -78,14 +84,14 @@ class RankIdentity:
             or "local"
         )
         return RankIdentity(
-            job=job,
-            run=env.get("TORCHELASTIC_RUN_ID", ""),
+            job=_text(job),
+            run=_text(env.get("TORCHELASTIC_RUN_ID", "")),
             restart=_int(env, "TORCHELASTIC_RESTART_COUNT", "SLURM_RESTART_COUNT", default=0),
             rank=_int(env, "RANK", "SLURM_PROCID", default=0),
             local_rank=_int(env, "LOCAL_RANK", "SLURM_LOCALID", default=0),
             world_size=max(1, world),
             local_world_size=max(1, min(local_world, world)),
-            node=env.get("NODE_NAME") or host or socket.gethostname(),
+            node=_text(env.get("NODE_NAME") or host or socket.gethostname()),
             node_rank=_int(env, "GROUP_RANK", "SLURM_NODEID", default=0),
             gpu=gpu,
             pid=os.getpid() if pid is None else pid,

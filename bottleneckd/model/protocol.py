@@ -10,9 +10,10 @@ Two messages, each one JSON object in one datagram:
 
 ``decode`` is safe against hostile input from any local process that can reach the socket: a
 size cap, a bound on nesting (no RecursionError), no NaN/Infinity, no numbers of hundreds of
-digits, no negative or non-finite times, every field type-checked. Every rejection raises one
-``ProtocolError`` (``UnknownVersion`` for a message of another version), which the receiver
-counts; a rejected message changes nothing.
+digits, no string that is not valid Unicode text (a lone surrogate such as ``"\\ud800"`` would
+make every /metrics answer fail to encode), no negative or non-finite times, every field
+type-checked. Every rejection raises one ``ProtocolError`` (``UnknownVersion`` for a message of
+another version), which the receiver counts; a rejected message changes nothing.
 """
 
 from __future__ import annotations

@@ -99,6 +99,29 @@ class SamplerStatus:
     error: str = ""
 
 
+#: the latest Unix time a trace may hold (year 5138; the protocol's bound on event times): past it
+#: the time cannot be formatted (1e300 made ``analyze`` and ``report`` end in OverflowError)
+MAX_UNIX_TIME = 1e11
+#: the longest sampling interval a trace may hold: ``--interval`` takes at most 60 s
+MAX_INTERVAL = 3600.0
+
+
+def unix_time(v: Any) -> float:
+    """``v`` as a Unix time; ValueError when it is not one (NaN, negative, past MAX_UNIX_TIME)."""
+    t = float(v)
+    if not 0 <= t <= MAX_UNIX_TIME:  # NaN fails too
+        raise ValueError(f"t {str(v)[:20]} is not a Unix time (0 to {MAX_UNIX_TIME:g})")
+    return t
+
+
+def interval_seconds(v: Any) -> float:
+    """``v`` as a sampling interval in seconds; ValueError when it is not one."""
+    x = float(v)
+    if not 0 < x <= MAX_INTERVAL:
+        raise ValueError(f"interval {str(v)[:20]} is not a number of seconds above 0 and at most {MAX_INTERVAL:g}")
+    return x
+
+
 @dataclass(frozen=True)
 class Sample:
     t: float
@@ -128,9 +151,10 @@ class Sample:
 
     @staticmethod
     def from_json(d: dict[str, Any]) -> Sample:
+        """A trace line's sample; ValueError (or KeyError, TypeError ...) for a malformed one."""
         return Sample(
-            t=float(d["t"]),
-            interval=float(d.get("interval", 1.0)),
+            t=unix_time(d["t"]),
+            interval=interval_seconds(d.get("interval", 1.0)),
             readings=tuple(Reading.from_json(r) for r in d["readings"]),
             phases=None if d.get("phases") is None else StepPhases.from_json(d["phases"]),
             samplers=tuple(

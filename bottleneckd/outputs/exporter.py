@@ -52,10 +52,12 @@ class SnapshotCollector(Collector):
         latest: Callable[[], Snapshot | None],
         steps_total: Callable[[], int] = lambda: 0,
         events: Callable[[], list[Event]] = lambda: [],
+        channel: Callable[[], dict[str, int]] | None = None,
     ) -> None:
         self._latest = latest
         self._steps_total = steps_total
         self._events = events
+        self._channel = channel  # the receiver's counters (channel/link.py), when there is a receiver
 
     def collect(self) -> Iterator[Metric]:
         """Every family, without the values no series may hold: NaN, infinities and negatives
@@ -182,3 +184,23 @@ class SnapshotCollector(Collector):
             dur.add_metric([st.name], st.seconds)
         yield up
         yield dur
+        if self._channel is not None:
+            yield from channel_families(self._channel())
+
+
+def channel_families(c: dict[str, int]) -> Iterator[Metric]:
+    """The hook -> sidecar channel's counters: messages by outcome, and ranks dropped because the
+    sidecar already kept as many as it will between two ticks (channel/ranks.py)."""
+    msgs = CounterMetricFamily(
+        "bottleneckd_channel_messages",
+        "Messages from the torch hook by outcome (rejected: malformed or hostile; unknown_version: another protocol)",
+        labels=["outcome"],
+    )
+    for outcome, key in (("accepted", "received"), ("rejected", "rejected"), ("unknown_version", "unknown_version")):
+        msgs.add_metric([outcome], c.get(key, 0))
+    yield msgs
+    yield CounterMetricFamily(
+        "bottleneckd_channel_ranks_dropped",
+        "Ranks dropped with their pending steps because the sidecar already kept its maximum of ranks",
+        value=c.get("ranks_dropped", 0),
+    )

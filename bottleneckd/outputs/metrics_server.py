@@ -225,7 +225,11 @@ def serve_metrics(source: MetricsSource, bind: str, web_config: WebConfig | str 
     host, port = parse_bind(bind)
     cfg = load_web_config(web_config) if isinstance(web_config, str) else web_config or WebConfig("")
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(SnapshotCollector(source.latest, source.steps, source.events))
+    registry.register(
+        SnapshotCollector(
+            source.latest, source.steps, source.events, getattr(getattr(source, "receiver", None), "counters", None)
+        )
+    )
     if getattr(source, "energy", None) is not None:  # a live sidecar's energy meter (a replayed trace has none)
         from bottleneckd.outputs.energy import EnergyCollector
 

@@ -21,7 +21,7 @@ from bottleneckd.model.files import MAX_LINE_BYTES, create_stream, json_problem,
 from bottleneckd.model.protocol import VERSION as MESSAGE_VERSION
 from bottleneckd.model.protocol import Event, ProtocolError
 from bottleneckd.model.protocol import from_json as message_from_json
-from bottleneckd.model.sample import Sample
+from bottleneckd.model.sample import Sample, interval_seconds, unix_time
 from bottleneckd.peaks.resolve import PeakTable
 
 FORMAT = "bottleneckd.trace"
@@ -124,8 +124,8 @@ def read_header(path: str, line: str) -> TraceHeader:
     try:
         return TraceHeader(
             VERSION,
-            float(d["created"]),
-            float(d["interval"]),
+            unix_time(d["created"]),
+            interval_seconds(d["interval"]),
             Machine.from_json(d["machine"]),
             PeakTable.from_json(d["peaks"]),
             dict(d.get("meta", {})),

@@ -1,5 +1,11 @@
 """Starting ``run``'s job and supervising it: sample until it exits, pass signals on once, and
-stop a job that will not stop. The job's exit code is passed through (a signal n as 128+n)."""
+stop a job that will not stop. The job's exit code is passed through (a signal n as 128+n).
+
+SIGHUP is a stop like SIGTERM (the terminal hung up, or a supervisor stops us): passed on and the
+job supervised to its end, the report written and the run's directory removed; SIGUSR1 and
+SIGUSR2 are the job's (Slurm's ``--signal`` warns of the time limit with them): passed on, every
+time, and the sampling goes on (issue 25 item 5: both killed ``run`` with exit 129 or 138, the job
+orphaned and ``/tmp/bottleneckd-run-*`` left behind)."""
 
 from __future__ import annotations
 
@@ -10,10 +16,12 @@ from collections.abc import Callable
 from typing import Any
 
 from bottleneckd.model.errors import InputError
-from bottleneckd.runtime.foreground import run_foreground
+from bottleneckd.runtime.foreground import handled, run_foreground
 from bottleneckd.runtime.sidecar import Sidecar
 
 DEFAULT_GRACE = 30.0
+#: the job's own signals: passed on each time, sampling goes on
+PASS_ON = (signal.SIGUSR1, signal.SIGUSR2)
 
 
 def start_job(command: tuple[str, ...], env: dict[str, str]) -> subprocess.Popen:
@@ -69,20 +77,25 @@ def supervise(
     grace: float = DEFAULT_GRACE,
     say: Callable[[str], None] = print,
 ) -> int:
-    """Sample until the job exits. SIGTERM is passed on to the job. SIGINT is passed on only when
+    """Sample until the job exits. SIGTERM and SIGHUP are passed on to the job (and stop the
+    sampling), SIGUSR1 and SIGUSR2 passed on each time (sampling goes on). SIGINT is passed on only when
     the job is in another process group: Ctrl-C at a terminal reaches the whole foreground group,
     the job included, and a second SIGINT would cut the job's own clean-up short. Once asked to
     stop, a job that is still running after ``grace`` seconds gets SIGTERM, then SIGKILL."""
     got: list[int] = []
 
     def on_signal(signum: int, _frame: object) -> None:
+        if signum in PASS_ON:
+            _send(job, signum)
+            return
         first = not got
         got.append(signum)
         side.loop.stop()
-        if first and (signum == signal.SIGTERM or not _same_group(job)):
+        if first and (signum in (signal.SIGTERM, signal.SIGHUP) or not _same_group(job)):
             _send(job, signum)
 
-    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    sigs = handled((signal.SIGINT, signal.SIGTERM, signal.SIGHUP) + PASS_ON)
+    old = {s: signal.signal(s, on_signal) for s in sigs}
     try:
         run_foreground(side, None, on_tick, stop_when=lambda: job.poll() is not None, install_signals=False)
         if job.poll() is None:

@@ -49,7 +49,7 @@ class SocketTransport:
         self._sender.send(msg)
 
     def report(self) -> dict[str, Any] | None:
-        return read_sidecar_report(self.path)
+        return read_report_file(self.path, self._sender.report_dir())
 
     def close(self) -> None:
         self._sender.close()

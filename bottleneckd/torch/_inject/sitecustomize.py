@@ -2,6 +2,11 @@
 
 It does nothing until the job imports torch, and nothing in DataLoader worker processes; then it
 installs the step-phase instrumentation. Any other sitecustomize on the path still runs.
+
+It runs once per process: a sitecustomize that chains to the next one on ``sys.path`` (as
+monitoring agents' bootstraps do) finds ours again, and ours and theirs loaded each other until
+RecursionError (issue 25 item 8). A second load does nothing; the mark is on ``sys`` because each
+load is a new module object.
 """
 
 import os
@@ -68,9 +73,13 @@ def _after_torch_import() -> None:
         sys.meta_path.insert(0, _Finder())
 
 
-if os.environ.get("BOTTLENECKD_INJECT") == "1":
-    try:
-        _after_torch_import()
-    except Exception as _e:  # noqa: BLE001
-        sys.stderr.write(f"bottleneckd: instrumentation not installed ({_e})\n")
-_chain_other_sitecustomize()
+_LOADED = "_bottleneckd_sitecustomize_loaded"
+
+if not getattr(sys, _LOADED, False):
+    setattr(sys, _LOADED, True)
+    if os.environ.get("BOTTLENECKD_INJECT") == "1":
+        try:
+            _after_torch_import()
+        except Exception as _e:  # noqa: BLE001
+            sys.stderr.write(f"bottleneckd: instrumentation not installed ({_e})\n")
+    _chain_other_sitecustomize()
