@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from bottleneckd.cli.common import Context, build, check_outputs, report_epilogue, retarget, say, start_trace
+from bottleneckd.cli.report import PLOTLY_HELP
 from bottleneckd.model.errors import InputError
 
 if TYPE_CHECKING:
@@ -120,6 +121,7 @@ def run_job(
 @click.option(
     "--grid-intensity", type=click.FloatRange(0, 5000), default=None, help="gCO2/kWh for the report's carbon figure."
 )
+@click.option("--plotly", type=click.Choice(["inline", "cdn"]), default="inline", help=PLOTLY_HELP)
 @click.option("--force", is_flag=True, help="Replace an existing --trace, --report-json or --report-html file.")
 @click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True)
 @click.option("--bind", default=None, help="Also export Prometheus metrics on HOST:PORT.")
@@ -147,6 +149,7 @@ def run(
     trace_path: str | None,
     report_html: str | None,
     grid_intensity: float | None,
+    plotly: str,
     force: bool,
     interval: float,
     bind: str | None,
@@ -160,7 +163,7 @@ def run(
     from bottleneckd.outputs.metrics_server import load_web_config, parse_bind
 
     check_outputs(force, report_json=report_json, trace=trace_path, report_html=report_html)
-    recorder = html_recorder(report_html)
+    recorder = html_recorder(report_html, plotly)
     if bind:
         parse_bind(bind)
     web: WebConfig | None = None
@@ -185,13 +188,14 @@ def run(
         sinks={"html_report": lambda side: recorder.attach(side.pipeline, side.energy)} if recorder else None,
     )
     from bottleneckd.channel.report_file import read_report_file
+    from bottleneckd.diagnosis.throughput import run_throughput_json
 
     node = (
         read_report_file(extra["node_sidecar"]) if extra.get("node_sidecar") else None
     )  # the node sidecar's view of every rank
     extra["energy"] = side.energy.account().to_json(grid_intensity)
     rt = side.run_totals  # what 'bottleneckd compare' reads of a run
-    extra["throughput"] = {"steps": rt.steps, "wall_seconds": rt.wall_seconds, "examples": rt.examples, "start": None}
+    extra["throughput"] = run_throughput_json(rt.steps, rt.examples, rt.wall_seconds, None, side.pipeline.latest)
     report_epilogue(
         side.pipeline,
         {"command": list(command), "exit_code": code, **extra},

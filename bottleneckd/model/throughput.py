@@ -70,6 +70,29 @@ class Throughput:
             "peak_why": self.peak_why,
         }
 
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> Throughput:
+        """From ``to_json`` (a report's ``throughput``; keys it does not know are ignored)."""
+
+        def num(k: str) -> float | None:
+            v = d.get(k)
+            return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+        return Throughput(
+            steps=int(d.get("steps") or 0),
+            step_seconds=num("step_seconds"),
+            samples_per_second=num("samples_per_second"),
+            samples_unknown=str(d.get("samples_unknown") or ""),
+            tokens_per_second=num("tokens_per_second"),
+            tokens_unknown=str(d.get("tokens_unknown") or ""),
+            model_flops_per_second=num("model_flops_per_second"),
+            mfu=num("mfu"),
+            mfu_unknown=str(d.get("mfu_unknown") or ""),
+            peak_flops=num("peak_flops"),
+            peak_path=str(d.get("peak_path") or ""),
+            peak_why=str(d.get("peak_why") or ""),
+        )
+
     def text(self) -> str:
         """One line: 'throughput: 812 samples/s, 104k tokens/s; MFU 41% of the bf16 tensor peak (989 TFLOP/s)'."""
         parts = [
@@ -124,7 +147,7 @@ def measure(
     model_flops = float(flops) / step_s if flops else None
     mfu, why = None, ""
     if model_flops is None:
-        why = str(facts.get("flops_unknown") or "the step's FLOPs are not counted (yet)")
+        why = str(facts.get("flops_unknown") or "the hook counted no step's FLOPs")
     elif peak is None:
         why = "no compute peak looked up"
     elif peak.value is None or peak.value <= 0:

@@ -9,6 +9,7 @@ from bottleneckd.advice.recommend import elsewhere, not_fitting, recommend, skip
 from bottleneckd.diagnosis.pipeline import Pipeline
 from bottleneckd.model.resources import UNDETERMINED
 from bottleneckd.model.sample import StepPhases
+from bottleneckd.model.throughput import Throughput
 from bottleneckd.model.units import fmt_value
 
 SCHEMA = "bottleneckd.report/1"
@@ -122,6 +123,9 @@ def render_text(doc: dict[str, Any], top: int = 5) -> str:
     note = (doc.get("instrumentation") or {}).get("note")
     if note:
         lines.append(f"instrumentation: {note}")
+    t = doc.get("throughput")
+    if t and t.get("steps") and "samples_per_second" in t:  # model/throughput.py's figures
+        lines.append(Throughput.from_json(t).text())
     e = doc.get("energy")
     if e:  # outputs/energy.py's account
         per = (
