@@ -15,6 +15,7 @@ from bottleneckd.diagnosis.pipeline import Snapshot
 from bottleneckd.model.protocol import Event
 from bottleneckd.model.resources import PHASES, RESOURCES, STAGES, UNDETERMINED
 from bottleneckd.outputs.rank_metrics import rank_families
+from bottleneckd.outputs.throughput_metrics import throughput_families
 
 log = logging.getLogger(__name__)
 
@@ -162,6 +163,7 @@ class SnapshotCollector(Collector):
                 value=ph.wall_seconds / ph.steps,
             )
         yield from rank_families(snap)
+        yield from throughput_families(snap)
         yield CounterMetricFamily("bottleneckd_steps", "Training steps reported by the hook", value=self._steps_total())
         applied = GaugeMetricFamily(
             "bottleneckd_mitigation_applied_timestamp_seconds",
