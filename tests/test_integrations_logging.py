@@ -222,7 +222,7 @@ def test_lightning_max_steps_run_logs_per_log_every_n_steps(tmp_path, measured_c
         assert m["bottleneck.mfu"] == pytest.approx(
             m["bottleneck.model_flops_per_second"] / measured_cpu_peak, rel=1e-6
         )
-        assert 0 < m["bottleneck.mfu"] < 1
+        assert m["bottleneck.mfu"] > 0  # (its size depends on how busy the machine was when each was measured)
     for _, m in ours:  # no FLOP count, no MFU (unknown, never 0)
         assert "bottleneck.model_flops_per_second" in m or "bottleneck.mfu" not in m
     # the CSVLogger got the same rows, grouped with "/"

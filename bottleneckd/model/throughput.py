@@ -107,6 +107,8 @@ class Throughput:
             if self.mfu is not None
             else f"MFU unknown ({self.mfu_unknown})"
         )
+        if self.mfu is not None and self.mfu > 1:  # no job beats its peak: the figure is too low
+            mfu += "; above 100%: the peak is below what this job reached, recalibrate ('bottleneckd calibrate')"
         return f"throughput: {', '.join(parts)}; {mfu}"
 
 

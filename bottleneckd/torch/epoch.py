@@ -87,5 +87,6 @@ def render_epoch(
     if report is not None:
         from bottleneckd.outputs.report import render_text
 
-        text += "\n" + render_text(report, top=3)
+        # the block's own throughput line is the epoch's; the report's is the sidecar's window
+        text += "\n" + render_text({k: v for k, v in report.items() if k != "throughput"}, top=3)
     return EpochReport(epoch, totals.steps, totals.phases, report, text, step_ms, throughput)
