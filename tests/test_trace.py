@@ -65,10 +65,19 @@ def test_sigterm_loses_at_most_one_interval(tmp_path, cli_env):
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(2.5)
-    lines_before = len(out.read_text().splitlines())
-    p.send_signal(signal.SIGTERM)
-    assert p.wait(timeout=10) == 0
+    try:
+        # recording has started once the header and a few samples are written (start-up takes
+        # seconds on a busy machine: a fixed sleep sent SIGTERM before the handlers were installed)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and (not out.exists() or len(out.read_text().splitlines()) < 6):
+            time.sleep(0.2)
+        lines_before = len(out.read_text().splitlines())
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(timeout=30) == 0
+    finally:
+        if p.poll() is None:  # never leave the recorder running when an assertion fails
+            p.kill()
+            p.wait()
     lines = out.read_text().splitlines()
     assert len(lines) >= lines_before and all(json.loads(l) for l in lines)
     assert len(list(read_trace(str(out))[1])) >= 5
