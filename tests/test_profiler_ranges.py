@@ -134,3 +134,26 @@ def test_a_failing_range_never_breaks_training(tmp_path, monkeypatch, fail_at):
         w.close()
     assert not w.enabled  # ours off
     assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters(), strict=True))  # training went on
+
+
+@pytest.mark.parametrize("made", ["before", "while profiling"])
+def test_lr_schedulers_and_our_step_wrapper_go_together(tmp_path, made):
+    """torch's LR schedulers wrap optimizer.step (a plain function through the bound method's
+    __func__): made before the profiler, we wrap theirs; made while it runs, they wrap ours."""
+    model, opt, loader = _job()
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5) if made == "before" else None
+    w = Watcher(model, opt, loader, print_epoch=False, local_sampling=False, socket_path=str(tmp_path / "none.sock"))
+    try:
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+            _loop(w, model, opt, w.dataloader, 2)
+            if sched is None:
+                sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+            _loop(w, model, opt, w.dataloader, 2)
+            sched.step()
+        assert opt.param_groups[0]["lr"] == pytest.approx(0.005)
+        assert opt._opt_called  # the scheduler saw the optimizer step through both wrappers
+        assert w.enabled and w.steps >= 4
+    finally:
+        w.close()
+    names = [e.name for e in prof.events()]
+    assert names.count(ranges.PREFIX + "optimizer") >= 3

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import types
 from typing import Any
 
 import torch
@@ -119,10 +120,12 @@ class _UnwrapStep:
 
 
 def _wrap_step(ranges: PhaseRanges, optimizer: torch.optim.Optimizer) -> _UnwrapStep:
-    original = optimizer.step  # the bound method (with torch's own profiling wrapper and hooks)
+    # the bound method (with torch's own profiling wrapper and hooks), or the plain function an LR
+    # scheduler made earlier put in its place
+    original = optimizer.step
 
-    @functools.wraps(original)
-    def step(*args: Any, **kwargs: Any) -> Any:
+    @functools.wraps(getattr(original, "__func__", original))
+    def step(_self: Any, *args: Any, **kwargs: Any) -> Any:
         try:
             ranges.step_begins()
         except Exception as e:  # noqa: BLE001 - our failure never breaks the step
@@ -135,5 +138,7 @@ def _wrap_step(ranges: PhaseRanges, optimizer: torch.optim.Optimizer) -> _Unwrap
             except Exception:  # noqa: BLE001
                 pass
 
-    optimizer.step = step  # type: ignore[method-assign]
-    return _UnwrapStep(optimizer, step)
+    # a bound method, as the attribute was: an LR scheduler made now wraps it through its __func__
+    bound = types.MethodType(step, optimizer)
+    optimizer.step = bound  # type: ignore[method-assign]
+    return _UnwrapStep(optimizer, bound)
