@@ -125,7 +125,13 @@ def build() -> dict:
         ).color_mode(common.BigValueColorMode.BACKGROUND)
     )
     d = d.with_panel(
-        big("Held for", 4, 4, [q(f"time() - max(bottleneckd_bottleneck_since_seconds{{{SEL}}})", "held")], unit="s")
+        big(
+            "Held for",
+            4,
+            4,
+            [q(f"time() - max(bottleneckd_bottleneck_since_timestamp_seconds{{{SEL}}})", "held")],
+            unit="s",
+        )
     )
     d = d.with_panel(
         _common(
@@ -144,7 +150,8 @@ def build() -> dict:
             4,
             [q(f"max(bottleneckd_bottleneck_headroom_ratio{{{SEL}}})", "x faster")],
             unit="x",
-            desc="How many times faster a step could be if the bottleneck stopped limiting it (Figure 15's vertical line).",
+            desc="How many times faster a step could be if the bottleneck stopped limiting it "
+            "(Figure 15's vertical line).",
         )
     )
     d = d.with_panel(
@@ -173,6 +180,23 @@ def build() -> dict:
             10,
             [q(f"max by (resource) (bottleneckd_utilization_ratio{{{SEL}}})", "{{resource}}")],
             "percentunit",
+        )
+    )
+
+    d = d.with_panel(
+        big(
+            "Recommended mitigations",
+            24,
+            4,
+            [
+                q(
+                    f"max by (position, mitigation) (bottleneckd_recommendation_info{{{SEL}}})",
+                    "{{position}}. {{mitigation}}",
+                )
+            ],
+            desc="The best-ranked mitigations for the verdict; `bottleneckd mitigations` explains each, "
+            "`w.apply(name, ...)` applies it (README, mitigations table).",
+            name=True,
         )
     )
 
@@ -301,8 +325,17 @@ def build() -> dict:
             "Bps",
         )
     )
+    d = d.with_panel(_common(statetimeline.Panel(), "GPUs up", 6, 8, [q(f"bottleneckd_gpu_up{{{GPU}}}", "{{device}}")]))
     d = d.with_panel(
-        _common(statetimeline.Panel(), "GPUs up", 12, 8, [q(f"bottleneckd_gpu_up{{{GPU}}}", "{{device}}")])
+        _common(
+            statetimeline.Panel(),
+            "Clock-event reasons (throttling)",
+            6,
+            8,
+            [q(f"max by (device, reason) (bottleneckd_gpu_compute_throttle{{{GPU}}})", "{{device}} {{reason}}")],
+            "none",
+            "NVML's reasons the clocks are held down; sw_power_cap is normal at full load, the others alert.",
+        )
     )
 
     d = d.with_row(row("Host"))
@@ -348,8 +381,18 @@ def build() -> dict:
             12,
             9,
             [
-                q(f"bottleneckd_storage_bandwidth_throughput_bytes_per_second{{{SEL}}}", "bytes {{device}}"),
-                q(f"bottleneckd_storage_bandwidth_operations_per_second{{{SEL}}}", "ops {{device}}", "B"),
+                q(
+                    f"sum by (device) (rate(bottleneckd_storage_bandwidth_read_bytes_total{{{SEL}}}[$__rate_interval])"
+                    f" + rate(bottleneckd_storage_bandwidth_written_bytes_total{{{SEL}}}[$__rate_interval]))",
+                    "bytes {{device}}",
+                ),
+                q(
+                    f"sum by (device) (rate(bottleneckd_storage_bandwidth_reads_completed_total{{{SEL}}}"
+                    f"[$__rate_interval]) + rate(bottleneckd_storage_bandwidth_writes_completed_total{{{SEL}}}"
+                    "[$__rate_interval]))",
+                    "ops {{device}}",
+                    "B",
+                ),
             ],
             "Bps",
         )
@@ -360,7 +403,17 @@ def build() -> dict:
             12,
             9,
             [
-                q(f"bottleneckd_inter_node_interconnect_throughput_bytes_per_second{{{SEL}}}", "{{device}}"),
+                q(
+                    f"sum by (device) (rate(bottleneckd_inter_node_interconnect_transmit_bytes_total{{{SEL}}}"
+                    "[$__rate_interval]))",
+                    "sent {{device}}",
+                ),
+                q(
+                    f"sum by (device) (rate(bottleneckd_inter_node_interconnect_receive_bytes_total{{{SEL}}}"
+                    "[$__rate_interval]))",
+                    "received {{device}}",
+                    "C",
+                ),
                 q(
                     f'bottleneckd_utilization_ratio{{{SEL}, resource="storage_network_bandwidth"}}',
                     "network FS {{device}}",
@@ -384,10 +437,23 @@ def build() -> dict:
             "s",
         )
     )
+    d = d.with_panel(
+        series(
+            "The exporter's own CPU and memory",
+            24,
+            6,
+            [
+                q(f"rate(process_cpu_seconds_total{{{SEL}}}[$__rate_interval])", "CPU cores {{instance}}"),
+                q(f"process_resident_memory_bytes{{{SEL}}} / 1e6", "resident MB {{instance}}", "B"),
+            ],
+        )
+    )
     return json.loads(json.dumps(d.build(), cls=JSONEncoder))
 
 
 if __name__ == "__main__":
-    out = Path(__file__).resolve().parents[1] / "dashboards" / "bottleneckd.json"
-    out.write_text(json.dumps(build(), indent=1) + "\n")
-    print(f"wrote {out}")
+    root = Path(__file__).resolve().parents[1]
+    text = json.dumps(build(), indent=1) + "\n"
+    for out in (root / "dashboards" / "bottleneckd.json", root / "deploy/helm/bottleneckd/dashboards/bottleneckd.json"):
+        out.write_text(text)  # the second: the Helm chart's ConfigMap for Grafana's sidecar
+        print(f"wrote {out}")

@@ -94,19 +94,27 @@ def test_deployment_files_parse_and_grant_only_what_is_needed():
     side = yaml.safe_load((ROOT / "deploy/kubernetes/training-pod-sidecar.yaml").read_text())
     c = {x["name"]: x for x in side["spec"]["containers"]}
     assert side["spec"]["shareProcessNamespace"] is True
-    assert c["bottleneckd"]["securityContext"]["capabilities"] == {"drop": ["ALL"], "add": ["SYS_PTRACE"]}
-    assert "securityContext" not in c["trainer"] or "SYS_PTRACE" not in json.dumps(c["trainer"])
+    # no capability and not root: it runs as the trainer's UID (issue 22 item 5)
+    assert c["bottleneckd"]["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    assert side["spec"]["securityContext"]["runAsNonRoot"] is True and side["spec"]["securityContext"]["runAsUser"]
+    assert "SYS_PTRACE" not in json.dumps(side)
+    assert c["bottleneckd"]["livenessProbe"]["httpGet"]["path"] == "/-/healthy"
     docs = list(yaml.safe_load_all((ROOT / "deploy/kubernetes/daemonset.yaml").read_text()))
     ds = docs[0]["spec"]["template"]["spec"]["containers"][0]
     assert ds["securityContext"]["capabilities"] == {"drop": ["ALL"]}
+    pod = docs[0]["spec"]["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] != 0
+    assert ds["readinessProbe"]["httpGet"]["path"] == "/-/ready" and ds["ports"][0]["containerPort"] == 9612
     assert {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "utility"} in ds["env"]
     compose = yaml.safe_load((ROOT / "deploy/compose/docker-compose.yml").read_text())
     assert {"prometheus", "grafana", "exporter"} <= set(compose["services"])
     unit = (ROOT / "deploy/systemd/bottleneckd.service").read_text()
-    assert (
-        "ExecStart=/usr/local/bin/bottleneckd serve --bind 127.0.0.1:9400" in unit
-        and "CapabilityBoundingSet=\n" in unit
-    )
+    assert "ExecStart=/usr/local/bin/bottleneckd serve" in unit and "CapabilityBoundingSet=\n" in unit
+    assert "Environment=BOTTLENECKD_SERVE_BIND=127.0.0.1:9612" in unit
+    assert "DynamicUser=yes" in unit and "User=root" not in unit  # never root (issue 22 item 5)
+    docker = (ROOT / "deploy/compose/Dockerfile").read_text()
+    assert "USER 65534" in docker and "0.0.0.0:" not in docker.split("ENTRYPOINT")[1]
+    assert "BOTTLENECKD_SERVE_BIND=127.0.0.1:9612" in docker
     for rel in ("deploy/compose/docker-compose.yml",):
         for m in re.finditer(r"\.\./[\w./-]+", (ROOT / rel).read_text()):
             assert (ROOT / "deploy/compose" / m.group(0)).resolve().exists(), m.group(0)
@@ -129,10 +137,11 @@ def base_of(expr: str) -> str:
 
 @pytest.mark.integration
 def test_every_expression_evaluates_and_returns_data(tmp_path, cli_env):
-    """Two exporters replay traces: one recorded on an H200 (GPU, CPU, storage and network series)
-    with a mitigation event added, and the constructed input-bound job on a node with an NFS mount
-    (job process tree, step headroom, network file system). Prometheus scrapes both; every
-    dashboard and rule expression is queried and must return data."""
+    """Three exporters replay traces: one recorded on an H200 (GPU, CPU, storage and network series)
+    with a mitigation event added, the constructed input-bound job on a node with an NFS mount
+    (job process tree, step headroom, network file system), a 4-rank job; a fourth serves this
+    machine live (the disk, NIC and swap counters). Prometheus scrapes them all; every dashboard and
+    rule expression is queried and must return data, and the joins of FLEET.md too."""
     trace = tmp_path / "trace.jsonl"
     lines = TRACE.read_text().splitlines()
     t_mid = json.loads(lines[18])["t"]
@@ -164,6 +173,15 @@ def test_every_expression_evaluates_and_returns_data(tmp_path, cli_env):
         )
         for port, t in zip(ports, [trace, ROOT / "tests/data/storage_network_bandwidth/trace.jsonl", RANKS_TRACE])
     ]
+    live_port = free_port()  # a live exporter: this machine's disk, NIC and swap counters (rate() panels)
+    serves.append(
+        subprocess.Popen(
+            [sys.executable, "-m", "bottleneckd.cli", "serve", "--bind", f"127.0.0.1:{live_port}", "--quiet"],
+            env=cli_env,
+            stderr=subprocess.DEVNULL,
+        )
+    )
+    ports.append(live_port)
     prom = None
     try:
         for port in ports:
@@ -193,9 +211,21 @@ def test_every_expression_evaluates_and_returns_data(tmp_path, cli_env):
             d = prom.query(rule["expr"])
             if d["status"] != "success":
                 failures.append((name, d.get("error")))
-            b = prom.query(base_of(rule["expr"].strip()))
+            base = base_of(rule["expr"].strip())
+            if base.startswith("absent(") and base.endswith(")"):
+                base = base[len("absent(") : -1]  # fires when the series is missing: here it must exist
+            b = prom.query(base)
             if b["status"] != "success" or not b["data"]["result"]:
                 failures.append((name + " (its series)", b.get("error", "no data")))
+        for join in (  # deploy/prometheus/FLEET.md: one `* on (...) group_left` each
+            'bottleneckd_utilization_ratio{resource="gpu_compute"} * on (instance, device) group_left (UUID, gpu)'
+            " bottleneckd_gpu_info",
+            "bottleneckd_rank_step_seconds * on (instance, train_job, run, restart, rank) group_left (pod, namespace)"
+            " bottleneckd_job_info",
+        ):
+            d = prom.query(join)
+            if d["status"] != "success" or not d["data"]["result"]:
+                failures.append((join, d.get("error", "no data")))
         assert not failures, failures
     finally:
         if prom:

@@ -181,10 +181,10 @@ def test_prometheus_counters() -> None:
     reg = CollectorRegistry(auto_describe=False)
     reg.register(EnergyCollector(m))
     text = generate_latest(reg).decode()
-    assert 'bottleneckd_energy_joules_total{device="gpu0",domain="gpu"} 30.0' in text
-    assert 'bottleneckd_energy_joules_total{device="package-0",domain="cpu_package"} 10.0' in text
     assert "bottleneckd_training_energy_joules_total 40.0" in text
-    assert "bottleneckd_energy_steps_total 4.0" in text
+    # one energy counter per domain (the exporter's, from the readings) and one step counter
+    # (bottleneckd_steps_total): the meter exports neither again
+    assert "bottleneckd_energy_joules" not in text and "bottleneckd_energy_steps" not in text
     assert "bottleneckd_energy_examples_total 64.0" in text
     assert "bottleneckd_energy_per_step_joules 10.0" in text
     assert "bottleneckd_energy_per_example_joules 0.625" in text
@@ -219,7 +219,10 @@ def test_a_live_sidecar_serves_its_energy_counters(fake_tree) -> None:
         text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
     finally:
         stop_metrics(server)
-    assert 'bottleneckd_energy_joules_total{device="gpu0",domain="gpu"} 500.0' in text
+    # the GPU's own counter (NVML: since the driver loaded), and the meter's training energy beside it
+    line = next(x for x in text.splitlines() if x.startswith('bottleneckd_energy_joules_total{device="gpu0"'))
+    assert float(line.split()[-1]) == gpu.energy == 1.0e6 + 500.0
+    assert "bottleneckd_training_energy_joules_total 0.0" in text  # no training step in that span
 
 
 def test_examples_travel_from_the_hook_message_to_the_job_view() -> None:
@@ -288,3 +291,43 @@ def test_the_hook_reports_the_examples_of_its_steps(tmp_path) -> None:
     finally:
         rx.close()
     assert steps >= 10 and got == 6 * steps
+
+
+def _node(
+    t: float, joules: float, job_on: tuple[str, ...] | None, steps: int = 10, uuids: tuple[str, ...] = ()
+) -> Sample:
+    """Four GPUs of a shared node, each using ``joules`` more per second; ``job_on``: where NVML's
+    process lists show the job (None: not read)."""
+    rs = []
+    for k in range(4):
+        dev = f"gpu{k}"
+        rs.append(Reading("gpu_compute", dev, "energy", 1000.0 + joules * t, "J"))
+        if job_on is not None:
+            rs.append(Reading("gpu_compute", dev, "job_process", 1.0 if dev in job_on else 0.0, "bool"))
+    facts = {"cuda_uuids": uuids} if uuids else {}
+    return Sample(t, 1.0, tuple(rs), StepPhases(steps, 1.0, {"forward": 1.0}, facts, None))
+
+
+def test_energy_per_step_counts_the_jobs_gpus_not_every_gpu_on_the_node() -> None:
+    """A job on 1 of 4 busy GPUs, 10 steps a second, each GPU at 400 W: 40 J per step, not 160."""
+    m = EnergyMeter()
+    for t in range(4):
+        m(_node(float(t), 400.0, job_on=("gpu1",)))
+    a = m.account()
+    assert a.per_step == pytest.approx(40.0) and set(a.joules) == {"gpu:gpu1"}
+    assert "gpu1" in a.gpu_scope and "process lists" in a.gpu_scope
+    # the GPU the hook names (its CUDA UUID), whatever NVML's process lists show (another namespace)
+    m = EnergyMeter(gpu_uuids={f"gpu{k}": f"GPU-{k}abc" for k in range(4)})
+    for t in range(4):
+        m(_node(float(t), 400.0, job_on=None, uuids=("GPU-2ABC",)))
+    assert set(m.account().joules) == {"gpu:gpu2"} and m.account().per_step == pytest.approx(40.0)
+    # a CPU job on the GPU node: no GPU energy is its
+    m = EnergyMeter()
+    for t in range(4):
+        m(_node(float(t), 400.0, job_on=()))
+    assert m.account().joules == {} and "no GPU" in m.account().gpu_scope
+    # unknown: every GPU, and the account says so
+    m = EnergyMeter()
+    for t in range(4):
+        m(_node(float(t), 400.0, job_on=None))
+    assert m.account().per_step == pytest.approx(160.0) and "every GPU counted" in m.account().gpu_scope

@@ -39,7 +39,7 @@ def test_exposition_from_a_recorded_gpu_trace():
     assert "bottleneckd_steps_total 42.0" in text
     assert 'bottleneckd_sampler_up{sampler="gpu"} 1.0' in text
     assert 'bottleneckd_gpu_up{device="gpu0"} 1.0' in text
-    assert "bottleneckd_gpu_energy_joules_total" in text
+    assert 'bottleneckd_energy_joules_total{device="gpu0",domain="gpu"}' in text  # one energy counter
 
 
 def test_unknown_figures_are_absent_not_zero():

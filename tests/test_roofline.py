@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 import torch
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -117,3 +118,115 @@ def test_an_elementwise_step_has_a_near_zero_intensity_not_an_unknown_one():
     r = c.stop()
     assert r is not None and r.flops_unknown is None
     assert r.intensity is not None and r.intensity < 0.5
+
+
+def test_transformer_encoder_layer_step_has_a_roofline_with_attention_counted():
+    """scaled_dot_product_attention on CPU (7% of the step's bytes) had no FLOP formula and made every
+    transformer step "unknown". Truth, by hand: the linear layers' matmuls, forward and backward (the
+    input needs no gradient: in_proj's weight gradient only), and attention as torch counts it (2
+    batched matmuls forward, 5 backward)."""
+    torch.manual_seed(0)
+    b, s, d, ff = 8, 128, 256, 1024
+    layer = nn.TransformerEncoderLayer(d, 4, ff, batch_first=True, dropout=0.0)
+    opt = torch.optim.SGD(layer.parameters(), lr=0.01)
+    x = torch.randn(b, s, d)
+    c = StepCounter()
+    c.start()
+    layer(x).sum().backward()
+    opt.step()
+    r = c.stop()
+    n = b * s
+    linear_fwd = 2 * n * d * (3 * d + d + 2 * ff)
+    attention = 2 * b * s * s * d  # one batched matmul over every head
+    expected = linear_fwd + 2 * attention + (2 * linear_fwd - 2 * n * d * 3 * d) + 5 * attention
+    assert r is not None and r.flops_unknown is None
+    assert r.flops == expected
+    assert r.intensity == pytest.approx(expected / r.operand_bytes)
+    assert 10 < r.intensity < 60  # 26 FLOP/B measured with this shape: far above elementwise, below a big matmul
+
+
+def test_upsampling_net_has_a_roofline_with_the_interpolation_counted():
+    """Bilinear upsampling (38% of this net's bytes) made the step "unknown"; nearest-neighbour
+    upsampling is a gather and counts no FLOPs, rightly."""
+    torch.manual_seed(0)
+    x = torch.randn(4, 3, 64, 64)
+    counts = {}
+    for mode in ("bilinear", "nearest"):
+        net = nn.Sequential(
+            nn.Conv2d(3, 16, 3, padding=1), nn.Upsample(scale_factor=2, mode=mode), nn.Conv2d(16, 3, 3, padding=1)
+        )
+        c = StepCounter()
+        c.start()
+        net(x).sum().backward()
+        counts[mode] = c.stop()
+    bil, nea = counts["bilinear"], counts["nearest"]
+    assert bil is not None and nea is not None and bil.flops_unknown is None and nea.flops_unknown is None
+    up_out = 4 * 16 * 128 * 128
+    assert bil.flops - nea.flops == 7 * up_out + 8 * up_out  # 4 taps: 4 multiplies + 3 adds; backward 4 + 4
+    assert bil.intensity == pytest.approx(bil.flops / bil.operand_bytes) and 5 < bil.intensity < 12
+    assert bil.shares()["conv"] == pytest.approx(nea.flops / bil.flops)
+
+
+def test_a_small_uncounted_compute_op_beside_a_big_counted_step_does_not_make_it_unknown():
+    """Unknown depends on the FLOPs that could be missing, not on bytes: a tiny LSTM beside a big MLP
+    (its bytes x 600 FLOP/B far under 5% of the counted FLOPs) leaves the count known; the LSTM job,
+    whose compute is all in mkldnn_rnn_layer, stays unknown (below)."""
+    torch.manual_seed(0)
+    big = nn.Sequential(nn.Linear(512, 2048), nn.ReLU(), nn.Linear(2048, 512))
+    small = nn.LSTM(4, 4, batch_first=True)
+    c = StepCounter()
+    c.start()
+    (big(torch.randn(128, 512)).sum() + small(torch.randn(1, 2, 4))[0].sum()).backward()
+    r = c.stop()
+    assert r is not None and r.uncounted_ops and r.uncounted_bytes > 0
+    assert r.missing_flops_bound < 0.05 * r.flops and r.flops_unknown is None and r.intensity
+    # the other way round: the LSTM's bytes are under 1% of an elementwise step's (the old byte
+    # threshold called it known), but its FLOPs could be all the FLOPs there are
+    wide = nn.Sequential(nn.LayerNorm(4096), nn.GELU(), nn.LayerNorm(4096))
+    lstm = nn.LSTM(16, 16, batch_first=True)
+    c = StepCounter()
+    c.start()
+    (wide(torch.randn(64, 4096)).sum() + lstm(torch.randn(2, 4, 16))[0].sum()).backward()
+    r = c.stop()
+    assert r is not None and 0 < r.uncounted_bytes < 0.01 * r.operand_bytes
+    assert r.intensity is None and "mkldnn_rnn_layer" in (r.flops_unknown or "")
+
+
+def test_lstm_lbfgs_workload_model_stays_unknown():
+    """scripts/workloads/lstm_lbfgs.py's model (2-layer LSTM, hidden 384): its compute is uncounted."""
+    torch.manual_seed(0)
+    lstm, out = nn.LSTM(64, 384, num_layers=2, batch_first=True), nn.Linear(384, 1)
+    c = StepCounter()
+    c.start()
+    nn.functional.mse_loss(out(lstm(torch.randn(16, 16, 64))[0][:, -1]), torch.randn(16, 1)).backward()
+    r = c.stop()
+    assert r is not None and r.intensity is None and "mkldnn_rnn_layer" in (r.flops_unknown or "")
+
+
+def test_the_counted_step_says_the_dtype_its_flops_ran_in():
+    """fp32 parameters under autocast run their matmuls in bf16: that, not the parameters' dtype, is
+    the arithmetic the peak must be for; _scaled_mm's FLOPs are FP8."""
+    from bottleneckd.torch.counting import precision_facts
+
+    torch.manual_seed(0)
+    net = nn.Sequential(nn.Conv2d(3, 8, 3), nn.Flatten(), nn.Linear(8 * 14 * 14, 4))
+    x = torch.randn(2, 3, 16, 16)
+    c = StepCounter()
+    c.start()
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        y = net(x)
+    y.float().sum().backward()
+    f = precision_facts(c.stop())
+    assert f["compute_dtype"] == "bfloat16" and f["fp8_flop_share"] == 0.0 and 0.5 < f["conv_flop_share"] < 1.0
+    c = StepCounter()
+    c.start()
+    net(x).sum().backward()
+    assert precision_facts(c.stop())["compute_dtype"] == "float32"
+    a, bm = torch.randn(32, 64).to(torch.float8_e4m3fn), torch.randn(16, 64).to(torch.float8_e4m3fn).t()
+    one = torch.tensor(1.0)
+    c = StepCounter()
+    c.start()
+    y = torch._scaled_mm(a, bm, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    torch.mm(y, torch.randn(16, 16, dtype=torch.bfloat16))
+    f = precision_facts(c.stop())
+    assert f["fp8_flop_share"] == pytest.approx(0.8) and f["compute_dtype"] == "bfloat16"

@@ -280,7 +280,20 @@ def test_run_bind_exports_the_jobs_mitigation_events(tmp_path, cli_env, short_tm
                 break
     """)
     r = run_cli(
-        ["run", "--quiet", "--interval", "0.5", "--bind", f"127.0.0.1:{port}", "--", sys.executable, "-c", job],
+        [
+            "run",
+            "--quiet",
+            "--interval",
+            "0.5",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--linger",
+            "0",
+            "--",
+            sys.executable,
+            "-c",
+            job,
+        ],
         _env(cli_env, short_tmp),
         timeout=120,
     )

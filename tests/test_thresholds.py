@@ -112,7 +112,7 @@ def test_every_threshold_has_a_value_unit_source_and_a_statistic_that_is_compute
     used = table.used_in()
     for t in REGISTRY.values():
         assert t.source and t.unit, t.name
-        assert used.get(t.name) or t.name == "ROOFLINE_UNCOUNTED_SHARE", f"{t.name} is registered but no rule uses it"
+        assert used.get(t.name) or t.name.startswith("ROOFLINE_MISSING"), f"{t.name} is registered but no rule uses it"
         assert getattr(thresholds, t.name) == t.value, t.name
         assert t.statistic == "" or t.statistic in WINDOW_STATISTICS or t.statistic in RUN_STATISTICS, t.name
     assert unknown_statistics() == []
@@ -120,12 +120,13 @@ def test_every_threshold_has_a_value_unit_source_and_a_statistic_that_is_compute
 
 def test_the_roofline_threshold_is_registered_as_the_hook_has_it() -> None:
     roofline = pytest.importorskip("bottleneckd.torch.roofline")
-    assert REGISTRY["ROOFLINE_UNCOUNTED_SHARE"].value == roofline.UNCOUNTED_SHARE
+    assert REGISTRY["ROOFLINE_MISSING_SHARE"].value == roofline.MISSING_SHARE
+    assert REGISTRY["ROOFLINE_MISSING_FLOPS_PER_BYTE"].value == roofline.MISSING_FLOPS_PER_BYTE
 
 
 def test_known_weak_thresholds_say_so() -> None:
     """Issue 21: the ones set from one workload or between two test cases carry a caveat."""
-    for name in ("SHARED_COMM_HIGH", "SIDE_THREADS_SMALL", "DOMINANT_UNDETERMINED_RATIO", "ROOFLINE_UNCOUNTED_SHARE"):
+    for name in ("SHARED_COMM_HIGH", "SIDE_THREADS_SMALL", "DOMINANT_UNDETERMINED_RATIO", "ROOFLINE_MISSING_SHARE"):
         assert REGISTRY[name].caveat, name
     assert "below it compute is the larger cost" not in REGISTRY["SHARED_COMM_HIGH"].source
 

@@ -69,7 +69,13 @@ def emit_json(doc: Any) -> None:
 
 
 def say(line: str) -> None:
-    click.echo(line, err=True)
+    """A status line on stderr (a log record under ``--log-format json``)."""
+    from bottleneckd.cli.logs import STATUS, json_lines
+
+    if json_lines():
+        STATUS.info(line.removeprefix("bottleneckd: "))
+    else:
+        click.echo(line, err=True)
 
 
 def sidecar_options(f: F) -> F:

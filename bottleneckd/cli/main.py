@@ -2,18 +2,38 @@
 
 from __future__ import annotations
 
-import logging
+import os
 import sys
 from pathlib import Path
 
 import click
 
 from bottleneckd.cli.common import Context, emit_json
+from bottleneckd.cli.logs import FORMATS, LEVELS
+from bottleneckd.cli.logs import configure as configure_logging
 from bottleneckd.model.errors import InputError
 
+#: every option can also come from the environment: BOTTLENECKD_<OPTION> for the options before
+#: the command (BOTTLENECKD_LOG_FORMAT=json), BOTTLENECKD_<COMMAND>_<OPTION> for a command's own
+#: (BOTTLENECKD_SERVE_BIND=0.0.0.0:9612, BOTTLENECKD_SERVE_WEB_CONFIG=...); a flag given wins
+ENV_PREFIX = "BOTTLENECKD"
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"], "auto_envvar_prefix": ENV_PREFIX},
+    epilog="Every option can be set from the environment: BOTTLENECKD_<OPTION> for these, "
+    "BOTTLENECKD_<COMMAND>_<OPTION> for a command's (BOTTLENECKD_SERVE_BIND); '--help' of a command names each.",
+)
 @click.option("--debug", is_flag=True, help="Show tracebacks and debug logs.")
+@click.option(
+    "--log-level", type=click.Choice(LEVELS), default="warning", help="Least severe log record shown (--debug: debug)."
+)
+@click.option(
+    "--log-format",
+    type=click.Choice(FORMATS),
+    default="text",
+    help="json: one JSON object a line (time, level, logger, message), status lines included, for log collectors.",
+)
 @click.option(
     "--catalog", type=click.Path(dir_okay=False), default=None, help="Peak catalog JSON (default: the built-in one)."
 )
@@ -25,11 +45,11 @@ from bottleneckd.model.errors import InputError
 )
 @click.version_option(package_name="bottleneckd")
 @click.pass_context
-def cli(ctx: click.Context, debug: bool, catalog: str | None, profile: str | None) -> None:
+def cli(
+    ctx: click.Context, debug: bool, log_level: str, log_format: str, catalog: str | None, profile: str | None
+) -> None:
     """bottleneckd: find the resource that limits a training job, with numbers as evidence."""
-    logging.basicConfig(
-        level=logging.DEBUG if debug else logging.WARNING, format="bottleneckd: %(levelname)s: %(message)s"
-    )
+    configure_logging(log_level, log_format, debug)
     ctx.obj = Context(debug, catalog, profile)
 
 
@@ -156,15 +176,23 @@ def _register() -> None:
         cli_compare.compare,
     ):
         cli.add_command(cmd)
+    for name, cmd in (("", cli), *cli.commands.items()):  # BOTTLENECKD_[COMMAND_]OPTION, named in --help
+        for param in cmd.params:
+            if isinstance(param, click.Option) and param.name not in ("help", "version"):
+                flag = max((o for o in param.opts if o.startswith("--")), key=len)
+                param.envvar = "_".join(x for x in (ENV_PREFIX, name, flag[2:]) if x).upper().replace("-", "_")
+                param.show_envvar = True
 
 
 _register()
 
 
 def main(argv: list[str] | None = None) -> None:
-    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    debug = "--debug" in (argv if argv is not None else sys.argv[1:]) or os.environ.get(
+        f"{ENV_PREFIX}_DEBUG", ""
+    ).lower() in ("1", "true", "yes", "on")
     try:
-        cli.main(args=argv, prog_name="bottleneckd", standalone_mode=False)
+        cli.main(args=argv, prog_name="bottleneckd", standalone_mode=False, auto_envvar_prefix=ENV_PREFIX)
     except click.exceptions.Abort:
         click.echo("bottleneckd: aborted", err=True)
         sys.exit(130)

@@ -9,6 +9,7 @@ import click
 from bottleneckd.cli.common import Context, build, check_outputs, emit_json, say, sidecar_options, start_trace
 from bottleneckd.model.errors import InputError
 from bottleneckd.model.protocol import Event
+from bottleneckd.outputs.port import DEFAULT_PORT
 
 if TYPE_CHECKING:
     from bottleneckd.diagnosis.pipeline import Snapshot
@@ -110,7 +111,17 @@ def analyze(obj: Context, traces: tuple[str, ...], fmt: str, window: int, timeli
 
 
 @click.command()
-@click.option("--bind", default="127.0.0.1:9400", show_default=True, help="HOST:PORT for the exporter.")
+@click.option(
+    "--bind",
+    default=f"127.0.0.1:{DEFAULT_PORT}",
+    show_default=True,
+    help="HOST:PORT for the exporter (9612: free in Prometheus's port list; 9400 is dcgm-exporter's).",
+)
+@click.option(
+    "--host-detail",
+    is_flag=True,
+    help="Also export what node_exporter already does: each core's busy share, every virtual NIC.",
+)
 @click.option(
     "--web-config",
     type=click.Path(dir_okay=False),
@@ -132,6 +143,7 @@ def serve(
     bind: str,
     web_config: str | None,
     trace_path: str | None,
+    host_detail: bool,
     quiet: bool,
     interval: float,
     pid: int | None,
@@ -141,21 +153,21 @@ def serve(
 ) -> None:
     """Prometheus exporter: the latest sample and diagnosis on HOST:PORT/metrics."""
     from bottleneckd.outputs.live import live_line
-    from bottleneckd.outputs.metrics_server import load_web_config, parse_bind, serve_metrics, stop_metrics
+    from bottleneckd.outputs.metrics_server import load_web_config, parse_bind, serve_metrics, stop_metrics, url_of
     from bottleneckd.runtime.foreground import run_foreground
 
     parse_bind(bind)
     web = load_web_config(web_config) if web_config else None  # read once, before anything starts
     if trace_path:
-        replay(trace_path, bind, web, duration)
+        replay(trace_path, bind, web, duration, host_detail)
         return
     side = build(obj, interval, pid, disabled, socket_path)
     try:
-        server = serve_metrics(side, bind, web)
+        server = serve_metrics(side, bind, web, host_detail=host_detail)
     except BaseException:
         side.close()
         raise
-    say(f"bottleneckd: serving metrics on http{'s' if server.ssl_context else ''}://{bind}/metrics")
+    say(f"bottleneckd: serving metrics on {url_of(server, bind)}")
     try:
         run_foreground(side, duration, None if quiet else lambda snap: say(live_line(snap)))
     finally:
@@ -177,6 +189,7 @@ class TraceReplay:
             raise InputError(f"{trace_path}: the trace holds no samples")
         self.pending = read_events(trace_path)
         self.pipeline = Pipeline(header.peaks, machine=header.machine)
+        self.machine = header.machine  # the exporter's bottleneckd_gpu_info
         self.steps_total = 0
         self.shown: list[Event] = []
 
@@ -193,24 +206,30 @@ class TraceReplay:
         import time
         from dataclasses import replace
 
+        from bottleneckd.outputs.energy import job_steps
+
         s = self.items[k % len(self.items)]
         self.pipeline(s)
         for e in self.pending:
             if self.items[0].t <= e.t <= s.t and not any(x.name == e.name for x in self.shown):
                 self.shown.append(replace(e, t=time.time()))
-        self.steps_total += s.phases.steps if s.phases else 0
+        self.steps_total += job_steps(s) if s.phases else 0
 
 
-def replay(trace_path: str, bind: str, web_config: WebConfig | str | None, duration: float | None) -> None:
+def replay(
+    trace_path: str,
+    bind: str,
+    web_config: WebConfig | str | None,
+    duration: float | None,
+    host_detail: bool = False,
+) -> None:
     import time
 
-    from bottleneckd.outputs.metrics_server import serve_metrics, stop_metrics
+    from bottleneckd.outputs.metrics_server import serve_metrics, stop_metrics, url_of
 
     source = TraceReplay(trace_path)
-    server = serve_metrics(source, bind, web_config)
-    say(
-        f"bottleneckd: replaying {len(source.items)} samples of {trace_path} on http{'s' if server.ssl_context else ''}://{bind}/metrics"
-    )
+    server = serve_metrics(source, bind, web_config, host_detail=host_detail)
+    say(f"bottleneckd: replaying {len(source.items)} samples of {trace_path} on {url_of(server, bind)}")
     t0 = time.monotonic()
     try:
         k = 0

@@ -61,7 +61,7 @@ class Snapshot:
     held: tuple[tuple[str, float], ...] = ()
     #: the verdict that held longest over the run (see Pipeline.dominant)
     dominant: Verdict | None = None
-    #: samples/s, tokens/s and MFU over the window's step phases (None without them)
+    #: samples/s, tokens/s and MFU over the window's step phases (the peak alone before any)
     throughput: Throughput | None = None
 
 
@@ -152,7 +152,7 @@ class Pipeline:
             self._samples,
             tuple(sorted(self._held.items(), key=lambda kv: -kv[1])),
             self._stragglers.apply(dominant_of(self._held, self._held_training, self._last_of, interval)),
-            window_throughput(stats, self.peaks),
+            window_throughput(stats, self.peaks, facts),
         )
         with self._lock:
             self._latest = snap

@@ -15,12 +15,12 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from bottleneckd.diagnosis.classify import findings, largest_utilization
+from bottleneckd.diagnosis.job_gpus import window_job_gpus
 from bottleneckd.diagnosis.pipeline import Pipeline
 from bottleneckd.diagnosis.rules.comm_cost import comm_cost
 from bottleneckd.diagnosis.rules.common import compute_share, runs_on_gpu
 from bottleneckd.diagnosis.rules.cpu_compute import MIN_CORES_RAN
 from bottleneckd.diagnosis.rules.cpu_state import cpu_state
-from bottleneckd.diagnosis.rules.gpu_compute import job_gpus
 from bottleneckd.diagnosis.rules.other import other_share
 from bottleneckd.diagnosis.rules.storage import io_wait, storage_signs
 from bottleneckd.diagnosis.straggler import intervals, rank_figures
@@ -104,8 +104,9 @@ def _roofline_peak_ratio(w: WindowStats, peaks: PeakTable) -> float | None:
     """The nearer of the achieved FLOP/s and bytes/s to its peak (CPU, or the job's first GPU)."""
     facts = w.phases.facts if w.phases else {}
     flops, byts = facts.get("achieved_flops"), facts.get("achieved_bytes_per_second")
-    if runs_on_gpu(w):
-        dev = job_gpus(w, peaks)[0][0]
+    devs = window_job_gpus(w, peaks).devices if runs_on_gpu(w, peaks) else ()
+    if devs:
+        dev = devs[0]
         peak_c = compute_peak(peaks, dev, facts).value
         bw = peaks.get("gpu_memory_bandwidth", dev)
         peak_b = bw.value if bw is not None else None
@@ -167,12 +168,12 @@ def _largest_utilization(w: WindowStats, peaks: PeakTable) -> float | None:
     return lu[2] if lu is not None else None
 
 
-def _uncounted_share(w: WindowStats, peaks: PeakTable) -> float | None:
-    """From the hook's ``flops_unknown`` text ("7% of bytes in ops with no FLOP formula: ..."):
-    known only when the share reached the threshold."""
+def _missing_flops_ratio(w: WindowStats, peaks: PeakTable) -> float | None:
+    """From the hook's ``flops_unknown`` text ("up to 4.4e+05x the FLOPs counted in ..."): the FLOPs
+    operators with no formula could hide, over those counted; known only when it reached the threshold."""
     text = w.phases.facts.get("flops_unknown") if w.phases else None
-    m = re.match(r"(\d+)% of bytes", str(text)) if text else None
-    return int(m.group(1)) / 100 if m else None
+    m = re.match(r"up to ([0-9.e+-]+|inf)x", str(text)) if text else None
+    return float(m.group(1)) if m else None
 
 
 #: statistic name -> its figure in one window
@@ -211,6 +212,7 @@ WINDOW_STATISTICS: dict[str, Figure] = {
     "sm_activity": _get("gpu_compute", None, "sm_activity"),
     "gpu_dram_utilization": _get("gpu_memory_bandwidth", None, "utilization"),
     "gpu_busy_fraction": _get("gpu_compute", None, "busy_fraction"),
+    "gpu_memory_busy_fraction": _get("gpu_memory_bandwidth", None, "memory_busy_fraction"),
     "gpu_throttle_share": _throttle,
     "sm_clock_ratio": _get("gpu_compute", None, "sm_clock_ratio"),
     "memory_used": _memory_used,
@@ -223,7 +225,7 @@ WINDOW_STATISTICS: dict[str, Figure] = {
     "top_score": _score(0),
     "second_score": _score(1),
     "largest_utilization": _largest_utilization,
-    "uncounted_operator_share": _uncounted_share,
+    "missing_flops_ratio": _missing_flops_ratio,
 }
 
 #: figures of the run as a whole (the run's verdict over its windows, the ranks' stragglers)

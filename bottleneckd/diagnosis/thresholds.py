@@ -336,7 +336,20 @@ GPU_BUSY_NO_GPM = _t(
     0.8,
     unit="share of time a kernel runs (NVML utilization)",
     statistic="gpu_busy_fraction",
-    source="chosen: without SM activity (no GPM), a GPU busy 80% of the time is taken as compute-bound (DCGM's 0.8)",
+    source="chosen (DCGM's 0.8): without SM activity (no GPM, no dcgm-exporter) a GPU busy 80% of the time is "
+    "judged: memory bandwidth by NVML's memory-busy fraction (NVML_MEMORY_BUSY_HIGH), else undetermined; NVML's busy "
+    "reads ~100% for compute-, memory- and launch-bound jobs alike, so it names no compute bottleneck by itself",
+)
+NVML_MEMORY_BUSY_HIGH = _t(
+    "NVML_MEMORY_BUSY_HIGH",
+    0.8,
+    unit="share of time device memory is read or written (NVML memory utilization)",
+    statistic="gpu_memory_busy_fraction",
+    source="DCGM guidance: DRAM activity of about 0.8 is the practical maximum (DRAM_PRACTICAL_MAX), applied to "
+    "NVML's memory-busy time fraction where nothing measures DRAM activity: memory in use nearly whenever a "
+    "kernel runs",
+    caveat="a time fraction, not bandwidth; not yet compared with DRAM activity on a GPU (a check for the next GPU "
+    "machine)",
 )
 THROTTLED = _t(
     "THROTTLED",
@@ -582,15 +595,26 @@ STRAGGLER_RUN_SHARE = _t(
 
 # --- outside the diagnosis: the hook's roofline (bottleneckd/torch/roofline.py) ------------------
 
-#: registered here with its value because the daemon side never imports torch; tests/test_thresholds.py
-#: checks it against torch/roofline.py's UNCOUNTED_SHARE
-ROOFLINE_UNCOUNTED_SHARE = _t(
-    "ROOFLINE_UNCOUNTED_SHARE",
-    0.01,
-    unit="share of the step's operand bytes",
-    statistic="uncounted_operator_share",
-    source="torch/roofline.py UNCOUNTED_SHARE: operators with no FLOP formula (RNN, vendor kernels) carrying this "
-    "share of the bytes make the step's FLOPs unknown; lowered from 0.25 to 0.01 for one job (lstm_lbfgs: the LSTM "
-    "kernels were 5% of the bytes, ~8 GFLOP against 0.1 MFLOP counted)",
-    caveat="set from one workload; it also switches the roofline off for attention and upsampling",
+#: registered here with their values because the daemon side never imports torch; tests/test_thresholds.py
+#: checks them against torch/roofline.py's MISSING_FLOPS_PER_BYTE and MISSING_SHARE
+ROOFLINE_MISSING_FLOPS_PER_BYTE = _t(
+    "ROOFLINE_MISSING_FLOPS_PER_BYTE",
+    600.0,
+    unit="FLOP per operand byte",
+    statistic="",
+    source="torch/roofline.py MISSING_FLOPS_PER_BYTE: the most FLOPs per byte an operator with no FLOP formula is "
+    "taken to hide, the highest ridge point in the catalog (B200 FP8: 4.5 PFLOP/s over 7.7 TB/s = 584); an "
+    "operator more intense than every ridge is compute-bound everywhere",
+)
+ROOFLINE_MISSING_SHARE = _t(
+    "ROOFLINE_MISSING_SHARE",
+    0.05,
+    unit="FLOPs possibly hidden / FLOPs counted",
+    statistic="missing_flops_ratio",
+    source="torch/roofline.py MISSING_SHARE: the step's FLOPs are unknown when operators with no FLOP formula could "
+    "hide this share of the FLOPs counted (their bytes x ROOFLINE_MISSING_FLOPS_PER_BYTE). Replaces a 1% share of "
+    "the bytes, set for one job, which switched the roofline off for attention and upsampling; lstm_lbfgs (the "
+    "LSTM kernels 5% of the bytes, ~8 GFLOP against 0.1 MFLOP counted) stays unknown, a TransformerEncoderLayer "
+    "step (nothing uncounted) and a small LSTM beside a big MLP (0.4%) are known",
+    caveat="a bound, not a count: an uncounted operator is assumed as intense as the highest ridge point",
 )

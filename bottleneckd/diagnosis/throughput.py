@@ -1,13 +1,14 @@
 """The window's throughput (samples/s, tokens/s, MFU: ``model/throughput.py``) for the snapshot:
 the step phases of the last samples, summed over the ranks this sidecar sees, against one device's
-peak on the job's path (its first GPU, or the CPU)."""
+peak on the job's path (its first GPU, or the CPU). Before any step phase the peak is still given
+(from the job's facts): a framework callback asks for it at its first log."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from bottleneckd.diagnosis.rules.common import runs_on_gpu
-from bottleneckd.diagnosis.rules.gpu_compute import job_gpus
+from bottleneckd.diagnosis.job_gpus import runs_on_gpu, window_job_gpus
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.throughput import Peak, Throughput, measure
 from bottleneckd.peaks.mfu import mfu_peak
@@ -17,19 +18,18 @@ if TYPE_CHECKING:
     from bottleneckd.diagnosis.pipeline import Snapshot
 
 
-def window_throughput(w: WindowStats, peaks: PeakTable) -> Throughput | None:
-    """None without step phases (no hook: nothing to count)."""
+def window_throughput(w: WindowStats, peaks: PeakTable, facts: Mapping[str, Any]) -> Throughput:
+    """``facts``: the job's (the pipeline's: the latest report's over the machine's)."""
     ph = w.phases
-    if ph is None or not ph.steps:
-        return None
-    gpus = job_gpus(w, peaks)[0] if runs_on_gpu(w) else []
+    facts = {**facts, **(ph.facts if ph is not None else {})}
+    gpus = window_job_gpus(w, peaks).devices if runs_on_gpu(w, peaks) else ()
     ranks = sum(len(rs) for _, rs in w.topology) or 1
     return measure(
-        steps=ph.steps,
-        wall_seconds=ph.wall_seconds,
-        examples=ph.examples,
-        facts=ph.facts,
-        peak=mfu_peak(peaks, ph.facts, gpus[0] if gpus else None),
+        steps=ph.steps if ph is not None else 0,
+        wall_seconds=ph.wall_seconds if ph is not None else 0.0,
+        examples=ph.examples if ph is not None else None,
+        facts=facts,
+        peak=mfu_peak(peaks, facts, gpus[0] if gpus else None),
         ranks=ranks,
     )
 

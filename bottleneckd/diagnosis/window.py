@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from bottleneckd.model.sample import Sample, StepPhases
 
@@ -19,6 +20,17 @@ class Stat:
 
 
 @dataclass(frozen=True)
+class RankView:
+    """One rank as it last reported in the window: who it is, its GPU and its own facts (each rank's
+    hook reports its own roofline, dtype and allocator figures; the job's merged facts are one rank's)."""
+
+    rank: int
+    node: str
+    gpu: str  # the UUID of its model's GPU ("" on CPU)
+    facts: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class WindowStats:
     start: float
     end: float
@@ -30,6 +42,8 @@ class WindowStats:
     steps_seen: int = 0
     #: node -> the ranks that reported from it in the window (empty for one process)
     topology: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    #: each rank's latest report in the window (empty for one process reporting without ranks)
+    ranks: tuple[RankView, ...] = ()
 
     def get(self, resource: str, device: str | None, metric: str, field: str = "mean") -> float | None:
         """One statistic; with ``device=None`` the largest over devices (the busiest GPU, disk, NIC)."""
@@ -118,9 +132,12 @@ class Window:
                 phases.steps, phases.wall_seconds, phases.phases, {**older.facts, **phases.facts}, phases.examples
             )
         nodes: dict[str, set[int]] = {}
+        views: dict[str, RankView] = {}
         for s in self.samples:
             for r in s.ranks:
                 nodes.setdefault(r.identity.node, set()).add(r.identity.rank)
+                i = r.identity
+                views[i.key] = RankView(i.rank, i.node, i.gpu, r.phases.facts)  # the latest report wins
         return WindowStats(
             self.samples[0].t,
             self.samples[-1].t,
@@ -130,4 +147,5 @@ class Window:
             phases,
             self.steps_seen,
             tuple((n, tuple(sorted(rs))) for n, rs in sorted(nodes.items())),
+            tuple(sorted(views.values(), key=lambda v: (v.rank, v.node))),
         )

@@ -61,6 +61,17 @@ class Marks:
 
         self.call(make)
 
+    def precision(self, dtype: str | None) -> None:
+        """The framework's mixed-precision setting (its autocast is entered where our marks do not
+        see it): the dtype judged against, until the counted step measures the one run."""
+
+        def declare() -> None:
+            self.watcher.precision.declare(dtype)
+            self.watcher.facts.update(self.watcher.precision.facts())
+
+        if self.watcher is not None:
+            self.call(declare)
+
     def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         if not self.enabled:
             return None
@@ -135,6 +146,7 @@ class Marks:
     def _report(self) -> dict[str, Any] | None:
         if time.monotonic() >= self._doc_next:
             self._doc_next = time.monotonic() + REPORT_RETRY_SECONDS  # answered or not
+            self.watcher.flush()  # the steps so far reach the sidecar before it reports
             doc = self.watcher.transport.report()
             if doc is not None:
                 self._keep(doc)
@@ -142,7 +154,7 @@ class Marks:
 
     def _keep(self, doc: dict[str, Any]) -> None:
         self._doc = doc
-        wait = REPORT_REFRESH_SECONDS if doc.get("throughput") else REPORT_RETRY_SECONDS
+        wait = REPORT_REFRESH_SECONDS if (doc.get("throughput") or {}).get("steps") else REPORT_RETRY_SECONDS
         self._doc_next = time.monotonic() + wait
 
     def close(self) -> None:

@@ -46,6 +46,16 @@ HOW: dict[str, str] = {
 }
 
 
+def precision_dtype(precision: Any) -> str | None:
+    """Trainer(precision=...) -> the low-precision dtype its autocast runs ("bf16-mixed" -> bfloat16)."""
+    p = str(precision or "")
+    if p.startswith("bf16"):
+        return "bfloat16"
+    if p.startswith("16"):
+        return "float16"
+    return None
+
+
 def should_log(trainer: Any) -> bool:
     """Lightning logs this step's metrics (``log_every_n_steps``; its connector's own test, else
     the same rule on the optimizer steps done)."""
@@ -81,6 +91,7 @@ class LightningHooks:
 
     def on_fit_start(self, trainer: Any, pl_module: Any) -> None:
         self.marks.start(pl_module)
+        self.marks.precision(precision_dtype(getattr(trainer, "precision", None)))
 
     def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
         self.marks.mark("step_start")

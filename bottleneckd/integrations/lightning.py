@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from lightning.pytorch.callbacks import Callback
 
-from bottleneckd.integrations._lightning_hooks import HOW, LightningHooks
+from bottleneckd.integrations._lightning_hooks import HOW, LightningHooks, precision_dtype
 
-__all__ = ["HOW", "BottleneckCallback"]
+__all__ = ["HOW", "BottleneckCallback", "precision_dtype"]
 
 
 class BottleneckCallback(LightningHooks, Callback):

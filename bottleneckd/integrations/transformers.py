@@ -68,6 +68,9 @@ class BottleneckCallback(TrainerCallback):
     ) -> None:
         self.marks.call(self._go_first, sys._getframe(1))
         self.marks.start(model, None)
+        self.marks.precision(
+            "bfloat16" if getattr(args, "bf16", False) else "float16" if getattr(args, "fp16", False) else None
+        )
         if self.time_forward and model is not None:
             self.marks.call(self._wrap_forward, model)
         self.marks.mark("step_start")

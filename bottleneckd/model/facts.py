@@ -55,6 +55,8 @@ def _spec(name: str, type_: str, producers: str, doc: str, choices: tuple[str, .
 _W, _C = "bottleneckd.torch.watch", "bottleneckd.torch.collectives"
 _P, _N = "bottleneckd.torch.probe", "bottleneckd.torch.counting"
 _D = "bottleneckd.torch.ddp_comm"
+_DC = f"{_D} bottleneckd.torch.cuda_clock"  # DDP's comm hook; side-stream collectives (FSDP) on CUDA
+_CM = "bottleneckd.torch.cuda_memory"
 FACTS: dict[str, FactSpec] = {
     s.name: s
     for s in (
@@ -67,6 +69,7 @@ FACTS: dict[str, FactSpec] = {
         _spec("has_conv", "bool", _P, "the model has a convolution layer"),
         _spec("input_rank", "int", _P, "dimensions of the model's first input (4 for an image batch NCHW)"),
         _spec("allow_tf32", "bool", _P, "torch.backends.cuda.matmul.allow_tf32"),
+        _spec("cudnn_allow_tf32", "bool", _P, "torch.backends.cudnn.allow_tf32 (convolutions; on by default)"),
         _spec(
             "cuda_uuids",
             "strs",
@@ -75,6 +78,14 @@ FACTS: dict[str, FactSpec] = {
             "whatever the PID namespace",
         ),
         _spec("compiled", "bool", _P, "the model is torch.compile'd"),
+        _spec(
+            "cuda_graphs",
+            "str",
+            "bottleneckd.torch.cuda_graphs",
+            "CUDA graphs replayed: the whole step captured, or graphs within the step (torch.compile "
+            "reduce-overhead, graphed callables); either way no per-kernel launch cost on the host",
+            ("whole step", "within step"),
+        ),
         _spec(
             "ddp",
             "bool",
@@ -103,33 +114,35 @@ FACTS: dict[str, FactSpec] = {
         _spec(
             "comm_seconds_per_step",
             "float",
-            _D,
-            "seconds per step some all-reduce was in flight (overlapped + exposed)",
+            _DC,
+            "seconds per step some all-reduce (DDP) or side-stream collective (FSDP) was in flight "
+            "(overlapped + exposed)",
         ),
         _spec(
             "comm_exposed_seconds_per_step",
             "float",
-            _D,
-            "seconds per step backward waited for communication after its last gradient",
+            _DC,
+            "seconds per step the step waited for communication (DDP: after its last gradient; FSDP: "
+            "the compute stream's waits)",
         ),
         _spec(
-            "comm_overlapped_seconds_per_step", "float", _D, "seconds per step of communication hidden behind backward"
+            "comm_overlapped_seconds_per_step", "float", _DC, "seconds per step of communication hidden behind backward"
         ),
-        _spec("comm_overlap_ratio", "float", _D, "share of the communication hidden behind backward"),
+        _spec("comm_overlap_ratio", "float", _DC, "share of the communication hidden behind backward"),
         _spec(
             "tokens_per_example",
             "float",
             _W,
             "token ids per example of a batch x sequence integer input, over the last report (tokens/s)",
         ),
+        _spec("optimizer_closure", "bool", _W, "the optimizer's step takes a closure (LBFGS ...)"),
         _spec(
             "framework",
             "str",
             "bottleneckd.integrations._common",
-            "the framework whose callback marks the steps",
+            "the training framework whose callback drives the watcher",
             ("lightning", "transformers"),
         ),
-        _spec("optimizer_closure", "bool", _W, "the optimizer's step takes a closure (LBFGS ...)"),
         # the data loader (hook)
         _spec("loader_workers", "int", _P, "DataLoader num_workers"),
         _spec("pin_memory", "bool", _P, "DataLoader pin_memory"),
@@ -148,11 +161,42 @@ FACTS: dict[str, FactSpec] = {
             _N,
             "why the step's FLOPs (and intensity) are unknown: operators with no FLOP formula",
         ),
+        _spec(
+            "compute_dtype",
+            "str",
+            _N,
+            "dtype of most of the counted step's FLOPs outside FP8 matmuls (measured: autocast included)",
+            ("float8", "bfloat16", "float16", "float32", "float64"),
+        ),
+        _spec("fp8_flop_share", "float", _N, "share of the counted step's FLOPs in FP8 matmuls (aten._scaled_mm)"),
+        _spec("conv_flop_share", "float", _N, "share of the counted step's FLOPs in convolutions"),
         _spec("achieved_flops", "float", _N, "FLOP/s over the compute phases"),
         _spec("achieved_bytes_per_second", "float", _N, "operand bytes/s over the compute phases"),
+        # the CUDA caching allocator (hook, torch/cuda_memory.py: torch.cuda.memory_stats once per report)
+        _spec("cuda_memory_total_bytes", "int", _CM, "the model's GPU's memory (CUDA device properties)"),
+        _spec(
+            "cuda_memory_reserved_bytes",
+            "int",
+            _CM,
+            "what the caching allocator holds (NVML's 'used' less the context)",
+        ),
+        _spec("cuda_memory_allocated_bytes", "int", _CM, "what the job's tensors hold at the report"),
+        _spec(
+            "cuda_memory_peak_allocated_bytes", "int", _CM, "the most the job's tensors have held at once (since start)"
+        ),
+        _spec("cuda_alloc_retries", "int", _CM, "cudaMalloc calls that failed and were retried after a cache flush"),
+        _spec("cuda_alloc_retries_per_step", "float", _CM, "allocation retries per step since the previous report"),
+        _spec("cuda_ooms", "int", _CM, "CUDA out-of-memory errors thrown (caught by the job or a batch-size finder)"),
         # mitigations in effect (hook; unset on revert); the facts each sets are in data/mitigations.json
         _spec("mitigations", "strs", _W, "hook ids of the mitigations applied and not reverted"),
-        _spec("autocast_dtype", "str", _P, "low-precision dtype in effect", ("bfloat16", "float16")),
+        _spec(
+            "autocast_dtype",
+            "str",
+            _P,
+            "low-precision dtype in effect: autocast at forward time, a framework's setting, FSDP's "
+            "MixedPrecision or low-precision parameters",
+            ("bfloat16", "float16"),
+        ),
         # the daemon side
         _spec(
             "cpu_fast_bf16", "bool", "bottleneckd.advice.fit", "the CPU has bf16 instructions (amx_bf16 or avx512_bf16)"

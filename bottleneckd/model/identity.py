@@ -25,6 +25,16 @@ def _int(env: Mapping[str, str], *names: str, default: int) -> int:
     return default
 
 
+def gpu_key(uuid: str | None) -> str:
+    """A GPU's identity whatever names it: NVML's ``GPU-<hex>`` or ``MIG-<hex>``, the ``GPU-<hex>`` the
+    hook and ``calibrate`` write from CUDA's UUID, DCGM's ``UUID`` label: the hex, lower case."""
+    u = (uuid or "").strip().lower()
+    for prefix in ("gpu-", "mig-"):
+        if u.startswith(prefix):
+            return u[len(prefix) :]
+    return u
+
+
 def _text(v: str) -> str:
     """An environment value as valid Unicode text: os.environ keeps undecodable bytes as lone
     surrogates, which the receiver refuses (model/protocol.py); they become U+FFFD here."""
@@ -44,6 +54,8 @@ class RankIdentity:
     node_rank: int  # GROUP_RANK / SLURM_NODEID
     gpu: str = ""  # the GPU's UUID, "" on CPU
     pid: int = 0
+    pod: str = ""  # Kubernetes: POD_NAME and POD_NAMESPACE (downward API), "" elsewhere
+    namespace: str = ""
 
     @property
     def key(self) -> str:
@@ -67,6 +79,8 @@ class RankIdentity:
             node_rank=int(d.get("node_rank", 0)),
             gpu=str(d.get("gpu", ""))[:128],
             pid=int(d.get("pid", 0)),
+            pod=str(d.get("pod", ""))[:128],
+            namespace=str(d.get("namespace", ""))[:128],
         )
 
     @staticmethod
@@ -95,4 +109,6 @@ class RankIdentity:
             node_rank=_int(env, "GROUP_RANK", "SLURM_NODEID", default=0),
             gpu=gpu,
             pid=os.getpid() if pid is None else pid,
+            pod=env.get("POD_NAME", ""),
+            namespace=env.get("POD_NAMESPACE", ""),
         )

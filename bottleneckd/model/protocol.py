@@ -202,7 +202,7 @@ def _text(v: Any, name: str) -> str:
     return v
 
 
-_ID_TEXT = ("job", "run", "node", "gpu")
+_ID_TEXT = ("job", "run", "node", "gpu", "pod", "namespace")
 _ID_INT = ("restart", "rank", "local_rank", "world_size", "local_world_size", "node_rank", "pid")
 
 

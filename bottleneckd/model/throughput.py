@@ -129,7 +129,7 @@ def measure(
     ranks (steps and wall summed over ranks, as the sidecar merges them; one rank's own figures
     with ``ranks=1``). ``facts``: the hook's (``flops_per_step``, ``flops_unknown``,
     ``tokens_per_example``); ``peak``: one device's peak on the job's path (None: not looked up)."""
-    if steps <= 0 or wall_seconds <= 0:
+    if steps <= 0 or wall_seconds <= 0:  # nothing to rate; the peak is still said
         why = "no training step timed"
         return Throughput(
             steps=0,
@@ -138,6 +138,9 @@ def measure(
             samples_unknown=why,
             tokens_unknown=why,
             mfu_unknown=why,
+            peak_flops=peak.value if peak is not None else None,
+            peak_path=peak.path if peak is not None else "",
+            peak_why=peak.why if peak is not None else "",
         )
     step_s = wall_seconds / steps
     ranks = max(1, ranks)

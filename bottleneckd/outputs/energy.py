@@ -7,6 +7,10 @@ reported in the same span (a step of a job with several ranks is one step of eac
 examples are every rank's). A counter that goes backwards (driver reload) loses that span for that
 source, never counts negative. Live samples and recorded traces go through this same meter; the
 exporter reads its counters, the reports its account.
+
+GPU energy is the job's GPUs' only (model/job_gpus.py: the GPUs its ranks name, else NVML's
+process lists), not every GPU of a shared node; where they are not known every GPU is counted and
+the account says so (``gpu_scope``). A CPU job on a GPU node counts no GPU energy.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from bottleneckd.model.sample import Sample
+from bottleneckd.model.job_gpus import JobGpus, job_gpus
+from bottleneckd.model.sample import RankPhases, Sample, StepPhases
 
 MIN_SPAN = 0.1  # seconds: NVML's energy counter is not meaningful over shorter windows
 #: resource an energy reading is booked to -> the energy domain it measures
@@ -45,6 +50,7 @@ class EnergyAccount:
     steps: int
     examples: int | None  # None when some training span had no example count
     points: tuple[EnergyPoint, ...] = field(default=())
+    gpu_scope: str = ""  # which GPUs' energy is counted, and how they were found
 
     @property
     def known(self) -> bool:
@@ -81,6 +87,7 @@ class EnergyAccount:
         per_ex = self.per_example
         return {
             "joules": {k: round(v, 3) for k, v in sorted(self.joules.items())},
+            "gpu_scope": self.gpu_scope,
             "unknown": dict(self.unknown),
             "measured_seconds": round(self.seconds, 3),
             "training_joules": round(self.training_joules, 3) if self.known else None,
@@ -99,11 +106,34 @@ class EnergyAccount:
         }
 
 
-def _energy(sample: Sample) -> tuple[dict[str, float], dict[str, str]]:
+def _scope(sample: Sample, uuid_of: dict[str, str], last: JobGpus | None) -> JobGpus | None:
+    """The job's GPUs as this sample tells (the ranks' UUIDs, the process lists), else the last answer."""
+    devs = sorted({r.device for r in sample.readings if r.resource == "gpu_compute"})
+    if not devs:
+        return last
+    if sample.ranks:
+        named = {r.identity.rank: [r.identity.gpu, *(r.phases.facts.get("cuda_uuids") or ())] for r in sample.ranks}
+    elif sample.phases is not None:
+        named = {0: list(sample.phases.facts.get("cuda_uuids") or ())}
+    else:
+        named = {}
+    seen = {
+        r.device: r.value
+        for r in sample.readings
+        if r.resource == "gpu_compute" and r.metric == "job_process" and r.value is not None
+    }
+    got = job_gpus(devs, uuid_of, named, seen)
+    return last if not got.known and last is not None and last.known else got
+
+
+def _energy(sample: Sample, scope: JobGpus | None) -> tuple[dict[str, float], dict[str, str]]:
     known, unknown = {}, {}
+    mine = None if scope is None or not scope.known else set(scope.devices)
     for r in sample.readings:
         if r.metric != "energy" or r.unit != "J" or r.resource not in DOMAINS:
             continue
+        if r.resource == "gpu_compute" and mine is not None and r.device not in mine:
+            continue  # another tenant's GPU (or a CPU job's node): not the job's energy
         key = f"{DOMAINS[r.resource]}:{r.device}"
         if r.value is None:
             unknown[key] = r.note or "unknown"
@@ -112,19 +142,27 @@ def _energy(sample: Sample) -> tuple[dict[str, float], dict[str, str]]:
     return known, unknown
 
 
-def _job_steps(sample: Sample) -> int:
-    """The job's training steps in the sample: with several ranks the job's phases add up every
+def job_steps_of(phases: StepPhases, ranks: tuple[RankPhases, ...] = ()) -> int:
+    """The job's training steps in an interval: with several ranks the job's phases add up every
     rank's steps, and one step of the job is a step on each rank, so their mean."""
+    if ranks:
+        return round(sum(r.phases.steps for r in ranks) / len(ranks))
+    return phases.steps
+
+
+def job_steps(sample: Sample) -> int:
     assert sample.phases is not None
-    if sample.ranks:
-        return round(sum(r.phases.steps for r in sample.ranks) / len(sample.ranks))
-    return sample.phases.steps
+    return job_steps_of(sample.phases, sample.ranks)
 
 
 class EnergyMeter:
     """A sink: feed it every sample in order; ``account()`` says what was measured so far."""
 
-    def __init__(self, max_points: int = 20000) -> None:
+    def __init__(self, max_points: int = 20000, gpu_uuids: dict[str, str] | None = None) -> None:
+        """``gpu_uuids``: GPU unit -> NVML UUID (``PeakTable.gpu_uuids()``), to match the GPUs the
+        ranks name; without it only NVML's process lists tell the job's GPUs."""
+        self._uuid_of = dict(gpu_uuids or {})
+        self._scope: JobGpus | None = None
         self._lock = threading.Lock()
         self._start: tuple[float, dict[str, float]] | None = None
         self._steps = 0
@@ -138,7 +176,9 @@ class EnergyMeter:
         self._points: deque[EnergyPoint] = deque(maxlen=max_points)
 
     def __call__(self, sample: Sample) -> None:
-        known, unknown = _energy(sample)
+        with self._lock:
+            self._scope = _scope(sample, self._uuid_of, self._scope)
+        known, unknown = _energy(sample, self._scope)
         with self._lock:
             for k, why in unknown.items():
                 if k not in self._joules:
@@ -147,7 +187,7 @@ class EnergyMeter:
                 self._start = (sample.t, known)
                 return
             if sample.phases is not None and sample.phases.steps:
-                self._steps += _job_steps(sample)
+                self._steps += job_steps(sample)
                 ex = sample.phases.examples
                 self._examples = None if ex is None or self._examples is None else self._examples + ex
             t0, e0 = self._start
@@ -183,13 +223,25 @@ class EnergyMeter:
                 self._total_steps,
                 self._total_examples if self._total_steps else None,
                 tuple(self._points),
+                self._scope_text(),
             )
+
+    def _scope_text(self) -> str:
+        s = self._scope
+        if s is None:
+            return ""
+        if s.known:
+            return f"the job's GPUs: {', '.join(s.devices)} ({s.note})" if s.devices else f"no GPU ({s.note})"
+        return f"every GPU counted: {s.note}"
 
 
 class EnergyCollector:
-    """Prometheus counters of the meter (a scrape only reads them). Joules per step over any range
-    is ``rate(bottleneckd_training_energy_joules_total[5m]) / rate(bottleneckd_energy_steps_total[5m])``;
-    carbon is the energy times the grid intensity, done in PromQL with the user's figure."""
+    """Prometheus counters of the meter (a scrape only reads them). Each domain's own counter is
+    the exporter's ``bottleneckd_energy_joules_total{domain,device}`` (outputs/exporter.py); this
+    adds the energy of the intervals in which the job trained. Joules per step over any range is
+    ``rate(bottleneckd_training_energy_joules_total[5m]) / rate(bottleneckd_steps_total[5m])``
+    (one step counter: the job's steps); carbon is the energy times the grid intensity, done in
+    PromQL with the user's figure."""
 
     def __init__(self, meter: EnergyMeter) -> None:
         self._meter = meter
@@ -200,22 +252,11 @@ class EnergyCollector:
         a = self._meter.account()
         if not a.known:
             return
-        fam = CounterMetricFamily(
-            "bottleneckd_energy_joules",
-            "Energy measured since the sidecar started, per domain and device",
-            labels=["domain", "device"],
-        )
-        for key, j in sorted(a.joules.items()):
-            domain, _, device = key.partition(":")
-            fam.add_metric([domain, device], j)
-        yield fam
         yield CounterMetricFamily(
-            "bottleneckd_training_energy_joules",
+            "bottleneckd_training_energy",
             "Energy of all measured domains in intervals with training steps",
             value=a.training_joules,
-        )
-        yield CounterMetricFamily(
-            "bottleneckd_energy_steps", "Training steps in the intervals whose energy was measured", value=a.steps
+            unit="joules",
         )
         if a.examples is not None:
             yield CounterMetricFamily(
@@ -228,10 +269,12 @@ class EnergyCollector:
                 "bottleneckd_energy_per_step_joules",
                 "Joules per training step since the sidecar started",
                 value=a.per_step,
+                unit="joules",
             )
         if a.per_example is not None:
             yield GaugeMetricFamily(
                 "bottleneckd_energy_per_example_joules",
                 "Joules per training example since the sidecar started",
                 value=a.per_example,
+                unit="joules",
             )

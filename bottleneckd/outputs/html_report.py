@@ -45,6 +45,8 @@ class Recorder:
         self.pipeline = pipeline
         if energy is not None:
             self.energy, self._feed_energy = energy, False
+        elif not self.energy.account().points:  # its own meter, not yet fed: it learns the GPUs' UUIDs
+            self.energy = EnergyMeter(gpu_uuids=pipeline.peaks.gpu_uuids())
         return self
 
     def __call__(self, sample: Sample) -> None:

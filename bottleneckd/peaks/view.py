@@ -104,6 +104,8 @@ FAMILY = {
     "fp32": "fp32",
     "fp64_matmul": "fp64",
     "fp64": "fp64",
+    "fp8_matmul": "fp8",
+    "fp8_tensor_dense": "fp8",
     "h2d_pinned": "pcie",
     "d2h_pinned": "pcie",
     "h2d_pageable": "pcie",

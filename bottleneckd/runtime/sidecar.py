@@ -15,7 +15,7 @@ from bottleneckd.hardware.detect.machine import Machine, detect_machine
 from bottleneckd.hardware.nvml import NvmlBackend
 from bottleneckd.model.protocol import Event
 from bottleneckd.model.sample import RankPhases, StepPhases
-from bottleneckd.outputs.energy import EnergyMeter
+from bottleneckd.outputs.energy import EnergyMeter, job_steps_of
 from bottleneckd.peaks.catalog import Catalog, load_catalog
 from bottleneckd.peaks.profile import Profile, load_profile
 from bottleneckd.peaks.resolve import PeakTable, resolve_peaks
@@ -86,7 +86,7 @@ def build_samplers(
 ) -> tuple[list[Sampler], dict[str, str]]:
     tree = ProcessTree(pid) if pid else None
     makers = {
-        "gpu": lambda: GpuSampler(peaks, nvml, tree=tree),
+        "gpu": lambda: GpuSampler(peaks, nvml, tree=tree, proc_root=proc_root),
         "cpu_compute": lambda: CpuComputeSampler(peaks, tree, proc_root),
         "cpu_memory": lambda: CpuMemorySampler(peaks, tree, proc_root),
         "cpu_memory_bandwidth": lambda: CpuMemoryBandwidthSampler(peaks, sys_root),
@@ -142,12 +142,12 @@ def build_sidecar(
     samplers, why = build_samplers(machine, peaks, pid, paths, disabled, nvml)
     pipeline = Pipeline(peaks, window=window, machine=machine)
     receiver = PhaseReceiver(socket_path, listen=listen).start()
-    side = Sidecar(machine, peaks, samplers, why, pipeline, receiver)
+    side = Sidecar(machine, peaks, samplers, why, pipeline, receiver, energy=EnergyMeter(gpu_uuids=peaks.gpu_uuids()))
 
     def phases() -> tuple[StepPhases | None, tuple[RankPhases, ...]]:
         p, ranks = receiver.drain_ranks()
         if p is not None:
-            side.steps_total += p.steps
+            side.steps_total += job_steps_of(p, ranks)  # the job's steps: one step on 8 ranks is one
         if p is None:  # hook phases win; stack samples stand in when there are none
             for src in side.phase_sources:
                 p = p or src()

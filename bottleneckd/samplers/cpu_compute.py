@@ -13,7 +13,7 @@ from bottleneckd.model.sample import Reading
 from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.samplers.pressure import Pressure, cgroup_dir, read_psi, usable_cores
 from bottleneckd.samplers.process_tree import LAUNCHER, RANK, WORKER, ProcessTree
-from bottleneckd.samplers.threads import ThreadRates, threads
+from bottleneckd.samplers.threads import AUTOGRAD_THREAD, ThreadRates, threads
 
 __all__ = ["CpuComputeSampler", "read_psi"]
 
@@ -70,6 +70,7 @@ class CpuComputeSampler:
         count = {RANK: 0, WORKER: 0, LAUNCHER: 0}
         main_threads: list[float] = []
         main_demand: list[float] = []
+        launching: dict[int, float] = {}  # rank pid -> its main thread + autograd device threads, cores
         hottest = {RANK: 0.0, WORKER: 0.0}
         demand = {RANK: 0.0, WORKER: 0.0}
         worker_demand: dict[int, float] = {}
@@ -105,6 +106,8 @@ class CpuComputeSampler:
             if role == RANK and s.tid == s.pid:
                 main_threads.append(r.cpu)
                 main_demand.append(r.demand)
+            if role == RANK and (s.tid == s.pid or s.name.startswith(AUTOGRAD_THREAD)):
+                launching[s.pid] = launching.get(s.pid, 0.0) + r.cpu
         has_wait = any(r.wait is not None for r in rates.values())
         ranks = [p.pid for p in members if tree.role(p.pid) == RANK]
         usable = usable_cores(ranks or [tree.pid], self._proc, self._cgroot)
@@ -129,6 +132,16 @@ class CpuComputeSampler:
             # the main thread's own CPU (the busiest rank's), not its process's: intra-op threads excluded
             Reading(
                 "cpu_compute", "job", "main_busy_cores", max(main_threads) if main_threads else None, "cores", first
+            ),
+            # the threads that launch a rank's kernels: its main thread (forward, optimizer) and its
+            # autograd engine's device threads (backward on CUDA), the busiest rank's together
+            Reading(
+                "cpu_compute",
+                "job",
+                "launch_thread_cores",
+                max(launching.values()) if launching else None,
+                "cores",
+                first,
             ),
             # the ranks' CPU outside their main threads: DDP's gloo reduction, intra-op threads
             Reading(

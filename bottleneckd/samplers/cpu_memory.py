@@ -36,6 +36,8 @@ class CpuMemorySampler:
         out.append(
             Reading("cpu_memory", "host", "swap_out_bytes_per_second", self._rates.rate("sout", float(sw.sout)), "B/s")
         )
+        out.append(Reading("cpu_memory", "host", "swap_in_bytes_total", float(sw.sin), "B"))
+        out.append(Reading("cpu_memory", "host", "swap_out_bytes_total", float(sw.sout), "B"))
         some, full, why = self._psi.read()
         out.append(Reading("cpu_memory", "host", "pressure_some", some, "ratio", why))
         out.append(Reading("cpu_memory", "host", "pressure_full", full, "ratio", why))

@@ -1,5 +1,6 @@
 """Inter-node interconnect: NIC bytes per second against link speed; InfiniBand port counters
-against port rate (RDMA traffic does not show in the netdev counters)."""
+against port rate (RDMA traffic does not show in the netdev counters); the byte counters
+themselves too, for Prometheus's rate()."""
 
 from __future__ import annotations
 
@@ -49,6 +50,8 @@ class InterNodeSampler:
             out += [
                 Reading("inter_node_interconnect", nic, "tx_bytes_per_second", tx, "B/s"),
                 Reading("inter_node_interconnect", nic, "rx_bytes_per_second", rx, "B/s"),
+                Reading("inter_node_interconnect", nic, "transmit_bytes_total", float(c.bytes_sent), "B"),
+                Reading("inter_node_interconnect", nic, "receive_bytes_total", float(c.bytes_recv), "B"),
             ]
         for dev, port in self._ib:
             base = self._sys / "class" / "infiniband" / dev / "ports" / str(port) / "counters"
@@ -60,6 +63,10 @@ class InterNodeSampler:
                 out += utilization("inter_node_interconnect", name, None, None, "B/s", f"{base} unreadable")
                 continue
             tx, rx = self._rates.rate(f"{name}.tx", xmit), self._rates.rate(f"{name}.rx", rcv)
+            out += [
+                Reading("inter_node_interconnect", name, "transmit_bytes_total", xmit, "B"),
+                Reading("inter_node_interconnect", name, "receive_bytes_total", rcv, "B"),
+            ]
             busiest = None if tx is None or rx is None else max(tx, rx)
             out += utilization(
                 "inter_node_interconnect",

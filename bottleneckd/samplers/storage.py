@@ -103,7 +103,14 @@ class StorageSampler:
                 ),
                 Reading("storage_bandwidth", d, "busy", None if busy is None else min(1.0, busy), "ratio"),
                 Reading("storage_bandwidth", d, "peak", seq_peak, "B/s"),
+                # the kernel's counters themselves, for Prometheus's rate() (outputs/metric_names.py)
+                Reading("storage_bandwidth", d, "read_bytes_total", float(c.read_bytes), "B"),
+                Reading("storage_bandwidth", d, "written_bytes_total", float(c.write_bytes), "B"),
+                Reading("storage_bandwidth", d, "reads_completed_total", float(c.read_count), "count"),
+                Reading("storage_bandwidth", d, "writes_completed_total", float(c.write_count), "count"),
             ]
+            if busy_ms is not None:
+                out.append(Reading("storage_bandwidth", d, "io_time_seconds_total", float(busy_ms) / 1000.0, "s"))
             if d in stats:
                 inflight, weighted_ms = stats[d]
                 q = r(f"{d}.weighted", weighted_ms / 1000.0)

@@ -9,8 +9,10 @@ PHASE_KEYS = HOOK_PHASES  # phase tuples from the clocks are in this order (mode
 Step = tuple[tuple[float, ...], float]
 
 
-def phases_of_marks(t: dict[str, float], start: float, comm: float) -> Step:
-    """Phase seconds from one step's timestamps (or event times), step start to step end."""
+def phases_of_marks(t: dict[str, float], start: float, comm: float, comm_before: float = 0.0) -> Step:
+    """Phase seconds from one step's timestamps (or event times), step start to step end.
+    ``comm``: exposed communication after forward's end (out of backward); ``comm_before``: before
+    it (out of forward, then out of the transfer before it)."""
     return phases_of(
         t.get("step_start"),
         t.get("data_ready"),
@@ -20,6 +22,7 @@ def phases_of_marks(t: dict[str, float], start: float, comm: float) -> Step:
         t["step_end"],
         start,
         comm,
+        comm_before,
     )
 
 
@@ -32,11 +35,19 @@ def phases_of(
     end: float,
     start: float,
     comm: float,
+    comm_before: float = 0.0,
 ) -> Step:
     wall = max(0.0, end - start)
     data = max(0.0, dr - (ss if ss is not None else start)) if dr is not None else 0.0
     transfer = max(0.0, fs - dr) if fs is not None and dr is not None else 0.0
     forward = max(0.0, fe - fs) if fe is not None and fs is not None else 0.0
+    early = 0.0  # exposed communication before forward's end, out of forward and then the transfer
+    if comm_before > 0:
+        from_fwd = min(comm_before, forward)
+        from_transfer = min(comm_before - from_fwd, transfer)
+        forward -= from_fwd
+        transfer -= from_transfer
+        early = from_fwd + from_transfer
     if fe is not None and os_ is not None:
         span = max(0.0, os_ - fe)
         comm = min(comm, span)
@@ -44,6 +55,7 @@ def phases_of(
     else:
         backward = 0.0
     optim = max(0.0, end - os_) if os_ is not None else 0.0
+    comm += early
     busy = data + transfer + forward + backward + optim + comm
     if busy > wall > 0:  # marks from several micro-batches overlap: keep the wall, scale the phases into it
         k = wall / busy

@@ -4,7 +4,9 @@ The collectives are wrapped once, while at least one watcher is registered, and 
 blocking call is given to every registered watcher; the originals are restored when the last
 watcher goes. FSDP's all-gathers and reduce-scatters go through the same functions (``*_single``,
 ``*_into_tensor``, ``*_tensor`` and the older ``_base`` variants); on CUDA each is timed with
-events recorded on the stream it runs on (FSDP's communication streams). Asynchronous calls
+events recorded on the stream it runs on, and one on a side stream (FSDP's communication streams)
+counts as in flight, not as exposed: the exposed part is the compute stream's wait for it
+(``stream_waits.py``, ``cuda_clock.py``). Asynchronous calls
 (``async_op=True``) are not timed here. DDP's bucketed all-reduce runs inside backward with no
 blocking call: ``ddp_comm.py`` times it through a wrapper around the model's one comm hook, and
 ``DistributedDataParallel`` is patched while we are installed so that every DDP model made (and
@@ -21,7 +23,7 @@ from typing import Any
 
 import torch.distributed as dist
 
-from bottleneckd.torch import ddp_comm
+from bottleneckd.torch import ddp_comm, stream_waits
 
 NAMES = (
     "all_reduce",
@@ -82,6 +84,7 @@ class _Registration:
                 for name, fn in _saved_ddp.items():
                     setattr(cls, name, fn)
                 _saved_ddp.clear()
+                stream_waits.uninstall()
 
 
 def _enabled_watchers() -> list[Any]:

@@ -10,9 +10,10 @@ later step several times), counting is switched off for good, and timing goes on
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
 
-from bottleneckd.torch.roofline import StepCounter
+from bottleneckd.torch.roofline import StepCounter, StepCounts
 
 log = logging.getLogger("bottleneckd.torch")
 
@@ -26,6 +27,8 @@ class RooflineCounting:
         self.failed = ""
         self.unknown = ""  # why the counted step's FLOPs are not its FLOPs (operators without a formula)
         self.active = False  # the modes are on (a plain attribute: read once per step)
+        self._eager: Any = None  # torch.compiler stance to restore after the count
+        self._uncompiled: tuple[Any, Any] | None = None  # (model, its compiled __call__) set aside for the count
 
     def maybe_start(self, step_index: int) -> None:
         """At a forward start: count this step if it is the chosen one."""
@@ -33,9 +36,28 @@ class RooflineCounting:
             return
         try:
             self.active = True
+            if self._eager is None:
+                self._eager = _force_eager()
             self._counter.start()
         except Exception as e:  # noqa: BLE001
             self._fail(f"could not start: {type(e).__name__}: {e}")
+
+    def prepare(self, next_step: int, model: Any) -> None:
+        """At a step's end: the next is the counted one. Compiled code runs eagerly for it
+        (restored after the count). A model compiled in place (``model.compile()``) runs its whole
+        ``__call__`` in a compiled frame, which puts back the dispatch modes it found on leaving:
+        modes entered in our forward wrapper inside it would miss the backward. For the counted
+        step that model runs uncompiled (its ``_compiled_call_impl`` set aside, then restored)."""
+        if self.at_step != next_step or self._eager is not None or self.failed:
+            return
+        try:
+            self._eager = _force_eager()
+            impl = getattr(model, "__dict__", {}).get("_compiled_call_impl")
+            if impl is not None:
+                self._uncompiled = (model, impl)
+                model._compiled_call_impl = None
+        except Exception:  # noqa: BLE001 - counted as it runs: see notes()
+            pass
 
     def finish(self) -> dict[str, Any]:
         """At the counted step's end: leave the modes; the facts of the count (empty if it failed)."""
@@ -47,6 +69,8 @@ class RooflineCounting:
         except Exception as e:  # noqa: BLE001
             self._fail(f"could not finish: {type(e).__name__}: {e}")
             return {}
+        finally:
+            self._restore_stance()
         if counts is None:
             return {}
         self.operand_bytes = float(counts.operand_bytes)
@@ -60,6 +84,7 @@ class RooflineCounting:
             "flops_per_step": self.flops,
             "operand_bytes_per_step": self.operand_bytes,
             "arithmetic_intensity": counts.intensity,
+            **precision_facts(counts),
         }
 
     def why_no_flops(self) -> str:
@@ -83,9 +108,32 @@ class RooflineCounting:
             "achieved_bytes_per_second": self.operand_bytes / compute_seconds_per_step,
         }
 
+    def notes(self, compiled: bool) -> list[str]:
+        """The epoch block's line on what a compiled model's count is."""
+        if not compiled or self.operand_bytes is None:
+            return []
+        return [
+            "torch.compile: the roofline step was counted with the model run eagerly: its FLOPs are the "
+            "model's, its bytes the unfused operators' (an upper bound on the compiled kernels' traffic)"
+        ]
+
+    def _restore_stance(self) -> None:
+        eager, self._eager = self._eager, None
+        uncompiled, self._uncompiled = self._uncompiled, None
+        if uncompiled is not None:
+            model, impl = uncompiled
+            if model.__dict__.get("_compiled_call_impl") is None:
+                model._compiled_call_impl = impl
+        if eager is not None:
+            try:
+                eager.__exit__(None, None, None)
+            except Exception:  # noqa: BLE001
+                pass
+
     def abort(self) -> None:
         """Leave any mode still entered (a step that never ended, close, disable)."""
         self.active = False
+        self._restore_stance()
         c = self._counter
         for mode in (getattr(c, "_bytes", None), getattr(c, "_flops", None)):  # entered flops first, bytes second
             if mode is None:
@@ -100,3 +148,32 @@ class RooflineCounting:
         self.abort()
         self.failed = why
         log.warning("bottleneckd: roofline count off (%s); step timing goes on", why)
+
+
+def _force_eager() -> Any:
+    """Compiled code runs eagerly for the counted step (``torch.compiler.set_stance("force_eager")``),
+    so that the dispatch modes see every operator: a compiled forward's kernels and AOT backward are
+    otherwise invisible to them (a compiled MLP counted its forward's FLOPs only). Only where dynamo
+    is already loaded (a job that compiles); returns what restores the previous stance."""
+    if "torch._dynamo" not in sys.modules:
+        return None
+    import torch
+
+    set_stance = getattr(torch.compiler, "set_stance", None)  # torch >= 2.6
+    return set_stance("force_eager") if set_stance is not None else None
+
+
+def precision_facts(counts: StepCounts) -> dict[str, Any]:
+    """The arithmetic the counted step ran, measured (whatever the parameters' dtype: autocast,
+    Lightning's and the HF Trainer's mixed precision, FSDP's MixedPrecision, FP8 matmuls):
+    the dtype of most FLOPs outside FP8 matmuls, the FP8 and the convolutions' shares."""
+    shares = counts.shares()
+    if not shares:
+        return {"compute_dtype": None, "fp8_flop_share": None, "conv_flop_share": None}
+    kinds = {k: v for k, v in shares.items() if k in ("bfloat16", "float16", "float32", "float64")}
+    main = max(kinds.items(), key=lambda kv: kv[1])[0] if kinds else ("float8" if shares.get("float8") else None)
+    return {
+        "compute_dtype": main,
+        "fp8_flop_share": shares.get("float8", 0.0),
+        "conv_flop_share": shares.get("conv", 0.0),
+    }

@@ -36,6 +36,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
+from bottleneckd.torch import cuda_graphs
+
 log = logging.getLogger("bottleneckd.torch")
 _AVG = 16  # steps in the moving averages reported as facts
 
@@ -71,7 +73,7 @@ class DdpCommTimer:
     # --- the hook DDP calls ---------------------------------------------------------------
     def hook(self, _state, bucket):  # noqa: ANN001, ANN201 - DDP rejects string annotations on its hooks
         inner, state = self.inner, self.state
-        if self.failed:
+        if self.failed or cuda_graphs.STATE.capturing is not None:  # nothing of ours inside a graph capture
             return inner(state, bucket)
         try:
             self._bucket_ready()

@@ -25,21 +25,37 @@ class _Unwrap:
             del self.module.forward
 
 
+def _not_compiled(fn: Any) -> Any:
+    """Kept out of torch.compile's tracing: a model compiled after watch() (``model.compile()``)
+    traces its forward, and ours with it; dynamo would break the graph inside our code (with a
+    warning per call site) instead of once at each edge of the forward."""
+    disable = getattr(getattr(torch, "compiler", None), "disable", None)
+    return disable(fn, recursive=True) if disable is not None else fn
+
+
 def wrap_forward(w: Any, module: torch.nn.Module) -> _Unwrap:
     original = module.forward
 
-    def forward(*args: Any, **kwargs: Any) -> Any:
+    @_not_compiled
+    def start(args: tuple) -> None:
         if w.enabled:
             try:
                 w.forward_start(args)
             except Exception as e:  # noqa: BLE001 - our failure never breaks the step
                 w.disable(f"{type(e).__name__}: {e}")
-        out = original(*args, **kwargs)
+
+    @_not_compiled
+    def end() -> None:
         if w.enabled:
             try:
                 w.forward_end()
             except Exception as e:  # noqa: BLE001
                 w.disable(f"{type(e).__name__}: {e}")
+
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        start(args)
+        out = original(*args, **kwargs)
+        end()
         return out
 
     module.forward = forward  # type: ignore[method-assign]

@@ -20,7 +20,7 @@ from torch.nn.modules import module as module_mod
 from torch.optim import optimizer as optim_mod
 from torch.utils.data import DataLoader
 
-from bottleneckd.torch import probe
+from bottleneckd.torch import cuda_graphs, probe
 from bottleneckd.torch.collectives import wrap_collectives
 from bottleneckd.torch.hooks import wrap_forward
 from bottleneckd.torch.loader import TimedIterator
@@ -109,6 +109,8 @@ class GlobalWatcher(Watcher):
         self._candidates = []
         self.facts.update(probe.model_facts(self.root))
         self.device = next((p.device for p in self.root.parameters()), torch.device("cpu"))
+        self.precision = probe.Precision(self.root, self.device.type)
+        self.facts.update(self.precision.facts())
         self.facts["device"] = self.device.type
         for h in self._global_module_hooks:
             h.remove()
@@ -116,6 +118,7 @@ class GlobalWatcher(Watcher):
         self._handles.append(wrap_forward(self, self.root))
         if self.device.type == "cuda" and not isinstance(self.clock, CudaClock):
             self.clock = CudaClock(sample_every=self.cuda_sample_every)
+            cuda_graphs.register(self)
 
     def _patch_loader(self) -> _Restore:
         original = DataLoader.__iter__

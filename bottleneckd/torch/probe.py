@@ -21,17 +21,96 @@ def model_facts(model: torch.nn.Module) -> dict[str, Any]:
         if p.is_cuda:
             cuda.add(p.get_device())
     dtype = by_dtype.most_common(1)[0][0] if by_dtype else None
-    low = {torch.bfloat16, torch.float16}
     return {
         "has_conv": any(isinstance(m, torch.nn.modules.conv._ConvNd) for m in model.modules()),
         "parameters": sum(by_dtype.values()),
-        "param_dtype": str(dtype).split(".")[-1] if dtype is not None else None,
-        # parameters already in a low precision: mixed precision is in effect in all but name
-        "autocast_dtype": str(dtype).split(".")[-1] if dtype in low else None,
+        "param_dtype": _name(dtype),
         # the GPUs' identities, as NVML names them: CUDA's indexes are not NVML's (no synchronisation: cached properties)
         "cuda_uuids": tuple(sorted(f"GPU-{torch.cuda.get_device_properties(i).uuid}" for i in cuda)) or None,
         **parallel_facts(model),
     }
+
+
+def _name(dtype: Any) -> str | None:
+    return str(dtype).split(".")[-1] if dtype is not None else None
+
+
+def _low(dtype: Any) -> str | None:
+    return _name(dtype) if dtype in (torch.bfloat16, torch.float16) else None
+
+
+def sharded_compute_dtype(model: torch.nn.Module) -> str | None:
+    """The dtype FSDP gathers the parameters in for compute (``MixedPrecision(param_dtype=...)``,
+    FSDP2's ``MixedPrecisionPolicy``): the flat or sharded parameters themselves stay fp32."""
+    for m in model.modules():
+        policy = getattr(m, "mixed_precision", None)  # FSDP1's FullyShardedDataParallel
+        if policy is None and hasattr(m, "_get_fsdp_state"):  # FSDP2's FSDPModule
+            try:
+                policy = getattr(m._get_fsdp_state(), "_mp_policy", None)
+            except Exception:  # noqa: BLE001
+                policy = None
+        low = _low(getattr(policy, "param_dtype", None))
+        if low:
+            return low
+    return None
+
+
+def autocast_now(device_type: str) -> str | None:
+    """autocast's dtype when autocast is on for ``device_type`` right now (C calls, no sync)."""
+    try:
+        if not torch.is_autocast_enabled(device_type):
+            return None
+        return _low(torch.get_autocast_dtype(device_type))
+    except (TypeError, AttributeError, RuntimeError):  # torch < 2.4: the CUDA-only forms
+        if device_type != "cuda" or not torch.is_autocast_enabled():
+            return None
+        return _low(torch.get_autocast_gpu_dtype())
+
+
+#: what the counted step measured of its arithmetic (counting.py): stale once the precision changes
+MEASURED_PRECISION = ("compute_dtype", "fp8_flop_share", "conv_flop_share")
+
+
+class Precision:
+    """The low-precision dtype in effect (fact ``autocast_dtype``), as users write mixed precision:
+    low-precision parameters, FSDP's MixedPrecision, a framework's setting (``declare``: Lightning's
+    ``precision="bf16-mixed"``, the HF Trainer's ``bf16=True``) and ``torch.autocast`` around the
+    forward, read at the step's first forward (``at_forward``: once per step, no sync). What the
+    counted step measured (``compute_dtype``, counting.py) is the last word (peaks/select.py)."""
+
+    def __init__(self, model: torch.nn.Module | None, device_type: str) -> None:
+        self.device_type = device_type
+        self.static: str | None = None
+        self.declared: str | None = None
+        self.seen: str | None = None
+        self._last: str | None = None
+        self.refresh(model)
+
+    def refresh(self, model: torch.nn.Module | None) -> None:
+        """The parameters' side (at start and at each epoch's end: a model cast meanwhile)."""
+        self.static = None
+        if model is not None:
+            by: Counter = Counter()
+            for p in model.parameters():
+                by[p.dtype] += p.numel()
+            self.static = sharded_compute_dtype(model) or (_low(by.most_common(1)[0][0]) if by else None)
+
+    def declare(self, dtype: str | None) -> None:
+        self.declared = dtype if dtype in ("bfloat16", "float16") else None
+
+    def at_forward(self, facts: Any) -> None:
+        self.seen = autocast_now(self.device_type)
+        want = self.seen or self.declared or self.static
+        if want != self._last:
+            self._last = want
+            if facts.get("compute_dtype") is not None:  # counted under other arithmetic (a mitigation since)
+                for k in MEASURED_PRECISION:
+                    facts[k] = None
+        if facts.get("autocast_dtype") != want:
+            facts["autocast_dtype"] = want
+
+    def facts(self) -> dict[str, Any]:
+        return {"autocast_dtype": self.seen or self.declared or self.static}
 
 
 def parallel_facts(model: torch.nn.Module) -> dict[str, Any]:
@@ -52,7 +131,12 @@ def runtime_facts(model: torch.nn.Module | None) -> dict[str, Any]:
         hasattr(model, "_orig_mod")  # torch.compile(model): an OptimizedModule
         or getattr(model, "_compiled_call_impl", None) is not None
     )  # model.compile()
-    return {"allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32), "compiled": compiled}
+    return {
+        "allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
+        # convolutions: cuDNN's own switch, on by default (fp32 convolutions run on TF32 tensor cores)
+        "cudnn_allow_tf32": bool(torch.backends.cudnn.allow_tf32),
+        "compiled": compiled,
+    }
 
 
 def input_facts(args: tuple) -> dict[str, Any]:

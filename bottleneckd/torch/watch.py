@@ -32,12 +32,13 @@ from torch.autograd import profiler as _profiler
 from bottleneckd.model.facts import FactBoard
 from bottleneckd.model.protocol import StepReport
 from bottleneckd.model.throughput import measure, peak_of_report, tokens_per_example
-from bottleneckd.torch import probe
+from bottleneckd.torch import cuda_graphs, probe
 from bottleneckd.torch.cadence import Cadence
 from bottleneckd.torch.closure import StepState, closure_notes, closure_of, with_timed_closure
 from bottleneckd.torch.collectives import rank_identity
 from bottleneckd.torch.control import MitigationControl
 from bottleneckd.torch.counting import RooflineCounting
+from bottleneckd.torch.cuda_memory import CudaMemory
 from bottleneckd.torch.epoch import EpochReport, render_epoch
 from bottleneckd.torch.hooks import install_hooks, remove_all
 from bottleneckd.torch.loader import InstrumentedLoader
@@ -93,6 +94,8 @@ class Watcher:
         )
         self.facts = FactBoard({"device": self.device.type, "pid": os.getpid()})
         self._counting = RooflineCounting(roofline_step)
+        self._counting.prepare(0, model)
+        self._cuda_memory = CudaMemory(self.device)  # the caching allocator's statistics, read per report
         self.transport = make_transport(socket_path, local_sampling, interval)
         self.steps = 0  # optimizer steps ended (micro-steps of accumulation not counted)
         self.optimizer_calls = 0
@@ -113,14 +116,20 @@ class Watcher:
         self._ranges: PhaseRanges | None = (
             PhaseRanges(self.device.type == "cuda", optimizer if hooks else None) if profiler_ranges else None
         )
+        self.graphs_kind: str | None = None  # CUDA graphs seen replayed: cuda_graphs.WHOLE / WITHIN
+        if self.device.type == "cuda":
+            cuda_graphs.register(self)
         self.facts.update(probe.startup_facts(model, dataloader, warn_no_model=hooks))
+        self.precision = probe.Precision(model, self.device.type)  # autocast_dtype, read at each step's first forward
+        self._precision_step = -1
+        self.facts.update(self.precision.facts())
         if hooks:
             self._handles.extend(install_hooks(self))
 
     # --- the public marks (also what the installed hooks call) -------------------------------
     def mark(self, label: str) -> None:
         """Mark a point of the step (README, "In a training script"); never raises into training."""
-        if self.enabled:
+        if self.enabled and cuda_graphs.STATE.capturing is None:
             try:
                 if label == "forward_start":
                     self.forward_start(())
@@ -132,7 +141,7 @@ class Watcher:
                 self.disable(f"{type(e).__name__}: {e}")
 
     def unmark(self, label: str) -> None:
-        if self.enabled:
+        if self.enabled and cuda_graphs.STATE.capturing is None:
             try:
                 self.clock.unmark(label)
             except Exception as e:  # noqa: BLE001
@@ -153,6 +162,8 @@ class Watcher:
 
     def forward_start(self, args: tuple) -> None:
         """The root forward starts with ``args`` (examples counted from the first tensor's rows)."""
+        if cuda_graphs.STATE.capturing is not None:
+            return  # inside a CUDA-graph capture: nothing recorded on the GPU, the step not counted
         if self._engine.pending:
             self._engine.revert_pending()  # a trial's revert, never inside an optimizer hook
         st = self._step
@@ -164,6 +175,9 @@ class Watcher:
                 self._ranges.at("forward_start")
         if st.closure_calls > 1:
             return  # the optimizer's closure again: same batch, counted once
+        if self._precision_step != self.steps:  # once per step: is autocast on around this forward?
+            self._precision_step = self.steps
+            self.precision.at_forward(self.facts)
         first = args[0] if args else None
         if isinstance(first, torch.Tensor) and first.dim() > 0:
             st.examples += int(first.shape[0])
@@ -179,6 +193,9 @@ class Watcher:
     def before_optimizer_step(self, args: tuple, kwargs: dict) -> Any:
         """Inside ``optimizer.step()``, before it updates anything; returns new (args, kwargs)
         when the step takes a closure (the closure is then timed)."""
+        if cuda_graphs.STATE.capturing is not None:
+            cuda_graphs.captured_a_step()  # the graph being captured holds a whole training step
+            return None
         if not self._step.optimizer_entered():
             return None  # a step inside an optimizer step: the outer one is timed and counted
         self.optimizer_calls += 1
@@ -197,19 +214,19 @@ class Watcher:
         return None if closure is None else with_timed_closure(args, kwargs, closure, self.clock, self._step)
 
     def forward_end(self) -> None:
-        if not self._step.in_closure:
+        if not self._step.in_closure and cuda_graphs.STATE.capturing is None:
             self.clock.mark("forward_end")
             if self._ranges is not None and (_profiler._is_profiler_enabled or self._ranges.phase):
                 self._ranges.at("forward_end")
 
     def after_optimizer_step(self) -> None:
         """``optimizer.step()`` returned (the step hooks' counterpart of ``before_optimizer_step``)."""
-        if self._step.optimizer_returned():
+        if cuda_graphs.STATE.capturing is None and self._step.optimizer_returned():
             self.end_step()
 
     def end_step(self) -> None:
         """The optimizer step is done: the step's wall ends here."""
-        if self.enabled:
+        if self.enabled and cuda_graphs.STATE.capturing is None:
             try:
                 self._end_step()
             except Exception as e:  # noqa: BLE001
@@ -230,6 +247,7 @@ class Watcher:
         else:
             self.clock.end_step()
             st.step_examples.append(examples)
+            self._counting.prepare(self.steps, self.model)
         if self._step_end_subs:
             self._engine.run(_STEP_END, self.steps, self.epoch, self.optimizer_calls)
         now = time.perf_counter()
@@ -257,6 +275,9 @@ class Watcher:
         self.facts["tokens_per_example"] = tokens_per_example(tok, self._tok_sent)
         self._tok_sent = tok
         self.facts.update(self._counting.achieved(totals.compute_seconds / totals.steps))
+        if isinstance(self.clock, CudaClock):
+            self.facts.update(self.clock.comm_facts())  # side-stream collectives (FSDP): in flight vs waited for
+        self.facts.update(self._cuda_memory.facts(self.steps))
         self.transport.send(
             StepReport(
                 rank_identity(self.device),
@@ -278,6 +299,8 @@ class Watcher:
             totals = self._phases.take_epoch()
             if self.model is not None and totals.steps:
                 self.facts.update(probe.model_facts(self.model))
+                self.precision.refresh(self.model)
+                self.facts.update(self.precision.facts())
             report = self.transport.report() if totals.steps else None
             tok = self.token_counts()
             rate = measure(
@@ -292,7 +315,9 @@ class Watcher:
                 self.epoch,
                 totals,
                 report,
-                closure_notes(bool(self.facts.get("optimizer_closure")), isinstance(self.clock, HostClock)),
+                closure_notes(bool(self.facts.get("optimizer_closure")), isinstance(self.clock, HostClock))
+                + cuda_graphs.note(self.graphs_kind)
+                + self._counting.notes(bool(self.facts.get("compiled"))),
                 previous=next((r for r in reversed(self.epoch_reports) if r.step_ms is not None), None),
                 in_effect=self._control.in_effect(),
                 throughput=rate,
@@ -366,20 +391,29 @@ class Watcher:
 
     # --- collectives (collectives.py) ---------------------------------------------------------
     def comm_begin(self) -> None:
-        if self.enabled:
+        if self.enabled and cuda_graphs.STATE.capturing is None:
             self.clock.comm_begin()
 
     def comm_end(self) -> None:
-        if self.enabled:
+        if self.enabled and cuda_graphs.STATE.capturing is None:
             self.clock.comm_end()
 
     def comm_exposed(self, span: Any) -> None:
         """Communication the step waited for inside backward (DDP's buckets, ddp_comm.py): seconds
         on the host clock, a (start, end) pair of CUDA events on the CUDA clock."""
-        if self.enabled:
+        if self.enabled and cuda_graphs.STATE.capturing is None:
             try:
                 self.clock.add_comm(span)
             except Exception as e:  # noqa: BLE001 - our failure never breaks the step
+                self.disable(f"{type(e).__name__}: {e}")
+
+    # --- CUDA graphs (cuda_graphs.py) -----------------------------------------------------------
+    def graph_replay(self, graph: Any, begin: bool) -> None:
+        """Around ``CUDAGraph.replay()``: a graph holding a whole training step is one step."""
+        if self.enabled:
+            try:
+                cuda_graphs.replayed(self, graph, begin)
+            except Exception as e:  # noqa: BLE001
                 self.disable(f"{type(e).__name__}: {e}")
 
     # --- teardown -----------------------------------------------------------------------------
@@ -392,6 +426,7 @@ class Watcher:
 
     def _teardown(self) -> None:
         self.enabled = False
+        cuda_graphs.unregister(self)
         self._counting.abort()
         if self._ranges is not None:
             remove_all([self._ranges])

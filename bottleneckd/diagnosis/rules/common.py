@@ -6,6 +6,7 @@ with its source.
 
 from __future__ import annotations
 
+from bottleneckd.diagnosis.job_gpus import runs_on_gpu as _runs_on_gpu
 from bottleneckd.diagnosis.thresholds import (
     BUSY,
     CAPACITY_HIGH,
@@ -24,6 +25,7 @@ from bottleneckd.diagnosis.thresholds import (
 )
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.units import fmt_seconds
+from bottleneckd.peaks.resolve import PeakTable
 
 __all__ = [  # the thresholds the rule families have always imported from here
     "BUSY",
@@ -69,9 +71,7 @@ def compute_share(w: WindowStats) -> float | None:
     return sum(p.share(k) or 0.0 for k in ("forward", "backward", "optimizer", "gpu_wait"))
 
 
-def runs_on_gpu(w: WindowStats) -> bool:
-    """The job trains on a GPU this host samples (the device fact, else any GPU reading)."""
-    facts = w.phases.facts if w.phases else {}
-    return facts.get("device", "cuda" if w.devices("gpu_compute") else "cpu").startswith("cuda") and bool(
-        w.devices("gpu_compute")
-    )
+def runs_on_gpu(w: WindowStats, peaks: PeakTable | None = None) -> bool:
+    """The job trains on a GPU this host samples (diagnosis/job_gpus.py: the device fact, else the
+    job seen on one of the node's GPUs; a job on no GPU of a shared GPU node is a CPU job)."""
+    return _runs_on_gpu(w, peaks)

@@ -119,15 +119,15 @@ class CpuCase:
         return max(self.cpu.ranks, int(self.facts.get("world_size") or 1))
 
 
-def _in_compute_stage(w: WindowStats) -> bool:
+def _in_compute_stage(w: WindowStats, peaks: PeakTable | None = None) -> bool:
     """A CPU job (no GPU of its own) whose step is mostly compute. Without step phases (start-up,
     or no hook and no stacks) which stage is busy is unknown: no finding."""
     share = compute_share(w)
-    return share is not None and not share < COMPUTE_STAGE and not runs_on_gpu(w)
+    return share is not None and not share < COMPUTE_STAGE and not runs_on_gpu(w, peaks)
 
 
 def _compute_stage(w: WindowStats, peaks: PeakTable) -> list[Finding]:
-    if not _in_compute_stage(w):
+    if not _in_compute_stage(w, peaks):
         return []
     p = w.phases
     facts = p.facts if p else {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bottleneckd.diagnosis.job_gpus import job_busiest
 from bottleneckd.diagnosis.rules.common import headroom, pct
 from bottleneckd.diagnosis.thresholds import BUSY, COPY_SM_IDLE, TRANSFER_HIGH
 from bottleneckd.diagnosis.verdict import Finding
@@ -18,7 +19,7 @@ def transfer(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     p = w.phases
     share = p.share("transfer") if p else None
     copies, copies_ev = _timed_copies(share)
-    link, link_ev = _pcie_busy_while_sms_idle(w)
+    link, link_ev = _pcie_busy_while_sms_idle(w, peaks)
     score = max(copies, link)
     if not score:
         return []
@@ -39,9 +40,11 @@ def _timed_copies(share: float | None) -> tuple[float, list[str]]:
     return 0.0, []
 
 
-def _pcie_busy_while_sms_idle(w: WindowStats) -> tuple[float, list[str]]:
-    pcie = w.busiest("cpu_gpu_interconnect")
-    sm = w.get("gpu_compute", None, "sm_activity")
+def _pcie_busy_while_sms_idle(w: WindowStats, peaks: PeakTable | None) -> tuple[float, list[str]]:
+    """The job's GPUs' links and SMs (diagnosis/job_gpus.py), not another tenant's."""
+    pcie = job_busiest(w, peaks, "cpu_gpu_interconnect")
+    sm_of = job_busiest(w, peaks, "gpu_compute", "sm_activity")
+    sm = sm_of[1] if sm_of else None
     if pcie is not None and pcie[1] >= BUSY and (sm is None or sm < COPY_SM_IDLE):
         while_sm = f" while SM activity is {pct(sm)}" if sm is not None else ""
         return min(1.0, pcie[1]), [f"{pcie[0]} PCIe at {pct(pcie[1])} of its peak per direction{while_sm}"]

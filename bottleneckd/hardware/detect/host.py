@@ -161,12 +161,12 @@ def detect_nics(sys_root: str, unknown: dict[str, str]) -> tuple[Nic, ...]:
             continue
         speed = read(d / "speed")  # Mb/s; reading fails or gives -1 when the link is down
         mbps = int(speed) if speed and speed.lstrip("-").isdigit() and int(speed) > 0 else None
+        virtual = not (d / "device").exists()
         if mbps is None:
-            virtual = not (d / "device").exists()
             unknown[f"nic.{d.name}.speed"] = (
                 "virtual interface: no line rate" if virtual else "link speed not reported (link down or driver)"
             )
-        out.append(Nic(name=d.name, speed_mbps=mbps, operstate=read(d / "operstate")))
+        out.append(Nic(name=d.name, speed_mbps=mbps, operstate=read(d / "operstate"), virtual=virtual))
     return tuple(out)
 
 

@@ -54,6 +54,8 @@ class Nic:
     name: str
     speed_mbps: int | None  # None: unknown (link down, virtual, or not reported)
     operstate: str | None
+    #: no device behind it (veth, bridge, ifb, tunnel): /sys/class/net/NAME/device is absent
+    virtual: bool = False
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,14 @@ Loss scaling without touching the loop or the process: a full backward pre-hook 
 module multiplies the gradient flowing into the model's outputs by the scale, so every parameter
 gradient comes out scaled (the loss function's own backward, usually in float32 under autocast,
 is not scaled: an output gradient that already underflows in fp16 at the model's output stays
-zero). At the watcher's BEFORE_OPTIMIZER_STEP event the gradients are unscaled and, if any is not
-finite, the step is skipped by clearing them and the scale halves (as GradScaler does; this check
-reads one flag per step from the device)."""
+zero). At the watcher's BEFORE_OPTIMIZER_STEP event the gradients are checked and unscaled as
+``GradScaler`` does: one fused kernel per device and dtype
+(``torch._amp_foreach_non_finite_check_and_unscale_``), the scale and its growth kept on the device
+(``torch._amp_update_scale_``: halved after an overflow, doubled after ``growth_interval`` good
+steps). An optimizer that takes AMP scaling itself (fused Adam/AdamW/SGD) is handed the scale and
+the overflow flag and skips the step on the device: no host synchronisation at all. Any other
+skips a step with non-finite gradients by clearing them, which needs the flag on the host: one read
+per step, as GradScaler's ``step`` does for such optimizers."""
 
 from __future__ import annotations
 
@@ -27,14 +32,31 @@ class MixedPrecision(HookMitigation):
         if dtype not in ("bfloat16", "float16"):
             raise ValueError("dtype must be 'bfloat16' or 'float16'")
         self.dtype = getattr(torch, dtype)
-        self.scale = init_scale
+        self.init_scale = init_scale
         self.growth_interval = growth_interval
-        self._good = 0
-        self.skipped_steps = 0
+        self._t: dict[str, torch.Tensor] = {}  # scale, growth tracker, skipped steps: on the gradients' device
         self._h = Handles()
         self._ctx: Any = None
-        self.events: tuple[LoopEvent, ...] = (LoopEvent.BEFORE_OPTIMIZER_STEP,) if dtype == "float16" else ()
-        self.note = f"autocast {dtype}" + (" with dynamic loss scaling" if dtype == "float16" else "")
+        fp16 = dtype == "float16"
+        self.events: tuple[LoopEvent, ...] = (LoopEvent.BEFORE_OPTIMIZER_STEP, LoopEvent.STEP_END) if fp16 else ()
+        self.note = f"autocast {dtype}" + (" with dynamic loss scaling" if fp16 else "")
+
+    @property
+    def scale(self) -> float:
+        """The loss scale now (read from the device on demand: never in the step)."""
+        return float(self._t["scale"]) if self._t else self.init_scale
+
+    @property
+    def skipped_steps(self) -> int:
+        return int(self._t["skipped"]) if self._t else 0
+
+    def _tensors(self, device: torch.device) -> dict[str, torch.Tensor]:
+        t = self._t
+        if not t or t["scale"].device != device:
+            t["scale"] = torch.full((), self.scale, dtype=torch.float32, device=device)
+            t["growth"] = torch.zeros((), dtype=torch.int32, device=device)
+            t["skipped"] = torch.zeros((), dtype=torch.float32, device=device)
+        return t
 
     def apply(self, ctx: Context) -> None:
         device = next((p.device.type for p in ctx.model.parameters()), "cpu")
@@ -57,30 +79,42 @@ class MixedPrecision(HookMitigation):
         ctx.facts.set("autocast_dtype", str(self.dtype).split(".")[-1])
 
     def _scale_output_grad(self, _m: torch.nn.Module, grad_output: tuple) -> tuple:
-        s = self.scale
-        return tuple(g * s if g is not None else None for g in grad_output)
+        out = []
+        for g in grad_output:
+            out.append(g * self._tensors(g.device)["scale"] if g is not None else None)  # 0-dim: keeps g's dtype
+        return tuple(out)
 
     def on_event(self, event: LoopEvent, ctx: Context) -> None:
         opt = ctx.optimizer
         if opt is None:
             return
+        if event is LoopEvent.STEP_END:
+            for k in ("grad_scale", "found_inf"):
+                opt.__dict__.pop(k, None)
+            return
         grads = [p.grad for g in opt.param_groups for p in g["params"] if p.grad is not None]
         if not grads:
             return
-        finite = torch.stack([torch.isfinite(g).all() for g in grads]).all()
-        if bool(finite):  # one device read per step, as GradScaler
-            torch._foreach_div_(grads, self.scale)
-            self._good += 1
-            if self._good >= self.growth_interval:
-                self.scale *= 2.0
-                self._good = 0
-        else:
+        t = self._tensors(grads[0].device)
+        fused = bool(getattr(opt, "_step_supports_amp_scaling", False))
+        inv = torch.ones((), device=t["scale"].device) if fused else t["scale"].double().reciprocal().float()
+        found = torch.zeros((), dtype=torch.float32, device=t["scale"].device)
+        groups: dict[tuple[torch.device, torch.dtype], list[torch.Tensor]] = {}
+        for g in grads:
+            groups.setdefault((g.device, g.dtype), []).append(g)
+        for (dev, _), gs in groups.items():  # one fused check (and unscale) per device and dtype
+            f = found if dev == found.device else torch.zeros((), dtype=torch.float32, device=dev)
+            torch._amp_foreach_non_finite_check_and_unscale_(gs, f, inv.to(dev))
+            if f is not found:
+                found += f.to(found.device)
+        if fused:  # the optimizer unscales and skips on the device (as GradScaler hands it)
+            opt.grad_scale, opt.found_inf = t["scale"], found
+        elif found.item():  # one read per step, as GradScaler's step for an optimizer without AMP support
             for g in opt.param_groups:
                 for p in g["params"]:
                     p.grad = None  # the optimizer skips parameters without gradients
-            self.scale /= 2.0
-            self._good = 0
-            self.skipped_steps += 1
+        t["skipped"] += found.clamp(max=1.0)
+        torch._amp_update_scale_(t["scale"], t["growth"], found, 2.0, 0.5, self.growth_interval)
 
     def revert(self) -> None:
         if self._ctx is not None:
