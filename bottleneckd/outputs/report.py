@@ -78,7 +78,10 @@ def _headroom_text(h: float | None, doc: dict[str, Any] | None = None) -> str:
     if h is not None:
         return f"a step could be up to {h:.2f}x faster if this stopped limiting it"
     if doc and doc.get("step_phases"):
-        return "no removable stage: the step is this work itself; only doing less of it (the mitigations below) makes it faster"
+        return (
+            "no removable stage: the step is this work itself; only doing less of it (the mitigations below) "
+            "makes it faster"
+        )
     return "unknown (needs step phases from the torch hook)"
 
 
@@ -99,7 +102,8 @@ def render_text(doc: dict[str, Any], top: int = 5) -> str:
         )
     for c in doc.get("regime_changes", []):
         lines.append(
-            f"  regime change at {time.strftime('%H:%M:%S', time.localtime(c['t']))}: {c['before']}/{c.get('before_stage', '')} -> {c['after']}/{c.get('after_stage', '')} ({c['label']})"
+            f"  regime change at {time.strftime('%H:%M:%S', time.localtime(c['t']))}: "
+            f"{c['before']}/{c.get('before_stage', '')} -> {c['after']}/{c.get('after_stage', '')} ({c['label']})"
         )
     recs = doc.get("recommendations", [])[:top]
     if recs:
