@@ -4,7 +4,7 @@ Chrome/Perfetto trace (outputs/chrome_trace.py)."""
 
 from __future__ import annotations
 
-from typing import Any
+import importlib.util
 
 import click
 
@@ -16,13 +16,10 @@ PLOTLY_HELP = "plotly.js inside the HTML report (it opens offline, ~5 MB) or loa
 FORMATS = ("html", "chrome-trace")
 
 
-def html_recorder(path: str | None, plotly: str = "inline") -> Any:
-    """A Recorder for an HTML report at ``path`` (None without one)."""
-    if not path:
-        return None
-    from bottleneckd.outputs.html_report import Recorder
-
-    return Recorder(plotly)
+def html_needs_plotly(path: str | None) -> None:
+    """An HTML report needs plotly: checked before any work."""
+    if path and importlib.util.find_spec("plotly") is None:
+        raise InputError("the HTML report needs plotly: pip install 'bottleneckd[report]'")
 
 
 @click.command()
@@ -66,60 +63,45 @@ def report(
     """Draw recorded traces (one run, possibly in several pieces) as one HTML report (or a Chrome trace)."""
     import json
 
-    from bottleneckd.compare.runs import totals
-    from bottleneckd.diagnosis.pipeline import Pipeline
-    from bottleneckd.diagnosis.throughput import run_throughput_json
-    from bottleneckd.model.errors import TraceError
     from bottleneckd.model.files import write_text
     from bottleneckd.outputs.chrome_trace import chrome_trace
-    from bottleneckd.outputs.report import build_report, render_text
-    from bottleneckd.outputs.trace import read_events, read_trace
+    from bottleneckd.outputs.html_report import write_html
+    from bottleneckd.outputs.report import render_text
+    from bottleneckd.runtime.replay import load
+    from bottleneckd.runtime.sinks import Outputs
 
     check_outputs(force, output=output, json=json_path)
-    rec = html_recorder(output, plotly) if fmt == "html" else None
-    opened = [(path, *read_trace(path)) for path in traces]
-    hosts = {h.machine.hostname for _, h, _ in opened}
-    if len(hosts) > 1:
-        raise InputError(
-            f"the traces come from {len(hosts)} machines ({', '.join(sorted(hosts))}): "
-            "one report covers one machine's run; report each machine's traces separately"
-        )
-    header = opened[0][1]
-    pipeline = Pipeline(header.peaks, window=window)
-    if rec is not None:
-        rec.attach(pipeline)
-    error: TraceError | None = None
-    items = []
-    for _, _, samples in opened:
-        try:
-            for s in samples:  # the samples before a bad line are kept
-                items.append(s)
-        except TraceError as e:  # the good part is kept; the error is raised after the report is written
-            error = error or e
-    if not items:
-        raise error or InputError(f"{', '.join(traces)}: no samples to report")
-    for s in sorted(items, key=lambda s: s.t):  # the same pipeline as live samples
-        pipeline(s)
-        if rec is not None:
-            rec(s)
-    events = sorted((e.to_json() for path in traces for e in read_events(path)), key=lambda e: e["t"])
-    steps, examples, wall, start = totals(items)
-    extra = {
-        "traces": list(traces),
-        "events": events,
-        "throughput": run_throughput_json(steps, examples, wall, start, pipeline.latest),
-    }
-    if rec is None:  # --format chrome-trace
-        doc = {**build_report(pipeline), **extra}
-        trace = chrome_trace(items, events, doc, list(traces))
-        write_text(output, json.dumps(trace) + "\n", "-o", force)
+    if fmt == "html":
+        html_needs_plotly(output)
+    rep = load(traces, window=window, one_machine=True)
+    items = rep.read_all() if fmt == "chrome-trace" else None  # the chrome trace draws every sample
+    wired = rep.feed(Outputs(timeline=fmt == "html"))
+    if not rep.fed:
+        raise rep.error or InputError(f"{', '.join(traces)}: no samples to report")
+    run = rep.run
+    events = [e.to_json() for e in rep.events]
+    doc = run.report(extra={"traces": list(traces), "events": events}, energy=True, grid_intensity=grid_intensity)
+    if items is not None:  # --format chrome-trace
+        write_text(output, json.dumps(chrome_trace(items, events, doc, list(traces))) + "\n", "-o", force)
     else:
-        doc = rec.write_report(
-            output, extra, header.peaks, events, grid_intensity, force, f"bottleneckd report: {', '.join(traces)}", "-o"
+        assert wired.timeline is not None
+        title = f"bottleneckd report: {', '.join(traces)}"
+        write_html(
+            output,
+            doc,
+            wired.timeline,
+            run.energy.account(),
+            run.peaks,
+            events,
+            grid_intensity,
+            force,
+            title,
+            "-o",
+            plotly=plotly,
         )
     if json_path:
         write_text(json_path, json.dumps(doc, indent=1) + "\n", "--json", force)
     say(render_text(doc))
     say(f"bottleneckd: wrote {output}")
-    if error is not None:
-        raise error
+    if rep.error is not None:
+        raise rep.error

@@ -15,7 +15,7 @@ from bottleneckd.peaks.mfu import mfu_peak
 from bottleneckd.peaks.resolve import PeakTable
 
 if TYPE_CHECKING:
-    from bottleneckd.diagnosis.pipeline import Snapshot
+    from bottleneckd.diagnosis.pipeline import Diagnosis
 
 
 def window_throughput(w: WindowStats, peaks: PeakTable, facts: Mapping[str, Any]) -> Throughput:
@@ -35,7 +35,7 @@ def window_throughput(w: WindowStats, peaks: PeakTable, facts: Mapping[str, Any]
 
 
 def run_throughput_json(
-    steps: int, examples: int | None, wall_seconds: float, start: float | None, snap: Snapshot | None
+    steps: int, examples: int | None, wall_seconds: float | None, start: float | None, snap: Diagnosis | None
 ) -> dict[str, Any]:
     """The end report's ``throughput``: what ``bottleneckd compare`` reads of the run (steps,
     examples and their wall time summed over ranks, the first sample's start) with the run's
@@ -43,7 +43,7 @@ def run_throughput_json(
     w = snap.throughput if snap is not None else None
     rate = measure(
         steps=steps,
-        wall_seconds=wall_seconds,
+        wall_seconds=wall_seconds or 0.0,
         examples=examples,
         facts=snap.facts if snap is not None else {},
         peak=Peak(value=w.peak_flops, path=w.peak_path, why=w.peak_why) if w is not None else None,

@@ -197,11 +197,36 @@ FACTS: dict[str, FactSpec] = {
             "MixedPrecision or low-precision parameters",
             ("bfloat16", "float16"),
         ),
+        _spec(
+            "thread_cpu_seconds",
+            "float",
+            _P,
+            "seconds the training thread has run on a CPU (schedstat): the work it did, whatever the contention",
+        ),
+        _spec(
+            "runqueue_wait_seconds",
+            "float",
+            _P,
+            "seconds the training thread has spent runnable but not running (schedstat): CPU taken by others",
+        ),
         # the daemon side
         _spec(
             "cpu_fast_bf16", "bool", "bottleneckd.advice.fit", "the CPU has bf16 instructions (amx_bf16 or avx512_bf16)"
         ),
         _spec("gpu_count", "int", "bottleneckd.advice.fit", "GPUs detected on the machine"),
+        _spec(
+            "gpu_fp8",
+            "bool",
+            "bottleneckd.peaks.capabilities",
+            "a GPU of the node has FP8 tensor cores (an FP8 peak in the catalog or calibrated)",
+        ),
+        _spec(
+            "gpu_throttled",
+            "strs",
+            "bottleneckd.diagnosis.measured",
+            "clock-event reasons (thermal, hardware slowdown, power brake) holding the job's GPUs' SM clocks down "
+            "over the window",
+        ),
         _spec(
             "job_idle_cores",
             "float",
@@ -230,6 +255,12 @@ FACTS: dict[str, FactSpec] = {
             "float",
             "bottleneckd.samplers.stacks",
             "share of recent stack samples outside the phases in which the thread waited (sleep, lock, child, socket)",
+        ),
+        _spec(
+            "compute_idle_share",
+            "float",
+            "bottleneckd.samplers.stacks",
+            "share of recent forward/backward stack samples in which the main thread waited (DDP on CPU: the all-reduce)",
         ),
     )
 }

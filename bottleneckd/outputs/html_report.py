@@ -2,8 +2,8 @@
 opened) with the verdict, its evidence and headroom, ranked recommendations with their taxonomy
 path and citations, and plots of the run (outputs/html_figures.py).
 
-A ``Recorder`` is fed every sample after the pipeline has seen it (live as a loop sink, or while a
-trace is replayed through the same Pipeline); ``render`` turns it and the JSON report into a page.
+The page draws a run's report (``Run.report``), its timeline (the "timeline" sink, fed every
+sample after it was diagnosed, live or while a trace is replayed) and its energy account.
 """
 
 from __future__ import annotations
@@ -14,11 +14,9 @@ import html
 import time
 from typing import Any
 
-from bottleneckd.diagnosis.pipeline import Pipeline
-from bottleneckd.model.sample import Sample
 from bottleneckd.outputs import html_figures as figs
-from bottleneckd.outputs.energy import EnergyAccount, EnergyMeter
-from bottleneckd.outputs.report import _headroom_text
+from bottleneckd.outputs.energy import EnergyAccount
+from bottleneckd.outputs.report import _headroom_text, last_window_text, period_text, prediction_text
 from bottleneckd.outputs.timeline import Timeline
 from bottleneckd.peaks.resolve import PeakTable
 
@@ -29,56 +27,24 @@ td,th{border:1px solid #ddd;padding:4px 6px;text-align:left;vertical-align:top}
 .verdict{font-size:1.3em;font-weight:600}.why{color:#777;font-style:italic}.plot{min-height:380px}"""
 
 
-class Recorder:
-    """A loop sink: the timeline of one run (and its energy meter), read by ``render``."""
+def write_html(
+    path: str,
+    doc: dict[str, Any],
+    timeline: Timeline,
+    energy: EnergyAccount,
+    peaks: PeakTable,
+    events: list[dict[str, Any]],
+    grams_per_kwh: float | None = None,
+    force: bool = False,
+    title: str = "bottleneckd report",
+    what: str = "--report-html",
+    plotly: str = "inline",
+) -> None:
+    """The page for ``doc`` written to ``path`` (atomically; an existing file only with ``force``).
+    ``plotly``: "inline" or "cdn" (``render``)."""
+    from bottleneckd.model.files import write_text
 
-    def __init__(self, plotly: str = "inline") -> None:
-        self.plotly = plotly  # "inline" or "cdn" (render)
-        self.pipeline: Pipeline | None = None
-        self.timeline = Timeline()
-        self.energy = EnergyMeter()
-        self._feed_energy = True
-
-    def attach(self, pipeline: Pipeline, energy: EnergyMeter | None = None) -> Recorder:
-        """Read each sample's snapshot from ``pipeline`` (which must see the sample first); with
-        ``energy``, that meter (fed elsewhere, e.g. the sidecar's) instead of one of its own."""
-        self.pipeline = pipeline
-        if energy is not None:
-            self.energy, self._feed_energy = energy, False
-        elif not self.energy.account().points:  # its own meter, not yet fed: it learns the GPUs' UUIDs
-            self.energy = EnergyMeter(gpu_uuids=pipeline.peaks.gpu_uuids())
-        return self
-
-    def __call__(self, sample: Sample) -> None:
-        self.timeline.add(sample, self.pipeline.latest if self.pipeline else None)
-        if self._feed_energy:
-            self.energy(sample)
-
-    def write_report(
-        self,
-        path: str,
-        extra: dict[str, Any],
-        peaks: PeakTable,
-        events: list[dict[str, Any]],
-        grams_per_kwh: float | None = None,
-        force: bool = False,
-        title: str = "bottleneckd report",
-        what: str = "--report-html",
-        run_totals: Any = None,
-    ) -> dict[str, Any]:
-        """The page written to ``path`` (atomically; an existing file only with ``force``); returns
-        the JSON report it shows (with ``run_totals``, the step phases of the whole run)."""
-        from bottleneckd.model.files import write_text
-        from bottleneckd.outputs.report import build_report, step_phases_json
-
-        assert self.pipeline is not None, "attach() first"
-        doc = build_report(self.pipeline)
-        if run_totals is not None and run_totals.steps:
-            doc["step_phases"] = {**step_phases_json(run_totals), "over": "the whole run"}
-        doc.update(extra)
-        doc.setdefault("energy", self.energy.account().to_json(grams_per_kwh))
-        write_text(path, render(doc, self, peaks, events, grams_per_kwh, title, self.plotly), what, force)
-        return doc
+    write_text(path, render(doc, timeline, energy, peaks, events, grams_per_kwh, title, plotly), what, force)
 
 
 def _e(x: Any) -> str:
@@ -95,9 +61,13 @@ def _verdict_html(doc: dict[str, Any]) -> str:
             f"{v['confidence']:.0%})</p>"
         )
     ev = "".join(f"<li>{_e(e)}</li>" for e in v.get("evidence", []))
-    out = head + (f"<p>Evidence:</p><ul>{ev}</ul>" if ev else "")
+    out = head + (f"<p>Over {_e(period_text(doc))}.</p>" if period_text(doc) else "")
+    out += f"<p>Evidence:</p><ul>{ev}</ul>" if ev else ""
+    out += _code_html(v.get("code"))
     if v["resource"] != "undetermined":
         out += f"<p>Headroom: {_e(_headroom_text(v.get('headroom'), doc))}</p>"
+    if last_window_text(doc):
+        out += f'<p class="why">Last window: {_e(last_window_text(doc))}</p>'
     if v.get("secondary"):
         out += (
             "<p>Secondary pressures: "
@@ -108,6 +78,26 @@ def _verdict_html(doc: dict[str, Any]) -> str:
     if held:
         out += "<p>Held over the run: " + ", ".join(f"{_e(k)} {s:.0f} s" for k, s in held.items()) + "</p>"
     return out
+
+
+def _code_html(code: dict[str, Any] | None) -> str:
+    """The user's functions the stage's time goes to (the verdict's ``code``), as a table."""
+    if not code or not code.get("sites"):
+        return ""
+    who = " (in the DataLoader workers)" if code.get("role") == "worker" else ""
+    rows = "".join(
+        f"<tr><td>{_e(s['function'])}</td><td>{_e(s['file'])}:{s['line']}</td>"
+        f"<td><code>{_e(s.get('text', ''))}</code></td>"
+        f"<td>{s['share']:.0%} ({s['low']:.0%} to {s['high']:.0%})</td></tr>"
+        for s in code["sites"]
+    )
+    return (
+        f"<p>Where the {_e(code['stage'])} stage runs in your code{who}: {code['samples']} stack samples "
+        f"({_e(code['source'])}).</p>"
+        '<table id="code"><tr><th>function</th><th>file:line</th><th>line</th><th>share of the stage (95% CI)</th></tr>'
+        + rows
+        + "</table>"
+    )
 
 
 def _recs_html(doc: dict[str, Any]) -> str:
@@ -126,7 +116,8 @@ def _recs_html(doc: dict[str, Any]) -> str:
             f"<td>{_e(r['component'])} / {_e(r['subcomponent'])}</td><td>{_e(r['action'])}</td>"
             f"<td>{_e(mech.get('timing', ''))}, {_e(str(mech.get('basis', '')).replace('_', ' '))}</td>"
             f"<td>{_e('; '.join(r['cites'] or r.get('sources') or ()) or 'section ' + r['section'])}</td>"
-            f"<td>{_e(r['why'])}</td><td>{_e(r.get('hook') or '-')}</td></tr>"
+            f"<td>{_e(r['why'])}</td><td>{_e(r.get('hook') or '-')}</td>"
+            f"<td>{_e(prediction_text(r.get('prediction')))}</td></tr>"
         )
     skipped = "".join(
         f"<li>{_e(s['id'])}: already in effect ({_e(s['because'])})</li>" for s in doc.get("already_in_effect", [])
@@ -137,7 +128,7 @@ def _recs_html(doc: dict[str, Any]) -> str:
     )
     return (
         '<table id="recommendations"><tr><th>#</th><th>mitigation</th><th>component</th><th>action</th>'
-        "<th>mechanism</th><th>citations</th><th>why</th><th>hook</th></tr>"
+        "<th>mechanism</th><th>citations</th><th>why</th><th>hook</th><th>predicted speed-up (model)</th></tr>"
         + "".join(rows)
         + "</table>"
         + (f"<p>Skipped:</p><ul>{skipped}</ul>" if skipped else "")
@@ -173,7 +164,8 @@ def _energy_html(a: EnergyAccount, grams_per_kwh: float | None) -> str:
 
 def render(
     doc: dict[str, Any],
-    rec: Recorder,
+    timeline: Timeline,
+    acc: EnergyAccount,
     peaks: PeakTable,
     events: list[dict[str, Any]] | None = None,
     grams_per_kwh: float | None = None,
@@ -186,19 +178,18 @@ def render(
     import plotly.io as pio  # lazy: only the report needs plotly
 
     events = events or []
-    acc = rec.energy.account()
     facts = doc.get("facts", {}) or {}
     # (div, heading, its text before the plot, (figure, why there is none or a note))
     sections: list[tuple[str, str, str, tuple[Any | None, str]]] = [
-        ("phases", "Step phases", "", figs.phases_figure(rec.timeline)),
+        ("phases", "Step phases", "", figs.phases_figure(timeline)),
         (
             "utilization",
             "Utilisation against peak",
             "",
-            figs.utilization_figure(rec.timeline, doc.get("regime_changes", []), events),
+            figs.utilization_figure(timeline, doc.get("regime_changes", []), events),
         ),
         ("roofline", "Roofline", "", figs.roofline_figure(peaks, facts)),
-        ("ranks", "Ranks", "", figs.ranks_figure(rec.timeline)),
+        ("ranks", "Ranks", "", figs.ranks_figure(timeline)),
         ("energy-plot", "Energy", _energy_html(acc, grams_per_kwh), figs.energy_figure(acc)),  # one section
     ]
     body = [
@@ -230,7 +221,7 @@ def render(
         )
         if why:
             body.append(f'<p class="why">{_e(why)}</p>')
-    unknown = rec.timeline.unknown_series()
+    unknown = timeline.unknown_series()
     if unknown:
         body.append(
             "<h2>Not measured</h2><ul>"

@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -93,6 +94,7 @@ class Watcher:
             CudaClock(sample_every=cuda_sample_every) if self.device.type == "cuda" else HostClock()
         )
         self.facts = FactBoard({"device": self.device.type, "pid": os.getpid()})
+        self._tid = threading.get_native_id()  # the training thread: its run-queue wait goes in each report
         self._counting = RooflineCounting(roofline_step)
         self._counting.prepare(0, model)
         self._cuda_memory = CudaMemory(self.device)  # the caching allocator's statistics, read per report
@@ -270,7 +272,7 @@ class Watcher:
         if not self._phases.interval_steps:
             return
         totals = self._phases.take_interval()
-        self.facts.update(probe.runtime_facts(self.model))
+        self.facts.update(probe.runtime_facts(self.model, self._tid))
         tok = self.token_counts()
         self.facts["tokens_per_example"] = tokens_per_example(tok, self._tok_sent)
         self._tok_sent = tok
