@@ -14,7 +14,7 @@ which a non-blocking sampler should not change and an in-process sampling thread
 ``--skip`` seconds (start-up of the job and of the sidecar) are left out.
 
     python scripts/bench_attach.py [--modes bare,attach] [--seconds 20] [--skip 6] [--reps 3]
-        [--rate R] [--show-anyway]
+        [--rate R] [--stack-rate R] [--show-anyway]
 
 Wall-clock figures are not reported when the load average moved by more than 0.5 during the run
 (ab_stats.LoadCheck); the CPU figures are, labelled with the load.
@@ -63,18 +63,17 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"}
 
 
-def _watcher_cpu(p: psutil.Process, tree: bool) -> float | None:
-    """CPU seconds of the watcher: with ``tree``, its live children and the reaped ones too (py-spy
-    runs as short-lived children of attach); without, its own threads only (``run``'s children are
-    the job). None once it is gone."""
+def _watcher_cpu(p: psutil.Process, skip: set[int]) -> float | None:
+    """CPU seconds of the watcher: its own threads, its live children (the sidecar's py-spy dumps)
+    and the reaped ones, leaving out the processes in ``skip`` and their children (under ``run``
+    the job is the sidecar's child; it is measured apart). None once the watcher is gone."""
     try:
         t = p.cpu_times()
-        total = t.user + t.system
-        if not tree:
-            return total
-        total += t.children_user + t.children_system
+        total = t.user + t.system + t.children_user + t.children_system
         for c in p.children(recursive=True):
             try:
+                if c.pid in skip or c.ppid() in skip:
+                    continue
                 ct = c.cpu_times()
                 total += ct.user + ct.system
             except psutil.Error:
@@ -84,7 +83,21 @@ def _watcher_cpu(p: psutil.Process, tree: bool) -> float | None:
     return total
 
 
-def one(mode: str, seconds: float, work: Path, rate: float | None) -> dict:
+def _job_under(run: psutil.Process, marker: str) -> int | None:
+    """The pid of the job ``run`` started (its command line holds ``marker``)."""
+    try:
+        for c in run.children(recursive=True):
+            try:
+                if any(marker in a for a in c.cmdline()):
+                    return c.pid
+            except psutil.Error:
+                pass
+    except psutil.Error:
+        pass
+    return None
+
+
+def one(mode: str, seconds: float, work: Path, rate: float | None, stack_rate: float | None, skip_s: float) -> dict:
     out = work / f"{mode}-{time.monotonic_ns()}.json"
     job_cmd = [sys.executable, str(work / "job.py"), str(seconds), str(out)]
     side = None
@@ -92,6 +105,8 @@ def one(mode: str, seconds: float, work: Path, rate: float | None) -> dict:
         cmd = [sys.executable, "-m", "bottleneckd.cli", "run", "--quiet"]
         if mode == "run-nostacks":
             cmd.append("--no-stacks")
+        elif stack_rate is not None:
+            cmd += ["--stack-rate", str(stack_rate)]
         job = subprocess.Popen([*cmd, "--", *job_cmd], env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         watcher = psutil.Process(job.pid)  # the sidecar is `run` itself; the job is its child
     else:
@@ -104,16 +119,27 @@ def one(mode: str, seconds: float, work: Path, rate: float | None) -> dict:
                 cmd += ["--rate", str(rate)]
             side = subprocess.Popen(cmd, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             watcher = psutil.Process(side.pid)
-    tree = mode == "attach"
-    t0 = time.monotonic()
-    c0 = c1 = _watcher_cpu(watcher, tree) if watcher is not None else None
-    t1 = t0
-    deadline = t0 + seconds + 300
+    skip: set[int] = set()
+    start = time.monotonic()
+    c0 = c1 = None  # the watcher's CPU from skip_s on (the start-up of the job and of the sidecar left out)
+    t0 = t1 = start
+    deadline = start + seconds + 300
     while job.poll() is None and time.monotonic() < deadline:
         time.sleep(0.5)
-        c = _watcher_cpu(watcher, tree) if watcher is not None else None
-        if c is not None:
-            c1, t1 = c, time.monotonic()
+        if watcher is None:
+            continue
+        if mode != "attach":  # the job is run's child: left out, and reaped (then counted) at its end
+            pid = _job_under(watcher, str(out))
+            if pid is None and skip:
+                break  # the job has ended: run's reaped-children time would now include it
+            if pid is not None:
+                skip.add(pid)
+        c = _watcher_cpu(watcher, skip)
+        if c is None or time.monotonic() - start < skip_s:
+            continue
+        if c0 is None:
+            c0, t0 = c, time.monotonic()
+        c1, t1 = c, time.monotonic()
     if job.poll() is None:
         job.kill()
     _, err = job.communicate()
@@ -151,6 +177,7 @@ def main() -> int:
     ap.add_argument("--skip", type=float, default=6.0)
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--rate", type=float, default=None, help="attach's --rate (default: attach's own default)")
+    ap.add_argument("--stack-rate", type=float, default=None, help="run's --stack-rate (default: run's own)")
     ap.add_argument("--show-anyway", action="store_true")
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
@@ -165,7 +192,7 @@ def main() -> int:
         (work / "s").mkdir(mode=0o700)
         for rep in range(a.reps):
             for mode in modes if rep % 2 == 0 else modes[::-1]:
-                r = one(mode, a.seconds, work, a.rate)
+                r = one(mode, a.seconds, work, a.rate, a.stack_rate, a.skip)
                 r["rep"] = rep
                 runs.append(r)
                 print(f"rep {rep} {mode}: {len(r['rows'])} steps", flush=True)

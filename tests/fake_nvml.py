@@ -48,6 +48,7 @@ class FakeGpu:
     uuid: str | None = None  # default GPU-fake-<index>
     label: str | None = None  # default gpu<index>
     mig: tuple[float, float] | None = None
+    mig_instance: tuple[str, int] | None = None  # (physical GPU's UUID, GPU instance id) of a MIG slice
     _calls: int = 0
     _nvl: tuple[int, int] = (0, 0)
 
@@ -66,6 +67,9 @@ class FakeNvml:
 
     def mig_fractions(self, i: int):
         return self.gpus[i].mig
+
+    def mig_instance(self, i: int):
+        return self.gpus[i].mig_instance
 
     def _g(self, i: int) -> FakeGpu:
         g = self.gpus[i]

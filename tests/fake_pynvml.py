@@ -9,13 +9,20 @@ taken from pynvml.py and nvml.h:
   not an NVMLError;
 - handles are opaque; a MIG device handle answers utilisation with NOT_SUPPORTED;
 - GPM: a sample holds the counters at the time of ``nvmlGpmSampleGet``/``nvmlGpmMigSampleGet``;
-  ``nvmlGpmMetricsGet`` fills each metric's value and nvmlReturn.
+  ``nvmlGpmMetricsGet`` fills each metric's value and nvmlReturn;
+- call latency: ``FakePynvml(..., latency={"nvmlDeviceGetPcieThroughput": 0.02})`` makes each call of
+  that symbol block for that long (nvml.h documents the 20 ms window of the PCIe throughput call),
+  outside the GIL as a ctypes call is;
+- field values: NVLink throughput counters per link; the PCIe byte counters
+  (NVML_FI_DEV_PCIE_COUNT_TX/RX_BYTES) only where ``Dev.pcie_counter_type`` says the driver keeps
+  them (their valueType), else NOT_SUPPORTED in that field's nvmlReturn.
 
 Constants (NVML_*) and structure types come from the real pynvml, so a renamed constant fails here.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -38,8 +45,12 @@ class Dev:
     nvlink_lost: bool = False  # the NVLink state query answers GPU_IS_LOST
     mig: list[Dev] | None = None  # MIG devices (MIG mode on)
     slice_count: int = 0  # gpuInstanceSliceCount of a MIG device
+    ci_slice_count: int | None = None  # computeInstanceSliceCount (None: the whole GPU instance)
     gi_id: int = 0
     procs: list[int] = field(default_factory=list)
+    pcie_counter_type: int | None = None  # valueType of the PCIe byte counters; None: the driver lacks them
+    pcie_bytes_per_read: tuple[int, int] = (10**9, 2 * 10**9)  # each read finds the counters grown by this
+    _pcie: list[int] = field(default_factory=lambda: [0, 0])
 
 
 @dataclass(frozen=True)
@@ -52,9 +63,14 @@ class FakePynvml:
     """``FakePynvml(devs, missing={"nvmlDeviceGetComputeRunningProcesses_v3"})``."""
 
     def __init__(
-        self, devs: list[Dev], missing: frozenset[str] | set[str] = frozenset(), init_error: int | None = None
+        self,
+        devs: list[Dev],
+        missing: frozenset[str] | set[str] = frozenset(),
+        init_error: int | None = None,
+        latency: dict[str, float] | None = None,
     ) -> None:
         self.devs, self.missing, self.init_error = devs, set(missing), init_error
+        self.latency = dict(latency or {})
         self.calls: list[str] = []
         self.gpm_samples: list[tuple[str, int | None]] = []  # (device uuid, gpu instance) per sample taken
 
@@ -64,6 +80,8 @@ class FakePynvml:
     # -- helpers ----------------------------------------------------------------------------
     def _fn(self, symbol: str) -> None:
         self.calls.append(symbol)
+        if self.latency.get(symbol):
+            time.sleep(self.latency[symbol])
         if symbol in self.missing:
             raise E(real.NVML_ERROR_FUNCTION_NOT_FOUND)
 
@@ -114,9 +132,11 @@ class FakePynvml:
         self._fn("nvmlDeviceGetAttributes_v2")
         if h.parent is None:
             raise E(real.NVML_ERROR_NOT_SUPPORTED)  # nvml.h: MIG device handles only
+        ci = h.dev.slice_count if h.dev.ci_slice_count is None else h.dev.ci_slice_count
         return SimpleNamespace(
             gpuInstanceSliceCount=h.dev.slice_count,
-            multiprocessorCount=h.dev.slice_count * 16,
+            computeInstanceSliceCount=ci,
+            multiprocessorCount=ci * 16,
             memorySizeMB=h.dev.memory[0] // 1048576,
         )
 
@@ -177,10 +197,34 @@ class FakePynvml:
             raise E(real.NVML_ERROR_INVALID_ARGUMENT)
         return d.nvlink_states[link]
 
-    def nvmlDeviceGetFieldValues(self, h: Handle, ids: list[tuple[int, int]]) -> list[Any]:
+    def nvmlDeviceGetFieldValues(self, h: Handle, ids: list[Any]) -> list[Any]:
         self._fn("nvmlDeviceGetFieldValues")
-        self._dev(h)
-        return [SimpleNamespace(nvmlReturn=real.NVML_SUCCESS, value=SimpleNamespace(ullVal=1000)) for _ in ids]
+        d = self._dev(h)
+        out = []
+        for fid in ids:
+            if isinstance(fid, tuple):  # (field, link): NVLink throughput
+                out.append(
+                    SimpleNamespace(
+                        nvmlReturn=real.NVML_SUCCESS,
+                        valueType=real.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG,
+                        value=SimpleNamespace(ullVal=1000),
+                    )
+                )
+                continue
+            k = {real.NVML_FI_DEV_PCIE_COUNT_TX_BYTES: 0, real.NVML_FI_DEV_PCIE_COUNT_RX_BYTES: 1}.get(fid)
+            if k is None or d.pcie_counter_type is None:
+                out.append(SimpleNamespace(nvmlReturn=real.NVML_ERROR_NOT_SUPPORTED, valueType=0, value=None))
+                continue
+            d._pcie[k] += d.pcie_bytes_per_read[k]
+            v = d._pcie[k] % 2**32 if d.pcie_counter_type == real.NVML_VALUE_TYPE_UNSIGNED_INT else d._pcie[k]
+            out.append(
+                SimpleNamespace(
+                    nvmlReturn=real.NVML_SUCCESS,
+                    valueType=d.pcie_counter_type,
+                    value=SimpleNamespace(ullVal=v, uiVal=v % 2**32),
+                )
+            )
+        return out
 
     def nvmlDeviceGetPowerUsage(self, h: Handle) -> int:
         self._fn("nvmlDeviceGetPowerUsage")
@@ -230,7 +274,7 @@ class FakePynvml:
         except real.NVMLError_FunctionNotFound:
             raise real.NVMLLibraryMismatchError(
                 "Unversioned function called and the pyNVML version does not match the NVML lib version."
-            )
+            ) from None
 
     # -- GPM --------------------------------------------------------------------------------
     def nvmlGpmQueryDeviceSupport(self, h: Handle) -> Any:

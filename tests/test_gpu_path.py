@@ -85,13 +85,28 @@ def test_job_process_marks_the_jobs_gpus_from_nvml_process_lists(fake_tree):
     import os
 
     me = os.getpid()
-    nvml = FakeNvml([FakeGpu(processes={99999999: 10**9}), FakeGpu(processes={me: 10**9})])
+    other = os.getppid()  # another tenant's process, visible in this PID namespace
+    nvml = FakeNvml([FakeGpu(processes={other: 10**9}), FakeGpu(processes={me: 10**9})])
     s = GpuSampler(resolve_peaks(detect_machine(*fake_tree, nvml=nvml), load_catalog()), nvml, tree=ProcessTree(me))
     r = s.sample()
     assert _by(r, "gpu0", "job_process") == 0.0 and _by(r, "gpu1", "job_process") == 1.0
     nvml.gpus[1].processes = {}
     r = s.sample()  # process lists are read every tenth tick; the last answer holds in between
     assert _by(r, "gpu0", "job_process") == 0.0 and _by(r, "gpu1", "job_process") == 1.0
+
+
+def test_job_process_is_unknown_when_nvml_lists_pids_of_another_namespace(fake_tree):
+    """A PID we cannot see (the host's PID of a process in a container): the job's absence proves nothing."""
+    import os
+
+    nvml = FakeNvml([FakeGpu(processes={99999999: 10**9}), FakeGpu(processes={})])
+    s = GpuSampler(
+        resolve_peaks(detect_machine(*fake_tree, nvml=nvml), load_catalog()), nvml, tree=ProcessTree(os.getpid())
+    )
+    r = s.sample()
+    assert _by(r, "gpu0", "job_process") is None and _by(r, "gpu1", "job_process") == 0.0  # an empty list: not here
+    note = next(x.note for x in r if x.device == "gpu0" and x.metric == "job_process")
+    assert "another PID namespace" in note
 
 
 def test_nvml_is_opened_once_per_process(monkeypatch, fake_tree):

@@ -142,3 +142,15 @@ def test_every_pynvml_name_the_backend_uses_exists_in_nvidia_ml_py():
         (nv.GPM_SM_OCCUPANCY, "SM_OCCUPANCY"),
     ):
         assert ours == getattr(pynvml, f"NVML_GPM_METRIC_{theirs}")
+
+
+def test_every_nvml_structure_field_the_backend_reads_exists_in_nvidia_ml_py():
+    """The fields read off NVML's structures (MIG device attributes, field values) are pynvml's."""
+    fields = {
+        "c_nvmlDeviceAttributes": ("gpuInstanceSliceCount", "computeInstanceSliceCount", "memorySizeMB"),
+        "c_nvmlFieldValue_t": ("nvmlReturn", "valueType", "value"),
+        "c_nvmlValue_t": ("ullVal",),
+    }
+    for struct, names in fields.items():
+        have = {f for f, _ in getattr(pynvml, struct)._fields_}
+        assert set(names) <= have, (struct, set(names) - have)

@@ -2,6 +2,15 @@
 those already in effect or not fitting the job (advice/fit.py) left out, with the reason;
 section 5's baselines named; semantics changes marked.
 
+With the window's measured inputs each recommendation carries a predicted speed-up
+(``advice/predict.py``), and the ranking is by predicted gain per cost: those predicted to gain at
+least MIN_PREDICTED_GAIN first (gain times the cost weight), then those whose gain cannot be
+predicted (by the knowledge base's strength and cost, as without inputs), then those predicted to
+gain less; within the active bottleneck's recommendations, then within a secondary pressure's (a
+resource that does not limit the step gains it nothing until the active one is relieved: a larger
+batch "predicted" from the step's communication share is no first advice for a job out of GPU
+memory, nor for ranks that wait in the all-reduce for a straggler).
+
 An undetermined verdict gets advice only when the step waits in its stage with nothing busy
 (the measured fact ``idle_wait_stage``, diagnosis/measured.py): the knowledge base's ``latency``
 entries, which hide a wait no resource explains (more loader workers and prefetching for a loader
@@ -14,7 +23,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from bottleneckd.advice.fit import in_effect, unfit
+from bottleneckd.diagnosis.step_inputs import StepInputs
 from bottleneckd.advice.knowledge import Mitigation
+from bottleneckd.advice.predict import MIN_PREDICTED_GAIN, Prediction, predict
 from bottleneckd.diagnosis.verdict import Verdict
 from bottleneckd.model.resources import UNDETERMINED
 
@@ -22,7 +33,7 @@ COST_WEIGHT = {"low": 1.0, "medium": 0.75, "high": 0.5}
 SECONDARY_WEIGHT = 0.5
 ITERATIONS_WEIGHT = 0.85  # a mitigation that saves iterations, not time per iteration: its gain is less certain
 
-__all__ = ["Recommendation", "recommend", "skipped", "not_fitting", "elsewhere", "in_effect", "unfit"]
+__all__ = ["Recommendation", "recommend", "skipped", "not_fitting", "elsewhere"]
 
 
 @dataclass(frozen=True)
@@ -31,9 +42,28 @@ class Recommendation:
     resource: str  # which bottleneck it addresses (active or secondary; undetermined for a latency wait)
     score: float
     why: str
+    #: the predicted speed-up from the measured window (None: recommended without inputs)
+    prediction: Prediction | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.mitigation.to_json(), "addresses": self.resource, "score": round(self.score, 3), "why": self.why}
+        return {
+            **self.mitigation.to_json(),
+            "addresses": self.resource,
+            "score": round(self.score, 3),
+            "why": self.why,
+            "prediction": None if self.prediction is None else self.prediction.to_json(),
+        }
+
+
+def rank_key(r: Recommendation) -> tuple[int, float]:
+    """Predicted gain per cost first (gain >= MIN_PREDICTED_GAIN), then the unpredicted by score,
+    then those predicted to gain less (tier, then descending value)."""
+    p = r.prediction
+    if p is None or p.gain is None:
+        return (1, -r.score)
+    if p.gain >= MIN_PREDICTED_GAIN:
+        return (0, -p.gain * COST_WEIGHT.get(r.mitigation.cost, 0.7))
+    return (2, -p.gain)
 
 
 def score(m: Mitigation, weight: float) -> float:
@@ -55,8 +85,15 @@ def _addresses_active(verdict: Verdict, m: Mitigation, facts: Mapping[str, Any])
 
 
 def recommend(
-    verdict: Verdict, kb: tuple[Mitigation, ...], facts: Mapping[str, Any] | None = None, limit: int = 8
+    verdict: Verdict,
+    kb: tuple[Mitigation, ...],
+    facts: Mapping[str, Any] | None = None,
+    limit: int = 8,
+    inputs: StepInputs | None = None,
+    predictions: bool = True,
 ) -> list[Recommendation]:
+    """Ranked recommendations; with ``predictions`` each carries its predicted speed-up from
+    ``inputs`` (unknown, with the reason, when ``inputs`` is None)."""
     facts = facts or {}
     stage = _latency_stage(verdict, facts)
     if verdict.resource == UNDETERMINED and stage is None:
@@ -66,9 +103,11 @@ def recommend(
         fits = [
             m for m in kb if _addresses_active(verdict, m, facts) and not in_effect(m, facts) and not unfit(m, facts)
         ]
-        return sorted((Recommendation(m, UNDETERMINED, score(m, 1.0), why) for m in fits), key=lambda r: -r.score)[
-            :limit
-        ]
+        latency = (
+            Recommendation(m, UNDETERMINED, score(m, 1.0), why, predict(m.id, inputs) if predictions else None)
+            for m in fits
+        )
+        return sorted(latency, key=rank_key)[:limit]
     targets = [(verdict.resource, 1.0)] + [(r, SECONDARY_WEIGHT * s) for r, s in verdict.secondary]
     best: dict[str, Recommendation] = {}
     for resource, weight in targets:
@@ -84,8 +123,9 @@ def recommend(
                 why += "; a strong baseline (section 5): compare any speed-up against it"
             s = score(m, weight)
             if m.id not in best or best[m.id].score < s:
-                best[m.id] = Recommendation(m, resource, s, why)
-    return sorted(best.values(), key=lambda r: -r.score)[:limit]  # ties keep the knowledge base's order
+                best[m.id] = Recommendation(m, resource, s, why, predict(m.id, inputs) if predictions else None)
+    # the active bottleneck's first; ties keep the knowledge base's order
+    return sorted(best.values(), key=lambda r: (r.resource != verdict.resource, *rank_key(r)))[:limit]
 
 
 def skipped(verdict: Verdict, kb: tuple[Mitigation, ...], facts: Mapping[str, Any]) -> list[tuple[Mitigation, str]]:

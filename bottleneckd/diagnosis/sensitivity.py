@@ -15,15 +15,15 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from bottleneckd.diagnosis.classify import findings, largest_utilization
+from bottleneckd.diagnosis.job_gpus import window_job_gpus
 from bottleneckd.diagnosis.pipeline import Pipeline
 from bottleneckd.diagnosis.rules.comm_cost import comm_cost
 from bottleneckd.diagnosis.rules.common import compute_share, runs_on_gpu
 from bottleneckd.diagnosis.rules.cpu_compute import MIN_CORES_RAN
 from bottleneckd.diagnosis.rules.cpu_state import cpu_state
-from bottleneckd.diagnosis.rules.gpu_compute import job_gpus
 from bottleneckd.diagnosis.rules.other import other_share
 from bottleneckd.diagnosis.rules.storage import io_wait, storage_signs
-from bottleneckd.diagnosis.straggler import intervals, rank_figures
+from bottleneckd.diagnosis.straggler import find_straggler, intervals, rank_figures
 from bottleneckd.diagnosis.thresholds import REGISTRY, STRAGGLER_LAST
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.resources import UNDETERMINED
@@ -104,8 +104,9 @@ def _roofline_peak_ratio(w: WindowStats, peaks: PeakTable) -> float | None:
     """The nearer of the achieved FLOP/s and bytes/s to its peak (CPU, or the job's first GPU)."""
     facts = w.phases.facts if w.phases else {}
     flops, byts = facts.get("achieved_flops"), facts.get("achieved_bytes_per_second")
-    if runs_on_gpu(w):
-        dev = job_gpus(w, peaks)[0][0]
+    devs = window_job_gpus(w, peaks).devices if runs_on_gpu(w, peaks) else ()
+    if devs:
+        dev = devs[0]
         peak_c = compute_peak(peaks, dev, facts).value
         bw = peaks.get("gpu_memory_bandwidth", dev)
         peak_b = bw.value if bw is not None else None
@@ -187,6 +188,7 @@ WINDOW_STATISTICS: dict[str, Figure] = {
     "hottest_thread": lambda w, peaks: cpu_state(w).hot,
     "cpu_pressure": lambda w, peaks: cpu_state(w).pressure,
     "runqueue_wait_cores": lambda w, peaks: cpu_state(w).waiting,
+    "outside_busy_cores": lambda w, peaks: cpu_state(w).outside,
     "loader_workers": lambda w, peaks: cpu_state(w).n_workers,
     "job_busy_cores": lambda w, peaks: cpu_state(w).busy,
     "threads_in_disk_wait": lambda w, peaks: storage_signs(w).d,
@@ -211,6 +213,7 @@ WINDOW_STATISTICS: dict[str, Figure] = {
     "sm_activity": _get("gpu_compute", None, "sm_activity"),
     "gpu_dram_utilization": _get("gpu_memory_bandwidth", None, "utilization"),
     "gpu_busy_fraction": _get("gpu_compute", None, "busy_fraction"),
+    "gpu_memory_busy_fraction": _get("gpu_memory_bandwidth", None, "memory_busy_fraction"),
     "gpu_throttle_share": _throttle,
     "sm_clock_ratio": _get("gpu_compute", None, "sm_clock_ratio"),
     "memory_used": _memory_used,
@@ -233,6 +236,7 @@ RUN_STATISTICS = (
     "straggler_excess",
     "straggler_slowest_share",
     "straggler_last_share",
+    "straggler_contention_share",
 )
 
 
@@ -253,14 +257,18 @@ def _stragglers(recent: Iterable[Sample]) -> dict[str, float] | None:
     figs = rank_figures(window)
     if len(figs) <= 1 or not window:
         return None
-    med = statistics.median(f.compute for f in figs)
-    top = max(figs, key=lambda f: f.compute)
+    med = statistics.median(f.busy for f in figs)
+    top = max(figs, key=lambda f: f.busy)
     n = len(window)
-    return {
-        "straggler_excess": top.compute / med - 1.0 if med > 0 else 0.0,
+    out = {
+        "straggler_excess": top.busy / med - 1.0 if med > 0 else 0.0,
         "straggler_slowest_share": top.slowest / n,
         "straggler_last_share": top.last_arrival / n,
     }
+    found = find_straggler(recent)
+    if found is not None and found.contention is not None and found.step_time_lost > 0:
+        out["straggler_contention_share"] = found.contention / found.step_time_lost
+    return out
 
 
 def replay_statistics(peaks: PeakTable, samples: Iterable[Sample]) -> dict[str, dict[str, Any]]:

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bottleneckd.diagnosis.code import CodeAttribution
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,6 +50,8 @@ class Verdict:
     figures: dict[str, float] = field(default_factory=dict)
     #: the rank or node the job waits for (diagnosis/straggler.py), when one is named
     straggler: dict[str, Any] | None = None
+    #: the user's functions the stage's time goes to (diagnosis/code.py), when stacks were sampled
+    code: CodeAttribution | None = None
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)

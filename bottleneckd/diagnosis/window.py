@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
+from bottleneckd.diagnosis.thresholds import PHASE_STACK_SAMPLES
 from bottleneckd.model.sample import Sample, StepPhases
 
 
@@ -16,6 +18,17 @@ class Stat:
     max: float
     last: float
     count: int
+
+
+@dataclass(frozen=True)
+class RankView:
+    """One rank as it last reported in the window: who it is, its GPU and its own facts (each rank's
+    hook reports its own roofline, dtype and allocator figures; the job's merged facts are one rank's)."""
+
+    rank: int
+    node: str
+    gpu: str  # the UUID of its model's GPU ("" on CPU)
+    facts: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -30,6 +43,8 @@ class WindowStats:
     steps_seen: int = 0
     #: node -> the ranks that reported from it in the window (empty for one process)
     topology: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    #: each rank's latest report in the window (empty for one process reporting without ranks)
+    ranks: tuple[RankView, ...] = ()
 
     def get(self, resource: str, device: str | None, metric: str, field: str = "mean") -> float | None:
         """One statistic; with ``device=None`` the largest over devices (the busiest GPU, disk, NIC)."""
@@ -55,6 +70,7 @@ class WindowStats:
 
 def merge_phases(items: Iterable[StepPhases | None]) -> StepPhases | None:
     steps, wall, phases, facts = 0, 0.0, {}, {}
+    examples: int | None = 0  # None once one interval came without a count
     any_ = False
     for p in items:
         if p is None:
@@ -62,16 +78,22 @@ def merge_phases(items: Iterable[StepPhases | None]) -> StepPhases | None:
         any_ = True
         steps += p.steps
         wall += p.wall_seconds
+        examples = None if examples is None or p.examples is None else examples + p.examples
         for k, v in p.phases.items():
             phases[k] = phases.get(k, 0.0) + v
         facts.update(p.facts)
-    return StepPhases(steps, wall, phases, facts) if any_ and steps else None
+    return StepPhases(steps, wall, phases, facts, examples) if any_ and steps else None
 
 
 #: step phases are read over the last this many samples, utilisation over the whole window: a
 #: change of stage shows within 1-2 intervals (the verdict follows within 3 s at 1 Hz, issue 11
 #: item 9), while the slower-moving device figures keep the full window's smoothing
 PHASE_SAMPLES = 2
+#: phases counted from stack samples (attach) are read over at least PHASE_STACK_SAMPLES of them
+#: (diagnosis/thresholds.py, with the measurement), however many ticks that takes
+STACK_SAMPLES = PHASE_STACK_SAMPLES
+#: stack-sampled intervals kept for that (at 2 Hz and 1 s ticks, 20 samples take ~10 ticks)
+STACK_TICKS = 60
 
 
 class Window:
@@ -79,16 +101,33 @@ class Window:
         self.samples: deque[Sample] = deque(maxlen=length)
         self.phase_samples = max(1, phase_samples)
         self.steps_seen = 0
+        self._sampled: deque[StepPhases] = deque(maxlen=STACK_TICKS)
 
     def add(self, sample: Sample) -> None:
         self.samples.append(sample)
         if sample.phases is not None:
             self.steps_seen += sample.phases.steps
+            if sample.phases.sampled:
+                self._sampled.append(sample.phases)
 
     def clear(self) -> None:
         self.samples.clear()
+        self._sampled.clear()
 
-    def stats(self) -> WindowStats | None:
+    def _stack_phases(self) -> StepPhases | None:
+        """The most recent stack-sampled intervals holding STACK_SAMPLES samples (or all kept)."""
+        take: list[StepPhases] = []
+        for p in reversed(self._sampled):
+            take.append(p)
+            if sum(x.steps for x in take) >= STACK_SAMPLES:
+                break
+        return merge_phases(reversed(take))
+
+    def stats(self, facts: Mapping[str, Any] | None = None) -> WindowStats | None:
+        """The window's statistics. ``facts``: the one fact state of this tick (the pipeline's),
+        which the rules read; without it, the latest report's in the window. Facts are never merged
+        over the window: a report's whole state replaces the last (a reverted mitigation is gone
+        from the tick its report arrives)."""
         if not self.samples:
             return None
         series: dict[tuple[str, str, str], list[float]] = {}
@@ -108,15 +147,21 @@ class Window:
             )
         recent = list(self.samples)[-self.phase_samples :]
         phases = merge_phases(s.phases for s in recent)
-        older = merge_phases(s.phases for s in self.samples)
+        if phases is not None and phases.sampled and phases.steps < STACK_SAMPLES:
+            phases = self._stack_phases() or phases
         if phases is None:
-            phases = older
-        elif older is not None:  # facts (roofline, loader settings) accumulate over the whole window
-            phases = StepPhases(phases.steps, phases.wall_seconds, phases.phases, {**older.facts, **phases.facts})
+            phases = merge_phases(s.phases for s in self.samples)
+        if phases is not None:
+            if facts is None:
+                facts = next(s.phases.facts for s in reversed(self.samples) if s.phases is not None)
+            phases = StepPhases(phases.steps, phases.wall_seconds, phases.phases, facts, phases.examples)
         nodes: dict[str, set[int]] = {}
+        views: dict[str, RankView] = {}
         for s in self.samples:
             for r in s.ranks:
                 nodes.setdefault(r.identity.node, set()).add(r.identity.rank)
+                i = r.identity
+                views[i.key] = RankView(i.rank, i.node, i.gpu, r.phases.facts)  # the latest report wins
         return WindowStats(
             self.samples[0].t,
             self.samples[-1].t,
@@ -126,4 +171,5 @@ class Window:
             phases,
             self.steps_seen,
             tuple((n, tuple(sorted(rs))) for n, rs in sorted(nodes.items())),
+            tuple(sorted(views.values(), key=lambda v: (v.rank, v.node))),
         )

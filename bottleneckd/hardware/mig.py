@@ -23,6 +23,7 @@ class Unit:
     parent: Any = None  # the physical GPU's handle, for a MIG slice
     gpu_instance: int | None = None
     fractions: tuple[float, float] | None = None  # (compute, memory) share of the GPU, for a MIG slice
+    parent_uuid: str | None = None  # the physical GPU's UUID, for a MIG slice (how DCGM labels its rows)
 
 
 def mig_units(n: Any, i: int, h: Any, why: dict[str, str]) -> list[Unit]:
@@ -34,6 +35,11 @@ def mig_units(n: Any, i: int, h: Any, why: dict[str, str]) -> list[Unit]:
         total = n.nvmlDeviceGetMemoryInfo(h).total
     except (n.NVMLError, n.NVMLLibraryMismatchError):
         return []  # not MIG-capable (or a driver without MIG): the whole GPU
+    try:
+        parent_uuid = n.nvmlDeviceGetUUID(h)
+        parent_uuid = parent_uuid.decode() if isinstance(parent_uuid, bytes) else parent_uuid
+    except n.NVMLError:
+        parent_uuid = None
     out = []
     for k in range(slots):
         try:
@@ -42,10 +48,13 @@ def mig_units(n: Any, i: int, h: Any, why: dict[str, str]) -> list[Unit]:
             gi = n.nvmlDeviceGetGpuInstanceId(m)
         except n.NVMLError:  # NOT_FOUND: no MIG device in that slot
             continue
-        compute = attrs.gpuInstanceSliceCount / slots if slots else None
+        # the compute instance's slices (a CI smaller than its GI gets its own share); a driver that
+        # leaves the field 0 gets the GPU instance's
+        ci_slices = getattr(attrs, "computeInstanceSliceCount", 0) or attrs.gpuInstanceSliceCount
+        compute = ci_slices / slots if slots else None
         memory = attrs.memorySizeMB * 1048576 / total if total else None
         fr = (min(1.0, compute), min(1.0, memory)) if compute and memory else None
-        out.append(Unit(i, f"gpu{i}.mig{k}", m, h, gi, fr))
+        out.append(Unit(i, f"gpu{i}.mig{k}", m, h, gi, fr, parent_uuid))
     if not out:
         why[f"gpu{i}"] = "MIG mode is on but no MIG device is configured"
     return out

@@ -77,6 +77,7 @@ class NvmlBackend(Protocol):
     def mig_fractions(
         self, i: int
     ) -> tuple[float, float] | None: ...  # (compute, memory) share of the GPU; None: whole GPU
+    def mig_instance(self, i: int) -> tuple[str, int] | None: ...  # (physical GPU's UUID, GPU instance id) of a slice
     def name(self, i: int) -> str: ...
     def uuid(self, i: int) -> str | None: ...
     def memory(self, i: int) -> tuple[int, int] | None: ...  # (total, used) bytes

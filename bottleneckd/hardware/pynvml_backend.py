@@ -11,7 +11,13 @@ Checked against nvidia-ml-py's ``pynvml.py`` and nvml.h:
 - MIG: a GPU in MIG mode is enumerated as its MIG device handles; GPM reads each slice with
   ``nvmlGpmMigSampleGet(parent, gpuInstanceId, sample)``;
 - GPM samples are taken strictly more than 100 ms apart (nvml.h: the interval "should be greater
-  than 100 ms"); a read sooner (an out-of-schedule tick) returns the last complete interval.
+  than 100 ms"); a read sooner (an out-of-schedule tick) returns the last complete interval;
+- PCIe throughput: ``nvmlDeviceGetPcieThroughput`` counts bytes over a 20 ms window and blocks for
+  it (nvml.h), per direction. Where the driver has the cumulative byte counters
+  ``NVML_FI_DEV_PCIE_COUNT_TX_BYTES``/``RX_BYTES`` (field values, R535 and later) as 64-bit values,
+  the rate is their difference over the interval since the last read (no 20 ms wait, and an
+  average over the whole tick rather than a 20 ms glimpse); a 32-bit counter would wrap every 4 GiB
+  (0.17 s at 25 GB/s) and is not used. The first read of a unit uses the 20 ms window.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ class PynvmlBackend:
         self._gpm_spare: dict[int, Any] = {}
         self._gpm_last: dict[int, dict[int, float | None]] = {}
         self._nvlinks: dict[int, list[int]] = {}
+        self._pcie_prev: dict[int, tuple[float, int, int]] = {}  # unit -> (monotonic time, tx, rx bytes)
         self._max_clocks: dict[int, tuple[int, int] | None] = {}
         self._why: dict[str, str] = {}
         self._procs_fn: Callable[[Any], Any] | None = None
@@ -70,6 +77,12 @@ class PynvmlBackend:
 
     def mig_fractions(self, i: int) -> tuple[float, float] | None:
         return self._units[i].fractions
+
+    def mig_instance(self, i: int) -> tuple[str, int] | None:
+        u = self._units[i]
+        if u.parent is None or u.parent_uuid is None or u.gpu_instance is None:
+            return None
+        return u.parent_uuid, u.gpu_instance
 
     # -- the error mapping ------------------------------------------------------------------
     def _call(self, what: str, i: int, fn: Callable[..., T], *args: Any) -> T | None:
@@ -147,13 +160,33 @@ class PynvmlBackend:
         )
 
     def pcie_throughput(self, i: int) -> tuple[float, float] | None:
-        # KB/s over a 20 ms window; each call blocks for that window.
         n = self._n
+        counters = self._pcie_counters(i)
+        if counters is not None:
+            now, prev = time.monotonic(), self._pcie_prev.get(i)
+            self._pcie_prev[i] = (now, *counters)
+            if prev is not None and now > prev[0] and counters[0] >= prev[1] and counters[1] >= prev[2]:
+                dt = now - prev[0]
+                return (counters[0] - prev[1]) / dt, (counters[1] - prev[2]) / dt
+        # KB/s over a 20 ms window; each call blocks for that window.
         tx = self._whole("pcie_tx", i, n.nvmlDeviceGetPcieThroughput, n.NVML_PCIE_UTIL_TX_BYTES)
         rx = self._whole("pcie_rx", i, n.nvmlDeviceGetPcieThroughput, n.NVML_PCIE_UTIL_RX_BYTES)
         if tx is None or rx is None:
             return None
         return float(tx) * 1000.0, float(rx) * 1000.0
+
+    def _pcie_counters(self, i: int) -> tuple[int, int] | None:
+        """The cumulative PCIe (tx, rx) byte counters, where the driver keeps them as 64-bit values."""
+        n = self._n
+        ids = [n.NVML_FI_DEV_PCIE_COUNT_TX_BYTES, n.NVML_FI_DEV_PCIE_COUNT_RX_BYTES]
+        values = self._whole("pcie_counters", i, n.nvmlDeviceGetFieldValues, ids)
+        if values is None:
+            return None
+        wide = (n.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, n.NVML_VALUE_TYPE_SIGNED_LONG_LONG)
+        if any(v.nvmlReturn != n.NVML_SUCCESS or v.valueType not in wide for v in values):
+            self._unsupported.add(("pcie_counters", i))  # not kept (or 32-bit): the 20 ms window from now on
+            return None
+        return int(values[0].value.ullVal), int(values[1].value.ullVal)
 
     def _links(self, i: int) -> list[int]:
         if i not in self._nvlinks:
@@ -178,8 +211,8 @@ class PynvmlBackend:
         links = self._links(i)
         if not links:
             return None
-        ids = [(n.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, l) for l in links] + [
-            (n.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, l) for l in links
+        ids = [(n.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, k) for k in links] + [
+            (n.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, k) for k in links
         ]
         values = self._q("nvlink_throughput", i, n.nvmlDeviceGetFieldValues, ids)
         if values is None:

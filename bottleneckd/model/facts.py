@@ -25,12 +25,12 @@ import logging
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Union
+from typing import Any
 
 from bottleneckd.model.errors import InputError
 from bottleneckd.model.hooks import HOOKS, Hook
 
-FactValue = Union[bool, int, float, str, tuple]
+FactValue = bool | int | float | str | tuple
 log = logging.getLogger(__name__)
 
 MAX_STR = 64  # characters in a string fact
@@ -56,6 +56,7 @@ _W, _C = "bottleneckd.torch.watch", "bottleneckd.torch.collectives"
 _P, _N = "bottleneckd.torch.probe", "bottleneckd.torch.counting"
 _D = "bottleneckd.torch.ddp_comm"
 _DC = f"{_D} bottleneckd.torch.cuda_clock"  # DDP's comm hook; side-stream collectives (FSDP) on CUDA
+_CM = "bottleneckd.torch.cuda_memory"
 FACTS: dict[str, FactSpec] = {
     s.name: s
     for s in (
@@ -73,7 +74,8 @@ FACTS: dict[str, FactSpec] = {
             "cuda_uuids",
             "strs",
             _P,
-            "UUIDs (GPU-...) of the CUDA devices holding the model's parameters: the job's GPUs, whatever the PID namespace",
+            "UUIDs (GPU-...) of the CUDA devices holding the model's parameters: the job's GPUs, "
+            "whatever the PID namespace",
         ),
         _spec("compiled", "bool", _P, "the model is torch.compile'd"),
         _spec(
@@ -127,6 +129,12 @@ FACTS: dict[str, FactSpec] = {
             "comm_overlapped_seconds_per_step", "float", _DC, "seconds per step of communication hidden behind backward"
         ),
         _spec("comm_overlap_ratio", "float", _DC, "share of the communication hidden behind backward"),
+        _spec(
+            "tokens_per_example",
+            "float",
+            _W,
+            "token ids per example of a batch x sequence integer input, over the last report (tokens/s)",
+        ),
         _spec("optimizer_closure", "bool", _W, "the optimizer's step takes a closure (LBFGS ...)"),
         _spec(
             "framework",
@@ -164,6 +172,21 @@ FACTS: dict[str, FactSpec] = {
         _spec("conv_flop_share", "float", _N, "share of the counted step's FLOPs in convolutions"),
         _spec("achieved_flops", "float", _N, "FLOP/s over the compute phases"),
         _spec("achieved_bytes_per_second", "float", _N, "operand bytes/s over the compute phases"),
+        # the CUDA caching allocator (hook, torch/cuda_memory.py: torch.cuda.memory_stats once per report)
+        _spec("cuda_memory_total_bytes", "int", _CM, "the model's GPU's memory (CUDA device properties)"),
+        _spec(
+            "cuda_memory_reserved_bytes",
+            "int",
+            _CM,
+            "what the caching allocator holds (NVML's 'used' less the context)",
+        ),
+        _spec("cuda_memory_allocated_bytes", "int", _CM, "what the job's tensors hold at the report"),
+        _spec(
+            "cuda_memory_peak_allocated_bytes", "int", _CM, "the most the job's tensors have held at once (since start)"
+        ),
+        _spec("cuda_alloc_retries", "int", _CM, "cudaMalloc calls that failed and were retried after a cache flush"),
+        _spec("cuda_alloc_retries_per_step", "float", _CM, "allocation retries per step since the previous report"),
+        _spec("cuda_ooms", "int", _CM, "CUDA out-of-memory errors thrown (caught by the job or a batch-size finder)"),
         # mitigations in effect (hook; unset on revert); the facts each sets are in data/mitigations.json
         _spec("mitigations", "strs", _W, "hook ids of the mitigations applied and not reverted"),
         _spec(
@@ -174,11 +197,36 @@ FACTS: dict[str, FactSpec] = {
             "MixedPrecision or low-precision parameters",
             ("bfloat16", "float16"),
         ),
+        _spec(
+            "thread_cpu_seconds",
+            "float",
+            _P,
+            "seconds the training thread has run on a CPU (schedstat): the work it did, whatever the contention",
+        ),
+        _spec(
+            "runqueue_wait_seconds",
+            "float",
+            _P,
+            "seconds the training thread has spent runnable but not running (schedstat): CPU taken by others",
+        ),
         # the daemon side
         _spec(
             "cpu_fast_bf16", "bool", "bottleneckd.advice.fit", "the CPU has bf16 instructions (amx_bf16 or avx512_bf16)"
         ),
         _spec("gpu_count", "int", "bottleneckd.advice.fit", "GPUs detected on the machine"),
+        _spec(
+            "gpu_fp8",
+            "bool",
+            "bottleneckd.peaks.capabilities",
+            "a GPU of the node has FP8 tensor cores (an FP8 peak in the catalog or calibrated)",
+        ),
+        _spec(
+            "gpu_throttled",
+            "strs",
+            "bottleneckd.diagnosis.measured",
+            "clock-event reasons (thermal, hardware slowdown, power brake) holding the job's GPUs' SM clocks down "
+            "over the window",
+        ),
         _spec(
             "job_idle_cores",
             "float",
@@ -207,6 +255,12 @@ FACTS: dict[str, FactSpec] = {
             "float",
             "bottleneckd.samplers.stacks",
             "share of recent stack samples outside the phases in which the thread waited (sleep, lock, child, socket)",
+        ),
+        _spec(
+            "compute_idle_share",
+            "float",
+            "bottleneckd.samplers.stacks",
+            "share of recent forward/backward stack samples in which the main thread waited (DDP on CPU: the all-reduce)",
         ),
     )
 }

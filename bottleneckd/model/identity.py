@@ -25,6 +25,16 @@ def _int(env: Mapping[str, str], *names: str, default: int) -> int:
     return default
 
 
+def gpu_key(uuid: str | None) -> str:
+    """A GPU's identity whatever names it: NVML's ``GPU-<hex>`` or ``MIG-<hex>``, the ``GPU-<hex>`` the
+    hook and ``calibrate`` write from CUDA's UUID, DCGM's ``UUID`` label: the hex, lower case."""
+    u = (uuid or "").strip().lower()
+    for prefix in ("gpu-", "mig-"):
+        if u.startswith(prefix):
+            return u[len(prefix) :]
+    return u
+
+
 def _text(v: str) -> str:
     """An environment value as valid Unicode text: os.environ keeps undecodable bytes as lone
     surrogates, which the receiver refuses (model/protocol.py); they become U+FFFD here."""

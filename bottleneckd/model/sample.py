@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from bottleneckd.model.code import StackCounts
 from bottleneckd.model.facts import Facts
 from bottleneckd.model.identity import RankIdentity
 
@@ -52,6 +53,17 @@ class StepPhases:
 
     def per_step(self, phase: str) -> float | None:
         return self.phases.get(phase, 0.0) / self.steps if self.steps else None
+
+    @property
+    def sampled(self) -> bool:
+        """Phases counted from stack samples (attach: py-spy), not timed steps: ``steps`` counts
+        samples and ``wall_seconds`` is samples x the sampling interval, so only shares mean anything."""
+        return self.facts.get("phase_source") == "py-spy"
+
+    @property
+    def unit(self) -> str:
+        """What ``steps`` counts: "stack samples" or "steps"."""
+        return "stack samples" if self.sampled else "steps"
 
     def share(self, phase: str) -> float | None:
         return self.phases.get(phase, 0.0) / self.wall_seconds if self.wall_seconds > 0 else None
@@ -131,6 +143,8 @@ class Sample:
     samplers: tuple[SamplerStatus, ...] = ()
     #: per-rank phases of a distributed job (``phases`` is then the job's view: the ranks merged)
     ranks: tuple[RankPhases, ...] = ()
+    #: stack samples of the interval by the user's code (model/code.py), when stacks are sampled
+    stacks: StackCounts | None = None
 
     def get(self, resource: str, device: str | None, metric: str) -> float | None:
         for r in self.readings:
@@ -147,6 +161,7 @@ class Sample:
             "phases": None if self.phases is None else self.phases.to_json(),
             "samplers": {s.name: [s.up, round(s.seconds, 6), s.error] for s in self.samplers},
             **({"ranks": [r.to_json() for r in self.ranks]} if self.ranks else {}),
+            **({"stacks": self.stacks.to_json()} if self.stacks is not None else {}),
         }
 
     @staticmethod
@@ -162,6 +177,7 @@ class Sample:
                 for k, v in d.get("samplers", {}).items()
             ),
             ranks=tuple(RankPhases.from_json(r) for r in d.get("ranks", ())),
+            stacks=None if d.get("stacks") is None else StackCounts.from_json(d["stacks"]),
         )
 
 

@@ -7,6 +7,10 @@ reported in the same span (a step of a job with several ranks is one step of eac
 examples are every rank's). A counter that goes backwards (driver reload) loses that span for that
 source, never counts negative. Live samples and recorded traces go through this same meter; the
 exporter reads its counters, the reports its account.
+
+GPU energy is the job's GPUs' only (model/job_gpus.py: the GPUs its ranks name, else NVML's
+process lists), not every GPU of a shared node; where they are not known every GPU is counted and
+the account says so (``gpu_scope``). A CPU job on a GPU node counts no GPU energy.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from bottleneckd.model.job_gpus import JobGpus, job_gpus
 from bottleneckd.model.sample import RankPhases, Sample, StepPhases
 
 MIN_SPAN = 0.1  # seconds: NVML's energy counter is not meaningful over shorter windows
@@ -45,6 +50,7 @@ class EnergyAccount:
     steps: int
     examples: int | None  # None when some training span had no example count
     points: tuple[EnergyPoint, ...] = field(default=())
+    gpu_scope: str = ""  # which GPUs' energy is counted, and how they were found
 
     @property
     def known(self) -> bool:
@@ -81,6 +87,7 @@ class EnergyAccount:
         per_ex = self.per_example
         return {
             "joules": {k: round(v, 3) for k, v in sorted(self.joules.items())},
+            "gpu_scope": self.gpu_scope,
             "unknown": dict(self.unknown),
             "measured_seconds": round(self.seconds, 3),
             "training_joules": round(self.training_joules, 3) if self.known else None,
@@ -99,11 +106,35 @@ class EnergyAccount:
         }
 
 
-def _energy(sample: Sample) -> tuple[dict[str, float], dict[str, str]]:
+def _scope(sample: Sample, uuid_of: dict[str, str], last: JobGpus | None) -> JobGpus | None:
+    """The job's GPUs as this sample tells (the ranks' UUIDs, the process lists), else the last answer."""
+    devs = sorted({r.device for r in sample.readings if r.resource == "gpu_compute"})
+    if not devs:
+        return last
+    if sample.ranks:
+        named = {r.identity.rank: [r.identity.gpu, *(r.phases.facts.get("cuda_uuids") or ())] for r in sample.ranks}
+    elif sample.phases is not None:
+        named = {0: list(sample.phases.facts.get("cuda_uuids") or ())}
+    else:
+        named = {}
+    device = str((sample.phases.facts.get("device") if sample.phases is not None else None) or "")
+    seen = {
+        r.device: r.value
+        for r in sample.readings
+        if r.resource == "gpu_compute" and r.metric == "job_process" and r.value is not None
+    }
+    got = job_gpus(devs, uuid_of, named, seen, device)
+    return last if not got.known and last is not None and last.known else got
+
+
+def _energy(sample: Sample, scope: JobGpus | None) -> tuple[dict[str, float], dict[str, str]]:
     known, unknown = {}, {}
+    mine = None if scope is None or not scope.known else set(scope.devices)
     for r in sample.readings:
         if r.metric != "energy" or r.unit != "J" or r.resource not in DOMAINS:
             continue
+        if r.resource == "gpu_compute" and mine is not None and r.device not in mine:
+            continue  # another tenant's GPU (or a CPU job's node): not the job's energy
         key = f"{DOMAINS[r.resource]}:{r.device}"
         if r.value is None:
             unknown[key] = r.note or "unknown"
@@ -128,7 +159,11 @@ def job_steps(sample: Sample) -> int:
 class EnergyMeter:
     """A sink: feed it every sample in order; ``account()`` says what was measured so far."""
 
-    def __init__(self, max_points: int = 20000) -> None:
+    def __init__(self, max_points: int = 20000, gpu_uuids: dict[str, str] | None = None) -> None:
+        """``gpu_uuids``: GPU unit -> NVML UUID (``PeakTable.gpu_uuids()``), to match the GPUs the
+        ranks name; without it only NVML's process lists tell the job's GPUs."""
+        self._uuid_of = dict(gpu_uuids or {})
+        self._scope: JobGpus | None = None
         self._lock = threading.Lock()
         self._start: tuple[float, dict[str, float]] | None = None
         self._steps = 0
@@ -142,7 +177,9 @@ class EnergyMeter:
         self._points: deque[EnergyPoint] = deque(maxlen=max_points)
 
     def __call__(self, sample: Sample) -> None:
-        known, unknown = _energy(sample)
+        with self._lock:
+            self._scope = _scope(sample, self._uuid_of, self._scope)
+        known, unknown = _energy(sample, self._scope)
         with self._lock:
             for k, why in unknown.items():
                 if k not in self._joules:
@@ -187,7 +224,16 @@ class EnergyMeter:
                 self._total_steps,
                 self._total_examples if self._total_steps else None,
                 tuple(self._points),
+                self._scope_text(),
             )
+
+    def _scope_text(self) -> str:
+        s = self._scope
+        if s is None:
+            return ""
+        if s.known:
+            return f"the job's GPUs: {', '.join(s.devices)} ({s.note})" if s.devices else f"no GPU ({s.note})"
+        return f"every GPU counted: {s.note}"
 
 
 class EnergyCollector:

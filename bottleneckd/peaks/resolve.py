@@ -10,7 +10,9 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from bottleneckd.hardware.detect.machine import GpuInfo, Machine
+from bottleneckd.hardware.detect.machine import Machine
+from bottleneckd.hardware.detect.types import GpuInfo
+from bottleneckd.model.identity import gpu_key
 from bottleneckd.model.resources import CAPACITY_RESOURCES, RESOURCES
 from bottleneckd.peaks.catalog import Catalog, DeviceSpec
 from bottleneckd.peaks.profile import Profile
@@ -30,6 +32,8 @@ class ResolvedPeak:
     source: str  # where the figure came from, or why it is unknown
     catalog_value: float | None = None
     uuid: str | None = None  # a GPU's identity (NVML UUID), for GPU rows
+    #: for a link: "both" (the figure counts both directions together), "per direction", or "" (not said)
+    direction: str = ""
 
     @property
     def known(self) -> bool:
@@ -55,6 +59,10 @@ class PeakTable:
     def value(self, resource: str, device: str, metric: str | None = None) -> float | None:
         p = self.get(resource, device, metric)
         return None if p is None else p.value
+
+    def gpu_uuids(self) -> dict[str, str]:
+        """GPU unit -> its NVML UUID (from the GPU rows that carry one)."""
+        return {p.device: p.uuid for p in self.for_resource("gpu_compute") if p.uuid}
 
     def fastest_compute_madd(self) -> float | None:
         """The fastest compute peak on the machine, in multiply-adds per second."""
@@ -105,11 +113,21 @@ def _with_catalog(calibrated: ResolvedPeak | None, fallback: ResolvedPeak) -> Re
 def _gpu_calibrated(
     profile: Profile | None, g: GpuInfo, resource: str, metric: str | None = None
 ) -> ResolvedPeak | None:
-    """A measurement of this GPU: keyed by its UUID (CUDA's and NVML's indexes differ)."""
-    if g.uuid is None:
+    """A measurement of this GPU: keyed by its UUID (CUDA's and NVML's indexes differ), whatever
+    its prefix: ``calibrate`` writes ``GPU-<uuid>`` from CUDA's UUID, NVML names a MIG slice
+    ``MIG-<uuid>``."""
+    if g.uuid is None or profile is None:
         return None
-    m = _calibrated(profile, resource, g.uuid, metric)
-    return None if m is None else ResolvedPeak(**{**asdict(m), "device": g.device})
+    key = gpu_key(g.uuid)
+    named = {m.device for m in profile.measurements if m.resource == resource and gpu_key(m.device) == key}
+    best = max(
+        (m for d in named if (m := profile.best(resource, d, metric)) is not None), key=lambda m: m.value, default=None
+    )
+    if best is None:
+        return None
+    return ResolvedPeak(
+        resource, g.device, best.metric, best.value, best.unit, "calibrated", f"measured here: {best.method}"
+    )
 
 
 #: the compute figures of a GPU: (catalog metric, calibration metric)
@@ -212,6 +230,7 @@ def _one_gpu_peaks(machine: Machine, g: GpuInfo, catalog: Catalog, profile: Prof
             "detected",
             f"{g.nvlink_active_links} active NVLink links (NVML) x per-link figure of {spec.name}: {nvl.source}",
             nvl.value,
+            direction=nvl.direction,
         )  # type: ignore[union-attr]
     elif not multi:
         fb = ResolvedPeak(
@@ -232,6 +251,7 @@ def _one_gpu_peaks(machine: Machine, g: GpuInfo, catalog: Catalog, profile: Prof
             "B/s",
             "detected",
             "no active NVLink: peer traffic crosses PCIe; " + pcie.source,
+            direction="per direction",
         )
     else:
         fb = ResolvedPeak(
@@ -243,7 +263,8 @@ def _one_gpu_peaks(machine: Machine, g: GpuInfo, catalog: Catalog, profile: Prof
             "unknown",
             "NVLink state not readable and no catalog figure",
         )
-    out.append(_with_catalog(cal, fb))
+    # a calibrated peer copy moves bytes one way: its figure is per direction
+    out.append(replace(_with_catalog(cal, fb), direction="per direction") if cal is not None else fb)
     return out
 
 

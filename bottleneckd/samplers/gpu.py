@@ -1,30 +1,38 @@
 """GPU sampler: compute, memory, memory bandwidth, PCIe and NVLink, power and clocks (NVML).
 
-One read per field per GPU per tick. On GPUs with GPM (Hopper and later) SM activity, tensor
-activity, the non-tensor FP32/FP16/FP64/integer pipes and DRAM bandwidth utilization come from
-GPM; elsewhere they are unknown (the NVML "GPU utilization" is a busy-time fraction and is
-reported under its own name). GPM's DRAM figure is a percentage of the *theoretical* peak
-(nvml.h), so bytes/s are that times the catalog figure, not a calibrated one. A lost GPU (also
-one lost before the sampler started) is marked down, its series dropped, and the others go on.
+One read per field per GPU per tick; the GPUs are read concurrently (one worker per GPU, up to
+``MAX_WORKERS``), so a tick costs the slowest GPU's reads rather than their sum: without GPM or
+the driver's PCIe byte counters each PCIe throughput read blocks for NVML's 20 ms window, twice
+per GPU (160 ms of every tick on 4 GPUs read one after another, 320 ms on 8). The readings
+themselves are built in ``gpu_fields.py``: activity from GPM (Hopper and later), else from a
+dcgm-exporter's profiling fields (``dcgm.py``), else unknown with the reason. A lost GPU (also one
+lost before the sampler started) is marked down, its series dropped, and the others go on.
 
 Which GPUs are the job's: every tenth tick, with the process lists, whether a process of the job's
-tree runs on each GPU; ``job_process`` (1 or 0) repeats that answer on every tick, so every
-window has it, and the rules decide on the job's GPUs only.
+tree runs on each GPU; ``job_process`` repeats that answer on every tick (1: a job process is
+listed there; 0: none is, and every PID NVML lists is one we can see, so the answer means what
+it says; unknown when NVML lists PIDs of another PID namespace, where absence proves nothing).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+import os
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from bottleneckd.hardware import nvml as nv
 from bottleneckd.hardware.detect.gpus import resolve_backend
+from bottleneckd.model.identity import gpu_key
 from bottleneckd.model.sample import Reading, utilization
 from bottleneckd.peaks.resolve import PeakTable
+from bottleneckd.samplers import gpu_fields as f
 from bottleneckd.samplers.base import Rates
+from bottleneckd.samplers.dcgm import DcgmSource, Key
 from bottleneckd.samplers.process_tree import ProcessTree
 
 log = logging.getLogger(__name__)
+MAX_WORKERS = 16  # GPUs read at once; a node has at most 8-16 GPUs (or 56 MIG slices, then in turns)
+FOREIGN_PIDS = "NVML lists processes of another PID namespace: whether the job runs here is unknown"
 
 
 class GpuSampler:
@@ -36,6 +44,8 @@ class GpuSampler:
         backend: nv.NvmlBackend | None | str = "auto",
         process_every: int = 10,
         tree: ProcessTree | None = None,
+        dcgm: DcgmSource | str | None = None,
+        proc_root: str = "/proc",
     ) -> None:
         self._why: dict[str, str] = {}
         self._nv = resolve_backend(backend, self._why)
@@ -43,17 +53,37 @@ class GpuSampler:
         self._rates = Rates()
         self._down: set[int] = set()
         self._gpm: dict[int, bool] = {}
-        for i in range(self._nv.device_count() if self._nv else 0):
+        self._keys: dict[int, Key | None] = {}
+        n = self._nv.device_count() if self._nv else 0
+        for i in range(n):
             try:
                 self._gpm[i] = self._nv.gpm_supported(i)  # type: ignore[union-attr]
+                self._keys[i] = self._dcgm_key(i)
             except nv.GpuLostError as e:  # lost before we started: down from the first tick
                 log.error("%s; it is reported down", e)
                 self._down.add(i)
+        # a dcgm-exporter matters only for GPUs without GPM
+        need = any(not self._gpm.get(i, True) for i in range(n))
+        if isinstance(dcgm, DcgmSource):
+            self._dcgm = dcgm
+        elif need:
+            self._dcgm = DcgmSource.configured(dcgm)
+        else:
+            self._dcgm = DcgmSource(None, "every GPU has GPM")
         self._tree = tree
-        self._job_gpu: dict[int, bool] = {}  # unit -> a job process runs there (last process-list read)
+        self._proc = proc_root
+        self._job_gpu: dict[int, float | None] = {}  # unit -> 1/0/None (unknown): the last process-list read
         self._process_every = process_every
         self._tick = 0
         self._link: dict[int, tuple[int | None, int | None]] = {}
+        self._pool = ThreadPoolExecutor(min(MAX_WORKERS, n), "bottleneckd-gpu") if n > 1 else None
+
+    def _dcgm_key(self, i: int) -> Key | None:
+        mig = self._nv.mig_instance(i)  # type: ignore[union-attr]
+        if mig is not None:
+            return gpu_key(mig[0]), mig[1]
+        u = self._nv.uuid(i)  # type: ignore[union-attr]
+        return (gpu_key(u), None) if u else None
 
     def available(self) -> tuple[bool, str]:
         if self._nv is None:
@@ -65,121 +95,65 @@ class GpuSampler:
     def sample(self) -> list[Reading]:
         if self._nv is None:
             return []
-        out: list[Reading] = []
         self._tick += 1
         refresh = (self._tick - 1) % self._process_every == 0  # process lists and PCIe links: every 10th tick
         job = {p.pid for p in self._tree.members()} if self._tree is not None and refresh else None
-        for i in range(self._nv.device_count()):
-            dev = self._nv.label(i)
-            if i in self._down:
-                out.append(Reading("gpu_compute", dev, "up", 0.0, "bool"))
-                continue
-            try:
-                out += self._one(i, dev, refresh, job)
-                out.append(Reading("gpu_compute", dev, "up", 1.0, "bool"))
-            except nv.GpuLostError as e:
-                log.error("%s; its series are dropped, sampling goes on", e)
-                self._down.add(i)
-                out = [r for r in out if r.device != dev]
-                out.append(Reading("gpu_compute", dev, "up", 0.0, "bool"))
-        return out
+        units = range(self._nv.device_count())
+        dcgm: Future = Future()
+        if self._dcgm.url is not None and self._pool is not None:
+            dcgm = self._pool.submit(self._dcgm.read)  # read beside NVML, not after it
+        else:
+            dcgm.set_result(self._dcgm.read())
+        if self._pool is None:
+            results = [self._unit(i, refresh, job, dcgm) for i in units]
+        else:
+            results = list(self._pool.map(lambda i: self._unit(i, refresh, job, dcgm), units))
+        return [r for part in results for r in part]
 
-    def _one(self, i: int, dev: str, refresh: bool, job: set[int] | None) -> list[Reading]:
+    def _unit(self, i: int, refresh: bool, job: set[int] | None, dcgm: Future) -> list[Reading]:
+        dev = self._nv.label(i)  # type: ignore[union-attr]
+        if i in self._down:
+            return [Reading("gpu_compute", dev, "up", 0.0, "bool")]
+        try:
+            return self._one(i, dev, refresh, job, dcgm) + [Reading("gpu_compute", dev, "up", 1.0, "bool")]
+        except nv.GpuLostError as e:
+            log.error("%s; its series are dropped, sampling goes on", e)
+            self._down.add(i)
+            return [Reading("gpu_compute", dev, "up", 0.0, "bool")]
+
+    def _one(self, i: int, dev: str, refresh: bool, job: set[int] | None, dcgm: Future) -> list[Reading]:
         """Every reading of unit ``i``; ``refresh``: read the process lists and the PCIe link too,
         ``job``: the job's PIDs, to say whether it runs on this unit."""
-        gpm = self._nv.gpm_metrics(i) if self._gpm.get(i) else None  # type: ignore[union-attr]
+        n = self._nv
+        assert n is not None
+        util = n.utilization(i)
+        gpm = n.gpm_metrics(i) if self._gpm.get(i) else None
+        out = self._memory(i, dev, refresh, job) + self._links(i, dev, gpm, refresh)
+        out += f.power_readings(
+            dev, n.power_watts(i), n.energy_joules(i), n.clocks_mhz(i), n.max_clocks_mhz(i), n.clock_event_reasons(i)
+        )
         no_gpm = (
             "GPM not supported on this GPU (Hopper or later needed)" if not self._gpm.get(i) else "first GPM interval"
         )
-        return (
-            self._compute(i, dev, gpm, no_gpm)
-            + self._memory(i, dev, gpm, no_gpm, refresh, job)
-            + self._links(i, dev, gpm, refresh)
-            + self._power_clocks(i, dev)
-        )
-
-    def _compute(self, i: int, dev: str, gpm: dict[int, float | None] | None, no_gpm: str) -> list[Reading]:
-        n = self._nv
-        assert n is not None
-        out: list[Reading] = []
-        util = n.utilization(i)
-        out.append(
-            Reading(
-                "gpu_compute",
-                dev,
-                "busy_fraction",
-                None if util is None else util[0] / 100,
-                "ratio",
-                "" if util else "NVML utilization not supported",
-            )
-        )
-        g = _gpm_reader(gpm)
-        for metric, gid in (
-            ("sm_activity", nv.GPM_SM_UTIL),
-            ("sm_occupancy", nv.GPM_SM_OCCUPANCY),
-            ("tensor_activity", nv.GPM_ANY_TENSOR_UTIL),
-            ("fp32_activity", nv.GPM_FP32_UTIL),
-            ("fp16_activity", nv.GPM_FP16_UTIL),
-            ("fp64_activity", nv.GPM_FP64_UTIL),
-            ("integer_activity", nv.GPM_INTEGER_UTIL),
-        ):
-            v = g(gid)
-            out.append(
-                Reading(
-                    "gpu_compute", dev, metric, None if v is None else v / 100, "ratio", "" if v is not None else no_gpm
-                )
-            )
-        sm = g(nv.GPM_SM_UTIL)
-        out.append(
-            Reading(
-                "gpu_compute",
-                dev,
-                "utilization",
-                None if sm is None else sm / 100,
-                "ratio",
-                "" if sm is not None else f"SM activity unknown ({no_gpm}); busy_fraction is a time fraction, not load",
-            )
-        )
+        key = self._keys.get(i)
+        if self._gpm.get(i):  # a GPM GPU in its first interval: DCGM is not consulted for it
+            act, source, why = f.activity(gpm, None, no_gpm, "")
+            why = no_gpm if gpm is None else why
+        else:
+            rows = dcgm.result()
+            no_dcgm = self._dcgm.why or ("this GPU is not on the dcgm-exporter's page" if key not in rows else "")
+            act, source, why = f.activity(None, rows.get(key) if key else None, no_gpm, no_dcgm)
+        out += f.compute_readings(dev, util, act, source, why)
+        out += f.dram_readings(dev, act.get("dram_activity"), self._peaks, why)
         return out
 
-    def _memory(
-        self, i: int, dev: str, gpm: dict[int, float | None] | None, no_gpm: str, refresh: bool, job: set[int] | None
-    ) -> list[Reading]:
-        """DRAM bandwidth (GPM), memory in use, and (on ``refresh``) each process's memory and
-        whether one of the job's processes runs here."""
+    def _memory(self, i: int, dev: str, refresh: bool, job: set[int] | None) -> list[Reading]:
+        """Memory in use, and (on ``refresh``) each process's memory and whether one of the job's
+        processes runs here."""
         n = self._nv
         assert n is not None
-        out: list[Reading] = []
-        dram = _gpm_reader(gpm)(nv.GPM_DRAM_BW_UTIL)
-        bw = self._peaks.get("gpu_memory_bandwidth", dev)
-        theoretical = None if bw is None else (bw.catalog_value if bw.origin == "calibrated" else bw.value)
-        if dram is None:
-            out += utilization(
-                "gpu_memory_bandwidth",
-                dev,
-                None,
-                bw.value if bw else None,
-                "B/s",
-                f"DRAM bandwidth needs GPM ({no_gpm})",
-            )
-        else:  # GPM's percentage is of the theoretical peak: that is the utilization, and bytes are relative to it
-            out.append(Reading("gpu_memory_bandwidth", dev, "utilization", dram / 100, "ratio"))
-            out.append(
-                Reading(
-                    "gpu_memory_bandwidth",
-                    dev,
-                    "throughput",
-                    None if theoretical is None else dram / 100 * theoretical,
-                    "B/s",
-                    "" if theoretical is not None else "no theoretical DRAM bandwidth for this GPU in the catalog",
-                )
-            )
-            out.append(
-                Reading("gpu_memory_bandwidth", dev, "peak", theoretical, "B/s", "" if theoretical else "unknown")
-            )
-
         mem = n.memory(i)
-        out += utilization(
+        out = utilization(
             "gpu_memory",
             dev,
             None if mem is None else float(mem[1]),
@@ -194,94 +168,45 @@ class GpuSampler:
                     if b is not None:
                         out.append(Reading("gpu_memory", dev, f"process_bytes:{pid}", float(b), "B"))
                 if job is not None:
-                    self._job_gpu[i] = bool(job & set(procs))
+                    self._job_gpu[i] = self._job_here(job, set(procs))
         if i in self._job_gpu:
-            out.append(Reading("gpu_compute", dev, "job_process", 1.0 if self._job_gpu[i] else 0.0, "bool"))
+            v = self._job_gpu[i]
+            out.append(Reading("gpu_compute", dev, "job_process", v, "bool", "" if v is not None else FOREIGN_PIDS))
         return out
+
+    def _job_here(self, job: set[int], listed: set[int]) -> float | None:
+        """1: a job process is listed; 0: none is and every listed PID is visible to us; None: NVML
+        lists PIDs we cannot see (another PID namespace), so the job's absence is not shown."""
+        if job & listed:
+            return 1.0
+        if all(os.path.exists(os.path.join(self._proc, str(pid))) for pid in listed):
+            return 0.0
+        return None
 
     def _links(self, i: int, dev: str, gpm: dict[int, float | None] | None, refresh: bool) -> list[Reading]:
         """PCIe (throughput, and the link read on ``refresh``) and NVLink."""
         n, p = self._nv, self._peaks
         assert n is not None
-        out: list[Reading] = []
-        g = _gpm_reader(gpm)
-        # PCIe: GPM rates when present (no blocking), else the 20 ms-window NVML counter
+        g = f.gpm_reader(gpm)
+        # PCIe: GPM rates when present (no blocking), else the backend's counters or 20 ms window
         if gpm is not None and g(nv.GPM_PCIE_TX_PER_SEC) is not None:
             tx, rx = g(nv.GPM_PCIE_TX_PER_SEC) * 1048576, (g(nv.GPM_PCIE_RX_PER_SEC) or 0.0) * 1048576  # type: ignore[operator]
             pcie: tuple[float, float] | None = (tx, rx)
         else:
             pcie = n.pcie_throughput(i)
-        pcie_peak = p.value("cpu_gpu_interconnect", dev)
-        out += utilization(
-            "cpu_gpu_interconnect",
-            dev,
-            None if pcie is None else max(pcie),
-            pcie_peak,
-            "B/s",
-            "PCIe throughput not supported",
-        )
-        if pcie is not None:
-            out += [
-                Reading("cpu_gpu_interconnect", dev, "tx_bytes_per_second", pcie[0], "B/s"),
-                Reading("cpu_gpu_interconnect", dev, "rx_bytes_per_second", pcie[1], "B/s"),
-            ]
+        out = f.pcie_readings(dev, pcie, p.value("cpu_gpu_interconnect", dev))
         if refresh or i not in self._link:  # the link changes rarely
             self._link[i] = n.pcie_current_link(i)
-        gen, width = self._link[i]
-        no_link = "not reported for this device (a MIG slice, or not supported)"
-        out += [
-            Reading(
-                "cpu_gpu_interconnect",
-                dev,
-                "link_generation",
-                None if gen is None else float(gen),
-                "gen",
-                "" if gen is not None else no_link,
-            ),
-            Reading(
-                "cpu_gpu_interconnect",
-                dev,
-                "link_width",
-                None if width is None else float(width),
-                "lanes",
-                "" if width is not None else no_link,
-            ),
-        ]
-
+        out += f.link_readings(dev, *self._link[i])
         nvl = n.nvlink_data_bytes(i)
-        nvl_peak = p.value("inter_gpu_interconnect", dev)
         if nvl is not None:
-            tx_r, rx_r = self._rates.rate(f"{i}.nvl.tx", nvl[0]), self._rates.rate(f"{i}.nvl.rx", nvl[1])
-            total = None if tx_r is None or rx_r is None else tx_r + rx_r
-            out += utilization("inter_gpu_interconnect", dev, total, nvl_peak, "B/s", "first interval")
+            out += f.nvlink_readings(
+                dev, self._rates.rate(f"{i}.nvl.tx", nvl[0]), self._rates.rate(f"{i}.nvl.rx", nvl[1]), p
+            )
         elif g(nv.GPM_NVLINK_TOTAL_TX_PER_SEC) is not None:
-            total = ((g(nv.GPM_NVLINK_TOTAL_TX_PER_SEC) or 0) + (g(nv.GPM_NVLINK_TOTAL_RX_PER_SEC) or 0)) * 1048576
-            out += utilization("inter_gpu_interconnect", dev, total, nvl_peak, "B/s")
+            tx_g = (g(nv.GPM_NVLINK_TOTAL_TX_PER_SEC) or 0.0) * 1048576
+            rx_g = (g(nv.GPM_NVLINK_TOTAL_RX_PER_SEC) or 0.0) * 1048576
+            out += f.nvlink_readings(dev, tx_g, rx_g, p)
         else:
-            out += utilization("inter_gpu_interconnect", dev, None, nvl_peak, "B/s", "no active NVLink on this GPU")
+            out += f.nvlink_readings(dev, None, None, p, "no active NVLink on this GPU")
         return out
-
-    def _power_clocks(self, i: int, dev: str) -> list[Reading]:
-        n = self._nv
-        assert n is not None
-        out: list[Reading] = []
-        power = n.power_watts(i)
-        out.append(Reading("gpu_compute", dev, "power", power, "W", "" if power is not None else "not supported"))
-        energy = n.energy_joules(i)
-        if energy is not None:
-            out.append(Reading("gpu_compute", dev, "energy", energy, "J"))
-        clocks, maxc = n.clocks_mhz(i), n.max_clocks_mhz(i)
-        if clocks is not None:
-            out.append(Reading("gpu_compute", dev, "sm_clock", float(clocks[0]), "MHz"))
-            if maxc:
-                out.append(Reading("gpu_compute", dev, "sm_clock_ratio", clocks[0] / maxc[0], "ratio"))
-        reasons = n.clock_event_reasons(i)
-        if reasons is not None:
-            for bit, label in nv.CLOCK_EVENT_REASONS.items():
-                out.append(Reading("gpu_compute", dev, f"throttle:{label}", 1.0 if reasons & bit else 0.0, "bool"))
-        return out
-
-
-def _gpm_reader(gpm: dict[int, float | None] | None) -> Callable[[int], float | None]:
-    """A GPM metric by id from this tick's sample: None when there is no sample or no such metric."""
-    return lambda metric: None if gpm is None else gpm.get(metric)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 
 import psutil
 
@@ -42,12 +41,6 @@ HELPER_WORDS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver"
 WAITER_CORES = 0.05
 WAITER_RATIO = 5.0
 WAITER_TICKS = 2
-
-
-@dataclass(frozen=True)
-class Member:
-    pid: int
-    role: str
 
 
 def _cmdline(p: psutil.Process) -> list[str]:
@@ -172,11 +165,18 @@ class ProcessTree:
                 rate[pid] = max(0.0, (c - prev[1]) / (now - prev[0]))
         self._cpu, self._rate = cur, rate
 
-    def _spawner_waits(self, p: psutil.Process, kids: list[psutil.Process]) -> bool:
+    def _spawner_waits(
+        self, p: psutil.Process, kids: list[psutil.Process], kids_of: dict[int, list[psutil.Process]] | None = None
+    ) -> bool:
         """``torch.multiprocessing.spawn``: the parent joins two or more spawned children and asks
         next to nothing of the CPU while they work (a spawn-context DataLoader's parent trains
-        itself). Rates are CPU used plus run-queue wait, so a contended machine does not hide it."""
+        itself). The same for a script that starts its ranks through a shell (``sh -c 'python r0 &
+        python r1 & wait'``): the shell's Python children count as its own. Rates are CPU used plus
+        run-queue wait, so a contended machine does not hide it."""
         sp = spawned(kids)
+        for k in kids:  # ranks started through a shell or another launcher the script runs
+            if names_launcher(_cmdline(k)):
+                sp += [g for g in (kids_of or {}).get(k.pid, []) if "python" in " ".join(_cmdline(g)[:1])]
         mine = self._rate.get(p.pid)
         theirs = max((self._rate.get(k.pid, 0.0) for k in sp), default=0.0)
         waits = len(sp) >= 2 and mine is not None and mine < WAITER_CORES and theirs > WAITER_RATIO * max(mine, 0.01)
@@ -202,7 +202,7 @@ class ProcessTree:
             elif old.get(p.pid) == LAUNCHER or parent == LAUNCHER and is_helper(_cmdline(p)):
                 role = LAUNCHER  # a launcher stays one; multiprocessing's helpers belong to it
             else:
-                role = LAUNCHER if is_launcher(p, mine) or self._spawner_waits(p, mine) else RANK
+                role = LAUNCHER if is_launcher(p, mine) or self._spawner_waits(p, mine, kids) else RANK
             roles[p.pid] = role
             for k in kids.get(p.pid, []):
                 walk(k, role)
@@ -213,5 +213,26 @@ class ProcessTree:
         return roles
 
 
-def members_with_roles(tree: ProcessTree) -> list[Member]:
-    return [Member(p.pid, tree.role(p.pid)) for p in tree.members()]
+#: the process name torch gives its DataLoader workers (torch/utils/data/_utils/worker.py, prctl)
+WORKER_NAME = "pt_data_worker"
+
+
+def loader_workers(pid: int) -> list[int]:
+    """The DataLoader workers of the training process: its children torch named ``pt_data_worker``,
+    else its Python children, helpers (multiprocessing's resource tracker, forkserver) left out. A
+    dump is counted only if its stack is a worker's (``worker_frames``)."""
+    try:
+        kids = psutil.Process(pid).children()
+    except psutil.Error:
+        return []
+    named, python = [], []
+    for k in kids:
+        try:
+            name, cmd = k.name().lower(), k.cmdline()
+            if name == WORKER_NAME:
+                named.append(k.pid)
+            elif ("python" in name or (cmd and "python" in os.path.basename(cmd[0]))) and not is_helper(cmd):
+                python.append(k.pid)
+        except psutil.Error:
+            continue
+    return sorted(named or python)  # torch names its workers; an older one leaves them "python"

@@ -174,3 +174,17 @@ def wrappers(frames: list[dict]) -> set[str]:
         path = (f.get("filename") or f.get("short_filename") or "").replace("\\", "/")
         out.update(fact for needle, fact in WRAPPERS if needle in path)
     return out
+
+
+#: the DataLoader worker's loop: frames outside it are the parent's, copied by fork
+WORKER_LOOP = "torch/utils/data/_utils/worker"
+
+
+def worker_frames(frames: list[dict]) -> list[dict] | None:
+    """A worker's frames inside its loop (innermost first): a forked worker's stack still holds the
+    training loop that started it below ``_worker_loop``, which is not what the worker runs. None
+    when the stack is not a DataLoader worker's (a rank of a launcher, another helper)."""
+    for k, f in enumerate(frames):
+        if WORKER_LOOP in (f.get("filename") or "").replace("\\", "/"):
+            return frames[:k]
+    return None

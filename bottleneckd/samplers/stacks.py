@@ -3,6 +3,11 @@
 Each dump's training thread is read by ``stack_frames`` (the stage of the step its whole stack is
 in); counts over an interval become step phases, so attach-mode jobs go through the same rules as
 hooked ones. A launcher that only waits is followed to the rank that trains.
+
+Each stack is also counted by the user's own innermost frame (``code_sites``): under ``attach``
+and under ``run`` (where the hook's timings give the phases) that names the code the bottleneck's
+stage runs. The training process's DataLoader workers are dumped too, one per sample in turn
+(py-spy's ``--subprocesses`` is not available with ``--json``): the data stage's code runs there.
 """
 
 from __future__ import annotations
@@ -18,9 +23,18 @@ from collections import Counter, deque
 
 import psutil
 
+from bottleneckd.model.code import MAIN, WORKER, StackCounts
 from bottleneckd.model.sample import StepPhases
-from bottleneckd.samplers.process_tree import LAUNCHER, RANK, ProcessTree
-from bottleneckd.samplers.stack_frames import STARTUP, classify_frames, op_intensity, thread_idle, wrappers
+from bottleneckd.samplers.code_sites import StackTally, user_site
+from bottleneckd.samplers.process_tree import LAUNCHER, RANK, ProcessTree, loader_workers
+from bottleneckd.samplers.stack_frames import (
+    STARTUP,
+    classify_frames,
+    op_intensity,
+    thread_idle,
+    worker_frames,
+    wrappers,
+)
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +55,9 @@ def find_py_spy() -> str | None:
 CHECK_TRIES = 3
 #: recent "other" stack samples whose idle flag makes the ``other_idle_share`` fact
 IDLE_MEMORY = 60
+#: dumps between two looks for the training process's DataLoader workers (they start at each
+#: epoch unless persistent: a look every few seconds at 1-2 Hz follows them)
+WORKER_LOOK_EVERY = 5
 
 
 def main_thread(dump: list[dict], pid: int) -> dict | None:
@@ -100,7 +117,11 @@ def training_process(pid: int, frames: list[dict], idle: bool = False) -> int:
 
 
 class StackSampler:
-    def __init__(self, pid: int, rate_hz: float = 2.0, py_spy: str | None = None) -> None:
+    def __init__(
+        self, pid: int, rate_hz: float = 2.0, py_spy: str | None = None, workers: bool = True, main: bool = True
+    ) -> None:
+        """``main``: dump the training process's main thread (phases and code); ``workers``: its
+        DataLoader workers in turn (code of the data stage)."""
         self.pid = pid
         self.target = pid
         self.interval = 1.0 / rate_hz
@@ -108,6 +129,8 @@ class StackSampler:
         self._counts: Counter[str] = Counter()
         self._ops: Counter[str] = Counter()
         self._idle: deque[bool] = deque(maxlen=IDLE_MEMORY)  # recent "other" samples: was the thread waiting?
+        #: recent forward/backward samples: was the thread waiting? (DDP on CPU: on the all-reduce)
+        self._compute_idle: deque[bool] = deque(maxlen=IDLE_MEMORY)
         self._n = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -117,6 +140,13 @@ class StackSampler:
         self._tree = ProcessTree(pid)
         self._dumps = 0
         self._wrappers: set[str] = set()  # data-parallel wrappers seen on any stack so far
+        #: stack samples by (phase, role, the user's innermost frame): the code each stage runs
+        self.tally = StackTally("py-spy", rate_hz)
+        self.sample_workers = workers
+        self.sample_main = main
+        self._workers: list[int] = []
+        self._next_worker = 0
+        self._not_workers: set[int] = set()  # children whose stack showed they are not loader workers (ranks)
 
     def dump(self, pid: int | None = None) -> list[dict] | None:
         assert self.exe is not None
@@ -166,39 +196,81 @@ class StackSampler:
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
             self._dumps += 1
-            if self._dumps % 3 == 1:
-                try:
-                    self._retarget()
-                except Exception:  # noqa: BLE001 - a process gone between calls: keep the current target
-                    pass
+            if self.sample_main:
+                self._sample_main()
+            if self.sample_workers:
+                self._sample_worker()
+
+    def _sample_main(self) -> None:
+        if self._dumps % 3 == 1:
             try:
-                d = self.dump()
-            except (RuntimeError, PermissionError, subprocess.TimeoutExpired, ValueError) as e:
-                self.error = str(e)
-                continue
-            t = main_thread(d or [], self.target)
-            if t is None:
-                continue
-            phase = classify_frames(t.get("frames", []))
-            idle = phase == "other" and thread_idle(t)
-            if (
-                idle and self._dumps % 4 == 2
-            ):  # a launcher waiting on its ranks (found late, or a rank restarted): follow it to one
-                new = training_process(self.target, t.get("frames", []), idle=True)
-                if new != self.target:
-                    self.target = new
-                    continue
-            op = op_intensity(t.get("frames", [])) if phase == "forward" else None
-            seen = wrappers(t.get("frames", []))
-            with self._lock:
-                if phase == "other":
-                    self._idle.append(idle)
-                self._wrappers |= seen
-                self._counts[phase] += 1
-                if op:
-                    self._ops[op] += 1
-                self._n += 1
-                self.samples_total += 1
+                self._retarget()
+            except Exception:  # noqa: BLE001 - a process gone between calls: keep the current target
+                pass
+        try:
+            d = self.dump()
+        except (RuntimeError, PermissionError, subprocess.TimeoutExpired, ValueError) as e:
+            self.error = str(e)
+            return
+        t = main_thread(d or [], self.target)
+        if t is None:
+            return
+        frames = t.get("frames", [])
+        phase = classify_frames(frames)
+        waits = thread_idle(t)
+        idle = phase == "other" and waits
+        if idle and self._dumps % 4 == 2:  # a launcher waiting on its ranks (found late, or a rank restarted)
+            new = training_process(self.target, frames, idle=True)
+            if new != self.target:
+                self.target = new  # follow it to one
+                return
+        if phase != STARTUP:
+            self.tally.add(phase, MAIN, user_site(frames))
+        op = op_intensity(frames) if phase == "forward" else None
+        seen = wrappers(frames)
+        with self._lock:
+            if phase == "other":
+                self._idle.append(idle)
+            elif phase in ("forward", "backward"):
+                self._compute_idle.append(waits)
+            self._wrappers |= seen
+            self._counts[phase] += 1
+            if op:
+                self._ops[op] += 1
+            self._n += 1
+            self.samples_total += 1
+
+    def _sample_worker(self) -> None:
+        """One DataLoader worker's stack, in turn: counted under the data stage when it runs code
+        (a worker waiting for its next index, with no frame of the user's, is not counted)."""
+        if not self._workers or self._dumps % WORKER_LOOK_EVERY == 1:  # until found, at every dump
+            self._workers = [p for p in loader_workers(self.target) if p not in self._not_workers]
+        if not self._workers:
+            return
+        pid = self._workers[self._next_worker % len(self._workers)]
+        self._next_worker += 1
+        try:
+            d = self.dump(pid)
+        except (RuntimeError, PermissionError, subprocess.TimeoutExpired, ValueError):
+            return  # a worker gone at the epoch's end: the next look finds the new ones
+        t = main_thread(d or [], pid)
+        if t is None:
+            return
+        frames = t.get("frames", [])
+        inside, phase = worker_frames(frames), classify_frames(frames)
+        if inside is None:  # not a DataLoader worker (a launcher's rank): not counted, not dumped again
+            if phase != STARTUP:  # a spawned worker still importing has no loop frame yet
+                self._not_workers.add(pid)
+                self._workers = [p for p in self._workers if p != pid]
+            return
+        site = user_site(inside)
+        if phase == STARTUP or (site is None and thread_idle(t)):
+            return
+        self.tally.add(phase, WORKER, site)
+
+    def drain_code(self) -> StackCounts | None:
+        """Stack samples by user code since the last drain."""
+        return self.tally.drain()
 
     def start(self) -> StackSampler:
         self._thread = threading.Thread(target=self._run, name="bottleneckd-py-spy", daemon=True)
@@ -212,6 +284,7 @@ class StackSampler:
                 return None
             n, counts, ops = self._n, dict(self._counts), dict(self._ops)  # ops: cumulative, a property of the code
             idle = list(self._idle)  # the last IDLE_MEMORY "other" samples, across drains
+            compute_idle = list(self._compute_idle)
             wrapped = set(self._wrappers)
             self._n, self._counts = 0, Counter()
         n -= counts.pop(STARTUP, 0)
@@ -224,6 +297,8 @@ class StackSampler:
             facts["low_intensity_op_share"] = ops.get("low", 0) / sum(ops.values())
         if len(idle) >= 3:
             facts["other_idle_share"] = sum(idle) / len(idle)
+        if len(compute_idle) >= 3:
+            facts["compute_idle_share"] = sum(compute_idle) / len(compute_idle)
         return StepPhases(n, n * self.interval, {k: v * self.interval for k, v in counts.items()}, facts)
 
     def stop(self) -> None:

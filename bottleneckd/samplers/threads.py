@@ -7,6 +7,11 @@ thread of a process is the thread whose id is the process id.
 On a shared machine a thread can want a full core and get a fifth of one: ``schedstat``'s second
 field is the time it spent runnable, waiting on a run queue (kernel Documentation/scheduler/
 sched-stats.rst). Running plus waiting is what the thread asks of the CPU, whatever else runs there.
+
+A thread's name (``comm``, the parenthesised field of its stat line) tells what it is: PyTorch's
+autograd engine runs each CUDA device's backward on a thread of its own named ``pt_autograd_<device>``
+(``Engine::thread_init`` in torch/csrc/autograd/engine.cpp), which launches backward's kernels while
+the main thread waits in ``backward()``.
 """
 
 from __future__ import annotations
@@ -26,6 +31,17 @@ class ThreadStat:
     state: str  # R running, S sleeping, D uninterruptible (disk) wait ...
     cpu_seconds: float
     wait_seconds: float | None = None  # runnable but not running (schedstat); None where not kept
+    name: str = ""  # the thread's comm (at most 15 characters): gloo's "pt_gloo_runloop", "gloo_tcp_loop" ...
+
+
+#: the name prefix of PyTorch's autograd device threads (torch/csrc/autograd/engine.cpp)
+AUTOGRAD_THREAD = "pt_autograd_"
+
+
+def parse_name(text: str) -> str:
+    """The comm of one /proc/.../stat line: between the first '(' and the last ')'."""
+    start, end = text.find("("), text.rfind(")")
+    return text[start + 1 : end] if 0 <= start < end else ""
 
 
 def parse_stat(text: str) -> tuple[str, float] | None:
@@ -48,7 +64,8 @@ def threads(pid: int, proc_root: str = "/proc") -> list[ThreadStat]:
         return out
     for t in tids:
         try:
-            parsed = parse_stat((base / t / "stat").read_text())
+            line = (base / t / "stat").read_text()
+            parsed = parse_stat(line)
         except (OSError, ValueError):
             continue
         if parsed is None:
@@ -59,7 +76,7 @@ def threads(pid: int, proc_root: str = "/proc") -> list[ThreadStat]:
             wait = int(f[1]) / 1e9 if len(f) >= 2 else None
         except (OSError, ValueError):
             pass
-        out.append(ThreadStat(pid, int(t), parsed[0], parsed[1], wait))
+        out.append(ThreadStat(pid, int(t), parsed[0], parsed[1], wait, parse_name(line)))
     return out
 
 

@@ -5,19 +5,38 @@ and reverted mitigation as an Event for the sidecar's trace and exporter."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TextIO
 
+from bottleneckd.diagnosis.step_inputs import StepInputs
 from bottleneckd.advice.knowledge import Mitigation
+from bottleneckd.advice.predict import Prediction, predict_hook, unknown
 from bottleneckd.advice.recommend import Recommendation
+from bottleneckd.model.facts import FactBoard
 from bottleneckd.model.hooks import HOOKS, Hook
 from bottleneckd.model.protocol import Event
 from bottleneckd.torch.epoch import InEffect
 from bottleneckd.torch.mitigations.engine import MitigationEngine
-from bottleneckd.torch.timing import CudaClock
+from bottleneckd.torch.timing import CudaClock, HostClock
+from bottleneckd.torch.transport import Transport
 from bottleneckd.torch.trials import Trial, Trials
 
-if TYPE_CHECKING:
-    from bottleneckd.torch.watch import Watcher
+
+class Watched(Protocol):
+    """What the control reads and sets of the watched loop (``torch/watch.py``'s ``Watcher``)."""
+
+    model: Any
+    optimizer: Any
+    facts: FactBoard
+    clock: HostClock | CudaClock
+    cuda_sample_every: int
+    steps: int
+    epoch: int
+    optimizer_calls: int
+    print_to: TextIO
+    transport: Transport
+
+    def drain(self) -> None: ...
+
 
 SEMANTICS = " This changes training semantics: check model quality (section 5 of the paper)."
 
@@ -44,7 +63,7 @@ def resolve(mitigation: Any, kwargs: dict[str, Any]) -> Any:
 
 
 class MitigationControl:
-    def __init__(self, w: Watcher, loader: Any) -> None:
+    def __init__(self, w: Watched, loader: Any) -> None:
         self._w = w
         self.engine = MitigationEngine(w.model, w.optimizer, loader, w.facts.__setitem__, w.facts.get)
         self.trials = Trials(self._decided, self._toggle)
@@ -73,6 +92,7 @@ class MitigationControl:
         mitigation = resolve(mitigation, kwargs)
         if w.model is None:
             raise ValueError("mitigations need the model: use watch(model, optimizer, loader)")
+        inputs = self._measured() if verify else None  # the window before it is applied
         w.drain()
         t = self.trials.start(
             mitigation.name,
@@ -86,12 +106,30 @@ class MitigationControl:
             epoch=w.epoch,
         )
         self.engine.apply(mitigation, w.steps, w.epoch, w.optimizer_calls)
+        if verify:
+            t.predicted = self._predict(mitigation, inputs)
         self.trials.begin(t)
         if verify and isinstance(w.clock, CudaClock):
             w.clock.every = 1  # time every step while the verdict is measured
         self._say(f"applied {mitigation.name}: {mitigation.note}.{SEMANTICS if t.changes_semantics else ''}")
         self._event("mitigation_applied", t, str(mitigation.note))
         return t
+
+    def _measured(self) -> StepInputs | None:
+        """The what-if inputs of the sidecar's latest window (None when it has none)."""
+        try:
+            doc = self._w.transport.report()
+        except Exception:  # noqa: BLE001 - no prediction, never a failed apply
+            return None
+        return StepInputs.from_json((doc or {}).get("whatif_inputs"))
+
+    def _predict(self, mitigation: Any, inputs: StepInputs | None) -> Prediction:
+        """The model's prediction for this mitigation with its own parameters, shown beside the
+        measured gain (``Trial.message``)."""
+        try:
+            return predict_hook(mitigation.name, hook_params(mitigation), inputs)
+        except Exception as e:  # noqa: BLE001 - a prediction that fails is unknown, never a failed apply
+            return unknown("none", f"{type(e).__name__}: {e}")
 
     def in_effect(self) -> tuple[InEffect, ...]:
         """The mitigations applied and not reverted, each with the step time before it."""
@@ -133,3 +171,18 @@ class MitigationControl:
 
     def _event(self, kind: str, t: Trial, note: str) -> None:
         self._w.transport.send(Event(kind, t.name, time.time(), bool(t.changes_semantics), note[:256]))
+
+
+def hook_params(m: Any) -> dict[str, Any]:
+    """A hook mitigation's parameters as the what-if models name them (after it was applied: the
+    DataLoader's new worker count is the one it set)."""
+    out: dict[str, Any] = {k: getattr(m, k) for k in ("factor", "k", "kind") if hasattr(m, k)}
+    if hasattr(m, "dtype"):
+        out["dtype"] = str(m.dtype).rsplit(".", 1)[-1]
+    loader = getattr(m, "_loader", None)
+    wanted = getattr(m, "wanted", None)
+    if isinstance(wanted, dict) and wanted.get("num_workers") is not None:
+        out["num_workers"] = wanted["num_workers"]
+    elif loader is not None and hasattr(loader, "num_workers"):
+        out["num_workers"] = loader.num_workers
+    return out

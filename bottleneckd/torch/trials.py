@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bottleneckd.advice.predict import Prediction
 from bottleneckd.compare.blocks import BlockVerdict, decide
 
 Steps = list[tuple[float, int]]  # (wall seconds, examples) per step
@@ -45,6 +46,8 @@ class Trial:
     #: mean wall time of the steps before it was applied (None: none timed yet)
     before_step_seconds: float | None = None
     epoch: int = 0  # epochs completed when it was applied
+    #: the speed-up the what-if model predicted from the window before it was applied (advice/predict.py)
+    predicted: Prediction | None = None
     _skip: int = 0
     _block: Steps = field(default_factory=list)
 
@@ -80,9 +83,10 @@ class Trial:
 
     @property
     def message(self) -> str:
+        pred = f"; {self.predicted.text()}" if self.predicted is not None else ""
         if self.verdict is None:
-            return f"{self.name}: not verified: {'kept' if self.kept is not False else 'reverted'}"
-        return f"{self.name}: {self.verdict.message}"
+            return f"{self.name}: not verified: {'kept' if self.kept is not False else 'reverted'}{pred}"
+        return f"{self.name}: {self.verdict.message}{pred}"
 
 
 def throughput(steps: Steps) -> float | None:

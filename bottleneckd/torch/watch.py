@@ -22,31 +22,38 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import torch
+from torch.autograd import profiler as _profiler
 
 from bottleneckd.model.facts import FactBoard
 from bottleneckd.model.protocol import StepReport
+from bottleneckd.model.throughput import measure, peak_of_report, tokens_per_example
 from bottleneckd.torch import cuda_graphs, probe
 from bottleneckd.torch.cadence import Cadence
 from bottleneckd.torch.closure import StepState, closure_notes, closure_of, with_timed_closure
 from bottleneckd.torch.collectives import rank_identity
 from bottleneckd.torch.control import MitigationControl
 from bottleneckd.torch.counting import RooflineCounting
+from bottleneckd.torch.cuda_memory import CudaMemory
 from bottleneckd.torch.epoch import EpochReport, render_epoch
 from bottleneckd.torch.hooks import install_hooks, remove_all
 from bottleneckd.torch.loader import InstrumentedLoader
 from bottleneckd.torch.mitigations.base import LoopEvent
-from bottleneckd.torch.phases import PhaseAccumulator
+from bottleneckd.torch.phases import PhaseAccumulator, PhaseTotals
+from bottleneckd.torch.ranges import PhaseRanges
 from bottleneckd.torch.registry import forget, replace_current
 from bottleneckd.torch.timing import CudaClock, HostClock
 from bottleneckd.torch.transport import make_transport
 from bottleneckd.torch.trials import Trial
 
 log = logging.getLogger("bottleneckd.torch")
+#: the dtypes of token ids (a model's integer input of shape batch x sequence): tokens/s counts them
+TOKEN_DTYPES = frozenset({torch.int64, torch.int32})
 _BEFORE_OPT, _STEP_END = LoopEvent.BEFORE_OPTIMIZER_STEP, LoopEvent.STEP_END
 _GRAPHS = cuda_graphs.STATE  # .capturing: the CUDA graph being captured (nothing is timed meanwhile)
 _Tensor = torch.Tensor
@@ -69,6 +76,7 @@ class Watcher:
         interval: float = 1.0,
         roofline_step: int | None = 3,
         cuda_sample_every: int = 8,
+        profiler_ranges: bool = True,
     ) -> None:
         replace_current(self)
         self.model, self.optimizer = model, optimizer
@@ -88,8 +96,10 @@ class Watcher:
             CudaClock(sample_every=cuda_sample_every) if self.device.type == "cuda" else HostClock()
         )
         self.facts = FactBoard({"device": self.device.type, "pid": os.getpid()})
+        self._tid = threading.get_native_id()  # the training thread: its run-queue wait goes in each report
         self._counting = RooflineCounting(roofline_step)
         self._counting.prepare(0, model)
+        self._cuda_memory = CudaMemory(self.device)  # the caching allocator's statistics, read per report
         self.transport = make_transport(socket_path, local_sampling, interval)
         self.steps = 0  # optimizer steps ended (micro-steps of accumulation not counted)
         self.optimizer_calls = 0
@@ -104,10 +114,15 @@ class Watcher:
         self._before_opt_subs = self._engine.listening[_BEFORE_OPT]
         self._step_end_subs = self._engine.listening[_STEP_END]
         self._phases = PhaseAccumulator(on_steps=self.trials.record_steps)
+        self._tok_sent = self._tok_epoch = (0, 0)  # token counts at the last report and epoch start
         self._handles: list[Any] = []
         #: facts kept up to date by others and read when reporting (DDP's communication averages,
         #: ddp_comm.py): computed once a report, not at every step
         self.fact_sources: dict[Any, Callable[[], Mapping[str, Any]]] = {}
+        # the phases as ranges in the user's profiler traces, only while one records (ranges.py)
+        self._ranges: PhaseRanges | None = (
+            PhaseRanges(self.device.type == "cuda", optimizer if hooks else None) if profiler_ranges else None
+        )
         self.graphs_kind: str | None = None  # CUDA graphs seen replayed: cuda_graphs.WHOLE / WITHIN
         if self.device.type == "cuda":
             cuda_graphs.register(self)
@@ -126,6 +141,8 @@ class Watcher:
                 if label == "forward_start":
                     self.forward_start(())
                 else:
+                    if self._ranges is not None and (_profiler._is_profiler_enabled or self._ranges.phase):
+                        self._ranges.at(label)
                     self.clock.mark(label)
             except Exception as e:  # noqa: BLE001 - our failure never breaks the step
                 self.disable(f"{type(e).__name__}: {e}")
@@ -142,6 +159,8 @@ class Watcher:
         if self.enabled and _GRAPHS.capturing is None:
             try:
                 self.clock.step_start()
+                if self._ranges is not None and (_profiler._is_profiler_enabled or self._ranges.phase):
+                    self._ranges.at("step_start")
             except Exception as e:  # noqa: BLE001 - our failure never breaks the step
                 self.disable(f"{type(e).__name__}: {e}")
 
@@ -150,6 +169,8 @@ class Watcher:
         if self.enabled and _GRAPHS.capturing is None:
             try:
                 self.clock.data_ready()
+                if self._ranges is not None and (_profiler._is_profiler_enabled or self._ranges.phase):
+                    self._ranges.at("data_ready")
             except Exception as e:  # noqa: BLE001
                 self.disable(f"{type(e).__name__}: {e}")
 
@@ -161,6 +182,8 @@ class Watcher:
                 self.clock.unmark("step_start")
                 self.clock.reset()
                 self.clock.mark("step_start")
+                if self._ranges is not None and (_profiler._is_profiler_enabled or self._ranges.phase):
+                    self._ranges.at("step_start")
             except Exception as e:  # noqa: BLE001
                 self.disable(f"{type(e).__name__}: {e}")
 
@@ -175,6 +198,8 @@ class Watcher:
             st.opt_depth = 0  # a forward outside any optimizer step: the last step raised before its end
         if not st.in_closure:
             self.clock.forward_start()
+            if self._ranges is not None and (_profiler._is_profiler_enabled or self._ranges.phase):
+                self._ranges.at("forward_start")
         if st.closure_calls > 1:
             return  # the optimizer's closure again: same batch, counted once
         steps = self.steps
@@ -183,8 +208,12 @@ class Watcher:
             self.precision.at_forward(self.facts)
         if args:
             first = args[0]
-            if isinstance(first, _Tensor) and first.dim() > 0:
-                st.examples += first.size(0)
+            if isinstance(first, _Tensor) and (dim := first.dim()) > 0:
+                rows = first.size(0)
+                st.examples += rows
+                if dim == 2 and first.dtype in TOKEN_DTYPES:  # token ids: batch x sequence
+                    st.tokens += first.numel()
+                    st.token_rows += rows
                 if not st.input_probed:
                     st.input_probed = True
                     self.facts.update(probe.input_facts(args))
@@ -203,6 +232,8 @@ class Watcher:
             return None  # a step inside an optimizer step: the outer one is timed and counted
         self.optimizer_calls += 1
         self.clock.optimizer_start()
+        if self._ranges is not None and (_profiler._is_profiler_enabled or self._ranges.phase):
+            self._ranges.at("optimizer_start")
         if self._before_opt_subs:
             ctx = self._engine.run(_BEFORE_OPT, self.steps, self.epoch, self.optimizer_calls)
             if ctx.micro_step:
@@ -217,6 +248,8 @@ class Watcher:
     def forward_end(self) -> None:
         if not self._step.in_closure and _GRAPHS.capturing is None:
             self.clock.forward_end()
+            if self._ranges is not None and (_profiler._is_profiler_enabled or self._ranges.phase):
+                self._ranges.at("forward_end")
 
     def after_optimizer_step(self) -> None:
         """``optimizer.step()`` returned (the step hooks' counterpart of ``before_optimizer_step``)."""
@@ -247,6 +280,8 @@ class Watcher:
             st.micro = False
             return
         self.steps = steps = self.steps + 1
+        if self._ranges is not None and (_profiler._is_profiler_enabled or self._ranges.phase):
+            self._ranges.at("step_end")
         examples, st.examples, st.closure_calls = st.examples, 0, 0
         counting = self._counting
         if counting.active:
@@ -284,12 +319,16 @@ class Watcher:
         if not self._phases.interval_steps:
             return
         totals = self._phases.take_interval()
-        self.facts.update(probe.runtime_facts(self.model))
+        self.facts.update(probe.runtime_facts(self.model, self._tid))
+        tok = self.token_counts()
+        self.facts["tokens_per_example"] = tokens_per_example(tok, self._tok_sent)
+        self._tok_sent = tok
         self.facts.update(self._counting.achieved(totals.compute_seconds / totals.steps))
         for source in list(self.fact_sources.values()):
             self.facts.update(source())
         if isinstance(self.clock, CudaClock):
             self.facts.update(self.clock.comm_facts())  # side-stream collectives (FSDP): in flight vs waited for
+        self.facts.update(self._cuda_memory.facts(self.steps))
         self.transport.send(
             StepReport(
                 rank_identity(self.device),
@@ -314,6 +353,15 @@ class Watcher:
                 self.precision.refresh(self.model)
                 self.facts.update(self.precision.facts())
             report = self.transport.report() if totals.steps else None
+            tok = self.token_counts()
+            rate = measure(
+                steps=totals.steps,
+                wall_seconds=totals.wall_seconds,
+                examples=totals.examples,
+                facts=self.throughput_facts(tokens_per_example(tok, self._tok_epoch)),
+                peak=peak_of_report(report),
+            )
+            self._tok_epoch = tok
             rep = render_epoch(
                 self.epoch,
                 totals,
@@ -323,6 +371,7 @@ class Watcher:
                 + self._counting.notes(bool(self.facts.get("compiled"))),
                 previous=next((r for r in reversed(self.epoch_reports) if r.step_ms is not None), None),
                 in_effect=self._control.in_effect(),
+                throughput=rate,
             )
             if self.print_epoch:
                 print(rep.text, file=self.print_to, flush=True)
@@ -344,6 +393,24 @@ class Watcher:
 
     def steps_done(self) -> int:
         return self.steps
+
+    # --- what framework callbacks read (integrations/_common.py) ------------------------------
+    def totals_so_far(self) -> PhaseTotals:
+        """Every step timed since the start (drained first): a callback logs differences."""
+        self.drain()
+        return self._phases.so_far()
+
+    def token_counts(self) -> tuple[int, int]:
+        """Token ids and their rows counted at forward starts since the start."""
+        return self._step.tokens, self._step.token_rows
+
+    def throughput_facts(self, tokens_per_ex: float | None) -> dict[str, Any]:
+        """The facts ``model.throughput.measure`` reads, from this rank's own counts."""
+        return {
+            "flops_per_step": self._counting.flops,
+            "flops_unknown": self._counting.why_no_flops(),
+            "tokens_per_example": tokens_per_ex,
+        }
 
     # --- mitigations (control.py) -------------------------------------------------------------
     def apply(
@@ -412,6 +479,8 @@ class Watcher:
         self.enabled = False
         cuda_graphs.unregister(self)
         self._counting.abort()
+        if self._ranges is not None:
+            remove_all([self._ranges])
         remove_all(self._handles)
         self._handles = []
         if self._loader is not None:

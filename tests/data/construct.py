@@ -164,8 +164,21 @@ SCENARIOS: dict[str, tuple[str, str, str, Callable[[Figures, int], None]]] = {
     "gpu_memory": (
         "gpu_memory",
         "compute",
-        "GPU memory 96% used (activations of a large batch)",
-        lambda f, k: f.update(gpu_mem=0.96, sm=0.40),
+        "GPU memory 96% used by NVML; the hook's allocator figures: the job's tensors peak at 95% of the GPU "
+        "and cudaMalloc is retried after a cache flush twice a step (activations of a large batch)",
+        lambda f, k: f.update(
+            gpu_mem=0.96,
+            sm=0.40,
+            facts={
+                **f["facts"],
+                "cuda_memory_total_bytes": 80 * 10**9,
+                "cuda_memory_peak_allocated_bytes": 76 * 10**9,
+                "cuda_memory_reserved_bytes": 77 * 10**9,
+                "cuda_memory_allocated_bytes": 40 * 10**9,
+                "cuda_alloc_retries": 8 * (k + 1),
+                "cuda_alloc_retries_per_step": 2.0,
+            },
+        ),
     ),
     "cpu_gpu_interconnect": (
         "cpu_gpu_interconnect",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bottleneckd.diagnosis.rules.common import pct
+from bottleneckd.diagnosis.rules.gpu_memory import gpu_memory
 from bottleneckd.diagnosis.thresholds import CAPACITY_HIGH, MEMORY_STALL, STORAGE_FULL, SWAP_RATE
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
@@ -28,20 +29,8 @@ def _capacity_score(used: float) -> float:
 
 def capacity(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     """The family: each capacity nearly full, with its finding."""
-    return [f for f in (_gpu_memory_full(w), _host_memory_short(w), _storage_full(w)) if f is not None]
-
-
-def _gpu_memory_full(w: WindowStats) -> Finding | None:
-    g = w.busiest("gpu_memory")
-    if g is None or not g[1] >= CAPACITY_HIGH:
-        return None
-    peak = pct(w.get("gpu_memory", g[0], "utilization", "max"))
-    return Finding(
-        resource="gpu_memory",
-        stage="compute",
-        score=_capacity_score(g[1]),
-        evidence=(f"{g[0]} memory {pct(g[1])} full (peak {peak})",),
-    )
+    # GPU memory: the job's GPUs, by what its tensors need, not what the allocator keeps (gpu_memory.py)
+    return gpu_memory(w, peaks) + [f for f in (_host_memory_short(w), _storage_full(w)) if f is not None]
 
 
 def _host_memory_short(w: WindowStats) -> Finding | None:

@@ -6,6 +6,7 @@ with its source.
 
 from __future__ import annotations
 
+from bottleneckd.diagnosis.job_gpus import runs_on_gpu as _runs_on_gpu
 from bottleneckd.diagnosis.thresholds import (
     BUSY,
     CAPACITY_HIGH,
@@ -24,6 +25,7 @@ from bottleneckd.diagnosis.thresholds import (
 )
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.units import fmt_seconds
+from bottleneckd.peaks.resolve import PeakTable
 
 __all__ = [  # the thresholds the rule families have always imported from here
     "BUSY",
@@ -44,6 +46,7 @@ __all__ = [  # the thresholds the rule families have always imported from here
     "headroom",
     "pct",
     "runs_on_gpu",
+    "stack_samples",
 ]
 
 
@@ -51,10 +54,26 @@ def pct(x: float | None) -> str:
     return "unknown" if x is None else f"{x * 100:.0f}%"
 
 
-def headroom(share: float | None) -> float | None:
-    if share is None or share >= HEADROOM_MAX_SHARE:
+#: k of n stack samples in a stage count as (k + JEFFREYS) / (n + 1) of the step: the Jeffreys
+#: estimate of a binomial share, never exactly all of it (4 of 4 samples -> 90%, 10x)
+JEFFREYS = 0.5
+
+
+def headroom(share: float | None, samples: int | None = None) -> float | None:
+    """Step speed-up if a removable stage holding ``share`` of the step vanished (Figure 15's
+    vertical line), the share taken as at most HEADROOM_MAX_SHARE (100x). ``samples``: the share
+    was counted from that many stack samples (attach)."""
+    if share is None:
         return None
-    return 1.0 / (1.0 - share)
+    if samples:
+        share = (share * samples + JEFFREYS) / (samples + 1)
+    return 1.0 / (1.0 - min(share, HEADROOM_MAX_SHARE))
+
+
+def stack_samples(w: WindowStats) -> int | None:
+    """How many stack samples the window's phase shares were counted from (None: timed steps)."""
+    p = w.phases
+    return p.steps if p is not None and p.sampled else None
 
 
 def fmt_s(x: float | None) -> str:
@@ -69,9 +88,7 @@ def compute_share(w: WindowStats) -> float | None:
     return sum(p.share(k) or 0.0 for k in ("forward", "backward", "optimizer", "gpu_wait"))
 
 
-def runs_on_gpu(w: WindowStats) -> bool:
-    """The job trains on a GPU this host samples (the device fact, else any GPU reading)."""
-    facts = w.phases.facts if w.phases else {}
-    return facts.get("device", "cuda" if w.devices("gpu_compute") else "cpu").startswith("cuda") and bool(
-        w.devices("gpu_compute")
-    )
+def runs_on_gpu(w: WindowStats, peaks: PeakTable | None = None) -> bool:
+    """The job trains on a GPU this host samples (diagnosis/job_gpus.py: the device fact, else the
+    job seen on one of the node's GPUs; a job on no GPU of a shared GPU node is a CPU job)."""
+    return _runs_on_gpu(w, peaks)

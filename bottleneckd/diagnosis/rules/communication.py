@@ -12,8 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bottleneckd.diagnosis.job_gpus import job_busiest
 from bottleneckd.diagnosis.rules.comm_cost import comm_cost
-from bottleneckd.diagnosis.rules.common import headroom, pct
+from bottleneckd.diagnosis.rules.common import headroom, pct, stack_samples
+from bottleneckd.diagnosis.rules.stack_comm import stack_comm
 from bottleneckd.diagnosis.thresholds import BUSY, COMM_HIGH, SHARED_COMM_HIGH
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
@@ -40,6 +42,7 @@ class CommCase:
     base_ev: list[str]
     world: int
     local: int
+    nvl: tuple[str, float] | None = None  # the busiest inter-GPU link of the job's GPUs (not another tenant's)
 
     @property
     def several_hosts(self) -> bool:
@@ -53,19 +56,26 @@ class CommCase:
 def communication(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     """The family: the inter-node network (NIC busy, or ranks on several hosts) and the intra-node
     link (NVLink busy, or communication with no inter-node finding)."""
-    c = _comm_case(w)
+    c = _comm_case(w, peaks)
     out = [f for f in (_inter_node(c),) if f is not None]
     intra = _intra_node(c, named=bool(out))
     return out + ([intra] if intra is not None else [])
 
 
-def _comm_case(w: WindowStats) -> CommCase:
+def _comm_case(w: WindowStats, peaks: PeakTable | None = None) -> CommCase:
     p = w.phases
     share = p.share("communication") if p else None
     base_ev = [f"gradient communication {pct(share)} of step time"] if share is not None and share >= COMM_HIGH else []
     base = min(1.0, (share or 0.0) / FULL_SHARE) if base_ev else 0.0
     cost = comm_cost(w)
-    if cost is not None and cost.shares_cores and cost.share >= SHARED_COMM_HIGH and cost.share > (share or 0.0):
+    sc = stack_comm(w)
+    if sc is not None:  # attach on a DDP job: the reducer's wait and the backend's threads, from stacks
+        share = sc.share if sc.shares_cores else sc.exposed
+        base_ev = [f"gradient communication about {pct(share)} of the step (from stack samples)", *sc.describe()]
+        shared = sc.shares_cores and share >= SHARED_COMM_HIGH
+        base = min(1.0, SHARED_BASE + share * SHARED_PER_SHARE if shared else share / FULL_SHARE)
+        base = base if share >= COMM_HIGH else 0.0
+    elif cost is not None and cost.shares_cores and cost.share >= SHARED_COMM_HIGH and cost.share > (share or 0.0):
         # gloo on a CPU job: the all-reduce "overlapped" with backward takes the cores backward
         # needs, so it is the step's cost as much as the exposed part is
         share = cost.share
@@ -75,12 +85,17 @@ def _comm_case(w: WindowStats) -> CommCase:
         base_ev = [f"{base_ev[0]} (the exposed part)", cost.describe()]
     world = (p.facts.get("world_size") if p else None) or 1
     local = (p.facts.get("local_world_size") if p else None) or world
-    return CommCase(w=w, share=share, base=base, base_ev=base_ev, world=world, local=local)
+    nvl = job_busiest(w, peaks, "inter_gpu_interconnect")
+    return CommCase(w=w, share=share, base=base, base_ev=base_ev, world=world, local=local, nvl=nvl)
 
 
 def _link(resource: str, score: float, ev: list[str], c: CommCase) -> Finding:
     return Finding(
-        resource=resource, stage="communication", score=score, evidence=tuple(ev), headroom=headroom(c.share)
+        resource=resource,
+        stage="communication",
+        score=score,
+        evidence=tuple(ev),
+        headroom=headroom(c.share, stack_samples(c.w)),
     )
 
 
@@ -105,7 +120,7 @@ def _inter_node(c: CommCase) -> Finding | None:
 
 def _intra_node(c: CommCase, named: bool) -> Finding | None:
     """NVLink (or the intra-node link) busy, or communication that no inter-node finding claimed."""
-    nvl = c.w.busiest("inter_gpu_interconnect")
+    nvl = c.nvl
     base, where = c.base, c.where
     if not (nvl is not None and nvl[1] >= BUSY or (base and not named)):
         return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bottleneckd.diagnosis.job_gpus import job_busiest
 from bottleneckd.diagnosis.rules.common import pct
 from bottleneckd.diagnosis.rules.storage import io_wait, storage_evidence
 from bottleneckd.diagnosis.thresholds import (
@@ -30,26 +31,37 @@ def machine_only(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     """The family: with no step phases, each busy resource beside an idle (or absent) GPU."""
     if w.phases is not None:
         return []
+    gpu = job_busiest(w, peaks, "gpu_compute", "busy_fraction")  # the job's GPUs, not another tenant's
+    gpu_busy = gpu[1] if gpu else None
+    nvl = job_busiest(w, peaks, "inter_gpu_interconnect")  # the job's GPUs' links
     found = (
-        _cpu_beside_idle_gpu(w),
-        _storage_beside_idle_gpu(w),
-        _storage_without_gpu(w),
-        _busy_link(w, "inter_node_interconnect", "communication", "{dev} at {pct} of its line rate"),
-        _busy_link(w, "inter_gpu_interconnect", "communication", "{dev} at {pct} of its peak"),
-        _busy_link(w, "storage_network_bandwidth", "data", "network file system {dev} at {pct} of the link"),
+        _cpu_beside_idle_gpu(w, gpu_busy),
+        _storage_beside_idle_gpu(w, gpu_busy),
+        _storage_without_gpu(w, gpu_busy),
+        _busy_link(
+            "inter_node_interconnect",
+            "communication",
+            "{dev} at {pct} of its line rate",
+            w.busiest("inter_node_interconnect"),
+        ),
+        _busy_link("inter_gpu_interconnect", "communication", "{dev} at {pct} of its peak", nvl),
+        _busy_link(
+            "storage_network_bandwidth",
+            "data",
+            "network file system {dev} at {pct} of the link",
+            w.busiest("storage_network_bandwidth"),
+        ),
     )
     return [f for f in found if f is not None]
 
 
-def _gpu_idle(w: WindowStats) -> bool:
-    gpu_busy = w.get("gpu_compute", None, "busy_fraction")
+def _gpu_idle(gpu_busy: float | None) -> bool:
     return gpu_busy is not None and gpu_busy < GPU_IDLE
 
 
-def _cpu_beside_idle_gpu(w: WindowStats) -> Finding | None:
-    gpu_busy = w.get("gpu_compute", None, "busy_fraction")
+def _cpu_beside_idle_gpu(w: WindowStats, gpu_busy: float | None) -> Finding | None:
     cpu = w.get("cpu_compute", "host", "utilization")
-    if not (_gpu_idle(w) and cpu is not None and cpu > HOST_CPU_BUSY):
+    if not (_gpu_idle(gpu_busy) and cpu is not None and cpu > HOST_CPU_BUSY):
         return None
     return Finding(
         resource="cpu_compute",
@@ -59,13 +71,12 @@ def _cpu_beside_idle_gpu(w: WindowStats) -> Finding | None:
     )
 
 
-def _storage_beside_idle_gpu(w: WindowStats) -> Finding | None:
+def _storage_beside_idle_gpu(w: WindowStats, gpu_busy: float | None) -> Finding | None:
     iowait = w.get("cpu_compute", "host", "iowait")
     s_util, s_ev, _ = storage_evidence(w)
     io, io_ev = io_wait(w)  # peak-free: threads in disk wait, I/O stalls, disk busy time
-    if not (_gpu_idle(w) and ((iowait or 0) > IOWAIT_IO_BOUND or s_util >= BUSY or io >= IO_WAIT_STRONG)):
+    if not (_gpu_idle(gpu_busy) and ((iowait or 0) > IOWAIT_IO_BOUND or s_util >= BUSY or io >= IO_WAIT_STRONG)):
         return None
-    gpu_busy = w.get("gpu_compute", None, "busy_fraction")
     return Finding(
         resource="storage_bandwidth",
         stage="data",
@@ -74,8 +85,8 @@ def _storage_beside_idle_gpu(w: WindowStats) -> Finding | None:
     )
 
 
-def _storage_without_gpu(w: WindowStats) -> Finding | None:
-    if w.get("gpu_compute", None, "busy_fraction") is not None:
+def _storage_without_gpu(w: WindowStats, gpu_busy: float | None) -> Finding | None:
+    if gpu_busy is not None:
         return None
     iowait = w.get("cpu_compute", "host", "iowait")
     s_util, s_ev, _ = storage_evidence(w)
@@ -91,9 +102,8 @@ def _storage_without_gpu(w: WindowStats) -> Finding | None:
     )
 
 
-def _busy_link(w: WindowStats, resource: str, stage: str, text: str) -> Finding | None:
-    """A link busy on its own (NIC, NVLink, network file system)."""
-    best = w.busiest(resource)
+def _busy_link(resource: str, stage: str, text: str, best: tuple[str, float] | None) -> Finding | None:
+    """A link busy on its own (NIC, NVLink, network file system): ``best``, its busiest device."""
     if best is None or not best[1] >= BUSY:
         return None
     return Finding(

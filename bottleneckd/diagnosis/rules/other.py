@@ -1,13 +1,17 @@
 """A step spent mostly outside data, forward, backward, optimizer and communication ("other":
 Python code between the phases, checkpoint writes, logging, evaluation). Explained from what the
 samplers see: the job writing to storage (or stalled on I/O), one thread at a full core (Python
-code), the job's processes at their cores; undetermined with the reason otherwise."""
+code), the job's processes at their cores; undetermined with the reason otherwise. A GPU job whose
+GPUs never idle (diagnosis/job_gpus.py ``never_idle``) spends that time waiting on them (a
+``.item()`` spinning in a CUDA synchronisation reads as a thread at a full core): the GPU rules judge
+it (gpu_compute.py), not this one."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from bottleneckd.diagnosis.rules.common import headroom, pct
+from bottleneckd.diagnosis.job_gpus import never_idle
+from bottleneckd.diagnosis.rules.common import headroom, pct, stack_samples
 from bottleneckd.diagnosis.rules.cpu_state import CpuState, cpu_state
 from bottleneckd.diagnosis.rules.storage import io_wait
 from bottleneckd.diagnosis.thresholds import OTHER_HIGH, OTHER_IDLE, WRITES
@@ -45,11 +49,11 @@ def other_share(w: WindowStats) -> float | None:
 def other(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     """The family: the step mostly outside the phases, explained by the first decision that holds."""
     share = other_share(w)
-    if share is None or share < OTHER_HIGH:
+    if share is None or share < OTHER_HIGH or never_idle(w, peaks) is not None:
         return []
     src = "stack samples" if w.phases and w.phases.facts.get("phase_source") == "py-spy" else "step time"
     ev = [f"{pct(share)} of {src} outside data loading, forward, backward, optimizer and communication"]
-    head = headroom(share)
+    head = headroom(share, stack_samples(w))
     strength = min(1.0, share / FULL_SHARE)
     cpu = cpu_state(w)
     found = _writes_or_io_waits(w, ev, strength) or _thread_waits(w, cpu, ev, strength) or _cpu_busy(cpu, ev, strength)

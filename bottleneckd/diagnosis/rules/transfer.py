@@ -1,8 +1,14 @@
-"""Host-to-device copies: the CPU-GPU interconnect."""
+"""Host-to-device copies: the CPU-GPU interconnect.
+
+The evidence says how busy the job's PCIe link is while it copies (its utilization over the interval
+divided by the copies' share of it, as the inter-node rule reads a NIC during communication), and
+whether the host memory is pinned: a pageable copy stages through the driver's pinned buffer and
+cannot fill the link (20.4 vs 55.5 GB/s host-to-device on an H200, docs/measurements.md)."""
 
 from __future__ import annotations
 
-from bottleneckd.diagnosis.rules.common import headroom, pct
+from bottleneckd.diagnosis.job_gpus import job_busiest
+from bottleneckd.diagnosis.rules.common import headroom, pct, stack_samples
 from bottleneckd.diagnosis.thresholds import BUSY, COPY_SM_IDLE, TRANSFER_HIGH
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
@@ -18,7 +24,9 @@ def transfer(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     p = w.phases
     share = p.share("transfer") if p else None
     copies, copies_ev = _timed_copies(share)
-    link, link_ev = _pcie_busy_while_sms_idle(w)
+    if copies:
+        copies_ev += _while_copying(w, peaks, share)
+    link, link_ev = _pcie_busy_while_sms_idle(w, peaks)
     score = max(copies, link)
     if not score:
         return []
@@ -28,7 +36,7 @@ def transfer(w: WindowStats, peaks: PeakTable) -> list[Finding]:
             stage="transfer",
             score=score,
             evidence=tuple(copies_ev + link_ev),
-            headroom=headroom(share),
+            headroom=headroom(share, stack_samples(w)),
         )
     ]
 
@@ -39,9 +47,28 @@ def _timed_copies(share: float | None) -> tuple[float, list[str]]:
     return 0.0, []
 
 
-def _pcie_busy_while_sms_idle(w: WindowStats) -> tuple[float, list[str]]:
-    pcie = w.busiest("cpu_gpu_interconnect")
-    sm = w.get("gpu_compute", None, "sm_activity")
+def _while_copying(w: WindowStats, peaks: PeakTable | None, share: float | None) -> list[str]:
+    """The job's busiest PCIe link during the copies, and whether the host memory is pinned."""
+    ev = []
+    pcie = job_busiest(w, peaks, "cpu_gpu_interconnect")
+    if pcie is not None and share:
+        ev.append(
+            f"{pcie[0]} PCIe at {pct(pcie[1])} of its peak per direction over the interval, "
+            f"{pct(min(1.0, pcie[1] / share))} while copying"
+        )
+    if w.phases is not None and w.phases.facts.get("pin_memory") is False:
+        ev.append(
+            "host memory not pinned (DataLoader pin_memory=False): a pageable copy stages through a pinned buffer "
+            "and runs at about a third of a pinned one's rate"
+        )
+    return ev
+
+
+def _pcie_busy_while_sms_idle(w: WindowStats, peaks: PeakTable | None) -> tuple[float, list[str]]:
+    """The job's GPUs' links and SMs (diagnosis/job_gpus.py), not another tenant's."""
+    pcie = job_busiest(w, peaks, "cpu_gpu_interconnect")
+    sm_of = job_busiest(w, peaks, "gpu_compute", "sm_activity")
+    sm = sm_of[1] if sm_of else None
     if pcie is not None and pcie[1] >= BUSY and (sm is None or sm < COPY_SM_IDLE):
         while_sm = f" while SM activity is {pct(sm)}" if sm is not None else ""
         return min(1.0, pcie[1]), [f"{pcie[0]} PCIe at {pct(pcie[1])} of its peak per direction{while_sm}"]

@@ -1,0 +1,342 @@
+"""What-if: the speed-up a mitigation would give, predicted from what was measured.
+
+Each model is a pure function of the window's measured inputs (``diagnosis/step_inputs.py``), documented
+with its formula and assumptions. It returns a ``Prediction``: the speed-up of a step (step time
+now / predicted step time; for gradient accumulation, per example), an interval, the model's name
+and its formula with the measured numbers in it; or, when an input was not measured, no figure and
+the reason (unknown is not zero).
+
+The interval is the model evaluated at both ends of its inputs' measured ranges (a phase's share
+across the window's samples, a stack share's 95% Wilson interval) and, where a model rests on an
+assumption that can go either way, at both ends of it (said in the model's docstring). It says how
+far the measurement and the model's stated assumptions move the figure, not that the mitigation
+will land inside it: ``verify=True`` measures it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from bottleneckd.diagnosis.step_inputs import Share, StepInputs
+from bottleneckd.diagnosis.thresholds import NO_WORKERS
+
+#: the largest share of the step a model removes (a step cannot take no time); the same cap as the
+#: verdict's headroom (diagnosis/rules/common.py), so a prediction never exceeds 100x
+MAX_SHARE = 0.99
+#: a recommendation predicted to gain less than this is ranked after the unknown ones: below it a
+#: gain is within the noise verify=True accepts (its min_gain default, README)
+MIN_PREDICTED_GAIN = 0.02
+#: "do it less often": every this many steps (the knowledge base's wording for checkpoints, logging,
+#: evaluation and per-step Python work); what the model assumes unless told otherwise
+EVERY_N = 10
+#: gradient accumulation and less frequent sync: micro-batches per sync (the hooks' default k)
+SYNC_EVERY = 4
+#: echo factor assumed for data echoing (the hook's default, Choi et al. 2019's e = 2)
+ECHO = 2
+#: more workers for a loader that waits on latency (threads mostly idle): twice as many batches in
+#: flight; a CPU-bound loader gets one more worker per idle core
+LATENCY_WORKERS_FACTOR = 2
+#: a loader whose workers (or, with none, the training thread) run or wait to run at least this much
+#: of a core per worker is CPU-bound (its gain needs free cores); below it, it waits (latency).
+#: Chosen: the half core diagnosis/thresholds.py's LOADER_BUSY_CORES takes as a loader's own CPU use
+CPU_BOUND = 0.5
+
+
+@dataclass(frozen=True)
+class Prediction:
+    speedup: float | None  # step time now / predicted step time (x); None: unknown
+    low: float | None
+    high: float | None
+    model: str  # "amdahl", "loader pipeline", "roofline", ...
+    formula: str  # with the measured numbers; for an unknown one, why
+
+    @property
+    def known(self) -> bool:
+        return self.speedup is not None
+
+    @property
+    def gain(self) -> float | None:
+        return None if self.speedup is None else self.speedup - 1.0
+
+    def text(self) -> str:
+        if self.speedup is None:
+            return f"predicted speed-up unknown: {self.formula}"
+        return f"predicted x{self.speedup:.2f} (x{self.low:.2f} to x{self.high:.2f}; {self.model}: {self.formula})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in asdict(self).items()}
+
+    @staticmethod
+    def from_json(d: Any) -> Prediction | None:
+        if not isinstance(d, Mapping):
+            return None
+        try:
+            return Prediction(**{k: d[k] for k in ("speedup", "low", "high", "model", "formula")})
+        except (KeyError, TypeError):
+            return None
+
+
+def unknown(model: str, why: str) -> Prediction:
+    return Prediction(None, None, None, model, why)
+
+
+def known(model: str, point: float, a: float, b: float, formula: str) -> Prediction:
+    lo, hi = min(a, b, point), max(a, b, point)
+    return Prediction(point, lo, hi, model, formula)
+
+
+# --- the models ---------------------------------------------------------------------------------
+def amdahl(p: float, s: float) -> float:
+    """Amdahl's law: a fraction ``p`` of the step made ``s`` times faster (``s = inf``: removed):
+    speed-up = 1 / ((1 - p) + p / s). ``p`` is capped at MAX_SHARE."""
+    p = min(max(p, 0.0), MAX_SHARE)
+    return 1.0 / ((1.0 - p) + (0.0 if math.isinf(s) else p / s))
+
+
+def loader_step(
+    step: float, d: float, workers: float, per_batch_cpu: float, cores_now: float, idle: float, new: float
+) -> float:
+    """Step time with ``new`` DataLoader workers (the loader pipeline model).
+
+    The step's own work (all but the data wait) takes Tc = T (1 - d). With W >= 1 workers the
+    loader runs beside the step: data-bound, it delivers one batch per step, so each worker spends
+    b = W T of wall time per batch; with W = 0 the loading runs in the training thread during the
+    data wait, b = d T. A batch costs c seconds of CPU (``per_batch_cpu``). With W' workers the
+    pool delivers at most W'/b batches per second (concurrency: more batches in flight hide latency)
+    and at most (C + I)/c (the cores it can have: the ``cores_now`` the loading uses, plus the
+    ``idle`` ones). T' = max(Tc, 1 / min(W'/b, (C + I)/c)).
+
+    Assumptions: a batch's work does not change; the new workers do not slow the training thread
+    (true while idle cores remain); prefetching keeps the queue full."""
+    tc = step * (1.0 - d)
+    b = workers * step if workers >= NO_WORKERS else d * step
+    if b <= 0:
+        return step
+    rate = new / b
+    if per_batch_cpu > 0:
+        rate = min(rate, (cores_now + idle) / per_batch_cpu)
+    return min(step, max(tc, 1.0 / rate)) if rate > 0 else step
+
+
+def roofline_time(flops: float, nbytes: float, peak: float, bandwidth: float) -> float:
+    """The roofline's least time for a step: max(FLOP / peak FLOP/s, bytes / peak B/s)."""
+    return max(flops / peak, nbytes / bandwidth)
+
+
+def mixed_precision(i: StepInputs, dtype: str = "bfloat16") -> Prediction:
+    """Mixed precision from the roofline and the dtype peaks.
+
+    The roofline accounts for R = max(F/P, B/BW) of the measured compute time Tc (F, B: FLOP and
+    operand bytes per step; P: the peak of the job's path; BW: memory bandwidth); e = R/Tc is its
+    share, the rest is overhead the dtype does not change. In ``dtype`` the roofline time is
+    R' = max(F/P16, B'/BW): with every operand halved (B' = B/2) at the high end, with none halved
+    (B' = B: autocast keeps activations and reductions in fp32 and adds casts) at the low end; the
+    point is the mean of the two step times. Tc' = Tc (1 - e + e R'/R), then Amdahl over the
+    compute share Tc/T."""
+    m = "roofline and dtype peaks"
+    missing = [
+        name
+        for name, v in (
+            ("FLOP per step (the roofline count)", i.flops_per_step),
+            ("operand bytes per step", i.bytes_per_step),
+            ("the compute phases' time", i.compute_seconds),
+            ("the peak of the job's dtype path", i.peak_flops),
+            (f"a {dtype} peak for this device (run 'bottleneckd calibrate')", i.peak_flops_low.get(dtype)),
+            ("the memory bandwidth peak", i.peak_bandwidth),
+        )
+        if not v
+    ]
+    if missing:
+        return unknown(m, "not measured: " + ", ".join(missing))
+    f, b, tc = i.flops_per_step or 0.0, i.bytes_per_step or 0.0, i.compute_seconds or 0.0
+    p, p16, bw = i.peak_flops or 0.0, i.peak_flops_low[dtype], i.peak_bandwidth or 0.0
+    r = roofline_time(f, b, p, bw)
+    e = min(1.0, r / tc)
+    share = min(MAX_SHARE, tc / i.step)
+
+    def speed(nbytes: float) -> float:
+        return amdahl(share, 1.0 / (1.0 - e + e * roofline_time(f, nbytes, p16, bw) / r))
+
+    hi, lo = speed(b / 2), speed(b)
+    point = 2.0 / (1.0 / hi + 1.0 / lo)  # the mean of the two step times
+    return known(
+        m,
+        point,
+        lo,
+        hi,
+        f"the roofline is {e:.0%} of the compute phases ({share:.0%} of the step); {dtype} peak "
+        f"{p16 / p:.1f}x the current path's, operands halved (high) or not (low)",
+    )
+
+
+def _amdahl_share(model: str, s: Share, factor: float, what: str) -> Prediction:
+    if math.isinf(factor) and s.high >= MAX_SHARE:  # removing all of the step leaves what was not measured
+        return unknown(model, f"{what} is {s.value:.0%} of the step: the time left without it is not measured")
+    f = "removed" if math.isinf(factor) else f"{factor:g}x less of it"
+    return known(
+        model,
+        amdahl(s.value, factor),
+        amdahl(s.low, factor),
+        amdahl(s.high, factor),
+        f"{what} {s.value:.0%} of the step ({s.low:.0%} to {s.high:.0%}), {f}",
+    )
+
+
+def data_echoing(i: StepInputs, factor: int = ECHO) -> Prediction:
+    """Data echoing from the data wait and the echo factor e: the loader makes 1/e of the batches.
+    No workers: the loading is in the step, T' = T (1 - d) + d T / e (Amdahl). With workers the
+    loader runs beside the step and, data-bound, takes T per batch: T' = max(T (1 - d), T / e).
+    Speed-up of steps: an echoed step may do less for the model than a fresh one (Choi et al. 2019)."""
+    d = i.stage_share(("data_wait", "file_io"))
+    if (i.loader_workers or 0.0) < NO_WORKERS:
+        return _amdahl_share("amdahl", d, factor, "data wait")
+
+    def speed(x: float) -> float:
+        return 1.0 / max(1.0 - min(x, MAX_SHARE), 1.0 / factor)
+
+    return known(
+        "loader pipeline",
+        speed(d.value),
+        speed(d.low),
+        speed(d.high),
+        f"data wait {d.value:.0%} of the step, the loader beside it makes 1/{factor} of the batches",
+    )
+
+
+def more_workers(i: StepInputs, new: float | None = None) -> Prediction:
+    """More DataLoader workers from the per-batch loader CPU time and the free cores (``loader_step``).
+
+    With W >= 1 workers a batch costs c = C_w T of CPU (C_w: the cores the workers use) and the
+    loading has C_w cores now; with none it runs in the training thread: c = d T u and d u cores
+    (u: the thread's busy fraction). The loader is CPU-bound when a worker (or the training thread)
+    runs or waits to run CPU_BOUND of a core or more. W' defaults to W plus one per free core when
+    CPU-bound, else LATENCY_WORKERS_FACTOR times W (at least 1)."""
+    m = "loader pipeline"
+    w = i.loader_workers
+    if w is None or i.idle_cores is None:
+        return unknown(m, "not measured: the job's CPU use (loader workers and idle cores)")
+    d = i.stage_share(("data_wait", "file_io"))
+    if w >= NO_WORKERS:
+        if i.worker_cores is None:
+            return unknown(m, "not measured: the CPU the loader workers use")
+        u, demand = i.worker_cores / w, max(i.worker_cores / w, i.worker_demand or 0.0)
+    else:
+        if i.main_cores is None:
+            return unknown(m, "not measured: the training thread's CPU use")
+        u, demand = i.main_cores, max(i.main_cores, i.main_demand or 0.0)
+    cpu_bound = demand >= CPU_BOUND
+    if new is None:
+        new = w + max(1.0, math.floor(i.idle_cores)) if cpu_bound else max(1.0, w) * LATENCY_WORKERS_FACTOR
+    if new <= w:
+        return unknown(m, f"{new:g} workers is not more than the {w:g} running")
+    idle = i.idle_cores
+
+    def speed(x: float) -> float:
+        x = min(x, MAX_SHARE)
+        cpu, cores = (u * w * i.step, u * w) if w >= NO_WORKERS else (x * i.step * u, x * u)
+        return i.step / loader_step(i.step, x, w, cpu, cores, idle, new)
+
+    per = (u * w if w >= NO_WORKERS else d.value * u) * i.step
+    kind = "CPU-bound" if cpu_bound else "waiting (latency)"
+    return known(
+        m,
+        speed(d.value),
+        speed(d.low),
+        speed(d.high),
+        f"{w:g} -> {new:g} workers; data wait {d.value:.0%} of a {i.step * 1e3:.1f} ms step; loader {kind} "
+        f"({per * 1e3:.1f} ms CPU per batch), {idle:.2f} free cores",
+    )
+
+
+def less_frequent_sync(i: StepInputs, k: int = SYNC_EVERY) -> Prediction:
+    """Synchronise gradients every k steps: the exposed communication c is paid once per k steps,
+    T' = T - c (1 - 1/k): Amdahl over the communication share with a factor k."""
+    return _amdahl_share("amdahl", i.share("communication"), k, "exposed communication")
+
+
+def gradient_accumulation(i: StepInputs, k: int = SYNC_EVERY) -> Prediction:
+    """Accumulate k micro-batches per optimizer step: communication and the optimizer step are paid
+    once per k micro-batches; per example, Amdahl over their share with a factor k."""
+    return _amdahl_share("amdahl", i.stage_share(("communication", "optimizer")), k, "communication and optimizer")
+
+
+def gradient_compression(i: StepInputs, kind: str = "fp16") -> Prediction:
+    """16-bit gradient all-reduce (a DDP comm hook): half the bytes. A bandwidth-bound all-reduce
+    takes half the time (the point and high end: Amdahl with a factor 2 on the exposed
+    communication); a latency-bound one gains nothing (the low end, x1). PowerSGD: unknown."""
+    if kind == "powersgd":
+        return unknown("amdahl", "PowerSGD's time depends on its rank and the layers' shapes, not measured here")
+    c = i.share("communication")
+    p = _amdahl_share("amdahl", c, 2.0, "exposed communication")
+    return Prediction(p.speedup, 1.0, p.high, p.model, p.formula + "; x1 if the all-reduce is latency-bound")
+
+
+def other_lines(i: StepInputs, kind: str, every: int = EVERY_N) -> Prediction:
+    """Do it every ``every`` steps: the share of the step on the lines of ``kind`` (the "other"
+    stage's share times the share of its stack samples on such lines) shrinks by ``every``."""
+    m = "amdahl over stack samples"
+    line = i.other_lines.get(kind)
+    if line is None:
+        return unknown(m, f"not measured: too few stack samples of the other stage ({i.other_samples})")
+    o = i.share("other")
+    s = Share(o.value * line.value, o.low * line.low, o.high * line.high)
+    what = "the hottest function" + (f" {i.hottest}" if i.hottest else "") if kind == "hottest_function" else kind
+    return _amdahl_share(m, s, every, f"{what}: {line.value:.0%} of the other stage's stack samples,")
+
+
+def cache_preprocessing(i: StepInputs) -> Prediction:
+    """Precompute or cache deterministic preprocessing: the data stage is removed (Amdahl with an
+    infinite factor on the data wait; assumes reading the cache costs nothing next to the step)."""
+    return _amdahl_share("amdahl", i.stage_share(("data_wait", "file_io")), math.inf, "data wait")
+
+
+Model = Callable[[StepInputs], Prediction]
+#: the models by knowledge-base id; the others are unknown with the reason in ``NO_MODEL``
+MODELS: dict[str, Model] = {
+    "more_loader_workers": more_workers,
+    "hide_loader_latency": more_workers,
+    "data_echoing": data_echoing,
+    "mixed_precision": mixed_precision,
+    "less_frequent_sync": less_frequent_sync,
+    "larger_batch": gradient_accumulation,
+    "gradient_compression": gradient_compression,
+    "checkpoint_less_often": lambda i: other_lines(i, "checkpoint"),
+    "log_less_often": lambda i: other_lines(i, "logging"),
+    "evaluate_less_often": lambda i: other_lines(i, "evaluation"),
+    "per_step_python_work": lambda i: other_lines(i, "hottest_function"),
+    "cache_preprocessing": cache_preprocessing,
+}
+NO_MODEL = (
+    "no model from the measured step (its gain is in how much work it removes): measure it (verify=True, compare)"
+)
+
+
+def predict(mitigation_id: str, inputs: StepInputs | None) -> Prediction:
+    """The prediction for a knowledge-base mitigation on the window's inputs."""
+    if inputs is None:
+        return unknown("none", "no step phases measured yet (the torch hook's timings, or stack samples)")
+    model = MODELS.get(mitigation_id)
+    return model(inputs) if model else unknown("none", NO_MODEL)
+
+
+def predict_hook(hook: str, params: Mapping[str, Any], inputs: StepInputs | None) -> Prediction:
+    """The prediction for a mitigation the hook applies, with its own parameters (for trials)."""
+    if inputs is None:
+        return unknown("none", "no step phases measured yet (the torch hook's timings, or stack samples)")
+    if hook == "dataloader_settings":
+        n = params.get("num_workers")
+        return more_workers(inputs, float(n)) if n is not None else unknown("none", "num_workers unchanged")
+    if hook == "mixed_precision":
+        return mixed_precision(inputs, str(params.get("dtype", "bfloat16")))
+    if hook == "data_echoing":
+        return data_echoing(inputs, int(params.get("factor", ECHO)))
+    if hook == "less_frequent_sync":
+        return less_frequent_sync(inputs, int(params.get("k", SYNC_EVERY)))
+    if hook == "gradient_accumulation":
+        return gradient_accumulation(inputs, int(params.get("k", SYNC_EVERY)))
+    if hook == "ddp_comm_hook":
+        return gradient_compression(inputs, str(params.get("kind", "fp16")))
+    return unknown("none", NO_MODEL)

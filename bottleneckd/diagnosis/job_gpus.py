@@ -1,0 +1,66 @@
+"""The job's GPUs in a window (model/job_gpus.py over the window's ranks, facts and readings)."""
+
+from __future__ import annotations
+
+from bottleneckd.diagnosis.thresholds import GPU_NEVER_IDLE
+from bottleneckd.diagnosis.window import WindowStats
+from bottleneckd.model.job_gpus import JobGpus, job_gpus
+from bottleneckd.peaks.resolve import PeakTable
+
+
+def rank_uuids(w: WindowStats) -> dict[int, list[str]]:
+    """Rank -> the GPU UUIDs it names (its identity's GPU and its hook's ``cuda_uuids``); one
+    process without rank reports is rank 0 with the job's facts."""
+    if w.ranks:
+        return {r.rank: [r.gpu, *(r.facts.get("cuda_uuids") or ())] for r in w.ranks}
+    facts = w.phases.facts if w.phases else {}
+    return {0: list(facts.get("cuda_uuids") or ())}
+
+
+def window_job_gpus(w: WindowStats, peaks: PeakTable | None) -> JobGpus:
+    """``peaks``: for the GPUs' UUIDs (without them only NVML's process lists tell). A job whose hook
+    reports a device other than CUDA (a CPU job) has no GPU of this node, whatever NVML's process
+    lists could not tell (another tenant's PIDs in another namespace leave them unknown)."""
+    devs = w.devices("gpu_compute")
+    device = str((w.phases.facts.get("device") if w.phases else None) or "")
+    seen = {d: v for d in devs if (v := w.get("gpu_compute", d, "job_process")) is not None}
+    return job_gpus(devs, peaks.gpu_uuids() if peaks is not None else {}, rank_uuids(w), seen, device)
+
+
+def never_idle(w: WindowStats, peaks: PeakTable | None) -> tuple[str, float] | None:
+    """The least busy of the job's GPUs, when even it ran kernels GPU_NEVER_IDLE of the time or more
+    (NVML's busy fraction): such GPUs never waited for the host, so host-side time (a thread spinning
+    in a synchronisation, stack samples outside the phases) overlaps their work. None otherwise, and
+    for a job on no GPU."""
+    if not runs_on_gpu(w, peaks):
+        return None
+    jg = window_job_gpus(w, peaks)
+    busy = [(d, v) for d in jg.devices if (v := w.get("gpu_compute", d, "busy_fraction")) is not None]
+    if not busy or len(busy) < len(jg.devices):
+        return None
+    least = min(busy, key=lambda dv: dv[1])
+    return least if least[1] >= GPU_NEVER_IDLE else None
+
+
+def job_busiest(
+    w: WindowStats, peaks: PeakTable | None, resource: str, metric: str = "utilization"
+) -> tuple[str, float] | None:
+    """The busiest of the job's GPUs by ``metric`` of ``resource`` (every GPU when they are not known;
+    None for a job on no GPU)."""
+    jg = window_job_gpus(w, peaks)
+    vals = [(d, v) for d in jg.devices if (v := w.get(resource, d, metric)) is not None]
+    return max(vals, key=lambda dv: dv[1]) if vals else None
+
+
+def runs_on_gpu(w: WindowStats, peaks: PeakTable | None) -> bool:
+    """The job trains on a GPU this node samples: the hook's device fact where it says (cuda, and a
+    GPU is sampled here), else the job seen on one of the node's GPUs; a job NVML's process lists
+    show on no GPU runs on none (a CPU job on a shared GPU node), and a job whose GPUs are unknown
+    is taken to run on them (attach without process lists: every GPU considered)."""
+    devs = w.devices("gpu_compute")
+    if not devs:
+        return False
+    device = (w.phases.facts.get("device") if w.phases else None) or ""
+    if device:
+        return str(device).startswith("cuda")
+    return not window_job_gpus(w, peaks).none

@@ -1,0 +1,315 @@
+"""One GPU of the job judged: compute vs memory bandwidth vs launch/host overhead, or undetermined.
+
+- SM and pipe activity and DRAM bandwidth from GPM (Hopper and later) or a dcgm-exporter's
+  profiling fields: DRAM against the *busiest* pipe (tensor, FP32, FP16, FP64, integer), so an
+  fp32 job with no tensor-core use is not memory-bound at DRAM 60% and SM 95%. Without SM
+  activity (dcgm-exporter's default counters have none) a busy pipe shows the SMs at work, but an
+  idle tensor pipe does not show them idle (fp32 runs on other pipes).
+- The roofline (achieved FLOP/s and operand bytes/s, section 2.3) of the rank on this GPU against
+  the peak of its own path (peaks/select.py), with the near-peak floor: below 4% of both peaks the
+  step is bound by overhead, not by the roofline.
+- Launch overhead: the threads that launch the rank's kernels (its main thread and the autograd
+  engine's device threads, which run backward on CUDA) near a core while the SMs are mostly idle;
+  a step replayed from CUDA graphs (fact ``cuda_graphs``) has no per-kernel launch cost to blame.
+  (A main thread spinning inside a CUDA synchronisation also reads busy: the floor is only applied
+  while the SMs are mostly idle, where that cannot be the explanation.)
+- Without any of those (no GPM, no dcgm-exporter, no hook: attach on an A100), NVML's busy
+  fraction says only that some kernel ran: it reads ~100% for compute-bound, memory-bound and
+  tiny-kernel jobs alike. NVML's memory-busy fraction near the practical DRAM maximum names memory
+  bandwidth (a heuristic, scored below measured activity); otherwise the GPU is undetermined,
+  with what would tell.
+
+The decisions run in order (``DECISIONS``); the first that names a finding decides.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bottleneckd.diagnosis.rules.common import pct
+from bottleneckd.diagnosis.thresholds import (
+    CLOCK_THROTTLED,
+    DRAM_PRACTICAL_MAX,
+    GPU_BUSY,
+    GPU_BUSY_NO_GPM,
+    GPU_DRAM_BUSY,
+    LOW_SM,
+    NEAR_PEAK_FLOOR,
+    NVML_MEMORY_BUSY_HIGH,
+    ONE_CORE,
+    SM_EFFICIENT,
+    THROTTLED,
+)
+from bottleneckd.diagnosis.verdict import Finding
+from bottleneckd.diagnosis.window import WindowStats
+from bottleneckd.model.resources import UNDETERMINED
+from bottleneckd.model.units import fmt_value
+from bottleneckd.peaks.resolve import PeakTable
+from bottleneckd.peaks.select import ComputePeak, compute_peak
+
+PIPES = ("tensor_activity", "fp32_activity", "fp16_activity", "fp64_activity", "integer_activity")
+
+# --- scores: chosen, not measured -----------------------------------------------------------------
+
+#: below the roofline's floor with the launching threads at a full core: kernel launches / host Python
+HOST_OVERHEAD_SCORE = 0.75
+#: undetermined (below the floor without that evidence; activity that nothing measures): the
+#: classifier's ACTIVE, so that a rule seeing its own stage (data wait, communication) still wins
+UNDETERMINED_SCORE = 0.5
+#: no activity measured: the roofline with the job's own peak, 0.5 plus the achieved share of the nearer peak
+ROOFLINE_BASE = 0.5
+#: NVML's memory-busy time fraction alone names memory bandwidth less firmly than measured DRAM activity
+NVML_MEMORY_BUSY_SCORE = 0.6
+WHAT_WOULD_TELL = (
+    "SM and DRAM activity would tell: GPM (Hopper and later), a dcgm-exporter's profiling fields "
+    "(BOTTLENECKD_DCGM_URL), or the hook's roofline (bottleneckd run, or watch() in the script)"
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuCase:
+    """One GPU of the job over the window: its activity, and the roofline of the rank on it."""
+
+    w: WindowStats
+    dev: str
+    gev: list[str]  # the evidence every finding of this GPU starts with
+    facts: Mapping[str, Any]  # the facts of the rank on this GPU (the job's without rank reports)
+    sm: float | None
+    busy: float | None  # NVML 'GPU utilization': share of time a kernel runs
+    mem_busy: float | None  # NVML's memory-busy fraction: share of time device memory is read or written
+    dram: float | None
+    pipes: dict[str, float]
+    source: str  # where the activity came from, for the evidence ("" GPM or none, " (dcgm-exporter)")
+    main: float | None  # the busiest rank's main thread, cores
+    launch: float | None  # its main thread and autograd device threads together, cores
+    flops: Any
+    byts: Any
+    cpk: ComputePeak
+    f_ratio: float | None
+    b_ratio: float | None
+
+    @property
+    def busiest(self) -> tuple[str, float] | None:
+        return max(self.pipes.items(), key=lambda kv: kv[1]) if self.pipes else None
+
+    @property
+    def active(self) -> float | None:
+        """The SMs' activity: SM activity, else a busy pipe's (an idle pipe shows nothing)."""
+        if self.sm is not None:
+            return self.sm
+        b = self.busiest
+        return b[1] if b is not None and b[1] >= LOW_SM else None
+
+    @property
+    def measured(self) -> bool:
+        return self.sm is not None or bool(self.pipes) or self.dram is not None
+
+    @property
+    def act(self) -> str:
+        pipes = "".join(f", {k} {pct(v)}" for k, v in self.pipes.items()) if self.pipes else ""
+        return f"SM activity {pct(self.sm)}{pipes}, DRAM {pct(self.dram)}{self.source}"
+
+    @property
+    def roof(self) -> list[str]:
+        if self.f_ratio is not None and self.b_ratio is not None:
+            return [
+                f"achieved {fmt_value(self.flops, 'FLOP/s')} = {pct(self.f_ratio)} of the {self.cpk.path} peak "
+                f"({self.cpk.why}), {fmt_value(self.byts, 'B/s')} = {pct(self.b_ratio)} of memory bandwidth"
+            ]
+        if self.flops is not None and self.cpk.value is None:
+            return [f"roofline not used: {self.cpk.why}"]
+        return []
+
+    @property
+    def sm_idle(self) -> bool:
+        return self.sm is not None and self.sm < LOW_SM
+
+    @property
+    def below_floor(self) -> bool:
+        """Neither FLOP/s nor bytes/s near its peak (the roofline's floor)."""
+        return (
+            self.f_ratio is not None and self.b_ratio is not None and max(self.f_ratio, self.b_ratio) < NEAR_PEAK_FLOOR
+        )
+
+
+def gpu_case(w: WindowStats, peaks: PeakTable, dev: str, facts: Mapping[str, Any], gev: list[str]) -> GpuCase:
+    g = w.get
+    flops, byts = facts.get("achieved_flops"), facts.get("achieved_bytes_per_second")
+    cpk = compute_peak(peaks, dev, facts)  # the peak of the rank's own path
+    bw = peaks.get("gpu_memory_bandwidth", dev)
+    peak_b = bw.value if bw is not None else None
+    return GpuCase(
+        w=w,
+        dev=dev,
+        gev=gev,
+        facts=facts,
+        sm=g("gpu_compute", dev, "sm_activity"),
+        busy=g("gpu_compute", dev, "busy_fraction"),
+        mem_busy=g("gpu_memory_bandwidth", dev, "memory_busy_fraction"),
+        dram=g("gpu_memory_bandwidth", dev, "utilization"),
+        pipes={k.split("_")[0]: v for k in PIPES if (v := g("gpu_compute", dev, k)) is not None},
+        source=" (dcgm-exporter)" if g("gpu_compute", dev, "activity_source:dcgm-exporter") else "",
+        main=g("cpu_compute", "job", "main_busy_cores"),
+        launch=g("cpu_compute", "job", "launch_thread_cores"),
+        flops=flops,
+        byts=byts,
+        cpk=cpk,
+        f_ratio=flops / cpk.value if flops is not None and cpk.value else None,
+        b_ratio=byts / peak_b if byts is not None and peak_b else None,
+    )
+
+
+def one_gpu(w: WindowStats, peaks: PeakTable, dev: str, facts: Mapping[str, Any], gev: list[str]) -> list[Finding]:
+    """The finding for GPU ``dev``, judged with ``facts`` of the rank that runs on it."""
+    c = gpu_case(w, peaks, dev, facts, gev)
+    for decide in DECISIONS:
+        found = decide(c)
+        if found is not None:
+            return [found]
+    return []
+
+
+def _compute(resource: str, score: float, ev: list[str]) -> Finding:
+    return Finding(resource=resource, stage="compute", score=score, evidence=tuple(ev))
+
+
+def _dram_bound(c: GpuCase) -> Finding | None:
+    """DRAM busy, and busier than the busiest pipe (else the SMs): memory bandwidth."""
+    busiest = c.busiest
+    rival = busiest[1] if busiest is not None else (c.sm or 0.0)
+    if not (c.dram is not None and c.dram >= GPU_DRAM_BUSY and c.dram >= rival):
+        return None
+    why = f"DRAM bandwidth {pct(c.dram)} of the theoretical peak" + (
+        f", above the busiest pipe ({busiest[0]} {pct(busiest[1])})" if busiest else ""
+    )
+    return _compute("gpu_memory_bandwidth", min(1.0, c.dram / DRAM_PRACTICAL_MAX), c.gev + [why, c.act] + c.roof)
+
+
+def _overhead_bound(c: GpuCase) -> Finding | None:
+    """The SMs mostly idle while kernels run (small or serial kernels), or the roofline's floor with
+    the SMs not busy: host-side launch overhead when the launching threads are at a full core (and
+    the step is not replayed from CUDA graphs), else undetermined."""
+    sm_idle, below_floor, busy = c.sm_idle, c.below_floor, c.busy
+    if not ((sm_idle and busy is not None and busy >= GPU_BUSY) or (below_floor and (c.active is None or sm_idle))):
+        return None
+    ev = c.gev + c.roof + ([c.act] if c.measured else [])
+    if busy is not None and sm_idle:
+        ev.append(f"NVML 'GPU utilization' {pct(busy)} but SM activity only {pct(c.sm)}: kernels are small or serial")
+    if below_floor:
+        ev.append(
+            f"neither FLOP/s nor bytes/s is near its peak (both under {pct(NEAR_PEAK_FLOOR)}): overhead, not the "
+            "roofline, limits the step"
+        )
+    host = c.launch if c.launch is not None else c.main
+    who = (
+        f"main thread {c.main:.2f} + autograd device threads {host - c.main:.2f} of a core"
+        if c.launch is not None and c.main is not None and host is not None and c.launch > c.main
+        else "main thread"
+    )
+    if c.facts.get("cuda_graphs"):
+        ev.append(
+            "the step replays CUDA graphs: no per-kernel launch cost; the idle SMs are small kernels, "
+            "synchronisation or host work between replays (a profiler trace would tell)"
+        )
+        return _compute(UNDETERMINED, UNDETERMINED_SCORE, ev)
+    if host is not None and host >= ONE_CORE:
+        ev.append(
+            f"the threads that launch the kernels at {host:.2f} of a core ({who}): kernel launches / host-side "
+            "Python limit the step"
+        )
+        return _compute("cpu_compute", HOST_OVERHEAD_SCORE, ev)
+    ev.append(
+        "kernel-launching threads' CPU "
+        + ("unknown" if host is None else f"at {host:.2f} of a core ({who}), not saturated")
+        + ": launch latency, synchronisation or tiny kernels; a profiler trace would tell which"
+    )
+    return _compute(UNDETERMINED, UNDETERMINED_SCORE, ev)
+
+
+def _sm_busy(c: GpuCase) -> Finding | None:
+    """The SMs busy (or, without SM activity, a pipe): GPU compute, with the clocks' throttling as evidence."""
+    active = c.active
+    if not (active is not None and active >= LOW_SM):
+        return None
+    tev = c.gev + [c.act] + c.roof
+    thr = [
+        k.split(":", 1)[1]
+        for (r, d, k), s in c.w.stats.items()
+        if r == "gpu_compute" and d == c.dev and k.startswith("throttle:") and s.mean >= THROTTLED
+    ]
+    clock = c.w.get("gpu_compute", c.dev, "sm_clock_ratio")
+    if thr and clock is not None and clock < CLOCK_THROTTLED:
+        tev.append(f"clocks throttled ({', '.join(thr)}): SM clock at {pct(clock)} of its maximum")
+    return _compute("gpu_compute", min(1.0, active / SM_EFFICIENT), tev)
+
+
+def _roofline(c: GpuCase) -> Finding | None:
+    """No SM activity measured: the roofline with the rank's own peak decides. Where it is measured
+    and low (the decisions above passed: not launch-bound, DRAM not busy), the nearer of two low
+    roofline ratios does not make a GPU whose SMs mostly idle compute- or memory-bound."""
+    if c.f_ratio is None or c.b_ratio is None or c.sm is not None:
+        return None
+    if c.b_ratio > c.f_ratio:
+        return _compute("gpu_memory_bandwidth", min(1.0, ROOFLINE_BASE + c.b_ratio), c.gev + c.roof)
+    return _compute("gpu_compute", min(1.0, ROOFLINE_BASE + c.f_ratio), c.gev + c.roof)
+
+
+def _nvml_memory_busy(c: GpuCase) -> Finding | None:
+    """Nothing measures the SMs or DRAM: NVML's memory-busy fraction near the practical DRAM
+    maximum (memory in use nearly whenever a kernel runs) names memory bandwidth."""
+    if c.measured or c.busy is None or c.busy < GPU_BUSY_NO_GPM:
+        return None
+    if c.mem_busy is None or c.mem_busy < NVML_MEMORY_BUSY_HIGH:
+        return None
+    return _compute(
+        "gpu_memory_bandwidth",
+        NVML_MEMORY_BUSY_SCORE,
+        c.gev
+        + c.roof
+        + [
+            f"GPU busy {pct(c.busy)} of the time (NVML: some kernel running, however few SMs it uses)",
+            f"device memory read or written {pct(c.mem_busy)} of the time (NVML's memory-busy fraction, a time "
+            "fraction, not bandwidth): memory is in use nearly whenever a kernel runs",
+            f"SM and DRAM activity unknown ({_why_unmeasured(c)}); {WHAT_WOULD_TELL}",
+        ],
+    )
+
+
+def _busy_unmeasured(c: GpuCase) -> Finding | None:
+    """A GPU busy most of the time whose SM activity nothing measures: compute-bound, memory-bound
+    and launch-bound GPUs all read busy ~100%, so which limits it is undetermined."""
+    if c.sm is not None or c.busy is None or c.busy < GPU_BUSY_NO_GPM:
+        return None
+    seen = [f"GPU busy {pct(c.busy)} of the time (NVML: some kernel running, however few SMs it uses)"]
+    if c.mem_busy is not None:
+        seen.append(f"device memory busy {pct(c.mem_busy)} of the time (NVML)")
+    if c.measured:
+        seen.append(f"{c.act}: the pipes measured are low; those not measured may be the busy ones")
+    return _compute(
+        UNDETERMINED,
+        UNDETERMINED_SCORE,
+        c.gev
+        + c.roof
+        + seen
+        + [
+            f"compute-bound, memory-bound and launch-bound GPUs all read busy ~100%: which limits {c.dev} is "
+            f"undetermined ({_why_unmeasured(c)}); {WHAT_WOULD_TELL}"
+        ],
+    )
+
+
+def _why_unmeasured(c: GpuCase) -> str:
+    return c.w.notes.get(("gpu_compute", c.dev, "sm_activity"), "") or "SM activity unknown"
+
+
+#: the decisions in order; the first that names a finding decides
+DECISIONS: tuple[Callable[[GpuCase], Finding | None], ...] = (
+    _dram_bound,
+    _overhead_bound,
+    _sm_busy,
+    _roofline,
+    _nvml_memory_busy,
+    _busy_unmeasured,
+)

@@ -1,0 +1,195 @@
+"""The measured inputs of the what-if models (``advice/predict.py``), taken from one window.
+
+Every figure is what the window measured, or None when it did not (unknown, never zero): the step
+time and each phase's share (over the window's recent samples, as the verdict reads them) with the
+range of that share across the window's samples, the loader's workers and the cores they and the
+rest of the job use, the roofline's FLOP and operand bytes per step with the peaks of the job's
+dtype path and of the low-precision path, and, from the stack samples, the share of the "other"
+stage spent on lines that save checkpoints, log or evaluate, and in the user's hottest function.
+``to_json``/``from_json`` carry them in the report, so the hook can predict a mitigation it
+applies with its own parameters (``predict_hook``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from bottleneckd.model.sample import Sample
+
+if TYPE_CHECKING:
+    from bottleneckd.diagnosis.code import CodeProfile
+    from bottleneckd.diagnosis.window import WindowStats
+    from bottleneckd.peaks.resolve import PeakTable
+
+#: source lines of the "other" stage by what they do (the stack samples' innermost user line): a
+#: line that saves a checkpoint, logs, or evaluates. Matched on the line's text, so only calls
+#: written on the line itself count (a helper called on it counts under its own lines).
+LINE_KINDS: dict[str, re.Pattern[str]] = {
+    "checkpoint": re.compile(r"torch\.save|\bsave_checkpoint|\bfsync\b|\bdcp\.|\basync_save|\.save\(|save_state_dict"),
+    "logging": re.compile(r"\bprint\(|\blog(ger|ging)?\.|\bwandb\.|\bwriter\.add_|\.log\(|\bmlflow\."),
+    "evaluation": re.compile(r"\bevaluat|\bvalidat|\.eval\(\)|\bno_grad\(\)|\binference_mode\(\)"),
+}
+#: low-precision compute paths tried for mixed precision, by autocast dtype
+LOW_PATHS = {"bfloat16": "bf16 tensor", "float16": "fp16 tensor"}
+
+
+@dataclass(frozen=True)
+class Share:
+    """A share of the step (0..1) with its range over the window's samples."""
+
+    value: float
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class StepInputs:
+    step: float  # seconds per step
+    shares: dict[str, Share]  # phase -> share of the step
+    device: str = "cpu"  # the model's device type (cpu, cuda)
+    loader_workers: float | None = None  # loader worker processes (mean over the window)
+    worker_cores: float | None = None  # cores the loader workers use
+    main_cores: float | None = None  # the training thread, 0..1 of a core
+    #: the training thread and the busiest worker running or waiting to run (0..1): what they ask of
+    #: the CPU, which on a shared machine says more than what they got
+    main_demand: float | None = None
+    worker_demand: float | None = None
+    #: cores free for more work: neither used nor wanted by the job's threads (usable - busy -
+    #: waiting), and not busy with other processes (the host's idle share of its cores)
+    idle_cores: float | None = None
+    flops_per_step: float | None = None
+    bytes_per_step: float | None = None  # operand bytes per step
+    compute_seconds: float | None = None  # seconds per step of the phases the roofline counted
+    peak_flops: float | None = None  # of the job's dtype path
+    peak_flops_low: dict[str, float] = field(default_factory=dict)  # autocast dtype -> its path's peak
+    peak_bandwidth: float | None = None  # memory bandwidth peak, B/s
+    #: shares of the "other" stage's stack samples: on checkpoint/logging/evaluation lines, and in
+    #: the user's hottest function (with its Wilson interval), and how many samples
+    other_lines: dict[str, Share] = field(default_factory=dict)
+    other_samples: int = 0
+    hottest: str = ""  # that function, as "function (file:line)"
+
+    def share(self, phase: str) -> Share:
+        return self.shares.get(phase, Share(0.0, 0.0, 0.0))
+
+    def stage_share(self, phases: Iterable[str]) -> Share:
+        ps = [self.share(p) for p in phases]
+        return Share(
+            min(1.0, sum(s.value for s in ps)), min(1.0, sum(s.low for s in ps)), min(1.0, sum(s.high for s in ps))
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any] | None) -> StepInputs | None:
+        """The inputs a report carries; None when it has none or they do not read (unknown)."""
+        if not isinstance(d, Mapping):
+            return None
+        try:
+            kw = dict(d)
+            kw["shares"] = {k: Share(**v) for k, v in d["shares"].items()}
+            kw["other_lines"] = {k: Share(**v) for k, v in d.get("other_lines", {}).items()}
+            return StepInputs(**kw)
+        except (KeyError, TypeError, AttributeError):
+            return None
+
+
+def phase_range(samples: Iterable[Sample], phase: str) -> tuple[float, float] | None:
+    """The lowest and highest share of ``phase`` over samples that timed steps."""
+    vals = [s.phases.share(phase) or 0.0 for s in samples if s.phases is not None and s.phases.steps]
+    return (min(vals), max(vals)) if vals else None
+
+
+def step_inputs(
+    stats: WindowStats,
+    samples: Iterable[Sample],
+    peaks: PeakTable,
+    facts: Mapping[str, Any],
+    code: CodeProfile | None = None,
+) -> StepInputs | None:
+    """The window's inputs; None when it timed no step (no model can run without the step)."""
+    from bottleneckd.diagnosis.rules.cpu_state import cpu_state
+    from bottleneckd.peaks.select import PATHS, compute_peak
+
+    ph = stats.phases
+    if ph is None or not ph.steps or ph.wall_seconds <= 0:
+        return None
+    samples = list(samples)
+    shares = {}
+    for k in ph.phases:
+        v = ph.share(k) or 0.0
+        lo, hi = phase_range(samples, k) or (v, v)
+        shares[k] = Share(v, min(lo, v), max(hi, v))
+    cpu = cpu_state(stats)
+    idle = None if cpu.busy is None else max(0.0, cpu.cores - cpu.busy - (cpu.waiting or 0.0))
+    host_cores = stats.get("cpu_compute", "host", "cores")
+    if idle is not None and cpu.host is not None and host_cores:
+        idle = min(idle, max(0.0, host_cores * (1.0 - cpu.host)))  # other processes hold the rest
+    device = str(facts.get("device") or "cpu")
+    flops, nbytes, achieved = (
+        facts.get("flops_per_step"),
+        facts.get("operand_bytes_per_step"),
+        facts.get("achieved_flops"),
+    )
+    compute_s = flops / achieved if flops and achieved else None
+    peak: float | None = None
+    bw: float | None = None
+    low: dict[str, float] = {}
+    if device == "cuda":
+        gpu = stats.busiest("gpu_compute")
+        dev = gpu[0] if gpu else next((p.device for p in peaks.for_resource("gpu_compute")), "")
+        peak = compute_peak(peaks, dev, facts).value
+        for dtype, path in LOW_PATHS.items():
+            found = [p.value for m in PATHS[path] if (p := peaks.get("gpu_compute", dev, m)) and p.value]
+            if found and found[0]:
+                low[dtype] = found[0]
+        bw = peaks.value("gpu_memory_bandwidth", dev)
+    else:
+        peak, bw = peaks.value("cpu_compute", "cpu"), peaks.value("cpu_memory_bandwidth", "host")
+    lines, n, hottest = other_code(code)
+    return StepInputs(
+        step=ph.wall_seconds / ph.steps,
+        shares=shares,
+        device=device,
+        loader_workers=cpu.n_workers if cpu.busy is not None or cpu.n_workers else None,
+        worker_cores=cpu.workers,
+        main_cores=cpu.main,
+        main_demand=None if cpu.main is None else max(cpu.main, cpu.main_demand or 0.0),
+        worker_demand=None if cpu.worker_max is None else cpu.worker_hot,
+        idle_cores=idle,
+        flops_per_step=flops,
+        bytes_per_step=nbytes,
+        compute_seconds=compute_s,
+        peak_flops=peak,
+        peak_flops_low=low,
+        peak_bandwidth=bw,
+        other_lines=lines,
+        other_samples=n,
+        hottest=hottest,
+    )
+
+
+def other_code(code: CodeProfile | None) -> tuple[dict[str, Share], int, str]:
+    """Shares of the "other" stage's stack samples by line kind and in the hottest user function."""
+    from bottleneckd.diagnosis.code import MIN_STAGE_SAMPLES, wilson
+
+    if code is None:
+        return {}, 0, ""
+    sites = code.stage_sites("other")
+    n = sum(sites.values())
+    if n < MIN_STAGE_SAMPLES:
+        return {}, n, ""
+    out: dict[str, Share] = {}
+    for kind, pat in LINE_KINDS.items():
+        k = sum(c for s, c in sites.items() if s is not None and pat.search(s.text))
+        out[kind] = Share(k / n, *wilson(k, n))
+    a = code.attribute("other")
+    if a is not None and a.sites:
+        top = a.sites[0]
+        out["hottest_function"] = Share(top.share, top.low, top.high)
+        return out, n, top.where
+    return out, n, ""

@@ -1,0 +1,67 @@
+"""Which frame of a stack is the user's own code, and the tally of stack samples by (phase, role,
+site) that both stack samplers (py-spy, and the process's own frames) drain once per interval.
+
+A frame is the user's when its file is none of: the standard library, an installed package
+(site-packages, dist-packages: torch, numpy, ...), bottleneckd itself, or code with no file
+(``<frozen ...>``, ``<string>``). The innermost such frame is the site: the function the user
+would change (the tokenizer in a collate_fn, the FFT in ``__getitem__``, the metric computed every
+step), with the line that was running (for a read, the read call).
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import threading
+from collections import Counter
+
+from bottleneckd.model.code import MAX_NAME, MAX_TEXT, CodeSite, StackCounts, fold
+
+#: path fragments of code that is not the user's: installed packages and the standard library
+#: (``lib/python3.X/``; a virtual environment's packages sit under it too)
+LIBRARY_PARTS = ("/site-packages/", "/dist-packages/", "/lib/python3", "/lib64/python3", "/lib/pypy3", "/Lib/")
+_OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # the bottleneckd package
+
+
+def user_file(path: str) -> bool:
+    """The file is the user's own code (see the module docstring)."""
+    if not path or path.startswith("<"):
+        return False
+    p = path.replace("\\", "/")
+    if any(part in p for part in LIBRARY_PARTS):
+        return False
+    return not os.path.abspath(path).startswith(_OURS)
+
+
+def user_site(frames: list[dict], read_text: bool = True) -> CodeSite | None:
+    """The innermost frame of the user's code (frames innermost first, as py-spy gives them), with
+    its source line when ``read_text`` and the file is readable here; None when there is none."""
+    for f in frames:
+        path = f.get("filename") or ""
+        if user_file(path):
+            line = int(f.get("line") or 0)
+            text = linecache.getline(path, line).strip()[:MAX_TEXT] if read_text and line > 0 else ""
+            return CodeSite(str(f.get("name") or "?")[:MAX_NAME], path[:MAX_NAME], line, text)
+    return None
+
+
+class StackTally:
+    """Counts of stack samples by (phase, role, site) since the last drain (thread-safe: the
+    sampling thread adds, the sidecar's loop drains)."""
+
+    def __init__(self, source: str, rate_hz: float) -> None:
+        self.source = source
+        self.rate_hz = rate_hz
+        self._counts: Counter[tuple[str, str, CodeSite | None]] = Counter()
+        self._lock = threading.Lock()
+
+    def add(self, phase: str, role: str, site: CodeSite | None) -> None:
+        with self._lock:
+            self._counts[(phase, role, site)] += 1
+
+    def drain(self) -> StackCounts | None:
+        """The counts since the last drain (None when nothing was sampled), within MAX_ROWS rows
+        (``model.code.fold``)."""
+        with self._lock:
+            counts, self._counts = self._counts, Counter()
+        return StackCounts(self.source, self.rate_hz, fold(counts)) if counts else None

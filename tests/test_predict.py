@@ -1,0 +1,304 @@
+"""What-if predictions (issue 20 item 3): each model with worked numbers, unknown where an input is
+not measured, the ranking by predicted gain per cost, and the pipeline end to end on constructed
+windows (only the readings are made up; the window, rules, inputs, models and report are real)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from bottleneckd.diagnosis.step_inputs import Share, StepInputs
+from bottleneckd.advice.knowledge import load_knowledge
+from bottleneckd.advice.predict import (
+    Prediction,
+    amdahl,
+    data_echoing,
+    gradient_accumulation,
+    gradient_compression,
+    less_frequent_sync,
+    loader_step,
+    mixed_precision,
+    more_workers,
+    other_lines,
+    predict,
+    predict_hook,
+)
+from bottleneckd.advice.recommend import Recommendation, rank_key
+from bottleneckd.runtime.run import Run
+from bottleneckd.model.sample import Sample
+from bottleneckd.outputs.report import render_text
+from bottleneckd.peaks.resolve import PeakTable
+from tests.windows import job, sample
+
+
+def fixed(x: float) -> Share:
+    return Share(x, x, x)
+
+
+def inputs(shares: dict[str, float], step: float = 0.1, **kw) -> StepInputs:
+    return StepInputs(step=step, shares={k: fixed(v) for k, v in shares.items()}, **kw)
+
+
+def test_amdahl_worked_numbers() -> None:
+    assert amdahl(0.5, 2) == pytest.approx(1 / (0.5 + 0.25))  # 1.333
+    assert amdahl(0.75, math.inf) == pytest.approx(4.0)
+    assert amdahl(1.0, math.inf) == pytest.approx(100.0)  # capped at MAX_SHARE 0.99: never infinite
+    assert amdahl(0.0, 10) == 1.0
+
+
+def test_loader_pipeline_worked_numbers() -> None:
+    # no workers, the loading CPU-bound in the training thread (80 ms of a 100 ms step), 1 free core,
+    # one worker: it loads beside the step, which then takes the loader's 80 ms: x1.25
+    assert 0.1 / loader_step(0.1, 0.8, 0, 0.08, 0.8, 1.0, 1) == pytest.approx(1.25)
+    # two workers: 2/0.08 = 25 batches/s by concurrency, (0.8 + 1)/0.08 = 22.5 by CPU: 1/22.5 s: x2.25
+    assert 0.1 / loader_step(0.1, 0.8, 0, 0.08, 0.8, 1.0, 2) == pytest.approx(2.25)
+    # two workers filling both cores (1.9 cores, 26.4 ms step, 0.05 free): a third adds nothing: x1.026
+    t = 0.0264
+    assert t / loader_step(t, 0.67, 2, 1.9 * t, 1.9, 0.05, 3) == pytest.approx(1.95 / 1.9)
+    # a loader that sleeps (5% of a core), 89% data wait: two workers halve the wait: x2.247
+    assert 0.1 / loader_step(0.1, 0.89, 0, 0.089 * 0.05 * 0.1 / 0.1, 0.89 * 0.05, 1.5, 2) == pytest.approx(2 / 0.89)
+
+
+def test_more_workers_from_the_measured_inputs_and_unknown_without_them() -> None:
+    busy = inputs({"data_wait": 0.67, "forward": 0.33}, 0.0264, loader_workers=2.0, worker_cores=1.9, idle_cores=0.05)
+    p = more_workers(busy)
+    assert p.speedup == pytest.approx(1.95 / 1.9, rel=1e-3) and "2 -> 3 workers" in p.formula
+    assert "CPU-bound" in p.formula
+    sleepy = inputs(
+        {"data_wait": 0.89, "forward": 0.11}, main_cores=0.05, main_demand=0.05, loader_workers=0.0, idle_cores=1.5
+    )
+    q = more_workers(sleepy)
+    assert q.speedup == pytest.approx(2 / 0.89) and "0 -> 2 workers" in q.formula and "latency" in q.formula
+    assert more_workers(sleepy, 4).speedup == pytest.approx(4 / 0.89)  # four in flight: 22.25 ms per batch, x4.49
+    blind = more_workers(inputs({"data_wait": 0.9}, loader_workers=2.0, worker_cores=None, idle_cores=1.0))
+    assert blind.speedup is None and "not measured" in blind.formula
+    assert more_workers(inputs({"data_wait": 0.9}, loader_workers=None)).speedup is None
+    # a loader that waits for a CPU (contended) is CPU-bound by its demand, not by what it got
+    contended = inputs(
+        {"data_wait": 0.98}, 0.175, main_cores=0.27, main_demand=0.97, loader_workers=0.0, idle_cores=0.0
+    )
+    assert more_workers(contended).speedup == pytest.approx(1.0) and "CPU-bound" in more_workers(contended).formula
+
+
+def test_data_echoing_serial_and_pipelined() -> None:
+    serial = data_echoing(inputs({"data_wait": 0.6}, loader_workers=0.0), 2)
+    assert serial.speedup == pytest.approx(1 / (0.4 + 0.3)) and serial.model == "amdahl"
+    piped = data_echoing(inputs({"data_wait": 0.6}, loader_workers=2.0), 2)
+    assert piped.speedup == pytest.approx(2.0) and piped.model == "loader pipeline"  # max(0.4 T, T/2) = T/2
+    assert data_echoing(inputs({"data_wait": 0.3}, loader_workers=2.0), 2).speedup == pytest.approx(1 / 0.7)
+
+
+def test_mixed_precision_from_the_roofline_worked_numbers() -> None:
+    # 1 TFLOP and 10 GB per step; fp32 peak 100 TFLOP/s, bf16 800, 2 TB/s: the roofline is 10 ms of
+    # the 20 ms of compute (e = 0.5), compute 80% of a 25 ms step
+    i = inputs(
+        {"forward": 0.4, "backward": 0.4, "data_wait": 0.2},
+        0.025,
+        flops_per_step=1e12,
+        bytes_per_step=1e10,
+        compute_seconds=0.02,
+        peak_flops=100e12,
+        peak_flops_low={"bfloat16": 800e12},
+        peak_bandwidth=2e12,
+    )
+    p = mixed_precision(i)
+    # high: R' = max(1.25 ms, 2.5 ms) -> compute x1.6 -> Amdahl(0.8, 1.6) = 1/0.7; low: R' = 5 ms -> x1.333 -> 1/0.8
+    assert p.high == pytest.approx(1 / 0.7) and p.low == pytest.approx(1 / 0.8)
+    assert p.speedup == pytest.approx(2 / (0.7 + 0.8))  # the mean of the two step times
+    no_bf16 = mixed_precision(StepInputs(**{**i.__dict__, "peak_flops_low": {}}))
+    assert no_bf16.speedup is None and "bfloat16 peak" in no_bf16.formula and "calibrate" in no_bf16.formula
+    no_count = mixed_precision(inputs({"forward": 0.8}))
+    assert no_count.speedup is None and "FLOP per step" in no_count.formula
+
+
+def test_communication_models() -> None:
+    i = inputs({"communication": 0.3, "optimizer": 0.1, "backward": 0.6})
+    assert less_frequent_sync(i, 4).speedup == pytest.approx(1 / (0.7 + 0.075))
+    assert gradient_accumulation(i, 4).speedup == pytest.approx(1 / (0.6 + 0.1))
+    g = gradient_compression(i)
+    assert g.speedup == pytest.approx(1 / 0.85) and g.low == 1.0 and "latency-bound" in g.formula
+    assert gradient_compression(i, "powersgd").speedup is None
+
+
+def test_checkpoints_and_per_step_work_from_stack_samples() -> None:
+    i = inputs(
+        {"other": 0.8, "forward": 0.2},
+        other_lines={"checkpoint": Share(0.75, 0.6, 0.86), "hottest_function": Share(0.5, 0.4, 0.6)},
+        other_samples=40,
+        hottest="metric (train.py:9)",
+    )
+    c = other_lines(i, "checkpoint", 10)
+    assert c.speedup == pytest.approx(1 / (0.4 + 0.06))  # 60% of the step saved to a tenth
+    assert c.low == pytest.approx(amdahl(0.8 * 0.6, 10)) and c.high == pytest.approx(amdahl(0.8 * 0.86, 10))
+    assert "metric (train.py:9)" in other_lines(i, "hottest_function").formula
+    none = other_lines(inputs({"other": 0.8}, other_samples=3), "checkpoint")
+    assert none.speedup is None and "too few stack samples" in none.formula
+
+
+def test_unknown_is_said_with_its_reason() -> None:
+    assert predict("smaller_model", inputs({"forward": 1.0})).speedup is None
+    assert "no model" in predict("smaller_model", inputs({"forward": 1.0})).formula
+    assert "no step phases" in predict("mixed_precision", None).formula
+    assert predict_hook("channels_last", {}, inputs({"forward": 1.0})).speedup is None
+
+
+def test_the_hook_predicts_with_its_own_parameters() -> None:
+    i = inputs({"data_wait": 0.6}, loader_workers=0.0, main_cores=0.05, idle_cores=1.5)
+    assert predict_hook("data_echoing", {"factor": 3}, i).speedup == pytest.approx(1 / (0.4 + 0.2))
+    assert "0 -> 4 workers" in predict_hook("dataloader_settings", {"num_workers": 4}, i).formula
+
+
+def test_predictions_round_trip_and_the_report_inputs_too() -> None:
+    p = Prediction(1.5, 1.2, 1.8, "amdahl", "x")
+    assert Prediction.from_json(json.loads(json.dumps(p.to_json()))) == p
+    assert Prediction.from_json({"speedup": 1}) is None
+    i = inputs({"data_wait": 0.6}, other_lines={"checkpoint": Share(0.1, 0.0, 0.2)})
+    assert StepInputs.from_json(json.loads(json.dumps(i.to_json()))) == i
+    assert StepInputs.from_json({"step": 1}) is None and StepInputs.from_json(None) is None
+
+
+def rec(mid: str, cost: str, pred: Prediction | None, score: float = 0.5) -> Recommendation:
+    m = next(m for m in load_knowledge() if m.id == mid)
+    return Recommendation(m.__class__(**{**m.__dict__, "cost": cost}), "cpu_compute", score, "", pred)
+
+
+def test_ranked_by_predicted_gain_per_cost_then_unknown_then_no_gain() -> None:
+    big_costly = rec("data_echoing", "high", Prediction(2.0, 1.8, 2.2, "m", ""))  # gain 1.0 x 0.5
+    small_cheap = rec("more_loader_workers", "low", Prediction(1.4, 1.3, 1.5, "m", ""))  # 0.4 x 1.0
+    best = rec("mixed_precision", "low", Prediction(1.8, 1.7, 1.9, "m", ""))  # 0.8 x 1.0
+    unknown = rec("smaller_model", "medium", Prediction(None, None, None, "none", "why"), score=0.9)
+    nothing = rec("simplify_augmentation", "low", Prediction(1.01, 1.0, 1.02, "m", ""), score=1.0)
+    order = sorted([nothing, unknown, small_cheap, big_costly, best], key=rank_key)
+    assert [r.mitigation.id for r in order] == [
+        "mixed_precision",
+        "data_echoing",
+        "more_loader_workers",
+        "smaller_model",
+        "simplify_augmentation",
+    ]
+
+
+def loader_bound(t: float) -> Sample:
+    """A 100 ms step waiting 80% for a loader with no workers whose training thread runs a full core,
+    on 2 usable cores of which 1 is free (the host otherwise idle)."""
+    figures = {
+        "cpu_compute/host/cores": 8.0,
+        "cpu_compute/host/utilization": 0.125,
+        "cpu_compute/host/iowait": 0.0,
+        **job(1.0, 1.0, usable=2.0),
+    }
+    return sample(
+        figures, {"data_wait": 0.8, "forward": 0.1, "backward": 0.1}, {"device": "cpu", "loader_workers": 0}, t=t
+    )
+
+
+def test_end_to_end_through_the_pipeline_and_the_report() -> None:
+    p = Run(PeakTable(()), window=5)
+    for k in range(6):
+        snap = p(loader_bound(float(k)))
+    assert (snap.verdict.resource, snap.verdict.stage) == ("cpu_compute", "data")
+    by_id = {r.mitigation.id: r for r in snap.recommendations}
+    w = by_id["more_loader_workers"].prediction
+    # one worker per free core (1): it loads the 80 ms beside the 20 ms step: x1.25
+    assert w.speedup == pytest.approx(1.25) and "0 -> 1 workers" in w.formula
+    e = by_id["data_echoing"].prediction
+    assert e.speedup == pytest.approx(1 / (0.2 + 0.4))  # Amdahl(0.8, 2)
+    assert by_id["cache_preprocessing"].prediction.speedup == pytest.approx(5.0)  # the data stage removed
+    order = [r.mitigation.id for r in snap.recommendations]
+    # by predicted gain per cost (all low cost): x5 before x1.67 before x1.25, then the unpredicted
+    assert order[:3] == ["cache_preprocessing", "data_echoing", "more_loader_workers"], order
+    assert all(r.prediction.speedup is None for r in snap.recommendations[3:])
+    doc = p.report()
+    recs = {r["id"]: r for r in doc["recommendations"]}
+    assert recs["more_loader_workers"]["prediction"]["speedup"] == pytest.approx(1.25)
+    assert recs["smaller_model"]["prediction"]["speedup"] is None
+    text = render_text(doc)
+    assert "predicted x1.67 (x1.67 to x1.67) by amdahl: data wait 80%" in text
+    # the report carries the inputs: the hook predicts its own settings from them (a trial's "predicted")
+    i = StepInputs.from_json(json.loads(json.dumps(doc))["whatif_inputs"])
+    assert predict_hook("dataloader_settings", {"num_workers": 2}, i).speedup == pytest.approx(2.25)
+
+
+def test_a_verified_mitigation_shows_the_prediction_beside_the_measured_gain(tmp_path, capsys) -> None:
+    torch = pytest.importorskip("torch")
+    import time
+
+    from torch.utils.data import DataLoader, Dataset
+
+    from bottleneckd.torch import watch
+
+    class Sleepy(Dataset):
+        """A loader that waits (a remote store): 15 ms per example, nothing busy."""
+
+        def __len__(self) -> int:
+            return 10**6
+
+        def __getitem__(self, i: int) -> torch.Tensor:
+            time.sleep(0.015)
+            return torch.randn(8)
+
+    model = torch.nn.Linear(8, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    loader = DataLoader(Sleepy(), batch_size=1)
+    w = watch(model, opt, loader, socket_path=f"{tmp_path}/none.sock", local_sampling=True, interval=0.2)
+    w.print_epoch = False
+    it = iter(w.dataloader)
+
+    def steps(n: int) -> None:
+        for _ in range(n):
+            x = next(it)
+            opt.zero_grad()
+            model(x).sum().backward()
+            opt.step()
+
+    try:
+        steps(80)  # >1 s of data-bound steps: the local sidecar's window has them
+        t = w.apply("data_echoing", factor=2, verify=True, steps=8, warmup=1, blocks=3)
+        steps(120)
+    finally:
+        w.close()
+    assert t.kept is not None and t.predicted is not None and t.predicted.known, t.predicted
+    # data wait ~all of the step, no workers: Amdahl with e = 2 predicts close to x2 (at least x1.5)
+    assert 1.5 < t.predicted.speedup <= 2.0 and t.predicted.model == "amdahl"
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if "data_echoing: throughput x" in ln)
+    assert f"predicted x{t.predicted.speedup:.2f}" in line and line.endswith(t.message)
+
+
+def test_gpu_inputs_take_the_peaks_of_the_jobs_path_and_of_bf16() -> None:
+    from bottleneckd.diagnosis.step_inputs import step_inputs
+    from bottleneckd.peaks.resolve import ResolvedPeak
+    from tests.windows import window
+
+    def peak(resource: str, metric: str, value: float, unit: str) -> ResolvedPeak:
+        return ResolvedPeak(resource, "gpu0", metric, value, unit, "catalog", "test")
+
+    peaks = PeakTable(
+        (
+            peak("gpu_compute", "fp32", 67e12, "FLOP/s"),
+            peak("gpu_compute", "fp16_bf16_tensor_dense", 989e12, "FLOP/s"),
+            peak("gpu_memory_bandwidth", "dram", 4.8e12, "B/s"),
+        )
+    )
+    # 2.68 TFLOP and 48 GB per step in 80 ms of compute of a 100 ms step (fp32, TF32 off): the
+    # roofline is max(40 ms, 10 ms) = 40 ms, half of the compute time
+    facts = {"device": "cuda", "param_dtype": "float32", "allow_tf32": False}
+    facts |= {"flops_per_step": 2.68e12, "operand_bytes_per_step": 4.8e10, "achieved_flops": 2.68e12 / 0.08}
+    st = window({"gpu_compute/gpu0/utilization": 0.9}, {"forward": 0.3, "backward": 0.5, "data_wait": 0.2}, facts)
+    i = step_inputs(st, [], peaks, facts)
+    assert i.device == "cuda" and i.peak_flops == 67e12 and i.peak_flops_low == {"bfloat16": 989e12, "float16": 989e12}
+    assert i.peak_bandwidth == 4.8e12 and i.compute_seconds == pytest.approx(0.08) and i.step == pytest.approx(0.1)
+    p = mixed_precision(i)
+    # bf16: R' = max(2.7 ms, 5 ms) (operands halved) -> compute x1.778 -> Amdahl(0.8) = x1.538;
+    # R' = max(2.7 ms, 10 ms) (not halved) -> x1.6 -> x1.429
+    assert p.high == pytest.approx(1 / (0.2 + 0.8 * 0.5625)) and p.low == pytest.approx(1 / (0.2 + 0.8 * 0.625))
+
+
+def test_removing_all_of_the_step_is_unknown_not_a_hundredfold() -> None:
+    from bottleneckd.advice.predict import cache_preprocessing
+
+    assert cache_preprocessing(inputs({"data_wait": 0.6})).speedup == pytest.approx(2.5)
+    whole = cache_preprocessing(inputs({"data_wait": 0.995}))
+    assert whole.speedup is None and "not measured" in whole.formula
