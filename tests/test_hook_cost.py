@@ -178,3 +178,47 @@ def test_the_step_path_and_its_report_make_few_container_objects():
         w.close()
     added = watched - bare
     assert added <= MAX_GEN0_AT_THRESHOLD_1_PER_STEP, f"{added:.2f} gen-0 collections per step added (bare {bare:.2f})"
+
+
+# --- the A/B benchmark's rules (scripts/ab_stats.py, scripts/bench_watcher.py --only overhead) ---------
+def _script(name: str):  # noqa: ANN202
+    import importlib.util
+    from pathlib import Path
+
+    scripts = Path(__file__).resolve().parents[1] / "scripts"
+    if str(scripts) not in sys.path:
+        sys.path.insert(0, str(scripts))
+    spec = importlib.util.spec_from_file_location(name, scripts / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_a_wall_clock_figure_is_refused_when_the_load_moved_and_the_median_has_a_bootstrap_interval():
+    ab = _script("ab_stats")
+    assert ab.LoadCheck(0.2, 0.2 + ab.LOAD_CHANGE_REFUSE).refused is None
+    assert "went from 0.20 to 0.80" in ab.LoadCheck(0.2, 0.8).refused
+    assert ab.LoadCheck(None, 3.0).refused is None  # no load average: nothing to compare
+    assert any("not quiet" in line for line in ab.LoadCheck(3.0, 3.1).lines())
+    diffs = [float(k) for k in range(1, 12)] + [1000.0]
+    lo, hi = ab.bootstrap_median_ci(diffs)
+    assert lo <= 6.5 <= hi and hi < 1000.0  # the median's interval, not the mean's: the outlier does not drag it
+    lines = ab.PairedAB([1.0, 1.0, 1.0, 1.0], [1.1, 1.2, 1.1, 1.3]).lines()
+    assert "95% CI" in lines[1] and "low tails" in lines[3]
+
+
+def test_the_overhead_benchmark_reports_no_figure_when_the_load_changed(monkeypatch, capsys):
+    bw = _script("bench_watcher")
+    loads = iter([0.2, 1.9])  # at start, at end
+    monkeypatch.setattr(bw, "load1", lambda: next(loads))
+    monkeypatch.setattr(bw, "own_work", lambda device="cpu": 1e-6)
+    assert bw.overhead(blocks=2, steps=3, settle=1) == 3
+    out = capsys.readouterr().out
+    assert "load average (1 min): 0.20 at start, 1.90 at end" in out and "A/B NOT REPORTED" in out
+    assert "per pair: median" not in out
+    loads = iter([0.2, 0.3])
+    monkeypatch.setattr(bw, "load1", lambda: next(loads))
+    assert bw.overhead(blocks=2, steps=3, settle=1) == 0
+    out = capsys.readouterr().out
+    assert "watched minus bare, per pair: median" in out and "95% CI" in out and "low tails" in out

@@ -40,6 +40,7 @@ from bottleneckd.torch import cuda_graphs
 
 log = logging.getLogger("bottleneckd.torch")
 _AVG = 16  # steps in the moving averages reported as facts
+_ENGINE = torch.autograd.Variable._execution_engine  # autograd's engine: queue_callback at the end of backward
 
 
 def _union(intervals: list[tuple[float, float]]) -> float:
@@ -69,7 +70,11 @@ class DdpCommTimer:
         self.user_hook = False  # the hook inside is the user's (not DDP's default)
         self.steps = 0
         self.history: deque[tuple[float, float, int]] = deque(maxlen=_AVG)  # (exposed, busy, buckets) per timed step
-        self._facts = self.facts  # bound once: registered with each watcher at every timed step, no new object
+        # bound once: handed to torch (and the watchers) at every timed step without making a method object each time
+        self._facts = self.facts
+        self._on_completed = self._completed
+        self._on_backward_done = self._queue_step_end
+        self._on_step_end = self._step_end
 
     # --- the hook DDP calls ---------------------------------------------------------------
     def hook(self, _state, bucket):  # noqa: ANN001, ANN201 - DDP rejects string annotations on its hooks
@@ -85,7 +90,7 @@ class DdpCommTimer:
         if not self._timing:
             return fut
         try:
-            return fut.then(self._completed)
+            return fut.then(self._on_completed)
         except Exception as e:  # noqa: BLE001
             self._fail(e)
             return fut
@@ -101,7 +106,7 @@ class DdpCommTimer:
                 return
             # runs after the graph task; it queues the real end-of-step callback, which then runs
             # after DDP's finalize_backward (queued when the last bucket was launched)
-            torch.autograd.Variable._execution_engine.queue_callback(self._queue_step_end)
+            _ENGINE.queue_callback(self._on_backward_done)
         if self._timing:
             self._ready.append(self._stamp())
 
@@ -122,7 +127,7 @@ class DdpCommTimer:
 
     def _queue_step_end(self) -> None:
         try:
-            torch.autograd.Variable._execution_engine.queue_callback(self._step_end)
+            _ENGINE.queue_callback(self._on_step_end)
         except Exception as e:  # noqa: BLE001
             self._fail(e)
 
