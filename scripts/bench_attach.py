@@ -140,14 +140,16 @@ def one(mode: str, seconds: float, work: Path, rate: float | None, stack_rate: f
         if c0 is None:
             c0, t0 = c, time.monotonic()
         c1, t1 = c, time.monotonic()
-    if job.poll() is None:
+    try:  # run ends after its final report; past the deadline the job is stuck
+        _, err = job.communicate(timeout=max(1.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
         job.kill()
-    _, err = job.communicate()
+        _, err = job.communicate()
     if side is not None:
         side.terminate()
         side.wait(timeout=30)
     if job.returncode != 0 or not out.exists():
-        raise SystemExit(f"job failed ({mode}): {err.decode(errors='replace')[-1500:]}")
+        raise SystemExit(f"job failed ({mode}, exit status {job.returncode}): {err.decode(errors='replace')[-1500:]}")
     cores = (c1 - c0) / (t1 - t0) if c0 is not None and c1 is not None and t1 > t0 else 0.0
     return {"mode": mode, "rows": json.loads(out.read_text()), "watcher_cpu_s_per_s": cores}
 

@@ -158,7 +158,9 @@ def overhead(
         print(f"A/B NOT REPORTED: {refused}. Rerun on a quiet machine (or --show-anyway for provisional figures).")
         status = 3
     else:
-        tag = f"PROVISIONAL ({refused}): " if refused else ""
+        if refused:
+            print(f"PROVISIONAL figures (--show-anyway): {refused}")
+        tag = "PROVISIONAL: " if refused else ""
         for line in ab.lines():
             print(tag + line)
         status = 0
