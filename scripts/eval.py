@@ -1,88 +1,57 @@
 #!/usr/bin/env python3
-"""The labelled suite: prove each workload's label by its intervention, then check the verdict of
+"""The labelled suite: prove each workload's label by its interventions, then check the verdict of
 `bottleneckd run` and `bottleneckd attach --pid` against it.
 
     python scripts/eval.py [--only NAME ...] [--mode run|attach|both] [--seconds 15]
-                           [--proof-runs 2] [--proof-seconds 6] [--json out.json] [--gpu]
+                           [--proof-runs 3] [--proof-seconds 6] [--threads 1|default|N]
+                           [--json out.json] [--record] [--gpu]
 
-1. Proof (never the rules): each workload runs bare and with --intervene, interleaved, a few
-   short runs each; the median throughput with the intervention over the bare median must reach
-   the workload's MIN_SPEEDUP. A workload that misses it is "unproven": reported, not scored.
+1. Proof (never the rules, eval_suite/proof.py): each workload runs bare, with --intervene and,
+   where it declares one, with --control, interleaved, at least 3 runs a side; the intervention
+   must be faster by the workload's MIN_SPEEDUP (ratio of medians) and significantly (one-sided
+   Welch t-test), the control must not reach CONTROL_MAX_SPEEDUP. A failed or empty run is
+   reported; a workload whose proof does not hold is reported, not scored.
 2. Verdicts, as a new user gets them on a fresh machine: BOTTLENECKD_HOME is an empty temporary
    folder (no calibration profile); `bottleneckd run -- python job.py` and, for a job started
    separately, `bottleneckd attach --pid PID` until the job exits.
-3. Scoring: right = the label's resource and stage (STAGE None: any stage); `undetermined` is not
-   wrong but not right (except where the label is `undetermined`); anything else is wrong.
-   Printed: right/total per mode, a confusion matrix, every wrong verdict with its evidence.
-   Exit code 1 on any wrong verdict or a run that gave no report, else 0.
+3. Scoring (eval_suite/score.py): right = the label's resource and stage (STAGE None: any stage);
+   `undetermined` is not wrong but not right (except where the label is `undetermined`); anything
+   else is wrong. Printed: right/total per mode, a confusion matrix, every wrong verdict with its
+   evidence. Exit code 1 on any wrong verdict or a run that gave no report, else 0.
 
-Labels live in the workloads (module-level LABEL, STAGE, INTERVENTION, MIN_SPEEDUP, NEEDS), read
-here with ast, never by importing the workload.
+A full run (every CPU workload, both modes, proofs made) is recorded under docs/eval-results/
+with its commit, machine load and date (--record records any run); scripts/gen_docs.py makes
+docs/eval.md's tables from the latest full record.
+
+Labels live in the workloads (module-level LABEL, STAGE, INTERVENTION, MIN_SPEEDUP, NEEDS,
+CONTROL, CONTROL_MAX_SPEEDUP), read here with ast, never by importing the workload.
 """
 
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import os
-import re
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-W = ROOT / "scripts" / "workloads"
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [p for p in (str(HERE), str(HERE.parent)) if p not in sys.path]
+
+from eval_suite.proof import MIN_RUNS, call, prove, reusable, script, throughput  # noqa: E402
+from eval_suite.record import DuplicateRows, load, merge_rows, meta, write_record  # noqa: E402
+from eval_suite.score import confusion, judge, proof_line, summarize  # noqa: E402
+from eval_suite.workloads import LAST, ROOT, W, Workload, discover  # noqa: E402
+
+__all__ = ["LAST", "W", "Workload", "confusion", "discover", "judge", "throughput"]
 PY = sys.executable
 BN = [PY, "-m", "bottleneckd"]
-LAST = ("memory_capacity",)  # the one that squeezes the host's memory runs last
-
-
-@dataclass(frozen=True)
-class Workload:
-    name: str
-    labels: tuple[str, ...]  # accepted resource ids (or "undetermined")
-    stage: str | None  # None: any stage
-    intervention: str | None
-    min_speedup: float | None
-    needs: str  # "cpu" or "gpu"
-    proof_seconds: float | None = None  # a floor on --proof-seconds for slow steps (a few steps a second)
-
-    @property
-    def label(self) -> str:
-        return f"{'|'.join(self.labels)}/{self.stage or '*'}"
-
-
-def discover() -> list[Workload]:
-    """Every scripts/workloads/*.py that declares a LABEL, in name order (LAST at the end)."""
-    found = []
-    for path in sorted(W.glob("*.py")):
-        consts = {}
-        for node in ast.parse(path.read_text()).body:
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                if node.targets[0].id in ("LABEL", "STAGE", "INTERVENTION", "MIN_SPEEDUP", "NEEDS", "PROOF_SECONDS"):
-                    consts[node.targets[0].id] = ast.literal_eval(node.value)
-        if "LABEL" not in consts:
-            continue
-        label = consts["LABEL"]
-        found.append(
-            Workload(
-                path.stem,
-                tuple(label) if isinstance(label, (tuple, list)) else (label,),
-                consts.get("STAGE"),
-                consts.get("INTERVENTION"),
-                consts.get("MIN_SPEEDUP"),
-                consts.get("NEEDS", "cpu"),
-                consts.get("PROOF_SECONDS"),
-            )
-        )
-    return sorted(found, key=lambda w: (w.name in LAST, w.name))
 
 
 def job_env(home: str) -> dict[str, str]:
@@ -90,43 +59,6 @@ def job_env(home: str) -> dict[str, str]:
     # BOTTLENECKD_HOME empty: no calibration profile. XDG_RUNTIME_DIR: the default channel socket
     # lives there, so a sidecar of another user of a shared host is not "already listening".
     return {**os.environ, "PYTHONPATH": pp, "BOTTLENECKD_HOME": home, "XDG_RUNTIME_DIR": home, "PYTHONUNBUFFERED": "1"}
-
-
-def throughput(text: str) -> float | None:
-    """The workload's last throughput line."""
-    found = re.findall(r"throughput: ([\d.]+) \w+/s", text)
-    return float(found[-1]) if found else None
-
-
-def call(cmd: list[str], env: dict[str, str], timeout: float, log: Path) -> int | None:
-    """Run ``cmd`` in its own process group, output to ``log``; None if it timed out (group killed)."""
-    with open(log, "w") as f:
-        p = subprocess.Popen(cmd, env=env, stdout=f, stderr=subprocess.STDOUT, start_new_session=True)
-        try:
-            return p.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-            return None
-
-
-def script(w: Workload, seconds: float, intervene: bool = False) -> list[str]:
-    return [PY, str(W / f"{w.name}.py"), "--seconds", f"{seconds:g}"] + (["--intervene"] if intervene else [])
-
-
-def prove(w: Workload, runs: int, seconds: float, env: dict[str, str], out: Path) -> dict:
-    """Bare and intervention runs interleaved (the order alternates); the ratio of medians."""
-    bare: list[float | None] = []
-    fixed: list[float | None] = []
-    for i in range(runs):
-        for intervene in (False, True) if i % 2 == 0 else (True, False):
-            log = out / f"{w.name}.{'intervene' if intervene else 'bare'}.{i}.log"
-            call(script(w, seconds, intervene), env, seconds * 6 + 240, log)
-            (fixed if intervene else bare).append(throughput(log.read_text()))
-    ok_b, ok_f = [t for t in bare if t], [t for t in fixed if t]
-    ratio = statistics.median(ok_f) / statistics.median(ok_b) if ok_b and ok_f else None
-    proven = ratio is not None and w.min_speedup is not None and ratio >= w.min_speedup
-    return {"bare": bare, "intervention": fixed, "ratio": ratio, "proven": proven}
 
 
 def read_report(path: Path, log: Path) -> dict:
@@ -152,7 +84,6 @@ def trace_statistics(path: Path) -> dict:
     the run's trace replayed through the pipeline; {"error": ...} when it cannot be read."""
     if not path.exists():
         return {"error": "no trace recorded"}
-    sys.path.insert(0, str(ROOT))
     try:
         from bottleneckd.diagnosis.sensitivity import replay_statistics
         from bottleneckd.outputs.trace import read_trace
@@ -161,28 +92,26 @@ def trace_statistics(path: Path) -> dict:
         return replay_statistics(header.peaks, samples)
     except Exception as e:  # noqa: BLE001 - a bad trace costs its statistics, never the suite
         return {"error": f"{type(e).__name__}: {e}"[:300]}
-    finally:
-        sys.path.remove(str(ROOT))
 
 
-def under_run(w: Workload, seconds: float, env: dict[str, str], out: Path) -> dict:
+def under_run(w: Workload, seconds: float, threads: str, env: dict[str, str], out: Path) -> dict:
     rep, log, trace = out / f"{w.name}.run.json", out / f"{w.name}.run.log", out / f"{w.name}.run.trace.jsonl"
-    call(
-        BN + ["run", "--quiet", "--force", "--report-json", str(rep), "--trace", str(trace), "--"] + script(w, seconds),
-        env,
-        seconds * 6 + 240,
-        log,
-    )
+    cmd = BN + ["run", "--quiet", "--force", "--report-json", str(rep), "--trace", str(trace), "--"]
+    call(cmd + script(w, seconds, threads=threads), env, seconds * 6 + 240, log)
     return {**read_report(rep, log), "statistics": trace_statistics(trace)}
 
 
-def under_attach(w: Workload, seconds: float, warmup: float, env: dict[str, str], out: Path) -> dict:
+def under_attach(w: Workload, seconds: float, warmup: float, threads: str, env: dict[str, str], out: Path) -> dict:
     """Start the job, let it get going, attach until it exits (as a user of attach would)."""
     rep, log, trace = out / f"{w.name}.attach.json", out / f"{w.name}.attach.log", out / f"{w.name}.attach.trace.jsonl"
     record = ["--trace", str(trace)] if traces_supported("attach") else []
     with open(out / f"{w.name}.attach.job.log", "w") as jf:
         job = subprocess.Popen(
-            script(w, seconds + warmup), env=env, stdout=jf, stderr=subprocess.STDOUT, start_new_session=True
+            script(w, seconds + warmup, threads=threads),
+            env=env,
+            stdout=jf,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         time.sleep(warmup)
         call(
@@ -200,136 +129,79 @@ def under_attach(w: Workload, seconds: float, warmup: float, env: dict[str, str]
     return {**read_report(rep, log), "statistics": stats}
 
 
-def judge(w: Workload, doc: dict) -> dict:
-    """Outcome of one verdict against the label: right, undetermined, wrong or error."""
-    v = doc.get("verdict")
-    if not isinstance(v, dict) or "resource" not in v:
-        return {"outcome": "error", "resource": "error", "stage": "-", "evidence": [str(doc.get("error", ""))[-600:]]}
-    res, stage = v.get("resource"), v.get("stage") or "-"
-    if res in w.labels and (w.stage is None or res == "undetermined" or stage == w.stage):
-        outcome = "right"
-    elif res == "undetermined":
-        outcome = "undetermined"
-    else:
-        outcome = "wrong"
-    return {
-        "outcome": outcome,
-        "resource": res,
-        "stage": stage,
-        "confidence": v.get("confidence"),
-        "evidence": v.get("evidence", []),
-        "reason": v.get("reason"),
-        "secondary": v.get("secondary", []),
-        "facts": doc.get("facts", {}),
-        "step_phases": doc.get("step_phases"),
-        "statistics": doc.get("statistics", {}),
-    }
-
-
-def confusion(rows: list[dict], mode: str) -> str:
-    """Label (rows) against verdict (columns), proven workloads only."""
-    pairs = [(r["label"], f"{r[mode]['resource']}/{r[mode]['stage']}") for r in rows if mode in r and r["scored"]]
-    if not pairs:
-        return f"{mode}: nothing scored"
-    labels = sorted({p[0] for p in pairs})
-    verdicts = sorted({p[1] for p in pairs})
-    lw = max(len(x) for x in labels + ["label \\ verdict"])
-    lines = [
-        f"{mode}: label (rows) against verdict (columns)",
-        "label \\ verdict".ljust(lw) + "  " + "  ".join(f"[{i}]" for i in range(len(verdicts))),
-    ]
-    for lab in labels:
-        cells = [sum(1 for p in pairs if p == (lab, v)) for v in verdicts]
-        lines.append(lab.ljust(lw) + "  " + "  ".join(f"{c or '.':>{len(str(i)) + 2}}" for i, c in enumerate(cells)))
-    lines += [f"  [{i}] {v}" for i, v in enumerate(verdicts)]
-    return "\n".join(lines)
-
-
-def summarize(rows: list[dict], modes: tuple[str, ...]) -> dict:
-    """Print right/total per mode, the confusion matrices, the unproven and the wrong verdicts."""
-    scored = [r for r in rows if r["scored"]]
-    summary: dict = {
-        "workloads": len(rows),
-        "scored": len(scored),
-        "unproven": [r["name"] for r in rows if not r["scored"]],
-    }
-    print()
-    for m in modes:
-        outcomes = [r[m]["outcome"] for r in scored]
-        summary[m] = {k: outcomes.count(k) for k in ("right", "undetermined", "wrong", "error")}
-        print(
-            f"{m}: right {outcomes.count('right')}/{len(scored)}, undetermined {outcomes.count('undetermined')}, "
-            f"wrong {outcomes.count('wrong')}, no report {outcomes.count('error')}"
-        )
-    for m in modes:
-        print("\n" + confusion(rows, m))
-    if summary["unproven"]:
-        print("\nunproven (intervention below its threshold; not scored):")
-        for r in rows:
-            if not r["scored"]:
-                p = r["proof"]
-                print(
-                    f"  {r['name']}: x{p['ratio']:.2f} < x{r['min_speedup']}"
-                    if p and p["ratio"]
-                    else f"  {r['name']}: no throughput ({p})"
-                )
-    bad = [(r, m) for r in scored for m in modes if r[m]["outcome"] in ("wrong", "error")]
-    summary["bad"] = [f"{r['name']}:{m}" for r, m in bad]
-    if bad:
-        print("\nwrong verdicts (label, verdict, evidence):")
-        for r, m in bad:
-            v = r[m]
-            print(
-                f"  {r['name']} [{m}] label {r['label']}, said {v['resource']}/{v['stage']}"
-                + (f" (reason: {v['reason']})" if v.get("reason") and v["resource"] == "undetermined" else "")
-            )
-            for e in v["evidence"]:
-                print(f"      {e}")
-    return summary
-
-
-def merged(paths: list[str]) -> int:
+def merged(paths: list[str], later_wins: bool) -> int:
     """Summarise the rows of several --json files (e.g. runs split with --only) as one suite."""
-    rows: dict[str, dict] = {}
-    for p in paths:
-        for r in json.loads(Path(p).read_text())["workloads"]:
-            rows[r["name"]] = r  # a later file's row replaces an earlier one
+    try:
+        rows, said = merge_rows(paths, later_wins)
+    except DuplicateRows as e:
+        print(f"eval.py: {e}", file=sys.stderr)
+        return 2
+    for line in said:
+        print(line)
     modes = tuple(m for m in ("run", "attach") if all(m in r for r in rows.values()))
     for r in rows.values():
         ratio = r["proof"]["ratio"] if r.get("proof") else None
         print(
-            f"{r['name']:28} {r['label']:40} {('x%.2f' % ratio) if ratio else '-':>6} {'proven' if r['scored'] else 'UNPROVEN'}  "
+            f"{r['name']:28} {r['label']:40} {f'x{ratio:.2f}' if ratio else '-':>6} "
+            f"{'scored' if r['scored'] else 'NOT SCORED'}  "
             + "  ".join(f"{m}: {r[m]['resource']}/{r[m]['stage']} {r[m]['outcome']}" for m in modes)
         )
     return 1 if summarize(list(rows.values()), modes)["bad"] else 0
 
 
-def main() -> int:
+def threads_arg(s: str) -> str:
+    if s == "default" or (s.isdigit() and int(s) >= 1):
+        return s
+    raise argparse.ArgumentTypeError("--threads takes 'default' (PyTorch's own) or a number of threads >= 1")
+
+
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", nargs="+", metavar="NAME", help="run only these workloads")
     ap.add_argument("--mode", choices=("run", "attach", "both"), default="both")
     ap.add_argument("--seconds", type=float, default=15, help="job length under run and attach")
     ap.add_argument("--warmup", type=float, default=5, help="seconds the job runs before attach")
-    ap.add_argument("--proof-runs", type=int, default=2, help="runs of each of bare and intervention")
+    ap.add_argument(
+        "--proof-runs", type=int, default=MIN_RUNS, help=f"runs of each side of a proof (at least {MIN_RUNS})"
+    )
     ap.add_argument("--proof-seconds", type=float, default=6)
+    ap.add_argument(
+        "--threads",
+        type=threads_arg,
+        default="1",
+        help="intra-op threads of every workload: 1 (as labelled), 'default' (PyTorch's default) or N",
+    )
     ap.add_argument("--no-proof", action="store_true", help="skip the interventions (verdicts scored as unchecked)")
     ap.add_argument(
         "--proofs-from",
         nargs="+",
         metavar="JSON",
         default=(),
-        help="reuse the proofs of earlier --json outputs (valid while the workloads are unchanged: the proofs never involve bottleneckd)",
+        help="reuse earlier --json outputs' proofs where the workload's source (hashed) and --threads are unchanged",
     )
     ap.add_argument("--gpu", action="store_true", help="include the GPU workloads")
     ap.add_argument("--json", dest="json_path", default=None, help="write every result here")
+    ap.add_argument(
+        "--record", action="store_true", help="record this run under docs/eval-results/ (full runs always are)"
+    )
     ap.add_argument("--out", default=None, help="folder for logs and reports (default: a temp dir)")
     ap.add_argument("--list", action="store_true", help="list the workloads and their labels, run nothing")
     ap.add_argument(
         "--merge", nargs="+", metavar="JSON", help="summarise earlier --json outputs as one suite, run nothing"
     )
-    args = ap.parse_args()
+    ap.add_argument(
+        "--later-wins", action="store_true", help="with --merge: a later file's row replaces an earlier one (said)"
+    )
+    return ap
+
+
+def main() -> int:
+    args = parser().parse_args()
     if args.merge:
-        return merged(args.merge)
+        return merged(args.merge, args.later_wins)
+    if args.proof_runs < MIN_RUNS and not args.no_proof:
+        print(f"eval.py: --proof-runs {args.proof_runs}: a proof needs {MIN_RUNS} runs a side or more", file=sys.stderr)
+        return 2
     workloads = discover()
     if args.only:
         unknown = set(args.only) - {w.name for w in workloads}
@@ -341,7 +213,8 @@ def main() -> int:
         workloads = [w for w in workloads if w.needs != "gpu"]
     if args.list:
         for w in workloads:
-            print(f"{w.name:28} {w.label:44} x{w.min_speedup}  {w.intervention}")
+            control = f"; control: {w.control} (< x{w.control_max})" if w.control else ""
+            print(f"{w.name:28} {w.label:44} x{w.min_speedup}  {w.intervention}{control}")
         return 0
     out = Path(args.out or tempfile.mkdtemp(prefix="bottleneckd-eval-"))
     out.mkdir(parents=True, exist_ok=True)
@@ -352,63 +225,63 @@ def main() -> int:
         shutil.rmtree(home, ignore_errors=True)
 
 
+def earlier_proofs(paths: list[str]) -> dict[str, dict]:
+    rows = [r for p in paths for r in json.loads(Path(p).read_text())["workloads"]]
+    return {r["name"]: r["proof"] for r in rows if r.get("proof")}
+
+
+def proof_for(w: Workload, args: argparse.Namespace, earlier: dict, env: dict[str, str], out: Path) -> dict | None:
+    if args.no_proof:
+        return None
+    if w.name in earlier:
+        p, why = reusable(w, earlier[w.name], args.threads)
+        if p is not None:
+            return p
+        print(f"{w.name}: earlier proof not reused ({why}); proving again", flush=True)
+    seconds = max(args.proof_seconds, w.proof_seconds or 0)
+    return prove(w, args.proof_runs, seconds, env, out, args.threads)
+
+
 def evaluate(args: argparse.Namespace, workloads: list[Workload], out: Path, env: dict[str, str]) -> int:
     """Proofs and verdicts for each workload, then the summary; the exit code."""
     modes = ("run", "attach") if args.mode == "both" else (args.mode,)
-    earlier = {
-        r["name"]: r["proof"]
-        for p in args.proofs_from
-        for r in json.loads(Path(p).read_text())["workloads"]
-        if r.get("proof")
-    }
+    earlier = earlier_proofs(list(args.proofs_from))
+    full = not args.only and args.mode == "both" and not args.no_proof
+    m = {**meta(), "full": full, "threads": args.threads}
     rows: list[dict] = []
     t_start = time.time()
     for w in workloads:
         t0 = time.time()
-        row: dict = {"name": w.name, **asdict(w), "label": w.label}
-        if args.no_proof:
-            row["proof"], row["scored"] = None, True
-        elif w.name in earlier:
-            row["proof"] = {
-                **earlier[w.name],
-                "proven": earlier[w.name]["ratio"] is not None
-                and w.min_speedup is not None
-                and earlier[w.name]["ratio"] >= w.min_speedup,
-                "reused": True,
-            }
-            row["scored"] = row["proof"]["proven"]
-        else:
-            row["proof"] = prove(w, args.proof_runs, max(args.proof_seconds, w.proof_seconds or 0), env, out)
-            row["scored"] = row["proof"]["proven"]
+        row: dict = {"name": w.name, **asdict(w), "label": w.label, "threads": args.threads, "load_before": load()}
+        row["proof"] = proof_for(w, args, earlier, env, out)
+        row["scored"] = row["proof"] is None or row["proof"]["proven"]
         if "run" in modes:
-            row["run"] = judge(w, under_run(w, args.seconds, env, out))
+            row["run"] = judge(w, under_run(w, args.seconds, args.threads, env, out))
         if "attach" in modes:
-            row["attach"] = judge(w, under_attach(w, args.seconds, args.warmup, env, out))
+            row["attach"] = judge(w, under_attach(w, args.seconds, args.warmup, args.threads, env, out))
         row["wall_seconds"] = round(time.time() - t0, 1)
+        row["load_after"] = load()
         rows.append(row)
-        ratio = row["proof"]["ratio"] if row["proof"] else None
-        proof = (
-            "unchecked"
-            if row["proof"] is None
-            else f"x{ratio:.2f} {'proven' if row['scored'] else 'UNPROVEN'}"
-            if ratio
-            else "UNPROVEN (no throughput)"
-        )
         verdicts = "  ".join(
-            f"{m}: {row[m]['resource']}/{row[m]['stage']} {row[m]['outcome'].upper() if row[m]['outcome'] != 'right' else 'right'}"
-            for m in modes
+            f"{md}: {row[md]['resource']}/{row[md]['stage']} "
+            + (row[md]["outcome"].upper() if row[md]["outcome"] != "right" else "right")
+            for md in modes
         )
-        print(f"{w.name:28} {w.label:40} {proof:22} {verdicts}", flush=True)
+        print(f"{w.name:28} {w.label:40} {proof_line(row)[:60]:60} {verdicts}", flush=True)
         if args.json_path:  # after every workload: a run cut short keeps what it measured
-            Path(args.json_path).write_text(json.dumps({"args": vars(args), "workloads": rows}, indent=1, default=str))
+            Path(args.json_path).write_text(
+                json.dumps({"meta": m, "args": vars(args), "workloads": rows}, indent=1, default=str)
+            )
 
     summary = summarize(rows, modes)
     summary["wall_seconds"] = round(time.time() - t_start, 1)
+    m["load_end"] = load()
     print(f"\nreports and logs in {out}")
+    doc = {"meta": m, "summary": summary, "args": vars(args), "workloads": rows}
     if args.json_path:
-        Path(args.json_path).write_text(
-            json.dumps({"summary": summary, "args": vars(args), "workloads": rows}, indent=1, default=str)
-        )
+        Path(args.json_path).write_text(json.dumps(doc, indent=1, default=str))
+    if full or args.record:
+        print(f"recorded in {write_record(doc)}")
     return 1 if summary["bad"] else 0
 
 

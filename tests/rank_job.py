@@ -3,6 +3,9 @@ one CPU thread each). No bottleneckd code: ``bottleneckd run`` instruments it fr
 
 --backbone N   a frozen feature extractor (no gradient): N matmuls of the batch in forward
 --slow-rank R --extra F   rank R does F more forward work (its backbone runs (1 + F) x as long)
+--slow-rank R --extra-other F   rank R does F x the backbone's work between steps (after the
+                optimizer step, outside forward and backward: logging, evaluation, checkpoints)
+--pin          rank r runs on core r % cores (sched_setaffinity), for tests of contention on one core
 --head W       width of the trainable head: its gradients are all-reduced (W*W*4 bytes a layer)
 """
 
@@ -50,10 +53,18 @@ def main() -> None:
     ap.add_argument("--head", type=int, default=256)
     ap.add_argument("--slow-rank", type=int, default=-1)
     ap.add_argument("--extra", type=float, default=0.0)
+    ap.add_argument("--extra-other", type=float, default=0.0)
+    ap.add_argument("--pin", action="store_true")
     a = ap.parse_args()
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
     rank = dist.get_rank()
+    if a.pin:
+        cores = sorted(os.sched_getaffinity(0))
+        os.sched_setaffinity(0, {cores[rank % len(cores)]})
+    g = torch.Generator().manual_seed(1)
+    side = torch.randn(a.width, a.width, generator=g) / a.width**0.5
+    side_passes = round(a.backbone * a.extra_other) if rank == a.slow_rank else 0
     model = nn.parallel.DistributedDataParallel(
         Model(a.width, a.head, a.backbone, a.extra if rank == a.slow_rank else 0.0)
     )
@@ -70,6 +81,9 @@ def main() -> None:
         opt.zero_grad()
         nn.functional.cross_entropy(model(x), y).backward()
         opt.step()
+        h = x
+        for _ in range(side_passes):  # between steps: outside forward, backward and the optimizer
+            h = torch.tanh(h @ side)
         steps += 1
     if rank == 0:
         print(f"rank_job: {steps} steps on {dist.get_world_size()} ranks", flush=True)

@@ -52,7 +52,8 @@ def test_a_compiled_model_is_counted_whole_and_stays_compiled(how):
             call(torch.randn(16, 64)).sum().backward()
             opt.step()
         assert w.facts["flops_per_step"] == MLP_STEP_FLOPS
-        assert w.facts["compiled"] is True or how == "wrapped"
+        w.flush()  # runtime facts are read at each report; the first may not have fallen due in 4 fast steps
+        assert w.facts["compiled"] is True
         breaks = " ".join(counters["graph_break"])
         assert "perf_counter" not in breaks and "Event" not in breaks
         if how == "in place":

@@ -4,6 +4,8 @@ shared vocabulary and an intervention with a threshold, and verdicts are scored 
 from __future__ import annotations
 
 import importlib.util
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -75,3 +77,116 @@ def test_confusion_matrix_counts_scored_rows_only() -> None:
     assert "c/*" not in text
     line = next(ln for ln in text.splitlines() if ln.startswith("a/data"))
     assert line.split()[1:] == ["1", "1"]
+
+
+# --- proofs with statistics (eval_suite/proof.py) ---------------------------------------------
+
+from eval_suite import proof, record, workloads  # noqa: E402  (scripts/ is on the path once eval.py is loaded)
+
+
+def _runs(*tps: float | None, failure: str | None = None) -> list[dict]:
+    return [
+        {"throughput": t, "exit_code": 0, "wall_seconds": 5.0, "failure": failure if t is None else None} for t in tps
+    ]
+
+
+def test_a_proof_needs_three_good_runs_a_side_and_reports_the_failed_one() -> None:
+    w = ev.Workload("x", ("cpu_compute",), "compute", "i", 1.6, "cpu", sha256="h")
+    ok = proof.judge_proof(w, {"bare": _runs(1.0, 1.1, 0.9), "intervention": _runs(2.0, 2.1, 1.9)})
+    assert ok["status"] == "proven" and ok["p_value"] < proof.ALPHA and ok["failures"] == []
+    # the same ratio resting on two good runs and one crash: reported, and it proves nothing
+    one_failed = {
+        "bare": _runs(1.0, 1.1, None, failure="exit code 1: Traceback"),
+        "intervention": _runs(2.0, 2.1, 1.9),
+    }
+    bad = proof.judge_proof(w, one_failed)
+    assert bad["status"] == "failed" and not bad["proven"]
+    assert bad["failures"] == ["bare run 2: exit code 1: Traceback"]
+
+
+def test_a_ratio_above_the_threshold_within_noise_is_not_a_proof() -> None:
+    w = ev.Workload("x", ("cpu_compute",), "compute", "i", 1.6, "cpu")
+    noisy = proof.judge_proof(w, {"bare": _runs(1.0, 0.3, 3.0), "intervention": _runs(1.7, 0.4, 4.0)})
+    assert noisy["ratio"] >= 1.6 and noisy["p_value"] >= proof.ALPHA and noisy["status"] == "unproven"
+
+
+def test_a_control_that_helps_disproves_the_label() -> None:
+    w = ev.Workload("x", ("cpu_compute",), "compute", "i", 1.6, "cpu", control="fewer bytes", control_max=1.25)
+    runs = {"bare": _runs(1.0, 1.1, 0.9), "intervention": _runs(2.0, 2.1, 1.9)}
+    held = proof.judge_proof(w, {**runs, "control": _runs(1.0, 1.05, 0.95)})
+    assert held["status"] == "proven" and held["control_ratio"] == pytest.approx(1.0)
+    moved = proof.judge_proof(w, {**runs, "control": _runs(1.9, 2.0, 2.1)})
+    assert moved["status"] == "disproved" and "another resource" in moved["why"]
+    # a control whose median reaches the threshold only through noise disproves nothing (eval_phases
+    # at load 13: bare 4.4, 4.2, 7.8 steps/s, control 9.0, 4.6, 7.6)
+    noisy = proof.judge_proof(w, {**runs, "control": _runs(1.8, 0.5, 1.3)})
+    assert noisy["control_ratio"] >= 1.25 and noisy["status"] == "inconclusive" and not noisy["proven"]
+
+
+def test_one_run_reports_a_crash_a_timeout_and_a_zero(tmp_path) -> None:
+    crash = proof.one_run([sys.executable, "-c", "raise SystemExit('boom')"], {}, 1, tmp_path / "a.log")
+    assert crash["exit_code"] == 1 and "boom" in crash["failure"]
+    zero = proof.one_run(
+        [sys.executable, "-c", "print('throughput: 0.000 steps/s (0 steps in 1.0 s)')"], {}, 1, tmp_path / "b.log"
+    )
+    assert zero["failure"] == "zero throughput (no step completed)"
+    fine = proof.one_run([sys.executable, "-c", "print('throughput: 2.500 steps/s')"], {}, 1, tmp_path / "c.log")
+    assert fine["failure"] is None and fine["throughput"] == 2.5
+
+
+def test_earlier_proofs_are_reused_only_for_the_same_source_and_threads() -> None:
+    w = ev.Workload("x", ("cpu_compute",), "compute", "i", 1.6, "cpu", sha256="abc")
+    earlier = proof.judge_proof(w, {"bare": _runs(1.0, 1.1, 0.9), "intervention": _runs(2.0, 2.1, 1.9)})
+    p, _ = proof.reusable(w, earlier, "1")
+    assert p["proven"] and p["reused"]
+    changed = ev.Workload("x", ("cpu_compute",), "compute", "i", 1.6, "cpu", sha256="def")
+    assert proof.reusable(changed, earlier, "1") == (
+        None,
+        "the workload's source changed since (or the proof carries no hash)",
+    )
+    assert proof.reusable(w, earlier, "default")[0] is None
+    old_format = {"bare": [1.0, 1.1], "intervention": [2.0, 2.1], "ratio": 2.0}  # no hash: never reused
+    assert proof.reusable(w, old_format, "1")[0] is None
+    stricter = ev.Workload("x", ("cpu_compute",), "compute", "i", 2.5, "cpu", sha256="abc")
+    assert proof.reusable(stricter, earlier, "1")[0]["status"] == "unproven"  # judged on today's threshold
+
+
+def test_the_source_hash_follows_the_workload_modules_it_imports(tmp_path) -> None:
+    (tmp_path / "common.py").write_text("X = 1\n")
+    (tmp_path / "job.py").write_text("LABEL = 'cpu_compute'\nfrom common import X\nimport torch\n")
+    before = workloads.source_hash(tmp_path / "job.py")
+    (tmp_path / "common.py").write_text("X = 2\n")
+    assert workloads.source_hash(tmp_path / "job.py") != before
+    assert workloads.discover(tmp_path)[0].sha256 == workloads.source_hash(tmp_path / "job.py")
+
+
+def test_merge_never_replaces_a_row_in_silence(tmp_path) -> None:
+    a, b = tmp_path / "a.json", tmp_path / "b.json"
+    a.write_text(json.dumps({"workloads": [{"name": "x", "v": 1}, {"name": "y", "v": 1}]}))
+    b.write_text(json.dumps({"workloads": [{"name": "x", "v": 2}]}))
+    with pytest.raises(record.DuplicateRows, match="x is in both"):
+        record.merge_rows([str(a), str(b)])
+    rows, said = record.merge_rows([str(a), str(b)], later_wins=True)
+    assert rows["x"]["v"] == 2 and said == [f"x: the row of {b} replaces the row of {a}"]
+
+
+def test_a_record_is_named_by_date_and_commit(tmp_path) -> None:
+    m = {"date": "2025-01-02T03:04:05Z", "commit": "0123456789abcdef", "dirty": True}
+    path = record.write_record({"meta": m, "workloads": []}, tmp_path)
+    assert path.name == "20250102T0304-0123456789-dirty.json" and json.loads(path.read_text())["meta"] == m
+
+
+def test_fewer_than_three_proof_runs_is_refused() -> None:
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "eval.py"), "--only", "tiny_ops", "--proof-runs", "2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert r.returncode == 2 and "3 runs a side" in r.stderr
+
+
+@pytest.mark.parametrize("w", [w for w in WORKLOADS if w.control], ids=lambda w: w.name)
+def test_a_control_is_implemented_with_its_threshold(w) -> None:  # noqa: ANN001
+    assert w.control_max and 1.0 < w.control_max < w.min_speedup
+    assert "args.control" in (ev.W / f"{w.name}.py").read_text()

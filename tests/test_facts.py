@@ -112,13 +112,15 @@ def test_hook_side_producers_really_produce_each_fact_they_declare() -> None:
     torch = __import__("pytest").importorskip("torch")
     from torch.utils.data import DataLoader, TensorDataset
 
+    import threading
+
     from bottleneckd.torch.probe import Precision, input_facts, loader_facts, model_facts, runtime_facts
 
     model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Flatten()).to(torch.bfloat16)
     got = {
         **model_facts(model),
         **Precision(model, "cpu").facts(),
-        **runtime_facts(model),
+        **runtime_facts(model, threading.get_native_id()),
         **loader_facts(DataLoader(TensorDataset(torch.randn(4, 3)), batch_size=2, num_workers=1)),
         **input_facts((torch.randn(2, 3, 8, 8),)),
     }

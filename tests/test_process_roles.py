@@ -8,13 +8,14 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
 from bottleneckd.samplers.cpu_compute import CpuComputeSampler
 from bottleneckd.samplers.process_tree import LAUNCHER, RANK, WORKER, ProcessTree, names_launcher
 from bottleneckd.samplers.stacks import classify_frames
-from bottleneckd.samplers.threads import ThreadRates, parse_stat, threads
+from bottleneckd.samplers.threads import ThreadRates, parse_name, parse_stat, threads
 
 SPIN = "import time\ndef spin(s):\n    t = time.time()\n    while time.time() - t < s: pass\n"
 
@@ -112,6 +113,26 @@ def test_a_shell_script_and_a_rank_environment_mark_launchers(tmp_path):
         stop(job)
 
 
+@pytest.mark.timeout(60)
+def test_a_script_that_starts_its_ranks_through_a_shell_and_waits_is_the_launcher(tmp_path):
+    """scripts/workloads/ddp_shell_launcher.py's shape: python -> sh -c 'python r0 & python r1 &
+    wait', the ranks told apart by argument (no RANK in their environment). The script was taken
+    for a rank and its real ranks for its loader workers."""
+    (tmp_path / "rank.py").write_text(SPIN + "spin(20)\n")
+    ranks = " & ".join(f"{sys.executable} {tmp_path / 'rank.py'} --rank {r}" for r in range(2)) + " & wait"
+    (tmp_path / "job.py").write_text(f"import subprocess\nsubprocess.call(['sh', '-c', {ranks!r}])\n")
+    job = subprocess.Popen([sys.executable, str(tmp_path / "job.py")])
+    try:
+        tree = ProcessTree(job.pid)
+        roles = roles_after(tree, 4)
+        by = sorted(roles.values())
+        assert roles[job.pid] == LAUNCHER and by.count(RANK) == 2 and WORKER not in by, roles
+    finally:
+        for p in ProcessTree(job.pid).members(max_age=0)[1:]:
+            p.kill()
+        stop(job)
+
+
 def test_launcher_command_lines():
     assert names_launcher(["/usr/bin/torchrun", "--nproc-per-node", "2", "train.py"])
     assert names_launcher(["python3", "-m", "torch.distributed.run", "train.py"])
@@ -138,13 +159,18 @@ def test_sampler_reports_the_hot_thread_not_the_process(tmp_path):
         tree = ProcessTree(job.pid)
         s = CpuComputeSampler(None, tree)  # type: ignore[arg-type]
         figs: dict[str, list[float]] = {}
-        for _ in range(5):
+        for k in range(7):
             time.sleep(0.6)
             tree._walked = 0.0
             for r in s.sample():
-                if r.device == "job" and r.value is not None:
+                # the first intervals may hold the interpreter starting the job on its main thread
+                # (0.81 of a core at load average 14): judged from the third on
+                if r.device == "job" and r.value is not None and k >= 2:
                     figs.setdefault(r.metric, []).append(r.value)
-        assert max(figs["hottest_thread_demand"]) >= 0.8
+        # schedstat adds a wait to its total only when the thread next runs, so under load average
+        # 17 a spinning thread's demand over 0.6 s came out below 0.8; 0.5 still tells it from the
+        # main thread (< 0.2)
+        assert max(figs["hottest_thread_demand"]) >= 0.5
         assert max(figs["main_thread_demand"]) < 0.2 and max(figs["main_busy_cores"]) < 0.2
         assert figs["ranks"][-1] == 1 and figs["workers"][-1] == 0
         assert figs["usable_cores"][-1] == len(os.sched_getaffinity(0))
@@ -156,8 +182,10 @@ def test_thread_stat_parsing_handles_names_with_spaces_and_parens():
     line = "1234 (py thread (x)) R 1 1234 1234 0 -1 4194304 100 0 0 0 250 50 0 0 20 0 3 0 100 0 0"
     state, cpu = parse_stat(line)
     assert state == "R" and cpu == pytest.approx(300 / os.sysconf("SC_CLK_TCK"))
+    assert parse_name(line) == "py thread (x)"
     own = threads(os.getpid())
     assert any(t.tid == os.getpid() for t in own)
+    assert {t.name for t in own if t.tid == os.getpid()} == {Path(f"/proc/{os.getpid()}/comm").read_text().strip()}
     rates = ThreadRates()
     rates.update(own, now=0.0)
     later = [type(t)(t.pid, t.tid, t.state, t.cpu_seconds + 0.5, (t.wait_seconds or 0.0) + 0.25) for t in own]

@@ -105,7 +105,7 @@ def test_recording_rules_and_the_alert_find_the_straggler_across_two_nodes(tmp_p
                         socks[n],
                         "--quiet",
                         "--duration",
-                        "150",
+                        "300",
                         "--disable",
                         "storage",
                         "--disable",
@@ -122,7 +122,8 @@ def test_recording_rules_and_the_alert_find_the_straggler_across_two_nodes(tmp_p
             tmp_path, [f"127.0.0.1:{p}" for p in ports.values()], rule_files=[str(ROOT / "deploy/prometheus/rules.yml")]
         )
         # every rank's series, each from its own node's sidecar
-        deadline, got = time.monotonic() + 60, []
+        # margins for a busy machine: at load average 20 four ranks took over a minute to start
+        deadline, got = time.monotonic() + 150, []
         while time.monotonic() < deadline and len(got) < 4:
             got = prom.query("bottleneckd_rank_compute_seconds")["data"]["result"]
             time.sleep(0.5)
@@ -134,7 +135,7 @@ def test_recording_rules_and_the_alert_find_the_straggler_across_two_nodes(tmp_p
         }
         assert {s["metric"]["train_job"] for s in got} == {"two-nodes"}
         # the straggler, joined across both nodes by the recording rules: rank 3 on node-b, held
-        deadline, seen = time.monotonic() + 60, []
+        deadline, seen = time.monotonic() + 120, []
         while time.monotonic() < deadline and len(seen) < 5:
             r = prom.query("train_job:bottleneckd_straggler_rank")["data"]["result"]
             if r:
@@ -178,7 +179,7 @@ def test_analyze_given_both_nodes_traces_names_the_straggler_across_nodes(tmp_pa
                         socks[n],
                         "--quiet",
                         "--duration",
-                        "200",
+                        "400",
                         "--disable",
                         "storage",
                         "--disable",
@@ -192,7 +193,7 @@ def test_analyze_given_both_nodes_traces_names_the_straggler_across_nodes(tmp_pa
         ranks = start_ranks(tmp_path, socks, 28)
         procs += ranks
         for p in ranks:
-            p.wait(timeout=150)
+            p.wait(timeout=300)  # 150 s ran out at load average 20
         time.sleep(2)
         for p in procs[:2]:  # SIGTERM: the recorders close their traces and exit
             p.terminate()

@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DIAGNOSIS = ROOT / "bottleneckd" / "diagnosis"
 #: the modules whose decisions compare figures with thresholds
 DECIDING = sorted((DIAGNOSIS / "rules").glob("*.py")) + [
-    DIAGNOSIS / n for n in ("classify.py", "stability.py", "straggler.py", "pipeline.py")
+    DIAGNOSIS / n for n in ("classify.py", "stability.py", "straggler.py", "straggler_history.py", "pipeline.py")
 ]
 ALLOWED = (0, 1)  # comparisons with zero or one (none, some, one of) are not thresholds
 FIXTURE = ROOT / "tests" / "data" / "eval_results_small.json"

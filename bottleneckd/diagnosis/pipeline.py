@@ -22,7 +22,8 @@ from bottleneckd.diagnosis.classify import classify
 from bottleneckd.diagnosis.code import CodeProfile
 from bottleneckd.diagnosis.measured import measured_facts
 from bottleneckd.diagnosis.stability import VerdictTracker
-from bottleneckd.diagnosis.straggler import StragglerHistory, with_straggler
+from bottleneckd.diagnosis.straggler import with_straggler
+from bottleneckd.diagnosis.straggler_history import StragglerHistory
 from bottleneckd.diagnosis.thresholds import (
     DOMINANT_INTERVALS,
     DOMINANT_UNDETERMINED_RATIO,

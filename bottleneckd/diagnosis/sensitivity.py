@@ -23,7 +23,7 @@ from bottleneckd.diagnosis.rules.cpu_compute import MIN_CORES_RAN
 from bottleneckd.diagnosis.rules.cpu_state import cpu_state
 from bottleneckd.diagnosis.rules.other import other_share
 from bottleneckd.diagnosis.rules.storage import io_wait, storage_signs
-from bottleneckd.diagnosis.straggler import intervals, rank_figures
+from bottleneckd.diagnosis.straggler import find_straggler, intervals, rank_figures
 from bottleneckd.diagnosis.thresholds import REGISTRY, STRAGGLER_LAST
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.resources import UNDETERMINED
@@ -188,6 +188,7 @@ WINDOW_STATISTICS: dict[str, Figure] = {
     "hottest_thread": lambda w, peaks: cpu_state(w).hot,
     "cpu_pressure": lambda w, peaks: cpu_state(w).pressure,
     "runqueue_wait_cores": lambda w, peaks: cpu_state(w).waiting,
+    "outside_busy_cores": lambda w, peaks: cpu_state(w).outside,
     "loader_workers": lambda w, peaks: cpu_state(w).n_workers,
     "job_busy_cores": lambda w, peaks: cpu_state(w).busy,
     "threads_in_disk_wait": lambda w, peaks: storage_signs(w).d,
@@ -235,6 +236,7 @@ RUN_STATISTICS = (
     "straggler_excess",
     "straggler_slowest_share",
     "straggler_last_share",
+    "straggler_contention_share",
 )
 
 
@@ -255,14 +257,18 @@ def _stragglers(recent: Iterable[Sample]) -> dict[str, float] | None:
     figs = rank_figures(window)
     if len(figs) <= 1 or not window:
         return None
-    med = statistics.median(f.compute for f in figs)
-    top = max(figs, key=lambda f: f.compute)
+    med = statistics.median(f.busy for f in figs)
+    top = max(figs, key=lambda f: f.busy)
     n = len(window)
-    return {
-        "straggler_excess": top.compute / med - 1.0 if med > 0 else 0.0,
+    out = {
+        "straggler_excess": top.busy / med - 1.0 if med > 0 else 0.0,
         "straggler_slowest_share": top.slowest / n,
         "straggler_last_share": top.last_arrival / n,
     }
+    found = find_straggler(recent)
+    if found is not None and found.contention is not None and found.step_time_lost > 0:
+        out["straggler_contention_share"] = found.contention / found.step_time_lost
+    return out
 
 
 def replay_statistics(peaks: PeakTable, samples: Iterable[Sample]) -> dict[str, dict[str, Any]]:

@@ -1,67 +1,112 @@
-"""The straggler: which rank (or node) every other rank waits for. Pure functions over the
-per-rank phases of a window of samples (``Sample.ranks``).
+"""The straggler: which rank (or node) every other rank waits for, and what it was doing. Pure
+functions over the per-rank phases of a window of samples (``Sample.ranks``).
 
-Under a synchronous all-reduce every rank's wall time per step is the same (the fast ranks wait),
-so wall clocks cannot find a slow rank. Two per-rank figures can: compute time per step (forward
-+ backward, where backward excludes the communication it waited for; GPU-side on CUDA) and time
-waiting in collectives per step. The straggler computes longest and waits least; its victims wait
-for it. A rank is named only when it is the slowest in most of the recent intervals, the last to
-arrive (the one waiting least) in at least half of them, and its compute is longer than the
-median rank's by more than the noise margin; all the ranks of one
-node slower than every rank elsewhere are a slow node, named as the node.
+Under a synchronous collective every rank's wall time per step is the same (the fast ranks wait),
+so wall clocks cannot find a slow rank. The time each rank spends *outside* its collective waits
+can: the straggler is busy longest and arrives last (waits least); its victims wait for it. Busy
+time counts every phase but the wait - forward and backward, the optimizer, the data wait, and
+"other" (code between the steps: logging, evaluation, checkpoints on rank 0) - so the straggler
+is found whichever phase delays it, and named with the phase in which it spends the most more
+than the median rank. A rank is named only when it is the busiest in most of the recent
+intervals, the last to arrive in at least half of them, and busy longer than the median rank by
+more than the noise margin; all the ranks of one node slower than every rank elsewhere are a slow
+node, named as the node.
+
+Contention from outside the job is not a rank's doing: each rank's hook reports its training
+thread's CPU time and run-queue wait (facts ``thread_cpu_seconds``, ``runqueue_wait_seconds``, from
+schedstat). On a loaded machine every rank waits in proportion to the CPU it uses, so a rank doing
+more work also waits more; a rank whose cores other processes take falls behind with no more CPU
+than the others. When its extra CPU per step, at the least contended rank's wait per CPU second,
+explains less than half of its lag, it was slowed from outside: said so, never named as the
+straggler.
 
 An interval is one report period of one rank (``RankPhases``: its steps in one sampling tick);
-"slowest in most steps" is judged over the last ``last`` intervals in which two or more ranks
+"busiest in most steps" is judged over the last ``last`` intervals in which two or more ranks
 reported.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from statistics import median
 from typing import TYPE_CHECKING, Any
 
 from bottleneckd.diagnosis.thresholds import (
+    STRAGGLER_CONTENTION,
+    STRAGGLER_CONTENTION_RATE,
     STRAGGLER_HOLD,
     STRAGGLER_LAST,
     STRAGGLER_LAST_ARRIVAL,
     STRAGGLER_MAJORITY,
     STRAGGLER_MARGIN,
     STRAGGLER_MIN_INTERVALS,
-    STRAGGLER_RUN_SHARE,
     STRAGGLER_WAIT_SHARE,
 )
 from bottleneckd.model.identity import RankIdentity
 from bottleneckd.model.sample import RankPhases, Sample
 
 if TYPE_CHECKING:
+    from bottleneckd.diagnosis.straggler_history import StragglerHistory
     from bottleneckd.diagnosis.verdict import Verdict
 
 COMPUTE_PHASES = ("forward", "backward")
 WAIT_PHASES = ("communication",)
 #: the thresholds (diagnosis/thresholds.py, with their sources) under the names this module has used
-MARGIN = STRAGGLER_MARGIN  # compute this much longer than the median rank's, or it is noise
-MAJORITY = STRAGGLER_MAJORITY  # slowest in at least this share of the intervals judged
+MARGIN = STRAGGLER_MARGIN  # busy this much longer than the median rank's, or it is noise
+MAJORITY = STRAGGLER_MAJORITY  # busiest in at least this share of the intervals judged
 LAST_ARRIVAL = STRAGGLER_LAST_ARRIVAL  # and the last to arrive (waiting least) in at least half of them
 MIN_INTERVALS = STRAGGLER_MIN_INTERVALS
 HOLD = STRAGGLER_HOLD  # windows of the last HOLD + 2 that must find the same straggler before a verdict names it
 LAST = STRAGGLER_LAST
+CONTENTION = STRAGGLER_CONTENTION  # a lag at least this much not explained by its own CPU: slowed from outside
 #: windows beyond HOLD that the hold looks back over (HOLD of the last HOLD + 2)
 HOLD_SLACK = 2
+#: the rule in words, from the constants above (README.md's is generated from it: scripts/gen_docs.py)
+RULE_SUMMARY = (
+    f"a rank busy outside its collective waits longest in at least {MAJORITY:.0%} of the last {LAST} intervals, "
+    f"last to arrive at the collectives in at least {LAST_ARRIVAL:.0%} of them, more than {MARGIN:.0%} longer than "
+    f"the median rank, found in {HOLD} of the last {HOLD + HOLD_SLACK} windows, named with the phase it spends the "
+    f"extra time in; not when its own extra CPU leaves {CONTENTION:.0%} or more of that time unexplained (other "
+    "processes on its cores); a node when all its ranks are"
+)
+#: what a phase of the straggler's extra time means
+DOING = {
+    "forward": "forward",
+    "backward": "backward",
+    "optimizer": "the optimizer step",
+    "data_wait": "waiting for its next batch",
+    "transfer": "copying its batch to the device",
+    "other": "code between the steps (outside forward, backward and the optimizer: logging, evaluation, checkpoints)",
+    "gpu_wait": "waiting for its GPU",
+    "file_io": "reading files",
+}
 
 
 @dataclass(frozen=True, kw_only=True)
 class RankFigures:
-    """One rank over the window: means per step."""
+    """One rank over the window: medians per step over its intervals."""
 
     identity: RankIdentity
-    compute: float  # seconds per step in forward + backward
+    busy: float  # seconds per step outside collective waits
     wait: float  # seconds per step waiting in collectives
     steps: int
-    slowest: int  # intervals in which it computed longest
+    slowest: int  # intervals in which it was busy longest
     last_arrival: int  # intervals in which it waited least (the others waited for it)
+    phases: dict[str, float] = field(default_factory=dict)  # seconds per step in each non-wait phase
+    runqueue: float | None = None  # seconds per step its training thread waited for a CPU (None: not reported)
+    cpu: float | None = None  # seconds per step its training thread ran on a CPU (its work)
+
+    @property
+    def wait_per_cpu(self) -> float | None:
+        """Run-queue wait per second of CPU: how contended its cores are (the same for every rank
+        of a uniformly loaded machine, however much work each does)."""
+        return self.runqueue / self.cpu if self.runqueue is not None and self.cpu else None
+
+    @property
+    def compute(self) -> float:
+        """Forward + backward per step."""
+        return sum(self.phases.get(k, 0.0) for k in COMPUTE_PHASES)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -71,29 +116,69 @@ class Straggler:
     node: str
     gpu: str
     ranks: tuple[int, ...]  # the ranks concerned (one, or all of the node's)
-    compute: float  # its compute per step (s); for a node the mean over its ranks
+    compute: float  # its busy time per step (s); for a node the mean over its ranks
     median_compute: float  # the median rank's
-    slowest_share: float  # share of the intervals in which it was the slowest
+    slowest_share: float  # share of the intervals in which it was the busiest
     last_share: float  # share of the intervals in which it arrived last (waited least)
     intervals: int
-    step_time_lost: float  # s per step: slowest compute - median compute
+    step_time_lost: float  # s per step: its busy time - the median rank's
+    doing: str = ""  # the phase it spends most of its extra time in
+    doing_excess: float = 0.0  # s per step more than the median rank in that phase
+    runqueue: float | None = None  # its training thread's run-queue wait per step (s)
+    median_runqueue: float | None = None
+    #: seconds per step of its lag that its own extra CPU does not explain: its lag less its CPU per
+    #: step beyond the median rank's x (1 + the least contended rank's wait per CPU second); None
+    #: when not reported
+    contention: float | None = None
 
     @property
     def excess(self) -> float:
         return self.compute / self.median_compute - 1.0 if self.median_compute > 0 else 0.0
 
+    @property
+    def contended(self) -> bool:
+        """Its lag is mostly not its own work: its extra CPU per step, at the least contended rank's
+        run-queue wait per CPU second, explains less than half of it (a loaded machine makes every rank wait
+        in proportion to its work; a rank that does no more work than the others but falls behind
+        was denied the CPU)."""
+        if self.contention is None or self.step_time_lost <= 0:
+            return False
+        return self.contention >= CONTENTION * self.step_time_lost
+
+    def who(self) -> str:
+        if self.kind == "rank":
+            return f"rank {self.rank} on {self.node}" + (f" ({self.gpu})" if self.gpu else "")
+        return f"node {self.node} (ranks {', '.join(map(str, self.ranks))})"
+
     def evidence(self) -> tuple[str, ...]:
-        who = (
-            f"rank {self.rank} on {self.node}" + (f" ({self.gpu})" if self.gpu else "")
-            if self.kind == "rank"
-            else f"node {self.node} (ranks {', '.join(map(str, self.ranks))})"
+        doing = (
+            f", most of it {DOING.get(self.doing, self.doing)} (+{self.doing_excess * 1e3:.1f} ms per step)"
+            if self.doing
+            else ""
+        )
+        rq = (
+            f"its training thread waited for a CPU {self.runqueue * 1e3:.1f} ms per step (median rank "
+            f"{self.median_runqueue * 1e3:.1f} ms), no more per second of its own CPU than the other ranks "
+            f"(contention {self.contention * 1e3:.1f} ms of its lag): its own work, not contention from outside the job"
+            if self.runqueue is not None and self.median_runqueue is not None and self.contention is not None
+            else ""
         )
         return (
-            f"straggler: {who} computes {self.excess:.0%} longer than the median rank "
-            f"({self.compute * 1e3:.1f} ms vs {self.median_compute * 1e3:.1f} ms of forward+backward per step)",
-            f"slowest in {self.slowest_share:.0%} and last to arrive at the all-reduce in {self.last_share:.0%} "
+            f"straggler: {self.who()} busy {self.excess:.0%} longer than the median rank outside the collectives "
+            f"({self.compute * 1e3:.1f} ms vs {self.median_compute * 1e3:.1f} ms per step){doing}",
+            f"busiest in {self.slowest_share:.0%} and last to arrive at the collectives in {self.last_share:.0%} "
             f"of the last {self.intervals} intervals",
             f"step time lost to it: {self.step_time_lost * 1e3:.1f} ms per step (the other ranks wait)",
+            *([rq] if rq else []),
+        )
+
+    def contention_evidence(self) -> str:
+        return (
+            f"{self.who()} is busy {self.excess:.0%} longer than the median rank, but "
+            f"{(self.contention or 0) * 1e3:.1f} ms per step of its lag is its training thread waiting for a CPU "
+            f"beyond the other ranks' rate ({(self.runqueue or 0) * 1e3:.1f} ms of run-queue wait per step, median "
+            f"rank {(self.median_runqueue or 0) * 1e3:.1f} ms): other processes on its cores slow it, not its own "
+            "work; no rank is named"
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -110,6 +195,11 @@ class Straggler:
             "last_arrival_share": self.last_share,
             "intervals": self.intervals,
             "step_time_lost_seconds": self.step_time_lost,
+            "doing": self.doing,
+            "doing_excess_seconds": self.doing_excess,
+            "runqueue_seconds": self.runqueue,
+            "median_runqueue_seconds": self.median_runqueue,
+            "contention_seconds": self.contention,
         }
 
 
@@ -128,32 +218,74 @@ def intervals(samples: Iterable[Sample], last: int = LAST) -> list[tuple[RankPha
     return out[-last:]
 
 
+def _delta(prev: RankPhases | None, cur: RankPhases, fact: str) -> float | None:
+    """Seconds per step a cumulative per-thread figure grew between two reports of a rank."""
+    a = prev.phases.facts.get(fact) if prev is not None else None
+    b = cur.phases.facts.get(fact)
+    if a is None or b is None or b < a or not cur.phases.steps:
+        return None
+    return (b - a) / cur.phases.steps
+
+
 def rank_figures(window: Sequence[tuple[RankPhases, ...]]) -> list[RankFigures]:
-    """Per rank: compute and wait per step (the median over the window's intervals: one slow
-    interval, such as the first steps' warm-up, does not make a straggler), and how often it was
-    the slowest and the last to arrive."""
-    acc: dict[str, list[Any]] = {}
+    """Per rank: busy time, wait and each phase per step (the median over the window's intervals:
+    one slow interval, such as the first steps' warm-up, does not make a straggler), its run-queue
+    wait, and how often it was the busiest and the last to arrive."""
+    acc: dict[str, dict[str, Any]] = {}
+    prev: dict[str, RankPhases] = {}
     for rs in window:
         by_key: dict[str, RankPhases] = {}
         for r in rs:
             by_key[r.identity.key] = r  # one report per rank per interval (the receiver sums)
-        comp = {k: _per_step(r, COMPUTE_PHASES) for k, r in by_key.items()}
+        wall = {k: r.phases.wall_seconds / r.phases.steps for k, r in by_key.items()}
         wait = {k: _per_step(r, WAIT_PHASES) for k, r in by_key.items()}
-        slowest = max(comp, key=lambda k: comp[k])
-        last = min(wait, key=lambda k: (wait[k], -comp[k]))
+        busy = {k: max(0.0, wall[k] - wait[k]) for k in by_key}
+        slowest = max(busy, key=lambda k: busy[k])
+        last = min(wait, key=lambda k: (wait[k], -busy[k]))
         for k, r in by_key.items():
-            a = acc.setdefault(k, [r.identity, [], [], 0, 0, 0])
-            a[0] = r.identity
-            a[1].append(comp[k])
-            a[2].append(wait[k])
-            a[3] += r.phases.steps
-            a[4] += k == slowest
-            a[5] += k == last
+            a = acc.setdefault(
+                k, {"busy": [], "wait": [], "steps": 0, "slow": 0, "last": 0, "ph": {}, "rq": [], "cpu": []}
+            )
+            a["id"] = r.identity
+            a["busy"].append(busy[k])
+            a["wait"].append(wait[k])
+            a["steps"] += r.phases.steps
+            a["slow"] += k == slowest
+            a["last"] += k == last
+            for ph, secs in r.phases.phases.items():
+                if ph not in WAIT_PHASES:
+                    a["ph"].setdefault(ph, []).append(secs / r.phases.steps)
+            rq = _delta(prev.get(k), r, "runqueue_wait_seconds")
+            cpu = _delta(prev.get(k), r, "thread_cpu_seconds")
+            if rq is not None and cpu is not None:
+                a["rq"].append(rq)
+                a["cpu"].append(cpu)
+            prev[k] = r
     return [
-        RankFigures(identity=a[0], compute=median(a[1]), wait=median(a[2]), steps=a[3], slowest=a[4], last_arrival=a[5])
+        RankFigures(
+            identity=a["id"],
+            busy=median(a["busy"]),
+            wait=median(a["wait"]),
+            steps=a["steps"],
+            slowest=a["slow"],
+            last_arrival=a["last"],
+            phases={ph: median(v + [0.0] * (len(a["busy"]) - len(v))) for ph, v in a["ph"].items()},
+            runqueue=median(a["rq"]) if a["rq"] else None,
+            cpu=median(a["cpu"]) if a["cpu"] else None,
+        )
         for a in acc.values()
-        if a[3]
+        if a["steps"]
     ]
+
+
+def _doing(top: RankFigures, figs: list[RankFigures]) -> tuple[str, float]:
+    """The phase in which ``top`` spends the most more than the median rank, and by how much."""
+    names = {ph for f in figs for ph in f.phases}
+    excess = {ph: top.phases.get(ph, 0.0) - median(f.phases.get(ph, 0.0) for f in figs) for ph in names}
+    if not excess:
+        return "", 0.0
+    ph = max(excess, key=lambda k: excess[k])
+    return (ph, excess[ph]) if excess[ph] > 0 else ("", 0.0)
 
 
 def find_straggler(
@@ -164,37 +296,62 @@ def find_straggler(
     min_intervals: int = MIN_INTERVALS,
 ) -> Straggler | None:
     """The rank or node the job waits for, or None (fewer than two ranks, too few intervals, no
-    rank consistently slowest, or a spread within the noise margin)."""
+    rank consistently the busiest, or a spread within the noise margin). A rank slowed by CPU
+    contention is returned with ``contended`` set: callers say so and name no one."""
     window = intervals(samples, last)
     if len(window) < min_intervals:
         return None
     figs = rank_figures(window)
     if len(figs) <= 1:
         return None
-    med = median(f.compute for f in figs)
+    med = median(f.busy for f in figs)
     if med <= 0:
         return None
     n = len(window)
     node = _slow_node(figs, med, margin, n)
     if node is not None:
         return node
-    top = max(figs, key=lambda f: f.compute)
-    # both signals agree: it computes longest in most intervals, and it is the one the others wait for
-    if top.slowest / n < majority or top.last_arrival / n < LAST_ARRIVAL or top.compute < med * (1 + margin):
+    top = max(figs, key=lambda f: f.busy)
+    # both signals agree: it is busy longest in most intervals, and it is the one the others wait for
+    if top.slowest / n < majority or top.last_arrival / n < LAST_ARRIVAL or top.busy < med * (1 + margin):
         return None
+    doing, extra = _doing(top, figs)
+    rqs = [f.runqueue for f in figs if f.runqueue is not None]
     return Straggler(
         kind="rank",
         rank=top.identity.rank,
         node=top.identity.node,
         gpu=top.identity.gpu,
         ranks=(top.identity.rank,),
-        compute=top.compute,
+        compute=top.busy,
         median_compute=med,
         slowest_share=top.slowest / n,
         last_share=top.last_arrival / n,
         intervals=n,
-        step_time_lost=top.compute - med,
+        step_time_lost=top.busy - med,
+        doing=doing,
+        doing_excess=extra,
+        runqueue=top.runqueue,
+        median_runqueue=median(rqs) if top.runqueue is not None and len(rqs) == len(figs) else None,
+        contention=_contention(top, figs, top.busy - med),
     )
+
+
+def _contention(top: RankFigures, figs: list[RankFigures], lag: float) -> float | None:
+    """Seconds per step of ``top``'s lag taken by other processes on its cores (0: not contended),
+    None when a rank sent no CPU figures. Contended: it waits for a CPU notably longer per second of
+    its own CPU than the other ranks (STRAGGLER_CONTENTION_RATE times their median), and its own
+    extra CPU per step, at that rate, explains less than half of its lag.
+
+    Neither figure alone will do at load 12-31 on 2 cores: CFS lets ranks that sleep in collectives
+    wait less per CPU second than one computing through, and three spinners on a rank's core add
+    6-9% to its CPU per step (its caches). The recorded cases are in STRAGGLER_CONTENTION's source."""
+    others = [f for f in figs if f is not top]
+    if top.cpu is None or top.wait_per_cpu is None or any(f.wait_per_cpu is None or f.cpu is None for f in others):
+        return None
+    rate = median(f.wait_per_cpu for f in others)  # type: ignore[misc]
+    work = max(0.0, top.cpu - median(f.cpu for f in figs)) * (1 + top.wait_per_cpu)  # type: ignore[misc]
+    return max(0.0, lag - work) if top.wait_per_cpu >= STRAGGLER_CONTENTION_RATE * rate else 0.0
 
 
 def _slow_node(figs: list[RankFigures], med: float, margin: float, n: int) -> Straggler | None:
@@ -209,9 +366,9 @@ def _slow_node(figs: list[RankFigures], med: float, margin: float, n: int) -> St
         others = [f for f in figs if f.identity.node != name]
         if len(own) <= 1 or not others:
             continue
-        slowest_other = max(f.compute for f in others)
-        if min(f.compute for f in own) >= slowest_other * (1 + margin):
-            mean = sum(f.compute for f in own) / len(own)
+        slowest_other = max(f.busy for f in others)
+        if min(f.busy for f in own) >= slowest_other * (1 + margin):
+            mean = sum(f.busy for f in own) / len(own)
             share = sum(f.slowest for f in own) / n
             last = sum(f.last_arrival for f in own) / n
             if share < MAJORITY or last < LAST_ARRIVAL:
@@ -227,7 +384,7 @@ def _slow_node(figs: list[RankFigures], med: float, margin: float, n: int) -> St
                 slowest_share=share,
                 last_share=last,
                 intervals=n,
-                step_time_lost=max(f.compute for f in own) - med,
+                step_time_lost=max(f.busy for f in own) - med,
             )
     return None
 
@@ -240,115 +397,49 @@ def topology(ranks: Iterable[RankPhases]) -> dict[str, list[int]]:
     return {k: sorted(v) for k, v in sorted(out.items())}
 
 
+#: the straggler's extra phase -> the stage its ranks' wait is really spent in
+STAGE_OF = {
+    "forward": "compute",
+    "backward": "compute",
+    "optimizer": "compute",
+    "gpu_wait": "compute",
+    "other": "other",
+}
+
+
 def with_straggler(v: Verdict, samples: Iterable[Sample], history: StragglerHistory | None = None) -> Verdict:
     """The window's verdict with the straggler, when one is named. When the job's steps wait in
-    communication and the straggler's extra compute accounts for at least half of the median
-    rank's wait, the wait is for the straggler, not for the link: the verdict becomes the
-    straggler's compute (load imbalance), with the link's figures kept as secondary evidence."""
-    from dataclasses import replace
-
+    communication and the straggler's extra time accounts for at least half of the median rank's
+    wait, the wait is for the straggler, not for the link: the verdict becomes what the straggler
+    was doing (its compute, or its code between the steps), with the link's figures kept as
+    secondary evidence. A rank slowed by contention from outside the job is said so, not named."""
     samples = list(samples)
     window = intervals(samples)
     s = find_straggler(samples)
+    if s is not None and s.contended:
+        if history is not None:
+            history.confirm(None)
+        return replace(v, evidence=tuple(v.evidence) + (s.contention_evidence(),))
     if history is not None:
         s = history.confirm(s)
     if s is None:
         return v
     figs = rank_figures(window)
     med_wait = median(f.wait for f in figs)
-    med_step = median(f.compute + f.wait for f in figs)
-    if v.stage == "communication" and med_wait > 0 and s.step_time_lost >= STRAGGLER_WAIT_SHARE * med_wait:
-        resource = "gpu_compute" if s.gpu else "cpu_compute"
+    med_step = median(f.busy + f.wait for f in figs)
+    stage = STAGE_OF.get(s.doing or "forward")
+    if v.stage == "communication" and med_wait > 0 and s.step_time_lost >= STRAGGLER_WAIT_SHARE * med_wait and stage:
+        resource = "gpu_compute" if s.gpu and stage == "compute" else "cpu_compute"
         head = med_step / (med_step - s.step_time_lost) if med_step > s.step_time_lost > 0 else None
         return replace(
             v,
             resource=resource,
-            stage="compute",
+            stage=stage,
             evidence=s.evidence() + tuple(v.evidence),
             headroom=head,
             straggler=s.to_json(),
             reason=f"the ranks wait in communication for the straggler ({s.step_time_lost * 1e3:.1f} ms of their "
-            f"{med_wait * 1e3:.1f} ms wait per step): its compute limits the step; headroom if it computed as fast as "
-            "the median rank",
+            f"{med_wait * 1e3:.1f} ms wait per step): {DOING.get(s.doing or 'forward', s.doing)} limits the step; "
+            "headroom if it were as quick as the median rank",
         )
     return replace(v, evidence=tuple(v.evidence) + s.evidence(), straggler=s.to_json())
-
-
-class StragglerHistory:
-    """The straggler over the run, for the run's report: the verdict that held longest is its
-    latest instance, often from the job's tear-down when ranks have stopped reporting, so the
-    straggler is taken from the whole run instead: the one the live verdicts named (after the
-    hold) in at least a quarter of the windows in which several ranks reported, and more often
-    than any other. The live hold already keeps a rank that contention slows for a few seconds
-    from being named; counting only named windows keeps the report consistent with what was shown
-    live (a warm-up and a loaded machine leave fewer windows with a straggler found)."""
-
-    def __init__(self, last: int = LAST) -> None:
-        self.windows = 0
-        self._named: dict[tuple[str, Any, str], list[Any]] = {}
-        self.recent: deque[Sample] = deque(maxlen=last)  # the samples the straggler is judged on
-        self.current = False  # the latest sample had rank reports
-        self._seen: deque[Any] = deque(
-            maxlen=HOLD + HOLD_SLACK
-        )  # which straggler each recent window found (None: none)
-        self._found: Straggler | None = None  # found in the latest window (before the hold)
-        self._confirmed = False  # the latest window's straggler was named (after the hold)
-
-    def observe(self, sample: Sample) -> tuple[Sample, ...]:
-        """Add a sample; returns the samples to judge this window's straggler on (none once the
-        ranks have stopped reporting: a finished job has no straggler)."""
-        self.current = bool(sample.ranks)
-        if self.current:
-            self.recent.append(sample)
-        return tuple(self.recent) if self.current else ()
-
-    def confirm(self, s: Straggler | None) -> Straggler | None:
-        """``s`` once the same rank (or node) was found in HOLD of the last HOLD + 2 windows: a
-        rank that CPU contention slows for a few seconds is not a straggler of the job (on the
-        2-core test machine an evenly loaded rank ran 25-32% slower for ~10 s in 1 of 6 runs: 3
-        windows), and one noisy window does not hide a real one."""
-        self._found = s
-        self._seen.append(None if s is None else (s.kind, s.rank, s.node))
-        self._confirmed = False
-        if s is None:
-            return None
-        key = self._seen[-1]
-        self._confirmed = sum(k == key for k in self._seen) >= HOLD
-        return s if self._confirmed else None
-
-    def update(self, v: Verdict) -> None:
-        """Count the latest window: the straggler found in it (before the hold), if any."""
-        if not self.current or len(intervals(self.recent)) < MIN_INTERVALS:
-            return
-        self.windows += 1
-        if self._found is not None and self._confirmed:
-            s = self._found.to_json()
-            e = self._named.setdefault((s["kind"], s["rank"], s["node"]), [0, s])
-            e[0] += 1
-            e[1] = s
-
-    def persistent(self) -> tuple[dict[str, Any], int] | None:
-        if not self._named:
-            return None
-        ranked = sorted((e[0] for e in self._named.values()), reverse=True)
-        count, s = max(self._named.values(), key=lambda e: e[0])
-        unique = len(ranked) == 1 or ranked[1] < count
-        return (s, count) if count >= STRAGGLER_RUN_SHARE * self.windows and unique else None
-
-    def apply(self, v: Verdict | None) -> Verdict | None:
-        """``v`` with the run's persistent straggler when it carries none of its own."""
-        from dataclasses import replace
-
-        p = self.persistent()
-        if v is None or p is None or v.straggler:
-            return v
-        s, count = p
-        who = f"rank {s['rank']} on {s['node']}" if s["kind"] == "rank" else f"node {s['node']}"
-        ev = (
-            f"straggler over the run: {who}, named in {count} of {self.windows} windows with several ranks; "
-            f"{s['excess_ratio']:.0%} longer compute than the median rank, "
-            f"{s['step_time_lost_seconds'] * 1e3:.1f} ms per step lost",
-        )
-        return replace(
-            v, evidence=tuple(v.evidence) + ev, straggler={**s, "windows_named": count, "windows": self.windows}
-        )

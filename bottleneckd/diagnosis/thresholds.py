@@ -132,6 +132,17 @@ WAITING_SHOWN = _t(
     statistic="runqueue_wait_cores",
     source="evidence text only: run-queue wait under a tenth of a core is not mentioned",
 )
+OUTSIDE_BUSY = _t(
+    "OUTSIDE_BUSY",
+    0.25,
+    unit="cores",
+    statistic="outside_busy_cores",
+    source="the job's run-queue wait is put on other processes only when the host's busy cores outside the job "
+    "(host busy - the job's ranks, workers and launcher, both psutil rates over the same ~1 s interval) reach a "
+    "quarter of a core: the two rates differ by a few hundredths on an idle host; below it the evidence says the "
+    "job's own threads (ranks, loader workers) wait for each other (issue 21 item 10: 'other processes share these "
+    "cores' was said when the only other processes were the job's loader workers)",
+)
 NO_WORKERS = _t(
     "NO_WORKERS",
     0.5,
@@ -444,7 +455,10 @@ HEADROOM_MAX_SHARE = _t(
     0.99,
     unit=_SHARE,
     statistic="verdict_stage_share",
-    source="a stage at 99% or more of the step has no meaningful headroom (1/(1-share) over 100x)",
+    source="a removable stage's share is taken as at most 99% (headroom 100x): a step entirely in it (a job that only "
+    "waits for data) would be without bound faster without it. It was the share above which no headroom was given, "
+    "and the report said 'no removable stage' against its own evidence ('waiting for the next batch in 100% of 4 "
+    "stack samples', where run measured 3.7x on the same job; issue 21 item 10)",
 )
 ACTIVE = _t(
     "ACTIVE",
@@ -478,6 +492,16 @@ HOLD = _t(
     source="a new verdict replaces the current one after this many consecutive windows agree (the pipeline's hold; "
     "VerdictTracker's own default is 3): the stable verdict follows a change of stage within 3 s at 1 Hz, "
     "2.43-3.06 s over 8 runs of scripts/bench_regime_latency.py (docs/diagnosis.md)",
+)
+PHASE_STACK_SAMPLES = _t(
+    "PHASE_STACK_SAMPLES",
+    20,
+    unit="stack samples",
+    statistic="",
+    source="attach: stage shares are read over at least 20 stack samples (~10 s at 2 Hz): a share from n samples has "
+    "a standard error of sqrt(p(1-p)/n), 0.25 over the 4 samples of 2 ticks at 2 Hz (the verdict flipped 4 times in "
+    "30 s after a change of loader workers), 0.11 over 20; on a 30 ms-step job 65 samples at 2 Hz gave shares within "
+    "0.1 of the job's own perf_counter timing of each phase",
 )
 WINDOW_SAMPLES = _t(
     "WINDOW_SAMPLES",
@@ -585,12 +609,30 @@ STRAGGLER_WAIT_SHARE = _t(
     source="chosen: the straggler's extra compute accounts for at least half the others' wait: they wait for it, "
     "not for the link",
 )
-STRAGGLER_RUN_SHARE = _t(
-    "STRAGGLER_RUN_SHARE",
-    0.25,
-    unit="share of the windows with several ranks",
+STRAGGLER_CONTENTION = _t(
+    "STRAGGLER_CONTENTION",
+    0.5,
+    unit="share of the straggler's lag",
+    statistic="straggler_contention_share",
+    source="a rank is slowed from outside the job (not named) when its own extra CPU per step (schedstat), at its "
+    "run-queue wait per CPU second, explains less than half of its lag (and STRAGGLER_CONTENTION_RATE holds). "
+    "Recorded traces of 4 jobs at load 12-31 on 2 cores (windows in which each was found behind, contended / not): "
+    "a rank working between steps under 2 spinners 0/42 (named in 33 windows); 30% more forward work at load 12 "
+    "2/11 (named in 3); a rank on a core 3 spinners shared 11/14 in one run (never named) and 7/14 in another "
+    "(named in 1 window of 25)",
+    caveat="under load 12-31 the signals overlap: the contended rank was named in 1 window of 25 in one of two runs; "
+    "measured on 4 recorded jobs",
+)
+STRAGGLER_CONTENTION_RATE = _t(
+    "STRAGGLER_CONTENTION_RATE",
+    1.4,
+    unit="its run-queue wait per CPU second / the other ranks' median",
     statistic="",
-    source="chosen: the run's straggler was named live in at least a quarter of the windows",
+    source="a contended rank waits notably longer per second of its own CPU than its peers: up to 2.2x for a rank on "
+    "a core 3 spinners shared, 1.0-1.4x for a straggler doing more work at load 12 (CFS lets ranks that sleep in "
+    "collectives wait less per CPU second than one computing through). On the 4 recorded jobs 1.25 missed the 30% "
+    "straggler (named in no window), 1.4 named it in 3, 1.6 also named the contended rank in 2 windows",
+    caveat="chosen on the 4 recorded jobs, not a wider sweep",
 )
 
 # --- outside the diagnosis: the hook's roofline (bottleneckd/torch/roofline.py) ------------------

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from bottleneckd.diagnosis.thresholds import PHASE_STACK_SAMPLES
 from bottleneckd.model.sample import Sample, StepPhases
 
 
@@ -86,6 +87,11 @@ def merge_phases(items: Iterable[StepPhases | None]) -> StepPhases | None:
 #: change of stage shows within 1-2 intervals (the verdict follows within 3 s at 1 Hz, issue 11
 #: item 9), while the slower-moving device figures keep the full window's smoothing
 PHASE_SAMPLES = 2
+#: phases counted from stack samples (attach) are read over at least PHASE_STACK_SAMPLES of them
+#: (diagnosis/thresholds.py, with the measurement), however many ticks that takes
+STACK_SAMPLES = PHASE_STACK_SAMPLES
+#: stack-sampled intervals kept for that (at 2 Hz and 1 s ticks, 20 samples take ~10 ticks)
+STACK_TICKS = 60
 
 
 class Window:
@@ -93,14 +99,27 @@ class Window:
         self.samples: deque[Sample] = deque(maxlen=length)
         self.phase_samples = max(1, phase_samples)
         self.steps_seen = 0
+        self._sampled: deque[StepPhases] = deque(maxlen=STACK_TICKS)
 
     def add(self, sample: Sample) -> None:
         self.samples.append(sample)
         if sample.phases is not None:
             self.steps_seen += sample.phases.steps
+            if sample.phases.sampled:
+                self._sampled.append(sample.phases)
 
     def clear(self) -> None:
         self.samples.clear()
+        self._sampled.clear()
+
+    def _stack_phases(self) -> StepPhases | None:
+        """The most recent stack-sampled intervals holding STACK_SAMPLES samples (or all kept)."""
+        take: list[StepPhases] = []
+        for p in reversed(self._sampled):
+            take.append(p)
+            if sum(x.steps for x in take) >= STACK_SAMPLES:
+                break
+        return merge_phases(reversed(take))
 
     def stats(self) -> WindowStats | None:
         if not self.samples:
@@ -122,6 +141,8 @@ class Window:
             )
         recent = list(self.samples)[-self.phase_samples :]
         phases = merge_phases(s.phases for s in recent)
+        if phases is not None and phases.sampled and phases.steps < STACK_SAMPLES:
+            phases = self._stack_phases() or phases
         older = merge_phases(s.phases for s in self.samples)
         if phases is None:
             phases = older

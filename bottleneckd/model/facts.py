@@ -190,6 +190,18 @@ FACTS: dict[str, FactSpec] = {
             "MixedPrecision or low-precision parameters",
             ("bfloat16", "float16"),
         ),
+        _spec(
+            "thread_cpu_seconds",
+            "float",
+            _P,
+            "seconds the training thread has run on a CPU (schedstat): the work it did, whatever the contention",
+        ),
+        _spec(
+            "runqueue_wait_seconds",
+            "float",
+            _P,
+            "seconds the training thread has spent runnable but not running (schedstat): CPU taken by others",
+        ),
         # the daemon side
         _spec(
             "cpu_fast_bf16", "bool", "bottleneckd.advice.fit", "the CPU has bf16 instructions (amx_bf16 or avx512_bf16)"
@@ -223,6 +235,12 @@ FACTS: dict[str, FactSpec] = {
             "float",
             "bottleneckd.samplers.stacks",
             "share of recent stack samples outside the phases in which the thread waited (sleep, lock, child, socket)",
+        ),
+        _spec(
+            "compute_idle_share",
+            "float",
+            "bottleneckd.samplers.stacks",
+            "share of recent forward/backward stack samples in which the main thread waited (DDP on CPU: the all-reduce)",
         ),
     )
 }

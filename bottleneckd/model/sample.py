@@ -54,6 +54,17 @@ class StepPhases:
     def per_step(self, phase: str) -> float | None:
         return self.phases.get(phase, 0.0) / self.steps if self.steps else None
 
+    @property
+    def sampled(self) -> bool:
+        """Phases counted from stack samples (attach: py-spy), not timed steps: ``steps`` counts
+        samples and ``wall_seconds`` is samples x the sampling interval, so only shares mean anything."""
+        return self.facts.get("phase_source") == "py-spy"
+
+    @property
+    def unit(self) -> str:
+        """What ``steps`` counts: "stack samples" or "steps"."""
+        return "stack samples" if self.sampled else "steps"
+
     def share(self, phase: str) -> float | None:
         return self.phases.get(phase, 0.0) / self.wall_seconds if self.wall_seconds > 0 else None
 

@@ -20,6 +20,7 @@ from rich.text import Text
 
 from bottleneckd.diagnosis.pipeline import Snapshot
 from bottleneckd.model.resources import PHASES, RESOURCES, UNDETERMINED
+from bottleneckd.model.sample import StepPhases
 from bottleneckd.model.units import fmt_seconds
 from bottleneckd.peaks.resolve import PeakTable
 
@@ -58,7 +59,7 @@ def screen(snap: Snapshot, width: int = 100, reasons: dict[str, str] | None = No
     parts: list[Any] = [Text("bottleneckd — live (Ctrl-C stops)", style="bold"), Text(""), res, Text("")]
     ph = w.phases
     if ph and ph.steps and ph.wall_seconds > 0:
-        parts.append(Text(f"step: {fmt_seconds(ph.wall_seconds / ph.steps)} over {ph.steps} steps in the window"))
+        parts.append(Text(_counted(ph, "in the window")))
         steps = Table.grid(padding=(0, 1))
         steps.add_column(min_width=16, no_wrap=True)
         steps.add_column(min_width=bw + 2, no_wrap=True)
@@ -89,6 +90,15 @@ def screen(snap: Snapshot, width: int = 100, reasons: dict[str, str] | None = No
     return Group(*parts)
 
 
+def _counted(ph: StepPhases, where: str = "") -> str:
+    """What the phases are over, in their own units: timed steps (``run``, the hook) with their
+    mean time, or stack samples (``attach``, py-spy), which say nothing of the step's length."""
+    if ph.sampled:
+        where = f" {where}" if where else ""
+        return f"stage shares from {ph.steps} stack samples{where} (py-spy; no step time)"
+    return f"{ph.steps} steps" + (f" {where}" if where else "") + f", {fmt_seconds(ph.wall_seconds / ph.steps)}/step"
+
+
 def render_screen(snap: Snapshot, width: int = 100, reasons: dict[str, str] | None = None) -> str:
     """The screen as plain text, ``width`` columns wide."""
     console = Console(file=io.StringIO(), width=width, color_system=None, force_terminal=False, legacy_windows=False)
@@ -109,7 +119,7 @@ def live_line(snap: Snapshot) -> str:
     )[:4]
     u = ", ".join(f"{r}[{d}] {x:.0%}" for r, d, x in utils)
     ph = snap.stats.phases
-    steps = f"; {ph.steps} steps, {fmt_seconds(ph.wall_seconds / ph.steps)}/step" if ph and ph.steps else ""
+    steps = f"; {_counted(ph)}" if ph and ph.steps else ""
     what = f"{v.resource}/{v.stage}" if v.resource != UNDETERMINED else f"{UNDETERMINED} ({v.reason.split(':')[0]})"
     return f"[bottleneckd] {what} (confidence {v.confidence:.0%}){steps}; {u}"
 

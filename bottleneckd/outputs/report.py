@@ -68,7 +68,8 @@ def step_phases_json(ph: StepPhases | None) -> dict[str, Any] | None:
     if ph is None:
         return None
     return {
-        "steps": ph.steps,
+        # attach counts stack samples, not steps: the key says which (docs/report-schema.md)
+        ("stack_samples" if ph.sampled else "steps"): ph.steps,
         "share": {k: round(x / ph.wall_seconds, 4) for k, x in ph.phases.items()} if ph.wall_seconds else {},
     }
 

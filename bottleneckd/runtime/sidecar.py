@@ -160,6 +160,8 @@ def build_sidecar(
                 t.steps + p.steps,
                 t.wall_seconds + p.wall_seconds,
                 {k: t.phases.get(k, 0.0) + p.phases.get(k, 0.0) for k in {**t.phases, **p.phases}},
+                # what the totals count (timed steps, or stack samples under attach)
+                {"phase_source": p.facts["phase_source"]} if "phase_source" in p.facts else t.facts,
                 examples=None if t.examples is None or p.examples is None else t.examples + p.examples,
             )
         return p, ranks

@@ -4,6 +4,7 @@ and CPU pressure stalls (host and the job's cgroup). None of it needs a peak."""
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -16,6 +17,10 @@ from bottleneckd.samplers.process_tree import LAUNCHER, RANK, WORKER, ProcessTre
 from bottleneckd.samplers.threads import AUTOGRAD_THREAD, ThreadRates, threads
 
 __all__ = ["CpuComputeSampler", "read_psi"]
+
+#: threads a collective backend runs in, by name: gloo's work loop and TCP event loop
+#: ("pt_gloo_runloop", "gloo_tcp_loop", torch 2.x), NCCL's proxy and torch's NCCL watchdog
+COMM_THREAD = re.compile(r"gloo|nccl|NCCL")
 
 
 class CpuComputeSampler:
@@ -75,6 +80,7 @@ class CpuComputeSampler:
         demand = {RANK: 0.0, WORKER: 0.0}
         worker_demand: dict[int, float] = {}
         waiting = 0.0
+        comm = 0.0  # the ranks' collective-backend threads (gloo's reduction and sends), cores
         busiest_worker = 0.0
         d_procs = d_threads = 0
         stats = []
@@ -108,6 +114,8 @@ class CpuComputeSampler:
                 main_demand.append(r.demand)
             if role == RANK and (s.tid == s.pid or s.name.startswith(AUTOGRAD_THREAD)):
                 launching[s.pid] = launching.get(s.pid, 0.0) + r.cpu
+            if role == RANK and s.tid != s.pid and COMM_THREAD.search(s.name):
+                comm += r.cpu
         has_wait = any(r.wait is not None for r in rates.values())
         ranks = [p.pid for p in members if tree.role(p.pid) == RANK]
         usable = usable_cores(ranks or [tree.pid], self._proc, self._cgroot)
@@ -152,6 +160,8 @@ class CpuComputeSampler:
                 "cores",
                 first,
             ),
+            # gloo / NCCL threads of the ranks: where a CPU all-reduce reduces and sends
+            Reading("cpu_compute", "job", "comm_thread_cores", comm if main_threads else None, "cores", first),
             Reading("cpu_compute", "job", "hottest_thread_busy", hottest[RANK] if rates else None, "cores", first),
             Reading(
                 "cpu_compute",

@@ -172,11 +172,18 @@ class ProcessTree:
                 rate[pid] = max(0.0, (c - prev[1]) / (now - prev[0]))
         self._cpu, self._rate = cur, rate
 
-    def _spawner_waits(self, p: psutil.Process, kids: list[psutil.Process]) -> bool:
+    def _spawner_waits(
+        self, p: psutil.Process, kids: list[psutil.Process], kids_of: dict[int, list[psutil.Process]] | None = None
+    ) -> bool:
         """``torch.multiprocessing.spawn``: the parent joins two or more spawned children and asks
         next to nothing of the CPU while they work (a spawn-context DataLoader's parent trains
-        itself). Rates are CPU used plus run-queue wait, so a contended machine does not hide it."""
+        itself). The same for a script that starts its ranks through a shell (``sh -c 'python r0 &
+        python r1 & wait'``): the shell's Python children count as its own. Rates are CPU used plus
+        run-queue wait, so a contended machine does not hide it."""
         sp = spawned(kids)
+        for k in kids:  # ranks started through a shell or another launcher the script runs
+            if names_launcher(_cmdline(k)):
+                sp += [g for g in (kids_of or {}).get(k.pid, []) if "python" in " ".join(_cmdline(g)[:1])]
         mine = self._rate.get(p.pid)
         theirs = max((self._rate.get(k.pid, 0.0) for k in sp), default=0.0)
         waits = len(sp) >= 2 and mine is not None and mine < WAITER_CORES and theirs > WAITER_RATIO * max(mine, 0.01)
@@ -202,7 +209,7 @@ class ProcessTree:
             elif old.get(p.pid) == LAUNCHER or parent == LAUNCHER and is_helper(_cmdline(p)):
                 role = LAUNCHER  # a launcher stays one; multiprocessing's helpers belong to it
             else:
-                role = LAUNCHER if is_launcher(p, mine) or self._spawner_waits(p, mine) else RANK
+                role = LAUNCHER if is_launcher(p, mine) or self._spawner_waits(p, mine, kids) else RANK
             roles[p.pid] = role
             for k in kids.get(p.pid, []):
                 walk(k, role)

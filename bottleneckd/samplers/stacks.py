@@ -129,6 +129,8 @@ class StackSampler:
         self._counts: Counter[str] = Counter()
         self._ops: Counter[str] = Counter()
         self._idle: deque[bool] = deque(maxlen=IDLE_MEMORY)  # recent "other" samples: was the thread waiting?
+        #: recent forward/backward samples: was the thread waiting? (DDP on CPU: on the all-reduce)
+        self._compute_idle: deque[bool] = deque(maxlen=IDLE_MEMORY)
         self._n = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -215,7 +217,8 @@ class StackSampler:
             return
         frames = t.get("frames", [])
         phase = classify_frames(frames)
-        idle = phase == "other" and thread_idle(t)
+        waits = thread_idle(t)
+        idle = phase == "other" and waits
         if idle and self._dumps % 4 == 2:  # a launcher waiting on its ranks (found late, or a rank restarted)
             new = training_process(self.target, frames, idle=True)
             if new != self.target:
@@ -228,6 +231,8 @@ class StackSampler:
         with self._lock:
             if phase == "other":
                 self._idle.append(idle)
+            elif phase in ("forward", "backward"):
+                self._compute_idle.append(waits)
             self._wrappers |= seen
             self._counts[phase] += 1
             if op:
@@ -279,6 +284,7 @@ class StackSampler:
                 return None
             n, counts, ops = self._n, dict(self._counts), dict(self._ops)  # ops: cumulative, a property of the code
             idle = list(self._idle)  # the last IDLE_MEMORY "other" samples, across drains
+            compute_idle = list(self._compute_idle)
             wrapped = set(self._wrappers)
             self._n, self._counts = 0, Counter()
         n -= counts.pop(STARTUP, 0)
@@ -291,6 +297,8 @@ class StackSampler:
             facts["low_intensity_op_share"] = ops.get("low", 0) / sum(ops.values())
         if len(idle) >= 3:
             facts["other_idle_share"] = sum(idle) / len(idle)
+        if len(compute_idle) >= 3:
+            facts["compute_idle_share"] = sum(compute_idle) / len(compute_idle)
         return StepPhases(n, n * self.interval, {k: v * self.interval for k, v in counts.items()}, facts)
 
     def stop(self) -> None:

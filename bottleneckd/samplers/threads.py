@@ -31,7 +31,7 @@ class ThreadStat:
     state: str  # R running, S sleeping, D uninterruptible (disk) wait ...
     cpu_seconds: float
     wait_seconds: float | None = None  # runnable but not running (schedstat); None where not kept
-    name: str = ""  # the thread's comm (at most 15 characters)
+    name: str = ""  # the thread's comm (at most 15 characters): gloo's "pt_gloo_runloop", "gloo_tcp_loop" ...
 
 
 #: the name prefix of PyTorch's autograd device threads (torch/csrc/autograd/engine.cpp)

@@ -86,11 +86,11 @@ class TimedIterator:
             self._ev.loader_finished(exhausted)
 
     def __del__(self) -> None:
-        if not self._over and not sys.is_finalizing():
-            try:
+        try:  # at interpreter shutdown module globals (sys itself) may already be None
+            if not self._over and not sys.is_finalizing():
                 self._end(False)  # dropped before the end (a break, an islice): the epoch ends here
-            except Exception:  # noqa: BLE001 - never raise from a finaliser
-                pass
+        except Exception:  # noqa: BLE001 - never raise from a finaliser
+            pass
 
 
 def timed(loader: Any, it: Iterator, events: LoaderEvents) -> TimedIterator:

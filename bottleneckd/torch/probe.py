@@ -125,18 +125,36 @@ def parallel_facts(model: torch.nn.Module) -> dict[str, Any]:
     return f
 
 
-def runtime_facts(model: torch.nn.Module | None) -> dict[str, Any]:
-    """Cheap facts that can change while training runs (read at each report)."""
+def runtime_facts(model: torch.nn.Module | None, tid: int | None = None) -> dict[str, Any]:
+    """Cheap facts that can change while training runs (read at each report): with the training
+    thread's id, its run-queue wait so far (one small /proc read per report)."""
     compiled = model is not None and (
         hasattr(model, "_orig_mod")  # torch.compile(model): an OptimizedModule
         or getattr(model, "_compiled_call_impl", None) is not None
     )  # model.compile()
-    return {
+    out: dict[str, Any] = {
         "allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
         # convolutions: cuDNN's own switch, on by default (fp32 convolutions run on TF32 tensor cores)
         "cudnn_allow_tf32": bool(torch.backends.cudnn.allow_tf32),
         "compiled": compiled,
     }
+    times = schedstat(tid) if tid is not None else None
+    if times is not None:
+        out["thread_cpu_seconds"], out["runqueue_wait_seconds"] = times
+    return out
+
+
+def schedstat(tid: int) -> tuple[float, float] | None:
+    """Seconds thread ``tid`` of this process has run on a CPU, and has spent runnable but not
+    running (schedstat's first two fields; kernel Documentation/scheduler/sched-stats.rst): the
+    work it did, and the CPU it wanted that other threads or processes had. None where schedstat
+    is not kept."""
+    try:
+        with open(f"/proc/self/task/{tid}/schedstat") as f:
+            run, wait = f.read().split()[:2]
+        return int(run) / 1e9, int(wait) / 1e9
+    except (OSError, ValueError):
+        return None
 
 
 def input_facts(args: tuple) -> dict[str, Any]:

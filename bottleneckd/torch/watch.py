@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+import threading
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -87,6 +88,7 @@ class Watcher:
             CudaClock(sample_every=cuda_sample_every) if self.device.type == "cuda" else HostClock()
         )
         self.facts = FactBoard({"device": self.device.type, "pid": os.getpid()})
+        self._tid = threading.get_native_id()  # the training thread: its run-queue wait goes in each report
         self._counting = RooflineCounting(roofline_step)
         self._counting.prepare(0, model)
         self._cuda_memory = CudaMemory(self.device)  # the caching allocator's statistics, read per report
@@ -244,7 +246,7 @@ class Watcher:
         if not self._phases.interval_steps:
             return
         totals = self._phases.take_interval()
-        self.facts.update(probe.runtime_facts(self.model))
+        self.facts.update(probe.runtime_facts(self.model, self._tid))
         self.facts.update(self._counting.achieved(totals.compute_seconds / totals.steps))
         if isinstance(self.clock, CudaClock):
             self.facts.update(self.clock.comm_facts())  # side-stream collectives (FSDP): in flight vs waited for

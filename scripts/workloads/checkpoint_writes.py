@@ -8,6 +8,7 @@ with fast storage the serialisation (CPU) costs more than the write, on a slow d
 does; either resource is accepted, any other is wrong."""
 
 LABEL = ("cpu_compute", "storage_bandwidth")
+PATTERN = "frozen 100 MB embedding + small head, `torch.save` + fsync every 2 steps"
 STAGE = "other"
 INTERVENTION = "the checkpoint writes removed (same training steps)"
 MIN_SPEEDUP = 2.0

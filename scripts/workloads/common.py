@@ -8,6 +8,13 @@ without importing it:
     STAGE = "data"                  # the stage the step waits in, or None (any stage is right)
     INTERVENTION = "..."            # what --intervene changes, which removes that bottleneck
     MIN_SPEEDUP = 2.0               # throughput with --intervene / without, needed to prove the label
+    CONTROL = "..."                 # optional: what --control changes, which would help if another
+                                    # resource limited the job (a compute label: same FLOPs, fewer bytes)
+    CONTROL_MAX_SPEEDUP = 1.25      # the control must stay below this for the label to hold
+
+Every workload takes ``--threads`` (1 by default, as labelled; ``default``: PyTorch's own choice,
+one intra-op thread per core; or a number): ``options()`` puts it in the environment, where
+``set_threads()`` reads it in this process and in ranks started by spawn or torchrun.
 """
 
 from __future__ import annotations
@@ -19,15 +26,46 @@ import socket
 import time
 from collections.abc import Callable, Iterable
 
+THREADS_ENV = "WORKLOAD_THREADS"
+
+
+class _Options(argparse.ArgumentParser):
+    def parse_args(self, *a, **k):  # noqa: ANN002, ANN003, ANN201
+        ns = super().parse_args(*a, **k)
+        os.environ[THREADS_ENV] = ns.threads  # spawned and torchrun'd ranks inherit it
+        return ns
+
 
 def options(doc: str | None, seconds: float = 20.0) -> argparse.ArgumentParser:
-    """The options every workload takes: --seconds and --intervene."""
-    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    """The options every workload takes: --seconds, --intervene, --control and --threads."""
+    ap = _Options(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seconds", type=float, default=seconds, help="train for this long")
     ap.add_argument(
         "--intervene", action="store_true", help="apply the intervention that removes the labelled bottleneck"
     )
+    ap.add_argument(
+        "--control",
+        action="store_true",
+        help="apply the control intervention (CONTROL), which would help only if another resource limited the job",
+    )
+    ap.add_argument(
+        "--threads",
+        default=os.environ.get(THREADS_ENV, "1"),
+        help="intra-op threads: 1 (as labelled), 'default' (PyTorch's own: one per core) or a number",
+    )
     return ap
+
+
+def set_threads() -> str:
+    """Apply --threads (from the environment ``options()`` set) to torch; returns the setting.
+    One thread is the labelled setting: on a shared 2-core host two OpenMP threads spin on each
+    other; ``default`` leaves PyTorch's own choice, as a user's job has it."""
+    import torch
+
+    how = os.environ.get(THREADS_ENV, "1")
+    if how != "default":
+        torch.set_num_threads(int(how))
+    return how
 
 
 def report(steps: int, seconds: float, unit: str = "steps") -> None:
@@ -81,7 +119,7 @@ def costly_image_job(workers: int = 1, cost: int = 24):  # noqa: ANN201
     from torch import nn
     from torch.utils.data import DataLoader
 
-    torch.set_num_threads(1)
+    set_threads()
     model = nn.Sequential(
         nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(256, 10)
     )

@@ -6,6 +6,7 @@ Launched like torchrun: this script starts one process per rank with RANK/WORLD_
 Intervention: the gradients' all-reduce skipped (the same forward, backward and optimizer step)."""
 
 LABEL = "inter_gpu_interconnect"
+PATTERN = "2 gloo ranks (torchrun-like env launcher), manual `all_reduce` of each gradient, 12.6 M parameters"
 STAGE = "communication"
 INTERVENTION = "each gradient's all_reduce skipped: same per-rank forward/backward/step"
 MIN_SPEEDUP = 1.5
@@ -21,7 +22,7 @@ def rank_main(rank: int, seconds: float, intervene: bool) -> None:
     import torch.distributed as dist
     from torch import nn
 
-    torch.set_num_threads(1)
+    set_threads()
     dist.init_process_group("gloo", rank=rank, world_size=2)
     model = nn.Sequential(nn.Linear(2048, 2048), nn.Linear(2048, 2048), nn.Linear(2048, 2048))  # 12.6 M parameters
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -46,7 +47,7 @@ def rank_main(rank: int, seconds: float, intervene: bool) -> None:
 
 
 if __name__ == "__main__":
-    from common import free_port, options
+    from common import free_port, options, set_threads
 
     ap = options(__doc__)
     ap.add_argument("--port", type=int, default=None, help="rendezvous port (default: a free one)")

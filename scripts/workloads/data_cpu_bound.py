@@ -3,6 +3,7 @@ a small conv net). Intervention: the transform rounds removed (the same images).
 worker instead measured 0.8x on this shared 2-core VM: no idle core to give it.)"""
 
 LABEL = "cpu_compute"
+PATTERN = "1 loader worker doing costly per-image transforms, small conv net"
 STAGE = "data"
 INTERVENTION = "the per-sample transform rounds removed (same images, one worker)"
 MIN_SPEEDUP = 2.0

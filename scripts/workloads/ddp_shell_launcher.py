@@ -3,6 +3,7 @@ python rank 1 & wait'`, as many cluster launch scripts do), a 16.8 M parameter M
 of 2 per rank: the step waits on the gradient all-reduce. Intervention: no_sync() on every step."""
 
 LABEL = "inter_gpu_interconnect"
+PATTERN = "DDP over gloo, 2 ranks started by `sh -c 'python ... & python ... & wait'`, 16.8 M parameters, batch 2"
 STAGE = "communication"
 INTERVENTION = "no_sync() on every step: same per-rank forward/backward, no gradient all-reduce"
 MIN_SPEEDUP = 1.6

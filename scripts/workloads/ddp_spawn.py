@@ -4,6 +4,7 @@ Intervention: DDP's no_sync() on every step (the same forward and backward on ea
 gradients never all-reduced)."""
 
 LABEL = "inter_gpu_interconnect"
+PATTERN = "DDP over gloo, 2 ranks by `torch.multiprocessing.spawn`, 33.6 M-parameter MLP, batch 4"
 STAGE = "communication"
 INTERVENTION = "no_sync() on every step: same per-rank forward/backward, no gradient all-reduce"
 MIN_SPEEDUP = 1.6

@@ -4,6 +4,7 @@ process, as `torchrun --standalone --nproc-per-node 2` would), a 6-layer 2048-wi
 Intervention: no_sync() on every step."""
 
 LABEL = "inter_gpu_interconnect"
+PATTERN = "DDP over gloo, 2 ranks by torchrun's elastic agent (in the launched process), 25 M parameters, batch 2"
 STAGE = "communication"
 INTERVENTION = "no_sync() on every step: same per-rank forward/backward, no gradient all-reduce"
 MIN_SPEEDUP = 1.6

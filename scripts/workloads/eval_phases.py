@@ -4,24 +4,34 @@ Throughput counts training steps (the evaluation's time included).
 Intervention: the hidden width halved (2048 -> 1024), in training and evaluation alike."""
 
 LABEL = "cpu_compute"
+PATTERN = "an evaluation phase (20 batches, `no_grad`, `eval()`) every 10 steps, MLP 2x2048"
 STAGE = "compute"
 INTERVENTION = "hidden width halved (2048 -> 1024)"
 MIN_SPEEDUP = 1.6
+CONTROL = (
+    "every layer's FLOPs kept with 16x the rows and a quarter of each width: 1/16 of the weight bytes "
+    "(the MLP's main traffic), 4x the activations"
+)
+CONTROL_MAX_SPEEDUP = 1.25
 
 import torch
-from common import mlp, options, train
+from common import mlp, options, set_threads, train
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 args = options(__doc__).parse_args()
-torch.set_num_threads(1)  # one intra-op thread: on a shared 2-core host, two spin on each other
-model = mlp(1024 if args.intervene else 2048, 2, d_in=1024)
+set_threads()
+# --control: the same FLOPs per layer as 16x the rows through a quarter of each width
+width, d_in, batch = (512, 256, 512) if args.control else (1024 if args.intervene else 2048, 1024, 32)
+model = mlp(width, 2, d_in=d_in)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 loss_fn = nn.CrossEntropyLoss()
 train_loader = DataLoader(
-    TensorDataset(torch.randn(4096, 1024), torch.randint(0, 10, (4096,))), batch_size=32, shuffle=True
+    TensorDataset(torch.randn(batch * 128, d_in), torch.randint(0, 10, (batch * 128,))), batch_size=batch, shuffle=True
 )
-val_loader = DataLoader(TensorDataset(torch.randn(20 * 32, 1024), torch.randint(0, 10, (20 * 32,))), batch_size=32)
+val_loader = DataLoader(
+    TensorDataset(torch.randn(20 * batch, d_in), torch.randint(0, 10, (20 * batch,))), batch_size=batch
+)
 n = 0
 
 

@@ -3,17 +3,18 @@ phase jitter on a 16,384-point signal, 12 rounds) done in __getitem__ in the tra
 feeding a small MLP. Intervention: the augmentation removed (the same signals)."""
 
 LABEL = "cpu_compute"
+PATTERN = "`num_workers=0`, numpy FFT band-pass/phase augmentation in `__getitem__`"
 STAGE = "data"
 INTERVENTION = "the FFT augmentation removed from __getitem__ (same signals, same model)"
 MIN_SPEEDUP = 2.0
 
 import torch
-from common import FftSignals, classifier_step, mlp, options, train
+from common import FftSignals, classifier_step, mlp, options, set_threads, train
 from torch import nn
 from torch.utils.data import DataLoader
 
 args = options(__doc__).parse_args()
-torch.set_num_threads(1)  # one intra-op thread: on a shared 2-core host, two spin on each other
+set_threads()
 model = mlp(256, 2)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 loader = DataLoader(FftSignals(100000, 16384, 0 if args.intervene else 12), batch_size=8, num_workers=0)

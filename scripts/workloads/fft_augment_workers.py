@@ -3,17 +3,18 @@
 a small MLP: the workers saturate the cores. Intervention: the augmentation removed."""
 
 LABEL = "cpu_compute"
+PATTERN = "the same augmentation in 2 workers (cores saturated)"
 STAGE = "data"
 INTERVENTION = "the FFT augmentation removed from __getitem__ (same signals, same model, same workers)"
 MIN_SPEEDUP = 2.0
 
 import torch
-from common import FftSignals, classifier_step, mlp, options, train
+from common import FftSignals, classifier_step, mlp, options, set_threads, train
 from torch import nn
 from torch.utils.data import DataLoader
 
 args = options(__doc__).parse_args()
-torch.set_num_threads(1)
+set_threads()
 model = mlp(256, 2)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 loader = DataLoader(

@@ -5,6 +5,7 @@ Intervention: world size 1 with the same per-rank work (the same model and batch
 its all-gather and reduce-scatter move nothing between processes)."""
 
 LABEL = "inter_gpu_interconnect"
+PATTERN = "FSDP2 (`fully_shard` per layer) over gloo, 2 ranks by spawn, 25 M parameters, batch 2"
 STAGE = "communication"
 INTERVENTION = "world size 1 with the same per-rank model and batch (collectives move nothing)"
 MIN_SPEEDUP = 1.5

@@ -2,6 +2,7 @@
 Label: gpu_compute. Intervention: the width halved (a quarter of the multiply-adds)."""
 
 LABEL = "gpu_compute"
+PATTERN = "wide bf16 linear layers on the GPU"
 STAGE = "compute"
 NEEDS = "gpu"
 INTERVENTION = "width halved (8192 -> 4096)"

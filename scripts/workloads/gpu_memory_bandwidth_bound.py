@@ -3,6 +3,7 @@ activations, little arithmetic per byte. Label: gpu_memory_bandwidth. No interve
 (scripts/eval.py reports it unproven)."""
 
 LABEL = "gpu_memory_bandwidth"
+PATTERN = "LayerNorm/GELU on 65536 x 4096 on the GPU"
 STAGE = "compute"
 NEEDS = "gpu"
 INTERVENTION = None

@@ -4,16 +4,17 @@ activations through DRAM. Intervention: the same rows processed in cache-sized b
 (identical arithmetic, since LayerNorm and GELU act on each row alone; 2 MiB activations)."""
 
 LABEL = "cpu_memory_bandwidth"
+PATTERN = "LayerNorm + GELU (+ residual) x4 on 256 x 65,536 activations"
 STAGE = "compute"
 INTERVENTION = "the same rows in cache-sized blocks (identical arithmetic, 2 MiB activations)"
 MIN_SPEEDUP = 1.5
 
 import torch
-from common import options, train
+from common import options, set_threads, train
 from memory_bandwidth_bound_model import Elementwise
 
 args = options(__doc__).parse_args()
-torch.set_num_threads(1)  # one intra-op thread: on a shared 2-core host, two spin on each other
+set_threads()
 model = Elementwise(65536, depth=4)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 x = torch.randn(256, 65536)

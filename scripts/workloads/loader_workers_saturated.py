@@ -4,17 +4,18 @@ help, the cores are busy preparing data. Intervention: the augmentation removed 
 images without the transform rounds)."""
 
 LABEL = "cpu_compute"
+PATTERN = "2 loader workers (one per core) doing blur/jitter rounds per image, small conv net"
 STAGE = "data"
 INTERVENTION = "the per-sample transform rounds removed (same images, same model)"
 MIN_SPEEDUP = 2.0
 
 import torch
-from common import CostlyImages, classifier_step, options, train
+from common import CostlyImages, classifier_step, options, set_threads, train
 from torch import nn
 from torch.utils.data import DataLoader
 
 args = options(__doc__).parse_args()
-torch.set_num_threads(1)
+set_threads()
 model = nn.Sequential(
     nn.Conv2d(3, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(256, 10)
 )

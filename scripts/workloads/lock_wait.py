@@ -5,6 +5,7 @@ threads are asleep on a futex most of the time; no resource limits it: the right
 `undetermined`. Intervention: the uploader does not hold the lock while it waits."""
 
 LABEL = "undetermined"
+PATTERN = "the loop takes a lock that an uploader thread holds while it waits"
 STAGE = None
 INTERVENTION = "the uploader thread releases the lock before it waits"
 MIN_SPEEDUP = 3.0
@@ -13,11 +14,11 @@ import threading
 import time
 
 import torch
-from common import classifier_step, options, train
+from common import classifier_step, options, set_threads, train
 from torch import nn
 
 args = options(__doc__).parse_args()
-torch.set_num_threads(1)
+set_threads()
 lock = threading.Lock()
 log: list[float] = []
 

@@ -5,16 +5,17 @@ arithmetic, since LayerNorm and GELU act on each row alone; each block's activat
 the cache)."""
 
 LABEL = "cpu_memory_bandwidth"
+PATTERN = "LayerNorm + GELU x6 on 8192 x 1024"
 STAGE = "compute"
 INTERVENTION = "the same rows in cache-sized blocks (identical arithmetic, 256 KiB activations)"
 MIN_SPEEDUP = 1.5
 
 import torch
-from common import options, train
+from common import options, set_threads, train
 from memory_bandwidth_bound_model import Elementwise
 
 args = options(__doc__).parse_args()
-torch.set_num_threads(1)  # one intra-op thread: on a shared 2-core host, two spin on each other
+set_threads()
 model = Elementwise(1024)
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 x = torch.randn(8192, 1024)

@@ -8,6 +8,7 @@ Runs with oom_score_adj 1000: should anything on a shared host need the memory, 
 kills this workload first."""
 
 LABEL = "cpu_memory"
+PATTERN = "an in-RAM cache leaving 6% of memory available; buffered random reads of a dataset twice that size"
 STAGE = None
 INTERVENTION = "the job's large in-RAM cache not allocated (the page cache then holds the dataset)"
 MIN_SPEEDUP = 2.0

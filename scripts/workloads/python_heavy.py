@@ -4,17 +4,18 @@ a hand-rolled moving median over lists), the kind of metric code that runs under
 outside forward, backward and the optimizer. Intervention: the bookkeeping removed."""
 
 LABEL = "cpu_compute"
+PATTERN = "tiny model + pure-Python per-sample bookkeeping after each step"
 STAGE = "other"
 INTERVENTION = "the per-step pure-Python bookkeeping removed (same model and steps)"
 MIN_SPEEDUP = 2.0
 
 import torch
-from common import options, train
+from common import options, set_threads, train
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
 args = options(__doc__).parse_args()
-torch.set_num_threads(1)  # one intra-op thread: on a shared 2-core host, two spin on each other
+set_threads()
 model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 loss_fn = nn.CrossEntropyLoss(reduction="none")
@@ -24,7 +25,7 @@ confusion = [[0] * 10 for _ in range(10)]
 
 
 def bookkeeping(losses: list[float], preds: list[int], labels: list[int]) -> float:
-    for p, t in zip(preds, labels):
+    for p, t in zip(preds, labels, strict=True):
         confusion[t][p] += 1
     history.extend(losses)
     del history[:-4096]

@@ -7,15 +7,14 @@ import os
 import time
 from collections.abc import Callable
 
-from common import report
+from common import report, set_threads
 
 
 def init(rank: int, world: int, port: int | None = None) -> None:
     """Join a gloo process group (from torchrun's environment when ``port`` is None)."""
-    import torch
     import torch.distributed as dist
 
-    torch.set_num_threads(1)  # one core per rank, as a launcher on a small host sets it
+    set_threads()
     if port is not None:
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
         dist.init_process_group("gloo", rank=rank, world_size=world)

@@ -9,6 +9,7 @@ import os
 import random
 
 import torch
+from common import set_threads
 from torch.utils.data import Dataset
 
 RECORD = 4096
@@ -66,7 +67,7 @@ def linear_job(loader):  # noqa: ANN001, ANN201
     """A one-layer model on the records: the step itself costs almost nothing."""
     from torch import nn
 
-    torch.set_num_threads(1)
+    set_threads()
     model = nn.Linear(16, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
 

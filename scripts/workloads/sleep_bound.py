@@ -4,6 +4,7 @@ resource limits it: the right verdict is `undetermined` (the job is mostly idle)
 Intervention: the sleep removed."""
 
 LABEL = "undetermined"
+PATTERN = "a few ms of work, then `time.sleep(0.1)` per step"
 STAGE = None
 INTERVENTION = "the 100 ms sleep per step removed"
 MIN_SPEEDUP = 3.0
@@ -11,11 +12,11 @@ MIN_SPEEDUP = 3.0
 import time
 
 import torch
-from common import classifier_step, options, train
+from common import classifier_step, options, set_threads, train
 from torch import nn
 
 args = options(__doc__).parse_args()
-torch.set_num_threads(1)
+set_threads()
 model = nn.Sequential(nn.Linear(128, 128), nn.ReLU(), nn.Linear(128, 10))
 opt = torch.optim.SGD(model.parameters(), lr=0.01)
 train_step = classifier_step(model, opt, nn.CrossEntropyLoss())

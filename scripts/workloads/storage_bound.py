@@ -3,6 +3,7 @@ page cache (16 random 4 KiB records per sample, O_DIRECT) for a one-layer model.
 Intervention: the same records served from memory (the file read into RAM once, before timing)."""
 
 LABEL = "storage_bandwidth"
+PATTERN = "2 workers, 16 random 4 KiB `O_DIRECT` reads per sample"
 STAGE = "data"
 INTERVENTION = "the same records served from memory (file read into RAM before timing)"
 MIN_SPEEDUP = 2.0

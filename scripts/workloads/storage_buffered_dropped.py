@@ -4,6 +4,10 @@ records with plain buffered pread, and each record's pages are dropped right aft
 behaves. Intervention: the same records served from memory."""
 
 LABEL = "storage_bandwidth"
+PATTERN = (
+    "2 workers, buffered `pread`, each record's pages dropped with `posix_fadvise(DONTNEED)` (the whole "
+    "file's at start)"
+)
 STAGE = "data"
 INTERVENTION = "the same records served from memory (file read into RAM before timing)"
 MIN_SPEEDUP = 2.0

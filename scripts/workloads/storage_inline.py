@@ -3,6 +3,7 @@ small random O_DIRECT reads in __getitem__ (16 random 4 KiB records per sample) 
 model. Intervention: the same records served from memory."""
 
 LABEL = "storage_bandwidth"
+PATTERN = "the same reads with `num_workers=0` (in the training process)"
 STAGE = "data"
 INTERVENTION = "the same records served from memory (file read into RAM before timing)"
 MIN_SPEEDUP = 2.0

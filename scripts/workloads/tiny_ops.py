@@ -3,20 +3,25 @@ operator's dispatch and autograd bookkeeping costs more than its arithmetic; one
 training process is busy all the time. Intervention: half the layers (half the ops)."""
 
 LABEL = "cpu_compute"
+PATTERN = "300 x (Linear(16,16) + tanh), batch 8: dispatch-bound"
 STAGE = "compute"
 INTERVENTION = "half the layers (300 -> 150 tiny Linear+tanh)"
 MIN_SPEEDUP = 1.6
+CONTROL = "the same 600 operators and FLOPs on 16x the rows of a quarter of the width (1/16 of the weight bytes)"
+CONTROL_MAX_SPEEDUP = 1.25
 
 import torch
-from common import options, train
+from common import options, set_threads, train
 from torch import nn
 
 args = options(__doc__).parse_args()
-torch.set_num_threads(1)  # one intra-op thread: on a shared 2-core host, two spin on each other
+set_threads()
 depth = 150 if args.intervene else 300
-model = nn.Sequential(*[m for _ in range(depth) for m in (nn.Linear(16, 16), nn.Tanh())])
+# --control: the same operators and FLOPs on 16x the rows of a quarter of the width (bytes in cache either way)
+width, rows = (4, 128) if args.control else (16, 8)
+model = nn.Sequential(*[m for _ in range(depth) for m in (nn.Linear(width, width), nn.Tanh())])
 opt = torch.optim.SGD(model.parameters(), lr=0.01, foreach=False)
-x = torch.randn(8, 16)
+x = torch.randn(rows, width)
 
 
 def step(_: object) -> None:

@@ -46,6 +46,7 @@ __all__ = [  # the thresholds the rule families have always imported from here
     "headroom",
     "pct",
     "runs_on_gpu",
+    "stack_samples",
 ]
 
 
@@ -53,10 +54,26 @@ def pct(x: float | None) -> str:
     return "unknown" if x is None else f"{x * 100:.0f}%"
 
 
-def headroom(share: float | None) -> float | None:
-    if share is None or share >= HEADROOM_MAX_SHARE:
+#: k of n stack samples in a stage count as (k + JEFFREYS) / (n + 1) of the step: the Jeffreys
+#: estimate of a binomial share, never exactly all of it (4 of 4 samples -> 90%, 10x)
+JEFFREYS = 0.5
+
+
+def headroom(share: float | None, samples: int | None = None) -> float | None:
+    """Step speed-up if a removable stage holding ``share`` of the step vanished (Figure 15's
+    vertical line), the share taken as at most HEADROOM_MAX_SHARE (100x). ``samples``: the share
+    was counted from that many stack samples (attach)."""
+    if share is None:
         return None
-    return 1.0 / (1.0 - share)
+    if samples:
+        share = (share * samples + JEFFREYS) / (samples + 1)
+    return 1.0 / (1.0 - min(share, HEADROOM_MAX_SHARE))
+
+
+def stack_samples(w: WindowStats) -> int | None:
+    """How many stack samples the window's phase shares were counted from (None: timed steps)."""
+    p = w.phases
+    return p.steps if p is not None and p.sampled else None
 
 
 def fmt_s(x: float | None) -> str:

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from bottleneckd.diagnosis.job_gpus import job_busiest
 from bottleneckd.diagnosis.rules.comm_cost import comm_cost
-from bottleneckd.diagnosis.rules.common import headroom, pct
+from bottleneckd.diagnosis.rules.common import headroom, pct, stack_samples
+from bottleneckd.diagnosis.rules.stack_comm import stack_comm
 from bottleneckd.diagnosis.thresholds import BUSY, COMM_HIGH, SHARED_COMM_HIGH
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
@@ -67,7 +68,14 @@ def _comm_case(w: WindowStats, peaks: PeakTable | None = None) -> CommCase:
     base_ev = [f"gradient communication {pct(share)} of step time"] if share is not None and share >= COMM_HIGH else []
     base = min(1.0, (share or 0.0) / FULL_SHARE) if base_ev else 0.0
     cost = comm_cost(w)
-    if cost is not None and cost.shares_cores and cost.share >= SHARED_COMM_HIGH and cost.share > (share or 0.0):
+    sc = stack_comm(w)
+    if sc is not None:  # attach on a DDP job: the reducer's wait and the backend's threads, from stacks
+        share = sc.share if sc.shares_cores else sc.exposed
+        base_ev = [f"gradient communication about {pct(share)} of the step (from stack samples)", *sc.describe()]
+        shared = sc.shares_cores and share >= SHARED_COMM_HIGH
+        base = min(1.0, SHARED_BASE + share * SHARED_PER_SHARE if shared else share / FULL_SHARE)
+        base = base if share >= COMM_HIGH else 0.0
+    elif cost is not None and cost.shares_cores and cost.share >= SHARED_COMM_HIGH and cost.share > (share or 0.0):
         # gloo on a CPU job: the all-reduce "overlapped" with backward takes the cores backward
         # needs, so it is the step's cost as much as the exposed part is
         share = cost.share
@@ -83,7 +91,11 @@ def _comm_case(w: WindowStats, peaks: PeakTable | None = None) -> CommCase:
 
 def _link(resource: str, score: float, ev: list[str], c: CommCase) -> Finding:
     return Finding(
-        resource=resource, stage="communication", score=score, evidence=tuple(ev), headroom=headroom(c.share)
+        resource=resource,
+        stage="communication",
+        score=score,
+        evidence=tuple(ev),
+        headroom=headroom(c.share, stack_samples(c.w)),
     )
 
 

@@ -24,6 +24,7 @@ from bottleneckd.diagnosis.rules.comm_cost import comm_cost
 from bottleneckd.diagnosis.rules.common import compute_share, pct, runs_on_gpu
 from bottleneckd.diagnosis.rules.compute_wait import waiting_inside_compute
 from bottleneckd.diagnosis.rules.cpu_state import CpuState, cpu_state
+from bottleneckd.diagnosis.rules.stack_comm import stack_comm
 from bottleneckd.diagnosis.thresholds import (
     COMPUTE_FULL,
     COMPUTE_STAGE,
@@ -75,6 +76,15 @@ def _weighed_by_compute_share(w: WindowStats, out: list[Finding]) -> list[Findin
     inside backward on the same cores (gloo on CPU) is communication's share, not compute's."""
     share = compute_share(w)
     cost = comm_cost(w)
+    sc = stack_comm(w)
+    if share is not None and sc is not None and sc.taken_from_compute:
+        # attach: the samples in which backward waited on the all-reduce, and the CPU gloo's
+        # threads took from it, are communication's
+        share = max(0.0, share - sc.taken_from_compute)
+        out = [
+            replace(f, evidence=f.evidence + (f"of which {pct(sc.taken_from_compute)} of the step is communication's",))
+            for f in out
+        ]
     if share is not None and cost is not None and cost.shares_cores and cost.overlapped_share:
         share = max(0.0, share - cost.overlapped_share)
         note = (
@@ -160,7 +170,8 @@ def _untimed_ddp(c: CpuCase, ev: list[str]) -> Finding | None:
     # DDP's all-reduce runs inside backward: timed only through its comm hook. Without DDP (FSDP,
     # explicit all_reduce) the collectives are Python calls the hook times: any time seen counts.
     if facts.get("ddp"):
-        timed = facts.get("ddp_comm_timing") == "comm hook"
+        # the comm hook's timing (run), or what the stacks and the backend's threads show (attach)
+        timed = facts.get("ddp_comm_timing") == "comm hook" or stack_comm(c.w) is not None
     else:
         timed = bool(p and (p.share("communication") or 0.0) > 0.0)
     if not (c.ranks > 1 or facts.get("ddp")) or timed:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bottleneckd.diagnosis.rules.common import pct
-from bottleneckd.diagnosis.thresholds import CPU_STALL, ONE_CORE, SATURATED, WAITING_SHOWN
+from bottleneckd.diagnosis.thresholds import CPU_STALL, ONE_CORE, OUTSIDE_BUSY, SATURATED, WAITING_SHOWN
 from bottleneckd.diagnosis.window import WindowStats
 
 
@@ -31,6 +31,8 @@ class CpuState:
     hottest_demand: float | None = None
     worker_max_demand: float | None = None
     waiting: float | None = None  # cores' worth of the job's threads runnable but not running
+    #: cores busy on the host outside the job (host busy minus the job's ranks, workers and launcher)
+    outside: float | None = None
 
     @property
     def demand(self) -> float | None:
@@ -65,6 +67,21 @@ class CpuState:
     def busy_evidence(self) -> bool:
         return self.saturated or self.contended or self.serial
 
+    def who_waits(self) -> str:
+        """Whom the job's threads wait for a CPU behind: processes outside the job (measured as the
+        host's busy cores less the job's), or its own threads (ranks, loader workers) wanting more
+        than the cores; said only as far as the figures show it."""
+        if self.outside is not None and self.outside >= OUTSIDE_BUSY:
+            return f"other processes share these cores ({self.outside:.2f} cores busy outside the job)"
+        own = f"{self.ranks} ranks" if self.ranks > 1 else "the training process"
+        if self.n_workers:
+            own += f" and {self.n_workers:.0f} loader workers"
+        if self.demand is not None and self.demand >= SATURATED * self.cores:
+            return f"the job's own threads ({own}) want more than the {self.cores:g} cores and wait for each other"
+        if self.outside is not None:
+            return f"behind the job's own threads ({own}); {self.outside:.2f} cores busy outside the job"
+        return "behind other threads (the host's busy cores outside the job unknown)"
+
     def describe(self) -> list[str]:
         ev = []
         if self.busy is not None:
@@ -83,7 +100,7 @@ class CpuState:
         if self.waiting is not None and self.waiting >= WAITING_SHOWN:
             ev.append(
                 f"the job's threads runnable but waiting for a CPU {self.waiting:.2f} cores' worth of time "
-                f"(busiest thread running or waiting {self.hot:.2f} of the time): other processes share these cores"
+                f"(busiest thread running or waiting {self.hot:.2f} of the time): {self.who_waits()}"
             )
         if self.workers is not None and self.n_workers:
             ev.append(
@@ -108,6 +125,9 @@ def cpu_state(w: WindowStats) -> CpuState:
         n = float((w.phases.facts.get("loader_workers") if w.phases else None) or 0)
     ranks = g("cpu_compute", "job", "ranks")
     psi = g("cpu_compute", "job", "pressure_some")
+    host_busy, job_busy = g("cpu_compute", "host", "busy_cores"), g("cpu_compute", "job", "busy_cores")
+    launcher = g("cpu_compute", "job", "launcher_busy_cores") or 0.0
+    outside = max(0.0, host_busy - job_busy - launcher) if host_busy is not None and job_busy is not None else None
     return CpuState(
         cores=cores,
         busy=g("cpu_compute", "job", "busy_cores"),
@@ -123,4 +143,5 @@ def cpu_state(w: WindowStats) -> CpuState:
         hottest_demand=g("cpu_compute", "job", "hottest_thread_demand"),
         worker_max_demand=g("cpu_compute", "job", "worker_max_demand"),
         waiting=g("cpu_compute", "job", "runqueue_wait_cores"),
+        outside=outside,
     )

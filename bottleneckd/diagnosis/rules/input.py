@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bottleneckd.diagnosis.rules.common import fmt_s, headroom, pct
+from bottleneckd.diagnosis.rules.common import fmt_s, headroom, pct, stack_samples
 from bottleneckd.diagnosis.rules.cpu_state import CpuState, cpu_state
 from bottleneckd.diagnosis.rules.storage import io_wait, storage_evidence
 from bottleneckd.diagnosis.thresholds import (
@@ -63,7 +63,7 @@ def data_wait(w: WindowStats, peaks: PeakTable) -> list[Finding]:
             f"waiting for the next batch {pct(share)} of step time ({fmt_s(p.per_step('data_wait'))} per step over "
             f"{p.steps} steps)"
         ]
-    head = headroom(share)
+    head = headroom(share, stack_samples(w))
     cpu = cpu_state(w)
     out = [
         f

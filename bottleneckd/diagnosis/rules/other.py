@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bottleneckd.diagnosis.rules.common import headroom, pct
+from bottleneckd.diagnosis.rules.common import headroom, pct, stack_samples
 from bottleneckd.diagnosis.rules.cpu_state import CpuState, cpu_state
 from bottleneckd.diagnosis.rules.storage import io_wait
 from bottleneckd.diagnosis.thresholds import OTHER_HIGH, OTHER_IDLE, WRITES
@@ -49,7 +49,7 @@ def other(w: WindowStats, peaks: PeakTable) -> list[Finding]:
         return []
     src = "stack samples" if w.phases and w.phases.facts.get("phase_source") == "py-spy" else "step time"
     ev = [f"{pct(share)} of {src} outside data loading, forward, backward, optimizer and communication"]
-    head = headroom(share)
+    head = headroom(share, stack_samples(w))
     strength = min(1.0, share / FULL_SHARE)
     cpu = cpu_state(w)
     found = _writes_or_io_waits(w, ev, strength) or _thread_waits(w, cpu, ev, strength) or _cpu_busy(cpu, ev, strength)

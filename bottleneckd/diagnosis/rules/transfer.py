@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bottleneckd.diagnosis.job_gpus import job_busiest
-from bottleneckd.diagnosis.rules.common import headroom, pct
+from bottleneckd.diagnosis.rules.common import headroom, pct, stack_samples
 from bottleneckd.diagnosis.thresholds import BUSY, COPY_SM_IDLE, TRANSFER_HIGH
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
@@ -29,7 +29,7 @@ def transfer(w: WindowStats, peaks: PeakTable) -> list[Finding]:
             stage="transfer",
             score=score,
             evidence=tuple(copies_ev + link_ev),
-            headroom=headroom(share),
+            headroom=headroom(share, stack_samples(w)),
         )
     ]
 

@@ -1,0 +1,96 @@
+"""The straggler over the run, for the report: which one the live verdicts named, held over
+the windows (``StragglerHistory``). See ``straggler.py`` for how one window finds it."""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from bottleneckd.diagnosis.straggler import HOLD_SLACK, LAST, Straggler, intervals
+from bottleneckd.diagnosis.thresholds import STRAGGLER_HOLD as HOLD
+from bottleneckd.diagnosis.thresholds import STRAGGLER_MIN_INTERVALS as MIN_INTERVALS
+from bottleneckd.model.sample import Sample
+
+if TYPE_CHECKING:
+    from bottleneckd.diagnosis.verdict import Verdict
+
+
+class StragglerHistory:
+    """The straggler over the run, for the run's report: the verdict that held longest is its
+    latest instance, often from the job's tear-down when ranks have stopped reporting, so the
+    straggler is taken from the whole run instead: the one the live verdicts named (after the
+    hold), more often than any other, with the share of the windows it was named in. (A quarter
+    of the windows was required before: under load 20 a rank named live in 3 of 20 windows was
+    missing from the report, which then contradicted what had been shown live.) The live hold
+    already keeps a rank that contention slows for a few seconds from being named; counting only
+    named windows keeps the report consistent with what was shown live."""
+
+    def __init__(self, last: int = LAST) -> None:
+        self.windows = 0
+        self._named: dict[tuple[str, Any, str], list[Any]] = {}
+        self.recent: deque[Sample] = deque(maxlen=last)  # the samples the straggler is judged on
+        self.current = False  # the latest sample had rank reports
+        self._seen: deque[Any] = deque(
+            maxlen=HOLD + HOLD_SLACK
+        )  # which straggler each recent window found (None: none)
+        self._found: Straggler | None = None  # found in the latest window (before the hold)
+        self._confirmed = False  # the latest window's straggler was named (after the hold)
+
+    def observe(self, sample: Sample) -> tuple[Sample, ...]:
+        """Add a sample; returns the samples to judge this window's straggler on (none once the
+        ranks have stopped reporting: a finished job has no straggler)."""
+        self.current = bool(sample.ranks)
+        if self.current:
+            self.recent.append(sample)
+        return tuple(self.recent) if self.current else ()
+
+    def confirm(self, s: Straggler | None) -> Straggler | None:
+        """``s`` once the same rank (or node) was found in HOLD of the last HOLD + 2 windows: a
+        rank that CPU contention slows for a few seconds is not a straggler of the job (on the
+        2-core test machine an evenly loaded rank ran 25-32% slower for ~10 s in 1 of 6 runs: 3
+        windows), and one noisy window does not hide a real one."""
+        self._found = s
+        self._seen.append(None if s is None else (s.kind, s.rank, s.node))
+        self._confirmed = False
+        if s is None:
+            return None
+        key = self._seen[-1]
+        self._confirmed = sum(k == key for k in self._seen) >= HOLD
+        return s if self._confirmed else None
+
+    def update(self, v: Verdict) -> None:
+        """Count the latest window: the straggler found in it (before the hold), if any."""
+        if not self.current or len(intervals(self.recent)) < MIN_INTERVALS:
+            return
+        self.windows += 1
+        if self._found is not None and self._confirmed:
+            s = self._found.to_json()
+            e = self._named.setdefault((s["kind"], s["rank"], s["node"]), [0, s])
+            e[0] += 1
+            e[1] = s
+
+    def persistent(self) -> tuple[dict[str, Any], int] | None:
+        if not self._named:
+            return None
+        ranked = sorted((e[0] for e in self._named.values()), reverse=True)
+        count, s = max(self._named.values(), key=lambda e: e[0])
+        unique = len(ranked) == 1 or ranked[1] < count
+        return (s, count) if unique else None
+
+    def apply(self, v: Verdict | None) -> Verdict | None:
+        """``v`` with the run's persistent straggler when it carries none of its own."""
+        from dataclasses import replace
+
+        p = self.persistent()
+        if v is None or p is None or v.straggler:
+            return v
+        s, count = p
+        who = f"rank {s['rank']} on {s['node']}" if s["kind"] == "rank" else f"node {s['node']}"
+        ev = (
+            f"straggler over the run: {who}, named in {count} of {self.windows} windows with several ranks; "
+            f"{s['excess_ratio']:.0%} busy longer than the median rank, "
+            f"{s['step_time_lost_seconds'] * 1e3:.1f} ms per step lost",
+        )
+        return replace(
+            v, evidence=tuple(v.evidence) + ev, straggler={**s, "windows_named": count, "windows": self.windows}
+        )

@@ -1,0 +1,87 @@
+"""Labelled workload: a Hugging Face `Trainer` fine-tuning a small BERT built from a config (no
+download: 4 layers, hidden 256, 4 heads, sequence 128, vocabulary 2000) on random token ids in
+memory, batch 8, on the CPU; no bottleneckd code. Intervention: half the hidden and
+intermediate sizes (256 -> 128, 1024 -> 512): about a quarter of the multiply-adds."""
+
+LABEL = "cpu_compute"
+PATTERN = "Hugging Face `Trainer`, BERT from a config (4 x 256, sequence 128), batch 8, tokens in memory"
+STAGE = "compute"
+INTERVENTION = "hidden and intermediate sizes halved (256 -> 128, 1024 -> 512)"
+MIN_SPEEDUP = 1.5
+CONTROL = (
+    "the batch of 8 as 4 accumulated micro-batches of 2 (gradient_accumulation_steps=4): the same FLOPs "
+    "per optimizer step, a quarter of the activations in flight"
+)
+CONTROL_MAX_SPEEDUP = 1.25
+PROOF_SECONDS = 10  # steps of a few hundred ms on a busy machine: a 6-second run counts too few
+
+import os
+import tempfile
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded
+os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
+
+import torch
+from common import options, report, set_threads
+from torch.utils.data import Dataset
+from transformers import BertConfig, BertForSequenceClassification, Trainer, TrainerCallback, TrainingArguments
+
+args = options(__doc__).parse_args()
+set_threads()
+hidden = 128 if args.intervene else 256
+config = BertConfig(
+    vocab_size=2000,
+    hidden_size=hidden,
+    num_hidden_layers=4,
+    num_attention_heads=4,
+    intermediate_size=4 * hidden,
+    max_position_embeddings=128,
+)
+torch.manual_seed(0)
+model = BertForSequenceClassification(config)
+
+
+class Tokens(Dataset):
+    def __len__(self) -> int:
+        return 100_000
+
+    def __getitem__(self, i: int) -> dict:
+        g = torch.Generator().manual_seed(i)
+        return {"input_ids": torch.randint(0, 2000, (128,), generator=g), "labels": i % 2}
+
+
+class Timed(TrainerCallback):
+    """Optimizer steps per second after the first (untimed) one; stops after --seconds."""
+
+    def __init__(self) -> None:
+        self.t0: float | None = None
+        self.steps = 0
+
+    def on_step_end(self, _args, state, control, **_kw):  # noqa: ANN001, ANN201
+        if self.t0 is None:
+            self.t0 = time.perf_counter()
+            return control
+        self.steps += 1
+        if time.perf_counter() - self.t0 >= args.seconds:
+            control.should_training_stop = True
+        return control
+
+
+accumulate = 4 if args.control else 1
+timed = Timed()
+targs = TrainingArguments(
+    output_dir=tempfile.mkdtemp(prefix="hf-trainer-"),
+    per_device_train_batch_size=8 // accumulate,
+    gradient_accumulation_steps=accumulate,
+    max_steps=1_000_000,
+    learning_rate=1e-4,
+    save_strategy="no",
+    report_to=[],
+    logging_strategy="no",
+    disable_tqdm=True,
+    use_cpu=True,
+    dataloader_num_workers=0,
+)
+Trainer(model=model, args=targs, train_dataset=Tokens(), callbacks=[timed]).train()
+report(timed.steps, time.perf_counter() - (timed.t0 or time.perf_counter()))

@@ -1,0 +1,71 @@
+"""Labelled workload: a Lightning Trainer fitting a LightningModule (the compute_bound MLP:
+1024 -> 2048 -> 2048 -> 10, batch 64, data in memory) on the CPU, as a Lightning user writes it;
+no bottleneckd code. Intervention: the hidden width halved (2048 -> 1024)."""
+
+LABEL = "cpu_compute"
+PATTERN = "Lightning `Trainer.fit` of a LightningModule (MLP 1024-2048-2048-10, batch 64)"
+STAGE = "compute"
+INTERVENTION = "hidden width halved (2048 -> 1024)"
+MIN_SPEEDUP = 1.6
+CONTROL = (
+    "every layer's FLOPs kept with 16x the rows and a quarter of each width: 1/16 of the weight bytes, "
+    "4x the activations"
+)
+CONTROL_MAX_SPEEDUP = 1.25
+
+import time
+
+import lightning as L
+import torch
+from common import mlp, options, report, set_threads
+from torch import nn
+from torch.utils.data import DataLoader, TensorDataset
+
+args = options(__doc__).parse_args()
+set_threads()
+width, d_in, batch = (512, 256, 1024) if args.control else (1024 if args.intervene else 2048, 1024, 64)
+
+
+class Net(L.LightningModule):
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = mlp(width, 2, d_in=d_in)
+
+    def training_step(self, b, _i):  # noqa: ANN001, ANN201
+        x, y = b
+        return nn.functional.cross_entropy(self.net(x), y)
+
+    def configure_optimizers(self):  # noqa: ANN201
+        return torch.optim.SGD(self.parameters(), lr=0.01)
+
+
+class Timed(L.Callback):
+    """Steps per second after the first (untimed) step; stops the Trainer after --seconds."""
+
+    def __init__(self) -> None:
+        self.t0: float | None = None
+        self.steps = 0
+
+    def on_train_batch_end(self, trainer, *_a) -> None:  # noqa: ANN001
+        if self.t0 is None:
+            self.t0 = time.perf_counter()
+            return
+        self.steps += 1
+        if time.perf_counter() - self.t0 >= args.seconds:
+            trainer.should_stop = True
+
+
+data = TensorDataset(torch.randn(batch * 64, d_in), torch.randint(0, 10, (batch * 64,)))
+timed = Timed()
+trainer = L.Trainer(
+    accelerator="cpu",
+    devices=1,
+    max_epochs=-1,
+    logger=False,
+    enable_checkpointing=False,
+    enable_progress_bar=False,
+    enable_model_summary=False,
+    callbacks=[timed],
+)
+trainer.fit(Net(), DataLoader(data, batch_size=batch, shuffle=True))
+report(timed.steps, time.perf_counter() - (timed.t0 or time.perf_counter()))
