@@ -74,6 +74,7 @@ class DataLoaderSettings(HookMitigation):
     def revert(self) -> None:
         for k, v in self._old.items():
             object.__setattr__(self._loader, k, v)
-        if self._old and not loader_switch.switch(self._loader) and getattr(self._loader, "_iterator", None) is not None:
+        live = self._old and not loader_switch.switch(self._loader)
+        if live and getattr(self._loader, "_iterator", None) is not None:
             self._loader._iterator = None  # a persistent iterator of the new settings would outlive them
         self._old = {}
