@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bottleneckd.diagnosis.pipeline import Pipeline  # noqa: E402
-from bottleneckd.outputs.metrics_server import serve_metrics, stop_metrics  # noqa: E402
+from bottleneckd.outputs.metrics_server import load_web_config, serve_metrics, stop_metrics  # noqa: E402
 from bottleneckd.outputs.trace import read_trace  # noqa: E402
 
 TRACE = Path(__file__).resolve().parents[1] / "tests/data/cpu_compute/trace.jsonl"
@@ -75,7 +75,7 @@ def main() -> None:
     (d / "web.yml").write_text(f"tls_server_config:\n  cert_file: {d}/c.pem\n  key_file: {d}/k.pem\n")
     for tls in (False, True):
         port = free_port()
-        server = serve_metrics(Replayed(), f"127.0.0.1:{port}", str(d / "web.yml") if tls else None)
+        server = serve_metrics(Replayed(), f"127.0.0.1:{port}", load_web_config(str(d / "web.yml")) if tls else None)
         idle = socket.create_connection(("127.0.0.1", port))
         partial = socket.create_connection(("127.0.0.1", port))
         partial.sendall(b"GET /metrics HTTP/1.1\r\n")

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import pytest
 
-from bottleneckd.diagnosis.pipeline import Pipeline
+from bottleneckd.runtime.run import Run
 from bottleneckd.diagnosis.rules import data_wait
 from bottleneckd.diagnosis.rules.common import headroom
 from bottleneckd.diagnosis.rules.cpu_state import cpu_state
 from bottleneckd.diagnosis.window import STACK_SAMPLES, Window
 from bottleneckd.model.sample import StepPhases
 from bottleneckd.outputs.live import live_line, render_screen
-from bottleneckd.outputs.report import build_report, render_text, step_phases_json
+from bottleneckd.outputs.report import render_text, step_phases_json
 from tests.windows import HOST, NO_PEAKS, job, sample, window
 
 STACKS = {"phase_source": "py-spy"}
@@ -26,7 +26,7 @@ def stacked(shares: dict[str, float], n: int = 2, interval: float = 0.5, main: f
 
 
 def test_the_live_line_and_the_screen_count_stack_samples_not_steps():
-    p = Pipeline(NO_PEAKS)
+    p = Run(NO_PEAKS)
     for _ in range(6):
         snap = p(stacked({"data_wait": 1.0}))
     line = live_line(snap)
@@ -49,10 +49,10 @@ def test_a_stage_in_every_stack_sample_has_a_headroom_not_no_removable_stage():
     assert headroom(0.5, samples=40) == pytest.approx(1 / (1 - 20.5 / 41))
     assert headroom(1.0) == pytest.approx(100.0)  # timed: capped, never None
     assert headroom(None) is None
-    p = Pipeline(NO_PEAKS)
+    p = Run(NO_PEAKS)
     for _ in range(6):
         p(stacked({"data_wait": 1.0}))
-    doc = build_report(p, current=True)
+    doc = p.report(current=True)
     assert doc["verdict"]["stage"] == "data" and doc["verdict"]["headroom"] > 2
     assert "no removable stage" not in render_text(doc)
 
@@ -95,7 +95,7 @@ def test_a_mixed_step_read_from_stack_samples_does_not_flip_its_verdict():
     import random
 
     rng = random.Random(3)
-    p = Pipeline(NO_PEAKS)
+    p = Run(NO_PEAKS)
     stages = []
     for _ in range(60):
         picks = ["data_wait" if rng.random() < 0.35 else "forward" for _ in range(2)]

@@ -15,11 +15,11 @@ import pytest
 
 import bottleneckd
 from bottleneckd.diagnosis.code import MIN_STAGE_SAMPLES, CodeProfile, wilson
-from bottleneckd.diagnosis.pipeline import Pipeline
+from bottleneckd.runtime.run import Run
 from bottleneckd.model.code import MAIN, MAX_ROWS, WORKER, CodeSite, StackCount, StackCounts, merge_counts
 from bottleneckd.model.sample import Sample
 from bottleneckd.outputs.live import render_screen
-from bottleneckd.outputs.report import build_report, render_text
+from bottleneckd.outputs.report import render_text
 from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.samplers.code_sites import StackTally, user_file, user_site
 from bottleneckd.samplers.self_stacks import SelfStackSampler, frame_records
@@ -152,7 +152,7 @@ OTHER = {"other": 0.8, "forward": 0.1, "backward": 0.1}
 
 
 def test_the_verdict_report_html_and_live_view_name_the_code(tmp_path) -> None:
-    p = Pipeline(PeakTable(()), window=5)
+    p = Run(PeakTable(()), window=5)
     stacks = counts([("other", MAIN, "bookkeeping", 34, 4), ("other", MAIN, "train", 43, 1)])
     for i in range(8):
         s = sample({**HOST, **job(1.0, 0.98)}, OTHER, t=float(i))
@@ -162,7 +162,7 @@ def test_the_verdict_report_html_and_live_view_name_the_code(tmp_path) -> None:
     assert v.code is not None and v.code.sites[0].function == "bookkeeping" and v.code.samples == 40
     assert any(e.startswith("code: bookkeeping (bookkeeping.py:34) 80%") for e in v.evidence)
     assert snap.dominant.code == v.code  # the run's verdict names it too
-    doc = build_report(p)
+    doc = p.report()
     assert doc["verdict"]["code"]["sites"][0]["function"] == "bookkeeping"
     assert json.loads(json.dumps(doc))["verdict"]["code"]["sites"][0]["line"] == 34
     assert "code: bookkeeping (bookkeeping.py:34) 80% [bookkeeping()]" in render_text(doc)
@@ -174,12 +174,12 @@ def test_the_verdict_report_html_and_live_view_name_the_code(tmp_path) -> None:
 
 
 def test_no_stacks_no_code() -> None:
-    p = Pipeline(PeakTable(()), window=5)
+    p = Run(PeakTable(()), window=5)
     for i in range(6):
         snap = p(sample({**HOST, **job(1.0, 0.98)}, OTHER, t=float(i)))
     assert snap.verdict.resource == "cpu_compute" and snap.verdict.code is None
     assert not any(e.startswith("code") for e in snap.verdict.evidence)
-    assert build_report(p)["verdict"]["code"] is None
+    assert p.report()["verdict"]["code"] is None
 
 
 def busy_python(stop: threading.Event, ready: threading.Event) -> None:
@@ -227,7 +227,7 @@ def test_an_undetermined_step_that_waits_with_nothing_busy_names_the_code_that_w
     """A loader that sleeps (a remote store): no resource limits the step, it waits in the data stage
     (fact idle_wait_stage); the stacks name the code that waits. An undetermined verdict that does
     not wait in its stage names nothing."""
-    p = Pipeline(PeakTable(()), window=5)
+    p = Run(PeakTable(()), window=5)
     stacks = counts([("data_wait", MAIN, "RemoteStore.fetch", 12, 5)])
     for i in range(8):
         s = sample({**HOST, **job(0.05, 0.05)}, {"data_wait": 0.9, "forward": 0.1}, t=float(i))
@@ -235,7 +235,7 @@ def test_an_undetermined_step_that_waits_with_nothing_busy_names_the_code_that_w
     v = snap.verdict
     assert v.resource == "undetermined" and v.stage == "data" and snap.facts.get("idle_wait_stage") == "data"
     assert v.code is not None and v.code.sites[0].function == "RemoteStore.fetch"
-    bare = p.with_code(replace(v, code=None, evidence=()), snap.facts.unset("idle_wait_stage"))
+    bare = p.pipeline.with_code(replace(v, code=None, evidence=()), snap.facts.unset("idle_wait_stage"))
     assert bare.code is None and bare.evidence == ()
 
 

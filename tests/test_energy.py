@@ -206,7 +206,6 @@ def test_a_live_sidecar_serves_its_energy_counters(fake_tree) -> None:
     nvml = FakeNvml([gpu])
     machine = detect_machine(sys_root, proc_root, nvml=nvml)
     side = build_sidecar(machine, load_catalog(), None, 1.0, listen=False, nvml=nvml)
-    assert "energy" in side.loop.sink_names
     side.loop.tick()
     gpu.energy += 500.0  # 500 J on the GPU between two ticks more than 100 ms apart
     time.sleep(0.15)
@@ -214,7 +213,7 @@ def test_a_live_sidecar_serves_its_energy_counters(fake_tree) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    server = serve_metrics(side, f"127.0.0.1:{port}")
+    server = serve_metrics(side.run, f"127.0.0.1:{port}")
     try:
         text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
     finally:
@@ -294,7 +293,12 @@ def test_the_hook_reports_the_examples_of_its_steps(tmp_path) -> None:
 
 
 def _node(
-    t: float, joules: float, job_on: tuple[str, ...] | None, steps: int = 10, uuids: tuple[str, ...] = ()
+    t: float,
+    joules: float,
+    job_on: tuple[str, ...] | None,
+    steps: int = 10,
+    uuids: tuple[str, ...] = (),
+    device: str = "",
 ) -> Sample:
     """Four GPUs of a shared node, each using ``joules`` more per second; ``job_on``: where NVML's
     process lists show the job (None: not read)."""
@@ -304,7 +308,9 @@ def _node(
         rs.append(Reading("gpu_compute", dev, "energy", 1000.0 + joules * t, "J"))
         if job_on is not None:
             rs.append(Reading("gpu_compute", dev, "job_process", 1.0 if dev in job_on else 0.0, "bool"))
-    facts = {"cuda_uuids": uuids} if uuids else {}
+    facts: dict = {"cuda_uuids": uuids} if uuids else {}
+    if device:
+        facts["device"] = device
     return Sample(t, 1.0, tuple(rs), StepPhases(steps, 1.0, {"forward": 1.0}, facts, None))
 
 
@@ -326,6 +332,11 @@ def test_energy_per_step_counts_the_jobs_gpus_not_every_gpu_on_the_node() -> Non
     for t in range(4):
         m(_node(float(t), 400.0, job_on=()))
     assert m.account().joules == {} and "no GPU" in m.account().gpu_scope
+    # a CPU job whose hook says so, beside another tenant's GPUs whose PIDs NVML cannot show us
+    m = EnergyMeter()
+    for t in range(4):
+        m(_node(float(t), 400.0, job_on=None, device="cpu"))
+    assert m.account().joules == {} and "on cpu" in m.account().gpu_scope
     # unknown: every GPU, and the account says so
     m = EnergyMeter()
     for t in range(4):

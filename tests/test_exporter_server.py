@@ -143,7 +143,7 @@ def test_the_same_on_the_tls_port(tmp_path, pki):
     cfg = tmp_path / "web.yml"
     cfg.write_text(f"tls_server_config:\n  cert_file: {pki}/server.pem\n  key_file: {pki}/server.key\n")
     port = free_port()
-    server = serve_metrics(Source(), f"127.0.0.1:{port}", str(cfg))
+    server = serve_metrics(Source(), f"127.0.0.1:{port}", load_web_config(str(cfg)))
     stalled = _stalled_clients(port)  # plain bytes and silence where a TLS handshake belongs
     try:
         t0 = time.monotonic()
@@ -177,7 +177,7 @@ def test_require_and_verify_client_cert(tmp_path, pki):
         f"  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: {pki}/ca.pem\n"
     )
     port = free_port()
-    server = serve_metrics(Source(), f"127.0.0.1:{port}", str(cfg))
+    server = serve_metrics(Source(), f"127.0.0.1:{port}", load_web_config(str(cfg)))
     url = f"https://127.0.0.1:{port}/metrics"
     try:
         anonymous = ssl.create_default_context(cafile=str(pki / "ca.pem"))
@@ -384,7 +384,7 @@ def test_mtls_scrapes_get_through_certificate_less_clients_reopening_idle_socket
         f"  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: {pki}/ca.pem\n"
     )
     port = free_port()
-    server = serve_metrics(Source(), f"127.0.0.1:{port}", str(cfg))
+    server = serve_metrics(Source(), f"127.0.0.1:{port}", load_web_config(str(cfg)))
     stop = threading.Event()
 
     def flood() -> None:

@@ -194,6 +194,7 @@ def test_endpoints_landing_health_ready_and_404_with_basic_auth(tmp_path):
     kubelet probe has none); the rest asks for them."""
     bcrypt = pytest.importorskip("bcrypt")
     from bottleneckd.outputs.metrics_server import serve_metrics, stop_metrics
+    from bottleneckd.outputs.web_config import load_web_config
     from tests.test_exporter_server import Source
 
     cfg = tmp_path / "web.yml"
@@ -204,7 +205,7 @@ def test_endpoints_landing_health_ready_and_404_with_basic_auth(tmp_path):
             return None
 
     port = free_port()
-    server = serve_metrics(Empty(), f"127.0.0.1:{port}", str(cfg))
+    server = serve_metrics(Empty(), f"127.0.0.1:{port}", load_web_config(str(cfg)))
     base = f"http://127.0.0.1:{port}"
     try:
         assert _get(base + "/-/healthy")[0] == 200 and _get(base + "/healthz")[0] == 200

@@ -134,7 +134,8 @@ def test_hook_side_producers_really_produce_each_fact_they_declare() -> None:
 
 def test_daemon_side_producers_really_produce_each_fact_they_declare() -> None:
     from bottleneckd.advice.fit import machine_facts
-    from bottleneckd.hardware.detect.machine import CpuInfo, Machine
+    from bottleneckd.hardware.detect.machine import Machine
+    from bottleneckd.hardware.detect.types import CpuInfo
 
     got = machine_facts(Machine("h", CpuInfo("x", 2, 2, 1, None, ("avx512_bf16",)), None, (), (), (), (), ()))
     declared = {n for n, s in FACTS.items() if "bottleneckd.advice.fit" in s.producers}

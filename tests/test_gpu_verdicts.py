@@ -324,4 +324,6 @@ def test_the_same_readings_judge_whichever_gpu_is_the_jobs(fake_tree, owner):
     shares = {"transfer": 0.45, "forward": 0.2, "backward": 0.3, "optimizer": 0.05}
     f = {x.resource: x for x in findings(win(base, {"device": "cuda"}, shares=shares), peaks)}
     pcie_ev = [e for e in f["cpu_gpu_interconnect"].evidence if "PCIe" in e]
-    assert bool(pcie_ev) == (owner == "gpu0"), pcie_ev
+    assert pcie_ev and all(e.startswith(owner) for e in pcie_ev), pcie_ev  # the job's link, never the other's
+    busy_while_idle = [e for e in pcie_ev if "while SM activity" in e]
+    assert bool(busy_while_idle) == (owner == "gpu0"), pcie_ev

@@ -9,7 +9,7 @@ import math
 
 import pytest
 
-from bottleneckd.advice.inputs import Share, StepInputs
+from bottleneckd.diagnosis.step_inputs import Share, StepInputs
 from bottleneckd.advice.knowledge import load_knowledge
 from bottleneckd.advice.predict import (
     Prediction,
@@ -26,9 +26,9 @@ from bottleneckd.advice.predict import (
     predict_hook,
 )
 from bottleneckd.advice.recommend import Recommendation, rank_key
-from bottleneckd.diagnosis.pipeline import Pipeline
+from bottleneckd.runtime.run import Run
 from bottleneckd.model.sample import Sample
-from bottleneckd.outputs.report import build_report, render_text
+from bottleneckd.outputs.report import render_text
 from bottleneckd.peaks.resolve import PeakTable
 from tests.windows import job, sample
 
@@ -195,7 +195,7 @@ def loader_bound(t: float) -> Sample:
 
 
 def test_end_to_end_through_the_pipeline_and_the_report() -> None:
-    p = Pipeline(PeakTable(()), window=5)
+    p = Run(PeakTable(()), window=5)
     for k in range(6):
         snap = p(loader_bound(float(k)))
     assert (snap.verdict.resource, snap.verdict.stage) == ("cpu_compute", "data")
@@ -210,7 +210,7 @@ def test_end_to_end_through_the_pipeline_and_the_report() -> None:
     # by predicted gain per cost (all low cost): x5 before x1.67 before x1.25, then the unpredicted
     assert order[:3] == ["cache_preprocessing", "data_echoing", "more_loader_workers"], order
     assert all(r.prediction.speedup is None for r in snap.recommendations[3:])
-    doc = build_report(p)
+    doc = p.report()
     recs = {r["id"]: r for r in doc["recommendations"]}
     assert recs["more_loader_workers"]["prediction"]["speedup"] == pytest.approx(1.25)
     assert recs["smaller_model"]["prediction"]["speedup"] is None
@@ -268,7 +268,7 @@ def test_a_verified_mitigation_shows_the_prediction_beside_the_measured_gain(tmp
 
 
 def test_gpu_inputs_take_the_peaks_of_the_jobs_path_and_of_bf16() -> None:
-    from bottleneckd.advice.inputs import step_inputs
+    from bottleneckd.diagnosis.step_inputs import step_inputs
     from bottleneckd.peaks.resolve import ResolvedPeak
     from tests.windows import window
 

@@ -220,7 +220,7 @@ def _named(*paths: str) -> list[tuple[int, str]]:
 
     loaded = [read_trace(p) for p in paths]
     samples = merge_node_traces([(h.machine.hostname, list(it)) for h, it in loaded])
-    p = Pipeline(loaded[0][0].peaks, machine=loaded[0][0].machine)
+    p = Pipeline(loaded[0][0].peaks)  # the diagnosis alone: the straggler tick by tick
     out = []
     for s in samples:
         st = p(s).verdict.straggler

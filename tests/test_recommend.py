@@ -9,7 +9,8 @@ from bottleneckd.advice.fit import machine_facts
 from bottleneckd.advice.knowledge import load_knowledge
 from bottleneckd.advice.recommend import COST_WEIGHT, SECONDARY_WEIGHT, not_fitting, recommend, score, skipped
 from bottleneckd.diagnosis.verdict import Verdict
-from bottleneckd.hardware.detect.machine import CpuInfo, Machine
+from bottleneckd.hardware.detect.machine import Machine
+from bottleneckd.hardware.detect.types import CpuInfo
 from bottleneckd.model.facts import Facts
 
 KB = load_knowledge()

@@ -211,16 +211,13 @@ def test_a_launcher_that_sleeps_while_its_child_trains_is_followed_to_the_child(
 
 
 def test_live_screen_shows_every_resource_and_the_verdict():
-    from bottleneckd.diagnosis.pipeline import Pipeline
     from bottleneckd.model.resources import RESOURCES
     from bottleneckd.outputs.live import render_screen
-    from bottleneckd.outputs.trace import read_trace
+    from bottleneckd.runtime.replay import load
 
-    header, samples = read_trace(str(ROOT / "tests/data/cpu_compute/trace.jsonl"))
-    p = Pipeline(header.peaks)
-    for s in samples:
-        p(s)
-    screen = render_screen(p.latest, 120)
+    rep = load((str(ROOT / "tests/data/cpu_compute/trace.jsonl"),))
+    rep.feed()
+    screen = render_screen(rep.run.latest(), 120)
     for r in RESOURCES:
         assert r in screen
     assert "verdict: cpu_compute (stage data" in screen and "top recommendation" in screen

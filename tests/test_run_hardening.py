@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
+from bottleneckd.model.sample import Sample
 from tests.conftest import ROOT, run_cli
 
 
@@ -210,10 +211,10 @@ def test_a_job_that_ignores_sigterm_is_killed_after_the_grace_period(tmp_path, c
 
 
 def test_events_reach_the_exporter_and_the_trace_each_once(tmp_path):
-    from bottleneckd.cli.common import event_copier
     from bottleneckd.model.protocol import Event, encode
     from bottleneckd.outputs.exporter import SnapshotCollector
     from bottleneckd.runtime.sidecar import build_sidecar
+    from bottleneckd.runtime.sinks import EventCopier
 
     side = build_sidecar(nvml=None, listen=False, interval=0.5)
     side.loop.tick()
@@ -223,7 +224,7 @@ def test_events_reach_the_exporter_and_the_trace_each_once(tmp_path):
         def event(self, e: Event) -> None:
             written.append(e)
 
-    copy = event_copier(side, Writer())
+    copy = EventCopier(side.receiver, Writer())
     for k in range(300):  # more than the receiver keeps between two ticks
         side.receiver.ingest(encode(Event("mitigation_applied", f"m{k % 3}", 1e9 + k)))
         if k == 9:
@@ -234,7 +235,7 @@ def test_events_reach_the_exporter_and_the_trace_each_once(tmp_path):
     lost = sum(int(e.note.split()[0]) for e in written if e.kind == "events_lost")
     assert kinds.count("mitigation_applied") + lost == 300 and lost == 300 - 10 - side.receiver.events.maxlen
     reg = CollectorRegistry(auto_describe=False)
-    reg.register(SnapshotCollector(side.latest, side.steps, side.events))
+    reg.register(SnapshotCollector(side.run.latest, side.run.steps, side.run.events))
     assert (
         'bottleneckd_mitigation_applied_timestamp_seconds{changes_semantics="false",mitigation="m2"}'
         in generate_latest(reg).decode()
@@ -243,7 +244,9 @@ def test_events_reach_the_exporter_and_the_trace_each_once(tmp_path):
 
 
 def test_one_assembly_and_sinks_by_name():
-    from bottleneckd.runtime.loop import SamplingLoop
+    from bottleneckd.peaks.resolve import PeakTable
+    from bottleneckd.runtime.run import Run
+    from bottleneckd.runtime.sinks import Outputs
 
     src = {p: p.read_text() for p in (ROOT / "bottleneckd").rglob("*.py")}
     builds = [
@@ -252,14 +255,16 @@ def test_one_assembly_and_sinks_by_name():
         if re.search(r"\bSamplingLoop\(|\bbuild_samplers\(", t) and p.name not in ("loop.py",)
     ]
     assert builds == ["bottleneckd/runtime/sidecar.py"], builds  # the sidecar is assembled in one place
-    assert not [p for p, t in src.items() if re.search(r"\.sinks\.(insert|append)\(", t)]
     assert not [p for p, t in src.items() if "bottleneckd.report.json" in t and p.name != "report_file.py"]
     order: list[str] = []
-    loop = SamplingLoop([], 0.1)
-    for name in ("stop", "view", "pipeline", "trace"):
-        loop.add_sink(name, lambda _s, n=name: order.append(n))
-    loop.tick()
-    assert order == ["trace", "pipeline", "view", "stop"]
+    run = Run(PeakTable(()))
+    run.wire(
+        Outputs(view=lambda _s: order.append("view"), stop_when=lambda: order.append("stop") is None), stop=lambda: None
+    )
+    run.sinks.add("trace", lambda _s: order.append("trace"))
+    run.sinks.add("timeline", lambda _s: order.append("timeline" if run.latest() else "timeline before diagnosis"))
+    run(Sample(1.0, 1.0, ()))
+    assert order == ["trace", "timeline", "view", "stop"]
 
 
 def test_run_bind_exports_the_jobs_mitigation_events(tmp_path, cli_env, short_tmp):

@@ -172,7 +172,7 @@ def test_a_failing_sampler_is_isolated_and_logged_once(caplog):
 
     boom = Boom()
     got: list[Sample] = []
-    loop = SamplingLoop([boom, Fine()], 0.1, [got.append])
+    loop = SamplingLoop([boom, Fine()], 0.1, got.append)
     for _ in range(3):
         loop.tick()
     assert boom.calls == 3 and len(got) == 3
@@ -194,7 +194,7 @@ def test_loop_runs_at_its_rate_with_bounded_window():
     peaks = resolve_peaks(m, load_catalog())
     samplers, _ = build_samplers(m, peaks)
     p = Pipeline(peaks, window=5)
-    loop = SamplingLoop(samplers, 0.1, [p])
+    loop = SamplingLoop(samplers, 0.1, p)
     loop.run(duration=1.05)
     assert 8 <= p.samples <= 11
     assert len(p.window.samples) == 5

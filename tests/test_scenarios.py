@@ -9,21 +9,18 @@ from pathlib import Path
 import pytest
 
 from bottleneckd.advice.knowledge import load_knowledge
-from bottleneckd.diagnosis.pipeline import Pipeline
 from bottleneckd.model.resources import RESOURCES
-from bottleneckd.outputs.report import build_report
-from bottleneckd.outputs.trace import read_trace
+from bottleneckd.runtime.replay import load
+from bottleneckd.runtime.run import Run
 
 DATA = Path(__file__).resolve().parent / "data"
 SCENARIOS = sorted(p.parent.name for p in DATA.glob("*/expected.json"))
 
 
-def analyse(name: str) -> tuple[Pipeline, dict]:
-    header, samples = read_trace(str(DATA / name / "trace.jsonl"))
-    p = Pipeline(header.peaks)
-    for s in samples:
-        p(s)
-    return p, build_report(p)
+def analyse(name: str) -> tuple[Run, dict]:
+    rep = load((str(DATA / name / "trace.jsonl"),))  # what `analyze` does
+    rep.feed()
+    return rep.run, rep.run.report()
 
 
 def test_the_suite_covers_all_twelve_plus_balanced_idle_and_a_regime_change():

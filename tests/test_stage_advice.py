@@ -14,10 +14,10 @@ import pytest
 
 from bottleneckd.advice.knowledge import load_knowledge
 from bottleneckd.diagnosis.measured import measured_facts
-from bottleneckd.diagnosis.pipeline import Pipeline
 from bottleneckd.model.errors import InputError
 from bottleneckd.model.facts import FACTS
-from bottleneckd.outputs.report import build_report, render_text
+from bottleneckd.outputs.report import render_text
+from bottleneckd.runtime.run import Run
 from tests.conftest import ROOT
 from tests.windows import HOST, NO_PEAKS, job, sample, window
 
@@ -26,10 +26,10 @@ CPU = {"device": "cpu", "loader_workers": 0}
 
 
 def report(figures: dict[str, Any], shares: dict[str, float], facts: dict[str, Any]) -> dict[str, Any]:
-    p = Pipeline(NO_PEAKS)
+    run = Run(NO_PEAKS)
     for i in range(6):
-        p(sample({**HOST, **figures}, shares, facts, t=float(i)))
-    return build_report(p, current=True)
+        run(sample({**HOST, **figures}, shares, facts, t=float(i)))
+    return run.report(current=True)
 
 
 def rec_ids(doc: dict[str, Any]) -> list[str]:
@@ -125,6 +125,7 @@ def test_measured_facts_are_declared_produced_and_unknown_when_not_measured():
     assert {n for n, s in FACTS.items() if "bottleneckd.diagnosis.measured" in s.producers} == {
         "job_idle_cores",
         "idle_wait_stage",
+        "gpu_throttled",  # tests/test_gpu_judged.py
     }
     bare = window(HOST, {"data_wait": 0.5, "forward": 0.5})  # the job's CPU not sampled: unknown, not 0
     assert "job_idle_cores" not in measured_facts(bare, classify(bare, NO_PEAKS))

@@ -30,7 +30,24 @@ def test_tracker_a_flapping_candidate_never_takes_over():
     tr.update(v("cpu_compute"), W)
     for i in range(6):
         tr.update(v("storage_bandwidth" if i % 2 else "cpu_memory_bandwidth", t=i), W)
-    assert tr.current.resource == "cpu_compute" and tr.changes == []
+    assert tr.current.resource == "cpu_compute" and tr.changes == ()
+
+
+def test_tracker_keeps_a_bounded_immutable_list_of_regime_changes():
+    """A run that flaps for weeks keeps the latest MAX_REGIME_CHANGES and counts them all; the
+    tuple is replaced only on a change, so a snapshot shares it instead of copying it each tick."""
+    from bottleneckd.diagnosis.stability import MAX_REGIME_CHANGES
+
+    tr = VerdictTracker(hold=1)
+    tr.update(v("cpu_compute", t=0), W)
+    n = MAX_REGIME_CHANGES + 25
+    for i in range(1, n + 1):
+        tr.update(v("storage_bandwidth" if i % 2 else "cpu_compute", t=i), W)
+    assert len(tr.changes) == MAX_REGIME_CHANGES and tr.changes_total == n
+    assert tr.changes[-1].t == n and tr.changes[0].t == n - MAX_REGIME_CHANGES + 1
+    before = tr.changes
+    tr.update(v(tr.current.resource, t=n + 1), W)
+    assert tr.changes is before
 
 
 def test_tracker_a_much_stronger_verdict_takes_over_at_once():
@@ -93,7 +110,7 @@ def feed(p: Pipeline, figures, shares, n, t0):
 
 
 def test_dominant_is_the_verdict_held_longest_while_training():
-    p = Pipeline(NO_PEAKS, kb=(), window=1, hold=1)
+    p = Pipeline(NO_PEAKS, window=1, hold=1)
     t = feed(p, {**HOST, "cpu_compute/host/utilization": 0.01}, None, 10, 0.0)  # set-up: idle, no steps
     t = feed(p, {**HOST, **job(1.0, 0.98)}, {"data_wait": 0.7, "forward": 0.3}, 4, t)
     feed(p, {**HOST, **job(7.9, 1.0)}, {"forward": 0.5, "backward": 0.5}, 6, t)
@@ -103,7 +120,7 @@ def test_dominant_is_the_verdict_held_longest_while_training():
 
 
 def test_dominant_prefers_a_bottleneck_that_held_three_intervals_over_longer_undetermined_stretches():
-    p = Pipeline(NO_PEAKS, kb=(), window=1, hold=1)
+    p = Pipeline(NO_PEAKS, window=1, hold=1)
     t = feed(p, {**HOST, **job(0.2, 0.05)}, {"data_wait": 0.7, "forward": 0.3}, 8, 0.0)  # undetermined, training
     feed(p, {**HOST, **job(7.9, 1.0)}, {"forward": 0.5, "backward": 0.5}, 3, t)
     assert p.dominant().resource == "cpu_compute"
@@ -112,7 +129,7 @@ def test_dominant_prefers_a_bottleneck_that_held_three_intervals_over_longer_und
 def test_dominant_is_undetermined_when_a_verdict_held_briefly_in_a_run_undetermined_throughout():
     """A run undetermined for 28 s of training whose last 5 s looked CPU-bound (ranks shutting down,
     a noisy window) is undetermined: the few seconds do not become the run's verdict."""
-    p = Pipeline(NO_PEAKS, kb=(), window=1, hold=1)
+    p = Pipeline(NO_PEAKS, window=1, hold=1)
     t = feed(p, {**HOST, **job(0.2, 0.05)}, {"data_wait": 0.7, "forward": 0.3}, 28, 0.0)
     feed(p, {**HOST, **job(7.9, 1.0)}, {"forward": 0.5, "backward": 0.5}, 5, t)
     assert p.latest.verdict.resource == "cpu_compute"
@@ -120,17 +137,17 @@ def test_dominant_is_undetermined_when_a_verdict_held_briefly_in_a_run_undetermi
 
 
 def test_dominant_is_undetermined_when_nothing_held_long_enough():
-    p = Pipeline(NO_PEAKS, kb=(), window=1, hold=1)
+    p = Pipeline(NO_PEAKS, window=1, hold=1)
     t = feed(p, {**HOST, **job(0.2, 0.05)}, {"data_wait": 0.7, "forward": 0.3}, 8, 0.0)
     feed(p, {**HOST, **job(7.9, 1.0)}, {"forward": 0.5, "backward": 0.5}, 2, t)
     assert p.dominant().resource == UNDETERMINED
-    assert Pipeline(NO_PEAKS, kb=()).dominant() is None
+    assert Pipeline(NO_PEAKS).dominant() is None
 
 
 def test_dominant_keeps_the_stage_that_held_longest_not_the_last_one():
     """A job compute-bound for 8 intervals whose last windows (tear-down, a summary printed) look
     like Python code outside the phases: the job's stage is compute."""
-    p = Pipeline(NO_PEAKS, kb=(), window=1, hold=1)
+    p = Pipeline(NO_PEAKS, window=1, hold=1)
     t = feed(p, {**HOST, **job(7.9, 1.0)}, {"forward": 0.5, "backward": 0.5}, 8, 0.0)
     feed(p, {**HOST, **job(1.0, 0.99)}, {"other": 0.9, "forward": 0.1}, 2, t)
     assert p.latest.verdict.stage == "other"

@@ -13,15 +13,12 @@ measured 0.67x, issue 11) and ``gpu_count``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from bottleneckd.model.facts import FACTS, Facts
+from bottleneckd.advice.knowledge import Mitigation
+from bottleneckd.hardware.detect.machine import Machine
+from bottleneckd.model.facts import Facts
 
-if TYPE_CHECKING:  # knowledge imports this module (check_condition) to validate its file
-    from bottleneckd.advice.knowledge import Mitigation
-    from bottleneckd.hardware.detect.machine import Machine
-
-OPS = ("truthy", "falsy", "eq", "ne", "in", "has", ">=", "<=")
 FAST_BF16_FLAGS = frozenset({"amx_bf16", "avx512_bf16"})
 
 
@@ -33,23 +30,6 @@ def machine_facts(machine: Machine | None) -> Facts:
     if machine.cpu.flags or "cpu" not in machine.unknown:
         out["cpu_fast_bf16"] = bool(FAST_BF16_FLAGS & set(machine.cpu.flags))
     return Facts(out)
-
-
-def check_condition(cond: Any, where: str) -> str | None:
-    """Why a knowledge-base condition is malformed, or None."""
-    if isinstance(cond, dict) and "why" in cond and (not isinstance(cond["why"], str) or not cond["why"].strip()):
-        return f"{where}.why: expected a sentence"
-    if isinstance(cond, dict) and set(cond) - {"why"} == {"all"}:
-        if not isinstance(cond["all"], list) or not cond["all"]:
-            return f"{where}.all: expected a non-empty list of conditions"
-        return next((w for i, c in enumerate(cond["all"]) if (w := check_condition(c, f"{where}.all[{i}]"))), None)
-    if not isinstance(cond, dict) or cond.get("fact") not in FACTS:
-        return f"{where}.fact: {cond.get('fact') if isinstance(cond, dict) else cond!r} is not a declared fact (model/facts.py)"
-    if cond.get("op") not in OPS:
-        return f"{where}.op: {cond.get('op')!r} is not one of {', '.join(OPS)}"
-    if cond["op"] not in ("truthy", "falsy") and "value" not in cond:
-        return f"{where}.value: missing for op {cond['op']!r}"
-    return None
 
 
 def facts_read(cond: Mapping[str, Any]) -> list[str]:

@@ -12,7 +12,7 @@ from importlib import resources as importlib_resources
 from pathlib import Path
 from typing import Any
 
-from bottleneckd.advice.fit import check_condition
+from bottleneckd.advice.conditions import check_condition
 from bottleneckd.model.errors import InputError
 from bottleneckd.model.files import read_json_file
 from bottleneckd.model.hooks import HOOKS, Hook

@@ -1,6 +1,6 @@
 """What-if: the speed-up a mitigation would give, predicted from what was measured.
 
-Each model is a pure function of the window's measured inputs (``advice/inputs.py``), documented
+Each model is a pure function of the window's measured inputs (``diagnosis/step_inputs.py``), documented
 with its formula and assumptions. It returns a ``Prediction``: the speed-up of a step (step time
 now / predicted step time; for gradient accumulation, per example), an interval, the model's name
 and its formula with the measured numbers in it; or, when an input was not measured, no figure and
@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from bottleneckd.advice.inputs import Share, StepInputs
+from bottleneckd.diagnosis.step_inputs import Share, StepInputs
 from bottleneckd.diagnosis.thresholds import NO_WORKERS
 
 #: the largest share of the step a model removes (a step cannot take no time); the same cap as the

@@ -6,7 +6,10 @@ With the window's measured inputs each recommendation carries a predicted speed-
 (``advice/predict.py``), and the ranking is by predicted gain per cost: those predicted to gain at
 least MIN_PREDICTED_GAIN first (gain times the cost weight), then those whose gain cannot be
 predicted (by the knowledge base's strength and cost, as without inputs), then those predicted to
-gain less.
+gain less; within the active bottleneck's recommendations, then within a secondary pressure's (a
+resource that does not limit the step gains it nothing until the active one is relieved: a larger
+batch "predicted" from the step's communication share is no first advice for a job out of GPU
+memory, nor for ranks that wait in the all-reduce for a straggler).
 
 An undetermined verdict gets advice only when the step waits in its stage with nothing busy
 (the measured fact ``idle_wait_stage``, diagnosis/measured.py): the knowledge base's ``latency``
@@ -20,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bottleneckd.advice.fit import in_effect, unfit
-from bottleneckd.advice.inputs import StepInputs
+from bottleneckd.diagnosis.step_inputs import StepInputs
 from bottleneckd.advice.knowledge import Mitigation
 from bottleneckd.advice.predict import MIN_PREDICTED_GAIN, Prediction, predict
 from bottleneckd.diagnosis.verdict import Verdict
@@ -30,7 +33,7 @@ COST_WEIGHT = {"low": 1.0, "medium": 0.75, "high": 0.5}
 SECONDARY_WEIGHT = 0.5
 ITERATIONS_WEIGHT = 0.85  # a mitigation that saves iterations, not time per iteration: its gain is less certain
 
-__all__ = ["Recommendation", "recommend", "skipped", "not_fitting", "elsewhere", "in_effect", "unfit"]
+__all__ = ["Recommendation", "recommend", "skipped", "not_fitting", "elsewhere"]
 
 
 @dataclass(frozen=True)
@@ -121,7 +124,8 @@ def recommend(
             s = score(m, weight)
             if m.id not in best or best[m.id].score < s:
                 best[m.id] = Recommendation(m, resource, s, why, predict(m.id, inputs) if predictions else None)
-    return sorted(best.values(), key=rank_key)[:limit]  # ties keep the knowledge base's order
+    # the active bottleneck's first; ties keep the knowledge base's order
+    return sorted(best.values(), key=lambda r: (r.resource != verdict.resource, *rank_key(r)))[:limit]
 
 
 def skipped(verdict: Verdict, kb: tuple[Mitigation, ...], facts: Mapping[str, Any]) -> list[tuple[Mitigation, str]]:

@@ -1,5 +1,6 @@
-"""What the CLI commands share: the context object, options, input checks, the sidecar they build,
-the trace and report outputs, written the same way by every command."""
+"""What the CLI commands share: the context object, options, input checks, the sidecar they build
+(through the one assembly, runtime/sidecar.py) and the report, printed and written the same way by
+every command. Commands only parse options and call the runtime (``Run``, ``replay``)."""
 
 from __future__ import annotations
 
@@ -16,10 +17,7 @@ from bottleneckd.model.files import under_kernel_tree
 from bottleneckd.runtime.job_env import MAX_SOCKET_PATH
 
 if TYPE_CHECKING:  # the CLI imports these only when a command needs them (start-up time)
-    from bottleneckd.diagnosis.pipeline import Pipeline
     from bottleneckd.hardware.detect.machine import Machine
-    from bottleneckd.model.sample import Sample, StepPhases
-    from bottleneckd.outputs.trace import TraceWriter
     from bottleneckd.peaks.catalog import Catalog
     from bottleneckd.peaks.profile import Profile
     from bottleneckd.peaks.resolve import PeakTable
@@ -153,73 +151,6 @@ def build(
         ) from e
 
 
-def start_trace(
-    side: Sidecar,
-    path: str,
-    meta: dict[str, Any],
-    force: bool,
-    what: str,
-    on_error: Callable[[str], None] | None = None,
-) -> TraceWriter:
-    """A trace writer on ``side``'s loop, with the hook's events copied into it."""
-    from bottleneckd.outputs.trace import TraceWriter
-
-    writer = TraceWriter(
-        path, side.machine, side.peaks, side.loop.interval, meta, overwrite=force, what=what, on_error=on_error
-    )
-    side.loop.add_sink("trace", writer)
-    side.loop.add_sink("trace_events", event_copier(side, writer))
-    return writer
-
-
-def event_copier(side: Sidecar, writer: TraceWriter) -> Callable[[Sample], None]:
-    """A sink that copies the hook's events (mitigations applied) into the trace, each once, by
-    sequence number; events lost because the receiver's log was full are counted in the trace."""
-    import time
-
-    from bottleneckd.model.protocol import Event
-
-    seq = [0]
-
-    def copy(_sample: Sample) -> None:
-        events, total = side.receiver.events_since(seq[0])
-        missed = total - seq[0] - len(events)
-        seq[0] = total
-        if missed:
-            writer.event(
-                Event(
-                    "events_lost",
-                    "",
-                    time.time(),
-                    note=f"{missed} of the hook's events did not fit the sidecar's buffer",
-                )
-            )
-        for e in events:
-            writer.event(e)
-
-    return copy
-
-
-def retarget(side: Sidecar, pid: int) -> None:
-    """Point the CPU samplers at the job's process tree."""
-    from bottleneckd.samplers.cpu_compute import CpuComputeSampler
-    from bottleneckd.samplers.cpu_memory import CpuMemorySampler
-    from bottleneckd.samplers.process_tree import ProcessTree
-
-    tree = ProcessTree(pid)
-    side.loop.samplers = [
-        CpuComputeSampler(side.peaks, tree)
-        if s.name == "cpu_compute"
-        else CpuMemorySampler(side.peaks, tree)
-        if s.name == "cpu_memory"
-        else s
-        for s in side.loop.samplers
-    ]
-    for s in side.loop.samplers:  # the job's own I/O (storage)
-        if hasattr(s, "follow"):
-            s.follow(tree)
-
-
 def check_outputs(force: bool, **paths: str | None) -> None:
     """Every output a command will write, checked before any work starts (one line, exit 2)."""
     from bottleneckd.model.files import check_output
@@ -229,30 +160,18 @@ def check_outputs(force: bool, **paths: str | None) -> None:
             check_output(path, "--" + option.replace("_", "-"), force)
 
 
-def report_epilogue(
-    pipeline: Pipeline,
-    extra: dict[str, Any],
+def print_report(
+    doc: dict[str, Any],
     report_json: str | None,
     force: bool,
     title: str = "bottleneckd report",
     to_stdout: bool = False,
-    run_totals: StepPhases | None = None,
-    doc: dict[str, Any] | None = None,
 ) -> bool:
-    """The end of a run: the report as text, and as JSON when asked. ``run_totals`` (the
-    sidecar's step phases over the whole run) replace the last window's. False when the JSON could
-    not be written (said in one line; the caller decides the exit code). ``doc``: another sidecar's
-    report, used instead of this pipeline's (run joined the node's sidecar)."""
+    """The end of a run: the report (``Run.report``) as text, and as JSON when asked. False when
+    the JSON could not be written (said in one line; the caller decides the exit code)."""
     from bottleneckd.model.files import write_text
-    from bottleneckd.outputs.report import build_report, render_text, step_phases_json
+    from bottleneckd.outputs.report import render_text
 
-    if doc is not None:
-        doc = dict(doc)
-    else:
-        doc = build_report(pipeline)
-        if run_totals is not None and run_totals.steps:
-            doc["step_phases"] = {**step_phases_json(run_totals), "over": "the whole run"}
-    doc.update(extra)
     click.echo(f"\n=== {title} ===\n" + render_text(doc), err=not to_stdout)
     if not report_json:
         return True

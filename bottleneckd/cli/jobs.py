@@ -1,144 +1,20 @@
-"""Job commands: run, attach, demo. Every output is checked before the job starts; the job's exit
-code is passed through, even when the report cannot be written."""
+"""Job commands: run, attach, demo (options parsed here; the job and its run are runtime/'s).
+Every output is checked before the job starts; the job's exit code is passed through, even when
+the report cannot be written."""
 
 from __future__ import annotations
 
-import os
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
-from bottleneckd.cli.common import Context, build, check_outputs, report_epilogue, retarget, say, start_trace
+from bottleneckd.cli.common import Context, build, check_outputs, print_report, say
 from bottleneckd.model.errors import InputError
+from bottleneckd.runtime.job_env import STACK_RATE
 
 if TYPE_CHECKING:
     from bottleneckd.outputs.metrics_server import WebConfig
-
-
-def node_sidecar_socket() -> str | None:
-    """A ``bottleneckd serve`` already receiving on this node (bound to the default socket, in a
-    directory only this user can write): the job's ranks report to it, not to a second sidecar."""
-    import stat
-
-    from bottleneckd.channel.socket_path import default_socket_path, is_live, untrusted_dir
-
-    path = default_socket_path()
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
-    if (
-        not stat.S_ISSOCK(st.st_mode)
-        or st.st_uid != os.geteuid()
-        or untrusted_dir(os.path.dirname(os.path.abspath(path)))
-    ):
-        return None
-    return path if is_live(path) else None
-
-
-#: py-spy dumps per second under ``run`` (and as many of one loader worker): each costs ~12 ms of CPU
-#: (measured: 20 dumps of a 3-process DataLoader job, py-spy 0.4.3), so 1 Hz takes ~2.5% of a core
-STACK_RATE = 1.0
-
-
-def job_stacks(side: Any, pid: int, rate: float) -> tuple[Any, str | None]:
-    """A py-spy sampler of the job's stacks feeding the sidecar's code attribution, or None and why not."""
-    from bottleneckd.samplers.stacks import StackSampler
-
-    s = StackSampler(pid, rate)
-    if s.exe is None:
-        return None, "py-spy is not installed (pip install py-spy): the code is not named"
-    side.code_sources.append(s.drain_code)
-    return s.start(), None
-
-
-def run_job(
-    obj: Context,
-    command: tuple[str, ...],
-    inject: bool,
-    interval: float,
-    view: Callable[[Any], None] | None,
-    trace_path: str | None = None,
-    bind: str | None = None,
-    web_config: WebConfig | str | None = None,
-    force: bool = False,
-    grace: float = 30.0,
-    meta: dict[str, Any] | None = None,
-    sinks: dict[str, Callable[[Any], Any]] | None = None,
-    serving: list[Any] | None = None,
-    stack_rate: float | None = STACK_RATE,
-) -> tuple[Any, int, dict[str, Any]]:
-    """Start ``command`` under a sidecar and supervise it to the end: returns the sidecar, the
-    job's exit code and what the report adds about the run. Nothing is left in /tmp. With
-    ``serving`` (a list) the metrics server is left running and appended to it, for the caller to
-    stop (``linger``). With ``stack_rate`` the job's stacks (and its loader workers') are sampled
-    with py-spy at that rate to name the code its bottleneck runs (the hook's timings still give
-    the phases)."""
-    from bottleneckd.outputs.live import LiveView, unknown_reasons
-    from bottleneckd.outputs.metrics_server import serve_metrics, stop_metrics, url_of
-    from bottleneckd.runtime import job as jobrun
-    from bottleneckd.runtime.job_env import SOCKET_NAME, job_env, no_phases_note, run_directory, uninstrumented_reason
-
-    joined = stacks = None
-    stacks_note = "not sampled (--no-stacks)" if not stack_rate else None
-    with run_directory() as run_dir:
-        sock = os.path.join(run_dir, SOCKET_NAME)
-        side = build(obj, interval, None, (), sock)
-        for name, make in (sinks or {}).items():  # more sinks, made from the sidecar (the HTML report's recorder)
-            side.loop.add_sink(name, make(side))
-        if isinstance(view, LiveView):  # the live screen says why each unsampled resource is unknown
-            view.reasons = unknown_reasons(side.peaks)
-        writer = server = None
-        try:
-            if trace_path:
-                writer = start_trace(
-                    side,
-                    trace_path,
-                    {"command": list(command), **(meta or {})},
-                    force,
-                    "--trace",
-                    on_error=lambda msg: say(f"bottleneckd: error: {msg}"),
-                )
-            if bind:
-                server = serve_metrics(side, bind, web_config)
-                say(f"bottleneckd: serving metrics on {url_of(server, bind)}")
-            blind = uninstrumented_reason(command) if inject else None
-            if blind:
-                say(f"bottleneckd: {blind}; the job runs without step phases")
-            joined = node_sidecar_socket() if inject else None
-            if joined:
-                say(f"bottleneckd: joined the sidecar serving this node ({joined}): the job's ranks report there")
-            job = jobrun.start_job(command, job_env(run_dir, joined or sock, inject))
-            retarget(side, job.pid)
-            if stack_rate:
-                stacks, stacks_note = job_stacks(side, job.pid, stack_rate)
-            code = jobrun.supervise(side, job, view, grace, say)
-        finally:
-            if stacks is not None:
-                stacks.stop()
-            if isinstance(view, LiveView):
-                view.close()  # leave the live screen before the report is printed
-            if writer:
-                writer.close()
-            if serving is not None and server is not None:
-                serving.append(server)
-            else:
-                stop_metrics(server)
-            side.close()
-    extra: dict[str, Any] = {
-        "instrumentation": {
-            "injected": inject,
-            "phase_messages": side.receiver.received,
-            "note": None if side.steps_total or joined else no_phases_note(command, inject),
-            "stack_samples": stacks.samples_total if stacks is not None else 0,
-            "stacks_note": stacks_note or (stacks.error if stacks is not None and not stacks.samples_total else None),
-        }
-    }
-    if joined:
-        extra["node_sidecar"] = joined
-    return side, code, extra
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -207,12 +83,14 @@ def run(
     command: tuple[str, ...],
 ) -> None:
     """Run CMD under the sidecar: bottleneckd run [options] -- python train.py ..."""
-    from bottleneckd.cli.report import html_recorder
+    from bottleneckd.cli.report import html_needs_plotly
     from bottleneckd.outputs.live import LiveView
     from bottleneckd.outputs.metrics_server import load_web_config, parse_bind
+    from bottleneckd.runtime.job import linger_then_stop, run_job
+    from bottleneckd.runtime.sinks import Outputs, TraceOut
 
     check_outputs(force, report_json=report_json, trace=trace_path, report_html=report_html)
-    recorder = html_recorder(report_html)
+    html_needs_plotly(report_html)
     if bind:
         parse_bind(bind)
     web: WebConfig | None = None
@@ -222,67 +100,38 @@ def run(
         web = load_web_config(web_config)  # read once, before the job starts
     obj.catalog()  # bad data files are found before the job starts
     obj.profile()
-    view = LiveView(live, quiet)
-    serving: list[Any] = []
-    side, code, extra = run_job(
-        obj,
+    trace = (
+        TraceOut(
+            trace_path, {"command": list(command)}, force, "--trace", lambda msg: say(f"bottleneckd: error: {msg}")
+        )
+        if trace_path
+        else None
+    )
+    outputs = Outputs(trace=trace, timeline=bool(report_html), view=LiveView(live, quiet))
+    job = run_job(
+        lambda sock: build(obj, interval, None, (), sock),
         command,
         not no_inject,
-        interval,
-        view,
-        trace_path,
-        bind,
-        web,
-        force,
-        grace,
-        sinks={"html_report": lambda side: recorder.attach(side.pipeline, side.energy)} if recorder else None,
-        serving=serving,
+        outputs,
+        bind=bind,
+        web_config=web,
+        grace=grace,
+        say=say,
+        keep_serving=True,
         stack_rate=None if no_stacks else stack_rate,
     )
-    from bottleneckd.channel.report_file import read_report_file
+    run = job.side.run
+    extra = {"command": list(command), "exit_code": job.code, **job.extra}
+    doc = run.report(extra=extra, energy=True, grid_intensity=grid_intensity, base=job.node_report)
+    print_report(doc, report_json, force)
+    if report_html:
+        from bottleneckd.outputs.html_report import write_html
 
-    node = (
-        read_report_file(extra["node_sidecar"]) if extra.get("node_sidecar") else None
-    )  # the node sidecar's view of every rank
-    extra["energy"] = side.energy.account().to_json(grid_intensity)
-    rt = side.run_totals  # what 'bottleneckd compare' reads of a run
-    extra["throughput"] = {"steps": rt.steps, "wall_seconds": rt.wall_seconds, "examples": rt.examples, "start": None}
-    report_epilogue(
-        side.pipeline,
-        {"command": list(command), "exit_code": code, **extra},
-        report_json,
-        force,
-        run_totals=side.run_totals,
-        doc=node,
-    )
-    if recorder:
-        recorder.write_report(
-            report_html,
-            extra,
-            side.peaks,
-            [e.to_json() for e in side.events()],
-            grid_intensity,
-            force,
-            run_totals=side.run_totals,
-        )
-    linger_then_stop(serving, linger)
-    sys.exit(code)
-
-
-def linger_then_stop(serving: list[Any], seconds: float) -> None:
-    """Keep the final state on /metrics for a last scrape, then stop the server."""
-    import time
-
-    from bottleneckd.outputs.metrics_server import stop_metrics
-
-    for server in serving:
-        if seconds > 0:
-            say(f"bottleneckd: the job ended; /metrics stays up {seconds:g} s for a last scrape (--linger, Ctrl-C)")
-            try:
-                time.sleep(seconds)
-            except KeyboardInterrupt:
-                pass
-        stop_metrics(server)
+        assert job.timeline is not None
+        events = [e.to_json() for e in run.events()]
+        write_html(report_html, doc, job.timeline, run.energy.account(), run.peaks, events, grid_intensity, force)
+    linger_then_stop(job.server, linger, say)
+    sys.exit(job.code)
 
 
 @click.command()
@@ -322,6 +171,7 @@ def attach(
 
     from bottleneckd.outputs.live import LiveView
     from bottleneckd.runtime.foreground import run_foreground
+    from bottleneckd.runtime.sinks import Outputs
     from bottleneckd.samplers.stacks import StackSampler
 
     check_outputs(force, report_json=report_json)
@@ -346,24 +196,19 @@ def attach(
             else ""
         )
         say(f"bottleneckd: attached to pid {pid}{via}")
-        run_foreground(
-            side,
-            duration,
-            view,
-            stop_when=lambda: not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE,
-        )
+
+        def gone() -> bool:
+            return not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+        side.wire(Outputs(view=view, stop_when=gone))
+        run_foreground(side, duration)
     finally:
         view.close()  # leave the live screen before the report is printed
         if stacks:
             stacks.stop()
         side.close()
-    if not report_epilogue(
-        side.pipeline,
-        {"pid": pid, "stack_samples": stacks.samples_total if stacks else 0},
-        report_json,
-        force,
-        run_totals=side.run_totals,
-    ):
+    doc = side.run.report(extra={"pid": pid, "stack_samples": stacks.samples_total if stacks else 0})
+    if not print_report(doc, report_json, force):
         sys.exit(2)
 
 
@@ -379,6 +224,8 @@ def demo(obj: Context, epochs: int, workers: int, interval: float, report_json: 
     import importlib.util
 
     from bottleneckd.outputs.live import live_line
+    from bottleneckd.runtime.job import run_job
+    from bottleneckd.runtime.sinks import Outputs
 
     if importlib.util.find_spec("torch") is None:
         raise InputError(
@@ -388,15 +235,8 @@ def demo(obj: Context, epochs: int, workers: int, interval: float, report_json: 
     say("bottleneckd: diagnosing the demo job live; Ctrl-C stops both")
     # the demo calls bottleneckd.torch.watch itself: nothing to inject
     command = (sys.executable, "-m", "bottleneckd.torch.demo", "--epochs", str(epochs), "--workers", str(workers))
-    side, code, _extra = run_job(obj, command, False, interval, lambda snap: say(live_line(snap)))
-    report_epilogue(
-        side.pipeline,
-        {},
-        report_json,
-        force,
-        title="bottleneckd report (whole run)",
-        to_stdout=True,
-        run_totals=side.run_totals,
-    )
-    if code:
-        sys.exit(code)
+    outputs = Outputs(view=lambda snap: say(live_line(snap)))
+    job = run_job(lambda sock: build(obj, interval, None, (), sock), command, False, outputs, say=say)
+    print_report(job.side.run.report(), report_json, force, title="bottleneckd report (whole run)", to_stdout=True)
+    if job.code:
+        sys.exit(job.code)

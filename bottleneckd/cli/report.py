@@ -4,7 +4,6 @@ live samples, drawn as one self-contained HTML page."""
 from __future__ import annotations
 
 import importlib.util
-from typing import Any
 
 import click
 
@@ -14,15 +13,10 @@ from bottleneckd.model.errors import InputError
 GRID_INTENSITY_HELP = "Grid carbon intensity in gCO2/kWh, for the carbon figure (yours to give: nothing is looked up)."
 
 
-def html_recorder(path: str | None) -> Any:
-    """A Recorder for an HTML report at ``path`` (None without one); plotly checked before any work."""
-    if not path:
-        return None
-    if importlib.util.find_spec("plotly") is None:
+def html_needs_plotly(path: str | None) -> None:
+    """An HTML report needs plotly: checked before any work."""
+    if path and importlib.util.find_spec("plotly") is None:
         raise InputError("the HTML report needs plotly: pip install 'bottleneckd[report]'")
-    from bottleneckd.outputs.html_report import Recorder
-
-    return Recorder()
 
 
 @click.command()
@@ -53,51 +47,27 @@ def report(
     """Draw recorded traces (one run, possibly in several pieces) as one HTML report."""
     import json
 
-    from bottleneckd.compare.runs import totals
-    from bottleneckd.diagnosis.pipeline import Pipeline
-    from bottleneckd.model.errors import TraceError
     from bottleneckd.model.files import write_text
+    from bottleneckd.outputs.html_report import write_html
     from bottleneckd.outputs.report import render_text
-    from bottleneckd.outputs.trace import read_events, read_trace
+    from bottleneckd.runtime.replay import load
+    from bottleneckd.runtime.sinks import Outputs
 
     check_outputs(force, output=output, json=json_path)
-    rec = html_recorder(output)
-    opened = [(path, *read_trace(path)) for path in traces]
-    hosts = {h.machine.hostname for _, h, _ in opened}
-    if len(hosts) > 1:
-        raise InputError(
-            f"the traces come from {len(hosts)} machines ({', '.join(sorted(hosts))}): one report covers one machine's run; "
-            "report each machine's traces separately"
-        )
-    header = opened[0][1]
-    pipeline = Pipeline(header.peaks, window=window)
-    rec.attach(pipeline)
-    error: TraceError | None = None
-    items = []
-    for _, _, samples in opened:
-        try:
-            for s in samples:  # the samples before a bad line are kept
-                items.append(s)
-        except TraceError as e:  # the good part is kept; the error is raised after the report is written
-            error = error or e
-    if not items:
-        raise error or InputError(f"{', '.join(traces)}: no samples to report")
-    for s in sorted(items, key=lambda s: s.t):  # the same pipeline as live samples
-        pipeline(s)
-        rec(s)
-    events = sorted((e.to_json() for path in traces for e in read_events(path)), key=lambda e: e["t"])
-    steps, examples, wall, start = totals(items)
-    extra = {
-        "traces": list(traces),
-        "events": events,
-        "throughput": {"steps": steps, "examples": examples, "wall_seconds": wall, "start": start},
-    }
-    doc = rec.write_report(
-        output, extra, header.peaks, events, grid_intensity, force, f"bottleneckd report: {', '.join(traces)}", "-o"
-    )
+    html_needs_plotly(output)
+    rep = load(traces, window=window, one_machine=True)
+    wired = rep.feed(Outputs(timeline=True))
+    if not rep.fed:
+        raise rep.error or InputError(f"{', '.join(traces)}: no samples to report")
+    run = rep.run
+    events = [e.to_json() for e in rep.events]
+    doc = run.report(extra={"traces": list(traces), "events": events}, energy=True, grid_intensity=grid_intensity)
+    assert wired.timeline is not None
+    title = f"bottleneckd report: {', '.join(traces)}"
+    write_html(output, doc, wired.timeline, run.energy.account(), run.peaks, events, grid_intensity, force, title, "-o")
     if json_path:
         write_text(json_path, json.dumps(doc, indent=1) + "\n", "--json", force)
     say(render_text(doc))
     say(f"bottleneckd: wrote {output}")
-    if error is not None:
-        raise error
+    if rep.error is not None:
+        raise rep.error

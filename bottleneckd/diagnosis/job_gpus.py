@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bottleneckd.diagnosis.thresholds import GPU_NEVER_IDLE
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.job_gpus import JobGpus, job_gpus
 from bottleneckd.peaks.resolve import PeakTable
@@ -17,10 +18,28 @@ def rank_uuids(w: WindowStats) -> dict[int, list[str]]:
 
 
 def window_job_gpus(w: WindowStats, peaks: PeakTable | None) -> JobGpus:
-    """``peaks``: for the GPUs' UUIDs (without them only NVML's process lists tell)."""
+    """``peaks``: for the GPUs' UUIDs (without them only NVML's process lists tell). A job whose hook
+    reports a device other than CUDA (a CPU job) has no GPU of this node, whatever NVML's process
+    lists could not tell (another tenant's PIDs in another namespace leave them unknown)."""
     devs = w.devices("gpu_compute")
+    device = str((w.phases.facts.get("device") if w.phases else None) or "")
     seen = {d: v for d in devs if (v := w.get("gpu_compute", d, "job_process")) is not None}
-    return job_gpus(devs, peaks.gpu_uuids() if peaks is not None else {}, rank_uuids(w), seen)
+    return job_gpus(devs, peaks.gpu_uuids() if peaks is not None else {}, rank_uuids(w), seen, device)
+
+
+def never_idle(w: WindowStats, peaks: PeakTable | None) -> tuple[str, float] | None:
+    """The least busy of the job's GPUs, when even it ran kernels GPU_NEVER_IDLE of the time or more
+    (NVML's busy fraction): such GPUs never waited for the host, so host-side time (a thread spinning
+    in a synchronisation, stack samples outside the phases) overlaps their work. None otherwise, and
+    for a job on no GPU."""
+    if not runs_on_gpu(w, peaks):
+        return None
+    jg = window_job_gpus(w, peaks)
+    busy = [(d, v) for d in jg.devices if (v := w.get("gpu_compute", d, "busy_fraction")) is not None]
+    if not busy or len(busy) < len(jg.devices):
+        return None
+    least = min(busy, key=lambda dv: dv[1])
+    return least if least[1] >= GPU_NEVER_IDLE else None
 
 
 def job_busiest(

@@ -9,20 +9,30 @@ what the job's own figures say about whether a mitigation can help, not what the
   nothing busy: the diagnosis ruled every resource out there (no thread near a full core, no
   storage, network or I/O wait), so the step waits on latency (a sleep, a remote service, a lock).
   Concurrency (more workers, prefetching, asynchronous work) hides latency; it needs no idle core.
+- ``gpu_throttled``: the clock-event reasons that hold a job's GPU's SM clock down (under
+  CLOCK_THROTTLED of its maximum with the reason active in THROTTLED of the samples): thermal
+  slowdowns, hardware slowdown, the power brake. Not the software power cap: GPU Boost runs a busy
+  GPU against its power limit as a matter of course (and an L4's base clock is 39% of its boost).
 """
 
 from __future__ import annotations
 
+from bottleneckd.diagnosis.job_gpus import runs_on_gpu, window_job_gpus
 from bottleneckd.diagnosis.rules.cpu_state import cpu_state
 from bottleneckd.diagnosis.rules.other import other_share
-from bottleneckd.diagnosis.thresholds import INPUT_HIGH, OTHER_HIGH
+from bottleneckd.diagnosis.thresholds import CLOCK_THROTTLED, INPUT_HIGH, OTHER_HIGH, THROTTLED
 from bottleneckd.diagnosis.verdict import Verdict
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.facts import Facts
 from bottleneckd.model.resources import UNDETERMINED
+from bottleneckd.peaks.resolve import PeakTable
+
+#: clock-event reasons that are a fault to fix (nvml.h: thermal slowdowns, HW slowdown, the power
+#: brake), as the GPU sampler labels them; the software power cap is GPU Boost's normal limit
+FAULT_REASONS = ("hw_slowdown", "sw_thermal", "hw_thermal", "hw_power_brake")
 
 
-def measured_facts(w: WindowStats, verdict: Verdict) -> Facts:
+def measured_facts(w: WindowStats, verdict: Verdict, peaks: PeakTable | None = None) -> Facts:
     """The facts this window measures (those it cannot are left out: unknown, not zero)."""
     out: dict[str, object] = {}
     cpu = cpu_state(w)
@@ -31,7 +41,23 @@ def measured_facts(w: WindowStats, verdict: Verdict) -> Facts:
     stage = idle_wait_stage(w, verdict)
     if stage is not None:
         out["idle_wait_stage"] = stage
+    throttled = gpu_throttled(w, peaks)
+    if throttled:
+        out["gpu_throttled"] = throttled
     return Facts(out)
+
+
+def gpu_throttled(w: WindowStats, peaks: PeakTable | None) -> tuple[str, ...]:
+    """The fault reasons holding any of the job's GPUs' clocks down over the window."""
+    if not runs_on_gpu(w, peaks):
+        return ()
+    found: set[str] = set()
+    for dev in window_job_gpus(w, peaks).devices:
+        clock = w.get("gpu_compute", dev, "sm_clock_ratio")
+        if clock is None or clock >= CLOCK_THROTTLED:
+            continue
+        found |= {r for r in FAULT_REASONS if (w.get("gpu_compute", dev, f"throttle:{r}") or 0.0) >= THROTTLED}
+    return tuple(sorted(found))
 
 
 def idle_wait_stage(w: WindowStats, verdict: Verdict) -> str | None:

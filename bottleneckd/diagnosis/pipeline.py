@@ -1,27 +1,27 @@
-"""sample -> window -> diagnosis -> recommendation -> snapshot. Live samples and recorded traces
-go through this same object; the exporter, the reports and the hook read its snapshots.
+"""sample -> window -> diagnosis. Live samples and recorded traces go through this same object
+(driven by ``runtime/run.py``'s ``Run``, which advises on what it publishes).
 
-Threads: only the loop thread calls the pipeline; every other thread (the exporter, the hook's
-epoch report) reads the immutable ``Snapshot`` it publishes under a lock, never the loop's own
-dicts. Facts are the latest report's whole state (replaced, never merged: a reverted mitigation
-is no longer in effect) over the machine's own facts, with what the last training window measured
-(diagnosis/measured.py: idle cores, a stage waiting on latency).
+Threads: only the loop thread calls the pipeline; every other thread reads the immutable
+``Diagnosis`` it publishes under a lock, never the loop's own dicts. The fact state is one per
+tick, read by the rules and the advice alike: the latest report's whole state (replaced, never
+merged: a reverted mitigation is gone from the tick its report arrives) over the machine's facts.
+The advice reads it with what the last training window measured besides (diagnosis/measured.py:
+idle cores, a stage waiting on latency), which the rules produce rather than read.
 """
 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
 
-from bottleneckd.advice.fit import machine_facts
-from bottleneckd.advice.inputs import StepInputs, step_inputs
-from bottleneckd.advice.knowledge import Mitigation, load_knowledge
-from bottleneckd.advice.recommend import Recommendation, recommend
-from bottleneckd.diagnosis.classify import classify
+from bottleneckd.diagnosis.classify import classify, findings
 from bottleneckd.diagnosis.code import CodeProfile
+from bottleneckd.diagnosis.held import Held, HeldAccounts
 from bottleneckd.diagnosis.measured import measured_facts
-from bottleneckd.diagnosis.stability import VerdictTracker
+from bottleneckd.diagnosis.stability import VerdictTracker, regime
+from bottleneckd.diagnosis.step_inputs import StepInputs, step_inputs
 from bottleneckd.diagnosis.straggler import with_straggler
 from bottleneckd.diagnosis.straggler_history import StragglerHistory
 from bottleneckd.diagnosis.thresholds import (
@@ -36,36 +36,46 @@ from bottleneckd.diagnosis.window import Window, WindowStats
 from bottleneckd.model.facts import Facts
 from bottleneckd.model.resources import UNDETERMINED
 from bottleneckd.model.sample import Sample
+from bottleneckd.peaks.capabilities import gpu_facts
 from bottleneckd.peaks.resolve import PeakTable
-
-if TYPE_CHECKING:
-    from bottleneckd.hardware.detect.machine import Machine
-
 
 #: a sample's interval is at least this (s), so that a trace with zero intervals divides by no zero
 MIN_INTERVAL = 1e-9
 
 
 @dataclass(frozen=True)
-class Snapshot:
-    """The one current-diagnosis type every consumer reads."""
+class Diagnosis:
+    """One tick's diagnosis, as published (immutable: any thread may read it)."""
 
     sample: Sample
     stats: WindowStats
     verdict: Verdict
-    recommendations: tuple[Recommendation, ...]
+    #: the latest regime changes (bounded, diagnosis/stability.py), oldest first
     changes: tuple[RegimeChange, ...]
-    #: the facts the recommendations were made on (the job's latest report over the machine's)
-    facts: Facts = field(default_factory=Facts)
+    #: what the advice reads: this tick's one fact state (the job's latest report over the machine's, which
+    #: the rules read too) with what the last training window measured (diagnosis/measured.py)
+    facts: Facts
     #: samples seen so far, and seconds each stable verdict held (largest first)
     samples: int = 0
     held: tuple[tuple[str, float], ...] = ()
-    #: the verdict that held longest over the run (see Pipeline.dominant)
+    #: the verdict that held longest over the run (see dominant_of)
     dominant: Verdict | None = None
-    #: the what-if models' measured inputs (advice/inputs.py): of this window, and of the last
+    #: the what-if models' measured inputs (diagnosis/step_inputs.py): of this window, and of the last
     #: training window in which the dominant verdict held (None: no step timed)
     inputs: StepInputs | None = None
     dominant_inputs: StepInputs | None = None
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A verdict over the whole time it held while training: its evidence and headroom from all its
+    windows (``verdict``), and its last window's own (``last``), kept as a note."""
+
+    verdict: Verdict
+    last: Verdict
+    seconds: float
+    samples: int
+    steps: int
 
 
 def dominant_of(
@@ -92,54 +102,61 @@ class Pipeline:
     def __init__(
         self,
         peaks: PeakTable,
-        kb: tuple[Mitigation, ...] | None = None,
         window: int = WINDOW_SAMPLES,
         hold: int = HOLD,
-        machine: Machine | None = None,
+        base_facts: Mapping[str, Any] | None = None,
     ) -> None:
+        """``base_facts``: the machine's own facts (advice/fit.py ``machine_facts``), under the job's."""
         self.peaks = peaks
-        self.kb = kb if kb is not None else load_knowledge()
         self.window = Window(window)
         self.tracker = VerdictTracker(hold=hold)
         self._lock = threading.Lock()
-        self._latest: Snapshot | None = None
-        self._machine_facts = machine_facts(machine)
-        self._job_facts = Facts()
+        self._latest: Diagnosis | None = None
+        self._base_facts = Facts({**gpu_facts(peaks), **(base_facts or {})})
+        self._facts = self._base_facts  # one object while no report changes it
         self._measured = Facts()  # the last training window's (tear-down measures nothing of the job)
-        # written by the loop thread only; others read the snapshot
+        self._advised_facts = self._base_facts  # the state and the measured facts, one object while equal
+        # written by the loop thread only; others read the published diagnosis
         self._samples = 0
         self._held: dict[str, float] = {}
         self._held_training: dict[str, float] = {}  # only windows in which training steps were reported
         self._last_of: dict[str, Verdict] = {}
         self._stragglers = StragglerHistory()
         self._held_stage: dict[tuple[str, str], float] = {}
+        self._accounts = HeldAccounts()  # each regime over all its time (under the lock)
         self.code = CodeProfile()  # stack samples by the user's code, over the run
         self._inputs_of: dict[str, StepInputs] = {}  # resource -> inputs of the last training window it held
 
-    def __call__(self, sample: Sample) -> Snapshot:
+    def __call__(self, sample: Sample) -> Diagnosis:
+        if sample.phases is not None:  # the report's whole state replaces the last
+            facts = Facts({**self._base_facts, **sample.phases.facts})
+            if facts != self._facts:  # the same object while the state holds (the advice is kept)
+                self._facts = facts
+        facts = self._facts
         self.window.add(sample)
         if sample.stacks is not None:
             self.code.add(sample.stacks)
-        stats = self.window.stats()
-        assert stats is not None
-        if sample.phases is not None:
-            self._job_facts = Facts(sample.phases.facts)  # the report's whole state replaces the last
+        stats = self.window.stats(facts)
+        assert stats is not None  # the window holds the sample just added
         raw = with_straggler(
             classify(stats, self.peaks), self._stragglers.observe(sample), self._stragglers
         )  # the rank the others wait for
         self._stragglers.update(raw)
         stable = self.tracker.update(raw, stats)
         if stats.phases is not None and stats.phases.steps:
-            self._measured = measured_facts(stats, stable)
-        facts = Facts({**self._machine_facts, **self._job_facts, **self._measured})
+            self._measured = measured_facts(stats, stable, self.peaks)
+        advised = Facts({**facts, **self._measured})
+        if advised != self._advised_facts:  # the same object while equal (the advice is kept)
+            self._advised_facts = advised
         self._samples += 1
         self._held[stable.resource] = self._held.get(stable.resource, 0.0) + sample.interval
-        if stats.phases is not None and stats.phases.steps:
+        training = stats.phases is not None and stats.phases.steps > 0
+        if training:
             self._held_training[stable.resource] = self._held_training.get(stable.resource, 0.0) + sample.interval
         # a resource's verdict is the instance of the stage that held longest while training (the
         # stage at tear-down, a job printing its summary, is not the job's stage)
         key = (stable.resource, stable.stage)
-        if stats.phases is not None and stats.phases.steps:
+        if training:
             self._held_stage[key] = self._held_stage.get(key, 0.0) + sample.interval
         best = self._last_of.get(stable.resource)
         if (
@@ -148,27 +165,28 @@ class Pipeline:
             or self._held_stage.get(key, 0.0) >= self._held_stage.get((stable.resource, best.stage), 0.0)
         ):
             self._last_of[stable.resource] = stable
-        interval = max(self.window.samples[-1].interval, MIN_INTERVAL)
+        interval = max(sample.interval, MIN_INTERVAL)
         dominant = self._stragglers.apply(dominant_of(self._held, self._held_training, self._last_of, interval))
-        inputs = step_inputs(stats, self.window.samples, self.peaks, facts, self.code)
+        inputs = step_inputs(stats, self.window.samples, self.peaks, self._advised_facts, self.code)
         if inputs is not None:
             self._inputs_of[stable.resource] = inputs
-        snap = Snapshot(
-            sample,
-            stats,
-            self.with_code(stable, facts),
-            tuple(recommend(stable, self.kb, facts, inputs=inputs)),
-            tuple(self.tracker.changes),
-            facts,
-            self._samples,
-            tuple(sorted(self._held.items(), key=lambda kv: -kv[1])),
-            None if dominant is None else self.with_code(dominant, facts),
-            inputs,
-            None if dominant is None else self._inputs_of.get(dominant.resource),
+        diagnosis = Diagnosis(
+            sample=sample,
+            stats=stats,
+            verdict=self.with_code(stable, self._advised_facts),
+            changes=self.tracker.changes,
+            facts=self._advised_facts,
+            samples=self._samples,
+            held=tuple(sorted(self._held.items(), key=lambda kv: -kv[1])),
+            dominant=None if dominant is None else self.with_code(dominant, self._advised_facts),
+            inputs=inputs,
+            dominant_inputs=None if dominant is None else self._inputs_of.get(dominant.resource),
         )
         with self._lock:
-            self._latest = snap
-        return snap
+            if training:
+                self._accounts.add(regime(stable), sample)
+            self._latest = diagnosis
+        return diagnosis
 
     def with_code(self, v: Verdict, facts: Facts | None = None) -> Verdict:
         """The verdict with the user's code its stage runs (evidence and ``code``), when stacks name
@@ -180,27 +198,54 @@ class Pipeline:
         return v if a is None else replace(v, code=a, evidence=v.evidence + (a.evidence(),))
 
     @property
-    def latest(self) -> Snapshot | None:
+    def latest(self) -> Diagnosis | None:
         with self._lock:
             return self._latest
 
     @property
     def samples(self) -> int:
-        snap = self.latest
-        return snap.samples if snap else 0
-
-    @property
-    def facts(self) -> Facts:
-        """The facts of the latest snapshot (the machine's alone before any)."""
-        snap = self.latest
-        return snap.facts if snap else self._machine_facts
+        d = self.latest
+        return d.samples if d else 0
 
     @property
     def held(self) -> dict[str, float]:
-        snap = self.latest
-        return dict(snap.held) if snap else {}
+        d = self.latest
+        return dict(d.held) if d else {}
 
     def dominant(self) -> Verdict | None:
-        """The verdict that held longest over the run (from the latest snapshot)."""
-        snap = self.latest
-        return snap.dominant if snap else None
+        """The verdict that held longest over the run (from the latest diagnosis)."""
+        d = self.latest
+        return d.dominant if d else None
+
+    def summary(self, v: Verdict) -> Summary | None:
+        """``v`` (a verdict of this run) over the whole time its regime held while training: the
+        rules read the sums of all its samples as one window, and its evidence, headroom and figures
+        are theirs; the straggler, the secondary pressures and the confidence stay ``v``'s. None
+        when it never held while training (then only its last window speaks for it)."""
+        with self._lock:
+            held = self._accounts.held(regime(v), self._facts, self.window.steps_seen)
+        if held is None:
+            return None
+        return Summary(
+            verdict=_over(v, held, self.peaks), last=v, seconds=held.seconds, samples=held.samples, steps=held.steps
+        )
+
+
+def _over(v: Verdict, held: Held, peaks: PeakTable) -> Verdict:
+    """``v`` with the evidence the rules give over all of its regime's samples (the straggler's
+    evidence, from diagnosis/straggler.py, kept after it)."""
+    straggler = v.straggler or {}
+    if straggler.get("limits_the_step"):  # the straggler's own verdict (load imbalance): its evidence stands
+        return v
+    if v.resource == UNDETERMINED:
+        whole = classify(held.stats, peaks)
+        if whole.resource != UNDETERMINED:
+            return v  # undetermined window by window, not over the whole: the windows speak
+        return replace(v, evidence=whole.evidence, reason=whole.reason)
+    f = next((f for f in findings(held.stats, peaks) if f.resource == v.resource and f.stage == v.stage), None)
+    if f is None:  # no rule names it over the whole time: the windows that did speak for it
+        return v
+    code = (v.code.evidence(),) if v.code is not None else ()  # the code named stays named
+    return replace(
+        v, evidence=f.evidence + tuple(straggler.get("evidence", ())) + code, headroom=f.headroom, figures=f.figures
+    )

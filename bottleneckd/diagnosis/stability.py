@@ -9,6 +9,11 @@ from bottleneckd.diagnosis.verdict import RegimeChange, Verdict
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.resources import UNDETERMINED
 
+#: regime changes kept (the latest; ``changes_total`` counts all): memory stays bounded on a run
+#: of weeks, and a report lists what a reader can follow (a run that changed regime more often
+#: than this flapped, and the count says so)
+MAX_REGIME_CHANGES = 100
+
 
 def regime_label(w: WindowStats, before: str, after: str, before_stage: str = "", after_stage: str = "") -> str:
     steps = w.phases.steps if w.phases else None
@@ -45,7 +50,10 @@ class VerdictTracker:
         self.current: Verdict | None = None
         self._candidate: tuple[str, str] | None = None
         self._count = 0
-        self.changes: list[RegimeChange] = []
+        #: the latest regime changes, oldest first: an immutable tuple replaced on each change, so
+        #: that a snapshot holds it without a copy per tick
+        self.changes: tuple[RegimeChange, ...] = ()
+        self.changes_total = 0
 
     def update(self, v: Verdict, w: WindowStats) -> Verdict:
         cur = self.current
@@ -61,16 +69,16 @@ class VerdictTracker:
         else:
             self._candidate, self._count = regime(v), 1
         if self._count >= self.hold or v.confidence - cur.confidence >= self.jump:
-            self.changes.append(
-                RegimeChange(
-                    v.t,
-                    cur.resource,
-                    v.resource,
-                    regime_label(w, cur.resource, v.resource, cur.stage, v.stage),
-                    cur.stage,
-                    v.stage,
-                )
+            change = RegimeChange(
+                v.t,
+                cur.resource,
+                v.resource,
+                regime_label(w, cur.resource, v.resource, cur.stage, v.stage),
+                cur.stage,
+                v.stage,
             )
+            self.changes = (*self.changes[-(MAX_REGIME_CHANGES - 1) :], change)
+            self.changes_total += 1
             self.current = replace(v, since=v.t)
             self._candidate, self._count = None, 0
             return self.current

@@ -437,9 +437,11 @@ def with_straggler(v: Verdict, samples: Iterable[Sample], history: StragglerHist
             stage=stage,
             evidence=s.evidence() + tuple(v.evidence),
             headroom=head,
-            straggler=s.to_json(),
+            straggler={**s.to_json(), "evidence": list(s.evidence()), "limits_the_step": True},
             reason=f"the ranks wait in communication for the straggler ({s.step_time_lost * 1e3:.1f} ms of their "
             f"{med_wait * 1e3:.1f} ms wait per step): {DOING.get(s.doing or 'forward', s.doing)} limits the step; "
             "headroom if it were as quick as the median rank",
         )
-    return replace(v, evidence=tuple(v.evidence) + s.evidence(), straggler=s.to_json())
+    return replace(
+        v, evidence=tuple(v.evidence) + s.evidence(), straggler={**s.to_json(), "evidence": list(s.evidence())}
+    )

@@ -92,5 +92,7 @@ class StragglerHistory:
             f"{s['step_time_lost_seconds'] * 1e3:.1f} ms per step lost",
         )
         return replace(
-            v, evidence=tuple(v.evidence) + ev, straggler={**s, "windows_named": count, "windows": self.windows}
+            v,
+            evidence=tuple(v.evidence) + ev,
+            straggler={**s, "windows_named": count, "windows": self.windows, "evidence": list(ev)},
         )

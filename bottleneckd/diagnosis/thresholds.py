@@ -351,6 +351,18 @@ GPU_BUSY_NO_GPM = _t(
     "judged: memory bandwidth by NVML's memory-busy fraction (NVML_MEMORY_BUSY_HIGH), else undetermined; NVML's busy "
     "reads ~100% for compute-, memory- and launch-bound jobs alike, so it names no compute bottleneck by itself",
 )
+GPU_NEVER_IDLE = _t(
+    "GPU_NEVER_IDLE",
+    0.95,
+    unit="share of time a kernel runs (NVML utilization)",
+    statistic="gpu_busy_fraction",
+    source="NVML's utilization.gpu is the share of the sample period during which one or more kernels ran "
+    "(nvml.h, nvmlUtilization_t): a GPU at 95% or more never waited for its host, so host-side time overlaps its "
+    "work (a thread spinning in cudaStreamSynchronize under CUDA's default spin-wait reads a full core; py-spy "
+    "sees a .item() as the loop's own line); 5% leaves room for NVML's sampling granularity",
+    caveat="NCCL's kernels count as busy: a GPU waiting in an all-reduce reads busy too (only host-side 'other' "
+    "time is read against it)",
+)
 NVML_MEMORY_BUSY_HIGH = _t(
     "NVML_MEMORY_BUSY_HIGH",
     0.8,
@@ -367,14 +379,16 @@ THROTTLED = _t(
     0.5,
     unit="share of samples",
     statistic="gpu_throttle_share",
-    source="evidence text only: a clock-throttle reason active in half the window's samples",
+    source="chosen: a clock-throttle reason active in half the window's samples (evidence text, and the measured "
+    "fact gpu_throttled for the advice)",
 )
 CLOCK_THROTTLED = _t(
     "CLOCK_THROTTLED",
     0.9,
     unit="SM clock / its maximum",
     statistic="sm_clock_ratio",
-    source="evidence text only: the SM clock 10% or more below its maximum",
+    source="chosen: the SM clock 10% or more below its maximum (evidence text, and the measured fact gpu_throttled "
+    "for the advice)",
 )
 COPY_SM_IDLE = _t(
     "COPY_SM_IDLE",

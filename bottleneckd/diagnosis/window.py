@@ -121,7 +121,11 @@ class Window:
                 break
         return merge_phases(reversed(take))
 
-    def stats(self) -> WindowStats | None:
+    def stats(self, facts: Mapping[str, Any] | None = None) -> WindowStats | None:
+        """The window's statistics. ``facts``: the one fact state of this tick (the pipeline's),
+        which the rules read; without it, the latest report's in the window. Facts are never merged
+        over the window: a report's whole state replaces the last (a reverted mitigation is gone
+        from the tick its report arrives)."""
         if not self.samples:
             return None
         series: dict[tuple[str, str, str], list[float]] = {}
@@ -143,11 +147,12 @@ class Window:
         phases = merge_phases(s.phases for s in recent)
         if phases is not None and phases.sampled and phases.steps < STACK_SAMPLES:
             phases = self._stack_phases() or phases
-        older = merge_phases(s.phases for s in self.samples)
         if phases is None:
-            phases = older
-        elif older is not None:  # facts (roofline, loader settings) accumulate over the whole window
-            phases = StepPhases(phases.steps, phases.wall_seconds, phases.phases, {**older.facts, **phases.facts})
+            phases = merge_phases(s.phases for s in self.samples)
+        if phases is not None:
+            if facts is None:
+                facts = next(s.phases.facts for s in reversed(self.samples) if s.phases is not None)
+            phases = StepPhases(phases.steps, phases.wall_seconds, phases.phases, facts, phases.examples)
         nodes: dict[str, set[int]] = {}
         views: dict[str, RankView] = {}
         for s in self.samples:

@@ -25,12 +25,12 @@ import logging
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Union
+from typing import Any
 
 from bottleneckd.model.errors import InputError
 from bottleneckd.model.hooks import HOOKS, Hook
 
-FactValue = Union[bool, int, float, str, tuple]
+FactValue = bool | int | float | str | tuple
 log = logging.getLogger(__name__)
 
 MAX_STR = 64  # characters in a string fact
@@ -74,7 +74,8 @@ FACTS: dict[str, FactSpec] = {
             "cuda_uuids",
             "strs",
             _P,
-            "UUIDs (GPU-...) of the CUDA devices holding the model's parameters: the job's GPUs, whatever the PID namespace",
+            "UUIDs (GPU-...) of the CUDA devices holding the model's parameters: the job's GPUs, whatever the PID "
+            "namespace",
         ),
         _spec("compiled", "bool", _P, "the model is torch.compile'd"),
         _spec(
@@ -207,6 +208,19 @@ FACTS: dict[str, FactSpec] = {
             "cpu_fast_bf16", "bool", "bottleneckd.advice.fit", "the CPU has bf16 instructions (amx_bf16 or avx512_bf16)"
         ),
         _spec("gpu_count", "int", "bottleneckd.advice.fit", "GPUs detected on the machine"),
+        _spec(
+            "gpu_fp8",
+            "bool",
+            "bottleneckd.peaks.capabilities",
+            "a GPU of the node has FP8 tensor cores (an FP8 peak in the catalog or calibrated)",
+        ),
+        _spec(
+            "gpu_throttled",
+            "strs",
+            "bottleneckd.diagnosis.measured",
+            "clock-event reasons (thermal, hardware slowdown, power brake) holding the job's GPUs' SM clocks down "
+            "over the window",
+        ),
         _spec(
             "job_idle_cores",
             "float",

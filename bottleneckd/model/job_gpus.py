@@ -12,7 +12,9 @@ communication rules and the energy per step must read the job's own GPUs. In ord
 3. neither: every GPU is considered, and the note says so.
 
 A job seen on no GPU at all (every GPU's list read, none of them holding a job process) runs on
-none: its GPUs are the empty set, *known* (a CPU job on a GPU node), not "every GPU".
+none: its GPUs are the empty set, *known* (a CPU job on a GPU node), not "every GPU". So does a job
+whose hook reports a device other than CUDA (``device``: the hook's fact), whatever the process
+lists could not tell (another tenant's PIDs in another namespace leave them unknown).
 """
 
 from __future__ import annotations
@@ -42,12 +44,16 @@ def job_gpus(
     uuid_of: Mapping[str, str],
     rank_uuids: Mapping[int, Iterable[str]],
     job_process: Mapping[str, float],
+    device: str = "",
 ) -> JobGpus:
     """``devices``: the GPU units sampled here; ``uuid_of``: unit -> NVML UUID; ``rank_uuids``: rank
-    -> the GPU UUIDs it names; ``job_process``: unit -> 1/0 where NVML's process lists tell."""
+    -> the GPU UUIDs it names; ``job_process``: unit -> 1/0 where NVML's process lists tell;
+    ``device``: the hook's device fact ("" when no hook reports)."""
     devs = sorted(devices)
     if not devs:
         return JobGpus((), True, "no GPU sampled on this node")
+    if device and not device.startswith("cuda"):
+        return JobGpus((), True, f"the hook reports the job on {device}: none of the {len(devs)} GPUs is its own")
     key_of = {d: gpu_key(uuid_of[d]) for d in devs if uuid_of.get(d)}
     ranks = sorted(
         {(r, d) for r, us in rank_uuids.items() for u in us if u for d in devs if key_of.get(d) == gpu_key(u)}

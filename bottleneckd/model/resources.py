@@ -33,18 +33,6 @@ CAPACITY_RESOURCES: Final[frozenset[str]] = frozenset({"gpu_memory", "cpu_memory
 #: stages of a training step (section 2.1), as the hook and the diagnosis name them
 STAGES: Final[tuple[str, ...]] = ("data", "transfer", "compute", "optimizer", "communication", "other")
 
-#: the step phases the torch hook measures, in the order of a step (the one list of phase names:
-#: the hook's timing, the exporter, the live view and the report all use these)
-HOOK_PHASES: Final[tuple[str, ...]] = (
-    "data_wait",
-    "transfer",
-    "forward",
-    "backward",
-    "optimizer",
-    "communication",
-    "other",
-)
-
 #: every step phase (the hook's, and those py-spy stack samples add) and the stage each belongs to
 PHASES: Final[dict[str, str]] = {
     "data_wait": "data",
@@ -58,7 +46,8 @@ PHASES: Final[dict[str, str]] = {
     "other": "other",
 }
 
-#: the phases the torch hook times itself, in step order (the others come from stack samples)
+#: the phases the torch hook times itself, in step order (the others come from stack samples): the
+#: hook's timing, the exporter, the live view and the report all use these
 HOOK_PHASES: Final[tuple[str, ...]] = tuple(p for p in PHASES if p not in ("gpu_wait", "file_io"))
 
 UNDETERMINED: Final[str] = "undetermined"

@@ -117,12 +117,13 @@ def _scope(sample: Sample, uuid_of: dict[str, str], last: JobGpus | None) -> Job
         named = {0: list(sample.phases.facts.get("cuda_uuids") or ())}
     else:
         named = {}
+    device = str((sample.phases.facts.get("device") if sample.phases is not None else None) or "")
     seen = {
         r.device: r.value
         for r in sample.readings
         if r.resource == "gpu_compute" and r.metric == "job_process" and r.value is not None
     }
-    got = job_gpus(devs, uuid_of, named, seen)
+    got = job_gpus(devs, uuid_of, named, seen, device)
     return last if not got.known and last is not None and last.known else got
 
 

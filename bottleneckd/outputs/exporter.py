@@ -21,7 +21,7 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from bottleneckd.diagnosis.pipeline import Snapshot
+from bottleneckd.advice.stage import Snapshot
 from bottleneckd.model.protocol import Event
 from bottleneckd.model.resources import PHASES, RESOURCES, STAGES, UNDETERMINED
 from bottleneckd.outputs.metric_names import (

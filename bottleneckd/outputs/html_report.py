@@ -2,8 +2,8 @@
 opened) with the verdict, its evidence and headroom, ranked recommendations with their taxonomy
 path and citations, and plots of the run (outputs/html_figures.py).
 
-A ``Recorder`` is fed every sample after the pipeline has seen it (live as a loop sink, or while a
-trace is replayed through the same Pipeline); ``render`` turns it and the JSON report into a page.
+The page draws a run's report (``Run.report``), its timeline (the "timeline" sink, fed every
+sample after it was diagnosed, live or while a trace is replayed) and its energy account.
 """
 
 from __future__ import annotations
@@ -12,11 +12,9 @@ import html
 import time
 from typing import Any
 
-from bottleneckd.diagnosis.pipeline import Pipeline
-from bottleneckd.model.sample import Sample
 from bottleneckd.outputs import html_figures as figs
-from bottleneckd.outputs.energy import EnergyAccount, EnergyMeter
-from bottleneckd.outputs.report import _headroom_text, prediction_text
+from bottleneckd.outputs.energy import EnergyAccount
+from bottleneckd.outputs.report import _headroom_text, last_window_text, period_text, prediction_text
 from bottleneckd.outputs.timeline import Timeline
 from bottleneckd.peaks.resolve import PeakTable
 
@@ -26,55 +24,22 @@ table{border-collapse:collapse;width:100%;font-size:.9em}td,th{border:1px solid 
 .verdict{font-size:1.3em;font-weight:600}.why{color:#777;font-style:italic}.plot{min-height:380px}"""
 
 
-class Recorder:
-    """A loop sink: the timeline of one run (and its energy meter), read by ``render``."""
+def write_html(
+    path: str,
+    doc: dict[str, Any],
+    timeline: Timeline,
+    energy: EnergyAccount,
+    peaks: PeakTable,
+    events: list[dict[str, Any]],
+    grams_per_kwh: float | None = None,
+    force: bool = False,
+    title: str = "bottleneckd report",
+    what: str = "--report-html",
+) -> None:
+    """The page for ``doc`` written to ``path`` (atomically; an existing file only with ``force``)."""
+    from bottleneckd.model.files import write_text
 
-    def __init__(self) -> None:
-        self.pipeline: Pipeline | None = None
-        self.timeline = Timeline()
-        self.energy = EnergyMeter()
-        self._feed_energy = True
-
-    def attach(self, pipeline: Pipeline, energy: EnergyMeter | None = None) -> Recorder:
-        """Read each sample's snapshot from ``pipeline`` (which must see the sample first); with
-        ``energy``, that meter (fed elsewhere, e.g. the sidecar's) instead of one of its own."""
-        self.pipeline = pipeline
-        if energy is not None:
-            self.energy, self._feed_energy = energy, False
-        elif not self.energy.account().points:  # its own meter, not yet fed: it learns the GPUs' UUIDs
-            self.energy = EnergyMeter(gpu_uuids=pipeline.peaks.gpu_uuids())
-        return self
-
-    def __call__(self, sample: Sample) -> None:
-        self.timeline.add(sample, self.pipeline.latest if self.pipeline else None)
-        if self._feed_energy:
-            self.energy(sample)
-
-    def write_report(
-        self,
-        path: str,
-        extra: dict[str, Any],
-        peaks: PeakTable,
-        events: list[dict[str, Any]],
-        grams_per_kwh: float | None = None,
-        force: bool = False,
-        title: str = "bottleneckd report",
-        what: str = "--report-html",
-        run_totals: Any = None,
-    ) -> dict[str, Any]:
-        """The page written to ``path`` (atomically; an existing file only with ``force``); returns
-        the JSON report it shows (with ``run_totals``, the step phases of the whole run)."""
-        from bottleneckd.model.files import write_text
-        from bottleneckd.outputs.report import build_report, step_phases_json
-
-        assert self.pipeline is not None, "attach() first"
-        doc = build_report(self.pipeline)
-        if run_totals is not None and run_totals.steps:
-            doc["step_phases"] = {**step_phases_json(run_totals), "over": "the whole run"}
-        doc.update(extra)
-        doc.setdefault("energy", self.energy.account().to_json(grams_per_kwh))
-        write_text(path, render(doc, self, peaks, events, grams_per_kwh, title), what, force)
-        return doc
+    write_text(path, render(doc, timeline, energy, peaks, events, grams_per_kwh, title), what, force)
 
 
 def _e(x: Any) -> str:
@@ -91,9 +56,13 @@ def _verdict_html(doc: dict[str, Any]) -> str:
             f"{v['confidence']:.0%})</p>"
         )
     ev = "".join(f"<li>{_e(e)}</li>" for e in v.get("evidence", []))
-    out = head + (f"<p>Evidence:</p><ul>{ev}</ul>" if ev else "") + _code_html(v.get("code"))
+    out = head + (f"<p>Over {_e(period_text(doc))}.</p>" if period_text(doc) else "")
+    out += f"<p>Evidence:</p><ul>{ev}</ul>" if ev else ""
+    out += _code_html(v.get("code"))
     if v["resource"] != "undetermined":
         out += f"<p>Headroom: {_e(_headroom_text(v.get('headroom'), doc))}</p>"
+    if last_window_text(doc):
+        out += f'<p class="why">Last window: {_e(last_window_text(doc))}</p>'
     if v.get("secondary"):
         out += (
             "<p>Secondary pressures: "
@@ -186,7 +155,8 @@ def _energy_html(a: EnergyAccount, grams_per_kwh: float | None) -> str:
 
 def render(
     doc: dict[str, Any],
-    rec: Recorder,
+    timeline: Timeline,
+    acc: EnergyAccount,
     peaks: PeakTable,
     events: list[dict[str, Any]] | None = None,
     grams_per_kwh: float | None = None,
@@ -197,17 +167,16 @@ def render(
     from plotly.offline import get_plotlyjs
 
     events = events or []
-    acc = rec.energy.account()
     facts = doc.get("facts", {}) or {}
     sections: list[tuple[str, str, tuple[Any | None, str]]] = [
-        ("phases", "Step phases", figs.phases_figure(rec.timeline)),
+        ("phases", "Step phases", figs.phases_figure(timeline)),
         (
             "utilization",
             "Utilisation against peak",
-            figs.utilization_figure(rec.timeline, doc.get("regime_changes", []), events),
+            figs.utilization_figure(timeline, doc.get("regime_changes", []), events),
         ),
         ("roofline", "Roofline", figs.roofline_figure(peaks, facts)),
-        ("ranks", "Ranks", figs.ranks_figure(rec.timeline)),
+        ("ranks", "Ranks", figs.ranks_figure(timeline)),
         ("energy-plot", "Energy", figs.energy_figure(acc)),
     ]
     body = [
@@ -238,7 +207,7 @@ def render(
         )
         if why:
             body.append(f'<p class="why">{_e(why)}</p>')
-    unknown = rec.timeline.unknown_series()
+    unknown = timeline.unknown_series()
     if unknown:
         body.append(
             "<h2>Not measured</h2><ul>"

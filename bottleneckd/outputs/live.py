@@ -18,7 +18,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from bottleneckd.diagnosis.pipeline import Snapshot
+from bottleneckd.advice.stage import Snapshot
 from bottleneckd.model.resources import PHASES, RESOURCES, UNDETERMINED
 from bottleneckd.model.sample import StepPhases
 from bottleneckd.model.units import fmt_seconds

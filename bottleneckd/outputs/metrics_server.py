@@ -34,7 +34,7 @@ from bottleneckd.outputs.port import DEFAULT_PORT
 from bottleneckd.outputs.web_config import WebConfig, load_web_config
 
 if TYPE_CHECKING:
-    from bottleneckd.diagnosis.pipeline import Snapshot
+    from bottleneckd.advice.stage import Snapshot
 
 __all__ = ["WebConfig", "load_web_config", "serve_metrics", "stop_metrics", "parse_bind", "DEFAULT_PORT"]
 
@@ -226,27 +226,28 @@ def registry_for(source: MetricsSource, host_detail: bool = False) -> CollectorR
     (CPU, memory, file descriptors, Python's GC: prometheus-client's standard collectors)."""
     registry = CollectorRegistry(auto_describe=False)
     machine = getattr(source, "machine", None)
-    channel = getattr(getattr(source, "receiver", None), "counters", None)  # the hook channel's counters
+    channel = getattr(source, "channel", None)  # the hook channel's counters (a live run's; runtime/run.py)
     registry.register(
         SnapshotCollector(source.latest, source.steps, source.events, channel, machine=machine, host_detail=host_detail)
     )
-    if getattr(source, "energy", None) is not None:  # a live sidecar's energy meter (a replayed trace has none)
+    energy = getattr(source, "energy", None)
+    if energy is not None:  # a run's energy meter (runtime/run.py); a bare snapshot source has none
         from bottleneckd.outputs.energy import EnergyCollector
 
-        registry.register(EnergyCollector(source.energy))  # type: ignore[attr-defined]
+        registry.register(EnergyCollector(energy))
     for c in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
         registry.register(c)
     return registry
 
 
 def serve_metrics(
-    source: MetricsSource, bind: str, web_config: WebConfig | str | None = None, *, host_detail: bool = False
+    source: MetricsSource, bind: str, web_config: WebConfig | None = None, *, host_detail: bool = False
 ) -> MetricsServer:
     """Listen on ``bind`` (raises InputError before anything else starts when it cannot) and serve
     ``source``'s metrics from a daemon thread. ``shutdown()`` then ``server_close()`` stop it.
-    ``web_config``: as ``load_web_config`` returned it, or its path."""
+    ``web_config``: as ``load_web_config`` returned it (read before anything starts)."""
     host, port = parse_bind(bind)
-    cfg = load_web_config(web_config) if isinstance(web_config, str) else web_config or WebConfig("")
+    cfg = web_config or WebConfig("")
     if cfg.tls is None and not cfg.users and not _loopback(host):
         log.warning(
             "serving %s without TLS or authentication: anyone who reaches it reads the job's metrics "

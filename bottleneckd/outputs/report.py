@@ -1,23 +1,37 @@
-"""Reports: terminal text, JSON (schema bottleneckd.report/1, see docs/report-schema.md), Markdown."""
+"""Reports: terminal text, JSON (schema bottleneckd.report/1, see docs/report-schema.md), Markdown.
+
+``build_report`` only formats: the verdicts, their advice (advice/stage.py, advised once) and the
+run's accounts come from ``runtime/run.py``'s ``Run.report``, the one caller that puts a report
+together.
+"""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
-from bottleneckd.advice.recommend import elsewhere, not_fitting, recommend, skipped
-from bottleneckd.diagnosis.pipeline import Pipeline
+from bottleneckd.advice.stage import Advice, Snapshot
+from bottleneckd.diagnosis.pipeline import Summary
 from bottleneckd.model.resources import UNDETERMINED
 from bottleneckd.model.sample import StepPhases
-from bottleneckd.model.units import fmt_value
 
 SCHEMA = "bottleneckd.report/1"
 
 
-def build_report(p: Pipeline, current: bool = False) -> dict[str, Any]:
-    """The report on the run's dominant verdict, or with ``current`` on the latest one (what the
-    hook's epoch-end block shows)."""
-    snap = p.latest  # one immutable snapshot: safe from any thread
+def build_report(
+    snap: Snapshot | None,
+    *,
+    current: bool = False,
+    summary: Summary | None = None,
+    totals: StepPhases | None = None,
+    run_seconds: float = 0.0,
+    throughput: dict[str, Any] | None = None,
+    energy: dict[str, Any] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The report on the run's dominant verdict (``summary``: over the whole time it held, its
+    last window as a note), or with ``current`` on the latest verdict and window (what the hook's
+    epoch-end block shows). ``totals``: the whole run's step phases, in place of the window's."""
     v = None if snap is None else snap.verdict if current else snap.dominant
     doc: dict[str, Any] = {"schema": SCHEMA, "created": time.time(), "samples": snap.samples if snap else 0}
     if v is None or snap is None:
@@ -30,16 +44,36 @@ def build_report(p: Pipeline, current: bool = False) -> dict[str, Any]:
             "reason": "no samples",
         }
         doc["recommendations"] = []
-        return doc
+        return {**doc, **(extra or {})}
+    advice: Advice = snap.advice if current else snap.dominant_advice
     inputs = snap.inputs if current else snap.dominant_inputs
-    recs = recommend(v, p.kb, snap.facts, inputs=inputs)
-    doc["verdict"] = v.to_json()
+    w = snap.stats
+    if current:
+        doc["period"] = {
+            "covers": "window",
+            "seconds": round(w.end - w.start + snap.sample.interval, 3),
+            "samples": w.samples,
+        }
+    else:
+        doc["period"] = {"covers": "run", "seconds": round(run_seconds, 3), "samples": snap.samples}
+    doc["verdict"] = (summary.verdict if summary else v).to_json()
+    if summary is not None:
+        doc["verdict"]["held"] = {
+            "seconds": round(summary.seconds, 3),
+            "samples": summary.samples,
+            "steps": summary.steps,
+        }
+        doc["verdict"]["last_window"] = {
+            "t": summary.last.t,
+            "evidence": list(summary.last.evidence),
+            "headroom": summary.last.headroom,
+        }
     doc["held_seconds"] = {k: round(s, 3) for k, s in snap.held}
-    doc["recommendations"] = [r.to_json() for r in recs]
-    doc["already_in_effect"] = [{"id": m.id, "because": why} for m, why in skipped(v, p.kb, snap.facts)]
-    doc["not_fitting"] = [
-        {"id": m.id, "because": why, "kind": "condition"} for m, why in not_fitting(v, p.kb, snap.facts)
-    ] + [{"id": m.id, "because": why, "kind": "stage"} for m, why in elsewhere(v, p.kb, snap.facts)]
+    doc["recommendations"] = [r.to_json() for r in advice.recommendations]
+    doc["already_in_effect"] = [{"id": m.id, "because": why} for m, why in advice.in_effect]
+    doc["not_fitting"] = [{"id": m.id, "because": why, "kind": "condition"} for m, why in advice.not_fitting] + [
+        {"id": m.id, "because": why, "kind": "stage"} for m, why in advice.elsewhere
+    ]
     doc["regime_changes"] = [
         {
             "t": c.t,
@@ -53,14 +87,21 @@ def build_report(p: Pipeline, current: bool = False) -> dict[str, Any]:
     ]
     doc["utilization"] = [
         {"resource": r, "device": d, "mean": round(s.mean, 4), "p95": round(s.p95, 4)}
-        for (r, d, m), s in sorted(snap.stats.stats.items())
+        for (r, d, m), s in sorted(w.stats.items())
         if m == "utilization"
     ]
-    ph = snap.stats.phases
-    doc["step_phases"] = step_phases_json(ph)
+    whole = step_phases_json(totals) if totals is not None and totals.steps else None
+    if whole is not None:
+        doc["step_phases"] = {**whole, "over": "the whole run"}
+    else:
+        doc["step_phases"] = step_phases_json(w.phases)
     doc["facts"] = snap.facts.to_json()
     doc["whatif_inputs"] = None if inputs is None else inputs.to_json()  # what the predictions were made from
-    return doc
+    if throughput is not None:
+        doc["throughput"] = throughput
+    if energy is not None:
+        doc["energy"] = energy
+    return {**doc, **(extra or {})}
 
 
 def step_phases_json(ph: StepPhases | None) -> dict[str, Any] | None:
@@ -72,6 +113,29 @@ def step_phases_json(ph: StepPhases | None) -> dict[str, Any] | None:
         ("stack_samples" if ph.sampled else "steps"): ph.steps,
         "share": {k: round(x / ph.wall_seconds, 4) for k, x in ph.phases.items()} if ph.wall_seconds else {},
     }
+
+
+def period_text(doc: dict[str, Any]) -> str:
+    """The time the verdict and its evidence cover: the last window (the epoch block's live
+    verdict) or the whole run, and within it the time this verdict held while training."""
+    p = doc.get("period")
+    if not p:
+        return ""
+    if p["covers"] == "window":
+        return f"the last {p['seconds']:.0f} s (the diagnosis window: {p['samples']} samples)"
+    held = doc["verdict"].get("held")
+    run = f"a {p['seconds']:.0f} s run ({p['samples']} samples)"
+    if not held:
+        return f"{run}; the evidence is from the verdict's last window"
+    return f"the {held['seconds']:.0f} s this verdict held while training ({held['steps']} steps), of {run}"
+
+
+def last_window_text(doc: dict[str, Any]) -> str:
+    """The verdict's last window, when its evidence differs from the whole time's (a note)."""
+    last = doc["verdict"].get("last_window")
+    if not last or not last["evidence"] or list(last["evidence"][:1]) == list(doc["verdict"].get("evidence", [])[:1]):
+        return ""
+    return f"{last['evidence'][0]} (at {time.strftime('%H:%M:%S', time.localtime(last['t']))})"
 
 
 def _headroom_text(h: float | None, doc: dict[str, Any] | None = None) -> str:
@@ -89,10 +153,16 @@ def render_text(doc: dict[str, Any], top: int = 5) -> str:
         lines.append(f"bottleneck: undetermined — {v.get('reason', '')}")
     else:
         lines.append(f"bottleneck: {v['resource']} (stage: {v['stage']}, confidence {v['confidence']:.0%})")
+    over = period_text(doc)
+    if over:
+        lines.append(f"  over: {over}")
     for e in v.get("evidence", []):
         lines.append(f"  evidence: {e}")
     if v["resource"] != UNDETERMINED:
         lines.append(f"  headroom: {_headroom_text(v.get('headroom'), doc)}")
+    last = last_window_text(doc)
+    if last:
+        lines.append(f"  last window: {last}")
     if v.get("secondary"):
         lines.append(
             "  secondary pressures: " + ", ".join(f"{s['resource']} ({s['score']:.2f})" for s in v["secondary"])
@@ -158,9 +228,13 @@ def render_markdown(doc: dict[str, Any]) -> str:
     if v.get("reason"):
         out.append(f"_{v['reason']}_")
     out.append("")
+    if period_text(doc):
+        out.append(f"- Over: {period_text(doc)}")
     out += [f"- {e}" for e in v.get("evidence", [])]
     if v["resource"] != UNDETERMINED:
         out.append(f"- Headroom: {_headroom_text(v.get('headroom'), doc)}")
+    if last_window_text(doc):
+        out.append(f"- Last window: {last_window_text(doc)}")
     if doc.get("recommendations"):
         out += [
             "",
@@ -177,10 +251,3 @@ def render_markdown(doc: dict[str, Any]) -> str:
         out += ["", "| resource | device | mean utilization | p95 |", "|---|---|---|---|"]
         out += [f"| {u['resource']} | {u['device']} | {u['mean']:.0%} | {u['p95']:.0%} |" for u in doc["utilization"]]
     return "\n".join(out) + "\n"
-
-
-def fmt_util_line(doc: dict[str, Any]) -> str:
-    return ", ".join(f"{u['resource']}:{u['device']}={u['mean']:.0%}" for u in doc.get("utilization", []))
-
-
-__all__ = ["build_report", "render_text", "render_markdown", "fmt_value"]

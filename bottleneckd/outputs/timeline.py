@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bottleneckd.diagnosis.pipeline import Snapshot
+from bottleneckd.advice.stage import Snapshot
 from bottleneckd.model.sample import Sample
 
 

@@ -93,9 +93,6 @@ class Catalog:
     def link(self, link_id: str) -> LinkSpec | None:
         return next((l for l in self.links if l.id == link_id), None)
 
-    def links_for(self, metric: str) -> tuple[LinkSpec, ...]:
-        return tuple(l for l in self.links if l.peak.metric == metric)
-
 
 def _word_match(pattern: str, text: str) -> bool:
     # Whole words on both sides: "A10" matches "NVIDIA A10" but not "NVIDIA A100", "H200" not

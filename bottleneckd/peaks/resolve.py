@@ -10,7 +10,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from bottleneckd.hardware.detect.machine import GpuInfo, Machine
+from bottleneckd.hardware.detect.machine import Machine
+from bottleneckd.hardware.detect.types import GpuInfo
 from bottleneckd.model.identity import gpu_key
 from bottleneckd.model.resources import CAPACITY_RESOURCES, RESOURCES
 from bottleneckd.peaks.catalog import Catalog, DeviceSpec

@@ -1,5 +1,6 @@
-"""Starting ``run``'s job and supervising it: sample until it exits, pass signals on once, and
-stop a job that will not stop. The job's exit code is passed through (a signal n as 128+n).
+"""``run``'s job under a sidecar: start it, follow its process tree, sample until it exits, pass
+signals on once, and stop a job that will not stop. The job's exit code is passed through (a
+signal n as 128+n).
 
 SIGHUP is a stop like SIGTERM (the terminal hung up, or a supervisor stops us): passed on and the
 job supervised to its end, the report written and the run's directory removed; SIGUSR1 and
@@ -13,11 +14,18 @@ import os
 import signal
 import subprocess
 from collections.abc import Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from bottleneckd.model.errors import InputError
 from bottleneckd.runtime.foreground import handled, run_foreground
+from bottleneckd.runtime.job_env import STACK_RATE
 from bottleneckd.runtime.sidecar import Sidecar
+from bottleneckd.runtime.sinks import Outputs
+
+if TYPE_CHECKING:
+    from bottleneckd.outputs.metrics_server import MetricsServer, WebConfig
+    from bottleneckd.outputs.timeline import Timeline
 
 DEFAULT_GRACE = 30.0
 #: the job's own signals: passed on each time, sampling goes on
@@ -73,7 +81,6 @@ def stop_job(job: subprocess.Popen, grace: float, term_sent: bool, say: Callable
 def supervise(
     side: Sidecar,
     job: subprocess.Popen,
-    on_tick: Callable[[Any], None] | None,
     grace: float = DEFAULT_GRACE,
     say: Callable[[str], None] = print,
 ) -> int:
@@ -97,7 +104,8 @@ def supervise(
     sigs = handled((signal.SIGINT, signal.SIGTERM, signal.SIGHUP) + PASS_ON)
     old = {s: signal.signal(s, on_signal) for s in sigs}
     try:
-        run_foreground(side, None, on_tick, stop_when=lambda: job.poll() is not None, install_signals=False)
+        side.wire(Outputs(stop_when=lambda: job.poll() is not None))
+        run_foreground(side, None, install_signals=False)
         if job.poll() is None:
             stop_job(job, grace, term_sent=bool(got) and got[0] == signal.SIGTERM, say=say)
     finally:
@@ -111,3 +119,143 @@ def supervise(
         for s, h in old.items():
             signal.signal(s, h)
     return exit_code(job.returncode)
+
+
+def node_sidecar_socket() -> str | None:
+    """A ``bottleneckd serve`` already receiving on this node (bound to the default socket, in a
+    directory only this user can write): the job's ranks report to it, not to a second sidecar."""
+    import stat
+
+    from bottleneckd.channel.socket_path import default_socket_path, is_live, untrusted_dir
+
+    path = default_socket_path()
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if (
+        not stat.S_ISSOCK(st.st_mode)
+        or st.st_uid != os.geteuid()
+        or untrusted_dir(os.path.dirname(os.path.abspath(path)))
+    ):
+        return None
+    return path if is_live(path) else None
+
+
+@dataclass(frozen=True)
+class JobRun:
+    """A job run to its end under a sidecar."""
+
+    side: Sidecar
+    code: int  # the job's exit code
+    #: what the report adds about the run (instrumentation; the node sidecar joined, if any)
+    extra: dict[str, Any]
+    timeline: Timeline | None
+    #: the report of the node's sidecar the job's ranks reported to, when ``run`` joined one
+    node_report: dict[str, Any] | None = None
+    #: the metrics server, left running with ``keep_serving`` (``linger_then_stop`` stops it)
+    server: MetricsServer | None = None
+
+
+def job_stacks(side: Sidecar, pid: int, rate: float) -> tuple[Any, str | None]:
+    """A py-spy sampler of the job's stacks feeding the sidecar's code attribution, or None and why not."""
+    from bottleneckd.samplers.stacks import StackSampler
+
+    s = StackSampler(pid, rate)
+    if s.exe is None:
+        return None, "py-spy is not installed (pip install py-spy): the code is not named"
+    side.code_sources.append(s.drain_code)
+    return s.start(), None
+
+
+def run_job(
+    build: Callable[[str], Sidecar],
+    command: tuple[str, ...],
+    inject: bool,
+    outputs: Outputs,
+    *,
+    bind: str | None = None,
+    web_config: WebConfig | None = None,
+    grace: float = DEFAULT_GRACE,
+    say: Callable[[str], None] = print,
+    keep_serving: bool = False,
+    stack_rate: float | None = STACK_RATE,
+) -> JobRun:
+    """Start ``command`` under the sidecar ``build`` makes (listening on a socket of a run
+    directory of its own), with ``outputs`` wired and metrics on ``bind``, and supervise it to
+    the end. Nothing is left in /tmp. With ``keep_serving`` the metrics server outlives the job
+    (``JobRun.server``), for a last scrape of the final state. With ``stack_rate`` the job's stacks
+    (and its loader workers') are sampled with py-spy at that rate to name the code its bottleneck
+    runs (the hook's timings still give the phases)."""
+    from bottleneckd.channel.report_file import read_report_file
+    from bottleneckd.outputs.live import LiveView, unknown_reasons
+    from bottleneckd.outputs.metrics_server import serve_metrics, stop_metrics, url_of
+    from bottleneckd.runtime.job_env import SOCKET_NAME, job_env, no_phases_note, run_directory, uninstrumented_reason
+
+    joined = stacks = None
+    stacks_note = "not sampled (--no-stacks)" if not stack_rate else None
+    with run_directory() as run_dir:
+        sock = os.path.join(run_dir, SOCKET_NAME)
+        side = build(sock)
+        view = outputs.view
+        if isinstance(view, LiveView):  # the live screen says why each unsampled resource is unknown
+            view.reasons = unknown_reasons(side.peaks)
+        server = None
+        try:
+            wired = side.wire(outputs)
+            if bind:
+                server = serve_metrics(side.run, bind, web_config)
+                say(f"bottleneckd: serving metrics on {url_of(server, bind)}")
+            blind = uninstrumented_reason(command) if inject else None
+            if blind:
+                say(f"bottleneckd: {blind}; the job runs without step phases")
+            joined = node_sidecar_socket() if inject else None
+            if joined:
+                say(f"bottleneckd: joined the sidecar serving this node ({joined}): the job's ranks report there")
+            job = start_job(command, job_env(run_dir, joined or sock, inject))
+            side.follow(job.pid)
+            if stack_rate:
+                stacks, stacks_note = job_stacks(side, job.pid, stack_rate)
+            code = supervise(side, job, grace, say)
+        except BaseException:
+            stop_metrics(server)  # an error: nothing outlives it
+            server = None
+            raise
+        finally:
+            if stacks is not None:
+                stacks.stop()
+            if isinstance(view, LiveView):
+                view.close()  # leave the live screen before the report is printed
+            if not keep_serving:
+                stop_metrics(server)
+            side.close()
+    extra: dict[str, Any] = {
+        "instrumentation": {
+            "injected": inject,
+            "phase_messages": side.receiver.received,
+            "note": None if side.run.steps() or joined else no_phases_note(command, inject),
+            "stack_samples": stacks.samples_total if stacks is not None else 0,
+            "stacks_note": stacks_note or (stacks.error if stacks is not None and not stacks.samples_total else None),
+        }
+    }
+    if joined:
+        extra["node_sidecar"] = joined
+    node = read_report_file(joined) if joined else None  # the node sidecar's view of every rank
+    return JobRun(side, code, extra, wired.timeline, node, server if keep_serving else None)
+
+
+def linger_then_stop(server: MetricsServer | None, seconds: float, say: Callable[[str], None] = print) -> None:
+    """Keep the final state on /metrics for a last scrape (Ctrl-C ends the wait), then stop the server."""
+    import time
+
+    from bottleneckd.outputs.metrics_server import stop_metrics
+
+    if server is None:
+        return
+    if seconds > 0:
+        say(f"bottleneckd: the job ended; /metrics stays up {seconds:g} s for a last scrape (--linger, Ctrl-C)")
+        try:
+            time.sleep(seconds)
+        except KeyboardInterrupt:
+            pass
+    stop_metrics(server)

@@ -1,26 +1,28 @@
-"""The one assembly of a sidecar: detection, peaks, samplers, the pipeline, the channel receiver
-and the sampling loop. Every entry point (the CLI commands, the watcher's in-process sidecar)
-calls ``build_sidecar``."""
+"""The one assembly of a live sidecar: detection, peaks, samplers (with the job's process tree
+when it is known), the channel receiver, the run (runtime/run.py) and the sampling loop that
+feeds it. Every live entry point (the CLI commands, the watcher's in-process sidecar) calls
+``build_sidecar``; a job started later is followed through ``Sidecar.follow``, which builds the
+samplers again through the same ``build_samplers``."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bottleneckd.channel.link import PhaseReceiver
-from bottleneckd.diagnosis.pipeline import Pipeline, Snapshot
+from bottleneckd.diagnosis.thresholds import WINDOW_SAMPLES
 from bottleneckd.hardware.detect.machine import Machine, detect_machine
 from bottleneckd.hardware.nvml import NvmlBackend
 from bottleneckd.model.code import StackCounts, merge_counts
-from bottleneckd.model.protocol import Event
 from bottleneckd.model.sample import RankPhases, StepPhases
-from bottleneckd.outputs.energy import EnergyMeter, job_steps_of
 from bottleneckd.peaks.catalog import Catalog, load_catalog
 from bottleneckd.peaks.profile import Profile, load_profile
 from bottleneckd.peaks.resolve import PeakTable, resolve_peaks
 from bottleneckd.runtime.loop import SamplingLoop
+from bottleneckd.runtime.run import Run
+from bottleneckd.runtime.sinks import Outputs, Wired
 from bottleneckd.samplers.base import Sampler
 from bottleneckd.samplers.cpu_compute import CpuComputeSampler
 from bottleneckd.samplers.cpu_memory import CpuMemorySampler
@@ -44,39 +46,6 @@ SAMPLER_NAMES = (
 )
 
 
-@dataclass
-class Sidecar:
-    machine: Machine
-    peaks: PeakTable
-    samplers: list[Sampler]
-    unavailable: dict[str, str]
-    pipeline: Pipeline
-    receiver: PhaseReceiver  # listening on a socket, or (in-process) fed through ingest()
-    loop: SamplingLoop = field(init=False)
-    steps_total: int = 0
-    #: step phases summed over the whole run (the window holds only the last few samples)
-    run_totals: StepPhases = field(default_factory=lambda: StepPhases(0, 0.0, {}, examples=0))
-    #: more sources of step phases (py-spy stacks in attach mode), used when the hook sends none
-    phase_sources: list[Callable[[], StepPhases | None]] = field(default_factory=list)
-    #: stack samples by the user's code (py-spy under run and attach, the process's own frames under watch())
-    code_sources: list[Callable[[], StackCounts | None]] = field(default_factory=list)
-    #: joules per step and per example (the exporter's energy counters)
-    energy: EnergyMeter = field(default_factory=EnergyMeter)
-
-    # what the exporter and the report read (outputs.metrics_server.MetricsSource)
-    def latest(self) -> Snapshot | None:
-        return self.pipeline.latest
-
-    def steps(self) -> int:
-        return self.steps_total
-
-    def events(self) -> list[Event]:
-        return self.receiver.events_since(0)[0]  # under the receiver's lock: the channel thread appends
-
-    def close(self) -> None:
-        self.receiver.close()
-
-
 def build_samplers(
     machine: Machine,
     peaks: PeakTable,
@@ -88,7 +57,7 @@ def build_samplers(
     proc_root: str = "/proc",
 ) -> tuple[list[Sampler], dict[str, str]]:
     tree = ProcessTree(pid) if pid else None
-    makers = {
+    makers: dict[str, Callable[[], Sampler]] = {
         "gpu": lambda: GpuSampler(peaks, nvml, tree=tree, proc_root=proc_root),
         "cpu_compute": lambda: CpuComputeSampler(peaks, tree, proc_root),
         "cpu_memory": lambda: CpuMemorySampler(peaks, tree, proc_root),
@@ -116,6 +85,66 @@ def build_samplers(
     return out, why
 
 
+@dataclass(frozen=True)
+class SamplerSpec:
+    """What the samplers are built from (kept, so that following a job builds them the same way)."""
+
+    machine: Machine
+    peaks: PeakTable
+    paths: tuple[str, ...] = (".",)
+    disabled: frozenset[str] = frozenset()
+    nvml: NvmlBackend | None | str = "auto"
+    sys_root: str = "/sys"
+    proc_root: str = "/proc"
+
+    def build(self, pid: int | None) -> tuple[list[Sampler], dict[str, str]]:
+        return build_samplers(
+            self.machine, self.peaks, pid, self.paths, self.disabled, self.nvml, self.sys_root, self.proc_root
+        )
+
+
+@dataclass
+class Sidecar:
+    spec: SamplerSpec
+    unavailable: dict[str, str]
+    run: Run
+    receiver: PhaseReceiver  # listening on a socket, or (in-process) fed through ingest()
+    loop: SamplingLoop
+    listening: bool
+    #: more sources of step phases (py-spy stacks in attach mode), used when the hook sends none
+    phase_sources: list[Callable[[], StepPhases | None]] = field(default_factory=list)
+    #: stack samples by the user's code (py-spy under run and attach, the process's own frames under watch())
+    code_sources: list[Callable[[], StackCounts | None]] = field(default_factory=list)
+    wired: list[Wired] = field(default_factory=list)
+
+    @property
+    def machine(self) -> Machine:
+        return self.spec.machine
+
+    @property
+    def peaks(self) -> PeakTable:
+        return self.spec.peaks
+
+    def follow(self, pid: int) -> None:
+        """Sample the job's process tree (``run`` learns its pid once the job has started): the
+        samplers are built again, through the one factory, before the loop's next tick."""
+        self.loop.samplers, self.unavailable = self.spec.build(pid)
+
+    def wire(self, outputs: Outputs) -> Wired:
+        """The sinks ``outputs`` asks for; a listening sidecar keeps the report file the hook reads."""
+        if self.listening and not any(w.report_file for w in self.wired):
+            outputs = replace(outputs, report_file=True)
+        wired = self.run.wire(outputs, self.receiver, self.loop.stop)
+        self.wired.append(wired)
+        return wired
+
+    def close(self) -> None:
+        """The outputs closed (trace, report file) and the receiver with its socket."""
+        for w in self.wired:
+            w.close()
+        self.receiver.close()
+
+
 #: ``profile=DEFAULT_PROFILE``: the user's saved calibration profile, if there is one
 DEFAULT_PROFILE: Any = object()
 
@@ -131,9 +160,9 @@ def build_sidecar(
     listen: bool = True,
     socket_path: str | None = None,
     nvml: NvmlBackend | None | str = "auto",
-    window: int = 5,
+    window: int = WINDOW_SAMPLES,
 ) -> Sidecar:
-    """Detect (unless ``machine`` is given), resolve peaks, build the samplers, the pipeline, the
+    """Detect (unless ``machine`` is given), resolve peaks, build the samplers, the run, the
     receiver (bound to ``socket_path`` when ``listen``) and the loop that ties them together."""
     if machine is None:
         machine = detect_machine()
@@ -141,36 +170,33 @@ def build_sidecar(
         catalog = load_catalog()
     if profile is DEFAULT_PROFILE:
         profile = load_profile()
-    peaks = resolve_peaks(machine, catalog, profile)
-    samplers, why = build_samplers(machine, peaks, pid, paths, disabled, nvml)
-    pipeline = Pipeline(peaks, window=window, machine=machine)
+    spec = SamplerSpec(machine, resolve_peaks(machine, catalog, profile), paths, disabled, nvml)
+    samplers, why = spec.build(pid)
     receiver = PhaseReceiver(socket_path, listen=listen).start()
-    side = Sidecar(machine, peaks, samplers, why, pipeline, receiver, energy=EnergyMeter(gpu_uuids=peaks.gpu_uuids()))
+    run = Run(
+        spec.peaks,
+        machine,
+        window=window,
+        interval=interval,
+        events=lambda: receiver.events_since(0)[0],
+        channel=receiver.counters,
+    )
+    sources: list[Callable[[], StepPhases | None]] = []
 
     def phases() -> tuple[StepPhases | None, tuple[RankPhases, ...]]:
+        """The hook's step phases since the last tick (stack samples stand in when there are none)."""
         p, ranks = receiver.drain_ranks()
-        if p is not None:
-            side.steps_total += job_steps_of(p, ranks)  # the job's steps: one step on 8 ranks is one
-        if p is None:  # hook phases win; stack samples stand in when there are none
-            for src in side.phase_sources:
-                p = p or src()
-        if p is not None:
-            t = side.run_totals
-            side.run_totals = StepPhases(
-                t.steps + p.steps,
-                t.wall_seconds + p.wall_seconds,
-                {k: t.phases.get(k, 0.0) + p.phases.get(k, 0.0) for k in {**t.phases, **p.phases}},
-                # what the totals count (timed steps, or stack samples under attach)
-                {"phase_source": p.facts["phase_source"]} if "phase_source" in p.facts else t.facts,
-                examples=None if t.examples is None or p.examples is None else t.examples + p.examples,
-            )
+        for src in sources if p is None else ():
+            p = p or src()
         return p, ranks
 
-    def code() -> StackCounts | None:
-        return merge_counts([src() for src in side.code_sources])
+    codes: list[Callable[[], StackCounts | None]] = []
 
-    side.loop = SamplingLoop(samplers, interval, {"pipeline": pipeline, "energy": side.energy}, phases, code)
-    return side
+    def code() -> StackCounts | None:
+        return merge_counts([src() for src in codes])
+
+    loop = SamplingLoop(samplers, interval, run, phases, code)
+    return Sidecar(spec, why, run, receiver, loop, listen, sources, code_sources=codes)
 
 
 def job_paths() -> tuple[str, ...]:

@@ -12,11 +12,11 @@ import psutil
 
 from bottleneckd.model.sample import Reading
 from bottleneckd.peaks.resolve import PeakTable
-from bottleneckd.samplers.pressure import Pressure, cgroup_dir, read_psi, usable_cores
+from bottleneckd.samplers.pressure import Pressure, cgroup_dir, usable_cores
 from bottleneckd.samplers.process_tree import LAUNCHER, RANK, WORKER, ProcessTree
 from bottleneckd.samplers.threads import AUTOGRAD_THREAD, ThreadRates, threads
 
-__all__ = ["CpuComputeSampler", "read_psi"]
+__all__ = ["CpuComputeSampler"]
 
 #: threads a collective backend runs in, by name: gloo's work loop and TCP event loop
 #: ("pt_gloo_runloop", "gloo_tcp_loop", torch 2.x), NCCL's proxy and torch's NCCL watchdog

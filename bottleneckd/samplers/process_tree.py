@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
 
 import psutil
 
@@ -42,12 +41,6 @@ HELPER_WORDS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver"
 WAITER_CORES = 0.05
 WAITER_RATIO = 5.0
 WAITER_TICKS = 2
-
-
-@dataclass(frozen=True)
-class Member:
-    pid: int
-    role: str
 
 
 def _cmdline(p: psutil.Process) -> list[str]:
@@ -218,10 +211,6 @@ class ProcessTree:
         if root is not None:
             walk(root, None)
         return roles
-
-
-def members_with_roles(tree: ProcessTree) -> list[Member]:
-    return [Member(p.pid, tree.role(p.pid)) for p in tree.members()]
 
 
 #: the process name torch gives its DataLoader workers (torch/utils/data/_utils/worker.py, prctl)

@@ -54,10 +54,6 @@ class StorageSampler:
         self._host_psi = Pressure(Path(proc_root) / "pressure" / "io")
         self._job_psi: Pressure | None = None
 
-    def follow(self, tree: ProcessTree) -> None:
-        """Read the job's own I/O from this process tree (run and attach learn the pid late)."""
-        self._tree = tree
-
     def available(self) -> tuple[bool, str]:
         return (True, "") if self._disks else (False, "no block device detected")
 

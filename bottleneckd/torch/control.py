@@ -5,21 +5,38 @@ and reverted mitigation as an Event for the sidecar's trace and exporter."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TextIO
 
-from bottleneckd.advice.inputs import StepInputs
+from bottleneckd.diagnosis.step_inputs import StepInputs
 from bottleneckd.advice.knowledge import Mitigation
 from bottleneckd.advice.predict import Prediction, predict_hook, unknown
 from bottleneckd.advice.recommend import Recommendation
+from bottleneckd.model.facts import FactBoard
 from bottleneckd.model.hooks import HOOKS, Hook
 from bottleneckd.model.protocol import Event
 from bottleneckd.torch.epoch import InEffect
 from bottleneckd.torch.mitigations.engine import MitigationEngine
-from bottleneckd.torch.timing import CudaClock
+from bottleneckd.torch.timing import CudaClock, HostClock
+from bottleneckd.torch.transport import Transport
 from bottleneckd.torch.trials import Trial, Trials
 
-if TYPE_CHECKING:
-    from bottleneckd.torch.watch import Watcher
+
+class Watched(Protocol):
+    """What the control reads and sets of the watched loop (``torch/watch.py``'s ``Watcher``)."""
+
+    model: Any
+    optimizer: Any
+    facts: FactBoard
+    clock: HostClock | CudaClock
+    cuda_sample_every: int
+    steps: int
+    epoch: int
+    optimizer_calls: int
+    print_to: TextIO
+    transport: Transport
+
+    def drain(self) -> None: ...
+
 
 SEMANTICS = " This changes training semantics: check model quality (section 5 of the paper)."
 
@@ -46,7 +63,7 @@ def resolve(mitigation: Any, kwargs: dict[str, Any]) -> Any:
 
 
 class MitigationControl:
-    def __init__(self, w: Watcher, loader: Any) -> None:
+    def __init__(self, w: Watched, loader: Any) -> None:
         self._w = w
         self.engine = MitigationEngine(w.model, w.optimizer, loader, w.facts.__setitem__, w.facts.get)
         self.trials = Trials(self._decided, self._toggle)

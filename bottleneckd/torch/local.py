@@ -1,15 +1,14 @@
 """The sidecar in a background thread of the training process, used when no sidecar listens.
 It is the one sidecar assembly (runtime.sidecar.build_sidecar) without a socket: the watcher
-hands it messages through ``receiver.ingest``. Only daemon-side modules run here; they do not
-touch torch. A thread samples the training thread's own stacks (``samplers/self_stacks.py``) to
-name the code of the bottleneck's stage."""
+hands it messages through ``receiver.ingest``, and its report is the run's (``Run.report``).
+Only daemon-side modules run here; they do not touch torch. A thread samples the training
+thread's own stacks (``samplers/self_stacks.py``) to name the code of the bottleneck's stage."""
 
 from __future__ import annotations
 
 import threading
 from typing import Any
 
-from bottleneckd.outputs.report import build_report
 from bottleneckd.runtime.sidecar import build_sidecar
 from bottleneckd.samplers.self_stacks import SelfStackSampler
 from bottleneckd.samplers.stacks import StackSampler
@@ -30,7 +29,6 @@ class LocalSidecar:
     def __init__(self, pid: int, interval: float = 1.0, thread_id: int | None = None) -> None:
         self.side = build_sidecar(interval=interval, pid=pid, listen=False)
         self.receiver = self.side.receiver
-        self.pipeline = self.side.pipeline
         self.loop = self.side.loop
         # the thread that built the watcher is the one that trains
         self.stacks = SelfStackSampler(threading.get_ident() if thread_id is None else thread_id)
@@ -43,7 +41,7 @@ class LocalSidecar:
 
     def report(self) -> dict[str, Any] | None:
         self.loop.tick()  # include the phases just flushed
-        return build_report(self.pipeline, current=True)
+        return self.side.run.report(current=True)
 
     def stop(self) -> None:
         self.stacks.stop()

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 from bottleneckd.channel.link import PhaseSender
 from bottleneckd.channel.report_file import read_report_file
 from bottleneckd.channel.socket_path import default_socket_path
-from bottleneckd.model.protocol import Event, Message, StepReport
+from bottleneckd.model.protocol import Message
 
 log = logging.getLogger("bottleneckd.torch")
 
@@ -100,8 +100,6 @@ def read_sidecar_report(sock_path: str) -> dict[str, Any] | None:
 
 
 __all__ = [
-    "Event",
-    "StepReport",
     "Transport",
     "SocketTransport",
     "LocalTransport",

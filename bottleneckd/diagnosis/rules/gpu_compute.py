@@ -6,6 +6,9 @@
   is not judged here (a CPU job on a GPU node).
 - Every rank's own GPU is judged (gpu_one.py), with that rank's facts (its roofline and dtype):
   the job's facts are one rank's, and the ranks of a job need not be alike.
+- A step mostly outside the phases is judged here when the job's GPUs never idle (job_gpus.py
+  ``never_idle``; rules/other.py leaves it): the host waited on them there (a ``.item()`` spinning
+  in a synchronisation, seen by py-spy as the loop's own line), so the compute stage is judged.
 - The job's verdict over its GPUs: each resource named on k of the n GPUs judged scores its
   strongest GPU's score times k/n, so the resource most GPUs name leads, and the evidence names
   the GPUs (and ranks) behind each; the straggler, if any, is named beside it (diagnosis/straggler.py).
@@ -17,10 +20,11 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from bottleneckd.diagnosis.job_gpus import runs_on_gpu, window_job_gpus
+from bottleneckd.diagnosis.job_gpus import never_idle, runs_on_gpu, window_job_gpus
 from bottleneckd.diagnosis.rules.common import compute_share, pct
 from bottleneckd.diagnosis.rules.gpu_one import one_gpu
-from bottleneckd.diagnosis.thresholds import COMPUTE_STAGE
+from bottleneckd.diagnosis.rules.other import other_share
+from bottleneckd.diagnosis.thresholds import COMPUTE_STAGE, OTHER_HIGH
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.job_gpus import JobGpus
@@ -28,15 +32,21 @@ from bottleneckd.peaks.resolve import PeakTable
 
 
 def gpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
-    comp_share = compute_share(w)
-    if comp_share is not None and comp_share < COMPUTE_STAGE:
-        return []
     if not runs_on_gpu(w, peaks):
         return []
+    comp_share = compute_share(w)
+    base = [f"forward+backward+optimizer {pct(comp_share)} of step time"] if comp_share is not None else []
+    if comp_share is not None and comp_share < COMPUTE_STAGE:
+        busy, outside = never_idle(w, peaks), other_share(w) or 0.0
+        if busy is None or outside < OTHER_HIGH:  # the other stage's rule leaves such a step to this one
+            return []
+        base.append(
+            f"{pct(outside)} outside the phases while {busy[0]}, the job's least busy GPU, ran kernels "
+            f"{pct(busy[1])} of the time: the host waited on the GPU there (a synchronisation such as .item())"
+        )
     jg = window_job_gpus(w, peaks)
     if not jg.devices:
         return []
-    base = [f"forward+backward+optimizer {pct(comp_share)} of step time"] if comp_share is not None else []
     if not jg.known:
         base.append(jg.note)
     judged = _judged(w, jg)

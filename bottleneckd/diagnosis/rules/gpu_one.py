@@ -246,8 +246,10 @@ def _sm_busy(c: GpuCase) -> Finding | None:
 
 
 def _roofline(c: GpuCase) -> Finding | None:
-    """No activity measured: the roofline with the rank's own peak decides."""
-    if c.f_ratio is None or c.b_ratio is None:
+    """No SM activity measured: the roofline with the rank's own peak decides. Where it is measured
+    and low (the decisions above passed: not launch-bound, DRAM not busy), the nearer of two low
+    roofline ratios does not make a GPU whose SMs mostly idle compute- or memory-bound."""
+    if c.f_ratio is None or c.b_ratio is None or c.sm is not None:
         return None
     if c.b_ratio > c.f_ratio:
         return _compute("gpu_memory_bandwidth", min(1.0, ROOFLINE_BASE + c.b_ratio), c.gev + c.roof)

@@ -1,12 +1,16 @@
 """A step spent mostly outside data, forward, backward, optimizer and communication ("other":
 Python code between the phases, checkpoint writes, logging, evaluation). Explained from what the
 samplers see: the job writing to storage (or stalled on I/O), one thread at a full core (Python
-code), the job's processes at their cores; undetermined with the reason otherwise."""
+code), the job's processes at their cores; undetermined with the reason otherwise. A GPU job whose
+GPUs never idle (diagnosis/job_gpus.py ``never_idle``) spends that time waiting on them (a
+``.item()`` spinning in a CUDA synchronisation reads as a thread at a full core): the GPU rules judge
+it (gpu_compute.py), not this one."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from bottleneckd.diagnosis.job_gpus import never_idle
 from bottleneckd.diagnosis.rules.common import headroom, pct, stack_samples
 from bottleneckd.diagnosis.rules.cpu_state import CpuState, cpu_state
 from bottleneckd.diagnosis.rules.storage import io_wait
@@ -45,7 +49,7 @@ def other_share(w: WindowStats) -> float | None:
 def other(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     """The family: the step mostly outside the phases, explained by the first decision that holds."""
     share = other_share(w)
-    if share is None or share < OTHER_HIGH:
+    if share is None or share < OTHER_HIGH or never_idle(w, peaks) is not None:
         return []
     src = "stack samples" if w.phases and w.phases.facts.get("phase_source") == "py-spy" else "step time"
     ev = [f"{pct(share)} of {src} outside data loading, forward, backward, optimizer and communication"]

@@ -1,4 +1,9 @@
-"""Host-to-device copies: the CPU-GPU interconnect."""
+"""Host-to-device copies: the CPU-GPU interconnect.
+
+The evidence says how busy the job's PCIe link is while it copies (its utilization over the interval
+divided by the copies' share of it, as the inter-node rule reads a NIC during communication), and
+whether the host memory is pinned: a pageable copy stages through the driver's pinned buffer and
+cannot fill the link (20.4 vs 55.5 GB/s host-to-device on an H200, docs/measurements.md)."""
 
 from __future__ import annotations
 
@@ -19,6 +24,8 @@ def transfer(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     p = w.phases
     share = p.share("transfer") if p else None
     copies, copies_ev = _timed_copies(share)
+    if copies:
+        copies_ev += _while_copying(w, peaks, share)
     link, link_ev = _pcie_busy_while_sms_idle(w, peaks)
     score = max(copies, link)
     if not score:
@@ -38,6 +45,23 @@ def _timed_copies(share: float | None) -> tuple[float, list[str]]:
     if share is not None and share >= TRANSFER_HIGH:
         return min(1.0, share / FULL_SHARE), [f"host-to-device copies {pct(share)} of step time"]
     return 0.0, []
+
+
+def _while_copying(w: WindowStats, peaks: PeakTable | None, share: float | None) -> list[str]:
+    """The job's busiest PCIe link during the copies, and whether the host memory is pinned."""
+    ev = []
+    pcie = job_busiest(w, peaks, "cpu_gpu_interconnect")
+    if pcie is not None and share:
+        ev.append(
+            f"{pcie[0]} PCIe at {pct(pcie[1])} of its peak per direction over the interval, "
+            f"{pct(min(1.0, pcie[1] / share))} while copying"
+        )
+    if w.phases is not None and w.phases.facts.get("pin_memory") is False:
+        ev.append(
+            "host memory not pinned (DataLoader pin_memory=False): a pageable copy stages through a pinned buffer "
+            "and runs at about a third of a pinned one's rate"
+        )
+    return ev
 
 
 def _pcie_busy_while_sms_idle(w: WindowStats, peaks: PeakTable | None) -> tuple[float, list[str]]:

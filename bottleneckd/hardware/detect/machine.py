@@ -11,7 +11,7 @@ from bottleneckd.hardware.detect import host as host_detect
 from bottleneckd.hardware.detect.types import BlockDevice, CpuInfo, GpuInfo, IbPort, Mount, Nic
 from bottleneckd.hardware.nvml import NvmlBackend
 
-__all__ = ["BlockDevice", "CpuInfo", "GpuInfo", "IbPort", "Machine", "Mount", "Nic", "detect_machine"]
+__all__ = ["Machine", "detect_machine"]
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,115 @@
+"""Each regime (resource and stage) over the whole time it was the verdict, so that the end report's
+evidence covers every window of it, not its last one (often the tear-down: issue 21 item 8).
+
+While training steps are reported, each tick's sample is booked to the regime that is the stable
+verdict on that tick: running sums of every series and of the step phases, per regime. Memory is
+bounded by the regimes (12 resources and undetermined, 6 stages) times the series, whatever the
+length of the run. ``stats`` turns a regime's sums into the ``WindowStats`` the rules read, as if
+one window had spanned all of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from bottleneckd.diagnosis.window import RankView, Stat, WindowStats
+from bottleneckd.model.sample import Sample, StepPhases
+
+Key = tuple[str, str, str]
+
+
+@dataclass
+class _Series:
+    total: float = 0.0
+    count: int = 0
+    max: float = float("-inf")
+    last: float = 0.0
+
+    def add(self, x: float) -> None:
+        self.total += x
+        self.count += 1
+        self.max = max(self.max, x)
+        self.last = x
+
+    def stat(self) -> Stat:
+        # the p95 of a long stretch is not kept (it would need every value): its maximum stands in
+        # for it, an upper bound; no rule reads either (they read means)
+        return Stat(mean=self.total / self.count, p95=self.max, max=self.max, last=self.last, count=self.count)
+
+
+@dataclass
+class _Account:
+    start: float
+    end: float = 0.0
+    samples: int = 0
+    seconds: float = 0.0
+    series: dict[Key, _Series] = field(default_factory=dict)
+    notes: dict[Key, str] = field(default_factory=dict)
+    steps: int = 0
+    wall: float = 0.0
+    phases: dict[str, float] = field(default_factory=dict)
+    nodes: dict[str, set[int]] = field(default_factory=dict)
+    views: dict[str, RankView] = field(default_factory=dict)  # each rank's latest report
+
+
+@dataclass(frozen=True)
+class Held:
+    """A regime over the whole time it was the verdict while training."""
+
+    stats: WindowStats
+    seconds: float
+    samples: int
+    steps: int
+
+
+class HeldAccounts:
+    """Running sums per regime; written by the pipeline's thread, read under its lock."""
+
+    def __init__(self) -> None:
+        self._accounts: dict[tuple[str, str], _Account] = {}
+
+    def add(self, regime: tuple[str, str], sample: Sample) -> None:
+        a = self._accounts.get(regime)
+        if a is None:
+            a = self._accounts[regime] = _Account(start=sample.t - sample.interval)
+        a.end = sample.t
+        a.samples += 1
+        a.seconds += sample.interval
+        for r in sample.readings:
+            key = (r.resource, r.device, r.metric)
+            if r.value is None:
+                a.notes[key] = r.note
+            else:
+                a.series.setdefault(key, _Series()).add(r.value)
+        p = sample.phases
+        if p is not None and p.steps:
+            a.steps += p.steps
+            a.wall += p.wall_seconds
+            for k, x in p.phases.items():
+                a.phases[k] = a.phases.get(k, 0.0) + x
+        for rp in sample.ranks:
+            i = rp.identity
+            a.nodes.setdefault(i.node, set()).add(i.rank)
+            a.views[i.key] = RankView(i.rank, i.node, i.gpu, rp.phases.facts)
+
+    def held(self, regime: tuple[str, str], facts: Mapping[str, Any], steps_seen: int) -> Held | None:
+        """The regime's statistics over all of its time (the facts: this tick's), or None when it
+        never held while training."""
+        a = self._accounts.get(regime)
+        if a is None or not a.samples:
+            return None
+        phases = StepPhases(a.steps, a.wall, dict(a.phases), facts) if a.steps else None
+        stats = WindowStats(
+            start=a.start,
+            end=a.end,
+            samples=a.samples,
+            stats={k: s.stat() for k, s in a.series.items()},
+            notes=dict(a.notes),
+            phases=phases,
+            steps_seen=steps_seen,
+            topology=tuple((n, tuple(sorted(rs))) for n, rs in sorted(a.nodes.items())),
+            ranks=tuple(sorted(a.views.values(), key=lambda v: (v.rank, v.node))),
+        )
+        return Held(stats=stats, seconds=a.seconds, samples=a.samples, steps=a.steps)

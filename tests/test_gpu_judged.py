@@ -1,0 +1,183 @@
+"""Rule fixes found by judging the constructed held-out GPU traces (tests/data/gpu_heldout, written
+by tests/data/construct_gpu.py) as a GPU performance engineer would: each test is the general case
+behind one wrong or doubtful verdict, on windows built through the real Window."""
+
+from __future__ import annotations
+
+from bottleneckd.diagnosis.classify import findings
+from tests.test_gpu_verdicts import A100, _peaks, gpu, top, win
+from tests.windows import HOST, job
+
+#: attach on a GPU job whose loop reads loss.item() each step: py-spy sees the loop's own line
+#: ("other") while the main thread spins in the CUDA synchronisation
+ATTACH = {"other": 0.55, "forward": 0.15, "backward": 0.22, "optimizer": 0.05, "data_wait": 0.03}
+PYSPY = {"phase_source": "py-spy", "stack_samples": 100}
+
+
+def test_a_thread_spinning_on_a_gpu_that_never_idles_is_not_host_python(fake_tree):
+    """The GPU ran kernels 99% of the time: the thread at a full core outside the phases waits on it
+    (CUDA's spin-wait), so the GPU is judged (its memory-busy fraction here), not the host's Python."""
+    peaks = _peaks(fake_tree, A100, A100)
+    figs = {
+        **HOST,
+        **job(1.4, 0.98, workers=0.4, n_workers=4, usable=32.0),
+        **gpu("gpu0", busy=0.99, mem_busy=0.86, job=1.0),
+        **gpu("gpu1", busy=1.0, mem_busy=0.4, job=0.0),  # another tenant's
+    }
+    v = top(win(figs, PYSPY, shares=ATTACH), peaks)
+    assert v.resource == "gpu_memory_bandwidth" and v.stage == "compute", v
+    assert any("waited on the GPU" in e for e in v.evidence), v.evidence
+    assert all(f.resource != "cpu_compute" for f in findings(win(figs, PYSPY, shares=ATTACH), peaks))
+
+
+def test_python_between_the_phases_of_a_gpu_job_that_leaves_its_gpu_idle_is_still_the_host(fake_tree):
+    """The same thread at a full core while the job's GPU runs kernels 40% of the time: the host's
+    Python work between the phases starves it."""
+    peaks = _peaks(fake_tree, A100, A100)
+    figs = {
+        **HOST,
+        **job(1.4, 0.98, workers=0.4, n_workers=4, usable=32.0),
+        **gpu("gpu0", busy=0.40, mem_busy=0.3, job=1.0),
+        **gpu("gpu1", busy=1.0, mem_busy=0.4, job=0.0),  # another tenant's GPU never idles: not the job's
+    }
+    v = top(win(figs, PYSPY, shares=ATTACH), peaks)
+    assert (v.resource, v.stage) == ("cpu_compute", "other"), v
+
+
+def test_a_cpu_job_is_not_judged_on_another_tenants_nvlink_or_memory(fake_tree):
+    """NVML lists PIDs of another namespace on every GPU (the job's absence is not shown), but the
+    hook says the job runs on the CPU: the tenant's busy NVLink and full memory are not the job's (at 95%
+    the tenant's NVLink outscored the job's own CPU and was the verdict)."""
+    peaks = _peaks(fake_tree, A100, A100)
+    figs = {**HOST, **job(7.8, 0.99, usable=8.0)}
+    for dev in ("gpu0", "gpu1"):
+        figs.update(gpu(dev, busy=1.0, sm=0.9, tensor=0.6, dram=0.4, used=0.97, nvlink=0.95, pcie=0.9))
+    shares = {"data_wait": 0.03, "forward": 0.35, "backward": 0.52, "optimizer": 0.07, "other": 0.03}
+    w = win(figs, {"device": "cpu"}, shares=shares)
+    fs = {f.resource for f in findings(w, peaks)}
+    assert not fs & {"inter_gpu_interconnect", "gpu_memory", "cpu_gpu_interconnect", "gpu_compute"}, fs
+    assert top(w, peaks).resource == "cpu_compute"
+
+
+# --- what a performance engineer does first ---------------------------------------------------------
+
+
+def _first(resource: str, stage: str, **facts: object) -> list[str]:
+    from bottleneckd.advice.knowledge import load_knowledge
+    from bottleneckd.advice.recommend import recommend
+    from bottleneckd.diagnosis.verdict import Verdict
+    from bottleneckd.model.facts import Facts
+
+    v = Verdict(resource=resource, stage=stage, confidence=0.9, evidence=("e",))
+    return [r.mitigation.id for r in recommend(v, load_knowledge(), Facts(facts), limit=50)]
+
+
+def test_pageable_copies_get_pinned_memory_first():
+    """Transfer-bound with pin_memory=False: pinning is the first fix (pageable copies ran at 20.4 GB/s
+    beside pinned ones' 55.5 on an H200); restructuring the copies away comes after."""
+    assert (
+        _first("cpu_gpu_interconnect", "transfer", device="cuda", gpu_count=1, pin_memory=False)[0] == "pinned_memory"
+    )
+    assert "pinned_memory" not in _first("cpu_gpu_interconnect", "transfer", device="cuda", pin_memory=True)
+
+
+def test_a_launch_bound_gpu_job_gets_cuda_graphs_first_and_a_cpu_job_none():
+    assert _first("cpu_compute", "compute", device="cuda", gpu_count=1, param_dtype="float32")[0] == "cuda_graphs"
+    assert "cuda_graphs" not in _first("cpu_compute", "compute", device="cuda", cuda_graphs="whole step")
+    assert "cuda_graphs" not in _first("cpu_compute", "compute", device="cpu", cpu_fast_bf16=True)
+
+
+def test_fp8_first_for_a_bf16_compute_bound_job_on_a_gpu_with_fp8_tensor_cores_only():
+    bf16 = {"device": "cuda", "gpu_count": 1, "autocast_dtype": "bfloat16", "compute_dtype": "bfloat16"}
+    assert _first("gpu_compute", "compute", gpu_fp8=True, **bf16)[0] == "fp8_matmuls"
+    assert "fp8_matmuls" not in _first("gpu_compute", "compute", gpu_fp8=False, **bf16)  # an A100
+    assert "fp8_matmuls" not in _first("gpu_compute", "compute", gpu_fp8=True, fp8_flop_share=0.7, **bf16)
+    fp32 = _first("gpu_compute", "compute", device="cuda", gpu_count=1, gpu_fp8=True, compute_dtype="float32")
+    assert fp32[0] == "mixed_precision" and "fp8_matmuls" not in fp32  # bf16 first, then FP8
+
+
+def test_a_thermally_throttled_gpu_gets_its_clocks_restored_first():
+    facts = {"device": "cuda", "gpu_count": 1, "autocast_dtype": "bfloat16", "compute_dtype": "bfloat16"}
+    assert _first("gpu_compute", "compute", gpu_throttled=("hw_thermal",), gpu_fp8=True, **facts)[0] == (
+        "restore_gpu_clocks"
+    )
+    assert "restore_gpu_clocks" not in _first("gpu_compute", "compute", gpu_fp8=True, **facts)
+
+
+def test_the_gpus_fp8_capability_comes_from_their_peaks(fake_tree):
+    from bottleneckd.peaks.capabilities import gpu_facts
+    from bottleneckd.peaks.resolve import PeakTable
+
+    assert gpu_facts(_peaks(fake_tree, "NVIDIA H100 80GB HBM3"))["gpu_fp8"] is True
+    assert gpu_facts(_peaks(fake_tree, "NVIDIA L4"))["gpu_fp8"] is True
+    assert gpu_facts(_peaks(fake_tree, A100))["gpu_fp8"] is False
+    assert "gpu_fp8" not in gpu_facts(PeakTable(()))  # no GPU: unknown, not False
+
+
+def test_the_jobs_gpus_throttled_by_a_fault_are_measured_not_the_power_cap_or_another_tenants(fake_tree):
+    from bottleneckd.diagnosis.measured import measured_facts
+
+    peaks = _peaks(fake_tree, A100, A100)
+    hot = {"gpu_compute/gpu0/throttle:hw_thermal": 1.0, "gpu_compute/gpu0/sm_clock_ratio": 0.62}
+    figs = {**gpu("gpu0", busy=1.0, sm=0.95, job=1.0), **gpu("gpu1", busy=1.0, sm=0.9, job=0.0)}
+    shares = {"forward": 0.3, "backward": 0.6, "optimizer": 0.1}
+    w = win({**figs, **hot}, {"device": "cuda"}, shares=shares)
+    assert measured_facts(w, top(w, peaks), peaks)["gpu_throttled"] == ("hw_thermal",)
+    capped = {"gpu_compute/gpu0/throttle:sw_power_cap": 1.0, "gpu_compute/gpu0/sm_clock_ratio": 0.62}
+    w = win({**figs, **capped}, {"device": "cuda"}, shares=shares)
+    assert "gpu_throttled" not in measured_facts(w, top(w, peaks), peaks)  # GPU Boost at its power limit
+    tenant = {"gpu_compute/gpu1/throttle:hw_thermal": 1.0, "gpu_compute/gpu1/sm_clock_ratio": 0.62}
+    w = win({**figs, **tenant}, {"device": "cuda"}, shares=shares)
+    assert "gpu_throttled" not in measured_facts(w, top(w, peaks), peaks)
+
+
+# --- evidence -----------------------------------------------------------------------------------------
+
+
+def test_transfer_evidence_says_how_busy_the_link_is_while_copying_and_that_memory_is_pageable(fake_tree):
+    """Copies 42% of the step at ~22 GB/s (pageable): PCIe reads 15% over the second, 35% while copying."""
+    peaks = _peaks(fake_tree, "NVIDIA H200")
+    figs = gpu("gpu0", busy=0.55, sm=0.24, tensor=0.1, dram=0.15, pcie=0.147, job=1.0)
+    shares = {"data_wait": 0.03, "transfer": 0.42, "forward": 0.16, "backward": 0.30, "optimizer": 0.05, "other": 0.04}
+    v = top(win(figs, {"device": "cuda", "pin_memory": False}, shares=shares), peaks)
+    assert v.resource == "cpu_gpu_interconnect"
+    assert any("35% while copying" in e for e in v.evidence), v.evidence
+    assert any("pin_memory=False" in e for e in v.evidence), v.evidence
+
+
+def test_a_gpu_whose_sms_are_measured_mostly_idle_is_not_named_by_the_nearer_of_two_low_roofline_ratios(fake_tree):
+    """SM activity 24% (GPM), the roofline at 17% of the bf16 peak and 16% of memory bandwidth: the GPU
+    does not limit the step (it waits on copies); the roofline decides only when nothing measures the SMs."""
+    peaks = _peaks(fake_tree, "NVIDIA H200")
+    figs = gpu("gpu0", busy=0.55, sm=0.24, tensor=0.1, dram=0.15, job=1.0)
+    roof = {
+        "device": "cuda",
+        "compute_dtype": "bfloat16",
+        "achieved_flops": 172e12,
+        "achieved_bytes_per_second": 0.78e12,
+    }
+    shares = {"forward": 0.3, "backward": 0.5, "optimizer": 0.1, "other": 0.1}
+    assert all(f.resource != "gpu_compute" for f in findings(win(figs, roof, shares=shares), peaks))
+    unmeasured = gpu("gpu0", busy=1.0, job=1.0)  # no GPM, no dcgm-exporter: the roofline decides
+    assert top(win(unmeasured, roof, shares=shares), peaks).resource == "gpu_compute"
+
+
+def test_the_active_bottlenecks_advice_comes_before_a_secondarys_predicted_gain():
+    """Out of GPU memory with a secondary gpu_compute: a larger batch "predicted" from the step's
+    communication and optimizer share (Amdahl) is no first advice for a job whose tensors fill the
+    GPU; the active resource's come first, whatever the secondary's prediction."""
+    from bottleneckd.diagnosis.step_inputs import Share, StepInputs
+    from bottleneckd.advice.knowledge import load_knowledge
+    from bottleneckd.advice.recommend import recommend
+    from bottleneckd.diagnosis.verdict import Verdict
+    from bottleneckd.model.facts import Facts
+
+    shares = {"forward": 0.3, "backward": 0.55, "communication": 0.1, "optimizer": 0.05}
+    inputs = StepInputs(step=0.5, shares={k: Share(v, v, v) for k, v in shares.items()}, device="cuda")
+    v = Verdict(
+        resource="gpu_memory", stage="compute", confidence=0.9, evidence=("e",), secondary=(("gpu_compute", 0.78),)
+    )
+    facts = Facts(device="cuda", gpu_count=1, autocast_dtype="bfloat16", compute_dtype="bfloat16", ddp=True)
+    recs = recommend(v, load_knowledge(), facts, inputs=inputs)
+    assert recs[0].resource == "gpu_memory", [(r.mitigation.id, r.resource) for r in recs]
+    assert [r.resource for r in recs] == sorted((r.resource for r in recs), key=lambda x: x != "gpu_memory")
