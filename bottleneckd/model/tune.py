@@ -17,7 +17,7 @@ from typing import Any
 
 from bottleneckd.advice.code_change import code_change, documentation
 
-RESULT, STOPPED = "tune_result", "tune_stopped"
+RESULT, STOPPED, SUMMARY = "tune_result", "tune_stopped", "tune_summary"
 #: what became of a mitigation: kept (won significantly), reverted (did not), refused (changes
 #: semantics without --allow-semantics-change, or cannot be coordinated), failed (could not be
 #: applied), unfinished (the job ended before the trial was decided: reverted)
@@ -52,7 +52,12 @@ class TuneOutcome:
         """Compact JSON of at most NOTE_MAX characters (``why`` shortened to fit)."""
         d: dict[str, Any] = {"r": self.recommendation, "s": self.status, "p": dict(self.params)}
         if self.ratio is not None:
-            d["x"] = [_r(self.ratio), _r(self.low), _r(self.high), _r(self.p_value, 5)]
+            d["x"] = [
+                _r(self.ratio),
+                _r(self.low),
+                _r(self.high),
+                None if self.p_value is None else float(f"{self.p_value:.3g}"),
+            ]
         if self.predicted is not None:
             d["e"] = [_r(self.predicted), _r(self.predicted_low), _r(self.predicted_high), self.model[:24]]
         d["w"] = ""
@@ -156,7 +161,10 @@ def tune_section(events: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
     mitigation's last outcome, what to change in the code (the kept ones), and why it stopped."""
     outcomes: dict[str, TuneOutcome] = {}
     stopped: list[str] = []
+    step_ms: dict[str, float] | None = None
     for e in events:
+        if e.get("kind") == SUMMARY:
+            step_ms = step_times(str(e.get("note", "")))
         if e.get("kind") == RESULT:
             o = TuneOutcome.from_event(str(e.get("name", "")), str(e.get("note", "")))
             if o is not None:
@@ -169,24 +177,33 @@ def tune_section(events: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
         "outcomes": [o.to_json() for o in outcomes.values()],
         "change_in_code": changes(list(outcomes.values())),
         "stopped": stopped[-1] if stopped else None,
+        # the mean step time before the first trial and over the last steps: not an A/B (the load moves)
+        "step_ms": step_ms,
     }
+
+
+def summary_note(before_ms: float | None, after_ms: float | None) -> str:
+    return json.dumps({"before": _r(before_ms, 3), "after": _r(after_ms, 3)})
+
+
+def step_times(note: str) -> dict[str, float] | None:
+    try:
+        d = json.loads(note)
+        out = {k: float(d[k]) for k in ("before", "after") if _num(d.get(k)) is not None}
+    except (ValueError, TypeError, AttributeError):
+        return None
+    return out if len(out) == 2 else None
 
 
 def changes(outcomes: list[TuneOutcome]) -> list[dict[str, Any]]:
     """What to change in the code: per hook, the last setting kept (a later trial of the same hook
     started from the one before it), with the measured speed-up of each step that led there (each
-    over the setting before it) and their product."""
+    over the setting before it)."""
     by_hook: dict[str, list[TuneOutcome]] = {}
     for o in outcomes:
         if o.status == "kept" and o.ratio is not None:
             by_hook.setdefault(o.hook, []).append(o)
-    out = []
-    for hook, kept in by_hook.items():
-        total = 1.0
-        for o in kept:
-            total *= o.ratio or 1.0
-        out.append({"hook": hook, "code": kept[-1].code, "steps": [o.ratio for o in kept], "speedup": round(total, 4)})
-    return out
+    return [{"hook": h, "code": kept[-1].code, "steps": [o.ratio for o in kept]} for h, kept in by_hook.items()]
 
 
 def render_tune(section: Mapping[str, Any] | None) -> list[str]:
@@ -204,6 +221,12 @@ def render_tune(section: Mapping[str, Any] | None) -> list[str]:
         lines += [f"    {change_line(c)}" for c in todo]
     else:
         lines.append("  nothing to change: no mitigation was proved faster; the job runs as it started")
+    ms = section.get("step_ms")
+    if ms:
+        lines.append(
+            f"  step time {ms['before']:.1f} ms before the first trial, {ms['after']:.1f} ms at the end "
+            "(not an A/B: the machine's load may have moved between them)"
+        )
     if section.get("stopped"):
         lines.append(f"  stopped trying: {section['stopped']}")
     return lines
@@ -212,8 +235,8 @@ def render_tune(section: Mapping[str, Any] | None) -> list[str]:
 def change_line(c: Mapping[str, Any]) -> str:
     steps = [x for x in c.get("steps") or [] if isinstance(x, (int, float))]
     how = " then ".join(f"x{x:.2f}" for x in steps)
-    each = f": {how}, each over the setting before" if len(steps) > 1 else ""
-    return f"{c['code']}  (measured x{c['speedup']:.2f}{each})"
+    each = ", each over the setting before" if len(steps) > 1 else ""
+    return f"{c['code']}  (measured {how}{each})"
 
 
 def _r(v: float | None, digits: int = 4) -> float | None:

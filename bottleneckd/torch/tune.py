@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from bottleneckd.advice.predict import LATENCY_WORKERS_FACTOR
 from bottleneckd.model.hooks import HOOKS
 from bottleneckd.model.protocol import Event
-from bottleneckd.model.tune import RESULT, STOPPED, TuneOutcome, change_line, changes
+from bottleneckd.model.tune import RESULT, STOPPED, SUMMARY, TuneOutcome, change_line, changes, summary_note
 from bottleneckd.torch.trials import Trial
 
 if TYPE_CHECKING:
@@ -95,6 +95,9 @@ class Tuner:
         self._next_poll = 0.0
         self._started_steps = 0
         self._shown = 0  # outcomes already in an epoch block
+        #: mean step time before the first trial, and over the last steps at the end (ms)
+        self.before_ms: float | None = None
+        self.after_ms: float | None = None
         atexit.register(self.finish)
 
     # --- driven at each flush of the watcher ---------------------------------------------------
@@ -187,9 +190,12 @@ class Tuner:
             return
         self.current = (cand, t)
         self._started_steps = self._w.steps
+        if self.before_ms is None and t.before_step_seconds is not None:
+            self.before_ms = 1000.0 * t.before_step_seconds
 
     def _decided(self, cand: Candidate, t: Trial) -> None:
-        self._record(outcome(cand, t, "kept" if t.kept else "reverted", "" if t.kept else "not significantly faster"))
+        why = "" if t.kept else f"not significantly faster ({t.verdict.why if t.verdict else 'no verdict'}): reverted"
+        self._record(outcome(cand, t, "kept" if t.kept else "reverted", why))
         if t.kept and cand.recommendation == "hide_loader_latency" and self.escalations < MAX_ESCALATIONS:
             self.escalations += 1  # waiting on latency: twice as many batches in flight again
             n = int(cand.params["num_workers"]) * LATENCY_WORKERS_FACTOR
@@ -235,6 +241,9 @@ class Tuner:
                 f"can apply (a trial needs {SETTLE_STEPS} steps to plan and {2 * BLOCKS} blocks of "
                 f"{MIN_BLOCK_STEPS}+ steps): too short to measure, or nothing to try"
             )
+        if self.before_ms is not None:
+            self.after_ms = 1000.0 * statistics.mean(s for s, _ in list(w.trials.history)[-32:])
+            self._send(Event(SUMMARY, "tune", time.time(), False, summary_note(self.before_ms, self.after_ms)))
         for line in self.summary():
             w._control._say(line)
 
@@ -277,6 +286,10 @@ class Tuner:
             out += [f"tune:   {change_line(c)}" for c in todo]
         else:
             out.append("tune: nothing to change: the job runs as it started")
+        if self.before_ms is not None and self.after_ms is not None:
+            out.append(
+                f"tune: step time {self.before_ms:.1f} ms before the first trial, {self.after_ms:.1f} ms at the end"
+            )
         if self.stopped:
             out.append(f"tune: stopped trying: {self.stopped}")
         return out
@@ -299,5 +312,5 @@ def outcome(cand: Candidate, t: Trial, status: str, why: str) -> TuneOutcome:
         predicted_low=None if p is None else p.low,
         predicted_high=None if p is None else p.high,
         model="" if p is None else p.model,
-        why=why or ("" if v is None else v.why),
+        why=why,
     )
