@@ -95,6 +95,7 @@ class Tuner:
         self._next_poll = 0.0
         self._started_steps = 0
         self._shown = 0  # outcomes already in an epoch block
+        self._settled = 0  # the watcher's step count when the last trial was decided
         #: mean step time before the first trial, and over the last steps at the end (ms)
         self.before_ms: float | None = None
         self.after_ms: float | None = None
@@ -164,7 +165,7 @@ class Tuner:
         walls = [s for s, _ in self._w.trials.history][-32:]
         step = statistics.median(walls) if walls else 0.0
         steps = min(MAX_BLOCK_STEPS, max(MIN_BLOCK_STEPS, math.ceil(BLOCK_SECONDS / step) if step > 0 else 0))
-        warmup = max(2, math.ceil(WARMUP_SECONDS / step) if step > 0 else 2)
+        warmup = min(steps, max(2, math.ceil(WARMUP_SECONDS / step) if step > 0 else 2))
         need = 2 * BLOCKS * (steps + warmup) * step
         if need > MAX_TRIAL_SECONDS:
             self._stop(
@@ -194,7 +195,8 @@ class Tuner:
             self.before_ms = 1000.0 * t.before_step_seconds
 
     def _decided(self, cand: Candidate, t: Trial) -> None:
-        why = "" if t.kept else f"not significantly faster ({t.verdict.why if t.verdict else 'no verdict'}): reverted"
+        why = "" if t.kept else "not significantly faster: reverted"
+        self._settled = self._w.steps
         self._record(outcome(cand, t, "kept" if t.kept else "reverted", why))
         if t.kept and cand.recommendation == "hide_loader_latency" and self.escalations < MAX_ESCALATIONS:
             self.escalations += 1  # waiting on latency: twice as many batches in flight again
@@ -241,8 +243,9 @@ class Tuner:
                 f"can apply (a trial needs {SETTLE_STEPS} steps to plan and {2 * BLOCKS} blocks of "
                 f"{MIN_BLOCK_STEPS}+ steps): too short to measure, or nothing to try"
             )
-        if self.before_ms is not None:
-            self.after_ms = 1000.0 * statistics.mean(s for s, _ in list(w.trials.history)[-32:])
+        after = min(32, w.steps - self._settled, len(w.trials.history))
+        if self.before_ms is not None and after >= SETTLE_STEPS:  # the steps since the last trial ended
+            self.after_ms = 1000.0 * statistics.mean(s for s, _ in list(w.trials.history)[-after:])
             self._send(Event(SUMMARY, "tune", time.time(), False, summary_note(self.before_ms, self.after_ms)))
         for line in self.summary():
             w._control._say(line)
