@@ -113,9 +113,8 @@ def judge_proof(w: Workload, done: dict[str, list[dict]], threads: str = "1") ->
     elif control and control["ratio"] is not None and w.control_max and control["ratio"] >= w.control_max:
         significant = control["p_value"] is not None and control["p_value"] < ALPHA
         status = "disproved" if significant else "inconclusive"
-        why = (
-            f"the control ({w.control}) gave x{control['ratio']:.2f} >= x{w.control_max}"
-            + (": another resource limits it" if significant else f", not significantly ({control['test']})")
+        why = f"the control ({w.control}) gave x{control['ratio']:.2f} >= x{w.control_max}" + (
+            ": another resource limits it" if significant else f", not significantly ({control['test']})"
         )
     elif ratio is None or w.min_speedup is None or ratio < w.min_speedup:
         status = "unproven"
