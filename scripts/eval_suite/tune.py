@@ -54,6 +54,10 @@ def jobs(workloads: dict[str, Workload], seconds: float, threads: str, out: Path
     return found
 
 
+def fmt(x: float | None) -> str:
+    return "none" if x is None else f"x{x:.2f}"
+
+
 def within(o: dict) -> bool | None:
     m, p = (o.get("measured") or {}).get("speedup"), (o.get("predicted") or {}).get("speedup")
     return None if m is None or p is None else abs(p / m - 1) <= TOLERANCE
@@ -90,8 +94,7 @@ def tune_suite(workloads: list[Workload], seconds: float, threads: str, env: dic
             ok = within(o)
             print(
                 f"  {o['status']}: {o['hook']} ({o['recommendation']}) {o.get('params') or ''}: "
-                f"measured {'x%.2f' % m['speedup'] if m.get('speedup') else 'none'}, "
-                f"predicted {'x%.2f' % p['speedup'] if p.get('speedup') else 'none'}"
+                f"measured {fmt(m.get('speedup'))}, predicted {fmt(p.get('speedup'))}"
                 + ("" if ok is None else f" ({'within' if ok else 'outside'} {TOLERANCE:.0%})")
                 + (f"; {o['why']}" if o.get("why") else "")
             )
