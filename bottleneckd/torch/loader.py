@@ -184,25 +184,14 @@ class InstrumentedLoader:
 
 class LiveLoader:
     """The loader a mitigation works on when none was given to the watcher (``bottleneckd run``'s
-    injected hook): the DataLoader whose epoch was started last, weakly held; ``echo`` is the
-    watcher's, as with an ``InstrumentedLoader``."""
+    injected hook): the DataLoader whose epoch was started last, held until the next one starts (a
+    weak reference died with ``for x in DataLoader(...)``, whose loader only its iterator's epoch
+    uses: run --tune then found no loader); ``echo`` is the watcher's, as with an
+    ``InstrumentedLoader``."""
 
     def __init__(self, events: LoaderEvents) -> None:
         self._events = events
-        self._ref: Any = None
-
-    @property
-    def current(self) -> Any:
-        return None if self._ref is None else self._ref()
-
-    @current.setter
-    def current(self, loader: Any) -> None:
-        import weakref
-
-        try:
-            self._ref = weakref.ref(loader)
-        except TypeError:
-            self._ref = lambda: loader
+        self.current: Any = None
 
     @property
     def loader(self) -> Any:
