@@ -3,4 +3,9 @@
 The daemon side (everything outside ``bottleneckd.torch``) never imports torch.
 """
 
-__version__ = "0.1.0"
+from importlib.metadata import PackageNotFoundError, version
+
+try:  # the version is written once, in pyproject.toml; installed metadata carries it
+    __version__ = version("bottleneckd")
+except PackageNotFoundError:  # a source tree on sys.path that was never installed
+    __version__ = "0+unknown"

@@ -10,6 +10,7 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -34,7 +35,16 @@ DRAWN = """() => Object.fromEntries([...document.querySelectorAll('.js-plotly-pl
   el.querySelectorAll('g.trace path.point, g.trace path.js-line, g.trace path.box, g.trace .points path').length]))"""
 
 
-def open_page(html_file: Path, screenshot: Path) -> PageView:
+def _answer(body: str) -> Any:
+    def fulfill(route: Any, _request: Any = None) -> None:
+        route.fulfill(body=body, content_type="application/javascript", headers={"Access-Control-Allow-Origin": "*"})
+
+    return fulfill
+
+
+def open_page(html_file: Path, screenshot: Path, serve: dict[str, str] | None = None) -> PageView:
+    """``serve``: URLs answered with the given JavaScript (with CORS allowed), as a CDN would: the
+    only requests off the file that are not errors."""
     from playwright.sync_api import sync_playwright
 
     errors: list[str] = []
@@ -44,12 +54,14 @@ def open_page(html_file: Path, screenshot: Path) -> PageView:
             page = browser.new_page(viewport={"width": 1280, "height": 900})
             page.on("console", lambda m: errors.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
             page.on("pageerror", lambda e: errors.append(f"page error: {e}"))
-            # any request off the file itself would mean the page is not self-contained
+            for url, body in (serve or {}).items():
+                page.route(url, _answer(body))
+            # any other request off the file itself would mean the page is not self-contained
             page.on(
                 "request",
                 lambda r: (
                     errors.append(f"network request: {r.url}")
-                    if not r.url.startswith(("file:", "data:", "blob:"))
+                    if not r.url.startswith(("file:", "data:", "blob:")) and r.url not in (serve or {})
                     else None
                 ),
             )

@@ -20,7 +20,13 @@ from tests.conftest import ROOT, run_cli
 from tests.test_run_attach import PLAIN_JOB
 
 DATA = ROOT / "tests" / "data"
-FACTS = {"flops_per_step": 4.0e12, "operand_bytes_per_step": 2.0e10, "achieved_flops": 1.6e14}
+FACTS = {
+    "flops_per_step": 4.0e12,
+    "operand_bytes_per_step": 2.0e10,
+    "achieved_flops": 1.6e14,
+    "param_dtype": "float32",
+    "autocast_dtype": "bfloat16",  # bf16 autocast: MFU against the bf16 tensor peak
+}
 
 
 def multi_rank_trace(path: Path) -> dict:
@@ -101,6 +107,12 @@ def test_report_of_a_multi_rank_gpu_run_in_a_browser(tmp_path, cli_env):
         and (top["cites"][0] if top["cites"] else top["section"]) in view.text
     )
     assert f"Energy per step: {doc['energy']['joules_per_step']:.3g} J" in view.text
+    assert html.count("<h2>Energy</h2>") == 1  # the energy figures and their plot are one section
+    # throughput: 64 examples a step over the run's steps, and MFU from the hook's FLOP count
+    t = doc["throughput"]
+    assert t["samples_per_second"] == pytest.approx(t["examples"] * 2 / t["wall_seconds"], rel=1e-9)  # 2 ranks
+    assert t["mfu"] == pytest.approx(FACTS["flops_per_step"] / t["step_seconds"] / t["peak_flops"], rel=1e-9)
+    assert f"MFU): {t['mfu']:.1%} of the {t['peak_path']} peak" in view.text
     assert "g CO2 at 400 g/kWh" in view.text
     assert "this job: 200 FLOP/byte" in view.text
     assert (
@@ -155,3 +167,28 @@ def test_bad_output_is_exit_2_and_nothing_is_overwritten(tmp_path, cli_env):
     assert r.returncode == 2 and "missing.jsonl" in r.stderr and not (tmp_path / "x.html").exists()
     r = run_cli(["run", "--report-html", str(out), "--", sys.executable, "-c", "print(1)"], cli_env)
     assert r.returncode == 2 and out.read_text() == "mine"
+
+
+def test_report_with_plotly_from_the_cdn(tmp_path, cli_env):
+    """--plotly cdn: a small page whose plotly.js comes from plotly's CDN at the installed version,
+    pinned by its integrity hash; served the bundled file (what the CDN holds), every plot draws."""
+    need_browser()
+    from plotly.offline import get_plotlyjs, get_plotlyjs_version
+
+    trace, out, inline = tmp_path / "run.jsonl", tmp_path / "cdn.html", tmp_path / "inline.html"
+    multi_rank_trace(trace)
+    r = run_cli(["report", str(trace), "-o", str(out), "--plotly", "cdn"], cli_env)
+    assert r.returncode == 0, r.stderr
+    r = run_cli(["report", str(trace), "-o", str(inline)], cli_env)
+    assert r.returncode == 0, r.stderr
+    url = f"https://cdn.plot.ly/plotly-{get_plotlyjs_version()}.min.js"
+    page = out.read_text()
+    assert f'src="{url}"' in page and 'integrity="sha384-' in page
+    assert out.stat().st_size < 200_000 < 3_000_000 < inline.stat().st_size  # plotly.js is ~4.8 MB
+    view = open_page(out, tmp_path / "cdn.png", serve={url: get_plotlyjs()})
+    assert view.errors == []
+    assert set(view.plots) == {"phases", "utilization", "roofline", "ranks", "energy-plot"}
+    assert all(n > 0 for n in view.plots.values()), view.plots
+    # a file that is not the one the hash pins is refused by the browser: nothing draws
+    view = open_page(out, tmp_path / "tampered.png", serve={url: get_plotlyjs() + "\n;"})
+    assert any("integrity" in e.lower() or "plotly is not defined" in e for e in view.errors), view.errors

@@ -21,6 +21,7 @@ from bottleneckd.diagnosis.verdict import RegimeChange, Verdict
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.facts import Facts
 from bottleneckd.model.sample import Sample
+from bottleneckd.model.throughput import Throughput
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,10 @@ class Snapshot:
         return self.diagnosis.dominant
 
     @property
+    def throughput(self) -> Throughput | None:
+        return self.diagnosis.throughput
+
+    @property
     def inputs(self) -> StepInputs | None:
         return self.diagnosis.inputs
 
@@ -126,6 +131,4 @@ class Advisor:
 
     def __call__(self, d: Diagnosis) -> Snapshot:
         dominant = self._advice(d.dominant, d.facts, d.dominant_inputs) if d.dominant else NO_ADVICE
-        return Snapshot(
-            diagnosis=d, advice=self._advice(d.verdict, d.facts, d.inputs), dominant_advice=dominant
-        )
+        return Snapshot(diagnosis=d, advice=self._advice(d.verdict, d.facts, d.inputs), dominant_advice=dominant)

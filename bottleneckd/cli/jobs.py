@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import click
 
 from bottleneckd.cli.common import Context, build, check_outputs, print_report, say
+from bottleneckd.cli.report import PLOTLY_HELP
 from bottleneckd.model.errors import InputError
 from bottleneckd.runtime.job_env import STACK_RATE
 
@@ -41,6 +42,7 @@ def tuned(events: list, allow_semantics: bool) -> dict:
 @click.option(
     "--grid-intensity", type=click.FloatRange(0, 5000), default=None, help="gCO2/kWh for the report's carbon figure."
 )
+@click.option("--plotly", type=click.Choice(["inline", "cdn"]), default="inline", help=PLOTLY_HELP)
 @click.option("--force", is_flag=True, help="Replace an existing --trace, --report-json or --report-html file.")
 @click.option("--interval", type=click.FloatRange(0.1, 60), default=1.0, show_default=True)
 @click.option("--bind", default=None, help="Also export Prometheus metrics on HOST:PORT.")
@@ -95,6 +97,7 @@ def run(
     trace_path: str | None,
     report_html: str | None,
     grid_intensity: float | None,
+    plotly: str,
     force: bool,
     interval: float,
     bind: str | None,
@@ -161,7 +164,17 @@ def run(
 
         assert job.timeline is not None
         events = [e.to_json() for e in run.events()]
-        write_html(report_html, doc, job.timeline, run.energy.account(), run.peaks, events, grid_intensity, force)
+        write_html(
+            report_html,
+            doc,
+            job.timeline,
+            run.energy.account(),
+            run.peaks,
+            events,
+            grid_intensity,
+            force,
+            plotly=plotly,
+        )
     linger_then_stop(job.server, linger, say)
     sys.exit(job.code)
 

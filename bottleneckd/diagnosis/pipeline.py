@@ -31,11 +31,13 @@ from bottleneckd.diagnosis.thresholds import (
     INTERVAL_JITTER,
     WINDOW_SAMPLES,
 )
+from bottleneckd.diagnosis.throughput import window_throughput
 from bottleneckd.diagnosis.verdict import RegimeChange, Verdict
 from bottleneckd.diagnosis.window import Window, WindowStats
 from bottleneckd.model.facts import Facts
 from bottleneckd.model.resources import UNDETERMINED
 from bottleneckd.model.sample import Sample
+from bottleneckd.model.throughput import Throughput
 from bottleneckd.peaks.capabilities import gpu_facts
 from bottleneckd.peaks.resolve import PeakTable
 
@@ -64,6 +66,8 @@ class Diagnosis:
     #: training window in which the dominant verdict held (None: no step timed)
     inputs: StepInputs | None = None
     dominant_inputs: StepInputs | None = None
+    #: samples/s, tokens/s and MFU over the window's step phases (the peak alone before any)
+    throughput: Throughput | None = None
 
 
 @dataclass(frozen=True)
@@ -181,6 +185,7 @@ class Pipeline:
             dominant=None if dominant is None else self.with_code(dominant, self._advised_facts),
             inputs=inputs,
             dominant_inputs=None if dominant is None else self._inputs_of.get(dominant.resource),
+            throughput=window_throughput(stats, self.peaks, self._advised_facts),
         )
         with self._lock:
             if training:

@@ -70,6 +70,7 @@ class WindowStats:
 
 def merge_phases(items: Iterable[StepPhases | None]) -> StepPhases | None:
     steps, wall, phases, facts = 0, 0.0, {}, {}
+    examples: int | None = 0  # None once one interval came without a count
     any_ = False
     for p in items:
         if p is None:
@@ -77,10 +78,11 @@ def merge_phases(items: Iterable[StepPhases | None]) -> StepPhases | None:
         any_ = True
         steps += p.steps
         wall += p.wall_seconds
+        examples = None if examples is None or p.examples is None else examples + p.examples
         for k, v in p.phases.items():
             phases[k] = phases.get(k, 0.0) + v
         facts.update(p.facts)
-    return StepPhases(steps, wall, phases, facts) if any_ and steps else None
+    return StepPhases(steps, wall, phases, facts, examples) if any_ and steps else None
 
 
 #: step phases are read over the last this many samples, utilisation over the whole window: a

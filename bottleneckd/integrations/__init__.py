@@ -1,3 +1,4 @@
 """Where users already train: ``integrations.lightning.BottleneckCallback`` (PyTorch Lightning,
-extra ``[lightning]``) and ``integrations.transformers.BottleneckCallback`` (Hugging Face
-Trainer, extra ``[hf]``). Each imports its framework; the core package needs neither."""
+extra ``[lightning]``; ``integrations.pytorch_lightning`` for the older ``pytorch_lightning`` package,
+extra ``[pytorch-lightning]``) and ``integrations.transformers.BottleneckCallback`` (Hugging Face
+Trainer, extra ``[hf]``). Each imports its framework; the core package needs none of them."""

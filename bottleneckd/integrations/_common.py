@@ -1,22 +1,39 @@
 """What the framework callbacks share: a watcher that installs no hooks of its own (the callback
-marks the step's edges from the framework's events), fail-open calls, the metrics logged at an
-epoch's end, and how each of our mitigations is applied in that framework.
+marks the step's edges from the framework's events), fail-open calls, the metrics logged at the
+framework's own logging cadence, and how each of our mitigations is applied in that framework.
 
 A framework's callback sees: the batch handed to the step (data ready), the loss before backward
 (forward end), the optimizer about to step (backward end), the step's end. The watcher turns those
 marks into the same phases as in a plain loop: data_wait, forward, backward, optimizer, other.
+
+Each log (Lightning's ``log_every_n_steps``, the Trainer's ``logging_steps``) carries the metrics of
+the steps since the previous log: phase shares, step time, samples/s, tokens/s, MFU (the anchors'
+throughput: model/throughput.py) and the latest verdict. Keys are ``bottleneck<sep>name`` with the
+logger's group separator (``/`` by default).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
+
+from bottleneckd.model.throughput import Throughput, measure, peak_of_report, tokens_per_example
 
 log = logging.getLogger("bottleneckd.integrations")
 
 #: phase shares logged as metrics (prefix ``bottleneck/``)
 LOGGED_PHASES = ("data_wait", "transfer", "forward", "backward", "optimizer", "communication", "other")
+#: seconds a log reuses the last sidecar report for its verdict and peak: asking an in-process
+#: sidecar samples the machine (tens of ms on this VM), too much for every log of a fast loop;
+#: every epoch end asks afresh
+REPORT_REFRESH_SECONDS = 30.0
+#: ... and how soon it asks again while the report has no throughput yet (the sidecar had no step
+#: phases when asked, at the start of training): the peak MFU is taken against comes with it
+REPORT_RETRY_SECONDS = 2.0
+#: the group every metric of ours is logged under
+GROUP = "bottleneck"
 
 
 class Marks:
@@ -30,6 +47,10 @@ class Marks:
         self.watcher: Any = None
         self.enabled = True
         self.last_report: Any = None
+        self._logged: Any = None  # the watcher's totals at the last log
+        self._logged_tokens = (0, 0)
+        self._doc: dict[str, Any] | None = None  # the last sidecar report, and when to ask again
+        self._doc_next = float("-inf")
 
     def start(self, model: Any, optimizer: Any = None) -> None:
         def make() -> None:
@@ -70,6 +91,12 @@ class Marks:
         if self.watcher is not None:
             self.call(self.watcher.mark, label)
 
+    def forward_start(self, first: Any) -> None:
+        """The step's forward starts on a batch whose first tensor is ``first`` (its rows are the
+        step's examples; token ids also count tokens); None: not known."""
+        if self.watcher is not None and self.watcher.enabled:
+            self.call(self.watcher.forward_start, () if first is None else (first,))
+
     def end_step(self) -> None:
         if self.watcher is not None:
             self.call(self.watcher.end_step)
@@ -85,7 +112,50 @@ class Marks:
             return None
         rep = self.call(self.watcher.epoch_end)
         self.last_report = rep
+        if rep is not None and rep.report is not None:
+            self._keep(rep.report)
         return rep
+
+    def log_metrics(self) -> dict[str, float]:
+        """The metrics of the steps ended since the last call (unprefixed names; {} when none
+        ended, or ours is off)."""
+        if self.watcher is None or not self.watcher.enabled:
+            return {}
+        return self.call(self._log_metrics) or {}
+
+    def _log_metrics(self) -> dict[str, float]:
+        from bottleneckd.torch.phases import minus
+
+        w = self.watcher
+        now, tok = w.totals_so_far(), w.token_counts()
+        since = minus(now, self._logged)
+        tpe = tokens_per_example(tok, self._logged_tokens)
+        self._logged, self._logged_tokens = now, tok
+        if since.steps <= 0:
+            return {}
+        doc = self._report()
+        rate = measure(
+            steps=since.steps,
+            wall_seconds=since.wall_seconds,
+            examples=since.examples,
+            facts=w.throughput_facts(tpe),
+            peak=peak_of_report(doc),
+        )
+        return step_metrics(since.phases, rate, doc)
+
+    def _report(self) -> dict[str, Any] | None:
+        if time.monotonic() >= self._doc_next:
+            self._doc_next = time.monotonic() + REPORT_RETRY_SECONDS  # answered or not
+            self.watcher.flush()  # the steps so far reach the sidecar before it reports
+            doc = self.watcher.transport.report()
+            if doc is not None:
+                self._keep(doc)
+        return self._doc
+
+    def _keep(self, doc: dict[str, Any]) -> None:
+        self._doc = doc
+        wait = REPORT_REFRESH_SECONDS if (doc.get("throughput") or {}).get("steps") else REPORT_RETRY_SECONDS
+        self._doc_next = time.monotonic() + wait
 
     def close(self) -> None:
         if self.watcher is not None:
@@ -96,25 +166,56 @@ class Marks:
                 pass
 
 
-def epoch_metrics(rep: Any) -> dict[str, float]:
-    """Numbers for a framework's loggers: phase shares, the verdict as a one-hot, its confidence
-    and headroom (strings cannot be logged as metrics; the resource's name is in the key)."""
+def step_metrics(phases: dict[str, float], rate: Throughput, doc: dict[str, Any] | None) -> dict[str, float]:
+    """Numbers for a framework's loggers (names without the group): phase shares, step time,
+    steps, samples/s, tokens/s and MFU where known (unknown is left out, never logged as 0), and
+    the verdict as a one-hot with its confidence and headroom (strings cannot be logged as
+    metrics; the resource's name is in the key)."""
     out: dict[str, float] = {}
-    if rep is None:
-        return out
-    total = sum(rep.phases.values())
+    total = sum(phases.values())
     if total > 0:
         for k in LOGGED_PHASES:
-            out[f"bottleneck/share_{k}"] = rep.phases.get(k, 0.0) / total
-    out["bottleneck/steps"] = float(rep.steps)
-    v = (rep.report or {}).get("verdict") or {}
+            out[f"share_{k}"] = phases.get(k, 0.0) / total
+    out["steps"] = float(rate.steps)
+    known = {
+        "step_seconds": rate.step_seconds,
+        "samples_per_second": rate.samples_per_second,
+        "tokens_per_second": rate.tokens_per_second,
+        "model_flops_per_second": rate.model_flops_per_second,
+        "mfu": rate.mfu,
+    }
+    out.update({k: float(v) for k, v in known.items() if v is not None})
+    v = (doc or {}).get("verdict") or {}
     if v.get("resource"):
-        out[f"bottleneck/active_{v['resource']}"] = 1.0
-        if v.get("confidence") is not None:  # unknown is not logged as 0
-            out["bottleneck/confidence"] = float(v["confidence"])
+        out[f"active_{v['resource']}"] = 1.0
+        if v.get("confidence") is not None:
+            out["confidence"] = float(v["confidence"])
         if v.get("headroom") is not None:
-            out["bottleneck/headroom"] = float(v["headroom"])
+            out["headroom"] = float(v["headroom"])
     return out
+
+
+def grouped(metrics: dict[str, float], separator: str = "/") -> dict[str, float]:
+    """``{"bottleneck/share_data_wait": ...}`` with the logger's group separator."""
+    return {f"{GROUP}{separator}{k}": v for k, v in metrics.items()}
+
+
+def first_tensor(batch: Any) -> Any:
+    """The tensor a batch's examples are counted from: the batch itself, the first item of a
+    tuple or list, or a dict's ``input_ids`` (else its first tensor value); None when none."""
+    for _ in range(4):  # nested at most this deep
+        if hasattr(batch, "shape") and hasattr(batch, "dim"):
+            return batch
+        if isinstance(batch, dict):
+            if "input_ids" in batch:
+                batch = batch["input_ids"]
+                continue
+            batch = next((v for v in batch.values() if hasattr(v, "shape") and hasattr(v, "dim")), None)
+        elif isinstance(batch, (tuple, list)) and batch:
+            batch = batch[0]
+        else:
+            return None
+    return batch if hasattr(batch, "shape") else None
 
 
 def advice_lines(rep: Any, how: dict[str, str], framework: str) -> list[str]:
@@ -127,7 +228,8 @@ def advice_lines(rep: Any, how: dict[str, str], framework: str) -> list[str]:
             lines.append(f"  in {framework}: {r['name']}: {how[hook]}")
         elif hook:
             lines.append(
-                f"  in {framework}: {r['name']}: no {framework} setting applies it; use bottleneckd.torch.watch(...).apply({hook!r}) in a plain loop"
+                f"  in {framework}: {r['name']}: no {framework} setting applies it; "
+                f"use bottleneckd.torch.watch(...).apply({hook!r}) in a plain loop"
             )
     return lines
 

@@ -74,8 +74,8 @@ FACTS: dict[str, FactSpec] = {
             "cuda_uuids",
             "strs",
             _P,
-            "UUIDs (GPU-...) of the CUDA devices holding the model's parameters: the job's GPUs, whatever the PID "
-            "namespace",
+            "UUIDs (GPU-...) of the CUDA devices holding the model's parameters: the job's GPUs, "
+            "whatever the PID namespace",
         ),
         _spec("compiled", "bool", _P, "the model is torch.compile'd"),
         _spec(
@@ -129,6 +129,12 @@ FACTS: dict[str, FactSpec] = {
             "comm_overlapped_seconds_per_step", "float", _DC, "seconds per step of communication hidden behind backward"
         ),
         _spec("comm_overlap_ratio", "float", _DC, "share of the communication hidden behind backward"),
+        _spec(
+            "tokens_per_example",
+            "float",
+            _W,
+            "token ids per example of a batch x sequence integer input, over the last report (tokens/s)",
+        ),
         _spec("optimizer_closure", "bool", _W, "the optimizer's step takes a closure (LBFGS ...)"),
         _spec(
             "framework",

@@ -33,6 +33,7 @@ from bottleneckd.outputs.metric_names import (
     superseded,
 )
 from bottleneckd.outputs.rank_metrics import rank_families
+from bottleneckd.outputs.throughput_metrics import throughput_families
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +96,7 @@ class SnapshotCollector(Collector):
         yield from verdict_families(snap)
         yield from step_families(snap)
         yield from rank_families(snap)
+        yield from throughput_families(snap)
         yield CounterMetricFamily(
             "bottleneckd_steps",
             "Training steps reported by the hook: steps of the job, not of each rank (a step on 8 ranks is one step)",

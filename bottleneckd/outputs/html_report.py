@@ -8,6 +8,8 @@ sample after it was diagnosed, live or while a trace is replayed) and its energy
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import time
 from typing import Any
@@ -20,7 +22,8 @@ from bottleneckd.peaks.resolve import PeakTable
 
 CSS = """body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1100px;color:#222}
 h1{font-size:1.5em}h2{font-size:1.2em;margin-top:1.6em;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;width:100%;font-size:.9em}td,th{border:1px solid #ddd;padding:4px 6px;text-align:left;vertical-align:top}
+table{border-collapse:collapse;width:100%;font-size:.9em}
+td,th{border:1px solid #ddd;padding:4px 6px;text-align:left;vertical-align:top}
 .verdict{font-size:1.3em;font-weight:600}.why{color:#777;font-style:italic}.plot{min-height:380px}"""
 
 
@@ -35,11 +38,13 @@ def write_html(
     force: bool = False,
     title: str = "bottleneckd report",
     what: str = "--report-html",
+    plotly: str = "inline",
 ) -> None:
-    """The page for ``doc`` written to ``path`` (atomically; an existing file only with ``force``)."""
+    """The page for ``doc`` written to ``path`` (atomically; an existing file only with ``force``).
+    ``plotly``: "inline" or "cdn" (``render``)."""
     from bottleneckd.model.files import write_text
 
-    write_text(path, render(doc, timeline, energy, peaks, events, grams_per_kwh, title), what, force)
+    write_text(path, render(doc, timeline, energy, peaks, events, grams_per_kwh, title, plotly), what, force)
 
 
 def _e(x: Any) -> str:
@@ -98,12 +103,16 @@ def _code_html(code: dict[str, Any] | None) -> str:
 def _recs_html(doc: dict[str, Any]) -> str:
     recs = doc.get("recommendations", [])
     if not recs:
-        return '<p class="why">No recommendation: the bottleneck is undetermined or every mitigation for it is already in effect.</p>'
+        return (
+            '<p class="why">No recommendation: the bottleneck is undetermined or every mitigation for it is '
+            "already in effect.</p>"
+        )
     rows = []
     for k, r in enumerate(recs, 1):
         mech = r.get("mechanism", {})
         rows.append(
-            f"<tr><td>{k}</td><td>{_e(r['name'])}{' <b>[changes training semantics]</b>' if r['changes_semantics'] else ''}</td>"
+            f"<tr><td>{k}</td><td>{_e(r['name'])}"
+            f"{' <b>[changes training semantics]</b>' if r['changes_semantics'] else ''}</td>"
             f"<td>{_e(r['component'])} / {_e(r['subcomponent'])}</td><td>{_e(r['action'])}</td>"
             f"<td>{_e(mech.get('timing', ''))}, {_e(str(mech.get('basis', '')).replace('_', ' '))}</td>"
             f"<td>{_e('; '.join(r['cites'] or r.get('sources') or ()) or 'section ' + r['section'])}</td>"
@@ -118,8 +127,8 @@ def _recs_html(doc: dict[str, Any]) -> str:
         if s.get("kind") != "stage"
     )
     return (
-        '<table id="recommendations"><tr><th>#</th><th>mitigation</th><th>component</th><th>action</th><th>mechanism</th>'
-        "<th>citations</th><th>why</th><th>hook</th><th>predicted speed-up (model)</th></tr>"
+        '<table id="recommendations"><tr><th>#</th><th>mitigation</th><th>component</th><th>action</th>'
+        "<th>mechanism</th><th>citations</th><th>why</th><th>hook</th><th>predicted speed-up (model)</th></tr>"
         + "".join(rows)
         + "</table>"
         + (f"<p>Skipped:</p><ul>{skipped}</ul>" if skipped else "")
@@ -161,23 +170,27 @@ def render(
     events: list[dict[str, Any]] | None = None,
     grams_per_kwh: float | None = None,
     title: str = "bottleneckd report",
+    plotly: str = "inline",
 ) -> str:
-    """The page. Every plot that has data is drawn; where a plot has none, the reason is shown instead."""
+    """The page. Every plot that has data is drawn; where a plot has none, the reason is shown
+    instead. ``plotly``: "inline" embeds plotly.js (the page opens offline), "cdn" loads it from
+    plotly's CDN (a page of tens of kB instead of ~5 MB; needs the network to draw)."""
     import plotly.io as pio  # lazy: only the report needs plotly
-    from plotly.offline import get_plotlyjs
 
     events = events or []
     facts = doc.get("facts", {}) or {}
-    sections: list[tuple[str, str, tuple[Any | None, str]]] = [
-        ("phases", "Step phases", figs.phases_figure(timeline)),
+    # (div, heading, its text before the plot, (figure, why there is none or a note))
+    sections: list[tuple[str, str, str, tuple[Any | None, str]]] = [
+        ("phases", "Step phases", "", figs.phases_figure(timeline)),
         (
             "utilization",
             "Utilisation against peak",
+            "",
             figs.utilization_figure(timeline, doc.get("regime_changes", []), events),
         ),
-        ("roofline", "Roofline", figs.roofline_figure(peaks, facts)),
-        ("ranks", "Ranks", figs.ranks_figure(timeline)),
-        ("energy-plot", "Energy", figs.energy_figure(acc)),
+        ("roofline", "Roofline", "", figs.roofline_figure(peaks, facts)),
+        ("ranks", "Ranks", "", figs.ranks_figure(timeline)),
+        ("energy-plot", "Energy", _energy_html(acc, grams_per_kwh), figs.energy_figure(acc)),  # one section
     ]
     body = [
         f"<h1>{_e(title)}</h1>",
@@ -187,16 +200,17 @@ def render(
         _verdict_html(doc),
         "<h2>Recommendations</h2>",
         _recs_html(doc),
-        "<h2>Energy</h2>",
-        _energy_html(acc, grams_per_kwh),
+        "<h2>Throughput</h2>",
+        _throughput_html(doc.get("throughput")),
     ]
-    for div, name, (fig, why) in sections:
+    for div, name, intro, (fig, why) in sections:
+        head = f"<h2>{_e(name)}</h2>{intro}"
         if fig is None:
             if div != "ranks":
-                body.append(f'<h2>{_e(name)}</h2><p class="why" id="{div}-why">{_e(why)}</p>')
+                body.append(f'{head}<p class="why" id="{div}-why">{_e(why)}</p>')
             continue
         body.append(
-            f"<h2>{_e(name)}</h2>"
+            head
             + pio.to_html(
                 fig,
                 full_html=False,
@@ -225,5 +239,40 @@ def render(
         )
     return (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{_e(title)}</title><style>{CSS}</style>'
-        f'<script type="text/javascript">{get_plotlyjs()}</script></head><body>{"".join(body)}</body></html>'
+        f"{plotly_script(plotly)}</head><body>{''.join(body)}</body></html>"
+    )
+
+
+def plotly_script(how: str) -> str:
+    """plotly.js inline, or from plotly's CDN at the installed plotly's version with its
+    subresource-integrity hash (the browser refuses a file that differs from the one bundled)."""
+    from plotly.offline import get_plotlyjs, get_plotlyjs_version
+
+    js = get_plotlyjs()
+    if how != "cdn":
+        return f'<script type="text/javascript">{js}</script>'
+    digest = base64.b64encode(hashlib.sha384(js.encode("utf-8")).digest()).decode("ascii")
+    url = f"https://cdn.plot.ly/plotly-{get_plotlyjs_version()}.min.js"
+    return f'<script charset="utf-8" src="{url}" integrity="sha384-{digest}" crossorigin="anonymous"></script>'
+
+
+def _throughput_html(t: dict[str, Any] | None) -> str:
+    """Samples/s, tokens/s and MFU of the run (model/throughput.py), each with why it is unknown."""
+    if not t or not t.get("steps"):
+        return '<p class="why" id="throughput-why">no throughput: the hook reported no steps</p>'
+
+    def fig(key: str, fmt: str, why_key: str) -> str:
+        v = t.get(key)
+        return fmt.format(v) if v is not None else f"unknown ({_e(t.get(why_key) or '')})"
+
+    mfu = (
+        f"{t['mfu']:.1%} of the {_e(t.get('peak_path', ''))} peak ({t['peak_flops']:.3g} FLOP/s; "
+        f"{_e(t.get('peak_why', ''))})"
+        if t.get("mfu") is not None
+        else f"unknown ({_e(t.get('mfu_unknown') or '')})"
+    )
+    return (
+        f'<p id="throughput">Samples/s: {fig("samples_per_second", "{:,.4g}", "samples_unknown")}; '
+        f"tokens/s: {fig('tokens_per_second', '{:,.4g}', 'tokens_unknown')}; "
+        f"model FLOPs utilisation (MFU): {mfu}.</p>"
     )

@@ -15,6 +15,7 @@ from bottleneckd.diagnosis.pipeline import Summary
 from bottleneckd.model.resources import UNDETERMINED
 from bottleneckd.model.sample import StepPhases
 from bottleneckd.model.tune import render_tune
+from bottleneckd.model.throughput import Throughput
 
 SCHEMA = "bottleneckd.report/1"
 
@@ -98,8 +99,10 @@ def build_report(
         doc["step_phases"] = step_phases_json(w.phases)
     doc["facts"] = snap.facts.to_json()
     doc["whatif_inputs"] = None if inputs is None else inputs.to_json()  # what the predictions were made from
-    if throughput is not None:
+    if throughput is not None:  # the run's (the end report)
         doc["throughput"] = throughput
+    elif snap.throughput is not None:  # the window's
+        doc["throughput"] = snap.throughput.to_json()
     if energy is not None:
         doc["energy"] = energy
     return {**doc, **(extra or {})}
@@ -143,7 +146,10 @@ def _headroom_text(h: float | None, doc: dict[str, Any] | None = None) -> str:
     if h is not None:
         return f"a step could be up to {h:.2f}x faster if this stopped limiting it"
     if doc and doc.get("step_phases"):
-        return "no removable stage: the step is this work itself; only doing less of it (the mitigations below) makes it faster"
+        return (
+            "no removable stage: the step is this work itself; only doing less of it (the mitigations below) "
+            "makes it faster"
+        )
     return "unknown (needs step phases from the torch hook)"
 
 
@@ -170,7 +176,8 @@ def render_text(doc: dict[str, Any], top: int = 5) -> str:
         )
     for c in doc.get("regime_changes", []):
         lines.append(
-            f"  regime change at {time.strftime('%H:%M:%S', time.localtime(c['t']))}: {c['before']}/{c.get('before_stage', '')} -> {c['after']}/{c.get('after_stage', '')} ({c['label']})"
+            f"  regime change at {time.strftime('%H:%M:%S', time.localtime(c['t']))}: "
+            f"{c['before']}/{c.get('before_stage', '')} -> {c['after']}/{c.get('after_stage', '')} ({c['label']})"
         )
     recs = doc.get("recommendations", [])[:top]
     if recs:
@@ -197,6 +204,9 @@ def render_text(doc: dict[str, Any], top: int = 5) -> str:
     note = (doc.get("instrumentation") or {}).get("note")
     if note:
         lines.append(f"instrumentation: {note}")
+    t = doc.get("throughput")
+    if t and t.get("steps") and "samples_per_second" in t:  # model/throughput.py's figures
+        lines.append(Throughput.from_json(t).text())
     e = doc.get("energy")
     if e:  # outputs/energy.py's account
         per = (

@@ -23,8 +23,9 @@ from bottleneckd.advice.fit import machine_facts
 from bottleneckd.advice.knowledge import Mitigation
 from bottleneckd.advice.stage import Advisor, Snapshot
 from bottleneckd.channel.link import PhaseReceiver
-from bottleneckd.diagnosis.pipeline import Pipeline
+from bottleneckd.diagnosis.pipeline import Diagnosis, Pipeline
 from bottleneckd.diagnosis.thresholds import HOLD, WINDOW_SAMPLES
+from bottleneckd.diagnosis.throughput import run_throughput_json
 from bottleneckd.hardware.detect.machine import Machine
 from bottleneckd.model.protocol import Event
 from bottleneckd.model.sample import Sample, StepPhases
@@ -68,15 +69,13 @@ class Totals:
     def seconds(self) -> float:
         return 0.0 if self.start is None or self.end is None else self.end - self.start
 
-    def throughput(self) -> dict[str, Any]:
-        """What 'bottleneckd compare' reads of a run: steps, examples and their wall time."""
+    def throughput(self, snap: Diagnosis | None) -> dict[str, Any]:
+        """What 'bottleneckd compare' reads of a run (steps, examples and their wall time), with the
+        run's samples/s, tokens/s and MFU (diagnosis/throughput.py) against ``snap``'s peak."""
         known = self.steps > 0
-        return {
-            "steps": self.steps,
-            "examples": self.examples if known else None,
-            "wall_seconds": self.wall if known else None,
-            "start": self.start,
-        }
+        return run_throughput_json(
+            self.steps, self.examples if known else None, self.wall if known else None, self.start, snap
+        )
 
 
 class Run:
@@ -184,7 +183,7 @@ class Run:
             summary=summary,
             totals=None if current else self.totals.step_phases(),
             run_seconds=self.totals.seconds,
-            throughput=None if current else self.totals.throughput(),
+            throughput=None if current else self.totals.throughput(snap.diagnosis if snap else None),
             energy=self.energy.account().to_json(grid_intensity) if energy else None,
             extra=extra,
         )

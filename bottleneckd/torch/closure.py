@@ -20,6 +20,8 @@ class StepState:
     __slots__ = (
         "examples",
         "step_examples",
+        "tokens",
+        "token_rows",
         "micro",
         "closure_calls",
         "closure_fact",
@@ -31,6 +33,10 @@ class StepState:
     def __init__(self) -> None:
         self.examples = 0
         self.step_examples: list[int] = []  # per ended step, until drained
+        # token ids seen at forward starts (integer inputs of shape batch x sequence) and their rows,
+        # both counted since the start: consumers take differences (tokens per example)
+        self.tokens = 0
+        self.token_rows = 0
         self.micro = False
         self.closure_calls = 0
         self.in_closure = False  # inside a closure whose forward the clock does not time apart (CUDA)

@@ -25,6 +25,7 @@ class RooflineCounting:
         self.flops: float | None = None
         self.operand_bytes: float | None = None
         self.failed = ""
+        self.unknown = ""  # why the counted step's FLOPs are not its FLOPs (operators without a formula)
         self.active = False  # the modes are on (a plain attribute: read once per step)
         self._eager: Any = None  # torch.compiler stance to restore after the count
         self._uncompiled: tuple[Any, Any] | None = None  # (model, its compiled __call__) set aside for the count
@@ -76,6 +77,7 @@ class RooflineCounting:
         unknown = counts.flops_unknown
         if unknown:  # unknown is not zero: no FLOPs, intensity or achieved FLOP/s from a partial count
             self.flops = None
+            self.unknown = unknown
             return {"operand_bytes_per_step": self.operand_bytes, "flops_unknown": unknown}
         self.flops = float(counts.flops)
         return {
@@ -84,6 +86,18 @@ class RooflineCounting:
             "arithmetic_intensity": counts.intensity,
             **precision_facts(counts),
         }
+
+    def why_no_flops(self) -> str:
+        """Why there is no FLOP count ('' when there is one): for MFU's reason."""
+        if self.flops is not None:
+            return ""
+        if self.failed:
+            return f"the FLOP count failed ({self.failed})"
+        if self.unknown:
+            return f"the step's FLOPs are unknown: {self.unknown}"
+        if self.at_step is None:
+            return "FLOP counting is off (roofline_step=None)"
+        return f"the FLOPs are counted on step {self.at_step}, not reached yet"
 
     def achieved(self, compute_seconds_per_step: float) -> dict[str, Any]:
         """Achieved FLOP/s and operand bytes/s over the measured compute time of a step."""

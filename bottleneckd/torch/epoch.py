@@ -1,5 +1,6 @@
 """The epoch-end block: the step time in ms with its change since the last epoch and since each
-mitigation in effect was applied, the step-phase shares, then the verdict and top recommendations,
+mitigation in effect was applied, the step-phase shares, the throughput (samples/s, tokens/s, MFU:
+model/throughput.py), then the verdict and top recommendations,
 printed as one block and returned as an object. An epoch with no timed step gets no verdict.
 
 Shares alone mislead: data wait falling from 67% to 43% reads as a success while the step got
@@ -10,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from bottleneckd.model.throughput import Throughput
 from bottleneckd.torch.phases import PhaseTotals
 
 
@@ -22,6 +24,8 @@ class EpochReport:
     text: str
     #: mean wall time of the epoch's steps, ms (None when no step was timed)
     step_ms: float | None = None
+    #: samples/s, tokens/s and MFU of the epoch's steps (None when no step was timed)
+    throughput: Throughput | None = None
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,7 @@ def render_epoch(
     notes: list[str],
     previous: EpochReport | None = None,
     in_effect: tuple[InEffect, ...] = (),
+    throughput: Throughput | None = None,
 ) -> EpochReport:
     """``report`` is the sidecar's (None when none answered); it is left out when no step was timed.
     ``previous``: the last epoch's block (its step time is compared); ``in_effect``: the
@@ -73,6 +78,8 @@ def render_epoch(
         + (f" ({since} since epoch {previous.epoch})" if since and previous is not None else "")
         + f"; step time: {share}"
     )
+    if throughput is not None:
+        text += f"\n[bottleneckd] {throughput.text()}"
     for m in in_effect:
         text += f"\n[bottleneckd] {in_effect_line(m, step_ms)}"
     for n in notes:
@@ -80,5 +87,6 @@ def render_epoch(
     if report is not None:
         from bottleneckd.outputs.report import render_text
 
-        text += "\n" + render_text(report, top=3)
-    return EpochReport(epoch, totals.steps, totals.phases, report, text, step_ms)
+        # the block's own throughput line is the epoch's; the report's is the sidecar's window
+        text += "\n" + render_text({k: v for k, v in report.items() if k != "throughput"}, top=3)
+    return EpochReport(epoch, totals.steps, totals.phases, report, text, step_ms, throughput)

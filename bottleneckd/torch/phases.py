@@ -52,6 +52,7 @@ class PhaseAccumulator:
         self._steps = 0
         self._examples = 0
         self._epoch = PhaseTotals(0, 0.0, dict.fromkeys(HOOK_PHASES, 0.0))
+        self._run = PhaseTotals(0, 0.0, dict.fromkeys(HOOK_PHASES, 0.0))  # every interval taken
 
     def add(self, steps: Iterable[tuple[tuple[float, ...], float]], examples: list[int]) -> int:
         """Add the steps a clock drained (phase tuples in HOOK_PHASES order, and wall), with the
@@ -75,15 +76,42 @@ class PhaseAccumulator:
 
     def take_interval(self) -> PhaseTotals:
         """The steps added since the last call, by phase name; they count in the epoch too."""
-        out = PhaseTotals(self._steps, self._wall, dict(zip(HOOK_PHASES, self._sums)), self._examples)
+        out = self._interval()
         self._sums, self._wall, self._steps, self._examples = [0.0] * len(HOOK_PHASES), 0.0, 0, 0
-        e = self._epoch
-        self._epoch = PhaseTotals(
-            e.steps + out.steps, e.wall_seconds + out.wall_seconds, {k: v + out.phases[k] for k, v in e.phases.items()}
-        )
+        self._epoch = _plus(self._epoch, out)
+        self._run = _plus(self._run, out)
         return out
+
+    def so_far(self) -> PhaseTotals:
+        """Every step added since the start (intervals taken and the one in progress): a
+        consumer with its own cadence (a framework's log) takes differences of these."""
+        return _plus(self._run, self._interval())
+
+    def _interval(self) -> PhaseTotals:
+        return PhaseTotals(self._steps, self._wall, dict(zip(HOOK_PHASES, self._sums, strict=True)), self._examples)
 
     def take_epoch(self) -> PhaseTotals:
         """Every interval taken since the last epoch end (take the interval first)."""
         out, self._epoch = self._epoch, PhaseTotals(0, 0.0, dict.fromkeys(HOOK_PHASES, 0.0))
         return out
+
+
+def _plus(a: PhaseTotals, b: PhaseTotals) -> PhaseTotals:
+    return PhaseTotals(
+        a.steps + b.steps,
+        a.wall_seconds + b.wall_seconds,
+        {k: v + b.phases.get(k, 0.0) for k, v in a.phases.items()},
+        a.examples + b.examples,
+    )
+
+
+def minus(a: PhaseTotals, b: PhaseTotals | None) -> PhaseTotals:
+    """The steps of ``a`` (a later ``so_far``) not in ``b`` (an earlier one; None: all of ``a``)."""
+    if b is None:
+        return a
+    return PhaseTotals(
+        a.steps - b.steps,
+        a.wall_seconds - b.wall_seconds,
+        {k: max(0.0, v - b.phases.get(k, 0.0)) for k, v in a.phases.items()},
+        a.examples - b.examples,
+    )

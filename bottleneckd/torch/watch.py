@@ -28,9 +28,11 @@ from collections.abc import Iterable
 from typing import Any
 
 import torch
+from torch.autograd import profiler as _profiler
 
 from bottleneckd.model.facts import FactBoard
 from bottleneckd.model.protocol import StepReport
+from bottleneckd.model.throughput import measure, peak_of_report, tokens_per_example
 from bottleneckd.torch import cuda_graphs, probe
 from bottleneckd.torch.cadence import Cadence
 from bottleneckd.torch.closure import StepState, closure_notes, closure_of, with_timed_closure
@@ -42,7 +44,8 @@ from bottleneckd.torch.epoch import EpochReport, render_epoch
 from bottleneckd.torch.hooks import install_hooks, remove_all
 from bottleneckd.torch.loader import InstrumentedLoader
 from bottleneckd.torch.mitigations.base import LoopEvent
-from bottleneckd.torch.phases import PhaseAccumulator
+from bottleneckd.torch.phases import PhaseAccumulator, PhaseTotals
+from bottleneckd.torch.ranges import PhaseRanges
 from bottleneckd.torch.registry import forget, replace_current
 from bottleneckd.torch.timing import CudaClock, HostClock
 from bottleneckd.torch.transport import make_transport
@@ -50,6 +53,8 @@ from bottleneckd.torch.trials import Trial
 from bottleneckd.torch.tune import Tuner
 
 log = logging.getLogger("bottleneckd.torch")
+#: the dtypes of token ids (a model's integer input of shape batch x sequence): tokens/s counts them
+TOKEN_DTYPES = frozenset({torch.int64, torch.int32})
 _BEFORE_OPT, _STEP_END = LoopEvent.BEFORE_OPTIMIZER_STEP, LoopEvent.STEP_END
 
 
@@ -72,6 +77,7 @@ class Watcher:
         cuda_sample_every: int = 8,
         tune: bool | None = None,
         allow_semantics_change: bool | None = None,
+        profiler_ranges: bool = True,
     ) -> None:
         replace_current(self)
         self.model, self.optimizer = model, optimizer
@@ -109,7 +115,12 @@ class Watcher:
         self._before_opt_subs = self._engine.listening[_BEFORE_OPT]
         self._step_end_subs = self._engine.listening[_STEP_END]
         self._phases = PhaseAccumulator(self.trials.record_step)
+        self._tok_sent = self._tok_epoch = (0, 0)  # token counts at the last report and epoch start
         self._handles: list[Any] = []
+        # the phases as ranges in the user's profiler traces, only while one records (ranges.py)
+        self._ranges: PhaseRanges | None = (
+            PhaseRanges(self.device.type == "cuda", optimizer if hooks else None) if profiler_ranges else None
+        )
         self.graphs_kind: str | None = None  # CUDA graphs seen replayed: cuda_graphs.WHOLE / WITHIN
         if self.device.type == "cuda":
             cuda_graphs.register(self)
@@ -136,6 +147,8 @@ class Watcher:
                 if label == "forward_start":
                     self.forward_start(())
                 else:
+                    if self._ranges is not None and (_profiler._is_profiler_enabled or self._ranges.phase):
+                        self._ranges.at(label)
                     self.clock.mark(label)
             except Exception as e:  # noqa: BLE001 - our failure never breaks the step
                 self.disable(f"{type(e).__name__}: {e}")
@@ -155,6 +168,8 @@ class Watcher:
                 self.clock.unmark("step_start")
                 self.clock.reset()
                 self.clock.mark("step_start")
+                if self._ranges is not None and (_profiler._is_profiler_enabled or self._ranges.phase):
+                    self._ranges.at("step_start")
             except Exception as e:  # noqa: BLE001
                 self.disable(f"{type(e).__name__}: {e}")
 
@@ -169,6 +184,8 @@ class Watcher:
             st.opt_depth = 0  # a forward outside any optimizer step: the last step raised before its end
         if not st.in_closure:
             self.clock.mark("forward_start")
+            if self._ranges is not None and (_profiler._is_profiler_enabled or self._ranges.phase):
+                self._ranges.at("forward_start")
         if st.closure_calls > 1:
             return  # the optimizer's closure again: same batch, counted once
         if self._precision_step != self.steps:  # once per step: is autocast on around this forward?
@@ -177,6 +194,9 @@ class Watcher:
         first = args[0] if args else None
         if isinstance(first, torch.Tensor) and first.dim() > 0:
             st.examples += int(first.shape[0])
+            if first.dim() == 2 and first.dtype in TOKEN_DTYPES:  # token ids: batch x sequence
+                st.tokens += first.numel()
+                st.token_rows += int(first.shape[0])
             if not st.input_probed:
                 st.input_probed = True
                 self.facts.update(probe.input_facts(args))
@@ -193,6 +213,8 @@ class Watcher:
             return None  # a step inside an optimizer step: the outer one is timed and counted
         self.optimizer_calls += 1
         self.clock.mark("optimizer_start")
+        if self._ranges is not None and (_profiler._is_profiler_enabled or self._ranges.phase):
+            self._ranges.at("optimizer_start")
         if self._before_opt_subs:
             ctx = self._engine.run(_BEFORE_OPT, self.steps, self.epoch, self.optimizer_calls)
             if ctx.micro_step:
@@ -207,6 +229,8 @@ class Watcher:
     def forward_end(self) -> None:
         if not self._step.in_closure and cuda_graphs.STATE.capturing is None:
             self.clock.mark("forward_end")
+            if self._ranges is not None and (_profiler._is_profiler_enabled or self._ranges.phase):
+                self._ranges.at("forward_end")
 
     def after_optimizer_step(self) -> None:
         """``optimizer.step()`` returned (the step hooks' counterpart of ``before_optimizer_step``)."""
@@ -227,6 +251,8 @@ class Watcher:
             st.micro = False
             return
         self.steps += 1
+        if self._ranges is not None and (_profiler._is_profiler_enabled or self._ranges.phase):
+            self._ranges.at("step_end")
         examples, st.examples, st.closure_calls = st.examples, 0, 0
         if self._counting.active:
             self.facts.update(self._counting.finish())
@@ -260,6 +286,9 @@ class Watcher:
             return
         totals = self._phases.take_interval()
         self.facts.update(probe.runtime_facts(self.model, self._tid))
+        tok = self.token_counts()
+        self.facts["tokens_per_example"] = tokens_per_example(tok, self._tok_sent)
+        self._tok_sent = tok
         self.facts.update(self._counting.achieved(totals.compute_seconds / totals.steps))
         if isinstance(self.clock, CudaClock):
             self.facts.update(self.clock.comm_facts())  # side-stream collectives (FSDP): in flight vs waited for
@@ -288,6 +317,15 @@ class Watcher:
                 self.precision.refresh(self.model)
                 self.facts.update(self.precision.facts())
             report = self.transport.report() if totals.steps else None
+            tok = self.token_counts()
+            rate = measure(
+                steps=totals.steps,
+                wall_seconds=totals.wall_seconds,
+                examples=totals.examples,
+                facts=self.throughput_facts(tokens_per_example(tok, self._tok_epoch)),
+                peak=peak_of_report(report),
+            )
+            self._tok_epoch = tok
             rep = render_epoch(
                 self.epoch,
                 totals,
@@ -298,6 +336,7 @@ class Watcher:
                 + (self.tuner.lines() if self.tuner is not None else []),
                 previous=next((r for r in reversed(self.epoch_reports) if r.step_ms is not None), None),
                 in_effect=self._control.in_effect(),
+                throughput=rate,
             )
             if self.print_epoch:
                 print(rep.text, file=self.print_to, flush=True)
@@ -319,6 +358,24 @@ class Watcher:
 
     def steps_done(self) -> int:
         return self.steps
+
+    # --- what framework callbacks read (integrations/_common.py) ------------------------------
+    def totals_so_far(self) -> PhaseTotals:
+        """Every step timed since the start (drained first): a callback logs differences."""
+        self.drain()
+        return self._phases.so_far()
+
+    def token_counts(self) -> tuple[int, int]:
+        """Token ids and their rows counted at forward starts since the start."""
+        return self._step.tokens, self._step.token_rows
+
+    def throughput_facts(self, tokens_per_ex: float | None) -> dict[str, Any]:
+        """The facts ``model.throughput.measure`` reads, from this rank's own counts."""
+        return {
+            "flops_per_step": self._counting.flops,
+            "flops_unknown": self._counting.why_no_flops(),
+            "tokens_per_example": tokens_per_ex,
+        }
 
     # --- mitigations (control.py) -------------------------------------------------------------
     def apply(
@@ -387,6 +444,8 @@ class Watcher:
         self.enabled = False
         cuda_graphs.unregister(self)
         self._counting.abort()
+        if self._ranges is not None:
+            remove_all([self._ranges])
         remove_all(self._handles)
         self._handles = []
         if self._loader is not None:
