@@ -72,6 +72,12 @@ def test_more_workers_from_the_measured_inputs_and_unknown_without_them() -> Non
     q = more_workers(sleepy)
     assert q.speedup == pytest.approx(2 / 0.89) and "0 -> 2 workers" in q.formula and "latency" in q.formula
     assert more_workers(sleepy, 4).speedup == pytest.approx(4 / 0.89)  # four in flight: 22.25 ms per batch, x4.49
+    # the same latency-bound loader on a busy machine (no idle core): its batches need next to no
+    # CPU, so two in flight still halve the wait (run --tune measured x2.17 for 0 -> 2 workers at load 2.5)
+    busy_sleepy = inputs(
+        {"data_wait": 0.8, "forward": 0.2}, main_cores=0.05, main_demand=0.05, loader_workers=0.0, idle_cores=0.0
+    )
+    assert more_workers(busy_sleepy).speedup == pytest.approx(1 / 0.4)  # T' = max(0.2 T, 0.8 T / 2)
     blind = more_workers(inputs({"data_wait": 0.9}, loader_workers=2.0, worker_cores=None, idle_cores=1.0))
     assert blind.speedup is None and "not measured" in blind.formula
     assert more_workers(inputs({"data_wait": 0.9}, loader_workers=None)).speedup is None

@@ -237,7 +237,10 @@ def more_workers(i: StepInputs, new: float | None = None) -> Prediction:
     def speed(x: float) -> float:
         x = min(x, MAX_SHARE)
         cpu, cores = (u * w * i.step, u * w) if w >= NO_WORKERS else (x * i.step * u, x * u)
-        return i.step / loader_step(i.step, x, w, cpu, cores, idle, new)
+        # a loader that waits (latency) needs next to no CPU: only how many batches are in flight
+        # limits it. Capping it by the cores it uses now plus the idle ones predicted no gain on a
+        # busy machine (idle 0) for a 0 -> 2 worker change run --tune measured at x2.17
+        return i.step / loader_step(i.step, x, w, cpu if cpu_bound else 0.0, cores, idle, new)
 
     per = (u * w if w >= NO_WORKERS else d.value * u) * i.step
     kind = "CPU-bound" if cpu_bound else "waiting (latency)"
