@@ -37,7 +37,7 @@ def test_catalog_has_every_required_part_with_sources():
         assert ("gpu_memory_bandwidth", "dram_bandwidth") in metrics and ("gpu_memory", "capacity") in metrics
         for p in g.peaks:
             assert p.source and p.unit in UNITS and p.value > 0
-    ids = {l.id for l in c.links}
+    ids = {link.id for link in c.links}
     for want in [
         "pcie_gen3_x16",
         "pcie_gen4_x16",

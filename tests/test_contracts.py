@@ -23,7 +23,8 @@ def test_the_daemon_side_never_imports_torch():
     code = (
         "import importlib, sys\n"
         + "".join(f"importlib.import_module({m!r})\n" for m in mods)
-        + "from bottleneckd.cli.main import cli\nassert 'torch' not in sys.modules, 'torch was imported'\nprint(len(sys.modules))"
+        + "from bottleneckd.cli.main import cli\n"
+        + "assert 'torch' not in sys.modules, 'torch was imported'\nprint(len(sys.modules))"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

@@ -41,7 +41,8 @@ def _setup(tmp: Path) -> dict[str, str]:
     (tmp / "profile_nan.json").write_text('{"schema": "bottleneckd.profile/1", "measurements": [{"value": NaN}]}')
     (tmp / "web_unknown.yml").write_text("http_server_config:\n  http2: false\n")
     (tmp / "web_request_cert.yml").write_text(
-        f"tls_server_config:\n  cert_file: {tmp}/c.pem\n  key_file: {tmp}/k.pem\n  client_auth_type: RequestClientCert\n"
+        f"tls_server_config:\n  cert_file: {tmp}/c.pem\n  key_file: {tmp}/k.pem\n"
+        "  client_auth_type: RequestClientCert\n"
     )
     (tmp / "web_fifo_key.yml").write_text(f"tls_server_config:\n  cert_file: {tmp}/existing\n  key_file: {tmp}/fifo\n")
     os.symlink(tmp / "nowhere" / "target", tmp / "dangling")
@@ -73,7 +74,6 @@ def _setup(tmp: Path) -> dict[str, str]:
     }
 
 
-R, O = "read", "write"
 QUALITY = ["--metric", "acc", "--target", "0.9"]
 #: address space for each case: what failed by reading without bound (compare on /dev/zero grew to
 #: 24 GB) ends in MemoryError here, not in the machine's OOM killer

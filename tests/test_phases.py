@@ -43,7 +43,7 @@ def step(c, t, data=0.0, transfer=0.0, forward=0.0, backward=0.0, optimizer=0.0,
 
 
 def named(ph):
-    return dict(zip(HOOK_PHASES, ph))
+    return dict(zip(HOOK_PHASES, ph, strict=True))
 
 
 def test_phases_of_consecutive_steps_add_up_to_their_wall(clock):

@@ -97,7 +97,9 @@ def test_a_shell_script_and_a_rank_environment_mark_launchers(tmp_path):
     (tmp_path / "agent.py").write_text(
         textwrap.dedent(f"""
         import os, subprocess, sys
-        ps = [subprocess.Popen([sys.executable, {str(tmp_path / "rank.py")!r}], env={{**os.environ, "RANK": str(r), "LOCAL_RANK": str(r)}}) for r in range(2)]
+        rank = {str(tmp_path / "rank.py")!r}
+        ps = [subprocess.Popen([sys.executable, rank], env={{**os.environ, "RANK": str(r), "LOCAL_RANK": str(r)}})
+              for r in range(2)]
         [p.wait() for p in ps]
     """)
     )

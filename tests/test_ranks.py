@@ -96,7 +96,7 @@ def test_the_cuda_clock_takes_ddp_exposed_communication_as_event_pairs_it_never_
     assert clock.drain() == []
     done.t = 0.045
     [(ph, wall)] = clock.drain()
-    got = dict(zip(PHASE_KEYS, ph))
+    got = dict(zip(PHASE_KEYS, ph, strict=True))
     assert got["communication"] == pytest.approx(0.015) and got["backward"] == pytest.approx(0.020)
     assert wall == pytest.approx(0.050)
     assert ready not in clock._pool and done not in clock._pool

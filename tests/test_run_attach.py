@@ -235,7 +235,8 @@ def test_check_tries_again_after_a_transient_py_spy_failure(tmp_path):
     flaky = tmp_path / "py-spy"
     mark = tmp_path / "failed-once"
     flaky.write_text(
-        f"#!/bin/sh\nif [ ! -e {mark} ]; then touch {mark}; echo 'Error: Failed to find python version from target process' >&2; "
+        f"#!/bin/sh\nif [ ! -e {mark} ]; then touch {mark};"
+        " echo 'Error: Failed to find python version from target process' >&2; "
         f'exit 1; fi\nexec {find_py_spy()} "$@"\n'
     )
     flaky.chmod(flaky.stat().st_mode | stat.S_IEXEC)

@@ -79,7 +79,7 @@ def test_sigterm_loses_at_most_one_interval(tmp_path, cli_env):
             p.kill()
             p.wait()
     lines = out.read_text().splitlines()
-    assert len(lines) >= lines_before and all(json.loads(l) for l in lines)
+    assert len(lines) >= lines_before and all(json.loads(line) for line in lines)
     assert len(list(read_trace(str(out))[1])) >= 5
 
 
@@ -165,7 +165,7 @@ def test_a_mitigation_applied_by_the_hook_is_recorded_as_an_event(tmp_path, cli_
     finally:
         rec.send_signal(signal.SIGTERM)
         assert rec.wait(timeout=60) == 0
-    events = [json.loads(l) for l in out.read_text().splitlines() if '"type":"event"' in l]
+    events = [json.loads(line) for line in out.read_text().splitlines() if '"type":"event"' in line]
     assert [(e["kind"], e["name"], e["changes_semantics"]) for e in events] == [
         ("mitigation_applied", "channels_last", False)
     ]

@@ -110,7 +110,8 @@ def check_socket(path: str | None) -> None:
     p = os.path.abspath(path or default_socket_path())
     if len(os.fsencode(p)) > MAX_SOCKET_PATH:
         raise InputError(
-            f"--socket {p}: longer than {MAX_SOCKET_PATH} bytes, the most a Unix socket path can hold; choose a shorter path"
+            f"--socket {p}: longer than {MAX_SOCKET_PATH} bytes, the most a Unix socket path can hold;"
+            " choose a shorter path"
         )
     d = os.path.dirname(p)
     while d and not os.path.exists(d):
