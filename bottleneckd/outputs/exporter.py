@@ -128,7 +128,8 @@ class SnapshotCollector(Collector):
             "Each GPU (or MIG slice) by its device label here and DCGM's labels (gpu index, UUID, Hostname), for joins",
             labels=["device", "gpu", "UUID", "model_name", "Hostname"],
         )
-        host = os.environ.get("NODE_NAME") or getattr(self._machine, "hostname", "")  # DCGM's Hostname: the node
+        # DCGM's Hostname: the node
+        host = os.environ.get("NODE_NAME") or getattr(self._machine, "hostname", None) or ""
         for g in gpus:
             m = re.match(r"gpu(\d+)", g.device)  # a MIG slice "gpu0.mig1" is on GPU 0 (DCGM's gpu label)
             fam.add_metric([g.device, m.group(1) if m else str(g.index), g.uuid or "", g.name, host], {})
@@ -158,7 +159,7 @@ class SnapshotCollector(Collector):
             labels=["domain", "device"],
             unit="joules",
         )
-        fams: dict[tuple[str, str, int], Metric] = {}
+        fams: dict[tuple[str, str, int], GaugeMetricFamily | CounterMetricFamily] = {}
         for r in readings:
             assert r.value is not None
             base, _, detail = r.metric.partition(":")
