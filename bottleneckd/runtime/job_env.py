@@ -47,6 +47,8 @@ def run_directory() -> Iterator[str]:
 
 
 def job_env(run_dir: str, socket_path: str, inject: bool) -> dict[str, str]:
+    """The job's environment: this one with the channel's socket, and with ``inject`` the hook's
+    sitecustomize and this package put on ``PYTHONPATH`` (linked under ``run_dir``)."""
     env = dict(os.environ)
     env["BOTTLENECKD_SOCKET"] = socket_path
     if inject:
