@@ -143,6 +143,7 @@ def test_bad_catalog_names_file_field_and_problem(tmp_path, mutate, field, probl
     assert str(p) in msg and field in msg and problem in msg and "\n" not in msg
 
 
+@pytest.mark.slow
 def test_bad_catalog_on_the_command_line_exits_2_with_one_line(tmp_path, cli_env):
     p = tmp_path / "bad.json"
     p.write_text('{"schema": "bottleneckd.peaks/1", "gpus": [}')

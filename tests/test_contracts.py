@@ -4,6 +4,8 @@ import pkgutil
 import subprocess
 import sys
 
+import pytest
+
 import bottleneckd
 from bottleneckd.hardware.detect import detect_machine
 from bottleneckd.model.resources import RESOURCES
@@ -14,6 +16,7 @@ from bottleneckd.runtime.sidecar import SAMPLER_NAMES, build_samplers
 from tests.fake_nvml import FakeGpu, FakeNvml
 
 
+@pytest.mark.slow
 def test_the_daemon_side_never_imports_torch():
     mods = [
         m.name

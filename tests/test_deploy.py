@@ -136,6 +136,7 @@ def base_of(expr: str) -> str:
     return re.sub(r"\s*(==|!=|>=|<=|>|<)\s*[\d.e+-]+\s*$", "", expr)
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_every_expression_evaluates_and_returns_data(tmp_path, cli_env):
     """Three exporters replay traces: one recorded on an H200 (GPU, CPU, storage and network series)

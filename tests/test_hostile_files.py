@@ -188,6 +188,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv,words", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_bad_path_or_file_is_one_line_and_exit_2(tmp_path, cli_env, argv, words):
     before_existing = "keep me\n"
@@ -280,6 +281,7 @@ def test_trace_force_keeps_the_old_file_until_recording_ends(tmp_path, cli_env):
     assert sorted(os.listdir(tmp_path)) == ["s", "t.jsonl"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", ["SIGHUP", "SIGUSR1"])
 def test_trace_force_is_put_in_place_when_a_signal_stops_recording(tmp_path, cli_env, sig):
     """SIGHUP (or SIGUSR1) killed ``record --force`` with the new recording in a hidden temporary

@@ -221,6 +221,7 @@ def test_end_to_end_through_the_pipeline_and_the_report() -> None:
     assert predict_hook("dataloader_settings", {"num_workers": 2}, i).speedup == pytest.approx(2.25)
 
 
+@pytest.mark.slow
 def test_a_verified_mitigation_shows_the_prediction_beside_the_measured_gain(tmp_path, capsys) -> None:
     torch = pytest.importorskip("torch")
     import time

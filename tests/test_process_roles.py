@@ -65,6 +65,7 @@ def test_spawn_parent_that_only_joins_is_the_launcher_and_its_children_are_ranks
         stop(job)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_forked_loader_workers_are_workers_of_the_training_process(tmp_path):
     job = start(
@@ -144,6 +145,7 @@ def test_launcher_command_lines():
     assert not names_launcher(["python", "train.py"])
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_sampler_reports_the_hot_thread_not_the_process(tmp_path):
     """One thread spinning, the main thread asleep: the hottest thread wants a full core (running

@@ -13,6 +13,7 @@ from tests.conftest import ROOT, run_cli
 GPU_TRACE = ROOT / "tests/data/gpu_compute/trace.jsonl"
 
 
+@pytest.mark.slow
 def test_record_then_analyze_round_trip(tmp_path, cli_env):
     out = tmp_path / "t.jsonl"
     r = run_cli(
@@ -91,6 +92,7 @@ def test_truncated_last_line_is_skipped(tmp_path):
     assert len(list(samples)) == len(text.splitlines()) - 2
 
 
+@pytest.mark.slow
 def test_corrupt_line_is_named_and_the_good_part_is_analysed(tmp_path, cli_env):
     lines = GPU_TRACE.read_text().splitlines()
     bad = tmp_path / "bad.jsonl"
