@@ -46,11 +46,19 @@ def run_directory() -> Iterator[str]:
         shutil.rmtree(d, ignore_errors=True)
 
 
-def job_env(run_dir: str, socket_path: str, inject: bool) -> dict[str, str]:
+def job_env(run_dir: str, socket_path: str, inject: bool, tune: str | None = None) -> dict[str, str]:
     """The job's environment: this one with the channel's socket, and with ``inject`` the hook's
-    sitecustomize and this package put on ``PYTHONPATH`` (linked under ``run_dir``)."""
+    sitecustomize and this package put on ``PYTHONPATH`` (linked under ``run_dir``). ``tune``:
+    "preserving" or "semantics" (``run --tune [--allow-semantics-change]``): the hook's tuner reads
+    BOTTLENECKD_TUNE and BOTTLENECKD_TUNE_SEMANTICS (torch/watch.py)."""
     env = dict(os.environ)
     env["BOTTLENECKD_SOCKET"] = socket_path
+    for k in ("BOTTLENECKD_TUNE", "BOTTLENECKD_TUNE_SEMANTICS"):
+        env.pop(k, None)  # only this run's flags decide
+    if tune:
+        env["BOTTLENECKD_TUNE"] = "1"
+        if tune == "semantics":
+            env["BOTTLENECKD_TUNE_SEMANTICS"] = "1"
     if inject:
         env["BOTTLENECKD_INJECT"] = "1"
         env["BOTTLENECKD_EPOCH_PRINT"] = "stderr"
