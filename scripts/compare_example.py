@@ -65,7 +65,7 @@ def main() -> None:
         TeacherImages(args.samples, args.transform_cost), batch_size=args.batch, num_workers=1, shuffle=True
     )
     held = TeacherImages(256, args.transform_cost, offset=10**6)
-    xs, ys = zip(*(held[i] for i in range(len(held))))
+    xs, ys = zip(*(held[i] for i in range(len(held))), strict=True)
     hx, hy = torch.stack(xs), torch.stack(ys)
     w = watch(model, opt, loader)
     if args.mitigate:

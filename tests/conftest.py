@@ -3,13 +3,16 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.fake_nvml import FakeGpu, FakeNvml
 
 ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "tests" / "data"
 
 
 from tests.fake_hardware import fake_tree_at, write  # noqa: E402,F401
@@ -19,6 +22,25 @@ from tests.fake_hardware import fake_tree_at, write  # noqa: E402,F401
 def fake_tree(tmp_path: Path) -> tuple[str, str]:
     """A fake /sys and /proc (see tests/fake_hardware.py)."""
     return fake_tree_at(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def scenario_report() -> Callable[[str], tuple[Any, dict[str, Any]]]:
+    """``scenario_report(name)``: the Run and the report of the labelled scenario
+    ``tests/data/<name>/trace.jsonl`` replayed as ``analyze`` does, computed once per session and
+    shared by the tests that read it (read them, never change them)."""
+    from bottleneckd.runtime.replay import load
+
+    done: dict[str, tuple[Any, dict[str, Any]]] = {}
+
+    def get(name: str) -> tuple[Any, dict[str, Any]]:
+        if name not in done:
+            rep = load((str(DATA / name / "trace.jsonl"),))
+            rep.feed()
+            done[name] = (rep.run, rep.run.report())
+        return done[name]
+
+    return get
 
 
 @pytest.fixture

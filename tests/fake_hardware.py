@@ -16,7 +16,8 @@ def fake_tree_at(tmp_path: Path) -> tuple[str, str]:
     an HDR InfiniBand port, resctrl MBM counters, RAPL package and DRAM zones and an NFS mount."""
     sys_root, proc_root = tmp_path / "sys", tmp_path / "proc"
     cpu = "".join(
-        f"processor\t: {k}\nmodel name\t: Intel(R) Xeon(R) Platinum 8380 CPU @ 2.30GHz\nphysical id\t: 0\ncore id\t: {k}\n"
+        f"processor\t: {k}\nmodel name\t: Intel(R) Xeon(R) Platinum 8380 CPU @ 2.30GHz\n"
+        f"physical id\t: 0\ncore id\t: {k}\n"
         f"flags\t\t: fpu avx avx2 fma avx512f\n\n"
         for k in range(8)
     )

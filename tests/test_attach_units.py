@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from bottleneckd.runtime.run import Run
 from bottleneckd.diagnosis.rules import data_wait
 from bottleneckd.diagnosis.rules.common import headroom
 from bottleneckd.diagnosis.rules.cpu_state import cpu_state
@@ -14,6 +13,7 @@ from bottleneckd.diagnosis.window import STACK_SAMPLES, Window
 from bottleneckd.model.sample import StepPhases
 from bottleneckd.outputs.live import live_line, render_screen
 from bottleneckd.outputs.report import render_text, step_phases_json
+from bottleneckd.runtime.run import Run
 from tests.windows import HOST, NO_PEAKS, job, sample, window
 
 STACKS = {"phase_source": "py-spy"}

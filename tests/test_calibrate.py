@@ -26,6 +26,7 @@ def test_storage_benchmark_below_the_page_cache(tmp_path):
     assert not list(tmp_path.iterdir())  # the temporary file is removed
 
 
+@pytest.mark.slow
 def test_calibrate_command_saves_a_profile_that_peaks_then_uses(tmp_path, cli_env):
     prof = tmp_path / "profile.json"
     r = run_cli(
@@ -43,6 +44,7 @@ def test_calibrate_command_saves_a_profile_that_peaks_then_uses(tmp_path, cli_en
     assert cpu["origin"] == "calibrated" and cpu["value"] == pytest.approx(p.best("cpu_compute").value)
 
 
+@pytest.mark.slow
 def test_malformed_profile_is_a_clear_error_and_is_not_overwritten(tmp_path, cli_env):
     prof = tmp_path / "profile.json"
     prof.write_text(

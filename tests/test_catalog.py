@@ -37,7 +37,7 @@ def test_catalog_has_every_required_part_with_sources():
         assert ("gpu_memory_bandwidth", "dram_bandwidth") in metrics and ("gpu_memory", "capacity") in metrics
         for p in g.peaks:
             assert p.source and p.unit in UNITS and p.value > 0
-    ids = {l.id for l in c.links}
+    ids = {link.id for link in c.links}
     for want in [
         "pcie_gen3_x16",
         "pcie_gen4_x16",
@@ -143,6 +143,7 @@ def test_bad_catalog_names_file_field_and_problem(tmp_path, mutate, field, probl
     assert str(p) in msg and field in msg and problem in msg and "\n" not in msg
 
 
+@pytest.mark.slow
 def test_bad_catalog_on_the_command_line_exits_2_with_one_line(tmp_path, cli_env):
     p = tmp_path / "bad.json"
     p.write_text('{"schema": "bottleneckd.peaks/1", "gpus": [}')

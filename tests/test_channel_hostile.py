@@ -156,6 +156,7 @@ def test_a_wrongly_typed_fact_is_dropped_and_the_diagnosis_goes_on(rx: PhaseRece
     still_works(rx, pipeline, epoch=4)
 
 
+@pytest.mark.slow
 def test_hundreds_of_messages_with_large_facts_stay_bounded(rx: PhaseReceiver, pipeline: Pipeline) -> None:
     big = {f"junk{i}": "x" * 200 for i in range(200)}
     big.update({n: "y" * MAX_STR for n, s in FACTS.items() if s.type == "str" and not s.choices})
@@ -359,6 +360,7 @@ def test_the_sender_finds_a_socket_directory_made_anew(tmp_path: Path, monkeypat
 
 
 # --- the same through the command line: one line, exit code 2, nothing lost ----------------
+@pytest.mark.slow
 def test_cli_refuses_a_regular_file_as_socket(tmp_path: Path, cli_env: dict) -> None:
     from tests.conftest import run_cli
 
@@ -369,6 +371,7 @@ def test_cli_refuses_a_regular_file_as_socket(tmp_path: Path, cli_env: dict) -> 
     assert len(r.stderr.strip().splitlines()) == 1 and f.read_text() == "keep me"
 
 
+@pytest.mark.slow
 def test_cli_refuses_a_second_sidecar_on_a_live_socket(
     tmp_path: Path, cli_env: dict, rx: PhaseReceiver, pipeline: Pipeline
 ) -> None:
@@ -436,6 +439,7 @@ def _value(body: str, name: str) -> float | None:
     return None if line is None else float(line.rsplit(" ", 1)[1])
 
 
+@pytest.mark.slow
 def test_serve_answers_every_scrape_after_lone_surrogates(tmp_path: Path, cli_env: dict) -> None:
     """One event whose name is a lone surrogate made every /metrics answer 500 until 256 more
     events pushed it out; as a rank's job name, as long as that rank reported."""
@@ -463,6 +467,7 @@ def test_serve_answers_every_scrape_after_lone_surrogates(tmp_path: Path, cli_en
         p.wait(timeout=30)
 
 
+@pytest.mark.slow
 def test_serve_bounds_a_flood_of_rank_identities(tmp_path: Path, cli_env: dict) -> None:
     """Reports under 3000 distinct 128-character identities: /metrics never holds more than
     MAX_RANKS ranks and counts the ranks it dropped."""

@@ -117,6 +117,7 @@ def test_a_link_planted_by_another_user_is_refused_by_both_ends(shared_tmp: Path
     assert read_report_file(sock) is None  # the hook reads no report through it either
 
 
+@pytest.mark.slow
 def test_serve_on_the_default_path_refuses_the_planted_link(shared_tmp: Path, cli_env: dict) -> None:
     """The issue's first step through the command line: ``$TMPDIR/bottleneckd-0`` is nobody's link."""
     root_dir = shared_tmp / "root-owned-0755"
@@ -132,6 +133,7 @@ def test_serve_on_the_default_path_refuses_the_planted_link(shared_tmp: Path, cl
     assert os.listdir(root_dir) == []
 
 
+@pytest.mark.slow
 def test_the_directory_swapped_after_the_check_redirects_nothing() -> None:
     """Root's sidecar and hook hold their directory; nobody then renames it away and puts a link to
     a directory of its own, where it listens, in its place. Nothing of root's reaches nobody."""

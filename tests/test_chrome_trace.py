@@ -42,6 +42,7 @@ def _with_mitigation(tmp_path: Path) -> tuple[Path, float]:
     return trace, t
 
 
+@pytest.mark.slow
 def test_chrome_trace_loads_in_holistic_trace_analysis(tmp_path, cli_env):
     hta = pytest.importorskip("hta.trace_analysis")
     trace, t_event = _with_mitigation(tmp_path)

@@ -1,5 +1,6 @@
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from bottleneckd.cli.main import cli
@@ -47,6 +48,7 @@ def test_unknown_resource_is_exit_2_with_one_line(cli_env):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "unknown resource id 'gpu_speed'" in r.stderr
 
 
+@pytest.mark.slow
 def test_usage_errors_exit_2(cli_env):
     r = run_cli(["calibrate", "--seconds", "-1"], cli_env)
     assert r.returncode == 2

@@ -117,6 +117,7 @@ def test_a_step_without_a_closure_unsets_the_fact(tmp_path):
     w.close()
 
 
+@pytest.mark.slow
 def test_lbfgs_job_under_run_gets_step_phases(tmp_path, cli_env):
     job = tmp_path / "seq.py"
     job.write_text(JOB)

@@ -15,12 +15,12 @@ import pytest
 
 import bottleneckd
 from bottleneckd.diagnosis.code import MIN_STAGE_SAMPLES, CodeProfile, wilson
-from bottleneckd.runtime.run import Run
 from bottleneckd.model.code import MAIN, MAX_ROWS, WORKER, CodeSite, StackCount, StackCounts, merge_counts
 from bottleneckd.model.sample import Sample
 from bottleneckd.outputs.live import render_screen
 from bottleneckd.outputs.report import render_text
 from bottleneckd.peaks.resolve import PeakTable
+from bottleneckd.runtime.run import Run
 from bottleneckd.samplers.code_sites import StackTally, user_file, user_site
 from bottleneckd.samplers.self_stacks import SelfStackSampler, frame_records
 from tests.windows import HOST, job, sample

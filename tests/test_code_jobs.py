@@ -53,6 +53,7 @@ def check(doc: dict, profile: CodeProfile, stage: str, function: str, role: str,
         assert any(e.startswith("code") and function in e for e in v["evidence"]), v["evidence"]
 
 
+@pytest.mark.slow
 def test_run_names_a_pure_python_metric_computed_every_step(tmp_path, cli_env) -> None:
     doc, profile = run_job(tmp_path, cli_env, sys.executable, str(WORKLOADS / "python_heavy.py"), "--seconds", "10")
     check(doc, profile, "other", "bookkeeping", "main")
@@ -90,6 +91,7 @@ TOKENIZE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_run_names_a_tokenizer_in_the_collate_fn_of_loader_workers(tmp_path, cli_env) -> None:
     job = tmp_path / "tok.py"
     job.write_text(TOKENIZE)
@@ -97,6 +99,7 @@ def test_run_names_a_tokenizer_in_the_collate_fn_of_loader_workers(tmp_path, cli
     check(doc, profile, "data", "tokenize", "worker")
 
 
+@pytest.mark.slow
 def test_run_names_the_o_direct_read_call_in_loader_workers(tmp_path, cli_env) -> None:
     doc, profile = run_job(
         tmp_path, cli_env, sys.executable, str(WORKLOADS / "storage_bound.py"), "--seconds", "20", "--mib", "64"
@@ -135,6 +138,7 @@ FFT_WATCH = textwrap.dedent("""
 """).replace("import sys,", "import json, sys,")
 
 
+@pytest.mark.slow
 def test_watch_without_a_sidecar_names_fft_augmentation_in_getitem(tmp_path, cli_env) -> None:
     job = tmp_path / "fft.py"
     job.write_text(FFT_WATCH)
@@ -150,6 +154,7 @@ def test_watch_without_a_sidecar_names_fft_augmentation_in_getitem(tmp_path, cli
     assert "code: Signals.__getitem__ (fft.py:" in r.stdout  # the epoch block says it
 
 
+@pytest.mark.slow
 def test_watch_without_a_sidecar_names_the_code_of_its_loader_workers(tmp_path, cli_env) -> None:
     """The same FFT augmentation in two DataLoader workers: the process's own thread cannot read
     their frames; py-spy dumps them in turn and names the workers' code. One worker dump a second

@@ -132,6 +132,7 @@ def test_bad_input_names_what_to_fix(tmp_path) -> None:
         load_run(str(p), None)
 
 
+@pytest.mark.slow
 def test_cli(tmp_path, cli_env) -> None:
     a = [write_log(tmp_path / f"a{k}.csv", curve(1.0 + 0.02 * k, 0.95)) for k in range(3)]
     b = [write_log(tmp_path / f"b{k}.csv", curve(1.0 + 0.02 * k + 0.005, 0.95)) for k in range(3)]

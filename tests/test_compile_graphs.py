@@ -28,6 +28,7 @@ def _w(model: nn.Module, opt: torch.optim.Optimizer, **kw):
 MLP_STEP_FLOPS = 2 * 16 * 64 * (64 + 8) + 2 * 16 * 64 * 8 * 2 + 2 * 16 * 64 * 64
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["in place", "wrapped"])
 def test_a_compiled_model_is_counted_whole_and_stays_compiled(how):
     """model.compile() after watch(): dynamo traced into our forward wrapper and broke the graph at

@@ -4,6 +4,8 @@ import pkgutil
 import subprocess
 import sys
 
+import pytest
+
 import bottleneckd
 from bottleneckd.hardware.detect import detect_machine
 from bottleneckd.model.resources import RESOURCES
@@ -14,6 +16,7 @@ from bottleneckd.runtime.sidecar import SAMPLER_NAMES, build_samplers
 from tests.fake_nvml import FakeGpu, FakeNvml
 
 
+@pytest.mark.slow
 def test_the_daemon_side_never_imports_torch():
     mods = [
         m.name
@@ -23,7 +26,8 @@ def test_the_daemon_side_never_imports_torch():
     code = (
         "import importlib, sys\n"
         + "".join(f"importlib.import_module({m!r})\n" for m in mods)
-        + "from bottleneckd.cli.main import cli\nassert 'torch' not in sys.modules, 'torch was imported'\nprint(len(sys.modules))"
+        + "from bottleneckd.cli.main import cli\n"
+        + "assert 'torch' not in sys.modules, 'torch was imported'\nprint(len(sys.modules))"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

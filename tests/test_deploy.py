@@ -81,7 +81,8 @@ def test_dashboard_is_generated_from_its_source():
         [
             sys.executable,
             "-c",
-            "import json,sys; sys.path.insert(0,'scripts'); import make_dashboard as m; print(json.dumps(m.build(), indent=1))",
+            "import json,sys; sys.path.insert(0,'scripts'); import make_dashboard as m;"
+            " print(json.dumps(m.build(), indent=1))",
         ],
         cwd=ROOT,
         capture_output=True,
@@ -135,6 +136,7 @@ def base_of(expr: str) -> str:
     return re.sub(r"\s*(==|!=|>=|<=|>|<)\s*[\d.e+-]+\s*$", "", expr)
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_every_expression_evaluates_and_returns_data(tmp_path, cli_env):
     """Three exporters replay traces: one recorded on an H200 (GPU, CPU, storage and network series)
@@ -171,7 +173,9 @@ def test_every_expression_evaluates_and_returns_data(tmp_path, cli_env):
             env=cli_env,
             stderr=subprocess.DEVNULL,
         )
-        for port, t in zip(ports, [trace, ROOT / "tests/data/storage_network_bandwidth/trace.jsonl", RANKS_TRACE])
+        for port, t in zip(
+            ports, [trace, ROOT / "tests/data/storage_network_bandwidth/trace.jsonl", RANKS_TRACE], strict=True
+        )
     ]
     live_port = free_port()  # a live exporter: this machine's disk, NIC and swap counters (rate() panels)
     serves.append(

@@ -7,12 +7,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "scripts"))
 
 import gen_docs  # noqa: E402
 
 
+@pytest.mark.slow
 def test_every_generated_block_is_current() -> None:
     r = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "gen_docs.py"), "--check"], capture_output=True, text=True, timeout=120

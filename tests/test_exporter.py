@@ -80,6 +80,7 @@ def test_a_scrape_never_touches_hardware():
     assert p.samples == n and len(calls) == 3  # reads the snapshot only
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_real_prometheus_scrapes_serve(tmp_path, cli_env):
     port = free_port()
@@ -120,6 +121,7 @@ def test_real_prometheus_scrapes_serve(tmp_path, cli_env):
         serve.wait(timeout=10)
 
 
+@pytest.mark.slow
 def test_serve_rejects_a_bad_bind(cli_env):
     r = subprocess.run(
         [sys.executable, "-m", "bottleneckd.cli", "serve", "--bind", "nonsense", "--duration", "1"],
@@ -131,6 +133,7 @@ def test_serve_rejects_a_bad_bind(cli_env):
     assert r.returncode == 2 and "--bind 'nonsense'" in r.stderr
 
 
+@pytest.mark.slow
 def test_tls_and_basic_auth_from_web_config(tmp_path, cli_env):
     bcrypt = pytest.importorskip("bcrypt")
     key, crt = tmp_path / "k.pem", tmp_path / "c.pem"

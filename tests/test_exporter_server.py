@@ -139,6 +139,7 @@ def test_an_idle_connection_or_a_partial_header_does_not_block_metrics():
         stop_metrics(server)
 
 
+@pytest.mark.slow
 def test_the_same_on_the_tls_port(tmp_path, pki):
     cfg = tmp_path / "web.yml"
     cfg.write_text(f"tls_server_config:\n  cert_file: {pki}/server.pem\n  key_file: {pki}/server.key\n")
@@ -293,6 +294,7 @@ def _scrapes(url: str, n: int, ctx: ssl.SSLContext | None = None, timeout: float
     return ok
 
 
+@pytest.mark.slow
 def test_sixty_four_idle_connections_do_not_deny_metrics():
     """The 64 connection slots held by idle sockets from the scraper's own address: once they are
     stale (STALE_AFTER), each scrape takes the slot of the oldest (before: 0 of 20,759 scrapes)."""
@@ -312,6 +314,7 @@ def test_sixty_four_idle_connections_do_not_deny_metrics():
         stop_metrics(server)
 
 
+@pytest.mark.slow
 def test_one_address_keeps_at_most_a_few_idle_connections():
     from bottleneckd.outputs.connections import MAX_STALE_PER_CLIENT, STALE_AFTER
 
@@ -338,6 +341,7 @@ def test_one_address_keeps_at_most_a_few_idle_connections():
         stop_metrics(server)
 
 
+@pytest.mark.slow
 def test_a_client_sending_a_header_line_every_few_seconds_is_cut_at_the_request_deadline(monkeypatch):
     """The deadline covers the whole request: each header line used to reset the timeout, so a
     line every 5 s held the connection forever (0 scrapes in 40 s)."""
@@ -371,6 +375,7 @@ def test_a_client_sending_a_header_line_every_few_seconds_is_cut_at_the_request_
         stop_metrics(server)
 
 
+@pytest.mark.slow
 def test_mtls_scrapes_get_through_certificate_less_clients_reopening_idle_sockets(tmp_path, pki):
     """Clients without a certificate open idle TLS connections in a loop, as many as the server has
     slots; a scraper with a certificate still gets nearly every scrape (before: 27 of ~16,600)."""
@@ -446,6 +451,7 @@ def test_a_bad_web_config_value_is_one_line(tmp_path, pki, name, body, words):
     assert words in str(e.value) and "\n" not in str(e.value), str(e.value)
 
 
+@pytest.mark.slow
 def test_serve_refuses_a_bad_web_config_with_one_line_and_exit_2(tmp_path, cli_env):
     """Through the command line: no traceback, exit 2, nothing started (the TypeError of
     ``min_version: [TLS12]`` and the hash no password matches included)."""

@@ -64,6 +64,7 @@ def names(text: str) -> set[str]:
     return {x.split("{")[0].split(" ")[0] for x in text.splitlines() if x and not x.startswith("#")}
 
 
+@pytest.mark.slow
 @needs_promtool
 def test_a_real_scrape_of_serve_passes_promtool_with_nothing_to_say(tmp_path, cli_env):
     serve, port = _serve(cli_env, tmp_path, "--interval", "0.5")
@@ -95,6 +96,7 @@ def test_a_real_scrape_of_serve_passes_promtool_with_nothing_to_say(tmp_path, cl
             assert f'device="{nic.name}"' not in text, nic.name
 
 
+@pytest.mark.slow
 def test_every_family_carries_its_unit_in_the_openmetrics_exposition(tmp_path, cli_env):
     from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
@@ -114,6 +116,7 @@ def test_every_family_carries_its_unit_in_the_openmetrics_exposition(tmp_path, c
             assert fam.unit, fam.name
 
 
+@pytest.mark.slow
 @needs_promtool
 def test_replayed_gpu_and_rank_traces_pass_promtool_and_carry_the_join_labels(tmp_path, cli_env):
     gpu, gport = _serve(cli_env, tmp_path, "--trace", str(GPU_TRACE), "--duration", "60")
@@ -136,6 +139,7 @@ def test_replayed_gpu_and_rank_traces_pass_promtool_and_carry_the_join_labels(tm
     assert len(jobs) == 4 and all('pod="' in x and 'world_size="4"' in x for x in jobs)
 
 
+@pytest.mark.slow
 def test_per_core_and_virtual_nic_series_are_opt_in(tmp_path, cli_env):
     serve, port = _serve(cli_env, tmp_path, "--interval", "0.5", "--host-detail")
     try:
@@ -252,6 +256,7 @@ def test_every_option_from_the_environment_and_json_logs(tmp_path, cli_env):
     assert "BOTTLENECKD_SERVE_BIND" in r.stdout and "BOTTLENECKD_SERVE_WEB_CONFIG" in r.stdout
 
 
+@pytest.mark.slow
 def test_run_bind_says_where_and_keeps_the_final_state_for_a_last_scrape(tmp_path, cli_env):
     port = free_port()
     p = subprocess.Popen(

@@ -110,9 +110,9 @@ def test_the_knowledge_base_reads_only_declared_facts_with_producers() -> None:
 
 def test_hook_side_producers_really_produce_each_fact_they_declare() -> None:
     torch = __import__("pytest").importorskip("torch")
-    from torch.utils.data import DataLoader, TensorDataset
-
     import threading
+
+    from torch.utils.data import DataLoader, TensorDataset
 
     from bottleneckd.torch.probe import Precision, input_facts, loader_facts, model_facts, runtime_facts
 

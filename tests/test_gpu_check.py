@@ -91,6 +91,7 @@ def test_phase_shares_come_from_the_whole_trace(tmp_path):
     assert gpu_check._trace_shares(t) == {"data_wait": 0.025, "forward": 0.975}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "args,msg", [(["--fake", "--only", "nope"], "unknown workload 'nope'"), ([], "torch sees no CUDA device")]
 )
@@ -107,6 +108,7 @@ def test_bad_input_is_one_line_and_exit_2(args, msg, tmp_path):
     assert r.returncode == 2 and msg in r.stderr and len(r.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_fake_dry_run_end_to_end(tmp_path):
     """The --fake dry run on one workload (the full one, every workload: `python scripts/gpu_check.py

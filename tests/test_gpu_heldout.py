@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from bottleneckd.diagnosis.classify import classify
-from bottleneckd.runtime.run import Run
 from bottleneckd.outputs.trace import read_trace
+from bottleneckd.runtime.run import Run
 from tests.conftest import run_cli
 from tests.test_verdict_consistency import check
 
@@ -43,6 +43,7 @@ def test_the_set_covers_the_situations_of_the_brief():
     assert any("MIG" in g for g in gpus)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", TRACES)
 def test_analyze_gives_the_engineers_label(name, cli_env):
     exp = json.loads((DATA / name / "expected.json").read_text())

@@ -166,9 +166,9 @@ def test_the_active_bottlenecks_advice_comes_before_a_secondarys_predicted_gain(
     """Out of GPU memory with a secondary gpu_compute: a larger batch "predicted" from the step's
     communication and optimizer share (Amdahl) is no first advice for a job whose tensors fill the
     GPU; the active resource's come first, whatever the secondary's prediction."""
-    from bottleneckd.diagnosis.step_inputs import Share, StepInputs
     from bottleneckd.advice.knowledge import load_knowledge
     from bottleneckd.advice.recommend import recommend
+    from bottleneckd.diagnosis.step_inputs import Share, StepInputs
     from bottleneckd.diagnosis.verdict import Verdict
     from bottleneckd.model.facts import Facts
 

@@ -125,6 +125,7 @@ def test_nvml_is_opened_once_per_process(monkeypatch, fake_tree):
     assert len(opened) == 1 and len(m.gpus) == 1
 
 
+@pytest.mark.slow
 def test_detect_has_no_import_cycle_and_no_function_local_imports():
     for mod in ("host", "gpus", "machine", "types"):
         path = ROOT / "bottleneckd/hardware/detect" / f"{mod}.py"

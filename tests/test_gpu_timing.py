@@ -51,7 +51,7 @@ def _step(clock: CudaClock, tl: FakeTimeline, micro: int, data: float, fwd: floa
 def _shares(steps):
     ph = [sum(s[0][k] for s in steps) for k in range(len(PHASE_KEYS))]
     wall = sum(s[1] for s in steps)
-    return dict(zip(PHASE_KEYS, ph)), wall
+    return dict(zip(PHASE_KEYS, ph, strict=True)), wall
 
 
 def test_gradient_accumulation_micro_batches_add_up_not_span():

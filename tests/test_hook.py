@@ -225,7 +225,7 @@ def test_blocking_collectives_are_timed_as_communication(tmp_path):
             print_epoch=False,
             roofline_step=None,
         )
-        for x, _y in w.dataloader:
+        for x, _ in w.dataloader:
             opt.zero_grad()
             model(x).sum().backward()
             for p in model.parameters():

@@ -107,6 +107,7 @@ def _import_mitigations(tmp_path: Path) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_importing_the_package_fails_on_a_stray_module_and_on_a_hook_with_no_class(tmp_path):
     """The checks really run at import: a copy of the package with a rogue module, then with a
     declared hook whose module is gone."""

@@ -41,7 +41,8 @@ def _setup(tmp: Path) -> dict[str, str]:
     (tmp / "profile_nan.json").write_text('{"schema": "bottleneckd.profile/1", "measurements": [{"value": NaN}]}')
     (tmp / "web_unknown.yml").write_text("http_server_config:\n  http2: false\n")
     (tmp / "web_request_cert.yml").write_text(
-        f"tls_server_config:\n  cert_file: {tmp}/c.pem\n  key_file: {tmp}/k.pem\n  client_auth_type: RequestClientCert\n"
+        f"tls_server_config:\n  cert_file: {tmp}/c.pem\n  key_file: {tmp}/k.pem\n"
+        "  client_auth_type: RequestClientCert\n"
     )
     (tmp / "web_fifo_key.yml").write_text(f"tls_server_config:\n  cert_file: {tmp}/existing\n  key_file: {tmp}/fifo\n")
     os.symlink(tmp / "nowhere" / "target", tmp / "dangling")
@@ -73,7 +74,6 @@ def _setup(tmp: Path) -> dict[str, str]:
     }
 
 
-R, O = "read", "write"
 QUALITY = ["--metric", "acc", "--target", "0.9"]
 #: address space for each case: what failed by reading without bound (compare on /dev/zero grew to
 #: 24 GB) ends in MemoryError here, not in the machine's OOM killer
@@ -188,6 +188,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv,words", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_bad_path_or_file_is_one_line_and_exit_2(tmp_path, cli_env, argv, words):
     before_existing = "keep me\n"
@@ -280,6 +281,7 @@ def test_trace_force_keeps_the_old_file_until_recording_ends(tmp_path, cli_env):
     assert sorted(os.listdir(tmp_path)) == ["s", "t.jsonl"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", ["SIGHUP", "SIGUSR1"])
 def test_trace_force_is_put_in_place_when_a_signal_stops_recording(tmp_path, cli_env, sig):
     """SIGHUP (or SIGUSR1) killed ``record --force`` with the new recording in a hidden temporary

@@ -79,6 +79,7 @@ def multi_rank_trace(path: Path) -> dict:
     return {"per_step": training_j / steps, "per_example": training_j / examples}
 
 
+@pytest.mark.slow
 def test_report_of_a_multi_rank_gpu_run_in_a_browser(tmp_path, cli_env):
     need_browser()
     trace, out, js = tmp_path / "run.jsonl", tmp_path / "report.html", tmp_path / "report.json"
@@ -121,6 +122,7 @@ def test_report_of_a_multi_rank_gpu_run_in_a_browser(tmp_path, cli_env):
     assert view.screenshot.stat().st_size > 10_000
 
 
+@pytest.mark.slow
 def test_report_says_why_a_plot_is_missing(tmp_path, cli_env):
     """The idle trace has no steps and no energy: those plots are replaced by their reasons."""
     need_browser()
@@ -135,6 +137,7 @@ def test_report_says_why_a_plot_is_missing(tmp_path, cli_env):
     assert "Bottleneck:" in view.text
 
 
+@pytest.mark.slow
 def test_run_report_html_of_a_real_cpu_job(tmp_path, cli_env):
     need_browser()
     job = tmp_path / "train.py"
@@ -158,6 +161,7 @@ def test_run_report_html_of_a_real_cpu_job(tmp_path, cli_env):
     assert f"Bottleneck: {doc['verdict']['resource']}" in view.text
 
 
+@pytest.mark.slow
 def test_bad_output_is_exit_2_and_nothing_is_overwritten(tmp_path, cli_env):
     out = tmp_path / "keep.html"
     out.write_text("mine")
@@ -169,6 +173,7 @@ def test_bad_output_is_exit_2_and_nothing_is_overwritten(tmp_path, cli_env):
     assert r.returncode == 2 and out.read_text() == "mine"
 
 
+@pytest.mark.slow
 def test_report_with_plotly_from_the_cdn(tmp_path, cli_env):
     """--plotly cdn: a small page whose plotly.js comes from plotly's CDN at the installed version,
     pinned by its integrity hash; served the bundled file (what the CDN holds), every plot draws."""

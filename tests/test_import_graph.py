@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT
 
 PKG = ROOT / "bottleneckd"
@@ -131,6 +133,7 @@ def test_the_cycle_finder_finds_a_cycle_and_only_a_cycle():
     assert cycles({"a": {"b"}, "b": set(), "c": {"b"}}) == []
 
 
+@pytest.mark.slow
 def test_no_import_cycle_among_module_level_imports():
     graph = import_graph(module_level=True)
     assert len(graph) > 80 and "bottleneckd.model.files" in graph["bottleneckd.peaks.catalog"]
@@ -144,6 +147,7 @@ def test_no_function_local_import_hides_a_cycle():
     assert cycles(import_graph(module_level=False)) == []
 
 
+@pytest.mark.slow
 def test_every_daemon_side_module_imports_first_on_its_own():
     torch_side = ("bottleneckd.torch", "bottleneckd.integrations")  # the only packages that may import torch
     daemon = sorted(m for m in _modules() if not m.startswith(torch_side) and m != "bottleneckd.cli.__main__")

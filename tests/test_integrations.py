@@ -87,6 +87,7 @@ def shares(rep) -> dict[str, float]:
     return {k: v / total for k, v in rep.phases.items()}
 
 
+@pytest.mark.slow
 def test_lightning_input_bound_run():
     cb, _ = fit_lightning(CostlyRecords(160), width=32, batch=8)
     rep = cb.reports[-1]
@@ -108,6 +109,7 @@ def one_torch_thread():
     torch.set_num_threads(n)
 
 
+@pytest.mark.slow
 def test_lightning_compute_bound_run(one_torch_thread):
     cb, _ = fit_lightning(
         CheapRecords(4096, 512), width=1024, batch=64, epochs=4
@@ -177,6 +179,7 @@ def fit_hf(
     return cb, trainer
 
 
+@pytest.mark.slow
 def test_hf_input_bound_run(tmp_path):
     cb, trainer = fit_hf(tmp_path, CostlyRecords(160), width=32, batch=8)
     rep = cb.reports[-1]
@@ -188,6 +191,7 @@ def test_hf_input_bound_run(tmp_path):
     assert logged and logged[-1]["bottleneck/active_cpu_compute"] == 1.0
 
 
+@pytest.mark.slow
 def test_hf_compute_bound_run_with_accumulation(tmp_path, one_torch_thread):
     cb, trainer = fit_hf(tmp_path, CheapRecords(4096, 512), width=1024, batch=32, accumulate=2)
     rep = cb.reports[-1]
@@ -202,6 +206,7 @@ def test_hf_compute_bound_run_with_accumulation(tmp_path, one_torch_thread):
     assert rep.report["verdict"]["stage"] == "compute"
 
 
+@pytest.mark.slow
 def test_hf_fault_in_our_callback_leaves_training_going(tmp_path, monkeypatch):
     from bottleneckd.integrations.transformers import BottleneckCallback
     from bottleneckd.torch.watch import Watcher
@@ -219,6 +224,7 @@ def test_hf_fault_in_our_callback_leaves_training_going(tmp_path, monkeypatch):
     assert "forward" not in trainer.model.__dict__  # our forward wrapper was removed at the end
 
 
+@pytest.mark.slow
 def test_core_package_imports_neither_framework():
     code = (
         "import sys\nimport bottleneckd.cli.main, bottleneckd.torch\n"

@@ -54,6 +54,7 @@ def measured_cpu_peak(tmp_path, monkeypatch):
 
 
 # --- Hugging Face: report_to=["tensorboard"] ---------------------------------------------------
+@pytest.mark.slow
 def test_hf_metrics_reach_tensorboard_at_every_log(tmp_path, monkeypatch):
     monkeypatch.setenv("BOTTLENECKD_HOME", str(tmp_path / "home"))  # no calibration: this VM's CPU peak is unknown
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -203,6 +204,7 @@ def _fit(pl: object, callback: type, logdir: str, max_steps: int = 12, every: in
     return rec, cb
 
 
+@pytest.mark.slow
 def test_lightning_max_steps_run_logs_per_log_every_n_steps(tmp_path, measured_cpu_peak):
     from bottleneckd.integrations.lightning import BottleneckCallback
 

@@ -57,6 +57,7 @@ def test_thread_names_come_from_the_stat_line():
     assert any(t.tid == os.getpid() and t.name for t in threads(os.getpid()))
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_main_and_autograd_threads_are_counted_together_as_the_launching_threads(tmp_path):
     """Main ~0.45 and autograd ~0.5 of a core, in turns: the rank's main thread alone is under the

@@ -432,6 +432,7 @@ def test_semantics_changing_mitigations_say_so_when_applied(tmp_path, capsys):
     assert "changes training semantics" not in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_a_rejected_mitigation_with_optimizer_hooks_reverts_without_breaking_the_step(tmp_path):
     """Reverting removes the mitigation's optimizer hook; doing that inside the optimizer's hook
     loop would raise in the user's opt.step(). It must happen at a safe point instead."""

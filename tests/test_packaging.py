@@ -35,6 +35,7 @@ def wheel(tmp_path_factory) -> Path:
     return whl
 
 
+@pytest.mark.slow
 def test_the_wheel_carries_what_an_installed_sidecar_needs(wheel):
     with zipfile.ZipFile(wheel) as z:
         names = set(z.namelist())

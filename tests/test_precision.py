@@ -188,6 +188,7 @@ def test_lightning_bf16_mixed_run_sends_bf16(tmp_path):
     assert seen[-1].get("compute_dtype") == "bfloat16", sorted(seen[-1].items())
 
 
+@pytest.mark.slow
 def test_hf_trainer_bf16_run_sends_bf16(tmp_path):
     pytest.importorskip("transformers")
     from transformers import Trainer, TrainerCallback, TrainingArguments

@@ -9,7 +9,6 @@ import math
 
 import pytest
 
-from bottleneckd.diagnosis.step_inputs import Share, StepInputs
 from bottleneckd.advice.knowledge import load_knowledge
 from bottleneckd.advice.predict import (
     Prediction,
@@ -26,10 +25,11 @@ from bottleneckd.advice.predict import (
     predict_hook,
 )
 from bottleneckd.advice.recommend import Recommendation, rank_key
-from bottleneckd.runtime.run import Run
+from bottleneckd.diagnosis.step_inputs import Share, StepInputs
 from bottleneckd.model.sample import Sample
 from bottleneckd.outputs.report import render_text
 from bottleneckd.peaks.resolve import PeakTable
+from bottleneckd.runtime.run import Run
 from tests.windows import job, sample
 
 
@@ -227,6 +227,7 @@ def test_end_to_end_through_the_pipeline_and_the_report() -> None:
     assert predict_hook("dataloader_settings", {"num_workers": 2}, i).speedup == pytest.approx(2.25)
 
 
+@pytest.mark.slow
 def test_a_verified_mitigation_shows_the_prediction_beside_the_measured_gain(tmp_path, capsys) -> None:
     torch = pytest.importorskip("torch")
     import time

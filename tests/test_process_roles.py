@@ -65,6 +65,7 @@ def test_spawn_parent_that_only_joins_is_the_launcher_and_its_children_are_ranks
         stop(job)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_forked_loader_workers_are_workers_of_the_training_process(tmp_path):
     job = start(
@@ -97,7 +98,9 @@ def test_a_shell_script_and_a_rank_environment_mark_launchers(tmp_path):
     (tmp_path / "agent.py").write_text(
         textwrap.dedent(f"""
         import os, subprocess, sys
-        ps = [subprocess.Popen([sys.executable, {str(tmp_path / "rank.py")!r}], env={{**os.environ, "RANK": str(r), "LOCAL_RANK": str(r)}}) for r in range(2)]
+        rank = {str(tmp_path / "rank.py")!r}
+        ps = [subprocess.Popen([sys.executable, rank], env={{**os.environ, "RANK": str(r), "LOCAL_RANK": str(r)}})
+              for r in range(2)]
         [p.wait() for p in ps]
     """)
     )
@@ -142,6 +145,7 @@ def test_launcher_command_lines():
     assert not names_launcher(["python", "train.py"])
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(60)
 def test_sampler_reports_the_hot_thread_not_the_process(tmp_path):
     """One thread spinning, the main thread asleep: the hottest thread wants a full core (running

@@ -27,6 +27,7 @@ def _spawn(tmp_path: Path, fn, *args) -> list[dict]:
     return [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
 
 
+@pytest.mark.slow
 def test_ddp_all_reduce_inside_backward_is_timed_as_exposed_communication(tmp_path):
     # 2 x 1024-wide layers: 3.2M parameters, 13 MB of gradients per step on gloo, batch 4: the
     # all-reduce dominates the step (the case issue 11 found called cpu_compute)
@@ -43,6 +44,7 @@ def test_ddp_all_reduce_inside_backward_is_timed_as_exposed_communication(tmp_pa
         assert sum(r["phases"].values()) == pytest.approx(r["wall"], rel=1e-6)
 
 
+@pytest.mark.slow
 def test_no_sync_steps_have_no_communication(tmp_path):
     ranks = _spawn(tmp_path, ddp_workers.ddp_steps, 1024, 8, True, False)
     for r in ranks:
@@ -51,6 +53,7 @@ def test_no_sync_steps_have_no_communication(tmp_path):
         assert "comm_seconds_per_step" not in r["facts"]
 
 
+@pytest.mark.slow
 def test_a_user_comm_hook_registered_later_runs_inside_the_timing_wrapper(tmp_path):
     ranks = _spawn(tmp_path, ddp_workers.ddp_steps, 512, 6, False, True)
     for r in ranks:
@@ -60,6 +63,7 @@ def test_a_user_comm_hook_registered_later_runs_inside_the_timing_wrapper(tmp_pa
         assert r["phases"]["communication"] > 0
 
 
+@pytest.mark.slow
 def test_fsdp_all_gathers_and_reduce_scatters_are_timed_as_communication(tmp_path):
     ranks = _spawn(tmp_path, ddp_workers.fsdp_steps, 512, 6)
     for r in ranks:
@@ -96,7 +100,7 @@ def test_the_cuda_clock_takes_ddp_exposed_communication_as_event_pairs_it_never_
     assert clock.drain() == []
     done.t = 0.045
     [(ph, wall)] = clock.drain()
-    got = dict(zip(PHASE_KEYS, ph))
+    got = dict(zip(PHASE_KEYS, ph, strict=True))
     assert got["communication"] == pytest.approx(0.015) and got["backward"] == pytest.approx(0.020)
     assert wall == pytest.approx(0.050)
     assert ready not in clock._pool and done not in clock._pool

@@ -81,6 +81,7 @@ def competing_load(n: int, core: int | None = None):
             p.wait()
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_a_rank_with_30_percent_more_forward_work_is_named_within_30_s(tmp_path, cli_env):
     rep, timeline = run_job(tmp_path, cli_env, "--seconds", "35", "--slow-rank", "2", "--extra", "0.3")
@@ -95,6 +96,7 @@ def test_a_rank_with_30_percent_more_forward_work_is_named_within_30_s(tmp_path,
     assert any("straggler" in e and "rank 2" in e for e in rep["verdict"]["evidence"])
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_a_rank_working_between_steps_is_named_with_what_it_does_under_a_competing_load(tmp_path, cli_env):
     """Rank 2 does extra work after its optimizer step (outside forward and backward, as rank 0's
@@ -110,6 +112,7 @@ def test_a_rank_working_between_steps_is_named_with_what_it_does_under_a_competi
     assert st["rank"] == 2 and st["runqueue_seconds"] is not None
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_a_rank_whose_core_other_processes_take_is_not_named(tmp_path, cli_env):
     """An even 2-rank job, each rank on its own core, and six processes spinning on rank 1's
@@ -129,6 +132,7 @@ def test_a_rank_whose_core_other_processes_take_is_not_named(tmp_path, cli_env):
         pytest.skip("the competing load left no rank behind on this machine: nothing was judged")
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_no_rank_is_named_when_the_work_is_even(tmp_path, cli_env):
     rep, timeline = run_job(tmp_path, cli_env, "--seconds", "22")
@@ -137,6 +141,7 @@ def test_no_rank_is_named_when_the_work_is_even(tmp_path, cli_env):
     assert rep["verdict"]["straggler"] is None
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_a_ddp_job_whose_all_reduce_dominates_is_named_communication_intra_node(tmp_path, cli_env):
     # no backbone, a 1024-wide head: 8 MB of gradients per step for a batch of 8
@@ -147,6 +152,7 @@ def test_a_ddp_job_whose_all_reduce_dominates_is_named_communication_intra_node(
     assert rep["facts"]["ddp"] is True and rep["facts"]["world_size"] == 2
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_run_joins_the_sidecar_already_serving_on_the_node(tmp_path, cli_env):
     import subprocess

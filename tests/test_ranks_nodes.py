@@ -79,6 +79,7 @@ def stop(procs: list[subprocess.Popen]) -> None:
             p.kill()
 
 
+@pytest.mark.slow
 def test_recording_rules_and_the_alert_find_the_straggler_across_two_nodes(tmp_path, cli_env):
     import shutil
 
@@ -159,6 +160,7 @@ def test_recording_rules_and_the_alert_find_the_straggler_across_two_nodes(tmp_p
         stop(procs)
 
 
+@pytest.mark.slow
 def test_analyze_given_both_nodes_traces_names_the_straggler_across_nodes(tmp_path, cli_env):
     socks = {n: str(tmp_path / n / "bottleneckd.sock") for n in NODES}
     traces = {n: str(tmp_path / f"{n}.jsonl") for n in NODES}

@@ -47,6 +47,7 @@ class _Raw(TorchDispatchMode):
         return out
 
 
+@pytest.mark.slow
 def test_transformer_step_intensity_leaves_out_metadata_ops():
     torch.manual_seed(0)
     layer = nn.TransformerEncoderLayer(256, 4, 1024, batch_first=True, dropout=0.0)
@@ -145,6 +146,7 @@ def test_transformer_encoder_layer_step_has_a_roofline_with_attention_counted():
     assert 10 < r.intensity < 60  # 26 FLOP/B measured with this shape: far above elementwise, below a big matmul
 
 
+@pytest.mark.slow
 def test_upsampling_net_has_a_roofline_with_the_interpolation_counted():
     """Bilinear upsampling (38% of this net's bytes) made the step "unknown"; nearest-neighbour
     upsampling is a gather and counts no FLOPs, rightly."""
@@ -192,6 +194,7 @@ def test_a_small_uncounted_compute_op_beside_a_big_counted_step_does_not_make_it
     assert r.intensity is None and "mkldnn_rnn_layer" in (r.flops_unknown or "")
 
 
+@pytest.mark.slow
 def test_lstm_lbfgs_workload_model_stays_unknown():
     """scripts/workloads/lstm_lbfgs.py's model (2-layer LSTM, hidden 384): its compute is uncounted."""
     torch.manual_seed(0)

@@ -8,6 +8,8 @@ import json
 import threading
 from pathlib import Path
 
+import pytest
+
 from bottleneckd.hardware.detect.machine import Machine
 from bottleneckd.hardware.detect.types import CpuInfo
 from bottleneckd.model.facts import Facts
@@ -134,6 +136,7 @@ def test_the_report_reads_one_snapshot_while_the_loop_runs() -> None:
     assert isinstance(snap.held, tuple) and isinstance(snap.facts, Facts) and run.pipeline.dominant() is snap.dominant
 
 
+@pytest.mark.slow
 def test_report_and_analyze_of_one_trace_give_the_same_advice(tmp_path: Path, cli_env) -> None:
     """Both replay through the one ``replay``: ``report`` used to build its pipeline without the
     trace's machine, so it lacked ``cpu_fast_bf16`` and recommended mixed precision on a CPU

@@ -37,6 +37,7 @@ def plain_job(tmp_path):
     return p
 
 
+@pytest.mark.slow
 def test_run_passes_the_exit_code_and_leaves_job_output_intact(tmp_path, cli_env):
     r = run_cli(
         ["run", "--quiet", "--", sys.executable, "-c", "print('hello from the job'); import sys; sys.exit(3)"], cli_env
@@ -46,6 +47,7 @@ def test_run_passes_the_exit_code_and_leaves_job_output_intact(tmp_path, cli_env
     assert "=== bottleneckd report ===" in r.stderr
 
 
+@pytest.mark.slow
 def test_run_instruments_an_unmodified_torch_script(tmp_path, cli_env, plain_job):
     rep = tmp_path / "r.json"
     trace = tmp_path / "t.jsonl"
@@ -71,6 +73,7 @@ def test_run_rejects_a_missing_program(cli_env):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "no such program" in r.stderr
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_the_job_and_the_sidecar_with_a_report(tmp_path, cli_env, plain_job):
     p = subprocess.Popen(
         [sys.executable, "-m", "bottleneckd.cli", "run", "--quiet", "--", sys.executable, str(plain_job), "60"],
@@ -87,6 +90,7 @@ def test_ctrl_c_stops_the_job_and_the_sidecar_with_a_report(tmp_path, cli_env, p
     assert "=== bottleneckd report ===" in err
 
 
+@pytest.mark.slow
 def test_attach_samples_stacks_and_ends_with_the_target(tmp_path, cli_env, plain_job):
     job = subprocess.Popen([sys.executable, str(plain_job), "12"], env=cli_env, stdout=subprocess.DEVNULL)
     try:
@@ -195,6 +199,7 @@ def _sample(code: str, seconds: float = 4.0):
         job.wait()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(find_py_spy() is None, reason="py-spy not installed")
 def test_stacks_of_a_sleeping_job_are_other_and_waiting():
     """time.sleep outside the phases: "other", but the sampled thread waits (not computing)."""
@@ -202,6 +207,7 @@ def test_stacks_of_a_sleeping_job_are_other_and_waiting():
     assert ph is not None and ph.facts["other_idle_share"] >= 0.7
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(find_py_spy() is None, reason="py-spy not installed")
 def test_a_launcher_that_sleeps_while_its_child_trains_is_followed_to_the_child():
     """torchrun's agent sleeps in a monitor loop: its wait is not the training thread's."""
@@ -235,7 +241,8 @@ def test_check_tries_again_after_a_transient_py_spy_failure(tmp_path):
     flaky = tmp_path / "py-spy"
     mark = tmp_path / "failed-once"
     flaky.write_text(
-        f"#!/bin/sh\nif [ ! -e {mark} ]; then touch {mark}; echo 'Error: Failed to find python version from target process' >&2; "
+        f"#!/bin/sh\nif [ ! -e {mark} ]; then touch {mark};"
+        " echo 'Error: Failed to find python version from target process' >&2; "
         f'exit 1; fi\nexec {find_py_spy()} "$@"\n'
     )
     flaky.chmod(flaky.stat().st_mode | stat.S_IEXEC)

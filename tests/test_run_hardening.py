@@ -34,6 +34,7 @@ def _env(cli_env: dict[str, str], tmp: Path) -> dict[str, str]:
     return {**cli_env, "TMPDIR": str(tmp)}
 
 
+@pytest.mark.slow
 def test_a_long_tmpdir_still_gives_a_socket_that_binds(tmp_path, cli_env):
     long_tmp = tmp_path / ("x" * 60)
     long_tmp.mkdir()
@@ -44,6 +45,7 @@ def test_a_long_tmpdir_still_gives_a_socket_that_binds(tmp_path, cli_env):
     assert os.listdir(long_tmp) == []
 
 
+@pytest.mark.slow
 def test_exit_code_passes_through_when_the_report_cannot_be_written(tmp_path, cli_env, short_tmp):
     env = _env(cli_env, short_tmp)
     out = tmp_path / "gone"
@@ -55,6 +57,7 @@ def test_exit_code_passes_through_when_the_report_cannot_be_written(tmp_path, cl
     assert os.listdir(env["TMPDIR"]) == []
 
 
+@pytest.mark.slow
 def test_no_run_directory_or_socket_is_left_after_any_exit(tmp_path, cli_env, short_tmp):
     env = _env(cli_env, short_tmp)
     for job in (
@@ -67,6 +70,7 @@ def test_no_run_directory_or_socket_is_left_after_any_exit(tmp_path, cli_env, sh
     assert os.listdir(env["TMPDIR"]) == []
 
 
+@pytest.mark.slow
 def test_the_jobs_own_sitecustomize_and_tests_package_win(tmp_path, cli_env, short_tmp):
     user = tmp_path / "user"
     (user / "tests").mkdir(parents=True)
@@ -101,6 +105,7 @@ CHAINING_SITECUSTOMIZE = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_chaining_sitecustomize_and_ours_load_once_each(tmp_path, cli_env, short_tmp):
     """Ours and a chaining one loaded each other 110 times and ended in RecursionError (issue 25
     item 8): each runs once, and the instrumentation is installed once."""
@@ -118,6 +123,7 @@ def test_a_chaining_sitecustomize_and_ours_load_once_each(tmp_path, cli_env, sho
     assert finders == "1"  # our instrumentation, waiting for torch, installed once
 
 
+@pytest.mark.slow
 def test_uninstrumented_python_is_said_in_the_report(tmp_path, cli_env, short_tmp):
     rep = tmp_path / "r.json"
     r = run_cli(
@@ -192,6 +198,7 @@ def _start(tmp_path: Path, env: dict[str, str], mode: str, *extra: str) -> tuple
     return p, mark
 
 
+@pytest.mark.slow
 def test_ctrl_c_reaches_the_job_once_and_its_clean_up_finishes(tmp_path, cli_env, short_tmp):
     p, mark = _start(tmp_path, _env(cli_env, short_tmp), "default")
     os.killpg(p.pid, signal.SIGINT)  # the terminal's Ctrl-C: the whole foreground group
@@ -200,6 +207,7 @@ def test_ctrl_c_reaches_the_job_once_and_its_clean_up_finishes(tmp_path, cli_env
     assert p.returncode == 0 and "=== bottleneckd report ===" in err
 
 
+@pytest.mark.slow
 def test_a_job_that_ignores_sigterm_is_killed_after_the_grace_period(tmp_path, cli_env, short_tmp):
     p, mark = _start(tmp_path, _env(cli_env, short_tmp), "ignore-term", "--grace", "1")
     t0 = time.monotonic()
@@ -267,6 +275,7 @@ def test_one_assembly_and_sinks_by_name():
     assert order == ["trace", "timeline", "view", "stop"]
 
 
+@pytest.mark.slow
 def test_run_bind_exports_the_jobs_mitigation_events(tmp_path, cli_env, short_tmp):
     """`run --bind` is wired like `serve`: the hook's events become dashboard annotations."""
     from tests.prometheus_server import free_port
@@ -380,6 +389,7 @@ def _gone(pid: int, timeout: float = 10.0) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_sighup_to_run_stops_the_job_and_cleans_up(tmp_path, cli_env, short_tmp):
     """SIGHUP killed run (exit 129) and orphaned the job, leaving /tmp/bottleneckd-run-* and no report."""
     p, _mark, job = _start_sleeper(tmp_path, _env(cli_env, short_tmp))
@@ -391,6 +401,7 @@ def test_sighup_to_run_stops_the_job_and_cleans_up(tmp_path, cli_env, short_tmp)
     assert json.loads((tmp_path / "r.json").read_text())["exit_code"] == 129
 
 
+@pytest.mark.slow
 def test_sigusr1_to_run_is_passed_on_to_the_job(tmp_path, cli_env, short_tmp):
     """SIGUSR1 (Slurm's warning before the time limit) is the job's: passed on, the run goes on to
     the job's end and its report."""
@@ -402,6 +413,7 @@ def test_sigusr1_to_run_is_passed_on_to_the_job(tmp_path, cli_env, short_tmp):
     assert json.loads((tmp_path / "r.json").read_text())["exit_code"] == 7
 
 
+@pytest.mark.slow
 def test_a_sighup_ignored_by_nohup_stays_ignored(tmp_path, cli_env, short_tmp):
     p, _mark, job = _start_sleeper(
         tmp_path, _env(cli_env, short_tmp), preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN)

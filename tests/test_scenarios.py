@@ -10,17 +10,9 @@ import pytest
 
 from bottleneckd.advice.knowledge import load_knowledge
 from bottleneckd.model.resources import RESOURCES
-from bottleneckd.runtime.replay import load
-from bottleneckd.runtime.run import Run
 
 DATA = Path(__file__).resolve().parent / "data"
 SCENARIOS = sorted(p.parent.name for p in DATA.glob("*/expected.json"))
-
-
-def analyse(name: str) -> tuple[Run, dict]:
-    rep = load((str(DATA / name / "trace.jsonl"),))  # what `analyze` does
-    rep.feed()
-    return rep.run, rep.run.report()
 
 
 def test_the_suite_covers_all_twelve_plus_balanced_idle_and_a_regime_change():
@@ -30,10 +22,10 @@ def test_the_suite_covers_all_twelve_plus_balanced_idle_and_a_regime_change():
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
-def test_verdict_matches_the_label(name):
+def test_verdict_matches_the_label(name, scenario_report):
     exp = json.loads((DATA / name / "expected.json").read_text())
     assert exp["provenance"].startswith(("recorded", "constructed"))
-    p, doc = analyse(name)
+    _, doc = scenario_report(name)  # what `analyze` does
     v = doc["verdict"]
     assert v["resource"] == exp["resource"], (name, v)
     if exp["stage"] != "*":
@@ -45,8 +37,8 @@ def test_verdict_matches_the_label(name):
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
-def test_no_recommendation_contradicts_the_verdict(name):
-    p, doc = analyse(name)
+def test_no_recommendation_contradicts_the_verdict(name, scenario_report):
+    _, doc = scenario_report(name)
     v = doc["verdict"]
     recs = doc["recommendations"]
     if v["resource"] == "undetermined":  # advice only to hide a wait no resource explains (latency)

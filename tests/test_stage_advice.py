@@ -210,6 +210,7 @@ def test_apply_returns_a_readable_result(tmp_path):
 
 
 # --- a real small job --------------------------------------------------------------------------
+@pytest.mark.slow
 def test_a_real_latency_bound_job_is_advised_applied_and_then_shown_in_effect(tmp_path):
     """A Dataset that sleeps in __getitem__ under watch() with the in-process sidecar: the first
     epoch advises hiding the loader's latency; applied through the hook, the next epochs show it

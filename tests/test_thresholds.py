@@ -175,6 +175,7 @@ def test_the_table_puts_each_workloads_figure_beside_the_threshold_and_flags_the
     )
 
 
+@pytest.mark.slow
 def test_the_generator_writes_the_doc_and_checks_it(tmp_path: Path) -> None:
     out = tmp_path / "t.md"
     assert table.main([str(FIXTURE), "--out", str(out)]) == 0

@@ -13,6 +13,7 @@ from tests.conftest import ROOT, run_cli
 GPU_TRACE = ROOT / "tests/data/gpu_compute/trace.jsonl"
 
 
+@pytest.mark.slow
 def test_record_then_analyze_round_trip(tmp_path, cli_env):
     out = tmp_path / "t.jsonl"
     r = run_cli(
@@ -79,7 +80,7 @@ def test_sigterm_loses_at_most_one_interval(tmp_path, cli_env):
             p.kill()
             p.wait()
     lines = out.read_text().splitlines()
-    assert len(lines) >= lines_before and all(json.loads(l) for l in lines)
+    assert len(lines) >= lines_before and all(json.loads(line) for line in lines)
     assert len(list(read_trace(str(out))[1])) >= 5
 
 
@@ -91,6 +92,7 @@ def test_truncated_last_line_is_skipped(tmp_path):
     assert len(list(samples)) == len(text.splitlines()) - 2
 
 
+@pytest.mark.slow
 def test_corrupt_line_is_named_and_the_good_part_is_analysed(tmp_path, cli_env):
     lines = GPU_TRACE.read_text().splitlines()
     bad = tmp_path / "bad.jsonl"
@@ -165,7 +167,7 @@ def test_a_mitigation_applied_by_the_hook_is_recorded_as_an_event(tmp_path, cli_
     finally:
         rec.send_signal(signal.SIGTERM)
         assert rec.wait(timeout=60) == 0
-    events = [json.loads(l) for l in out.read_text().splitlines() if '"type":"event"' in l]
+    events = [json.loads(line) for line in out.read_text().splitlines() if '"type":"event"' in line]
     assert [(e["kind"], e["name"], e["changes_semantics"]) for e in events] == [
         ("mitigation_applied", "channels_last", False)
     ]

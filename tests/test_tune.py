@@ -155,6 +155,7 @@ def rec(rid: str, hook: str) -> dict[str, Any]:
     }
 
 
+@pytest.mark.slow
 def test_a_trial_that_does_not_win_is_reverted(tmp_path, monkeypatch):
     """More workers for a loader whose worker sleeps 15 ms a sample (2 ms in the training
     process): the blocks with it are slower; the setting goes back to no workers."""
@@ -233,6 +234,7 @@ JOB = textwrap.dedent(
 )
 
 
+@pytest.mark.slow
 def test_run_tune_end_to_end_keeps_more_workers_for_a_latency_bound_loader(tmp_path):
     """A DataLoader whose samples wait 4 ms each with no worker: the sidecar recommends hiding the
     loader's latency; the hook tries more workers inside the job and keeps them (measured x1.9-2.2
@@ -286,6 +288,7 @@ def test_allow_semantics_change_needs_tune(tmp_path):
     assert "Traceback" not in p.stderr
 
 
+@pytest.mark.slow
 def test_dataloader_settings_switch_mid_epoch_keeps_the_order_of_samples(tmp_path):
     """Applied and reverted inside an epoch (loader_switch.py), the epoch hands out the same
     samples in the same order as an unswitched one: nothing seen twice or skipped."""

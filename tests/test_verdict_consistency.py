@@ -196,6 +196,7 @@ def windows(draw):
     return window(fig, shares, facts)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(windows())
 def test_no_verdict_of_a_generated_window_contradicts_its_evidence(w):

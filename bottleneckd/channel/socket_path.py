@@ -108,10 +108,10 @@ class SocketDir:
             else:
                 raise ChannelError(f"{d}: cannot open the socket directory ({e.strerror})") from e
             raise ChannelError(_refusal(d, why)) from e
-        why = _unsafe_mode(os.fstat(fd))
-        if why is not None:
+        unsafe = _unsafe_mode(os.fstat(fd))
+        if unsafe is not None:
             os.close(fd)
-            raise ChannelError(_refusal(d, why))
+            raise ChannelError(_refusal(d, unsafe))
         return SocketDir(d, fd)
 
     def at(self, name: str) -> str:

@@ -40,6 +40,8 @@ class Context:
         self._profile: tuple[Profile | None] | None = None  # a 1-tuple once read: None is a valid profile
 
     def catalog(self) -> Catalog:
+        """The peak catalog (``--catalog``, else the packaged one), read once. Raises InputError
+        naming the file and field when it is not a valid catalog."""
         from bottleneckd.peaks.catalog import load_catalog
 
         if self._catalog is None:
@@ -47,6 +49,9 @@ class Context:
         return self._catalog
 
     def profile(self) -> Profile | None:
+        """The calibration profile (``--profile``, else the default one), read once; None when no
+        ``--profile`` is given and the default does not exist. Raises InputError when a named one is
+        missing or either is invalid."""
         from bottleneckd.peaks.profile import load_profile
 
         if self._profile is None:
@@ -54,6 +59,8 @@ class Context:
         return self._profile[0]
 
     def peak_table(self, machine: Machine | None = None) -> tuple[Machine, PeakTable]:
+        """``machine`` (this one, detected, when None) and the peaks resolved for it from the
+        catalog and the profile. Raises InputError as ``catalog`` and ``profile`` do."""
         from bottleneckd.hardware.detect import detect_machine
         from bottleneckd.peaks.resolve import resolve_peaks
 
@@ -63,6 +70,7 @@ class Context:
 
 
 def emit_json(doc: Any) -> None:
+    """``doc`` as indented JSON on stdout."""
     click.echo(json.dumps(doc, indent=1))
 
 
@@ -77,6 +85,8 @@ def say(line: str) -> None:
 
 
 def sidecar_options(f: F) -> F:
+    """``f`` with the options every sampling command takes (``--interval``, ``--pid``,
+    ``--disable``, ``--duration``, ``--socket``)."""
     from bottleneckd.runtime.sidecar import SAMPLER_NAMES
 
     f = click.option(
@@ -104,13 +114,15 @@ def sidecar_options(f: F) -> F:
 
 
 def check_socket(path: str | None) -> None:
-    """A socket path that cannot be bound, refused before anything starts."""
+    """A socket path that cannot be bound, refused before anything starts: raises InputError (too
+    long for a Unix socket, under a file, under /proc or /sys, or a non-socket file already there)."""
     from bottleneckd.channel.socket_path import default_socket_path
 
     p = os.path.abspath(path or default_socket_path())
     if len(os.fsencode(p)) > MAX_SOCKET_PATH:
         raise InputError(
-            f"--socket {p}: longer than {MAX_SOCKET_PATH} bytes, the most a Unix socket path can hold; choose a shorter path"
+            f"--socket {p}: longer than {MAX_SOCKET_PATH} bytes, the most a Unix socket path can hold;"
+            " choose a shorter path"
         )
     d = os.path.dirname(p)
     while d and not os.path.exists(d):
@@ -126,7 +138,9 @@ def check_socket(path: str | None) -> None:
 def build(
     obj: Context, interval: float, pid: int | None, disabled: tuple[str, ...] = (), socket_path: str | None = None
 ) -> Sidecar:
-    """The sidecar for a command, after its inputs are checked."""
+    """The sidecar for a command, after its inputs are checked. Raises InputError for a ``pid``
+    that is not a running process, a socket path ``check_socket`` refuses or one that cannot be
+    bound, and a catalog or profile that cannot be read."""
     from bottleneckd.runtime.sidecar import build_sidecar, job_paths
 
     if pid is not None:

@@ -46,4 +46,5 @@ def configure(level: str = "warning", fmt: str = "text", debug: bool = False) ->
 
 
 def json_lines() -> bool:
+    """True when ``--log-format json`` is in effect (status lines go out as log records)."""
     return _json

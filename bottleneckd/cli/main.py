@@ -188,6 +188,9 @@ _register()
 
 
 def main(argv: list[str] | None = None) -> None:
+    """The ``bottleneckd`` entry point: runs the command in ``argv`` (else ``sys.argv``) and exits.
+    Bad input (an InputError or a usage error) is one line on stderr and exit code 2, Ctrl-C exit
+    code 130; with ``--debug`` (or ``BOTTLENECKD_DEBUG``) an InputError is raised with its traceback."""
     debug = "--debug" in (argv if argv is not None else sys.argv[1:]) or os.environ.get(
         f"{ENV_PREFIX}_DEBUG", ""
     ).lower() in ("1", "true", "yes", "on")

@@ -38,7 +38,8 @@ class BlockVerdict:
         if c is None:
             return self.why
         ci = f" ({1 - c.alpha:.0%} CI x{c.ci[0]:.3f} to x{c.ci[1]:.3f})" if c.ci else ""
-        return f"throughput x{c.speedup:.3f}{ci} over {c.a.n + c.a.dropped} blocks without and {c.b.n + c.b.dropped} with: {self.why}"
+        blocks = f"{c.a.n + c.a.dropped} blocks without and {c.b.n + c.b.dropped} with"
+        return f"throughput x{c.speedup:.3f}{ci} over {blocks}: {self.why}"
 
 
 def decide(

@@ -22,7 +22,8 @@ def compare_groups(
 ) -> dict[str, Any]:
     if (metric is None) != (target is None):
         raise InputError(
-            "--metric and --target go together: the metric to read from each run's log and the value that counts as reached"
+            "--metric and --target go together: the metric to read from each run's log"
+            " and the value that counts as reached"
         )
     doc: dict[str, Any] = {
         "alpha": alpha,
@@ -43,7 +44,7 @@ def compare_groups(
     else:
         assert target is not None
         doc["measure"] = f"seconds until {metric} {'<=' if minimize else '>='} {target:g}"
-        for side, runs in (("a", a), ("b", b)):
+        for runs in (a, b):
             missing = [r.name for r in runs if not r.quality]
             if missing:
                 raise InputError(f"{missing[0]}: no quality log for --metric {metric}; give the run as PATH,LOG")
@@ -120,7 +121,8 @@ def render_text(doc: dict[str, Any]) -> str:
         lines.append(f"  {c['verdict']}: {c['why']}")
         if c["at_least"] is not None:
             lines.append(
-                f"(epsilon, delta): delta = x{c['at_least']:.3f} (speed-up of at least this, one-sided, alpha {c['alpha']})"
+                f"(epsilon, delta): delta = x{c['at_least']:.3f}"
+                f" (speed-up of at least this, one-sided, alpha {c['alpha']})"
                 + (f", epsilon = {doc['epsilon']:.6g}" if doc.get("epsilon") is not None else ", epsilon unknown")
             )
     lines.append(f"  quality: {doc['epsilon_why']}")

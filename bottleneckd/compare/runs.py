@@ -18,7 +18,7 @@ import csv
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from bottleneckd.model.errors import InputError
 from bottleneckd.model.files import json_problem, loads_strict, open_regular, read_json_file
@@ -70,7 +70,9 @@ def _trace(path: str) -> tuple[int, int | None, float | None, float | None]:
 
 def totals(samples: Iterable[Sample]) -> tuple[int, int | None, float | None, float | None]:
     """(steps, examples or None, their wall seconds or None, unix start) over a run's samples."""
-    steps, examples, wall, start = 0, 0, 0.0, None
+    steps, wall = 0, 0.0
+    examples: int | None = 0
+    start: float | None = None
     for s in samples:
         start = s.t - s.interval if start is None else start
         if s.phases is not None and s.phases.steps:
@@ -100,7 +102,7 @@ def _report(path: str, doc: Any) -> tuple[int, int | None, float | None, float |
     return steps, examples, float(wall), None if start is None else float(start)
 
 
-def _positive(x: Any) -> bool:
+def _positive(x: Any) -> TypeGuard[float]:
     return type(x) in (int, float) and math.isfinite(x) and x > 0
 
 

@@ -39,9 +39,10 @@ class PynvmlBackend:
     def __init__(self, module: Any = None) -> None:
         if module is None:
             try:
-                import pynvml as module  # noqa: PLC0415 - the one import of pynvml
+                import pynvml  # noqa: PLC0415 - the one import of pynvml
             except ImportError as e:  # pragma: no cover - nvidia-ml-py is a dependency
                 raise NvmlUnavailable(f"nvidia-ml-py is not installed ({e})") from e
+            module = pynvml
         self._n = n = module
         try:
             n.nvmlInit()

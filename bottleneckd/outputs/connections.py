@@ -94,6 +94,8 @@ class Connections:
         return min((x for x in waiting if x[1].ip == worst), key=lambda x: x[1].accepted)
 
     def admit(self, sock: socket.socket, client_address: Any) -> bool:
+        """True when the connection gets a slot (a stale one evicted for it if need be); False, and
+        counted in ``refused``, when every slot serves a request."""
         ip = str(client_address[0]) if isinstance(client_address, tuple) else str(client_address)
         now = time.monotonic()
         with self._lock:
@@ -113,6 +115,7 @@ class Connections:
         return True
 
     def deadline(self, sock: Any) -> float:
+        """The monotonic time by which the connection's request must be read."""
         with self._lock:
             c = self._open.get(sock.fileno())
         return (c.accepted if c else time.monotonic()) + REQUEST_TIMEOUT
@@ -142,5 +145,6 @@ class Connections:
             self._slots.release()
 
     def count(self) -> int:
+        """The connections open now."""
         with self._lock:
             return len(self._open)

@@ -152,6 +152,7 @@ def job_steps_of(phases: StepPhases, ranks: tuple[RankPhases, ...] = ()) -> int:
 
 
 def job_steps(sample: Sample) -> int:
+    """The job's steps in a sample with phases (one step on eight ranks is one step)."""
     assert sample.phases is not None
     return job_steps_of(sample.phases, sample.ranks)
 
@@ -215,6 +216,7 @@ class EnergyMeter:
             self._steps, self._examples = 0, 0
 
     def account(self) -> EnergyAccount:
+        """What was measured so far (a copy: the meter goes on)."""
         with self._lock:
             return EnergyAccount(
                 dict(self._joules),

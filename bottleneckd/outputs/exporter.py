@@ -44,10 +44,12 @@ ENERGY_DOMAINS = {"gpu_compute": "gpu", "cpu_compute": "cpu_package", "cpu_memor
 
 
 def exportable(value: float) -> bool:
+    """True when ``value`` can be a sample: a finite number, not negative."""
     return isinstance(value, (int, float)) and math.isfinite(value) and value >= 0
 
 
 def build_info() -> Metric:
+    """``bottleneckd_build_info``: this package's version and Python's."""
     import platform
 
     from bottleneckd import __version__
@@ -128,7 +130,8 @@ class SnapshotCollector(Collector):
             "Each GPU (or MIG slice) by its device label here and DCGM's labels (gpu index, UUID, Hostname), for joins",
             labels=["device", "gpu", "UUID", "model_name", "Hostname"],
         )
-        host = os.environ.get("NODE_NAME") or getattr(self._machine, "hostname", "")  # DCGM's Hostname: the node
+        # DCGM's Hostname: the node
+        host = os.environ.get("NODE_NAME") or getattr(self._machine, "hostname", None) or ""
         for g in gpus:
             m = re.match(r"gpu(\d+)", g.device)  # a MIG slice "gpu0.mig1" is on GPU 0 (DCGM's gpu label)
             fam.add_metric([g.device, m.group(1) if m else str(g.index), g.uuid or "", g.name, host], {})
@@ -158,7 +161,7 @@ class SnapshotCollector(Collector):
             labels=["domain", "device"],
             unit="joules",
         )
-        fams: dict[tuple[str, str, int], Metric] = {}
+        fams: dict[tuple[str, str, int], GaugeMetricFamily | CounterMetricFamily] = {}
         for r in readings:
             assert r.value is not None
             base, _, detail = r.metric.partition(":")
@@ -193,6 +196,8 @@ class SnapshotCollector(Collector):
 
 
 def verdict_families(snap: Snapshot) -> Iterator[Metric]:
+    """The verdict of ``snap``: 1 for its resource and stage (0 for the others), its confidence,
+    since when it holds, and its headroom when known."""
     v = snap.verdict
     active = GaugeMetricFamily(
         "bottleneckd_bottleneck_active", "1 for the active bottleneck, 0 for the others", labels=["resource"]
@@ -254,6 +259,8 @@ def step_families(snap: Snapshot) -> Iterator[Metric]:
 
 
 def applied_family(events: list[Event]) -> Metric:
+    """``bottleneckd_mitigation_applied_timestamp_seconds``: for each mitigation in ``events``,
+    the time it was last applied."""
     applied = GaugeMetricFamily(
         "bottleneckd_mitigation_applied_timestamp_seconds",
         "Unix time a mitigation was last applied through the torch hook (for dashboard annotations)",

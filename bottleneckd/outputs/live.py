@@ -82,9 +82,9 @@ def screen(snap: Snapshot, width: int = 100, reasons: dict[str, str] | None = No
             named = ", ".join(f"{s.where} {s.share:.0%}" for s in v.code.sites)
             parts.append(Text(f"  code: {named}", style="bold", overflow="ellipsis", no_wrap=True))
     if snap.recommendations:
-        r = snap.recommendations[0]
-        m = r.mitigation
-        pred = f" ({r.prediction.text()})" if r.prediction is not None and r.prediction.known else ""
+        top = snap.recommendations[0]
+        m = top.mitigation
+        pred = f" ({top.prediction.text()})" if top.prediction is not None and top.prediction.known else ""
         parts.append(Text(f"top recommendation: {m.name}{pred}", style="green", overflow="ellipsis", no_wrap=True))
         parts.append(Text(f"  {m.taxonomy_path}; {m.citation}", overflow="ellipsis", no_wrap=True))
     return Group(*parts)

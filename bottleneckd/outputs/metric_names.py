@@ -60,6 +60,7 @@ _CORE = re.compile(r"cpu\d+")
 
 
 def is_counter(r: Reading) -> bool:
+    """True when the reading is a running total (its metric, before any ``:detail``, ends in ``_total``)."""
     return r.metric.partition(":")[0].endswith("_total")
 
 

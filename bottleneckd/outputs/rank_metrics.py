@@ -28,6 +28,7 @@ LABELS = ["train_job", "run", "restart", "rank", "host", "UUID"]
 
 
 def rank_labels(i: RankIdentity) -> list[str]:
+    """The values of ``LABELS`` for one rank, in that order."""
     return [i.job, i.run, str(i.restart), str(i.rank), i.node, i.gpu]
 
 

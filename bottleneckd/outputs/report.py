@@ -154,6 +154,8 @@ def _headroom_text(h: float | None, doc: dict[str, Any] | None = None) -> str:
 
 
 def render_text(doc: dict[str, Any], top: int = 5) -> str:
+    """The terminal text of a report (``Run.report``'s document): the verdict with its evidence,
+    the ``top`` recommendations, throughput and energy, lines joined by newlines."""
     v = doc["verdict"]
     lines = []
     if v["resource"] == UNDETERMINED:
@@ -232,6 +234,7 @@ def prediction_text(d: dict[str, Any] | None, short: bool = False) -> str:
 
 
 def render_markdown(doc: dict[str, Any]) -> str:
+    """The same report as Markdown (a CI job summary, a pull-request comment)."""
     v = doc["verdict"]
     out = [
         f"### Bottleneck: `{v['resource']}`"

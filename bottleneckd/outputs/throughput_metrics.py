@@ -13,6 +13,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 
 
 def throughput_families(snap: Any) -> Iterator[Metric]:
+    """The throughput ``snap`` carries (samples per second, MFU, ...): nothing until a step is counted."""
     t = getattr(snap, "throughput", None)
     if t is None or not t.steps:
         return

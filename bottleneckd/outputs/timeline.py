@@ -79,6 +79,7 @@ class Timeline:
             self.rows = self.rows[::2]
 
     def known_series(self) -> list[str]:
+        """The utilisation series with at least one known value, in the order first seen."""
         seen: dict[str, None] = {}
         for row in self.rows:
             for k in row.util:
@@ -86,5 +87,6 @@ class Timeline:
         return list(seen)
 
     def unknown_series(self) -> dict[str, str]:
+        """The series never known in the run -> why (the last reason given)."""
         known = set(self.known_series())
         return {k: v for k, v in self.unknown.items() if k not in known}

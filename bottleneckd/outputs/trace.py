@@ -111,6 +111,9 @@ class TraceWriter:
 
 
 def read_header(path: str, line: str) -> TraceHeader:
+    """The header of the trace at ``path``, from its first ``line``. Raises TraceError (an
+    InputError naming the file and line 1) when it is not JSON, not a bottleneckd trace, of another
+    version, or missing a field."""
     try:
         d = loads_strict(line)
     except (ValueError, RecursionError) as e:

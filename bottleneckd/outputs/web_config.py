@@ -60,6 +60,8 @@ def _choice(tls: dict[str, Any], key: str, choices: Mapping[str, Any], where: st
 
 
 def check_tls(tls: Any, where: str) -> dict[str, Any]:
+    """``tls`` (a web config's ``tls_server_config``), checked: raises InputError naming the key when
+    it is not a mapping, has a key bottleneckd does not support, or a file that is not a path."""
     if not isinstance(tls, dict):
         raise InputError(f"{where}: tls_server_config: expected a mapping with cert_file and key_file")
     extra = sorted(str(k) for k in set(tls) - TLS_KEYS)
@@ -91,6 +93,8 @@ def check_tls(tls: Any, where: str) -> dict[str, Any]:
 
 
 def check_users(users: Any, where: str) -> dict[str, str]:
+    """``users`` (``basic_auth_users``: user -> bcrypt hash), checked: raises InputError naming the
+    user when a name or hash is not usable, or when bcrypt is not installed."""
     if not isinstance(users, dict) or not users:
         raise InputError(f"{where}: basic_auth_users: expected user: bcrypt-hash pairs (htpasswd -nBC 10 USER)")
     for user, h in users.items():
@@ -139,6 +143,9 @@ def load_web_config(path: str) -> WebConfig:
 
 
 def tls_context(tls: dict[str, Any], where: str) -> ssl.SSLContext:
+    """The server's TLS context from a checked ``tls_server_config``. Raises InputError when a file
+    cannot be read or is not a regular file, a certificate or key does not load, or this OpenSSL
+    does not offer a TLS version asked for."""
     for key in TLS_FILES:
         if tls.get(key):
             try:

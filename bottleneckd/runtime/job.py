@@ -33,6 +33,8 @@ PASS_ON = (signal.SIGUSR1, signal.SIGUSR2)
 
 
 def start_job(command: tuple[str, ...], env: dict[str, str]) -> subprocess.Popen:
+    """The job started (``command`` with ``env``). Raises InputError, naming the program, when it
+    cannot start: not found, not executable, or another OSError."""
     try:
         return subprocess.Popen(list(command), env=env)
     except FileNotFoundError as e:
@@ -44,6 +46,7 @@ def start_job(command: tuple[str, ...], env: dict[str, str]) -> subprocess.Popen
 
 
 def exit_code(returncode: int) -> int:
+    """The shell's exit code for a job's ``returncode``: 128 + N for a job killed by signal N."""
     return 128 - returncode if returncode < 0 else returncode
 
 

@@ -47,8 +47,10 @@ def run_directory() -> Iterator[str]:
 
 
 def job_env(run_dir: str, socket_path: str, inject: bool, tune: str | None = None) -> dict[str, str]:
-    """``tune``: "preserving" or "semantics" (``run --tune [--allow-semantics-change]``): the hook's
-    tuner reads BOTTLENECKD_TUNE and BOTTLENECKD_TUNE_SEMANTICS (torch/watch.py)."""
+    """The job's environment: this one with the channel's socket, and with ``inject`` the hook's
+    sitecustomize and this package put on ``PYTHONPATH`` (linked under ``run_dir``). ``tune``:
+    "preserving" or "semantics" (``run --tune [--allow-semantics-change]``): the hook's tuner reads
+    BOTTLENECKD_TUNE and BOTTLENECKD_TUNE_SEMANTICS (torch/watch.py)."""
     env = dict(os.environ)
     env["BOTTLENECKD_SOCKET"] = socket_path
     for k in ("BOTTLENECKD_TUNE", "BOTTLENECKD_TUNE_SEMANTICS"):

@@ -63,10 +63,13 @@ class Totals:
             self.hook_steps += job_steps_of(p, sample.ranks)  # the job's steps: one step on 8 ranks is one
 
     def step_phases(self) -> StepPhases:
+        """The run's steps, their wall time and phase seconds, summed (examples None when a sample
+        lacked them)."""
         return StepPhases(self.steps, self.wall, dict(self.phases), examples=self.examples)
 
     @property
     def seconds(self) -> float:
+        """Wall seconds from the first sample's start to the last sample (0 before any)."""
         return 0.0 if self.start is None or self.end is None else self.end - self.start
 
     def throughput(self, snap: Diagnosis | None) -> dict[str, Any]:
@@ -145,13 +148,16 @@ class Run:
 
     # what the exporter reads (outputs.metrics_server.MetricsSource)
     def latest(self) -> Snapshot | None:
+        """The last diagnosis and its advice; None before the first sample is diagnosed."""
         with self._lock:
             return self._latest
 
     def steps(self) -> int:
+        """The job's training steps the hook reported so far (stack samples are not steps)."""
         return self.totals.hook_steps
 
     def events(self) -> list[Event]:
+        """The hook's events the run has received so far (mitigations applied and reverted, ...)."""
         return self._events()
 
     def report(

@@ -56,6 +56,9 @@ def build_samplers(
     sys_root: str = "/sys",
     proc_root: str = "/proc",
 ) -> tuple[list[Sampler], dict[str, str]]:
+    """The samplers to run (``pid``'s process tree followed when given), and why each left out or
+    unavailable one is (sampler name -> reason). An unavailable memory-bandwidth or energy sampler
+    is kept: it reports its figures as unknown, with the reason."""
     tree = ProcessTree(pid) if pid else None
     makers: dict[str, Callable[[], Sampler]] = {
         "gpu": lambda: GpuSampler(peaks, nvml, tree=tree, proc_root=proc_root),
@@ -98,6 +101,7 @@ class SamplerSpec:
     proc_root: str = "/proc"
 
     def build(self, pid: int | None) -> tuple[list[Sampler], dict[str, str]]:
+        """The samplers and the reasons for those left out, as ``build_samplers`` makes them."""
         return build_samplers(
             self.machine, self.peaks, pid, self.paths, self.disabled, self.nvml, self.sys_root, self.proc_root
         )
@@ -200,4 +204,5 @@ def build_sidecar(
 
 
 def job_paths() -> tuple[str, ...]:
+    """The paths whose storage the job reads: its working directory (the sidecar's own)."""
     return (os.getcwd(),)

@@ -71,6 +71,8 @@ class Sinks:
         self._failed: set[str] = set()
 
     def add(self, name: str, sink: Sink) -> None:
+        """Add ``sink`` under ``name``, in ``SINK_ORDER``. Raises ValueError when the name is not in
+        ``SINK_ORDER`` (or is the diagnosis itself) or is already set."""
         if name not in SINK_ORDER or name == DIAGNOSE:
             raise ValueError(f"sink {name!r} is not one of SINK_ORDER (runtime/sinks.py): add it there")
         if name in self._sinks:
