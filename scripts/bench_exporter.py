@@ -85,12 +85,12 @@ def main() -> None:
         urllib.request.urlopen(url, context=ctx, timeout=5).read()
         one = time.monotonic() - t0
         t0 = time.monotonic()
+
+        def scrape(_: int, url: str = url, ctx: ssl.SSLContext | None = ctx) -> bytes:
+            return urllib.request.urlopen(url, context=ctx, timeout=20).read()
+
         with concurrent.futures.ThreadPoolExecutor(50) as pool:
-            ok = sum(
-                1
-                for body in pool.map(lambda _: urllib.request.urlopen(url, context=ctx, timeout=20).read(), range(50))
-                if body
-            )
+            ok = sum(1 for body in pool.map(scrape, range(50)) if body)
         print(
             f"{'TLS  ' if tls else 'plain'}: one scrape beside an idle and a partial connection: {one * 1e3:.0f} ms; "
             f"50 concurrent scrapers: {ok}/50 answered in {time.monotonic() - t0:.2f} s"

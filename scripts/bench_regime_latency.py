@@ -138,7 +138,8 @@ def main() -> None:
             stable.append(r["stable_latency_s"])
     if stable:
         print(
-            f"stable verdict followed the switch in median {statistics.median(stable):.2f} s (max {max(stable):.2f} s) over {len(stable)} runs at 1 Hz"
+            f"stable verdict followed the switch in median {statistics.median(stable):.2f} s "
+            f"(max {max(stable):.2f} s) over {len(stable)} runs at 1 Hz"
         )
     else:
         print("the verdict never named the data stage after the switch")

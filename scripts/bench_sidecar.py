@@ -120,7 +120,8 @@ def soak(seconds: float, interval: float) -> None:
         return
     slope = (warm[-1] - warm[0]) / max(1e-9, points[-1][0] - 20) * 3600
     print(
-        f"soak at {1 / interval:g} Hz for {seconds:.0f} s: resident {warm[0]:.1f} MB at 20 s, {warm[-1]:.1f} MB at the end, "
+        f"soak at {1 / interval:g} Hz for {seconds:.0f} s: resident {warm[0]:.1f} MB at 20 s, "
+        f"{warm[-1]:.1f} MB at the end, "
         f"max {max(warm):.1f} MB; drift {slope:+.2f} MB per hour"
     )
 
@@ -154,7 +155,8 @@ def main() -> int:
         rss = max(x["rss_mb"] for x in results[c])
         ratios = [x["throughput"] / base for x in results[c]]
         print(
-            f"sidecar at {1 / c:g} Hz: throughput ratio {tp / base:.4f} (runs {', '.join(f'{q:.3f}' for q in ratios)}); "
+            f"sidecar at {1 / c:g} Hz: throughput ratio {tp / base:.4f} "
+            f"(runs {', '.join(f'{q:.3f}' for q in ratios)}); "
             f"sidecar {cpu * 100:.2f}% of one core, {tick:.2f} ms CPU per tick, {rss:.1f} MB resident (max)"
         )
     return 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from functools import partial
 
 
 def _emit(**kw: object) -> None:
@@ -63,7 +64,7 @@ def main() -> None:
             y = torch.randn(n, n, device=dev, dtype=dtype)
             prev = torch.backends.cuda.matmul.allow_tf32
             torch.backends.cuda.matmul.allow_tf32 = tf32  # fp32 means fp32, not TF32
-            rate, spent = timed(lambda: torch.mm(x, y), 2.0 * n**3, args.seconds)
+            rate, spent = timed(partial(torch.mm, x, y), 2.0 * n**3, args.seconds)
             torch.backends.cuda.matmul.allow_tf32 = prev
             _emit(
                 resource="gpu_compute",
@@ -71,14 +72,15 @@ def main() -> None:
                 metric=metric,
                 value=rate,
                 unit="FLOP/s",
-                method=f"torch.mm {n}x{n} {str(dtype).split('.')[-1]}{' (TF32 allowed)' if tf32 else ''}, CUDA events, best rep",
+                method=f"torch.mm {n}x{n} {str(dtype).split('.')[-1]}{' (TF32 allowed)' if tf32 else ''}, "
+                "CUDA events, best rep",
                 seconds=spent,
             )
             del x, y
         nbytes = args.copy_mib * 1024 * 1024
         src = torch.empty(nbytes, dtype=torch.uint8, device=dev)
         dst = torch.empty_like(src)
-        rate, spent = timed(lambda: dst.copy_(src), 2.0 * nbytes, args.seconds)
+        rate, spent = timed(partial(dst.copy_, src), 2.0 * nbytes, args.seconds)
         _emit(
             resource="gpu_memory_bandwidth",
             device=name,
@@ -93,7 +95,7 @@ def main() -> None:
             host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=pinned)
             devbuf = torch.empty(nbytes, dtype=torch.uint8, device=dev)
             kind = "pinned" if pinned else "pageable"
-            rate, spent = timed(lambda: devbuf.copy_(host, non_blocking=pinned), float(nbytes), args.seconds)
+            rate, spent = timed(partial(devbuf.copy_, host, non_blocking=pinned), float(nbytes), args.seconds)
             _emit(
                 resource="cpu_gpu_interconnect",
                 device=name,
@@ -103,7 +105,7 @@ def main() -> None:
                 method=f"host-to-device copy {args.copy_mib} MiB, {kind} host memory",
                 seconds=spent,
             )
-            rate, spent = timed(lambda: host.copy_(devbuf, non_blocking=pinned), float(nbytes), args.seconds)
+            rate, spent = timed(partial(host.copy_, devbuf, non_blocking=pinned), float(nbytes), args.seconds)
             _emit(
                 resource="cpu_gpu_interconnect",
                 device=name,
@@ -125,14 +127,15 @@ def main() -> None:
             a = torch.empty(nbytes, dtype=torch.uint8, device=f"cuda:{i}")
             b = torch.empty(nbytes, dtype=torch.uint8, device=f"cuda:{j}")
             torch.cuda.set_device(i)
-            rate, spent = timed(lambda: b.copy_(a, non_blocking=True), float(nbytes), args.seconds)
+            rate, spent = timed(partial(b.copy_, a, non_blocking=True), float(nbytes), args.seconds)
             _emit(
                 resource="inter_gpu_interconnect",
                 device=f"GPU-{torch.cuda.get_device_properties(i).uuid}",
                 metric=f"copy_to_GPU-{torch.cuda.get_device_properties(j).uuid}",
                 value=rate,
                 unit="B/s",
-                method=f"cuda:{i} to cuda:{j} copy {args.copy_mib} MiB (peer access: {torch.cuda.can_device_access_peer(i, j)})",
+                method=f"cuda:{i} to cuda:{j} copy {args.copy_mib} MiB "
+                f"(peer access: {torch.cuda.can_device_access_peer(i, j)})",
                 seconds=spent,
             )
             del a, b

@@ -7,10 +7,10 @@ from __future__ import annotations
 import time
 from typing import Any, Protocol, TextIO
 
-from bottleneckd.diagnosis.step_inputs import StepInputs
 from bottleneckd.advice.knowledge import Mitigation
 from bottleneckd.advice.predict import Prediction, predict_hook, unknown
 from bottleneckd.advice.recommend import Recommendation
+from bottleneckd.diagnosis.step_inputs import StepInputs
 from bottleneckd.model.facts import FactBoard
 from bottleneckd.model.hooks import HOOKS, Hook
 from bottleneckd.model.protocol import Event

@@ -25,7 +25,8 @@ def model_facts(model: torch.nn.Module) -> dict[str, Any]:
         "has_conv": any(isinstance(m, torch.nn.modules.conv._ConvNd) for m in model.modules()),
         "parameters": sum(by_dtype.values()),
         "param_dtype": _name(dtype),
-        # the GPUs' identities, as NVML names them: CUDA's indexes are not NVML's (no synchronisation: cached properties)
+        # the GPUs' identities, as NVML names them: CUDA's indexes are not NVML's
+        # (no synchronisation: cached properties)
         "cuda_uuids": tuple(sorted(f"GPU-{torch.cuda.get_device_properties(i).uuid}" for i in cuda)) or None,
         **parallel_facts(model),
     }

@@ -43,7 +43,7 @@ class ProgressiveFreezing(HookMitigation):
 
     def on_event(self, event: LoopEvent, ctx: Context) -> None:
         self.step = ctx.step - self._step0
-        for layer, t in zip(self._layers, self._when):
+        for layer, t in zip(self._layers, self._when, strict=True):
             if self.step >= t:
                 for p in layer.parameters():
                     if p.requires_grad:
