@@ -52,6 +52,7 @@ def main(argv: list[str] | None = None) -> None:
         CostlyImages(args.samples, args.transform_cost), batch_size=args.batch, num_workers=args.workers
     )
     w = watch(model, opt, loader)
+    assert w.dataloader is not None  # watch() wraps the loader it is given
     loss_fn = nn.CrossEntropyLoss()
     for _ in range(args.epochs):
         for x, y in w.dataloader:

@@ -47,7 +47,7 @@ def sharded_compute_dtype(model: torch.nn.Module) -> str | None:
         policy = getattr(m, "mixed_precision", None)  # FSDP1's FullyShardedDataParallel
         if policy is None and hasattr(m, "_get_fsdp_state"):  # FSDP2's FSDPModule
             try:
-                policy = getattr(m._get_fsdp_state(), "_mp_policy", None)
+                policy = getattr(m._get_fsdp_state(), "_mp_policy", None)  # type: ignore[operator]
             except Exception:  # noqa: BLE001
                 policy = None
         low = _low(getattr(policy, "param_dtype", None))

@@ -178,16 +178,17 @@ class HostClock:
         out: list[Step] = []
         prev = self._drained_end
         it = iter(vals)
+        start: float
         for k, (ss, dr, fs, fe, os_, end, comm, own) in enumerate(zip(it, it, it, it, it, it, it, it, strict=True)):
             x = extra.get(k) if extra else None
             if x is not None and x[1]:  # micro-batches came first: this last part starts where they ended
-                start = x[2]
+                start = x[2]  # type: ignore[assignment]  # set whenever x[1] is
             elif prev is not None and not own:
                 start = prev
             else:
                 start = ss or dr or fs or fe or os_ or end
             prev = end
-            ph, wall = phases_of(ss or None, dr or None, fs or None, fe or None, os_ or None, end, start, comm)
+            ph, wall = phases_of(ss or None, dr or None, fs or None, fe or None, os_ or None, end, start, comm or 0.0)
             if x is not None:
                 ph, wall = _with_extra(ph, wall, x)
             out.append((ph, wall))

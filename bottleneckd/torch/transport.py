@@ -19,8 +19,11 @@ log = logging.getLogger("bottleneckd.torch")
 
 
 class Transport(Protocol):
-    sent: int
-    dropped: int
+    @property
+    def sent(self) -> int: ...
+
+    @property
+    def dropped(self) -> int: ...
 
     def send(self, msg: Message) -> None: ...
 

@@ -22,7 +22,7 @@ class ChannelsLast(HookMitigation):
 
     def apply(self, ctx: Context) -> None:
         self._model = ctx.model
-        ctx.model.to(memory_format=torch.channels_last)
+        ctx.model.to(memory_format=torch.channels_last)  # type: ignore[call-overload]  # documented; not in the stubs
 
         def convert(_m: Any, args: tuple) -> tuple:
             return tuple(
@@ -36,4 +36,4 @@ class ChannelsLast(HookMitigation):
     def revert(self) -> None:
         self._h.undo()
         if self._model is not None:
-            self._model.to(memory_format=torch.contiguous_format)
+            self._model.to(memory_format=torch.contiguous_format)  # type: ignore[call-overload]

@@ -36,7 +36,7 @@ def dispatcher(model: torch.nn.parallel.DistributedDataParallel) -> _Dispatch:
     if d is None:
         d = _Dispatch()
         model.register_comm_hook(None, d.hook)
-        model._bottleneckd_comm_dispatch = d  # type: ignore[attr-defined]
+        model._bottleneckd_comm_dispatch = d  # type: ignore[attr-defined, assignment]
     return d
 
 

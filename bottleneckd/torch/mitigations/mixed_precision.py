@@ -108,7 +108,8 @@ class MixedPrecision(HookMitigation):
             if f is not found:
                 found += f.to(found.device)
         if fused:  # the optimizer unscales and skips on the device (as GradScaler hands it)
-            opt.grad_scale, opt.found_inf = t["scale"], found
+            # what a fused optimizer reads (GradScaler sets the same two attributes)
+            opt.grad_scale, opt.found_inf = t["scale"], found  # type: ignore[attr-defined]
         elif found.item():  # one read per step, as GradScaler's step for an optimizer without AMP support
             for g in opt.param_groups:
                 for p in g["params"]:

@@ -34,7 +34,7 @@ class SelectiveBackprop(HookMitigation):
 
         def select(module: torch.nn.Module, args: tuple, _out: torch.Tensor) -> torch.Tensor:
             reduction = module.reduction
-            module.reduction = "none"
+            module.reduction = "none"  # type: ignore[assignment]  # a loss module's str attribute
             try:
                 per_sample = module(*args)  # hooks do not run again: we are inside forward's hook
             finally:
