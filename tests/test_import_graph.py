@@ -180,3 +180,43 @@ def test_the_channel_is_a_link_between_the_hook_and_the_sidecar():
     assert not [m for m in _modules() if m.startswith("bottleneckd.outputs.") and ("channel" in m or "socket" in m)]
     assert "bottleneckd.channel.link" in graph["bottleneckd.torch.transport"]
     assert not [d for d in graph["bottleneckd.torch.transport"] if d.startswith("bottleneckd.outputs")]
+
+
+#: the packages in the order the data flows (README, Design): a package imports only from those
+#: before it. model/ is the vocabulary every other package shares; torch/ and integrations/ are the
+#: hook, on top of everything daemon-side they reuse (the in-process sidecar, the advice texts).
+LAYERS = (
+    ("model",),
+    ("hardware",),
+    ("peaks",),
+    ("samplers",),
+    ("diagnosis",),
+    ("advice",),
+    ("channel", "outputs"),
+    ("compare",),
+    ("runtime",),
+    ("cli",),
+    ("torch",),
+    ("integrations",),
+    ("__main__",),
+)
+
+
+def _layer(module: str) -> int | None:
+    pkg = module.split(".")[1] if module.count(".") else None
+    return next((k for k, names in enumerate(LAYERS) if pkg in names), None)
+
+
+def test_every_import_follows_the_flow_of_the_data():
+    """An import that runs back up the flow (model/ importing advice/, diagnosis/ importing
+    advice/: both happened) ties a lower package to a higher one; found at any depth."""
+    graph = import_graph(module_level=False)
+    unplaced = sorted({m.split(".")[1] for m in graph if m.count(".") and _layer(m) is None})
+    assert unplaced == [], f"packages missing from LAYERS: {unplaced}"
+    back = sorted(
+        f"{a} -> {b}"
+        for a, bs in graph.items()
+        for b in bs
+        if a.count(".") and b.count(".") and a.split(".")[1] != b.split(".")[1] and _layer(b) >= _layer(a)
+    )
+    assert back == [], back

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from bottleneckd.model.tune import NOTE_MAX, TuneOutcome, render_tune, tune_section
+from bottleneckd.advice.tune import NOTE_MAX, TuneOutcome, render_tune, tune_section
 from tests.conftest import ROOT
 
 torch = pytest.importorskip("torch")

@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 
 
 def tuned(events: list, allow_semantics: bool) -> dict:
-    """The report's ``tune`` section from the hook's events (model/tune.py), or why it has none."""
-    from bottleneckd.model.tune import tune_section
+    """The report's ``tune`` section from the hook's events (advice/tune.py), or why it has none."""
+    from bottleneckd.advice.tune import tune_section
 
     section = tune_section(e.to_json() for e in events) or {
         "outcomes": [],

@@ -15,7 +15,7 @@ from bottleneckd.diagnosis.pipeline import Summary
 from bottleneckd.model.resources import UNDETERMINED
 from bottleneckd.model.sample import StepPhases
 from bottleneckd.model.throughput import Throughput
-from bottleneckd.model.tune import render_tune
+from bottleneckd.advice.tune import render_tune
 
 SCHEMA = "bottleneckd.report/1"
 

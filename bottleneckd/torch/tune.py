@@ -2,7 +2,7 @@
 time, inside the running job, each verified by the interleaved A/B of ``apply(verify=True)``
 (``trials.py``: blocks with and without it, a one-sided Welch test), keeps those that win
 significantly and reverts the rest; it ends with what to change in the code and the measured gain
-of each beside the predicted one (``model/tune.py``, ``advice/code_change.py``).
+of each beside the predicted one (``advice/tune.py``, ``advice/code_change.py``).
 
 Driven by the sidecar: when no trial runs, the tuner reads the sidecar's latest report (at most
 every PLAN_POLL_SECONDS, at a flush: never per step) and takes the first recommendation with a hook
@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from bottleneckd.advice.predict import LATENCY_WORKERS_FACTOR
 from bottleneckd.model.hooks import HOOKS
 from bottleneckd.model.protocol import Event
-from bottleneckd.model.tune import RESULT, STOPPED, SUMMARY, TuneOutcome, change_line, changes, summary_note
+from bottleneckd.advice.tune import RESULT, STOPPED, SUMMARY, TuneOutcome, change_line, changes, summary_note
 from bottleneckd.torch.trials import Trial
 
 if TYPE_CHECKING:
