@@ -6,7 +6,7 @@ from bottleneckd.diagnosis.rules import RULES
 from bottleneckd.diagnosis.thresholds import ACTIVE, IDLE_UTILIZATION, SECONDARY
 from bottleneckd.diagnosis.verdict import Finding, Verdict
 from bottleneckd.diagnosis.window import WindowStats
-from bottleneckd.model.resources import UNDETERMINED
+from bottleneckd.model.resources import UNDETERMINED, Resource
 from bottleneckd.peaks.resolve import PeakTable
 
 # --- confidence: chosen, not measured -------------------------------------------------------------
@@ -36,7 +36,7 @@ def largest_utilization(w: WindowStats) -> tuple[str, str, float] | None:
     for (r, d, m), s in w.stats.items():
         if (
             m == "utilization"
-            and r not in ("cpu_memory", "storage_capacity", "gpu_memory")
+            and r not in (Resource.CPU_MEMORY, Resource.STORAGE_CAPACITY, Resource.GPU_MEMORY)
             and (best is None or s.mean > best[2])
         ):
             best = (r, d, s.mean)

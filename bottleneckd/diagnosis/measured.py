@@ -24,7 +24,7 @@ from bottleneckd.diagnosis.thresholds import CLOCK_THROTTLED, INPUT_HIGH, OTHER_
 from bottleneckd.diagnosis.verdict import Verdict
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.facts import Facts
-from bottleneckd.model.resources import UNDETERMINED
+from bottleneckd.model.resources import UNDETERMINED, Resource
 from bottleneckd.peaks.resolve import PeakTable
 
 #: clock-event reasons that are a fault to fix (nvml.h: thermal slowdowns, HW slowdown, the power
@@ -53,10 +53,10 @@ def gpu_throttled(w: WindowStats, peaks: PeakTable | None) -> tuple[str, ...]:
         return ()
     found: set[str] = set()
     for dev in window_job_gpus(w, peaks).devices:
-        clock = w.get("gpu_compute", dev, "sm_clock_ratio")
+        clock = w.get(Resource.GPU_COMPUTE, dev, "sm_clock_ratio")
         if clock is None or clock >= CLOCK_THROTTLED:
             continue
-        found |= {r for r in FAULT_REASONS if (w.get("gpu_compute", dev, f"throttle:{r}") or 0.0) >= THROTTLED}
+        found |= {r for r in FAULT_REASONS if (w.get(Resource.GPU_COMPUTE, dev, f"throttle:{r}") or 0.0) >= THROTTLED}
     return tuple(sorted(found))
 
 

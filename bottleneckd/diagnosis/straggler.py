@@ -44,6 +44,7 @@ from bottleneckd.diagnosis.thresholds import (
     STRAGGLER_WAIT_SHARE,
 )
 from bottleneckd.model.identity import RankIdentity
+from bottleneckd.model.resources import Resource
 from bottleneckd.model.sample import RankPhases, Sample
 
 if TYPE_CHECKING:
@@ -429,7 +430,7 @@ def with_straggler(v: Verdict, samples: Iterable[Sample], history: StragglerHist
     med_step = median(f.busy + f.wait for f in figs)
     stage = STAGE_OF.get(s.doing or "forward")
     if v.stage == "communication" and med_wait > 0 and s.step_time_lost >= STRAGGLER_WAIT_SHARE * med_wait and stage:
-        resource = "gpu_compute" if s.gpu and stage == "compute" else "cpu_compute"
+        resource = Resource.GPU_COMPUTE if s.gpu and stage == "compute" else Resource.CPU_COMPUTE
         head = med_step / (med_step - s.step_time_lost) if med_step > s.step_time_lost > 0 else None
         return replace(
             v,

@@ -12,7 +12,7 @@ from bottleneckd.diagnosis.rules.cpu_state import CpuState
 from bottleneckd.diagnosis.rules.storage import io_wait
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
-from bottleneckd.model.resources import UNDETERMINED
+from bottleneckd.model.resources import UNDETERMINED, Resource
 
 # --- scores: chosen, not measured -----------------------------------------------------------------
 
@@ -38,7 +38,7 @@ def waiting_inside_compute(w: WindowStats, cpu: CpuState, cev: list[str], facts:
 
 
 def _waits_on_all_reduce(ranks: int, world: Any, local: Any, cev: list[str]) -> Finding:
-    resource = "inter_node_interconnect" if world > local else "inter_gpu_interconnect"
+    resource = Resource.INTER_NODE_INTERCONNECT if world > local else Resource.INTER_GPU_INTERCONNECT
     ev = cev + [
         f"{ranks} ranks whose processes are not busy inside forward/backward: backward waits on the gradient "
         "all-reduce (DDP runs it inside backward, so no communication phase is timed)"
@@ -48,7 +48,10 @@ def _waits_on_all_reduce(ranks: int, world: Any, local: Any, cev: list[str]) -> 
 
 def _waits_on_storage(io: float, ev: list[str]) -> Finding:
     return Finding(
-        resource="storage_bandwidth", stage="compute", score=STORAGE_WEIGHT * max(STORAGE_FLOOR, io), evidence=tuple(ev)
+        resource=Resource.STORAGE_BANDWIDTH,
+        stage="compute",
+        score=STORAGE_WEIGHT * max(STORAGE_FLOOR, io),
+        evidence=tuple(ev),
     )
 
 

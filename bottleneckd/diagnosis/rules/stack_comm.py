@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from bottleneckd.diagnosis.rules.common import pct, runs_on_gpu
 from bottleneckd.diagnosis.rules.cpu_state import cpu_state
 from bottleneckd.diagnosis.window import WindowStats
+from bottleneckd.model.resources import Resource
 
 COMPUTE = ("forward", "backward")
 
@@ -82,8 +83,8 @@ def stack_comm(w: WindowStats) -> StackComm | None:
     if p is None or not p.sampled or not p.facts.get("ddp") or runs_on_gpu(w):
         return None
     waiting_of_compute = p.facts.get("compute_idle_share")
-    comm = w.get("cpu_compute", "job", "comm_thread_cores")
-    rank_busy = w.get("cpu_compute", "job", "rank_busy_cores")
+    comm = w.get(Resource.CPU_COMPUTE, "job", "comm_thread_cores")
+    rank_busy = w.get(Resource.CPU_COMPUTE, "job", "rank_busy_cores")
     if waiting_of_compute is None:
         return None
     compute = sum(p.share(k) or 0.0 for k in COMPUTE)
