@@ -6,7 +6,7 @@ from bottleneckd.diagnosis.rules import RULES
 from bottleneckd.diagnosis.thresholds import ACTIVE, IDLE_UTILIZATION, SECONDARY
 from bottleneckd.diagnosis.verdict import Finding, Verdict
 from bottleneckd.diagnosis.window import WindowStats
-from bottleneckd.model.resources import UNDETERMINED, Resource
+from bottleneckd.model.resources import UNDETERMINED, Resource, Stage
 from bottleneckd.peaks.resolve import PeakTable
 
 # --- confidence: chosen, not measured -------------------------------------------------------------
@@ -104,7 +104,7 @@ def _no_active_finding(w: WindowStats, fs: list[Finding], secondary: tuple[tuple
     )
     if steps == 0 and (largest is None or largest[2] < IDLE_UTILIZATION):
         reason = f"idle: no training steps reported and no resource above 10% ({lu})"
-        stage = "other"
+        stage = Stage.OTHER
     elif fs:
         reason = (
             f"balanced: no resource clearly limits the step (strongest: {fs[0].resource} at score "
@@ -113,7 +113,7 @@ def _no_active_finding(w: WindowStats, fs: list[Finding], secondary: tuple[tuple
         stage = fs[0].stage
     else:
         reason = f"balanced: no rule fired ({lu})"
-        stage = "other"
+        stage = Stage.OTHER
     ev = tuple(e for f in fs[:2] for e in f.evidence) or (lu,)
     return Verdict(
         resource=UNDETERMINED,

@@ -24,7 +24,7 @@ from bottleneckd.diagnosis.thresholds import CLOCK_THROTTLED, INPUT_HIGH, OTHER_
 from bottleneckd.diagnosis.verdict import Verdict
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.facts import Facts
-from bottleneckd.model.resources import UNDETERMINED, Resource
+from bottleneckd.model.resources import UNDETERMINED, Phase, Resource, Stage
 from bottleneckd.peaks.resolve import PeakTable
 
 #: clock-event reasons that are a fault to fix (nvml.h: thermal slowdowns, HW slowdown, the power
@@ -64,10 +64,10 @@ def idle_wait_stage(w: WindowStats, verdict: Verdict) -> str | None:
     """The stage the step waits in with nothing busy, or None."""
     if verdict.resource != UNDETERMINED or w.phases is None or not w.phases.steps:
         return None
-    if verdict.stage == "data":
-        waiting = (w.phases.share("data_wait") or 0.0) + (w.phases.share("file_io") or 0.0)
-        return "data" if waiting >= INPUT_HIGH else None
-    if verdict.stage == "other":
+    if verdict.stage == Stage.DATA:
+        waiting = (w.phases.share(Phase.DATA_WAIT) or 0.0) + (w.phases.share(Phase.FILE_IO) or 0.0)
+        return Stage.DATA if waiting >= INPUT_HIGH else None
+    if verdict.stage == Stage.OTHER:
         outside = other_share(w)
-        return "other" if outside is not None and outside >= OTHER_HIGH else None
+        return Stage.OTHER if outside is not None and outside >= OTHER_HIGH else None
     return None

@@ -26,7 +26,7 @@ from bottleneckd.diagnosis.rules.storage import io_wait, storage_signs
 from bottleneckd.diagnosis.straggler import find_straggler, intervals, rank_figures
 from bottleneckd.diagnosis.thresholds import REGISTRY, STRAGGLER_LAST
 from bottleneckd.diagnosis.window import WindowStats
-from bottleneckd.model.resources import UNDETERMINED, Resource
+from bottleneckd.model.resources import UNDETERMINED, Phase, Resource, Stage
 from bottleneckd.model.sample import Sample
 from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.peaks.select import compute_peak
@@ -152,11 +152,11 @@ def _stage_share(w: WindowStats, peaks: PeakTable) -> float | None:
     if not fs:
         return None
     stage = fs[0].stage
-    if stage == "compute":
+    if stage == Stage.COMPUTE:
         return compute_share(w)
-    if stage == "other":
+    if stage == Stage.OTHER:
         return other_share(w)
-    return _share(*{"data": ("data_wait", "file_io")}.get(stage, (stage,)))(w, peaks)
+    return _share(*{Stage.DATA: (Phase.DATA_WAIT, Phase.FILE_IO)}.get(stage, (stage,)))(w, peaks)
 
 
 def _score(rank: int) -> Figure:
@@ -182,9 +182,9 @@ def _missing_flops_ratio(w: WindowStats, peaks: PeakTable) -> float | None:
 
 #: statistic name -> its figure in one window
 WINDOW_STATISTICS: dict[str, Figure] = {
-    "data_share": _share("data_wait", "file_io"),
-    "transfer_share": _share("transfer"),
-    "comm_share": _share("communication"),
+    "data_share": _share(Phase.DATA_WAIT, Phase.FILE_IO),
+    "transfer_share": _share(Phase.TRANSFER),
+    "comm_share": _share(Phase.COMMUNICATION),
     "comm_cost_share": _comm_cost_share,
     "compute_share": lambda w, peaks: compute_share(w),
     "other_share": lambda w, peaks: other_share(w),

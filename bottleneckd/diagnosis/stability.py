@@ -39,7 +39,7 @@ def regime_label(w: WindowStats, before: str, after: str, before_stage: str = ""
 def regime(v: Verdict) -> tuple[str, str]:
     """What a regime is: the limiting resource and the stage it limits (an undetermined verdict's
     stage is not a regime of its own)."""
-    return (v.resource, "" if v.resource == "undetermined" else v.stage)
+    return (v.resource, "" if v.resource == UNDETERMINED else v.stage)
 
 
 class VerdictTracker:

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bottleneckd.model.resources import Resource
+from bottleneckd.model.resources import Resource, Stage
 from bottleneckd.model.sample import Sample
 
 if TYPE_CHECKING:
@@ -180,7 +180,7 @@ def other_code(code: CodeProfile | None) -> tuple[dict[str, Share], int, str]:
 
     if code is None:
         return {}, 0, ""
-    sites = code.stage_sites("other")
+    sites = code.stage_sites(Stage.OTHER)
     n = sum(sites.values())
     if n < MIN_STAGE_SAMPLES:
         return {}, n, ""
@@ -188,7 +188,7 @@ def other_code(code: CodeProfile | None) -> tuple[dict[str, Share], int, str]:
     for kind, pat in LINE_KINDS.items():
         k = sum(c for s, c in sites.items() if s is not None and pat.search(s.text))
         out[kind] = Share(k / n, *wilson(k, n))
-    a = code.attribute("other")
+    a = code.attribute(Stage.OTHER)
     if a is not None and a.sites:
         top = a.sites[0]
         out["hottest_function"] = Share(top.share, top.low, top.high)

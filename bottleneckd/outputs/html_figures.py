@@ -7,21 +7,21 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from bottleneckd.model.resources import PHASES, Resource
+from bottleneckd.model.resources import PHASES, Phase, Resource
 from bottleneckd.outputs.energy import EnergyAccount
 from bottleneckd.outputs.timeline import Timeline
 from bottleneckd.peaks.resolve import PeakTable
 
 PHASE_ORDER = (
-    "data_wait",
-    "file_io",
-    "transfer",
-    "forward",
-    "backward",
-    "gpu_wait",
-    "optimizer",
-    "communication",
-    "other",
+    Phase.DATA_WAIT,
+    Phase.FILE_IO,
+    Phase.TRANSFER,
+    Phase.FORWARD,
+    Phase.BACKWARD,
+    Phase.GPU_WAIT,
+    Phase.OPTIMIZER,
+    Phase.COMMUNICATION,
+    Phase.OTHER,
 )
 
 

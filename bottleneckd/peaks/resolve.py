@@ -23,7 +23,7 @@ _FP32_FLOPS_PER_CYCLE = (("avx512f", 64), ("avx2", 32), ("avx", 16), ("asimd", 1
 
 @dataclass(frozen=True)
 class ResolvedPeak:
-    resource: str
+    resource: Resource
     device: str
     metric: str
     value: float | None
@@ -78,7 +78,7 @@ class PeakTable:
 
     @staticmethod
     def from_json(rows: Iterable[dict[str, Any]]) -> PeakTable:
-        return PeakTable(tuple(ResolvedPeak(**r) for r in rows))
+        return PeakTable(tuple(ResolvedPeak(**{**r, "resource": Resource(r["resource"])}) for r in rows))
 
 
 def table4_ratio(peak: ResolvedPeak, fastest_madd: float | None) -> str:
@@ -95,7 +95,9 @@ def table4_ratio(peak: ResolvedPeak, fastest_madd: float | None) -> str:
     return "-"
 
 
-def _calibrated(profile: Profile | None, resource: str, device: str, metric: str | None = None) -> ResolvedPeak | None:
+def _calibrated(
+    profile: Profile | None, resource: Resource, device: str, metric: str | None = None
+) -> ResolvedPeak | None:
     if profile is None:
         return None
     m = profile.best(resource, device, metric)
@@ -111,7 +113,7 @@ def _with_catalog(calibrated: ResolvedPeak | None, fallback: ResolvedPeak) -> Re
 
 
 def _gpu_calibrated(
-    profile: Profile | None, g: GpuInfo, resource: str, metric: str | None = None
+    profile: Profile | None, g: GpuInfo, resource: Resource, metric: str | None = None
 ) -> ResolvedPeak | None:
     """A measurement of this GPU: keyed by its UUID (CUDA's and NVML's indexes differ), whatever
     its prefix: ``calibrate`` writes ``GPU-<uuid>`` from CUDA's UUID, NVML names a MIG slice
@@ -159,7 +161,7 @@ def _one_gpu_peaks(machine: Machine, g: GpuInfo, catalog: Catalog, profile: Prof
     mig = f" x {compute_share:.3g} (this MIG slice's share of the GPU's compute slices)" if g.mig_fractions else ""
     mig_b = f" x {memory_share:.3g} (this MIG slice's share of the GPU's memory)" if g.mig_fractions else ""
 
-    def cat(resource: str, metric: str, unit: str, share: float = 1.0, note: str = "") -> ResolvedPeak:
+    def cat(resource: Resource, metric: str, unit: str, share: float = 1.0, note: str = "") -> ResolvedPeak:
         p = spec.peak(resource, metric) if spec else None
         if p is None:
             return ResolvedPeak(

@@ -28,7 +28,7 @@ ROOT_ONLY = (
 @dataclass(frozen=True)
 class Zone:
     path: Path
-    resource: str
+    resource: Resource
     device: str
 
 

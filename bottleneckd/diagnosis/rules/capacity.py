@@ -7,7 +7,7 @@ from bottleneckd.diagnosis.rules.gpu_memory import gpu_memory
 from bottleneckd.diagnosis.thresholds import CAPACITY_HIGH, MEMORY_STALL, STORAGE_FULL, SWAP_RATE
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
-from bottleneckd.model.resources import Resource
+from bottleneckd.model.resources import Resource, Stage
 from bottleneckd.model.units import fmt_value
 from bottleneckd.peaks.resolve import PeakTable
 
@@ -52,7 +52,7 @@ def _host_memory_short(w: WindowStats) -> Finding | None:
     if rss:
         ev.append(f"job resident memory {fmt_value(rss, 'B')}")
     score = min(1.0, _capacity_score(c or 0.0) + (SWAP_SCORE if swap > SWAP_RATE else 0) + (psi or 0))
-    return Finding(resource=Resource.CPU_MEMORY, stage="data", score=score, evidence=tuple(ev))
+    return Finding(resource=Resource.CPU_MEMORY, stage=Stage.DATA, score=score, evidence=tuple(ev))
 
 
 def _storage_full(w: WindowStats) -> Finding | None:
@@ -63,7 +63,7 @@ def _storage_full(w: WindowStats) -> Finding | None:
     free = fmt_value(w.get(Resource.STORAGE_CAPACITY, s[0], "free"), "B")
     return Finding(
         resource=Resource.STORAGE_CAPACITY,
-        stage="other",
+        stage=Stage.OTHER,
         score=_capacity_score(s[1] - STORAGE_OFFSET),
         evidence=(f"{s[0]} {pct(s[1])} full, {free} free",),
     )

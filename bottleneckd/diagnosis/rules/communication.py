@@ -19,7 +19,7 @@ from bottleneckd.diagnosis.rules.stack_comm import stack_comm
 from bottleneckd.diagnosis.thresholds import BUSY, COMM_HIGH, SHARED_COMM_HIGH
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
-from bottleneckd.model.resources import Resource
+from bottleneckd.model.resources import Phase, Resource, Stage
 from bottleneckd.peaks.resolve import PeakTable
 
 # --- scores: chosen, not measured -----------------------------------------------------------------
@@ -65,7 +65,7 @@ def communication(w: WindowStats, peaks: PeakTable) -> list[Finding]:
 
 def _comm_case(w: WindowStats, peaks: PeakTable | None = None) -> CommCase:
     p = w.phases
-    share = p.share("communication") if p else None
+    share = p.share(Phase.COMMUNICATION) if p else None
     base_ev = [f"gradient communication {pct(share)} of step time"] if share is not None and share >= COMM_HIGH else []
     base = min(1.0, (share or 0.0) / FULL_SHARE) if base_ev else 0.0
     cost = comm_cost(w)
@@ -90,10 +90,10 @@ def _comm_case(w: WindowStats, peaks: PeakTable | None = None) -> CommCase:
     return CommCase(w=w, share=share, base=base, base_ev=base_ev, world=world, local=local, nvl=nvl)
 
 
-def _link(resource: str, score: float, ev: list[str], c: CommCase) -> Finding:
+def _link(resource: Resource, score: float, ev: list[str], c: CommCase) -> Finding:
     return Finding(
         resource=resource,
-        stage="communication",
+        stage=Stage.COMMUNICATION,
         score=score,
         evidence=tuple(ev),
         headroom=headroom(c.share, stack_samples(c.w)),

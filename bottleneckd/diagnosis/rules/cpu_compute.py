@@ -39,7 +39,7 @@ from bottleneckd.diagnosis.thresholds import (
 )
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
-from bottleneckd.model.resources import UNDETERMINED, Resource
+from bottleneckd.model.resources import UNDETERMINED, Phase, Resource, Stage
 from bottleneckd.model.units import fmt_value
 from bottleneckd.peaks.resolve import PeakTable
 
@@ -158,8 +158,8 @@ def _compute_stage(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     return [_busy_cores(c, ev)]
 
 
-def _compute(resource: str, score: float, ev: list[str], figures: dict[str, float] | None = None) -> Finding:
-    return Finding(resource=resource, stage="compute", score=score, evidence=tuple(ev), figures=figures or {})
+def _compute(resource: Resource, score: float, ev: list[str], figures: dict[str, float] | None = None) -> Finding:
+    return Finding(resource=resource, stage=Stage.COMPUTE, score=score, evidence=tuple(ev), figures=figures or {})
 
 
 def _untimed_ddp(c: CpuCase, ev: list[str]) -> Finding | None:
@@ -173,7 +173,7 @@ def _untimed_ddp(c: CpuCase, ev: list[str]) -> Finding | None:
         # the comm hook's timing (run), or what the stacks and the backend's threads show (attach)
         timed = facts.get("ddp_comm_timing") == "comm hook" or stack_comm(c.w) is not None
     else:
-        timed = bool(p and (p.share("communication") or 0.0) > 0.0)
+        timed = bool(p and (p.share(Phase.COMMUNICATION) or 0.0) > 0.0)
     if not (c.ranks > 1 or facts.get("ddp")) or timed:
         return None
     side = c.w.get(Resource.CPU_COMPUTE, "job", "rank_side_thread_cores")

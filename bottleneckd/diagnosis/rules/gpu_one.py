@@ -44,7 +44,7 @@ from bottleneckd.diagnosis.thresholds import (
 )
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
-from bottleneckd.model.resources import UNDETERMINED, Resource
+from bottleneckd.model.resources import UNDETERMINED, Resource, Stage
 from bottleneckd.model.units import fmt_value
 from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.peaks.select import ComputePeak, compute_peak
@@ -171,8 +171,8 @@ def one_gpu(w: WindowStats, peaks: PeakTable, dev: str, facts: Mapping[str, Any]
     return []
 
 
-def _compute(resource: str, score: float, ev: list[str]) -> Finding:
-    return Finding(resource=resource, stage="compute", score=score, evidence=tuple(ev))
+def _compute(resource: Resource, score: float, ev: list[str]) -> Finding:
+    return Finding(resource=resource, stage=Stage.COMPUTE, score=score, evidence=tuple(ev))
 
 
 def _dram_bound(c: GpuCase) -> Finding | None:

@@ -24,7 +24,7 @@ from bottleneckd.diagnosis.thresholds import (
 )
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
-from bottleneckd.model.resources import UNDETERMINED, Resource
+from bottleneckd.model.resources import UNDETERMINED, Phase, Resource, Stage
 from bottleneckd.peaks.resolve import PeakTable
 
 # --- scores: chosen, not measured -----------------------------------------------------------------
@@ -52,7 +52,7 @@ def data_wait(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     p = w.phases
     if p is None:
         return []
-    share = (p.share("data_wait") or 0.0) + (p.share("file_io") or 0.0)
+    share = (p.share(Phase.DATA_WAIT) or 0.0) + (p.share(Phase.FILE_IO) or 0.0)
     if share < INPUT_MODERATE:
         return []
     strength = min(1.0, share / INPUT_HIGH) * (HIGH_WEIGHT if share >= INPUT_HIGH else MODERATE_WEIGHT)
@@ -77,8 +77,8 @@ def data_wait(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     return out or [_waits_unexplained(cpu, strength, ev, head)]
 
 
-def _data(resource: str, score: float, ev: list[str], head: float | None) -> Finding:
-    return Finding(resource=resource, stage="data", score=score, evidence=tuple(ev), headroom=head)
+def _data(resource: Resource, score: float, ev: list[str], head: float | None) -> Finding:
+    return Finding(resource=resource, stage=Stage.DATA, score=score, evidence=tuple(ev), headroom=head)
 
 
 def _network_storage(w: WindowStats, strength: float, ev: list[str], head: float | None) -> Finding | None:
@@ -136,7 +136,7 @@ def _waits_unexplained(cpu: CpuState, strength: float, ev: list[str], head: floa
     )
     return Finding(
         resource=UNDETERMINED,
-        stage="data",
+        stage=Stage.DATA,
         score=strength * UNDETERMINED_WEIGHT,
         evidence=tuple(ev + cpu.describe() + [why]),
         headroom=head,

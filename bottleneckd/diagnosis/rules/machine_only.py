@@ -15,7 +15,7 @@ from bottleneckd.diagnosis.thresholds import (
 )
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
-from bottleneckd.model.resources import Resource
+from bottleneckd.model.resources import Resource, Stage
 from bottleneckd.peaks.resolve import PeakTable
 
 # --- scores: chosen, not measured -----------------------------------------------------------------
@@ -41,14 +41,14 @@ def machine_only(w: WindowStats, peaks: PeakTable) -> list[Finding]:
         _storage_without_gpu(w, gpu_busy),
         _busy_link(
             Resource.INTER_NODE_INTERCONNECT,
-            "communication",
+            Stage.COMMUNICATION,
             "{dev} at {pct} of its line rate",
             w.busiest(Resource.INTER_NODE_INTERCONNECT),
         ),
-        _busy_link(Resource.INTER_GPU_INTERCONNECT, "communication", "{dev} at {pct} of its peak", nvl),
+        _busy_link(Resource.INTER_GPU_INTERCONNECT, Stage.COMMUNICATION, "{dev} at {pct} of its peak", nvl),
         _busy_link(
             Resource.STORAGE_NETWORK_BANDWIDTH,
-            "data",
+            Stage.DATA,
             "network file system {dev} at {pct} of the link",
             w.busiest(Resource.STORAGE_NETWORK_BANDWIDTH),
         ),
@@ -66,7 +66,7 @@ def _cpu_beside_idle_gpu(w: WindowStats, gpu_busy: float | None) -> Finding | No
         return None
     return Finding(
         resource=Resource.CPU_COMPUTE,
-        stage="data",
+        stage=Stage.DATA,
         score=IDLE_GPU_SCORE,
         evidence=(f"GPU busy {pct(gpu_busy)} while CPUs are {pct(cpu)} busy",),
     )
@@ -80,7 +80,7 @@ def _storage_beside_idle_gpu(w: WindowStats, gpu_busy: float | None) -> Finding 
         return None
     return Finding(
         resource=Resource.STORAGE_BANDWIDTH,
-        stage="data",
+        stage=Stage.DATA,
         score=IDLE_GPU_SCORE,
         evidence=tuple([f"GPU busy {pct(gpu_busy)} with iowait {pct(iowait)}"] + s_ev + io_ev),
     )
@@ -97,13 +97,13 @@ def _storage_without_gpu(w: WindowStats, gpu_busy: float | None) -> Finding | No
     score = NO_GPU_STORAGE_WEIGHT * max(STORAGE_FLOOR, min(1.0, max(s_util / FULL_UTILIZATION, io)))
     return Finding(
         resource=Resource.STORAGE_BANDWIDTH,
-        stage="data",
+        stage=Stage.DATA,
         score=score,
         evidence=tuple(s_ev + io_ev + ([f"iowait {pct(iowait)}"] if iowait is not None else [])),
     )
 
 
-def _busy_link(resource: str, stage: str, text: str, best: tuple[str, float] | None) -> Finding | None:
+def _busy_link(resource: Resource, stage: Stage, text: str, best: tuple[str, float] | None) -> Finding | None:
     """A link busy on its own (NIC, NVLink, network file system): ``best``, its busiest device."""
     if best is None or not best[1] >= BUSY:
         return None

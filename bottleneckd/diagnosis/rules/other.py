@@ -17,7 +17,7 @@ from bottleneckd.diagnosis.rules.storage import io_wait
 from bottleneckd.diagnosis.thresholds import OTHER_HIGH, OTHER_IDLE, WRITES
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
-from bottleneckd.model.resources import UNDETERMINED, Resource
+from bottleneckd.model.resources import UNDETERMINED, Phase, Resource, Stage
 from bottleneckd.model.units import fmt_value
 from bottleneckd.peaks.resolve import PeakTable
 
@@ -35,12 +35,12 @@ def other_share(w: WindowStats) -> float | None:
     p = w.phases
     if p is None or p.wall_seconds <= 0 or not p.steps:
         return None
-    named = sum(v for k, v in p.phases.items() if k != "other")
+    named = sum(v for k, v in p.phases.items() if k != Phase.OTHER)
     return max(
         0.0,
         min(
             1.0,
-            (p.phases.get("other", 0.0) + max(0.0, p.wall_seconds - named - p.phases.get("other", 0.0)))
+            (p.phases.get(Phase.OTHER, 0.0) + max(0.0, p.wall_seconds - named - p.phases.get(Phase.OTHER, 0.0)))
             / p.wall_seconds,
         ),
     )
@@ -66,8 +66,8 @@ def other(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     return [replace(found, headroom=head)]
 
 
-def _other(resource: str, score: float, ev: list[str]) -> Finding:
-    return Finding(resource=resource, stage="other", score=score, evidence=tuple(ev))
+def _other(resource: Resource, score: float, ev: list[str]) -> Finding:
+    return Finding(resource=resource, stage=Stage.OTHER, score=score, evidence=tuple(ev))
 
 
 def _writes_or_io_waits(w: WindowStats, ev: list[str], strength: float) -> Finding | None:

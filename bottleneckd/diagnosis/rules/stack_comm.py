@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from bottleneckd.diagnosis.rules.common import pct, runs_on_gpu
 from bottleneckd.diagnosis.rules.cpu_state import cpu_state
 from bottleneckd.diagnosis.window import WindowStats
-from bottleneckd.model.resources import Resource
+from bottleneckd.model.resources import Phase, Resource
 
-COMPUTE = ("forward", "backward")
+COMPUTE = (Phase.FORWARD, Phase.BACKWARD)
 
 
 @dataclass(frozen=True)
@@ -91,7 +91,7 @@ def stack_comm(w: WindowStats) -> StackComm | None:
     cpu = cpu_state(w)
     threads = min(1.0, comm / rank_busy) if comm is not None and rank_busy else 0.0
     return StackComm(
-        p.share("communication") or 0.0,
+        p.share(Phase.COMMUNICATION) or 0.0,
         waiting_of_compute * compute,
         threads,
         compute,

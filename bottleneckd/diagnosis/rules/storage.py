@@ -50,9 +50,9 @@ def storage_evidence(w: WindowStats) -> tuple[float, list[str], str | None]:
     ops = w.get(Resource.STORAGE_BANDWIDTH, dev, "operation_utilization")
     byts = w.get(Resource.STORAGE_BANDWIDTH, dev, "byte_utilization")
     ev = [
-        f"{dev}: {fmt_value(w.get('storage_bandwidth', dev, 'operations_per_second'), 'IO/s')} = {pct(ops)} "
+        f"{dev}: {fmt_value(w.get(Resource.STORAGE_BANDWIDTH, dev, 'operations_per_second'), 'IO/s')} = {pct(ops)} "
         "of its 4 KiB-read IOPS peak, "
-        f"{fmt_value(w.get('storage_bandwidth', dev, 'throughput'), 'B/s')} = {pct(byts)} of its byte bandwidth"
+        f"{fmt_value(w.get(Resource.STORAGE_BANDWIDTH, dev, 'throughput'), 'B/s')} = {pct(byts)} of its byte bandwidth"
     ]
     kind = "operations" if (ops or 0) > (byts or 0) else "bytes"
     return util, ev, kind

@@ -12,7 +12,7 @@ from bottleneckd.diagnosis.rules.common import headroom, pct, stack_samples
 from bottleneckd.diagnosis.thresholds import BUSY, COPY_SM_IDLE, TRANSFER_HIGH
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
-from bottleneckd.model.resources import Resource
+from bottleneckd.model.resources import Phase, Resource, Stage
 from bottleneckd.peaks.resolve import PeakTable
 
 #: score (chosen, not measured): the copies' share of the step, full at 40%
@@ -23,7 +23,7 @@ def transfer(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     """The family: timed copies taking a high share of the step, or PCIe busy while the SMs idle;
     the stronger of the two scores, the evidence of both."""
     p = w.phases
-    share = p.share("transfer") if p else None
+    share = p.share(Phase.TRANSFER) if p else None
     copies, copies_ev = _timed_copies(share)
     if copies:
         copies_ev += _while_copying(w, peaks, share)
@@ -34,7 +34,7 @@ def transfer(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     return [
         Finding(
             resource=Resource.CPU_GPU_INTERCONNECT,
-            stage="transfer",
+            stage=Stage.TRANSFER,
             score=score,
             evidence=tuple(copies_ev + link_ev),
             headroom=headroom(share, stack_samples(w)),
