@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from bottleneckd.diagnosis.classify import classify
-from bottleneckd.diagnosis.pipeline import Pipeline
+from bottleneckd.runtime.run import Run
 from bottleneckd.outputs.trace import read_trace
 from tests.conftest import run_cli
 from tests.test_verdict_consistency import check
@@ -65,7 +65,7 @@ def test_analyze_gives_the_engineers_label(name, cli_env):
 @pytest.mark.parametrize("name", TRACES)
 def test_no_window_of_the_trace_contradicts_its_evidence(name):
     header, samples = read_trace(str(DATA / name / "trace.jsonl"))
-    p = Pipeline(header.peaks, machine=header.machine)
+    p = Run(header.peaks, header.machine)
     n = 0
     for s in samples:
         snap = p(s)
