@@ -64,7 +64,7 @@ class Mitigation:
         """It relieves ``resource`` where the step spends its time in ``stage``."""
         if stage not in self.stages:
             return False
-        only = dict(self.stage_resources).get(stage)
+        only = dict[str, tuple[Resource, ...]](self.stage_resources).get(stage)
         return only is None or resource in only
 
     @property

@@ -57,7 +57,7 @@ def classify(w: WindowStats, peaks: PeakTable) -> Verdict:
     return _no_active_finding(w, fs, secondary)
 
 
-def _undetermined_by_a_rule(w: WindowStats, top: Finding, secondary: tuple[tuple[str, float], ...]) -> Verdict:
+def _undetermined_by_a_rule(w: WindowStats, top: Finding, secondary: tuple[tuple[Resource, float], ...]) -> Verdict:
     """The strongest finding rules every resource out: undetermined with its reason."""
     return Verdict(
         resource=UNDETERMINED,
@@ -71,7 +71,7 @@ def _undetermined_by_a_rule(w: WindowStats, top: Finding, secondary: tuple[tuple
     )
 
 
-def _named(w: WindowStats, fs: list[Finding], secondary: tuple[tuple[str, float], ...]) -> Verdict:
+def _named(w: WindowStats, fs: list[Finding], secondary: tuple[tuple[Resource, float], ...]) -> Verdict:
     """The strongest finding names the resource; its margin over the next one sets the confidence."""
     top = fs[0]
     margin = top.score - (fs[1].score if len(fs) > 1 else 0.0)
@@ -93,7 +93,7 @@ def _named(w: WindowStats, fs: list[Finding], secondary: tuple[tuple[str, float]
     )
 
 
-def _no_active_finding(w: WindowStats, fs: list[Finding], secondary: tuple[tuple[str, float], ...]) -> Verdict:
+def _no_active_finding(w: WindowStats, fs: list[Finding], secondary: tuple[tuple[Resource, float], ...]) -> Verdict:
     """No finding strong enough: idle (no steps, nothing busy) or balanced, with the reason."""
     steps = w.phases.steps if w.phases else 0
     largest = largest_utilization(w)

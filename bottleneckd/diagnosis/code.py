@@ -123,7 +123,7 @@ class CodeProfile:
             if n < MIN_STAGE_SAMPLES:
                 continue
             source = "py-spy" if role == WORKER else self.source  # workers are other processes: py-spy's
-            return CodeAttribution(stage, role, n, source, _top(merged, n, top), merged.get(None, 0) / n)
+            return CodeAttribution(Stage(stage), role, n, source, _top(merged, n, top), merged.get(None, 0) / n)
         return None
 
 

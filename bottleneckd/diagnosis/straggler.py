@@ -72,7 +72,7 @@ RULE_SUMMARY = (
     "processes on its cores); a node when all its ranks are"
 )
 #: what a phase of the straggler's extra time means
-DOING = {
+DOING: dict[str, str] = {
     Phase.FORWARD: "forward",
     Phase.BACKWARD: "backward",
     Phase.OPTIMIZER: "the optimizer step",
@@ -401,7 +401,7 @@ def topology(ranks: Iterable[RankPhases]) -> dict[str, list[int]]:
 
 
 #: the straggler's extra phase -> the stage its ranks' wait is really spent in
-STAGE_OF = {
+STAGE_OF: dict[str, Stage] = {
     Phase.FORWARD: Stage.COMPUTE,
     Phase.BACKWARD: Stage.COMPUTE,
     Phase.OPTIMIZER: Stage.COMPUTE,
