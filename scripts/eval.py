@@ -46,7 +46,7 @@ sys.path[:0] = [p for p in (str(HERE), str(HERE.parent)) if p not in sys.path]
 
 from eval_suite.proof import MIN_RUNS, call, prove, reusable, script, throughput  # noqa: E402
 from eval_suite.record import DuplicateRows, load, merge_rows, meta, write_record  # noqa: E402
-from eval_suite.score import confusion, judge, proof_line, summarize  # noqa: E402
+from eval_suite.score import advice, confusion, judge, proof_line, summarize  # noqa: E402
 from eval_suite.workloads import LAST, ROOT, W, Workload, discover  # noqa: E402
 
 __all__ = ["LAST", "W", "Workload", "confusion", "discover", "judge", "throughput"]
@@ -187,6 +187,11 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--out", default=None, help="folder for logs and reports (default: a temp dir)")
     ap.add_argument("--list", action="store_true", help="list the workloads and their labels, run nothing")
     ap.add_argument(
+        "--tune-suite",
+        action="store_true",
+        help="run `bottleneckd run --tune` once on the demo and a loader-bound, a latency-bound and a DDP job",
+    )
+    ap.add_argument(
         "--merge", nargs="+", metavar="JSON", help="summarise earlier --json outputs as one suite, run nothing"
     )
     ap.add_argument(
@@ -214,11 +219,21 @@ def main() -> int:
     if args.list:
         for w in workloads:
             control = f"; control: {w.control} (< x{w.control_max})" if w.control else ""
-            print(f"{w.name:28} {w.label:44} x{w.min_speedup}  {w.intervention}{control}")
+            print(f"{w.name:28} {w.label:44} x{w.min_speedup}  proves {w.proves}  {w.intervention}{control}")
         return 0
     out = Path(args.out or tempfile.mkdtemp(prefix="bottleneckd-eval-"))
     out.mkdir(parents=True, exist_ok=True)
     home = tempfile.mkdtemp(prefix="bottleneckd-home-")  # empty: no calibration profile, as on a fresh machine
+    if args.tune_suite:
+        from eval_suite.tune import tune_suite
+
+        try:
+            res = tune_suite(workloads, args.seconds, args.threads, job_env(home), out)
+            if args.json_path:
+                Path(args.json_path).write_text(json.dumps({"meta": meta(), "tune": res}, indent=1, default=str))
+            return 0
+        finally:
+            shutil.rmtree(home, ignore_errors=True)
     try:
         return evaluate(args, workloads, out, job_env(home))
     finally:
@@ -257,8 +272,10 @@ def evaluate(args: argparse.Namespace, workloads: list[Workload], out: Path, env
         row["scored"] = row["proof"] is None or row["proof"]["proven"]
         if "run" in modes:
             row["run"] = judge(w, under_run(w, args.seconds, args.threads, env, out))
+            row["run"]["advice"] = advice(w, row["run"])
         if "attach" in modes:
             row["attach"] = judge(w, under_attach(w, args.seconds, args.warmup, args.threads, env, out))
+            row["attach"]["advice"] = advice(w, row["attach"])
         row["wall_seconds"] = round(time.time() - t0, 1)
         row["load_after"] = load()
         rows.append(row)

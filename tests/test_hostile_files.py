@@ -295,14 +295,22 @@ def test_trace_force_is_put_in_place_when_a_signal_stops_recording(tmp_path, cli
         env=cli_env,
         stderr=subprocess.PIPE,
         text=True,
+        # SIGHUP at its default, as in a terminal's session (under nohup the child would inherit it
+        # ignored, and record keeps an ignored SIGHUP ignored by design)
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL),
     )
-    deadline = time.monotonic() + 60
-    while not [x for x in os.listdir(tmp_path) if x.endswith(".tmp") and os.path.getsize(tmp_path / x) > 0]:
-        assert time.monotonic() < deadline and p.poll() is None, "recording did not start"
-        time.sleep(0.1)
-    time.sleep(1.0)
-    p.send_signal(getattr(signal, sig))
-    assert p.wait(timeout=30) == 0, p.stderr.read()[-800:]
+    try:
+        deadline = time.monotonic() + 60
+        while not [x for x in os.listdir(tmp_path) if x.endswith(".tmp") and os.path.getsize(tmp_path / x) > 0]:
+            assert time.monotonic() < deadline and p.poll() is None, "recording did not start"
+            time.sleep(0.1)
+        time.sleep(1.0)
+        p.send_signal(getattr(signal, sig))
+        assert p.wait(timeout=30) == 0, p.stderr.read()[-800:]
+    finally:
+        if p.poll() is None:
+            p.kill()  # never leave a recorder behind
+            p.wait()
     lines = out.read_text().splitlines()
     assert json.loads(lines[0])["format"] == "bottleneckd.trace" and len(lines) >= 2
     assert sorted(os.listdir(tmp_path)) == ["s", "t.jsonl"]  # no hidden temporary file left

@@ -339,7 +339,14 @@ HUP_JOB = textwrap.dedent("""
 """)
 
 
+def _hup_default() -> None:
+    """In the child: SIGHUP at its default, as a terminal's session has it. Under ``nohup`` (a
+    test run started so) the child would inherit SIGHUP ignored, which run keeps ignored by design."""
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def _start_sleeper(tmp_path: Path, env: dict[str, str], **kw) -> tuple[subprocess.Popen, Path, int]:
+    kw.setdefault("preexec_fn", _hup_default)
     job = tmp_path / "job.py"
     job.write_text(HUP_JOB)
     mark = tmp_path / "got"

@@ -55,6 +55,9 @@ def test_the_peak_is_the_jobs_path():
     ]
     peaks = PeakTable([cpu, *h100])
     assert mfu_peak(peaks, {"param_dtype": "float32"}, None).value == 2.0e12
+    # a CPU convnet with cudnn.allow_tf32 on (PyTorch's default) runs fp32: its MFU is against the fp32 peak
+    conv_cpu = mfu_peak(peaks, {"compute_dtype": "float32", "conv_flop_share": 0.9, "cudnn_allow_tf32": True}, None)
+    assert conv_cpu.value == 2.0e12 and conv_cpu.path == "fp32 CPU", conv_cpu
     bf16_cpu = mfu_peak(peaks, {"param_dtype": "float32", "autocast_dtype": "bfloat16"}, None)
     assert bf16_cpu.value is None and "no bf16 tensor peak known for the CPU" in bf16_cpu.why
     assert mfu_peak(peaks, {"param_dtype": "float32", "autocast_dtype": "bfloat16"}, "gpu0").value == H100_BF16

@@ -18,6 +18,18 @@ if TYPE_CHECKING:
     from bottleneckd.outputs.metrics_server import WebConfig
 
 
+def tuned(events: list, allow_semantics: bool) -> dict:
+    """The report's ``tune`` section from the hook's events (model/tune.py), or why it has none."""
+    from bottleneckd.model.tune import tune_section
+
+    section = tune_section(e.to_json() for e in events) or {
+        "outcomes": [],
+        "change_in_code": [],
+        "stopped": "the hook reported no tuning: the job ended before its first timed steps, or never imported torch",
+    }
+    return {**section, "allow_semantics_change": allow_semantics}
+
+
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--no-inject", is_flag=True, help="Do not install the step-phase instrumentation in the job.")
 @click.option("--live", is_flag=True, help="One screen redrawn each interval (plain lines when not a terminal).")
@@ -63,6 +75,17 @@ if TYPE_CHECKING:
     help="py-spy stack samples per second (names the code of the bottleneck's stage).",
 )
 @click.option("--no-stacks", is_flag=True, help="Do not sample the job's stacks (no py-spy, no ptrace).")
+@click.option(
+    "--tune",
+    is_flag=True,
+    help="Apply the recommended mitigations in the running job one at a time, each verified by an interleaved "
+    "A/B; keep the significant winners, revert the rest; the report says what to change in the code.",
+)
+@click.option(
+    "--allow-semantics-change",
+    is_flag=True,
+    help="With --tune: also try mitigations that change training semantics (mixed precision, data echoing ...).",
+)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.pass_obj
 def run(
@@ -83,6 +106,8 @@ def run(
     linger: float,
     stack_rate: float,
     no_stacks: bool,
+    tune: bool,
+    allow_semantics_change: bool,
     command: tuple[str, ...],
 ) -> None:
     """Run CMD under the sidecar: bottleneckd run [options] -- python train.py ..."""
@@ -92,6 +117,10 @@ def run(
     from bottleneckd.runtime.job import linger_then_stop, run_job
     from bottleneckd.runtime.sinks import Outputs, TraceOut
 
+    if allow_semantics_change and not tune:
+        raise InputError("--allow-semantics-change: only used with --tune; add --tune")
+    if tune and no_inject:
+        raise InputError("--tune: the hook applies the mitigations, and --no-inject leaves it out; drop one of them")
     check_outputs(force, report_json=report_json, trace=trace_path, report_html=report_html)
     html_needs_plotly(report_html)
     if bind:
@@ -122,9 +151,12 @@ def run(
         say=say,
         keep_serving=True,
         stack_rate=None if no_stacks else stack_rate,
+        tune=("semantics" if allow_semantics_change else "preserving") if tune else None,
     )
     run = job.side.run
     extra = {"command": list(command), "exit_code": job.code, **job.extra}
+    if tune:
+        extra["tune"] = tuned(run.events(), allow_semantics_change)
     doc = run.report(extra=extra, energy=True, grid_intensity=grid_intensity, base=job.node_report)
     print_report(doc, report_json, force)
     if report_html:

@@ -15,6 +15,7 @@ from bottleneckd.diagnosis.pipeline import Summary
 from bottleneckd.model.resources import UNDETERMINED, Stage
 from bottleneckd.model.sample import StepPhases
 from bottleneckd.model.throughput import Throughput
+from bottleneckd.model.tune import render_tune
 
 SCHEMA = "bottleneckd.report/1"
 
@@ -199,6 +200,7 @@ def render_text(doc: dict[str, Any], top: int = 5) -> str:
     for s in doc.get("not_fitting", []):
         if s.get("kind") != "stage":  # those that relieve the resource in another stage: in the JSON
             lines.append(f"  not fitting {s['id']}: {s['because']}")
+    lines += render_tune(doc.get("tune"))  # run --tune: what was tried, kept, and what to change in the code
     note = (doc.get("instrumentation") or {}).get("note")
     if note:
         lines.append(f"instrumentation: {note}")

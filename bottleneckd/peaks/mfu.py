@@ -24,6 +24,8 @@ def mfu_peak(peaks: PeakTable, facts: Mapping[str, Any], gpu: str | None) -> Pea
         c = compute_peak(peaks, gpu, facts)
         return Peak(value=c.value, path=c.path, why=c.why)
     path, why = job_path(facts)
+    if path == "tf32 tensor":  # TF32 is CUDA's tensor-core path (torch.backends switches): a CPU runs fp32
+        path, why = "fp32", why.split(",")[0] + " (TF32 switches act on CUDA only)"
     if path not in ("fp32", ""):
         return Peak(value=None, path=path, why=f"{why}: no {path} peak known for the CPU (only its fp32 one)")
     p = peaks.get(Resource.CPU_COMPUTE, "cpu")

@@ -180,13 +180,15 @@ def run_job(
     say: Callable[[str], None] = print,
     keep_serving: bool = False,
     stack_rate: float | None = STACK_RATE,
+    tune: str | None = None,
 ) -> JobRun:
     """Start ``command`` under the sidecar ``build`` makes (listening on a socket of a run
     directory of its own), with ``outputs`` wired and metrics on ``bind``, and supervise it to
     the end. Nothing is left in /tmp. With ``keep_serving`` the metrics server outlives the job
     (``JobRun.server``), for a last scrape of the final state. With ``stack_rate`` the job's stacks
     (and its loader workers') are sampled with py-spy at that rate to name the code its bottleneck
-    runs (the hook's timings still give the phases)."""
+    runs (the hook's timings still give the phases). ``tune`` ("preserving", or "semantics" to allow
+    semantics-changing mitigations): the hook tunes the job (``torch/tune.py``, ``run --tune``)."""
     from bottleneckd.channel.report_file import read_report_file
     from bottleneckd.outputs.live import LiveView, unknown_reasons
     from bottleneckd.outputs.metrics_server import serve_metrics, stop_metrics, url_of
@@ -212,7 +214,7 @@ def run_job(
             joined = node_sidecar_socket() if inject else None
             if joined:
                 say(f"bottleneckd: joined the sidecar serving this node ({joined}): the job's ranks report there")
-            job = start_job(command, job_env(run_dir, joined or sock, inject))
+            job = start_job(command, job_env(run_dir, joined or sock, inject, tune))
             side.follow(job.pid)
             if stack_rate:
                 stacks, stacks_note = job_stacks(side, job.pid, stack_rate)

@@ -46,9 +46,17 @@ def run_directory() -> Iterator[str]:
         shutil.rmtree(d, ignore_errors=True)
 
 
-def job_env(run_dir: str, socket_path: str, inject: bool) -> dict[str, str]:
+def job_env(run_dir: str, socket_path: str, inject: bool, tune: str | None = None) -> dict[str, str]:
+    """``tune``: "preserving" or "semantics" (``run --tune [--allow-semantics-change]``): the hook's
+    tuner reads BOTTLENECKD_TUNE and BOTTLENECKD_TUNE_SEMANTICS (torch/watch.py)."""
     env = dict(os.environ)
     env["BOTTLENECKD_SOCKET"] = socket_path
+    for k in ("BOTTLENECKD_TUNE", "BOTTLENECKD_TUNE_SEMANTICS"):
+        env.pop(k, None)  # only this run's flags decide
+    if tune:
+        env["BOTTLENECKD_TUNE"] = "1"
+        if tune == "semantics":
+            env["BOTTLENECKD_TUNE_SEMANTICS"] = "1"
     if inject:
         env["BOTTLENECKD_INJECT"] = "1"
         env["BOTTLENECKD_EPOCH_PRINT"] = "stderr"

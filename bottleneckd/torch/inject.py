@@ -23,7 +23,7 @@ from torch.utils.data import DataLoader
 from bottleneckd.torch import cuda_graphs, probe
 from bottleneckd.torch.collectives import wrap_collectives
 from bottleneckd.torch.hooks import wrap_forward
-from bottleneckd.torch.loader import TimedIterator
+from bottleneckd.torch.loader import LiveLoader, timed
 from bottleneckd.torch.timing import CudaClock
 from bottleneckd.torch.watch import Watcher
 
@@ -48,6 +48,8 @@ class GlobalWatcher(Watcher):
         self._global_module_hooks: list[Any] = []
         self._candidates: list[torch.nn.Module] = []
         super().__init__(None, None, None, hooks=False, **kw)
+        self.live_loader = LiveLoader(self)
+        self._engine.loader = self.live_loader  # dataloader_settings and data_echoing work on the live loader
         self._handles.extend(self._install_global())
 
     def _install_global(self) -> list[Any]:
@@ -133,7 +135,8 @@ class GlobalWatcher(Watcher):
                     w.facts.update(probe.loader_facts(loader))
                 except Exception:  # noqa: BLE001
                     pass
-            return TimedIterator(it, w)
+            w.live_loader.current = loader  # the loader being trained on (its settings: dataloader_settings)
+            return timed(loader, it, w)
 
         DataLoader.__iter__ = __iter__  # type: ignore[method-assign]
         return _Restore(DataLoader, "__iter__", original)

@@ -17,6 +17,8 @@ import sys
 from collections.abc import Iterable, Iterator
 from typing import Any, Protocol
 
+from bottleneckd.torch import loader_switch
+
 
 class LoaderEvents(Protocol):
     """What the timed iterator tells the watcher."""
@@ -91,6 +93,14 @@ class TimedIterator:
             pass
 
 
+def timed(loader: Any, it: Iterator, events: LoaderEvents) -> TimedIterator:
+    """The timed iterator of one epoch of ``loader``, known as its live one (new settings can then
+    take effect at the next batch: ``loader_switch``)."""
+    t = TimedIterator(it, events)
+    loader_switch.track(loader, t)
+    return t
+
+
 _SUBCLASSES: dict[type, type] = {}
 _EVENTS = "_bottleneckd_events"
 
@@ -102,7 +112,7 @@ def _timed_class(cls: type) -> type:
         def __iter__(self: Any) -> Iterator:
             it = super(sub, self).__iter__()  # type: ignore[arg-type]
             ev = self.__dict__.get(_EVENTS)
-            return TimedIterator(it, ev) if ev is not None and ev.enabled else it
+            return timed(self, it, ev) if ev is not None and ev.enabled else it
 
         sub = type(
             cls.__name__,
@@ -133,7 +143,7 @@ class _Proxy:
 
     def __iter__(self) -> Iterator:
         it = iter(self._loader)
-        return TimedIterator(it, self._ev) if getattr(self._ev, "enabled", True) else it
+        return timed(self._loader, it, self._ev) if getattr(self._ev, "enabled", True) else it
 
 
 class InstrumentedLoader:
@@ -170,3 +180,27 @@ class InstrumentedLoader:
             self.loader.__dict__.pop(_EVENTS, None)
             if type(self.loader) is _SUBCLASSES.get(self._cls):
                 self.loader.__class__ = self._cls
+
+
+class LiveLoader:
+    """The loader a mitigation works on when none was given to the watcher (``bottleneckd run``'s
+    injected hook): the DataLoader whose epoch was started last, held until the next one starts (a
+    weak reference died with ``for x in DataLoader(...)``, whose loader only its iterator's epoch
+    uses: run --tune then found no loader); ``echo`` is the watcher's, as with an
+    ``InstrumentedLoader``."""
+
+    def __init__(self, events: LoaderEvents) -> None:
+        self._events = events
+        self.current: Any = None
+
+    @property
+    def loader(self) -> Any:
+        return self.current
+
+    @property
+    def echo(self) -> int:
+        return self._events.echo
+
+    @echo.setter
+    def echo(self, factor: int) -> None:
+        self._events.echo = factor

@@ -50,6 +50,7 @@ from bottleneckd.torch.registry import forget, replace_current
 from bottleneckd.torch.timing import CudaClock, HostClock
 from bottleneckd.torch.transport import make_transport
 from bottleneckd.torch.trials import Trial
+from bottleneckd.torch.tune import Tuner
 
 log = logging.getLogger("bottleneckd.torch")
 #: the dtypes of token ids (a model's integer input of shape batch x sequence): tokens/s counts them
@@ -74,6 +75,8 @@ class Watcher:
         interval: float = 1.0,
         roofline_step: int | None = 3,
         cuda_sample_every: int = 8,
+        tune: bool | None = None,
+        allow_semantics_change: bool | None = None,
         profiler_ranges: bool = True,
     ) -> None:
         replace_current(self)
@@ -127,6 +130,14 @@ class Watcher:
         self.facts.update(self.precision.facts())
         if hooks:
             self._handles.extend(install_hooks(self))
+        # run --tune (torch/tune.py): the environment `bottleneckd run --tune` sets, unless told here
+        if tune if tune is not None else os.environ.get("BOTTLENECKD_TUNE") == "1":
+            allow = allow_semantics_change
+            if allow is None:
+                allow = os.environ.get("BOTTLENECKD_TUNE_SEMANTICS") == "1"
+            self.tuner: Tuner | None = Tuner(self, allow_semantics=allow)
+        else:
+            self.tuner = None
 
     # --- the public marks (also what the installed hooks call) -------------------------------
     def mark(self, label: str) -> None:
@@ -255,6 +266,8 @@ class Watcher:
         now = time.perf_counter()
         if self._cadence.send_due(now):
             self.flush()
+            if self.tuner is not None:
+                self.tuner.poll()
         elif self.trials.current is not None:
             self.drain()  # a verification in progress decides at the step it completes
         if self._cadence.epoch_due(now, self.steps):
@@ -319,7 +332,8 @@ class Watcher:
                 report,
                 closure_notes(bool(self.facts.get("optimizer_closure")), isinstance(self.clock, HostClock))
                 + cuda_graphs.note(self.graphs_kind)
-                + self._counting.notes(bool(self.facts.get("compiled"))),
+                + self._counting.notes(bool(self.facts.get("compiled")))
+                + (self.tuner.lines() if self.tuner is not None else []),
                 previous=next((r for r in reversed(self.epoch_reports) if r.step_ms is not None), None),
                 in_effect=self._control.in_effect(),
                 throughput=rate,
@@ -441,6 +455,8 @@ class Watcher:
         if self.closed:
             return
         self.closed = True
+        if self.tuner is not None:
+            self.tuner.finish()  # a trial in progress reverted, the summary sent (needs the transport)
         self._teardown()
         self.transport.close()
         forget(self)

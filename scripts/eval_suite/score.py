@@ -34,7 +34,48 @@ def judge(w: Workload, doc: dict) -> dict:
         "facts": doc.get("facts", {}),
         "step_phases": doc.get("step_phases"),
         "statistics": doc.get("statistics", {}),
+        "recommendations": [r.get("id") for r in doc.get("recommendations", [])][:5],
+        "code_sites": [s.get("function") for s in ((v.get("code") or {}).get("sites") or [])],
     }
+
+
+#: stages whose time runs in the user's own Python (a Dataset, a collate_fn, per-step code); a
+#: compute stage runs torch's operators, whose callers are the model's forward
+USER_CODE_STAGES = ("data", "other")
+
+
+def advice(w: Workload, judged: dict) -> dict:
+    """Whether the top recommendation is the one the workload's intervention proves, and whether
+    the code of its stage was named (for the stages that run the user's own code)."""
+    recs = judged.get("recommendations") or []
+    user_code = w.stage in USER_CODE_STAGES
+    return {
+        "proves": w.proves,
+        "top": recs[0] if recs else None,
+        "top_proved": None if w.proves is None else bool(recs) and recs[0] == w.proves,
+        "in_top3": None if w.proves is None else w.proves in recs[:3],
+        "code_named": bool(judged.get("code_sites")) if user_code else None,
+    }
+
+
+def advice_summary(rows: list[dict], modes: tuple[str, ...]) -> dict:
+    """Top recommendation proved and code named, per mode, over the scored workloads."""
+    out: dict = {}
+    for m in modes:
+        a = [r[m]["advice"] for r in rows if r["scored"] and m in r and "advice" in r[m]]
+        top = [x["top_proved"] for x in a if x["top_proved"] is not None]
+        top3 = [x["in_top3"] for x in a if x["in_top3"] is not None]
+        code = [x["code_named"] for x in a if x["code_named"] is not None]
+        out[m] = {
+            "top_proved": [sum(top), len(top)],
+            "in_top3": [sum(top3), len(top3)],
+            "code_named": [sum(code), len(code)],
+        }
+        print(
+            f"{m} advice: top recommendation proved {sum(top)}/{len(top)} (in the top 3: {sum(top3)}/{len(top3)}); "
+            f"code named for the data and other stages {sum(code)}/{len(code)}"
+        )
+    return out
 
 
 def confusion(rows: list[dict], mode: str) -> str:
@@ -81,6 +122,7 @@ def summarize(rows: list[dict], modes: tuple[str, ...]) -> dict:
             f"{m}: right {outcomes.count('right')}/{len(scored)}, undetermined {outcomes.count('undetermined')}, "
             f"wrong {outcomes.count('wrong')}, no report {outcomes.count('error')}"
         )
+    summary["advice"] = advice_summary(rows, modes)
     for m in modes:
         print("\n" + confusion(rows, m))
     if summary["unproven"]:

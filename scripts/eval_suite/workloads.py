@@ -23,6 +23,7 @@ LITERALS = (
     "PROOF_SECONDS",
     "CONTROL",
     "CONTROL_MAX_SPEEDUP",
+    "PROVES",
 )
 
 
@@ -42,6 +43,9 @@ class Workload:
     control_max: float | None = None
     sha256: str = ""  # the workload's source and the workload modules it imports
     pattern: str = ""  # what the job does, in a line (docs/eval.md's table)
+    #: the recommendation (knowledge-base id) its intervention proves: the advice the report should
+    #: put first (None: its intervention proves no entry of the knowledge base)
+    proves: str | None = None
 
     @property
     def label(self) -> str:
@@ -106,6 +110,7 @@ def discover(folder: Path = W) -> list[Workload]:
                 c.get("CONTROL_MAX_SPEEDUP"),
                 source_hash(path),
                 c.get("PATTERN", ""),
+                proves=c.get("PROVES"),
             )
         )
     return sorted(found, key=lambda w: (w.name in LAST, w.name))

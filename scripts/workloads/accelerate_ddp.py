@@ -9,6 +9,8 @@ on every step (no all-reduce)."""
 LABEL = "inter_gpu_interconnect"
 PATTERN = "`accelerate launch` (MULTI_CPU, gloo, 2 processes), `accelerator.prepare`d 33.6 M-parameter MLP, batch 2"
 STAGE = "communication"
+#: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
+PROVES = "less_frequent_sync"
 INTERVENTION = "accelerator.no_sync(model) on every step: same per-process forward/backward, no all-reduce"
 MIN_SPEEDUP = 1.6
 PROOF_SECONDS = 8  # steps of about a second: a 4-second run counts too few

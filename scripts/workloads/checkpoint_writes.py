@@ -10,6 +10,8 @@ does; either resource is accepted, any other is wrong."""
 LABEL = ("cpu_compute", "storage_bandwidth")
 PATTERN = "frozen 100 MB embedding + small head, `torch.save` + fsync every 2 steps"
 STAGE = "other"
+#: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
+PROVES = "checkpoint_less_often"
 INTERVENTION = "the checkpoint writes removed (same training steps)"
 MIN_SPEEDUP = 2.0
 

@@ -8,6 +8,8 @@ Intervention: the gradients' all-reduce skipped (the same forward, backward and 
 LABEL = "inter_gpu_interconnect"
 PATTERN = "2 gloo ranks (torchrun-like env launcher), manual `all_reduce` of each gradient, 12.6 M parameters"
 STAGE = "communication"
+#: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
+PROVES = "less_frequent_sync"
 INTERVENTION = "each gradient's all_reduce skipped: same per-rank forward/backward/step"
 MIN_SPEEDUP = 1.5
 

@@ -5,6 +5,8 @@ the hidden width halved (2048 -> 1024)."""
 LABEL = "cpu_compute"
 PATTERN = "`torch.compile(model)` (inductor, CPU): MLP 1024-2048-2048-10, batch 64"
 STAGE = "compute"
+#: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
+PROVES = "smaller_model"
 INTERVENTION = "hidden width halved (2048 -> 1024)"
 MIN_SPEEDUP = 1.6
 CONTROL = (

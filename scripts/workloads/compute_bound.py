@@ -5,6 +5,8 @@ third of the multiply-adds."""
 LABEL = "cpu_compute"
 PATTERN = "big-matmul MLP 1024-2048-2048-10, batch 64"
 STAGE = "compute"
+#: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
+PROVES = "smaller_model"
 INTERVENTION = "hidden width halved (2048 -> 1024)"
 MIN_SPEEDUP = 1.6
 CONTROL = (

@@ -5,6 +5,8 @@ Intervention: half the channels in every layer."""
 LABEL = "cpu_compute"
 PATTERN = "3 conv layers, 32-64 channels, 32x32 images, batch 16"
 STAGE = "compute"
+#: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
+PROVES = "smaller_model"
 INTERVENTION = "half the channels in every conv layer"
 MIN_SPEEDUP = 1.6
 CONTROL = (

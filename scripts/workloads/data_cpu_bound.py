@@ -5,6 +5,8 @@ worker instead measured 0.8x on this shared 2-core VM: no idle core to give it.)
 LABEL = "cpu_compute"
 PATTERN = "1 loader worker doing costly per-image transforms, small conv net"
 STAGE = "data"
+#: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
+PROVES = "simplify_augmentation"
 INTERVENTION = "the per-sample transform rounds removed (same images, one worker)"
 MIN_SPEEDUP = 2.0
 

@@ -7,6 +7,8 @@ nearly twice as fast, a communication-bound one would not be."""
 LABEL = "cpu_compute"
 PATTERN = "DDP over gloo, 2 ranks, 1.3 M-parameter MLP, batch 1024 per rank"
 STAGE = "compute"
+#: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
+PROVES = "smaller_model"
 INTERVENTION = "half the per-rank batch, same model (the all-reduce is unchanged)"
 MIN_SPEEDUP = 1.5
 CONTROL = (

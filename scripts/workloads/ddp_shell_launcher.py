@@ -5,6 +5,8 @@ of 2 per rank: the step waits on the gradient all-reduce. Intervention: no_sync(
 LABEL = "inter_gpu_interconnect"
 PATTERN = "DDP over gloo, 2 ranks started by `sh -c 'python ... & python ... & wait'`, 16.8 M parameters, batch 2"
 STAGE = "communication"
+#: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
+PROVES = "less_frequent_sync"
 INTERVENTION = "no_sync() on every step: same per-rank forward/backward, no gradient all-reduce"
 MIN_SPEEDUP = 1.6
 PROOF_SECONDS = 8  # steps of about a second: a 4-second run counts too few

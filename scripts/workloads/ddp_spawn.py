@@ -6,6 +6,8 @@ gradients never all-reduced)."""
 LABEL = "inter_gpu_interconnect"
 PATTERN = "DDP over gloo, 2 ranks by `torch.multiprocessing.spawn`, 33.6 M-parameter MLP, batch 4"
 STAGE = "communication"
+#: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
+PROVES = "less_frequent_sync"
 INTERVENTION = "no_sync() on every step: same per-rank forward/backward, no gradient all-reduce"
 MIN_SPEEDUP = 1.6
 PROOF_SECONDS = 8  # steps of about a second: a 4-second run counts too few

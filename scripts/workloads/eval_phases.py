@@ -6,6 +6,8 @@ Intervention: the hidden width halved (2048 -> 1024), in training and evaluation
 LABEL = "cpu_compute"
 PATTERN = "an evaluation phase (20 batches, `no_grad`, `eval()`) every 10 steps, MLP 2x2048"
 STAGE = "compute"
+#: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
+PROVES = "smaller_model"
 INTERVENTION = "hidden width halved (2048 -> 1024)"
 MIN_SPEEDUP = 1.6
 CONTROL = (

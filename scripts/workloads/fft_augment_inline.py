@@ -5,6 +5,8 @@ feeding a small MLP. Intervention: the augmentation removed (the same signals)."
 LABEL = "cpu_compute"
 PATTERN = "`num_workers=0`, numpy FFT band-pass/phase augmentation in `__getitem__`"
 STAGE = "data"
+#: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
+PROVES = "simplify_augmentation"
 INTERVENTION = "the FFT augmentation removed from __getitem__ (same signals, same model)"
 MIN_SPEEDUP = 2.0
 

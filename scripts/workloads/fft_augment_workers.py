@@ -5,6 +5,8 @@ a small MLP: the workers saturate the cores. Intervention: the augmentation remo
 LABEL = "cpu_compute"
 PATTERN = "the same augmentation in 2 workers (cores saturated)"
 STAGE = "data"
+#: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
+PROVES = "simplify_augmentation"
 INTERVENTION = "the FFT augmentation removed from __getitem__ (same signals, same model, same workers)"
 MIN_SPEEDUP = 2.0
 

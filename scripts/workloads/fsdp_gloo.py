@@ -7,6 +7,8 @@ its all-gather and reduce-scatter move nothing between processes)."""
 LABEL = "inter_gpu_interconnect"
 PATTERN = "FSDP2 (`fully_shard` per layer) over gloo, 2 ranks by spawn, 25 M parameters, batch 2"
 STAGE = "communication"
+#: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
+PROVES = "shard_less"
 INTERVENTION = "world size 1 with the same per-rank model and batch (collectives move nothing)"
 MIN_SPEEDUP = 1.5
 PROOF_SECONDS = 8  # steps of about a second: a 4-second run counts too few

@@ -5,6 +5,8 @@ LABEL = "gpu_compute"
 PATTERN = "wide bf16 linear layers on the GPU"
 STAGE = "compute"
 NEEDS = "gpu"
+#: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
+PROVES = "smaller_model"
 INTERVENTION = "width halved (8192 -> 4096)"
 MIN_SPEEDUP = 2.0
 

@@ -6,6 +6,8 @@ LABEL = "gpu_memory_bandwidth"
 PATTERN = "LayerNorm/GELU on 65536 x 4096 on the GPU"
 STAGE = "compute"
 NEEDS = "gpu"
+#: the recommendation its intervention proves: none (it has no intervention)
+PROVES = None
 INTERVENTION = None
 MIN_SPEEDUP = None
 

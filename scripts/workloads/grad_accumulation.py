@@ -12,6 +12,8 @@ multiply-adds, set its step."""
 LABEL = "cpu_memory_bandwidth"
 PATTERN = "4 micro-batches of 16 rows per optimizer step, MLP 3x1536"
 STAGE = "compute"
+#: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
+PROVES = "more_compute_per_byte"
 INTERVENTION = (
     "every layer's FLOPs kept with 16x the rows and a quarter of each width: 1/16 of the weight bytes "
     "(the MLP's main traffic), 4x the activations"

@@ -6,6 +6,8 @@ intermediate sizes (256 -> 128, 1024 -> 512): about a quarter of the multiply-ad
 LABEL = "cpu_compute"
 PATTERN = "Hugging Face `Trainer`, BERT from a config (4 x 256, sequence 128), batch 8, tokens in memory"
 STAGE = "compute"
+#: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
+PROVES = "smaller_model"
 INTERVENTION = "hidden and intermediate sizes halved (256 -> 128, 1024 -> 512)"
 MIN_SPEEDUP = 1.5
 CONTROL = (

@@ -5,6 +5,8 @@ waits for nothing, so the step stays compute bound. Intervention: the hidden wid
 LABEL = "cpu_compute"
 PATTERN = "loss and accuracy `.item()` every step, MLP 2x2048"
 STAGE = "compute"
+#: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
+PROVES = "smaller_model"
 INTERVENTION = "hidden width halved (2048 -> 1024)"
 MIN_SPEEDUP = 1.6
 CONTROL = (

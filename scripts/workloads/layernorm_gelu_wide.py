@@ -6,6 +6,8 @@ activations through DRAM. Intervention: the same rows processed in cache-sized b
 LABEL = "cpu_memory_bandwidth"
 PATTERN = "LayerNorm + GELU (+ residual) x4 on 256 x 65,536 activations"
 STAGE = "compute"
+#: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
+PROVES = "more_compute_per_byte"
 INTERVENTION = "the same rows in cache-sized blocks (identical arithmetic, 2 MiB activations)"
 MIN_SPEEDUP = 1.5
 

@@ -6,6 +6,8 @@ images without the transform rounds)."""
 LABEL = "cpu_compute"
 PATTERN = "2 loader workers (one per core) doing blur/jitter rounds per image, small conv net"
 STAGE = "data"
+#: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
+PROVES = "simplify_augmentation"
 INTERVENTION = "the per-sample transform rounds removed (same images, same model)"
 MIN_SPEEDUP = 2.0
 

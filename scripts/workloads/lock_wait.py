@@ -7,6 +7,8 @@ threads are asleep on a futex most of the time; no resource limits it: the right
 LABEL = "undetermined"
 PATTERN = "the loop takes a lock that an uploader thread holds while it waits"
 STAGE = None
+#: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
+PROVES = "per_step_python_work"
 INTERVENTION = "the uploader thread releases the lock before it waits"
 MIN_SPEEDUP = 3.0
 

@@ -7,6 +7,8 @@ the cache)."""
 LABEL = "cpu_memory_bandwidth"
 PATTERN = "LayerNorm + GELU x6 on 8192 x 1024"
 STAGE = "compute"
+#: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
+PROVES = "more_compute_per_byte"
 INTERVENTION = "the same rows in cache-sized blocks (identical arithmetic, 256 KiB activations)"
 MIN_SPEEDUP = 1.5
 

@@ -10,6 +10,8 @@ kills this workload first."""
 LABEL = "cpu_memory"
 PATTERN = "an in-RAM cache leaving 6% of memory available; buffered random reads of a dataset twice that size"
 STAGE = None
+#: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
+PROVES = None  # no knowledge-base entry is "hold less in RAM" (its intervention frees the cache)
 INTERVENTION = "the job's large in-RAM cache not allocated (the page cache then holds the dataset)"
 MIN_SPEEDUP = 2.0
 

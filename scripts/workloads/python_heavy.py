@@ -6,6 +6,8 @@ outside forward, backward and the optimizer. Intervention: the bookkeeping remov
 LABEL = "cpu_compute"
 PATTERN = "tiny model + pure-Python per-sample bookkeeping after each step"
 STAGE = "other"
+#: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
+PROVES = "per_step_python_work"
 INTERVENTION = "the per-step pure-Python bookkeeping removed (same model and steps)"
 MIN_SPEEDUP = 2.0
 

@@ -6,6 +6,8 @@ Intervention: the sleep removed."""
 LABEL = "undetermined"
 PATTERN = "a few ms of work, then `time.sleep(0.1)` per step"
 STAGE = None
+#: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
+PROVES = "per_step_python_work"
 INTERVENTION = "the 100 ms sleep per step removed"
 MIN_SPEEDUP = 3.0
 

@@ -5,6 +5,8 @@ Intervention: the same records served from memory (the file read into RAM once, 
 LABEL = "storage_bandwidth"
 PATTERN = "2 workers, 16 random 4 KiB `O_DIRECT` reads per sample"
 STAGE = "data"
+#: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
+PROVES = "cache_locally"
 INTERVENTION = "the same records served from memory (file read into RAM before timing)"
 MIN_SPEEDUP = 2.0
 

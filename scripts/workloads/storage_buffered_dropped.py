@@ -9,6 +9,8 @@ PATTERN = (
     "file's at start)"
 )
 STAGE = "data"
+#: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
+PROVES = "cache_locally"
 INTERVENTION = "the same records served from memory (file read into RAM before timing)"
 MIN_SPEEDUP = 2.0
 

@@ -5,6 +5,8 @@ model. Intervention: the same records served from memory."""
 LABEL = "storage_bandwidth"
 PATTERN = "the same reads with `num_workers=0` (in the training process)"
 STAGE = "data"
+#: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
+PROVES = "cache_locally"
 INTERVENTION = "the same records served from memory (file read into RAM before timing)"
 MIN_SPEEDUP = 2.0
 

@@ -7,6 +7,8 @@ training (the collate_fn only stacks ids)."""
 LABEL = "cpu_compute"
 PATTERN = "`collate_fn` tokenizing raw sentences (pure-Python WordPiece `BertTokenizer`), `num_workers=0`"
 STAGE = "data"
+#: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
+PROVES = "cache_preprocessing"
 INTERVENTION = "the same batches tokenized before training (the collate_fn stacks ids)"
 MIN_SPEEDUP = 2.0
 

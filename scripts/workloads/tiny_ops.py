@@ -5,6 +5,8 @@ training process is busy all the time. Intervention: half the layers (half the o
 LABEL = "cpu_compute"
 PATTERN = "300 x (Linear(16,16) + tanh), batch 8: dispatch-bound"
 STAGE = "compute"
+#: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
+PROVES = "smaller_model"
 INTERVENTION = "half the layers (300 -> 150 tiny Linear+tanh)"
 MIN_SPEEDUP = 1.6
 CONTROL = "the same 600 operators and FLOPs on 16x the rows of a quarter of the width (1/16 of the weight bytes)"

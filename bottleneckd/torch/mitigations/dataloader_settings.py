@@ -1,5 +1,8 @@
-"""DataLoader settings: workers, pinned memory, persistent workers, prefetch. They take effect
-when the next iterator is made (the next epoch). Pinned memory pays off only with
+"""DataLoader settings: workers, pinned memory, persistent workers, prefetch. A map-style
+dataset's loader takes them at the next batch (the epoch in progress hands over to an iterator of
+the new settings, the same samples in the same order: ``torch/loader_switch.py``), so they can be
+verified in step blocks like any other mitigation; an ``IterableDataset``'s loader takes them at
+the next epoch. Reverting hands back the same way. Pinned memory pays off only with
 ``non_blocking=True`` copies in the loop. Semantics unchanged."""
 
 from __future__ import annotations
@@ -7,6 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from bottleneckd.torch import loader_switch
 from bottleneckd.torch.mitigations.base import Context, HookMitigation, declared_hook
 
 SETTABLE = ("num_workers", "pin_memory", "prefetch_factor", "persistent_workers")
@@ -33,6 +37,8 @@ class DataLoaderSettings(HookMitigation):
         self._old: dict[str, Any] = {}
         self._loader: Any = None
         self.note = ""
+        #: the settings take effect inside the epoch (at the next batch), not only at the next one
+        self.immediate = False
 
     def apply(self, ctx: Context) -> None:
         loader = getattr(ctx.loader, "loader", None)
@@ -55,9 +61,10 @@ class DataLoaderSettings(HookMitigation):
             self._old[k] = getattr(loader, k)
             object.__setattr__(loader, k, v)  # DataLoader forbids some of these after __init__; they are read at iter()
             changed.append(f"{k}={v}")
-        if getattr(loader, "_iterator", None) is not None and self._old.get("persistent_workers"):
+        self.immediate = loader_switch.can_switch(loader)
+        if not loader_switch.switch(loader) and getattr(loader, "_iterator", None) is not None:
             loader._iterator = None  # a persistent iterator would keep the old settings
-        self.note = ", ".join(changed) + " (from the next epoch)"
+        self.note = ", ".join(changed) + (" (from the next batch)" if self.immediate else " (from the next epoch)")
         if wanted.get("pin_memory"):
             self.note += "; pinned memory pays off only with .to(device, non_blocking=True) in the loop"
         for k in SETTABLE:
@@ -67,4 +74,7 @@ class DataLoaderSettings(HookMitigation):
     def revert(self) -> None:
         for k, v in self._old.items():
             object.__setattr__(self._loader, k, v)
+        live = self._old and not loader_switch.switch(self._loader)
+        if live and getattr(self._loader, "_iterator", None) is not None:
+            self._loader._iterator = None  # a persistent iterator of the new settings would outlive them
         self._old = {}

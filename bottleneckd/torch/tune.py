@@ -1,0 +1,319 @@
+"""``bottleneckd run --tune``: the hook applies the mitigations the sidecar recommends, one at a
+time, inside the running job, each verified by the interleaved A/B of ``apply(verify=True)``
+(``trials.py``: blocks with and without it, a one-sided Welch test), keeps those that win
+significantly and reverts the rest; it ends with what to change in the code and the measured gain
+of each beside the predicted one (``model/tune.py``, ``advice/code_change.py``).
+
+Driven by the sidecar: when no trial runs, the tuner reads the sidecar's latest report (at most
+every PLAN_POLL_SECONDS, at a flush: never per step) and takes the first recommendation with a hook
+it has not tried. Semantics-changing ones are refused unless ``allow_semantics`` (the
+``--allow-semantics-change`` flag); so are those the ranks of a multi-rank job would have to switch
+at the same step (a comm hook or no_sync on one rank alone would hang the all-reduce).
+
+Never slower than it started: a mitigation stays only when its blocks were significantly faster
+(``min_gain``, ``alpha``); a trial the job ends in the middle of is reverted and reported as
+unfinished (too short to measure); with steps so slow that one trial would take longer than
+MAX_TRIAL_SECONDS it stops trying and says so.
+"""
+
+from __future__ import annotations
+
+import atexit
+import math
+import os
+import statistics
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from bottleneckd.advice.predict import LATENCY_WORKERS_FACTOR
+from bottleneckd.model.hooks import HOOKS
+from bottleneckd.model.protocol import Event
+from bottleneckd.model.tune import RESULT, STOPPED, SUMMARY, TuneOutcome, change_line, changes, summary_note
+from bottleneckd.torch.trials import Trial
+
+if TYPE_CHECKING:
+    from bottleneckd.torch.watch import Watcher
+
+#: a block of a trial lasts at least this long: on a 2-core machine at a load of 6-20 the step time
+#: of a steady job varies by 20-40% from second to second (tests/test_tune.py's jobs), and 3 blocks
+#: a side of a second or more kept a 2x loader gain significant there (p < 0.01)
+BLOCK_SECONDS = float(os.environ.get("BOTTLENECKD_TUNE_BLOCK_SECONDS", "1.5"))
+#: steps skipped after each turn: a DataLoader switch forks its workers and fills their prefetch
+#: queue (0.1-0.4 s for 2-4 workers measured here at load 6), so half a second at least
+WARMUP_SECONDS = 0.5
+MIN_BLOCK_STEPS, MAX_BLOCK_STEPS = 4, 256
+BLOCKS = 3  # a side: apply(verify=True)'s default
+MIN_GAIN, ALPHA = 0.02, 0.05  # apply(verify=True)'s defaults (README)
+#: timed steps before the first plan: the sidecar's window needs them to name a bottleneck
+SETTLE_STEPS = 8
+PLAN_POLL_SECONDS = 2.0
+#: one trial may take at most this long (2 x BLOCKS blocks and their warm-ups); slower steps: stop
+MAX_TRIAL_SECONDS = float(os.environ.get("BOTTLENECKD_TUNE_MAX_TRIAL_SECONDS", "300"))
+#: a latency-bound loader that won with more workers is tried again with twice as many, this often
+MAX_ESCALATIONS = 2
+#: hooks the ranks of a multi-rank job must switch together (one rank alone would hang a collective)
+COLLECTIVE_HOOKS = frozenset({"ddp_comm_hook", "less_frequent_sync", "gradient_accumulation"})
+
+
+@dataclass(frozen=True)
+class Candidate:
+    hook: str
+    recommendation: str
+    params: dict[str, Any]
+    changes_semantics: bool
+
+
+def cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def loader_params(rec: str, loader: Any, device: str) -> dict[str, Any] | str:
+    """The DataLoader settings to try for a recommendation, or why none fit."""
+    if loader is None or not hasattr(loader, "num_workers"):
+        return "no torch DataLoader is being iterated"
+    cur = int(loader.num_workers)
+    if rec == "pinned_memory":
+        return {"pin_memory": True} if device == "cuda" else "pinned memory pays off only with copies to a GPU"
+    if rec == "hide_loader_latency":
+        n = max(2, cur * LATENCY_WORKERS_FACTOR)
+    else:  # more_loader_workers: one more worker per idle core, a core left for the training loop
+        n = max(cur + 1, cores() - 1)
+    return {"num_workers": n, "persistent_workers": True, "prefetch_factor": 4}
+
+
+class Tuner:
+    def __init__(self, w: Watcher, allow_semantics: bool = False) -> None:
+        self._w = w
+        self.allow_semantics = allow_semantics
+        self.outcomes: list[TuneOutcome] = []
+        self.current: tuple[Candidate, Trial] | None = None
+        self.tried: set[tuple[str, str]] = set()
+        self.escalations = 0
+        self.stopped: str | None = None
+        self.finished = False
+        self._next_poll = 0.0
+        self._started_steps = 0
+        self._shown = 0  # outcomes already in an epoch block
+        self._settled = 0  # the watcher's step count when the last trial was decided
+        #: mean step time before the first trial, and over the last steps at the end (ms)
+        self.before_ms: float | None = None
+        self.after_ms: float | None = None
+        atexit.register(self.finish)
+
+    # --- driven at each flush of the watcher ---------------------------------------------------
+    def poll(self) -> None:
+        """Called at each flush; a failure of ours reverts the trial in progress and stops tuning."""
+        if self.finished or self.stopped is not None:
+            return
+        try:
+            self._poll()
+        except Exception as e:  # noqa: BLE001 - never into training, never a mitigation left unproved
+            if self.current is not None:
+                self._w._engine.revert_later(self.current[1].mitigation)
+                self.current[1].kept = False
+                self.current = None
+            self._stop(f"internal error ({type(e).__name__}: {e}); what was in trial is reverted")
+
+    def _poll(self) -> None:
+        if self.current is not None:
+            cand, t = self.current
+            if t.kept is None:
+                return
+            self.current = None
+            self._decided(cand, t)
+        now = time.monotonic()
+        if now < self._next_poll or self._w.model is None or len(self._w.trials.history) < SETTLE_STEPS:
+            return
+        self._next_poll = now + PLAN_POLL_SECONDS
+        self._plan_next()
+
+    def _plan_next(self) -> None:
+        doc = self._w.transport.report() or {}
+        for rec in doc.get("recommendations") or []:
+            hook, rid = rec.get("hook"), str(rec.get("id", ""))
+            if not hook or (hook, rid) in self.tried or hook not in HOOKS:
+                continue
+            self.tried.add((hook, rid))
+            cand = self._candidate(hook, rid)
+            if cand is not None:
+                self._start(cand)
+                return
+
+    def _candidate(self, hook: str, rid: str) -> Candidate | None:
+        sem = HOOKS[hook].changes_semantics
+        if sem and not self.allow_semantics:
+            self._record(TuneOutcome(hook, rid, "refused", why="changes training semantics: --allow-semantics-change"))
+            return None
+        if hook in COLLECTIVE_HOOKS and int(self._w.facts.get("world_size") or 1) > 1:
+            why = "the ranks would have to switch at the same step; --tune does not coordinate ranks"
+            self._record(TuneOutcome(hook, rid, "refused", why=why))
+            return None
+        params: dict[str, Any] = {}
+        if hook == "dataloader_settings":
+            p = loader_params(rid, self._loader(), self._w.device.type)
+            if isinstance(p, str):
+                self._record(TuneOutcome(hook, rid, "failed", why=p))
+                return None
+            params = p
+        return Candidate(hook, rid, params, sem)
+
+    def _loader(self) -> Any:
+        return getattr(self._w._engine.loader, "loader", None)
+
+    def _start(self, cand: Candidate) -> None:
+        walls = [s for s, _ in self._w.trials.history][-32:]
+        step = statistics.median(walls) if walls else 0.0
+        steps = min(MAX_BLOCK_STEPS, max(MIN_BLOCK_STEPS, math.ceil(BLOCK_SECONDS / step) if step > 0 else 0))
+        warmup = min(steps, max(2, math.ceil(WARMUP_SECONDS / step) if step > 0 else 2))
+        need = 2 * BLOCKS * (steps + warmup) * step
+        if need > MAX_TRIAL_SECONDS:
+            self._stop(
+                f"steps of {step:.2f} s: one trial needs {2 * BLOCKS} blocks of {steps}+{warmup} steps, "
+                f"{need:.0f} s, more than the {MAX_TRIAL_SECONDS:.0f} s --tune allows a trial: too slow to measure"
+            )
+            return
+        try:
+            t = self._w.apply(
+                cand.hook,
+                verify=True,
+                steps=steps,
+                warmup=warmup,
+                blocks=BLOCKS,
+                alpha=ALPHA,
+                min_gain=MIN_GAIN,
+                **cand.params,
+            )
+        except Exception as e:  # noqa: BLE001 - a mitigation that cannot be applied is reported, never raised
+            self._record(
+                TuneOutcome(cand.hook, cand.recommendation, "failed", cand.params, why=f"{type(e).__name__}: {e}")
+            )
+            return
+        self.current = (cand, t)
+        self._started_steps = self._w.steps
+        if self.before_ms is None and t.before_step_seconds is not None:
+            self.before_ms = 1000.0 * t.before_step_seconds
+
+    def _decided(self, cand: Candidate, t: Trial) -> None:
+        why = "" if t.kept else "not significantly faster: reverted"
+        self._settled = self._w.steps
+        self._record(outcome(cand, t, "kept" if t.kept else "reverted", why))
+        if t.kept and cand.recommendation == "hide_loader_latency" and self.escalations < MAX_ESCALATIONS:
+            self.escalations += 1  # waiting on latency: twice as many batches in flight again
+            n = int(cand.params["num_workers"]) * LATENCY_WORKERS_FACTOR
+            self._start(Candidate(cand.hook, cand.recommendation, {**cand.params, "num_workers": n}, False))
+
+    # --- the end --------------------------------------------------------------------------------
+    def finish(self) -> None:
+        """At the job's end (close, or the interpreter's exit): a trial in progress is reverted and
+        reported unfinished; the summary is printed."""
+        if self.finished:
+            return
+        self.finished = True
+        atexit.unregister(self.finish)
+        w = self._w
+        if w.steps == 0 and not self.outcomes:
+            return  # replaced before it timed a step (an explicit watch() under run): nothing to say
+        if self.current is not None:
+            cand, t = self.current
+            self.current = None
+            if t.kept is None:
+                try:
+                    w._engine.revert(t.mitigation)
+                except Exception:  # noqa: BLE001, S110 - the job is ending: nothing to slow down any more
+                    pass
+                t.kept = False
+                done = w.steps - self._started_steps
+                need = 2 * t.blocks * (t.steps + t.warmup)
+                self._record(
+                    outcome(
+                        cand,
+                        t,
+                        "unfinished",
+                        f"the job ended {done} steps into a trial that needs about {need}: "
+                        "too short to measure; reverted",
+                    )
+                )
+                self._stop(f"the job ended during the trial of {cand.hook}: too short to measure it")
+            else:
+                self._decided(cand, t)
+        if not self.outcomes and self.stopped is None:
+            self._stop(
+                f"the job ended after {w.steps} steps, before the sidecar recommended a mitigation the hook "
+                f"can apply (a trial needs {SETTLE_STEPS} steps to plan and {2 * BLOCKS} blocks of "
+                f"{MIN_BLOCK_STEPS}+ steps): too short to measure, or nothing to try"
+            )
+        after = min(32, w.steps - self._settled, len(w.trials.history))
+        if self.before_ms is not None and after >= SETTLE_STEPS:  # the steps since the last trial ended
+            self.after_ms = 1000.0 * statistics.mean(s for s, _ in list(w.trials.history)[-after:])
+            self._send(Event(SUMMARY, "tune", time.time(), False, summary_note(self.before_ms, self.after_ms)))
+        for line in self.summary():
+            w._control._say(line)
+
+    def _stop(self, why: str) -> None:
+        if self.stopped is None:
+            self.stopped = why
+            self._send(Event(STOPPED, "tune", time.time(), False, why[:256]))
+            self._w._control._say(f"tune: stopped trying: {why}")
+
+    # --- results --------------------------------------------------------------------------------
+    def _record(self, o: TuneOutcome) -> None:
+        self.outcomes.append(o)
+        self._send(Event(RESULT, o.hook, time.time(), bool(HOOKS[o.hook].changes_semantics), o.to_note()))
+        self._w._control._say(f"tune: {o.line()}")
+
+    def _send(self, e: Event) -> None:
+        try:
+            self._w.transport.send(e)
+        except Exception:  # noqa: BLE001, S110 - the report misses it; training goes on
+            pass
+
+    def lines(self) -> list[str]:
+        """The epoch block's lines: the trial in progress and the outcomes so far."""
+        out = [f"tune: {o.line()}" for o in self.outcomes[self._shown :]]
+        self._shown = len(self.outcomes)
+        if self.current is not None:
+            cand, t = self.current
+            done = len(t.with_blocks) + len(t.without_blocks)
+            out.append(f"tune: trying {cand.hook} ({cand.recommendation}): block {done + 1} of {2 * t.blocks}")
+        return out
+
+    def summary(self) -> list[str]:
+        """The closing lines: how many trials were kept, what to change in the code, why it stopped."""
+        kept = [o for o in self.outcomes if o.status == "kept"]
+        n = f"{len(kept)} of {len(self.outcomes)} trials kept" if self.outcomes else "nothing tried"
+        out = [f"tune: {n}"]
+        todo = changes(self.outcomes)
+        if todo:
+            out.append("tune: change in the code to keep the gains without the hook:")
+            out += [f"tune:   {change_line(c)}" for c in todo]
+        else:
+            out.append("tune: nothing to change: the job runs as it started")
+        if self.before_ms is not None and self.after_ms is not None:
+            out.append(
+                f"tune: step time {self.before_ms:.1f} ms before the first trial, {self.after_ms:.1f} ms at the end"
+            )
+        if self.stopped:
+            out.append(f"tune: stopped trying: {self.stopped}")
+        return out
+
+
+def outcome(cand: Candidate, t: Trial, status: str, why: str) -> TuneOutcome:
+    v, p = t.verdict, t.predicted
+    c = None if v is None else v.comparison
+    ci = None if c is None else c.ci
+    return TuneOutcome(
+        hook=cand.hook,
+        recommendation=cand.recommendation,
+        status=status,
+        params={k: v for k, v in cand.params.items() if isinstance(v, (bool, int, float, str))},
+        ratio=None if v is None else v.ratio,
+        low=None if ci is None else ci[0],
+        high=None if ci is None else ci[1],
+        p_value=None if c is None else c.p_value,
+        predicted=None if p is None else p.speedup,
+        predicted_low=None if p is None else p.low,
+        predicted_high=None if p is None else p.high,
+        model="" if p is None else p.model,
+        why=why,
+    )
