@@ -16,7 +16,7 @@ from bottleneckd.advice.conditions import check_condition
 from bottleneckd.model.errors import InputError
 from bottleneckd.model.files import read_json_file
 from bottleneckd.model.hooks import HOOKS, Hook
-from bottleneckd.model.resources import RESOURCES, STAGES
+from bottleneckd.model.resources import RESOURCES, STAGES, Resource, Stage
 
 COMPONENTS = {
     "function": {"architecture", "model_parameters"},
@@ -31,7 +31,7 @@ SCHEMA = "bottleneckd.mitigations/1"
 class Mitigation:
     id: str
     name: str
-    resources: tuple[str, ...]
+    resources: tuple[Resource, ...]
     component: str
     subcomponent: str
     action: str
@@ -47,7 +47,7 @@ class Mitigation:
     skip_if: tuple[dict[str, Any], ...]
     description: str
     baseline: bool
-    stages: tuple[str, ...] = ()
+    stages: tuple[Stage, ...] = ()
     #: conditions on facts (advice/fit.py): every one must hold for it to fit the job
     requires: tuple[dict[str, Any], ...] = ()
     #: it does not fit the job when any holds
@@ -58,18 +58,19 @@ class Mitigation:
     #: verdict whose stage the step waits in with nothing busy (fact ``idle_wait_stage``)
     latency: bool = False
     #: stages in which it relieves only some of its resources (stage -> those resources)
-    stage_resources: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    stage_resources: tuple[tuple[Stage, tuple[Resource, ...]], ...] = ()
 
     def acts_in(self, resource: str, stage: str) -> bool:
         """It relieves ``resource`` where the step spends its time in ``stage``."""
         if stage not in self.stages:
             return False
-        only = dict(self.stage_resources).get(stage)
+        only = dict[str, tuple[Resource, ...]](self.stage_resources).get(stage)
         return only is None or resource in only
 
     @property
     def taxonomy_path(self) -> str:
-        return f"{self.action} -> {self.subcomponent.replace('_', ' ')} ({self.component}; {self.timing}, {self.basis.replace('_', ' ')})"
+        sub, basis = self.subcomponent.replace("_", " "), self.basis.replace("_", " ")
+        return f"{self.action} -> {sub} ({self.component}; {self.timing}, {basis})"
 
     @property
     def citation(self) -> str:
@@ -143,7 +144,7 @@ def load_knowledge(path: str | Path | None = None) -> tuple[Mitigation, ...]:
             Mitigation(
                 id=m["id"],
                 name=m["name"],
-                resources=tuple(m["resources"]),
+                resources=tuple(Resource(r) for r in m["resources"]),
                 component=m["component"],
                 subcomponent=m["subcomponent"],
                 action=m["action"],
@@ -159,7 +160,7 @@ def load_knowledge(path: str | Path | None = None) -> tuple[Mitigation, ...]:
                 skip_if=tuple(m.get("skip_if", [])),
                 description=m.get("description", ""),
                 baseline=bool(m.get("baseline", False)),
-                stages=tuple(m.get("stages", ())),
+                stages=tuple(Stage(x) for x in m.get("stages", ())),
                 requires=tuple(m.get("requires", [])),
                 unfit_if=tuple(m.get("unfit_if", [])),
                 sources=sources,
@@ -185,11 +186,11 @@ def _sources(raw: Any, where: str) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _stage_resources(m: dict[str, Any], where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+def _stage_resources(m: dict[str, Any], where: str) -> tuple[tuple[Stage, tuple[Resource, ...]], ...]:
     raw = m.get("stage_resources", {})
     if not isinstance(raw, dict):
         raise InputError(f"{where}.stage_resources: expected {{stage: [resource ids]}}")
     for stage, rs in raw.items():
         if stage not in m.get("stages", []) or not isinstance(rs, list) or not set(rs) <= set(m.get("resources", [])):
             raise InputError(f"{where}.stage_resources.{stage}: a stage of the entry, with some of its resources")
-    return tuple((k, tuple(v)) for k, v in raw.items())
+    return tuple((Stage(k), tuple(Resource(r) for r in v)) for k, v in raw.items())

@@ -22,6 +22,7 @@ from typing import Any
 
 from bottleneckd.diagnosis.step_inputs import Share, StepInputs
 from bottleneckd.diagnosis.thresholds import NO_WORKERS
+from bottleneckd.model.resources import Phase
 
 #: the largest share of the step a model removes (a step cannot take no time); the same cap as the
 #: verdict's headroom (diagnosis/rules/common.py), so a prediction never exceeds 100x
@@ -190,7 +191,7 @@ def data_echoing(i: StepInputs, factor: int = ECHO) -> Prediction:
     No workers: the loading is in the step, T' = T (1 - d) + d T / e (Amdahl). With workers the
     loader runs beside the step and, data-bound, takes T per batch: T' = max(T (1 - d), T / e).
     Speed-up of steps: an echoed step may do less for the model than a fresh one (Choi et al. 2019)."""
-    d = i.stage_share(("data_wait", "file_io"))
+    d = i.stage_share((Phase.DATA_WAIT, Phase.FILE_IO))
     if (i.loader_workers or 0.0) < NO_WORKERS:
         return _amdahl_share("amdahl", d, factor, "data wait")
 
@@ -218,7 +219,7 @@ def more_workers(i: StepInputs, new: float | None = None) -> Prediction:
     w = i.loader_workers
     if w is None or i.idle_cores is None:
         return unknown(m, "not measured: the job's CPU use (loader workers and idle cores)")
-    d = i.stage_share(("data_wait", "file_io"))
+    d = i.stage_share((Phase.DATA_WAIT, Phase.FILE_IO))
     if w >= NO_WORKERS:
         if i.worker_cores is None:
             return unknown(m, "not measured: the CPU the loader workers use")
@@ -257,13 +258,15 @@ def more_workers(i: StepInputs, new: float | None = None) -> Prediction:
 def less_frequent_sync(i: StepInputs, k: int = SYNC_EVERY) -> Prediction:
     """Synchronise gradients every k steps: the exposed communication c is paid once per k steps,
     T' = T - c (1 - 1/k): Amdahl over the communication share with a factor k."""
-    return _amdahl_share("amdahl", i.share("communication"), k, "exposed communication")
+    return _amdahl_share("amdahl", i.share(Phase.COMMUNICATION), k, "exposed communication")
 
 
 def gradient_accumulation(i: StepInputs, k: int = SYNC_EVERY) -> Prediction:
     """Accumulate k micro-batches per optimizer step: communication and the optimizer step are paid
     once per k micro-batches; per example, Amdahl over their share with a factor k."""
-    return _amdahl_share("amdahl", i.stage_share(("communication", "optimizer")), k, "communication and optimizer")
+    return _amdahl_share(
+        "amdahl", i.stage_share((Phase.COMMUNICATION, Phase.OPTIMIZER)), k, "communication and optimizer"
+    )
 
 
 def gradient_compression(i: StepInputs, kind: str = "fp16") -> Prediction:
@@ -272,7 +275,7 @@ def gradient_compression(i: StepInputs, kind: str = "fp16") -> Prediction:
     communication); a latency-bound one gains nothing (the low end, x1). PowerSGD: unknown."""
     if kind == "powersgd":
         return unknown("amdahl", "PowerSGD's time depends on its rank and the layers' shapes, not measured here")
-    c = i.share("communication")
+    c = i.share(Phase.COMMUNICATION)
     p = _amdahl_share("amdahl", c, 2.0, "exposed communication")
     return Prediction(p.speedup, 1.0, p.high, p.model, p.formula + "; x1 if the all-reduce is latency-bound")
 
@@ -284,7 +287,7 @@ def other_lines(i: StepInputs, kind: str, every: int = EVERY_N) -> Prediction:
     line = i.other_lines.get(kind)
     if line is None:
         return unknown(m, f"not measured: too few stack samples of the other stage ({i.other_samples})")
-    o = i.share("other")
+    o = i.share(Phase.OTHER)
     s = Share(o.value * line.value, o.low * line.low, o.high * line.high)
     what = "the hottest function" + (f" {i.hottest}" if i.hottest else "") if kind == "hottest_function" else kind
     return _amdahl_share(m, s, every, f"{what}: {line.value:.0%} of the other stage's stack samples,")
@@ -293,7 +296,7 @@ def other_lines(i: StepInputs, kind: str, every: int = EVERY_N) -> Prediction:
 def cache_preprocessing(i: StepInputs) -> Prediction:
     """Precompute or cache deterministic preprocessing: the data stage is removed (Amdahl with an
     infinite factor on the data wait; assumes reading the cache costs nothing next to the step)."""
-    return _amdahl_share("amdahl", i.stage_share(("data_wait", "file_io")), math.inf, "data wait")
+    return _amdahl_share("amdahl", i.stage_share((Phase.DATA_WAIT, Phase.FILE_IO)), math.inf, "data wait")
 
 
 Model = Callable[[StepInputs], Prediction]

@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from bottleneckd.advice.fit import in_effect, unfit
-from bottleneckd.diagnosis.step_inputs import StepInputs
 from bottleneckd.advice.knowledge import Mitigation
 from bottleneckd.advice.predict import MIN_PREDICTED_GAIN, Prediction, predict
+from bottleneckd.diagnosis.step_inputs import StepInputs
 from bottleneckd.diagnosis.verdict import Verdict
-from bottleneckd.model.resources import UNDETERMINED
+from bottleneckd.model.resources import UNDETERMINED, Resource
 
 COST_WEIGHT = {"low": 1.0, "medium": 0.75, "high": 0.5}
 SECONDARY_WEIGHT = 0.5
@@ -39,7 +39,7 @@ __all__ = ["Recommendation", "recommend", "skipped", "not_fitting", "elsewhere"]
 @dataclass(frozen=True)
 class Recommendation:
     mitigation: Mitigation
-    resource: str  # which bottleneck it addresses (active or secondary; undetermined for a latency wait)
+    resource: Resource  # which bottleneck it addresses (active or secondary; undetermined for a latency wait)
     score: float
     why: str
     #: the predicted speed-up from the measured window (None: recommended without inputs)

@@ -6,7 +6,7 @@ from bottleneckd.diagnosis.rules import RULES
 from bottleneckd.diagnosis.thresholds import ACTIVE, IDLE_UTILIZATION, SECONDARY
 from bottleneckd.diagnosis.verdict import Finding, Verdict
 from bottleneckd.diagnosis.window import WindowStats
-from bottleneckd.model.resources import UNDETERMINED
+from bottleneckd.model.resources import UNDETERMINED, Resource, Stage
 from bottleneckd.peaks.resolve import PeakTable
 
 # --- confidence: chosen, not measured -------------------------------------------------------------
@@ -36,7 +36,7 @@ def largest_utilization(w: WindowStats) -> tuple[str, str, float] | None:
     for (r, d, m), s in w.stats.items():
         if (
             m == "utilization"
-            and r not in ("cpu_memory", "storage_capacity", "gpu_memory")
+            and r not in (Resource.CPU_MEMORY, Resource.STORAGE_CAPACITY, Resource.GPU_MEMORY)
             and (best is None or s.mean > best[2])
         ):
             best = (r, d, s.mean)
@@ -57,7 +57,7 @@ def classify(w: WindowStats, peaks: PeakTable) -> Verdict:
     return _no_active_finding(w, fs, secondary)
 
 
-def _undetermined_by_a_rule(w: WindowStats, top: Finding, secondary: tuple[tuple[str, float], ...]) -> Verdict:
+def _undetermined_by_a_rule(w: WindowStats, top: Finding, secondary: tuple[tuple[Resource, float], ...]) -> Verdict:
     """The strongest finding rules every resource out: undetermined with its reason."""
     return Verdict(
         resource=UNDETERMINED,
@@ -71,7 +71,7 @@ def _undetermined_by_a_rule(w: WindowStats, top: Finding, secondary: tuple[tuple
     )
 
 
-def _named(w: WindowStats, fs: list[Finding], secondary: tuple[tuple[str, float], ...]) -> Verdict:
+def _named(w: WindowStats, fs: list[Finding], secondary: tuple[tuple[Resource, float], ...]) -> Verdict:
     """The strongest finding names the resource; its margin over the next one sets the confidence."""
     top = fs[0]
     margin = top.score - (fs[1].score if len(fs) > 1 else 0.0)
@@ -93,7 +93,7 @@ def _named(w: WindowStats, fs: list[Finding], secondary: tuple[tuple[str, float]
     )
 
 
-def _no_active_finding(w: WindowStats, fs: list[Finding], secondary: tuple[tuple[str, float], ...]) -> Verdict:
+def _no_active_finding(w: WindowStats, fs: list[Finding], secondary: tuple[tuple[Resource, float], ...]) -> Verdict:
     """No finding strong enough: idle (no steps, nothing busy) or balanced, with the reason."""
     steps = w.phases.steps if w.phases else 0
     largest = largest_utilization(w)
@@ -104,7 +104,7 @@ def _no_active_finding(w: WindowStats, fs: list[Finding], secondary: tuple[tuple
     )
     if steps == 0 and (largest is None or largest[2] < IDLE_UTILIZATION):
         reason = f"idle: no training steps reported and no resource above 10% ({lu})"
-        stage = "other"
+        stage = Stage.OTHER
     elif fs:
         reason = (
             f"balanced: no resource clearly limits the step (strongest: {fs[0].resource} at score "
@@ -113,7 +113,7 @@ def _no_active_finding(w: WindowStats, fs: list[Finding], secondary: tuple[tuple
         stage = fs[0].stage
     else:
         reason = f"balanced: no rule fired ({lu})"
-        stage = "other"
+        stage = Stage.OTHER
     ev = tuple(e for f in fs[:2] for e in f.evidence) or (lu,)
     return Verdict(
         resource=UNDETERMINED,

@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from bottleneckd.model.code import MAIN, WORKER, CodeSite, StackCounts
-from bottleneckd.model.resources import PHASES
+from bottleneckd.model.resources import PHASES, Stage
 
 #: stack samples in the stage before a share is stated: at 10 samples a share of 50% is known
 #: within +-31 points at 95% (Wilson interval), enough to name the function that holds most of it
@@ -58,7 +58,7 @@ class CodeShare:
 
 @dataclass(frozen=True)
 class CodeAttribution:
-    stage: str
+    stage: Stage
     role: str  # MAIN or WORKER: which process's samples these are
     samples: int  # stack samples in the stage (the shares' denominator)
     source: str  # py-spy | self
@@ -114,7 +114,7 @@ class CodeProfile:
 
     def attribute(self, stage: str, top: int = TOP_SITES) -> CodeAttribution | None:
         """The stage's samples by user function; None when too few were taken in that stage."""
-        roles = (WORKER, MAIN) if stage == "data" else (MAIN,)
+        roles = (WORKER, MAIN) if stage == Stage.DATA else (MAIN,)
         for role in roles:
             merged = self.stage_sites(stage, role)
             n = sum(merged.values())
@@ -123,7 +123,7 @@ class CodeProfile:
             if n < MIN_STAGE_SAMPLES:
                 continue
             source = "py-spy" if role == WORKER else self.source  # workers are other processes: py-spy's
-            return CodeAttribution(stage, role, n, source, _top(merged, n, top), merged.get(None, 0) / n)
+            return CodeAttribution(Stage(stage), role, n, source, _top(merged, n, top), merged.get(None, 0) / n)
         return None
 
 

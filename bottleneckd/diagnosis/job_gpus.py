@@ -5,6 +5,7 @@ from __future__ import annotations
 from bottleneckd.diagnosis.thresholds import GPU_NEVER_IDLE
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.job_gpus import JobGpus, job_gpus
+from bottleneckd.model.resources import Resource
 from bottleneckd.peaks.resolve import PeakTable
 
 
@@ -21,9 +22,9 @@ def window_job_gpus(w: WindowStats, peaks: PeakTable | None) -> JobGpus:
     """``peaks``: for the GPUs' UUIDs (without them only NVML's process lists tell). A job whose hook
     reports a device other than CUDA (a CPU job) has no GPU of this node, whatever NVML's process
     lists could not tell (another tenant's PIDs in another namespace leave them unknown)."""
-    devs = w.devices("gpu_compute")
+    devs = w.devices(Resource.GPU_COMPUTE)
     device = str((w.phases.facts.get("device") if w.phases else None) or "")
-    seen = {d: v for d in devs if (v := w.get("gpu_compute", d, "job_process")) is not None}
+    seen = {d: v for d in devs if (v := w.get(Resource.GPU_COMPUTE, d, "job_process")) is not None}
     return job_gpus(devs, peaks.gpu_uuids() if peaks is not None else {}, rank_uuids(w), seen, device)
 
 
@@ -35,7 +36,7 @@ def never_idle(w: WindowStats, peaks: PeakTable | None) -> tuple[str, float] | N
     if not runs_on_gpu(w, peaks):
         return None
     jg = window_job_gpus(w, peaks)
-    busy = [(d, v) for d in jg.devices if (v := w.get("gpu_compute", d, "busy_fraction")) is not None]
+    busy = [(d, v) for d in jg.devices if (v := w.get(Resource.GPU_COMPUTE, d, "busy_fraction")) is not None]
     if not busy or len(busy) < len(jg.devices):
         return None
     least = min(busy, key=lambda dv: dv[1])
@@ -57,7 +58,7 @@ def runs_on_gpu(w: WindowStats, peaks: PeakTable | None) -> bool:
     GPU is sampled here), else the job seen on one of the node's GPUs; a job NVML's process lists
     show on no GPU runs on none (a CPU job on a shared GPU node), and a job whose GPUs are unknown
     is taken to run on them (attach without process lists: every GPU considered)."""
-    devs = w.devices("gpu_compute")
+    devs = w.devices(Resource.GPU_COMPUTE)
     if not devs:
         return False
     device = (w.phases.facts.get("device") if w.phases else None) or ""

@@ -24,7 +24,7 @@ from bottleneckd.diagnosis.thresholds import CLOCK_THROTTLED, INPUT_HIGH, OTHER_
 from bottleneckd.diagnosis.verdict import Verdict
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.facts import Facts
-from bottleneckd.model.resources import UNDETERMINED
+from bottleneckd.model.resources import UNDETERMINED, Phase, Resource, Stage
 from bottleneckd.peaks.resolve import PeakTable
 
 #: clock-event reasons that are a fault to fix (nvml.h: thermal slowdowns, HW slowdown, the power
@@ -53,10 +53,10 @@ def gpu_throttled(w: WindowStats, peaks: PeakTable | None) -> tuple[str, ...]:
         return ()
     found: set[str] = set()
     for dev in window_job_gpus(w, peaks).devices:
-        clock = w.get("gpu_compute", dev, "sm_clock_ratio")
+        clock = w.get(Resource.GPU_COMPUTE, dev, "sm_clock_ratio")
         if clock is None or clock >= CLOCK_THROTTLED:
             continue
-        found |= {r for r in FAULT_REASONS if (w.get("gpu_compute", dev, f"throttle:{r}") or 0.0) >= THROTTLED}
+        found |= {r for r in FAULT_REASONS if (w.get(Resource.GPU_COMPUTE, dev, f"throttle:{r}") or 0.0) >= THROTTLED}
     return tuple(sorted(found))
 
 
@@ -64,10 +64,10 @@ def idle_wait_stage(w: WindowStats, verdict: Verdict) -> str | None:
     """The stage the step waits in with nothing busy, or None."""
     if verdict.resource != UNDETERMINED or w.phases is None or not w.phases.steps:
         return None
-    if verdict.stage == "data":
-        waiting = (w.phases.share("data_wait") or 0.0) + (w.phases.share("file_io") or 0.0)
-        return "data" if waiting >= INPUT_HIGH else None
-    if verdict.stage == "other":
+    if verdict.stage == Stage.DATA:
+        waiting = (w.phases.share(Phase.DATA_WAIT) or 0.0) + (w.phases.share(Phase.FILE_IO) or 0.0)
+        return Stage.DATA if waiting >= INPUT_HIGH else None
+    if verdict.stage == Stage.OTHER:
         outside = other_share(w)
-        return "other" if outside is not None and outside >= OTHER_HIGH else None
+        return Stage.OTHER if outside is not None and outside >= OTHER_HIGH else None
     return None

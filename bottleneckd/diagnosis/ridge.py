@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
+from bottleneckd.model.resources import Resource
+
 
 @dataclass(frozen=True)
 class Ridge:
@@ -25,8 +27,8 @@ def _doc(name: str) -> dict:
 def lowest_ridge() -> Ridge | None:
     cands: list[Ridge] = []
     for part in _doc("peaks.json").get("gpus", []):
-        fp32 = next((p for p in part["peaks"] if p["resource"] == "gpu_compute" and p["metric"] == "fp32"), None)
-        bw = next((p for p in part["peaks"] if p["resource"] == "gpu_memory_bandwidth"), None)
+        fp32 = next((p for p in part["peaks"] if p["resource"] == Resource.GPU_COMPUTE and p["metric"] == "fp32"), None)
+        bw = next((p for p in part["peaks"] if p["resource"] == Resource.GPU_MEMORY_BANDWIDTH), None)
         if fp32 and bw and bw["value"]:
             cands.append(Ridge(fp32["value"] / bw["value"], part["name"], f"{fp32['source']}; {bw['source']}"))
     for part in _doc("ridge_points.json").get("cpus", []):

@@ -26,7 +26,7 @@ from bottleneckd.diagnosis.rules.storage import io_wait, storage_signs
 from bottleneckd.diagnosis.straggler import find_straggler, intervals, rank_figures
 from bottleneckd.diagnosis.thresholds import REGISTRY, STRAGGLER_LAST
 from bottleneckd.diagnosis.window import WindowStats
-from bottleneckd.model.resources import UNDETERMINED
+from bottleneckd.model.resources import UNDETERMINED, Phase, Resource, Stage
 from bottleneckd.model.sample import Sample
 from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.peaks.select import compute_peak
@@ -34,11 +34,11 @@ from bottleneckd.peaks.select import compute_peak
 Figure = Callable[[WindowStats, PeakTable], "float | None"]
 
 LINKS_AND_DISKS = (
-    "storage_bandwidth",
-    "storage_network_bandwidth",
-    "inter_node_interconnect",
-    "inter_gpu_interconnect",
-    "cpu_gpu_interconnect",
+    Resource.STORAGE_BANDWIDTH,
+    Resource.STORAGE_NETWORK_BANDWIDTH,
+    Resource.INTER_NODE_INTERCONNECT,
+    Resource.INTER_GPU_INTERCONNECT,
+    Resource.CPU_GPU_INTERCONNECT,
 )
 
 
@@ -89,13 +89,13 @@ def _device_utilization(w: WindowStats, peaks: PeakTable) -> float | None:
 
 
 def _nfs_over_local(w: WindowStats, peaks: PeakTable) -> float | None:
-    nfs = w.busiest("storage_network_bandwidth", "throughput")
+    nfs = w.busiest(Resource.STORAGE_NETWORK_BANDWIDTH, "throughput")
     if nfs is None:
         return None
     local = sum(
         s.mean
         for (r, d, m), s in w.stats.items()
-        if r == "storage_bandwidth" and m == "read_bytes_per_second" and d not in ("job", "host")
+        if r == Resource.STORAGE_BANDWIDTH and m == "read_bytes_per_second" and d not in ("job", "host")
     )
     return nfs[1] / max(local, 1.0)
 
@@ -108,10 +108,10 @@ def _roofline_peak_ratio(w: WindowStats, peaks: PeakTable) -> float | None:
     if devs:
         dev = devs[0]
         peak_c = compute_peak(peaks, dev, facts).value
-        bw = peaks.get("gpu_memory_bandwidth", dev)
+        bw = peaks.get(Resource.GPU_MEMORY_BANDWIDTH, dev)
         peak_b = bw.value if bw is not None else None
     else:
-        peak_c, peak_b = peaks.value("cpu_compute", "cpu"), peaks.value("cpu_memory_bandwidth", "host")
+        peak_c, peak_b = peaks.value(Resource.CPU_COMPUTE, "cpu"), peaks.value(Resource.CPU_MEMORY_BANDWIDTH, "host")
     f, b = _ratio(flops, peak_c), _ratio(byts, peak_b)
     return max(f, b) if f is not None and b is not None else None
 
@@ -127,18 +127,22 @@ def _operand_bytes_per_core(w: WindowStats, peaks: PeakTable) -> float | None:
 
 
 def _memory_used(w: WindowStats, peaks: PeakTable) -> float | None:
-    found = [v for v in (w.get("cpu_memory", "host", "utilization"), w.get("gpu_memory", None, "utilization")) if v]
+    found = [
+        v
+        for v in (w.get(Resource.CPU_MEMORY, "host", "utilization"), w.get(Resource.GPU_MEMORY, None, "utilization"))
+        if v
+    ]
     return max(found) if found else None
 
 
 def _swap(w: WindowStats, peaks: PeakTable) -> float | None:
-    i = w.get("cpu_memory", "host", "swap_in_bytes_per_second")
-    o = w.get("cpu_memory", "host", "swap_out_bytes_per_second")
+    i = w.get(Resource.CPU_MEMORY, "host", "swap_in_bytes_per_second")
+    o = w.get(Resource.CPU_MEMORY, "host", "swap_out_bytes_per_second")
     return None if i is None and o is None else (i or 0.0) + (o or 0.0)
 
 
 def _throttle(w: WindowStats, peaks: PeakTable) -> float | None:
-    found = [s.mean for (r, _, m), s in w.stats.items() if r == "gpu_compute" and m.startswith("throttle:")]
+    found = [s.mean for (r, _, m), s in w.stats.items() if r == Resource.GPU_COMPUTE and m.startswith("throttle:")]
     return max(found) if found else None
 
 
@@ -148,11 +152,11 @@ def _stage_share(w: WindowStats, peaks: PeakTable) -> float | None:
     if not fs:
         return None
     stage = fs[0].stage
-    if stage == "compute":
+    if stage == Stage.COMPUTE:
         return compute_share(w)
-    if stage == "other":
+    if stage == Stage.OTHER:
         return other_share(w)
-    return _share(*{"data": ("data_wait", "file_io")}.get(stage, (stage,)))(w, peaks)
+    return _share(*{Stage.DATA: (Phase.DATA_WAIT, Phase.FILE_IO)}.get(stage, (stage,)))(w, peaks)
 
 
 def _score(rank: int) -> Figure:
@@ -178,9 +182,9 @@ def _missing_flops_ratio(w: WindowStats, peaks: PeakTable) -> float | None:
 
 #: statistic name -> its figure in one window
 WINDOW_STATISTICS: dict[str, Figure] = {
-    "data_share": _share("data_wait", "file_io"),
-    "transfer_share": _share("transfer"),
-    "comm_share": _share("communication"),
+    "data_share": _share(Phase.DATA_WAIT, Phase.FILE_IO),
+    "transfer_share": _share(Phase.TRANSFER),
+    "comm_share": _share(Phase.COMMUNICATION),
     "comm_cost_share": _comm_cost_share,
     "compute_share": lambda w, peaks: compute_share(w),
     "other_share": lambda w, peaks: other_share(w),
@@ -200,27 +204,28 @@ WINDOW_STATISTICS: dict[str, Figure] = {
     "bytes_per_read_call": lambda w, peaks: _ratio(storage_signs(w).reads, storage_signs(w).calls),
     "device_utilization": _device_utilization,
     "nfs_over_local_reads": _nfs_over_local,
-    "job_write_bytes_per_second": _get("storage_bandwidth", "job", "write_bytes_per_second"),
+    "job_write_bytes_per_second": _get(Resource.STORAGE_BANDWIDTH, "job", "write_bytes_per_second"),
     "other_idle_share": _fact("other_idle_share"),
     "roofline_peak_ratio": _roofline_peak_ratio,
     "operand_bytes_per_core": _operand_bytes_per_core,
-    "cpu_memory_bandwidth_utilization": _get("cpu_memory_bandwidth", "host", "utilization"),
+    "cpu_memory_bandwidth_utilization": _get(Resource.CPU_MEMORY_BANDWIDTH, "host", "utilization"),
     "low_intensity_op_share": _fact("low_intensity_op_share"),
     "steps_seen": lambda w, peaks: float(w.steps_seen),
     "rank_side_thread_share": lambda w, peaks: _ratio(
-        w.get("cpu_compute", "job", "rank_side_thread_cores"), w.get("cpu_compute", "job", "rank_busy_cores")
+        w.get(Resource.CPU_COMPUTE, "job", "rank_side_thread_cores"),
+        w.get(Resource.CPU_COMPUTE, "job", "rank_busy_cores"),
     ),
-    "sm_activity": _get("gpu_compute", None, "sm_activity"),
-    "gpu_dram_utilization": _get("gpu_memory_bandwidth", None, "utilization"),
-    "gpu_busy_fraction": _get("gpu_compute", None, "busy_fraction"),
-    "gpu_memory_busy_fraction": _get("gpu_memory_bandwidth", None, "memory_busy_fraction"),
+    "sm_activity": _get(Resource.GPU_COMPUTE, None, "sm_activity"),
+    "gpu_dram_utilization": _get(Resource.GPU_MEMORY_BANDWIDTH, None, "utilization"),
+    "gpu_busy_fraction": _get(Resource.GPU_COMPUTE, None, "busy_fraction"),
+    "gpu_memory_busy_fraction": _get(Resource.GPU_MEMORY_BANDWIDTH, None, "memory_busy_fraction"),
     "gpu_throttle_share": _throttle,
-    "sm_clock_ratio": _get("gpu_compute", None, "sm_clock_ratio"),
+    "sm_clock_ratio": _get(Resource.GPU_COMPUTE, None, "sm_clock_ratio"),
     "memory_used": _memory_used,
-    "storage_used": _get("storage_capacity", None, "utilization"),
+    "storage_used": _get(Resource.STORAGE_CAPACITY, None, "utilization"),
     "swap_bytes_per_second": _swap,
-    "memory_pressure": _get("cpu_memory", "host", "pressure_some"),
-    "host_cpu_utilization": _get("cpu_compute", "host", "utilization"),
+    "memory_pressure": _get(Resource.CPU_MEMORY, "host", "pressure_some"),
+    "host_cpu_utilization": _get(Resource.CPU_COMPUTE, "host", "utilization"),
     "io_wait_score": lambda w, peaks: io_wait(w)[0],
     "verdict_stage_share": _stage_share,
     "top_score": _score(0),

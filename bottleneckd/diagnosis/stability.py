@@ -7,7 +7,7 @@ from dataclasses import replace
 from bottleneckd.diagnosis.thresholds import CHECKPOINT_WRITES, JUMP, TRACKER_HOLD
 from bottleneckd.diagnosis.verdict import RegimeChange, Verdict
 from bottleneckd.diagnosis.window import WindowStats
-from bottleneckd.model.resources import UNDETERMINED
+from bottleneckd.model.resources import UNDETERMINED, Resource
 
 #: regime changes kept (the latest; ``changes_total`` counts all): memory stays bounded on a run
 #: of weeks, and a report lists what a reader can follow (a run that changed regime more often
@@ -17,7 +17,9 @@ MAX_REGIME_CHANGES = 100
 
 def regime_label(w: WindowStats, before: str, after: str, before_stage: str = "", after_stage: str = "") -> str:
     steps = w.phases.steps if w.phases else None
-    disks = [(m, s.mean) for (r, d, m), s in w.stats.items() if r == "storage_bandwidth" and d not in ("job", "host")]
+    disks = [
+        (m, s.mean) for (r, d, m), s in w.stats.items() if r == Resource.STORAGE_BANDWIDTH and d not in ("job", "host")
+    ]
     writes = sum(v for m, v in disks if m == "throughput")
     reads = sum(v for m, v in disks if m == "read_bytes_per_second")
     if steps == 0 and writes > CHECKPOINT_WRITES * max(reads, 1.0):
@@ -27,7 +29,7 @@ def regime_label(w: WindowStats, before: str, after: str, before_stage: str = ""
     if before == UNDETERMINED and steps:
         return f"training steps under way: {after} now limits the step"
     epoch = w.phases.facts.get("epoch") if w.phases else None
-    if after in ("storage_bandwidth", "storage_network_bandwidth") and epoch is not None:
+    if after in (Resource.STORAGE_BANDWIDTH, Resource.STORAGE_NETWORK_BANDWIDTH) and epoch is not None:
         return f"epoch {epoch}: reading from storage (cold cache)"
     if before == after:
         return f"{after} still limits the step, now in the {after_stage} stage (was {before_stage})"
@@ -37,7 +39,7 @@ def regime_label(w: WindowStats, before: str, after: str, before_stage: str = ""
 def regime(v: Verdict) -> tuple[str, str]:
     """What a regime is: the limiting resource and the stage it limits (an undetermined verdict's
     stage is not a regime of its own)."""
-    return (v.resource, "" if v.resource == "undetermined" else v.stage)
+    return (v.resource, "" if v.resource == UNDETERMINED else v.stage)
 
 
 class VerdictTracker:

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from bottleneckd.model.resources import Resource, Stage
 from bottleneckd.model.sample import Sample
 
 if TYPE_CHECKING:
@@ -126,7 +127,7 @@ def step_inputs(
         shares[k] = Share(v, min(lo, v), max(hi, v))
     cpu = cpu_state(stats)
     idle = None if cpu.busy is None else max(0.0, cpu.cores - cpu.busy - (cpu.waiting or 0.0))
-    host_cores = stats.get("cpu_compute", "host", "cores")
+    host_cores = stats.get(Resource.CPU_COMPUTE, "host", "cores")
     if idle is not None and cpu.host is not None and host_cores:
         idle = min(idle, max(0.0, host_cores * (1.0 - cpu.host)))  # other processes hold the rest
     device = str(facts.get("device") or "cpu")
@@ -140,16 +141,16 @@ def step_inputs(
     bw: float | None = None
     low: dict[str, float] = {}
     if device == "cuda":
-        gpu = stats.busiest("gpu_compute")
-        dev = gpu[0] if gpu else next((p.device for p in peaks.for_resource("gpu_compute")), "")
+        gpu = stats.busiest(Resource.GPU_COMPUTE)
+        dev = gpu[0] if gpu else next((p.device for p in peaks.for_resource(Resource.GPU_COMPUTE)), "")
         peak = compute_peak(peaks, dev, facts).value
         for dtype, path in LOW_PATHS.items():
-            found = [p.value for m in PATHS[path] if (p := peaks.get("gpu_compute", dev, m)) and p.value]
+            found = [p.value for m in PATHS[path] if (p := peaks.get(Resource.GPU_COMPUTE, dev, m)) and p.value]
             if found and found[0]:
                 low[dtype] = found[0]
-        bw = peaks.value("gpu_memory_bandwidth", dev)
+        bw = peaks.value(Resource.GPU_MEMORY_BANDWIDTH, dev)
     else:
-        peak, bw = peaks.value("cpu_compute", "cpu"), peaks.value("cpu_memory_bandwidth", "host")
+        peak, bw = peaks.value(Resource.CPU_COMPUTE, "cpu"), peaks.value(Resource.CPU_MEMORY_BANDWIDTH, "host")
     lines, n, hottest = other_code(code)
     return StepInputs(
         step=ph.wall_seconds / ph.steps,
@@ -179,7 +180,7 @@ def other_code(code: CodeProfile | None) -> tuple[dict[str, Share], int, str]:
 
     if code is None:
         return {}, 0, ""
-    sites = code.stage_sites("other")
+    sites = code.stage_sites(Stage.OTHER)
     n = sum(sites.values())
     if n < MIN_STAGE_SAMPLES:
         return {}, n, ""
@@ -187,7 +188,7 @@ def other_code(code: CodeProfile | None) -> tuple[dict[str, Share], int, str]:
     for kind, pat in LINE_KINDS.items():
         k = sum(c for s, c in sites.items() if s is not None and pat.search(s.text))
         out[kind] = Share(k / n, *wilson(k, n))
-    a = code.attribute("other")
+    a = code.attribute(Stage.OTHER)
     if a is not None and a.sites:
         top = a.sites[0]
         out["hottest_function"] = Share(top.share, top.low, top.high)

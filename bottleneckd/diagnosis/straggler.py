@@ -44,14 +44,15 @@ from bottleneckd.diagnosis.thresholds import (
     STRAGGLER_WAIT_SHARE,
 )
 from bottleneckd.model.identity import RankIdentity
+from bottleneckd.model.resources import Phase, Resource, Stage
 from bottleneckd.model.sample import RankPhases, Sample
 
 if TYPE_CHECKING:
     from bottleneckd.diagnosis.straggler_history import StragglerHistory
     from bottleneckd.diagnosis.verdict import Verdict
 
-COMPUTE_PHASES = ("forward", "backward")
-WAIT_PHASES = ("communication",)
+COMPUTE_PHASES = (Phase.FORWARD, Phase.BACKWARD)
+WAIT_PHASES = (Phase.COMMUNICATION,)
 #: the thresholds (diagnosis/thresholds.py, with their sources) under the names this module has used
 MARGIN = STRAGGLER_MARGIN  # busy this much longer than the median rank's, or it is noise
 MAJORITY = STRAGGLER_MAJORITY  # busiest in at least this share of the intervals judged
@@ -71,15 +72,17 @@ RULE_SUMMARY = (
     "processes on its cores); a node when all its ranks are"
 )
 #: what a phase of the straggler's extra time means
-DOING = {
-    "forward": "forward",
-    "backward": "backward",
-    "optimizer": "the optimizer step",
-    "data_wait": "waiting for its next batch",
-    "transfer": "copying its batch to the device",
-    "other": "code between the steps (outside forward, backward and the optimizer: logging, evaluation, checkpoints)",
-    "gpu_wait": "waiting for its GPU",
-    "file_io": "reading files",
+DOING: dict[str, str] = {
+    Phase.FORWARD: "forward",
+    Phase.BACKWARD: "backward",
+    Phase.OPTIMIZER: "the optimizer step",
+    Phase.DATA_WAIT: "waiting for its next batch",
+    Phase.TRANSFER: "copying its batch to the device",
+    Phase.OTHER: (
+        "code between the steps (outside forward, backward and the optimizer: logging, evaluation, checkpoints)"
+    ),
+    Phase.GPU_WAIT: "waiting for its GPU",
+    Phase.FILE_IO: "reading files",
 }
 
 
@@ -398,12 +401,12 @@ def topology(ranks: Iterable[RankPhases]) -> dict[str, list[int]]:
 
 
 #: the straggler's extra phase -> the stage its ranks' wait is really spent in
-STAGE_OF = {
-    "forward": "compute",
-    "backward": "compute",
-    "optimizer": "compute",
-    "gpu_wait": "compute",
-    "other": "other",
+STAGE_OF: dict[str, Stage] = {
+    Phase.FORWARD: Stage.COMPUTE,
+    Phase.BACKWARD: Stage.COMPUTE,
+    Phase.OPTIMIZER: Stage.COMPUTE,
+    Phase.GPU_WAIT: Stage.COMPUTE,
+    Phase.OTHER: Stage.OTHER,
 }
 
 
@@ -427,9 +430,14 @@ def with_straggler(v: Verdict, samples: Iterable[Sample], history: StragglerHist
     figs = rank_figures(window)
     med_wait = median(f.wait for f in figs)
     med_step = median(f.busy + f.wait for f in figs)
-    stage = STAGE_OF.get(s.doing or "forward")
-    if v.stage == "communication" and med_wait > 0 and s.step_time_lost >= STRAGGLER_WAIT_SHARE * med_wait and stage:
-        resource = "gpu_compute" if s.gpu and stage == "compute" else "cpu_compute"
+    stage = STAGE_OF.get(s.doing or Phase.FORWARD)
+    if (
+        v.stage == Stage.COMMUNICATION
+        and med_wait > 0
+        and s.step_time_lost >= STRAGGLER_WAIT_SHARE * med_wait
+        and stage
+    ):
+        resource = Resource.GPU_COMPUTE if s.gpu and stage == Stage.COMPUTE else Resource.CPU_COMPUTE
         head = med_step / (med_step - s.step_time_lost) if med_step > s.step_time_lost > 0 else None
         return replace(
             v,

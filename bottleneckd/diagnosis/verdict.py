@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
+
+from bottleneckd.model.resources import Resource, Stage
 
 if TYPE_CHECKING:
     from bottleneckd.diagnosis.code import CodeAttribution
@@ -13,8 +15,8 @@ if TYPE_CHECKING:
 class Finding:
     """What one rule concludes from one window (built with keywords)."""
 
-    resource: str
-    stage: str
+    resource: Resource
+    stage: Stage
     score: float  # 0..1: how strongly this resource limits the step
     evidence: tuple[str, ...]
     headroom: float | None = None  # step speed-up if this resource stopped limiting (x)
@@ -27,22 +29,23 @@ class RegimeChange:
     regime change too). ``t`` is the window end at which the new verdict took over."""
 
     t: float
-    before: str
-    after: str
+    before: Resource
+    after: Resource
     label: str
-    before_stage: str = ""
-    after_stage: str = ""
+    #: "" where the verdict was undetermined (its stage is not a regime of its own)
+    before_stage: Stage | Literal[""] = ""
+    after_stage: Stage | Literal[""] = ""
 
 
 @dataclass(frozen=True, kw_only=True)
 class Verdict:
     """The diagnosis of one window (built with keywords)."""
 
-    resource: str  # one of the twelve ids, or resources.UNDETERMINED
-    stage: str
+    resource: Resource  # one of the twelve, or Resource.UNDETERMINED
+    stage: Stage
     confidence: float
     evidence: tuple[str, ...]
-    secondary: tuple[tuple[str, float], ...] = ()
+    secondary: tuple[tuple[Resource, float], ...] = ()
     headroom: float | None = None
     reason: str = ""  # why undetermined, or how the headroom was derived
     t: float = 0.0

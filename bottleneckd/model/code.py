@@ -19,7 +19,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from bottleneckd.model.resources import PHASES
+from bottleneckd.model.resources import PHASES, Phase
 
 MAIN = "main"  # the training process's training thread
 WORKER = "worker"  # a DataLoader worker process of it (busy: waiting for work is not counted)
@@ -53,7 +53,7 @@ class CodeSite:
 
 @dataclass(frozen=True)
 class StackCount:
-    phase: str  # a step phase (model.resources.PHASES)
+    phase: Phase
     role: str  # MAIN | WORKER
     site: CodeSite | None  # None: no user frame on the stack (only library code ran)
     count: int
@@ -109,6 +109,7 @@ def _row(r: Any, k: int) -> StackCount:
     phase, role, fn, file, line, text, count = r
     if phase not in PHASES:
         raise ValueError(f"{where}: unknown phase")
+    phase = Phase(phase)
     if role not in ROLES:
         raise ValueError(f"{where}: role must be one of {', '.join(ROLES)}")
     if type(count) is not int or not 0 < count <= MAX_COUNT:
@@ -137,7 +138,7 @@ def fold(counts: Counter[tuple[str, str, CodeSite | None]]) -> tuple[StackCount,
     kept: Counter[tuple[str, str, CodeSite | None]] = Counter(dict(ranked[: MAX_ROWS // 2]))
     for (phase, role, _), n in ranked[MAX_ROWS // 2 :]:
         kept[(phase, role, None)] += n
-    return tuple(StackCount(ph, role, site, n) for (ph, role, site), n in kept.items())
+    return tuple(StackCount(Phase(ph), role, site, n) for (ph, role, site), n in kept.items())
 
 
 def merge_counts(items: list[StackCounts | None]) -> StackCounts | None:

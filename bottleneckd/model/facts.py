@@ -25,10 +25,15 @@ import logging
 import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from importlib import resources as importlib_resources
+from typing import TYPE_CHECKING, Any
 
 from bottleneckd.model.errors import InputError
 from bottleneckd.model.hooks import HOOKS, Hook
+from bottleneckd.model.resources import Stage, StrEnum
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
 
 FactValue = bool | int | float | str | tuple
 log = logging.getLogger(__name__)
@@ -42,21 +47,61 @@ MAX_INT = 2**53  # larger integers lose meaning in JSON consumers anyway
 class FactSpec:
     name: str
     type: str  # "bool" | "int" | "float" | "str" | "strs" (a tuple of short strings)
-    producers: tuple[str, ...]  # modules that set it (checked by tests/test_facts.py)
+    #: modules that set it: Producer members, or a hook's module (checked by tests/test_facts.py)
+    producers: tuple[str, ...]
     doc: str
     #: the allowed strings, where the set is closed
     choices: tuple[str, ...] = ()
 
 
-def _spec(name: str, type_: str, producers: str, doc: str, choices: tuple[str, ...] = ()) -> FactSpec:
-    return FactSpec(name, type_, tuple(producers.split()), doc, choices)
+class Producer(StrEnum):
+    """The modules that set facts, by import path: a fact's ``producers`` name members of this closed
+    set (a misspelt one is an AttributeError at import; a module moved or renamed without updating
+    it is an ImportError here, at import). A hook-applied mitigation's module is its hook's
+    (``Hook.module``, model/hooks.py), not listed here."""
+
+    WATCH = "bottleneckd.torch.watch"
+    PROBE = "bottleneckd.torch.probe"
+    COLLECTIVES = "bottleneckd.torch.collectives"
+    DDP_COMM = "bottleneckd.torch.ddp_comm"
+    CUDA_CLOCK = "bottleneckd.torch.cuda_clock"
+    CUDA_MEMORY = "bottleneckd.torch.cuda_memory"
+    CUDA_GRAPHS = "bottleneckd.torch.cuda_graphs"
+    COUNTING = "bottleneckd.torch.counting"
+    INTEGRATIONS = "bottleneckd.integrations._common"
+    STACK_FRAMES = "bottleneckd.samplers.stack_frames"
+    STACKS = "bottleneckd.samplers.stacks"
+    FIT = "bottleneckd.advice.fit"
+    CAPABILITIES = "bottleneckd.peaks.capabilities"
+    MEASURED = "bottleneckd.diagnosis.measured"
+
+    @property
+    def source(self) -> Traversable:
+        """The module's source file in the installed package (found without importing it: the
+        daemon never imports torch)."""
+        package, *path = self.value.split(".")
+        return importlib_resources.files(package).joinpath(*path[:-1], path[-1] + ".py")
 
 
-_W, _C = "bottleneckd.torch.watch", "bottleneckd.torch.collectives"
-_P, _N = "bottleneckd.torch.probe", "bottleneckd.torch.counting"
-_D = "bottleneckd.torch.ddp_comm"
-_DC = f"{_D} bottleneckd.torch.cuda_clock"  # DDP's comm hook; side-stream collectives (FSDP) on CUDA
-_CM = "bottleneckd.torch.cuda_memory"
+def _check_producers() -> None:
+    missing = [p.value for p in Producer if not p.source.is_file()]
+    if missing:
+        raise ImportError(f"model/facts.py: Producer names modules that do not exist: {', '.join(missing)}")
+
+
+_check_producers()
+
+
+def _spec(
+    name: str, type_: str, producers: Producer | tuple[Producer, ...], doc: str, choices: tuple[str, ...] = ()
+) -> FactSpec:
+    return FactSpec(name, type_, producers if isinstance(producers, tuple) else (producers,), doc, choices)
+
+
+_W, _C, _P, _N = Producer.WATCH, Producer.COLLECTIVES, Producer.PROBE, Producer.COUNTING
+_D = Producer.DDP_COMM
+_DC = (Producer.DDP_COMM, Producer.CUDA_CLOCK)  # DDP's comm hook; side-stream collectives (FSDP) on CUDA
+_CM = Producer.CUDA_MEMORY
 FACTS: dict[str, FactSpec] = {
     s.name: s
     for s in (
@@ -81,7 +126,7 @@ FACTS: dict[str, FactSpec] = {
         _spec(
             "cuda_graphs",
             "str",
-            "bottleneckd.torch.cuda_graphs",
+            Producer.CUDA_GRAPHS,
             "CUDA graphs replayed: the whole step captured, or graphs within the step (torch.compile "
             "reduce-overhead, graphed callables); either way no per-kernel launch cost on the host",
             ("whole step", "within step"),
@@ -89,13 +134,13 @@ FACTS: dict[str, FactSpec] = {
         _spec(
             "ddp",
             "bool",
-            f"{_P} {_C} {_D} bottleneckd.samplers.stack_frames",
+            (_P, _C, _D, Producer.STACK_FRAMES),
             "DistributedDataParallel, or more than one rank (attach: a DDP frame on a stack)",
         ),
         _spec(
             "fsdp",
             "bool",
-            f"{_P} bottleneckd.samplers.stack_frames",
+            (_P, Producer.STACK_FRAMES),
             "FullyShardedDataParallel (attach: an FSDP frame on a stack)",
         ),
         _spec("sharded", "bool", _P, "parameters or optimizer state sharded across ranks (FSDP, ZeRO)"),
@@ -106,7 +151,7 @@ FACTS: dict[str, FactSpec] = {
         _spec(
             "ddp_comm_timing",
             "str",
-            f"{_C} {_D}",
+            (_C, _D),
             "how DDP's all-reduce is timed ('comm hook') or why it is not ('off: ...')",
         ),
         _spec("comm_backend", "str", _C, "the process group's backend: gloo, nccl ..."),
@@ -139,7 +184,7 @@ FACTS: dict[str, FactSpec] = {
         _spec(
             "framework",
             "str",
-            "bottleneckd.integrations._common",
+            Producer.INTEGRATIONS,
             "the training framework whose callback drives the watcher",
             ("lightning", "transformers"),
         ),
@@ -210,57 +255,54 @@ FACTS: dict[str, FactSpec] = {
             "seconds the training thread has spent runnable but not running (schedstat): CPU taken by others",
         ),
         # the daemon side
-        _spec(
-            "cpu_fast_bf16", "bool", "bottleneckd.advice.fit", "the CPU has bf16 instructions (amx_bf16 or avx512_bf16)"
-        ),
-        _spec("gpu_count", "int", "bottleneckd.advice.fit", "GPUs detected on the machine"),
+        _spec("cpu_fast_bf16", "bool", Producer.FIT, "the CPU has bf16 instructions (amx_bf16 or avx512_bf16)"),
+        _spec("gpu_count", "int", Producer.FIT, "GPUs detected on the machine"),
         _spec(
             "gpu_fp8",
             "bool",
-            "bottleneckd.peaks.capabilities",
+            Producer.CAPABILITIES,
             "a GPU of the node has FP8 tensor cores (an FP8 peak in the catalog or calibrated)",
         ),
         _spec(
             "gpu_throttled",
             "strs",
-            "bottleneckd.diagnosis.measured",
+            Producer.MEASURED,
             "clock-event reasons (thermal, hardware slowdown, power brake) holding the job's GPUs' SM clocks down "
             "over the window",
         ),
         _spec(
             "job_idle_cores",
             "float",
-            "bottleneckd.diagnosis.measured",
+            Producer.MEASURED,
             "cores the job may use that its processes neither ran on nor waited for (window)",
         ),
         _spec(
             "idle_wait_stage",
             "str",
-            "bottleneckd.diagnosis.measured",
+            Producer.MEASURED,
             "the stage the step waits in with nothing busy (latency)",
-            ("data", "other"),
+            (Stage.DATA, Stage.OTHER),
         ),
-        _spec(
-            "phase_source", "str", "bottleneckd.samplers.stacks", "where the step phases come from", ("hook", "py-spy")
-        ),
-        _spec("stack_samples", "int", "bottleneckd.samplers.stacks", "py-spy stack samples in the interval"),
+        _spec("phase_source", "str", Producer.STACKS, "where the step phases come from", ("hook", "py-spy")),
+        _spec("stack_samples", "int", Producer.STACKS, "py-spy stack samples in the interval"),
         _spec(
             "low_intensity_op_share",
             "float",
-            "bottleneckd.samplers.stacks",
+            Producer.STACKS,
             "share of stack samples in low-intensity operators",
         ),
         _spec(
             "other_idle_share",
             "float",
-            "bottleneckd.samplers.stacks",
+            Producer.STACKS,
             "share of recent stack samples outside the phases in which the thread waited (sleep, lock, child, socket)",
         ),
         _spec(
             "compute_idle_share",
             "float",
-            "bottleneckd.samplers.stacks",
-            "share of recent forward/backward stack samples in which the main thread waited (DDP on CPU: the all-reduce)",
+            Producer.STACKS,
+            "share of recent forward/backward stack samples in which the main thread waited "
+            "(DDP on CPU: the all-reduce)",
         ),
     )
 }

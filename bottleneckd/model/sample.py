@@ -9,6 +9,7 @@ from typing import Any
 from bottleneckd.model.code import StackCounts
 from bottleneckd.model.facts import Facts
 from bottleneckd.model.identity import RankIdentity
+from bottleneckd.model.resources import Resource
 
 
 @dataclass(frozen=True)
@@ -17,7 +18,7 @@ class Reading:
 
     ``value is None`` means unknown, never zero; ``note`` then says why."""
 
-    resource: str
+    resource: Resource
     device: str
     metric: str
     value: float | None
@@ -30,7 +31,7 @@ class Reading:
     @staticmethod
     def from_json(row: list[Any]) -> Reading:
         return Reading(
-            str(row[0]),
+            Resource(row[0]),
             str(row[1]),
             str(row[2]),
             None if row[3] is None else float(row[3]),
@@ -182,7 +183,7 @@ class Sample:
 
 
 def utilization(
-    resource: str,
+    resource: Resource,
     device: str,
     used: float | None,
     peak: float | None,

@@ -22,11 +22,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bottleneckd.model.job_gpus import JobGpus, job_gpus
+from bottleneckd.model.resources import Resource
 from bottleneckd.model.sample import RankPhases, Sample, StepPhases
 
 MIN_SPAN = 0.1  # seconds: NVML's energy counter is not meaningful over shorter windows
 #: resource an energy reading is booked to -> the energy domain it measures
-DOMAINS = {"gpu_compute": "gpu", "cpu_compute": "cpu_package", "cpu_memory": "dram"}
+DOMAINS = {Resource.GPU_COMPUTE: "gpu", Resource.CPU_COMPUTE: "cpu_package", Resource.CPU_MEMORY: "dram"}
 JOULES_PER_KWH = 3.6e6
 
 
@@ -108,7 +109,7 @@ class EnergyAccount:
 
 def _scope(sample: Sample, uuid_of: dict[str, str], last: JobGpus | None) -> JobGpus | None:
     """The job's GPUs as this sample tells (the ranks' UUIDs, the process lists), else the last answer."""
-    devs = sorted({r.device for r in sample.readings if r.resource == "gpu_compute"})
+    devs = sorted({r.device for r in sample.readings if r.resource == Resource.GPU_COMPUTE})
     if not devs:
         return last
     if sample.ranks:
@@ -121,7 +122,7 @@ def _scope(sample: Sample, uuid_of: dict[str, str], last: JobGpus | None) -> Job
     seen = {
         r.device: r.value
         for r in sample.readings
-        if r.resource == "gpu_compute" and r.metric == "job_process" and r.value is not None
+        if r.resource == Resource.GPU_COMPUTE and r.metric == "job_process" and r.value is not None
     }
     got = job_gpus(devs, uuid_of, named, seen, device)
     return last if not got.known and last is not None and last.known else got
@@ -133,7 +134,7 @@ def _energy(sample: Sample, scope: JobGpus | None) -> tuple[dict[str, float], di
     for r in sample.readings:
         if r.metric != "energy" or r.unit != "J" or r.resource not in DOMAINS:
             continue
-        if r.resource == "gpu_compute" and mine is not None and r.device not in mine:
+        if r.resource == Resource.GPU_COMPUTE and mine is not None and r.device not in mine:
             continue  # another tenant's GPU (or a CPU job's node): not the job's energy
         key = f"{DOMAINS[r.resource]}:{r.device}"
         if r.value is None:

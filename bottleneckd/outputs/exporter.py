@@ -23,7 +23,7 @@ from prometheus_client.registry import Collector
 
 from bottleneckd.advice.stage import Snapshot
 from bottleneckd.model.protocol import Event
-from bottleneckd.model.resources import PHASES, RESOURCES, STAGES, UNDETERMINED
+from bottleneckd.model.resources import PHASES, RESOURCES, STAGES, UNDETERMINED, Resource, Stage
 from bottleneckd.outputs.metric_names import (
     DETAIL_LABELS,
     PROMETHEUS_UNITS,
@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 #: recommendations exported in ``bottleneckd_recommendation_info`` (the report has them all)
 TOP_RECOMMENDATIONS = 3
 #: resource an energy reading is booked to -> its energy domain (as outputs/energy.py names them)
-ENERGY_DOMAINS = {"gpu_compute": "gpu", "cpu_compute": "cpu_package", "cpu_memory": "dram"}
+ENERGY_DOMAINS = {Resource.GPU_COMPUTE: "gpu", Resource.CPU_COMPUTE: "cpu_package", Resource.CPU_MEMORY: "dram"}
 
 
 def exportable(value: float) -> bool:
@@ -168,7 +168,7 @@ class SnapshotCollector(Collector):
             unit, mul = PROMETHEUS_UNITS[r.unit]
             if r.metric == "utilization":
                 util.add_metric([r.resource, r.device], r.value)
-            elif r.metric == "up" and r.resource == "gpu_compute":
+            elif r.metric == "up" and r.resource == Resource.GPU_COMPUTE:
                 gpu_up.add_metric([r.device], r.value)
             elif r.metric == "energy" and r.unit == "J" and r.resource in ENERGY_DOMAINS:
                 energy.add_metric([ENERGY_DOMAINS[r.resource], r.device], r.value)
@@ -248,7 +248,7 @@ def step_families(snap: Snapshot) -> Iterator[Metric]:
         unit="seconds",
     )
     for phase, secs in ph.phases.items():
-        fam.add_metric([phase, PHASES.get(phase, "other")], secs / ph.steps)
+        fam.add_metric([phase, PHASES.get(phase, Stage.OTHER)], secs / ph.steps)
     yield fam
     yield GaugeMetricFamily(
         "bottleneckd_step_seconds",

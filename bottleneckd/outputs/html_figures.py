@@ -7,21 +7,21 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from bottleneckd.model.resources import PHASES
+from bottleneckd.model.resources import PHASES, Phase, Resource
 from bottleneckd.outputs.energy import EnergyAccount
 from bottleneckd.outputs.timeline import Timeline
 from bottleneckd.peaks.resolve import PeakTable
 
 PHASE_ORDER = (
-    "data_wait",
-    "file_io",
-    "transfer",
-    "forward",
-    "backward",
-    "gpu_wait",
-    "optimizer",
-    "communication",
-    "other",
+    Phase.DATA_WAIT,
+    Phase.FILE_IO,
+    Phase.TRANSFER,
+    Phase.FORWARD,
+    Phase.BACKWARD,
+    Phase.GPU_WAIT,
+    Phase.OPTIMIZER,
+    Phase.COMMUNICATION,
+    Phase.OTHER,
 )
 
 
@@ -112,11 +112,15 @@ def utilization_figure(
 def ceilings(peaks: PeakTable, on_gpu: bool) -> tuple[float | None, float | None, str]:
     """(compute FLOP/s, memory bandwidth B/s, why either is unknown) for the device that trains."""
     if on_gpu:
-        c = max((p.value for p in peaks.for_resource("gpu_compute") if p.value and p.unit == "FLOP/s"), default=None)
-        b = max((p.value for p in peaks.for_resource("gpu_memory_bandwidth") if p.value), default=None)
+        c = max(
+            (p.value for p in peaks.for_resource(Resource.GPU_COMPUTE) if p.value and p.unit == "FLOP/s"), default=None
+        )
+        b = max((p.value for p in peaks.for_resource(Resource.GPU_MEMORY_BANDWIDTH) if p.value), default=None)
     else:
-        c = max((p.value for p in peaks.for_resource("cpu_compute") if p.value and p.unit == "FLOP/s"), default=None)
-        b = max((p.value for p in peaks.for_resource("cpu_memory_bandwidth") if p.value), default=None)
+        c = max(
+            (p.value for p in peaks.for_resource(Resource.CPU_COMPUTE) if p.value and p.unit == "FLOP/s"), default=None
+        )
+        b = max((p.value for p in peaks.for_resource(Resource.CPU_MEMORY_BANDWIDTH) if p.value), default=None)
     why = []
     if c is None:
         why.append(f"{'GPU' if on_gpu else 'CPU'} compute peak unknown (run 'bottleneckd calibrate')")

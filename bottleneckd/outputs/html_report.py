@@ -14,6 +14,7 @@ import html
 import time
 from typing import Any
 
+from bottleneckd.model.resources import UNDETERMINED
 from bottleneckd.outputs import html_figures as figs
 from bottleneckd.outputs.energy import EnergyAccount
 from bottleneckd.outputs.report import _headroom_text, last_window_text, period_text, prediction_text
@@ -53,7 +54,7 @@ def _e(x: Any) -> str:
 
 def _verdict_html(doc: dict[str, Any]) -> str:
     v = doc["verdict"]
-    if v["resource"] == "undetermined":
+    if v["resource"] == UNDETERMINED:
         head = f'<p class="verdict" id="verdict">Bottleneck: undetermined</p><p>{_e(v.get("reason", ""))}</p>'
     else:
         head = (
@@ -64,7 +65,7 @@ def _verdict_html(doc: dict[str, Any]) -> str:
     out = head + (f"<p>Over {_e(period_text(doc))}.</p>" if period_text(doc) else "")
     out += f"<p>Evidence:</p><ul>{ev}</ul>" if ev else ""
     out += _code_html(v.get("code"))
-    if v["resource"] != "undetermined":
+    if v["resource"] != UNDETERMINED:
         out += f"<p>Headroom: {_e(_headroom_text(v.get('headroom'), doc))}</p>"
     if last_window_text(doc):
         out += f'<p class="why">Last window: {_e(last_window_text(doc))}</p>'

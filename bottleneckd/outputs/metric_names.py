@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
+from bottleneckd.model.resources import Resource
 from bottleneckd.model.sample import Reading
 
 #: a reading's unit -> (the Prometheus unit its family carries, the factor to that base unit);
@@ -42,16 +43,16 @@ PROMETHEUS_UNITS: dict[str, tuple[str, float]] = {
 #: per-second gauges left out of the exposition where the sampler gives the counter they come
 #: from, (resource, rate metric) -> that counter (on the same device)
 RATE_OF_COUNTER: dict[tuple[str, str], str] = {
-    ("storage_bandwidth", "throughput"): "read_bytes_total",
-    ("storage_bandwidth", "read_bytes_per_second"): "read_bytes_total",
-    ("storage_bandwidth", "operations_per_second"): "reads_completed_total",
-    ("storage_bandwidth", "read_operations_per_second"): "reads_completed_total",
-    ("storage_bandwidth", "busy"): "io_time_seconds_total",
-    ("inter_node_interconnect", "tx_bytes_per_second"): "transmit_bytes_total",
-    ("inter_node_interconnect", "rx_bytes_per_second"): "receive_bytes_total",
-    ("inter_node_interconnect", "throughput"): "transmit_bytes_total",
-    ("cpu_memory", "swap_in_bytes_per_second"): "swap_in_bytes_total",
-    ("cpu_memory", "swap_out_bytes_per_second"): "swap_out_bytes_total",
+    (Resource.STORAGE_BANDWIDTH, "throughput"): "read_bytes_total",
+    (Resource.STORAGE_BANDWIDTH, "read_bytes_per_second"): "read_bytes_total",
+    (Resource.STORAGE_BANDWIDTH, "operations_per_second"): "reads_completed_total",
+    (Resource.STORAGE_BANDWIDTH, "read_operations_per_second"): "reads_completed_total",
+    (Resource.STORAGE_BANDWIDTH, "busy"): "io_time_seconds_total",
+    (Resource.INTER_NODE_INTERCONNECT, "tx_bytes_per_second"): "transmit_bytes_total",
+    (Resource.INTER_NODE_INTERCONNECT, "rx_bytes_per_second"): "receive_bytes_total",
+    (Resource.INTER_NODE_INTERCONNECT, "throughput"): "transmit_bytes_total",
+    (Resource.CPU_MEMORY, "swap_in_bytes_per_second"): "swap_in_bytes_total",
+    (Resource.CPU_MEMORY, "swap_out_bytes_per_second"): "swap_out_bytes_total",
 }
 
 #: the label of the part after ":" in a reading's metric (``throttle:hw_slowdown``), by the part before
@@ -81,9 +82,9 @@ def family_name(r: Reading) -> tuple[str, str]:
 
 def host_detail(r: Reading, virtual_nics: Collection[str]) -> bool:
     """A reading of a family node_exporter already exports: one core's busy share, a virtual NIC."""
-    if r.resource == "cpu_compute" and _CORE.fullmatch(r.device):
+    if r.resource == Resource.CPU_COMPUTE and _CORE.fullmatch(r.device):
         return True
-    return r.resource == "inter_node_interconnect" and r.device in virtual_nics
+    return r.resource == Resource.INTER_NODE_INTERCONNECT and r.device in virtual_nics
 
 
 def superseded(r: Reading, counters: Collection[tuple[str, str, str]]) -> bool:

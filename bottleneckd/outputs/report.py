@@ -12,7 +12,7 @@ from typing import Any
 
 from bottleneckd.advice.stage import Advice, Snapshot
 from bottleneckd.diagnosis.pipeline import Summary
-from bottleneckd.model.resources import UNDETERMINED
+from bottleneckd.model.resources import UNDETERMINED, Stage
 from bottleneckd.model.sample import StepPhases
 from bottleneckd.model.throughput import Throughput
 from bottleneckd.advice.tune import render_tune
@@ -39,7 +39,7 @@ def build_report(
     if v is None or snap is None:
         doc["verdict"] = {
             "resource": UNDETERMINED,
-            "stage": "other",
+            "stage": Stage.OTHER,
             "confidence": 0.0,
             "evidence": [],
             "headroom": None,

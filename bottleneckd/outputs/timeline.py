@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bottleneckd.advice.stage import Snapshot
+from bottleneckd.model.resources import UNDETERMINED
 from bottleneckd.model.sample import Sample
 
 
@@ -71,7 +72,7 @@ class Timeline:
                 ph.wall_seconds / steps if ph is not None and steps else None,
                 per,
                 util,
-                snap.verdict.resource if snap is not None else "undetermined",
+                snap.verdict.resource if snap is not None else UNDETERMINED,
                 ranks,
             )
         )

@@ -18,9 +18,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 
 from bottleneckd.diagnosis.window import merge_phases
+from bottleneckd.model.resources import Resource
 from bottleneckd.model.sample import Reading, Sample
 
-LINKS = ("inter_node_interconnect", "inter_gpu_interconnect")
+LINKS = (Resource.INTER_NODE_INTERCONNECT, Resource.INTER_GPU_INTERCONNECT)
 
 
 def _lowest_rank(samples: list[Sample]) -> int:

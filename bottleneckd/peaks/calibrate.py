@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bottleneckd.model.resources import Resource
 from bottleneckd.peaks.profile import Measurement
 
 Progress = Callable[[str], None]
@@ -65,7 +66,7 @@ def cpu_matmul(seconds: float = 2.0) -> Measurement:
     out = np.empty_like(a)
     rate, spent = _best_rate(lambda: (np.matmul(a, b, out=out), 2.0 * n**3)[1], seconds)
     return Measurement(
-        "cpu_compute",
+        Resource.CPU_COMPUTE,
         "cpu",
         "fp32_matmul",
         rate,
@@ -91,7 +92,7 @@ def cpu_memory_bandwidth(seconds: float = 2.0, mib_per_thread: int = 128) -> Mea
     finally:
         pool.shutdown()
     return Measurement(
-        "cpu_memory_bandwidth",
+        Resource.CPU_MEMORY_BANDWIDTH,
         "host",
         "dram_bandwidth",
         rate,
@@ -154,7 +155,7 @@ def storage(directory: str, seconds: float = 2.0, mib: int = 256, queue_depth: i
             rate, spent = _best_rate(seq, seconds, min_reps=1)
             out.append(
                 Measurement(
-                    "storage_bandwidth",
+                    Resource.STORAGE_BANDWIDTH,
                     device,
                     "sequential_read",
                     rate,
@@ -182,7 +183,7 @@ def storage(directory: str, seconds: float = 2.0, mib: int = 256, queue_depth: i
             spent = time.perf_counter() - t0
             out.append(
                 Measurement(
-                    "storage_bandwidth",
+                    Resource.STORAGE_BANDWIDTH,
                     device,
                     "random_read_4k_iops",
                     total / spent,

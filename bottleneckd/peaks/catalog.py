@@ -15,7 +15,7 @@ from typing import Any
 
 from bottleneckd.model.errors import InputError
 from bottleneckd.model.files import read_json_file
-from bottleneckd.model.resources import RESOURCES
+from bottleneckd.model.resources import RESOURCES, Resource
 
 UNITS = frozenset({"FLOP/s", "madd/s", "B/s", "B", "IO/s"})
 DIRECTIONS = frozenset({"per direction", "both", "read", "read+write", "n/a"})
@@ -24,7 +24,7 @@ SCHEMA = "bottleneckd.peaks/1"
 
 @dataclass(frozen=True)
 class CatalogPeak:
-    resource: str
+    resource: Resource
     metric: str
     value: float
     unit: str
@@ -68,7 +68,7 @@ class Table4Row:
     row: str
     value_trillions: float
     printed_unit: str
-    resource: str
+    resource: Resource
     unit: str
     direction: str
     source: str
@@ -91,7 +91,7 @@ class Catalog:
         return next((c for c in self.cpus if c.matches(model_name)), None)
 
     def link(self, link_id: str) -> LinkSpec | None:
-        return next((l for l in self.links if l.id == link_id), None)
+        return next((k for k in self.links if k.id == link_id), None)
 
 
 def _word_match(pattern: str, text: str) -> bool:
@@ -148,7 +148,7 @@ class _Reader:
         if not source.strip():
             raise self.fail(f"{where}.source", "every figure needs a source")
         return CatalogPeak(
-            resource=resource,
+            resource=Resource(resource),
             metric=self.get(obj, "metric", where, str),
             value=value,
             unit=unit,
@@ -201,15 +201,15 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
     for i, d in enumerate(gpus + cpus):
         unique(d.id, f"device[{i}].id")
     links = []
-    for i, l in enumerate(r.get(doc, "links", "$", list)):
+    for i, raw in enumerate(r.get(doc, "links", "$", list)):
         where = f"links[{i}]"
-        lid = unique(r.get(l, "id", where, str), f"{where}.id")
+        lid = unique(r.get(raw, "id", where, str), f"{where}.id")
         attrs = {
             k: v
-            for k, v in l.items()
+            for k, v in raw.items()
             if k not in {"id", "resource", "metric", "value", "unit", "direction", "source", "unverified", "links"}
         }
-        links.append(LinkSpec(id=lid, peak=r.peak(l, where), attributes=attrs))
+        links.append(LinkSpec(id=lid, peak=r.peak(raw, where), attributes=attrs))
     table4 = []
     for i, row in enumerate(r.get(doc, "table4", "$", list)):
         where = f"table4[{i}]"
@@ -224,7 +224,7 @@ def load_catalog(path: str | Path | None = None) -> Catalog:
                 row=r.get(row, "row", where, str),
                 value_trillions=value,
                 printed_unit=r.get(row, "printed_unit", where, str),
-                resource=resource,
+                resource=Resource(resource),
                 unit=r.get(row, "unit", where, str),
                 direction=r.get(row, "direction", where, str),
                 source=r.get(row, "source", where, str),

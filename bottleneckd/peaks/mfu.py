@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from bottleneckd.model.resources import Resource
 from bottleneckd.model.throughput import Peak
 from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.peaks.select import compute_peak, job_path
@@ -27,7 +28,7 @@ def mfu_peak(peaks: PeakTable, facts: Mapping[str, Any], gpu: str | None) -> Pea
         path, why = "fp32", why.split(",")[0] + " (TF32 switches act on CUDA only)"
     if path not in ("fp32", ""):
         return Peak(value=None, path=path, why=f"{why}: no {path} peak known for the CPU (only its fp32 one)")
-    p = peaks.get("cpu_compute", "cpu")
+    p = peaks.get(Resource.CPU_COMPUTE, "cpu")
     if p is None or not p.value:
         return Peak(value=None, path="fp32 CPU", why=p.source if p is not None else "no CPU compute peak")
     how = why if path else "the job's dtype unknown, taken as fp32"

@@ -16,14 +16,14 @@ from pathlib import Path
 
 from bottleneckd.model.errors import InputError
 from bottleneckd.model.files import read_json_file
-from bottleneckd.model.resources import RESOURCES
+from bottleneckd.model.resources import RESOURCES, Resource
 
 SCHEMA = "bottleneckd.profile/1"
 
 
 @dataclass(frozen=True)
 class Measurement:
-    resource: str
+    resource: Resource
     device: str
     metric: str
     value: float
@@ -104,7 +104,7 @@ def load_profile(path: Path | str | None = None, *, required: bool = False) -> P
         try:
             out.append(
                 Measurement(
-                    resource=m["resource"],
+                    resource=Resource(m["resource"]),
                     device=str(m["device"]),
                     metric=str(m["metric"]),
                     value=float(v),

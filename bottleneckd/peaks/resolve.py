@@ -13,7 +13,7 @@ from typing import Any
 from bottleneckd.hardware.detect.machine import Machine
 from bottleneckd.hardware.detect.types import GpuInfo
 from bottleneckd.model.identity import gpu_key
-from bottleneckd.model.resources import CAPACITY_RESOURCES, RESOURCES
+from bottleneckd.model.resources import CAPACITY_RESOURCES, RESOURCES, Resource
 from bottleneckd.peaks.catalog import Catalog, DeviceSpec
 from bottleneckd.peaks.profile import Profile
 
@@ -23,7 +23,7 @@ _FP32_FLOPS_PER_CYCLE = (("avx512f", 64), ("avx2", 32), ("avx", 16), ("asimd", 1
 
 @dataclass(frozen=True)
 class ResolvedPeak:
-    resource: str
+    resource: Resource
     device: str
     metric: str
     value: float | None
@@ -62,13 +62,13 @@ class PeakTable:
 
     def gpu_uuids(self) -> dict[str, str]:
         """GPU unit -> its NVML UUID (from the GPU rows that carry one)."""
-        return {p.device: p.uuid for p in self.for_resource("gpu_compute") if p.uuid}
+        return {p.device: p.uuid for p in self.for_resource(Resource.GPU_COMPUTE) if p.uuid}
 
     def fastest_compute_madd(self) -> float | None:
         """The fastest compute peak on the machine, in multiply-adds per second."""
         best = None
         for p in self.peaks:
-            if p.resource in ("gpu_compute", "cpu_compute") and p.value is not None:
+            if p.resource in (Resource.GPU_COMPUTE, Resource.CPU_COMPUTE) and p.value is not None:
                 madd = p.value / 2 if p.unit == "FLOP/s" else p.value
                 best = madd if best is None else max(best, madd)
         return best
@@ -78,7 +78,7 @@ class PeakTable:
 
     @staticmethod
     def from_json(rows: Iterable[dict[str, Any]]) -> PeakTable:
-        return PeakTable(tuple(ResolvedPeak(**r) for r in rows))
+        return PeakTable(tuple(ResolvedPeak(**{**r, "resource": Resource(r["resource"])}) for r in rows))
 
 
 def table4_ratio(peak: ResolvedPeak, fastest_madd: float | None) -> str:
@@ -95,7 +95,9 @@ def table4_ratio(peak: ResolvedPeak, fastest_madd: float | None) -> str:
     return "-"
 
 
-def _calibrated(profile: Profile | None, resource: str, device: str, metric: str | None = None) -> ResolvedPeak | None:
+def _calibrated(
+    profile: Profile | None, resource: Resource, device: str, metric: str | None = None
+) -> ResolvedPeak | None:
     if profile is None:
         return None
     m = profile.best(resource, device, metric)
@@ -111,7 +113,7 @@ def _with_catalog(calibrated: ResolvedPeak | None, fallback: ResolvedPeak) -> Re
 
 
 def _gpu_calibrated(
-    profile: Profile | None, g: GpuInfo, resource: str, metric: str | None = None
+    profile: Profile | None, g: GpuInfo, resource: Resource, metric: str | None = None
 ) -> ResolvedPeak | None:
     """A measurement of this GPU: keyed by its UUID (CUDA's and NVML's indexes differ), whatever
     its prefix: ``calibrate`` writes ``GPU-<uuid>`` from CUDA's UUID, NVML names a MIG slice
@@ -159,7 +161,7 @@ def _one_gpu_peaks(machine: Machine, g: GpuInfo, catalog: Catalog, profile: Prof
     mig = f" x {compute_share:.3g} (this MIG slice's share of the GPU's compute slices)" if g.mig_fractions else ""
     mig_b = f" x {memory_share:.3g} (this MIG slice's share of the GPU's memory)" if g.mig_fractions else ""
 
-    def cat(resource: str, metric: str, unit: str, share: float = 1.0, note: str = "") -> ResolvedPeak:
+    def cat(resource: Resource, metric: str, unit: str, share: float = 1.0, note: str = "") -> ResolvedPeak:
         p = spec.peak(resource, metric) if spec else None
         if p is None:
             return ResolvedPeak(
@@ -177,33 +179,40 @@ def _one_gpu_peaks(machine: Machine, g: GpuInfo, catalog: Catalog, profile: Prof
         v = p.value * share
         return ResolvedPeak(resource, dev, metric, v, p.unit, "catalog", f"{spec.name}: {p.source}{flag}{note}", v)  # type: ignore[union-attr]
 
-    tensor16 = spec is not None and spec.peak("gpu_compute", "fp16_tensor_dense") is not None  # V100, T4: no bf16 path
+    # V100, T4: no bf16 path
+    tensor16 = spec is not None and spec.peak(Resource.GPU_COMPUTE, "fp16_tensor_dense") is not None
     required = {"fp32"} if tensor16 else {"fp32", "fp16_bf16_tensor_dense"}
     for cat_metric, cal_metric in GPU_COMPUTE_METRICS:
-        fb = cat("gpu_compute", cat_metric, "FLOP/s", compute_share, mig)
-        cal = _gpu_calibrated(profile, g, "gpu_compute", cal_metric) if cal_metric else None
+        fb = cat(Resource.GPU_COMPUTE, cat_metric, "FLOP/s", compute_share, mig)
+        cal = _gpu_calibrated(profile, g, Resource.GPU_COMPUTE, cal_metric) if cal_metric else None
         if fb.value is None and cal is None and cat_metric not in required:
             continue  # optional paths (TF32, FP64) appear where the catalog or a measurement has them
         out.append(_with_catalog(cal, fb))
     if g.memory_total_bytes:
         out.append(
             ResolvedPeak(
-                "gpu_memory", dev, "capacity", float(g.memory_total_bytes), "B", "detected", "NVML memory info (total)"
+                Resource.GPU_MEMORY,
+                dev,
+                "capacity",
+                float(g.memory_total_bytes),
+                "B",
+                "detected",
+                "NVML memory info (total)",
             )
         )
     else:
-        out.append(cat("gpu_memory", "capacity", "B"))
+        out.append(cat(Resource.GPU_MEMORY, "capacity", "B"))
     out.append(
         _with_catalog(
-            _gpu_calibrated(profile, g, "gpu_memory_bandwidth"),
-            cat("gpu_memory_bandwidth", "dram_bandwidth", "B/s", memory_share, mig_b),
+            _gpu_calibrated(profile, g, Resource.GPU_MEMORY_BANDWIDTH),
+            cat(Resource.GPU_MEMORY_BANDWIDTH, "dram_bandwidth", "B/s", memory_share, mig_b),
         )
     )
 
-    host_link = spec.peak("cpu_gpu_interconnect") if spec else None
+    host_link = spec.peak(Resource.CPU_GPU_INTERCONNECT) if spec else None
     if host_link is not None:  # a host link that is not PCIe (GH200: NVLink-C2C)
         pcie = ResolvedPeak(
-            "cpu_gpu_interconnect",
+            Resource.CPU_GPU_INTERCONNECT,
             dev,
             host_link.metric,
             host_link.value,
@@ -214,15 +223,15 @@ def _one_gpu_peaks(machine: Machine, g: GpuInfo, catalog: Catalog, profile: Prof
         )  # type: ignore[union-attr]
     else:
         pcie = _pcie_peak(g.pcie_max_generation, g.pcie_max_width, catalog, dev)
-    out.append(_with_catalog(_gpu_calibrated(profile, g, "cpu_gpu_interconnect"), pcie))
+    out.append(_with_catalog(_gpu_calibrated(profile, g, Resource.CPU_GPU_INTERCONNECT), pcie))
 
-    nvl = spec.peak("inter_gpu_interconnect", "nvlink_total") if spec else None
-    cal = _gpu_calibrated(profile, g, "inter_gpu_interconnect")
+    nvl = spec.peak(Resource.INTER_GPU_INTERCONNECT, "nvlink_total") if spec else None
+    cal = _gpu_calibrated(profile, g, Resource.INTER_GPU_INTERCONNECT)
     if g.nvlink_active_links and nvl is not None:
         # the catalog's total is for all links of the part; scale to the links found active
         value = nvl.value * min(g.nvlink_active_links, nvl.links) / nvl.links if nvl.links else nvl.value
         fb = ResolvedPeak(
-            "inter_gpu_interconnect",
+            Resource.INTER_GPU_INTERCONNECT,
             dev,
             "nvlink_total",
             value,
@@ -234,7 +243,7 @@ def _one_gpu_peaks(machine: Machine, g: GpuInfo, catalog: Catalog, profile: Prof
         )  # type: ignore[union-attr]
     elif not multi:
         fb = ResolvedPeak(
-            "inter_gpu_interconnect",
+            Resource.INTER_GPU_INTERCONNECT,
             dev,
             "nvlink_total",
             None,
@@ -244,7 +253,7 @@ def _one_gpu_peaks(machine: Machine, g: GpuInfo, catalog: Catalog, profile: Prof
         )
     elif g.nvlink_active_links == 0 and pcie.value is not None:
         fb = ResolvedPeak(
-            "inter_gpu_interconnect",
+            Resource.INTER_GPU_INTERCONNECT,
             dev,
             "pcie_peer",
             pcie.value,
@@ -255,7 +264,7 @@ def _one_gpu_peaks(machine: Machine, g: GpuInfo, catalog: Catalog, profile: Prof
         )
     else:
         fb = ResolvedPeak(
-            "inter_gpu_interconnect",
+            Resource.INTER_GPU_INTERCONNECT,
             dev,
             "nvlink_total",
             None,
@@ -271,7 +280,7 @@ def _one_gpu_peaks(machine: Machine, g: GpuInfo, catalog: Catalog, profile: Prof
 def _pcie_peak(gen: int | None, width: int | None, catalog: Catalog, dev: str) -> ResolvedPeak:
     if gen is None or width is None:
         return ResolvedPeak(
-            "cpu_gpu_interconnect",
+            Resource.CPU_GPU_INTERCONNECT,
             dev,
             "pcie",
             None,
@@ -282,11 +291,11 @@ def _pcie_peak(gen: int | None, width: int | None, catalog: Catalog, dev: str) -
     link = catalog.link(f"pcie_gen{gen}_x16")
     if link is None:
         return ResolvedPeak(
-            "cpu_gpu_interconnect", dev, "pcie", None, "B/s", "unknown", f"PCIe gen {gen} is not in the catalog"
+            Resource.CPU_GPU_INTERCONNECT, dev, "pcie", None, "B/s", "unknown", f"PCIe gen {gen} is not in the catalog"
         )
     value = link.peak.value * width / 16
     return ResolvedPeak(
-        "cpu_gpu_interconnect",
+        Resource.CPU_GPU_INTERCONNECT,
         dev,
         "pcie_per_direction",
         value,
@@ -300,18 +309,18 @@ def _pcie_peak(gen: int | None, width: int | None, catalog: Catalog, dev: str) -
 def _cpu_peaks(machine: Machine, catalog: Catalog, profile: Profile | None) -> list[ResolvedPeak]:
     cpu = machine.cpu
     spec = catalog.cpu_spec(cpu.model or "")
-    cal = _calibrated(profile, "cpu_compute", "cpu")
-    if spec is not None and spec.peak("cpu_compute"):
-        p = spec.peak("cpu_compute")
+    cal = _calibrated(profile, Resource.CPU_COMPUTE, "cpu")
+    if spec is not None and spec.peak(Resource.CPU_COMPUTE):
+        p = spec.peak(Resource.CPU_COMPUTE)
         fb = ResolvedPeak(
-            "cpu_compute", "cpu", "fp32_fma", p.value, p.unit, "catalog", f"{spec.name}: {p.source}", p.value
+            Resource.CPU_COMPUTE, "cpu", "fp32_fma", p.value, p.unit, "catalog", f"{spec.name}: {p.source}", p.value
         )  # type: ignore[union-attr]
     else:
         per_cycle = next((n for flag, n in _FP32_FLOPS_PER_CYCLE if flag in cpu.flags), None)
         if cpu.physical_cores and cpu.max_mhz and per_cycle:
             v = cpu.physical_cores * cpu.max_mhz * 1e6 * per_cycle
             fb = ResolvedPeak(
-                "cpu_compute",
+                Resource.CPU_COMPUTE,
                 "cpu",
                 "fp32_fma",
                 v,
@@ -325,13 +334,19 @@ def _cpu_peaks(machine: Machine, catalog: Catalog, profile: Profile | None) -> l
                 "the maximum clock is not exposed" if not cpu.max_mhz else "its vector width is unknown"
             )
             fb = ResolvedPeak(
-                "cpu_compute", "cpu", "fp32_fma", None, "FLOP/s", "unknown", why + "; run 'bottleneckd calibrate'"
+                Resource.CPU_COMPUTE,
+                "cpu",
+                "fp32_fma",
+                None,
+                "FLOP/s",
+                "unknown",
+                why + "; run 'bottleneckd calibrate'",
             )
     out = [_with_catalog(cal, fb)]
     if machine.memory_total_bytes:
         out.append(
             ResolvedPeak(
-                "cpu_memory",
+                Resource.CPU_MEMORY,
                 "host",
                 "capacity",
                 float(machine.memory_total_bytes),
@@ -343,14 +358,20 @@ def _cpu_peaks(machine: Machine, catalog: Catalog, profile: Profile | None) -> l
     else:
         out.append(
             ResolvedPeak(
-                "cpu_memory", "host", "capacity", None, "B", "unknown", machine.unknown.get("memory", "not detected")
+                Resource.CPU_MEMORY,
+                "host",
+                "capacity",
+                None,
+                "B",
+                "unknown",
+                machine.unknown.get("memory", "not detected"),
             )
         )
     out.append(
         _with_catalog(
-            _calibrated(profile, "cpu_memory_bandwidth", "host"),
+            _calibrated(profile, Resource.CPU_MEMORY_BANDWIDTH, "host"),
             ResolvedPeak(
-                "cpu_memory_bandwidth",
+                Resource.CPU_MEMORY_BANDWIDTH,
                 "host",
                 "dram_bandwidth",
                 None,
@@ -369,7 +390,7 @@ def _storage_peaks(machine: Machine, catalog: Catalog, profile: Profile | None) 
         if b.size_bytes:
             out.append(
                 ResolvedPeak(
-                    "storage_capacity",
+                    Resource.STORAGE_CAPACITY,
                     b.name,
                     "capacity",
                     float(b.size_bytes),
@@ -388,7 +409,7 @@ def _storage_peaks(machine: Machine, catalog: Catalog, profile: Profile | None) 
             )
             if link is not None:
                 fb = ResolvedPeak(
-                    "storage_bandwidth",
+                    Resource.STORAGE_BANDWIDTH,
                     b.name,
                     metric,
                     link.peak.value,
@@ -400,7 +421,7 @@ def _storage_peaks(machine: Machine, catalog: Catalog, profile: Profile | None) 
             else:
                 kind = b.transport or "unknown transport"
                 fb = ResolvedPeak(
-                    "storage_bandwidth",
+                    Resource.STORAGE_BANDWIDTH,
                     b.name,
                     metric,
                     None,
@@ -408,11 +429,11 @@ def _storage_peaks(machine: Machine, catalog: Catalog, profile: Profile | None) 
                     "unknown",
                     f"no catalog figure for a {kind} device; run 'bottleneckd calibrate'",
                 )
-            out.append(_with_catalog(_calibrated(profile, "storage_bandwidth", b.name, metric), fb))
+            out.append(_with_catalog(_calibrated(profile, Resource.STORAGE_BANDWIDTH, b.name, metric), fb))
     if not machine.block_devices:
         why = machine.unknown.get("block_devices", "no block device found")
-        out.append(ResolvedPeak("storage_capacity", "-", "capacity", None, "B", "unknown", why))
-        out.append(ResolvedPeak("storage_bandwidth", "-", "sequential_read", None, "B/s", "unknown", why))
+        out.append(ResolvedPeak(Resource.STORAGE_CAPACITY, "-", "capacity", None, "B", "unknown", why))
+        out.append(ResolvedPeak(Resource.STORAGE_BANDWIDTH, "-", "sequential_read", None, "B/s", "unknown", why))
     return out
 
 
@@ -423,7 +444,7 @@ def _network_peaks(machine: Machine, catalog: Catalog, profile: Profile | None) 
             v = n.speed_mbps * 1e6 / 8
             out.append(
                 ResolvedPeak(
-                    "inter_node_interconnect",
+                    Resource.INTER_NODE_INTERCONNECT,
                     n.name,
                     "ethernet_per_direction",
                     v,
@@ -436,7 +457,7 @@ def _network_peaks(machine: Machine, catalog: Catalog, profile: Profile | None) 
         if p.rate_gbps:
             out.append(
                 ResolvedPeak(
-                    "inter_node_interconnect",
+                    Resource.INTER_NODE_INTERCONNECT,
                     f"{p.device}/{p.port}",
                     "infiniband_per_direction",
                     p.rate_gbps * 1e9 / 8,
@@ -450,14 +471,14 @@ def _network_peaks(machine: Machine, catalog: Catalog, profile: Profile | None) 
             "; ".join(f"{k}: {v}" for k, v in machine.unknown.items() if k.startswith("nic"))
             or "no network interface with a reported speed"
         )
-        out.append(ResolvedPeak("inter_node_interconnect", "-", "link", None, "B/s", "unknown", reasons))
+        out.append(ResolvedPeak(Resource.INTER_NODE_INTERCONNECT, "-", "link", None, "B/s", "unknown", reasons))
     fastest = max((p.value for p in out if p.value is not None), default=None)
     net_mounts = [m for m in machine.mounts if m.network]
     for m in net_mounts:
         if fastest is not None:
             out.append(
                 ResolvedPeak(
-                    "storage_network_bandwidth",
+                    Resource.STORAGE_NETWORK_BANDWIDTH,
                     m.mountpoint,
                     "link",
                     fastest,
@@ -469,7 +490,7 @@ def _network_peaks(machine: Machine, catalog: Catalog, profile: Profile | None) 
         else:
             out.append(
                 ResolvedPeak(
-                    "storage_network_bandwidth",
+                    Resource.STORAGE_NETWORK_BANDWIDTH,
                     m.mountpoint,
                     "link",
                     None,
@@ -481,7 +502,13 @@ def _network_peaks(machine: Machine, catalog: Catalog, profile: Profile | None) 
     if not net_mounts:
         out.append(
             ResolvedPeak(
-                "storage_network_bandwidth", "-", "link", None, "B/s", "unknown", "no network file system is mounted"
+                Resource.STORAGE_NETWORK_BANDWIDTH,
+                "-",
+                "link",
+                None,
+                "B/s",
+                "unknown",
+                "no network file system is mounted",
             )
         )
     return out
@@ -493,13 +520,13 @@ def resolve_peaks(machine: Machine, catalog: Catalog, profile: Profile | None = 
     if not machine.gpus:
         why = machine.unknown.get("gpus", "no GPU")
         for r in (
-            "gpu_compute",
-            "gpu_memory",
-            "gpu_memory_bandwidth",
-            "inter_gpu_interconnect",
-            "cpu_gpu_interconnect",
+            Resource.GPU_COMPUTE,
+            Resource.GPU_MEMORY,
+            Resource.GPU_MEMORY_BANDWIDTH,
+            Resource.INTER_GPU_INTERCONNECT,
+            Resource.CPU_GPU_INTERCONNECT,
         ):
-            unit = "FLOP/s" if r == "gpu_compute" else ("B" if r == "gpu_memory" else "B/s")
+            unit = "FLOP/s" if r == Resource.GPU_COMPUTE else ("B" if r == Resource.GPU_MEMORY else "B/s")
             peaks.append(ResolvedPeak(r, "-", "-", None, unit, "unknown", why))
     order = {r: i for i, r in enumerate(RESOURCES)}
     peaks.sort(key=lambda p: order[p.resource])

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from bottleneckd.model.resources import Resource
 from bottleneckd.peaks.resolve import PeakTable, ResolvedPeak
 
 #: path -> the peak metrics that measure it, preferred first (calibrated names, then catalog names)
@@ -111,7 +112,7 @@ def job_path(facts: Mapping[str, Any]) -> tuple[str, str]:
 def _first(peaks: PeakTable, device: str, path: str) -> tuple[str, ResolvedPeak] | None:
     """The first of the path's metrics with a figure for ``device``, and that figure."""
     for metric in PATHS[path]:
-        p = peaks.get("gpu_compute", device, metric)
+        p = peaks.get(Resource.GPU_COMPUTE, device, metric)
         if p is not None and p.value:
             return metric, p
     return None

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import psutil
 
+from bottleneckd.model.resources import Resource
 from bottleneckd.model.sample import Reading
 from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.samplers.pressure import Pressure, cgroup_dir, usable_cores
@@ -54,14 +55,14 @@ class CpuComputeSampler:
             busy = max(0.0, 100.0 - t.idle - getattr(t, "iowait", 0.0) - getattr(t, "steal", 0.0)) / 100.0
             busy_total += busy
             iowait += getattr(t, "iowait", 0.0) / 100.0
-            out.append(Reading("cpu_compute", f"cpu{k}", "busy", busy, "ratio"))
+            out.append(Reading(Resource.CPU_COMPUTE, f"cpu{k}", "busy", busy, "ratio"))
         n = max(1, len(per))
-        out.append(Reading("cpu_compute", "host", "utilization", busy_total / n, "ratio"))
-        out.append(Reading("cpu_compute", "host", "busy_cores", busy_total, "cores"))
-        out.append(Reading("cpu_compute", "host", "cores", float(n), "cores"))
-        out.append(Reading("cpu_compute", "host", "iowait", iowait / n, "ratio"))
+        out.append(Reading(Resource.CPU_COMPUTE, "host", "utilization", busy_total / n, "ratio"))
+        out.append(Reading(Resource.CPU_COMPUTE, "host", "busy_cores", busy_total, "cores"))
+        out.append(Reading(Resource.CPU_COMPUTE, "host", "cores", float(n), "cores"))
+        out.append(Reading(Resource.CPU_COMPUTE, "host", "iowait", iowait / n, "ratio"))
         some, full, why = self._host_psi.read()
-        out.append(Reading("cpu_compute", "host", "pressure_some", some, "ratio", why))
+        out.append(Reading(Resource.CPU_COMPUTE, "host", "pressure_some", some, "ratio", why))
         if self._tree is not None:
             out += self._job()
         return out
@@ -125,12 +126,12 @@ class CpuComputeSampler:
         jsome, _, jwhy = self._job_psi.read(now)
         first = "first interval" if not rates else ""
         out = [
-            Reading("cpu_compute", "job", "busy_cores", by_role[RANK] + by_role[WORKER], "cores"),
-            Reading("cpu_compute", "job", "rank_busy_cores", by_role[RANK], "cores"),
-            Reading("cpu_compute", "job", "worker_busy_cores", by_role[WORKER], "cores"),
-            Reading("cpu_compute", "job", "launcher_busy_cores", by_role[LAUNCHER], "cores"),
+            Reading(Resource.CPU_COMPUTE, "job", "busy_cores", by_role[RANK] + by_role[WORKER], "cores"),
+            Reading(Resource.CPU_COMPUTE, "job", "rank_busy_cores", by_role[RANK], "cores"),
+            Reading(Resource.CPU_COMPUTE, "job", "worker_busy_cores", by_role[WORKER], "cores"),
+            Reading(Resource.CPU_COMPUTE, "job", "launcher_busy_cores", by_role[LAUNCHER], "cores"),
             Reading(
-                "cpu_compute",
+                Resource.CPU_COMPUTE,
                 "job",
                 "worker_max_busy_cores",
                 busiest_worker if count[WORKER] else None,
@@ -139,12 +140,17 @@ class CpuComputeSampler:
             ),
             # the main thread's own CPU (the busiest rank's), not its process's: intra-op threads excluded
             Reading(
-                "cpu_compute", "job", "main_busy_cores", max(main_threads) if main_threads else None, "cores", first
+                Resource.CPU_COMPUTE,
+                "job",
+                "main_busy_cores",
+                max(main_threads) if main_threads else None,
+                "cores",
+                first,
             ),
             # the threads that launch a rank's kernels: its main thread (forward, optimizer) and its
             # autograd engine's device threads (backward on CUDA), the busiest rank's together
             Reading(
-                "cpu_compute",
+                Resource.CPU_COMPUTE,
                 "job",
                 "launch_thread_cores",
                 max(launching.values()) if launching else None,
@@ -153,7 +159,7 @@ class CpuComputeSampler:
             ),
             # the ranks' CPU outside their main threads: DDP's gloo reduction, intra-op threads
             Reading(
-                "cpu_compute",
+                Resource.CPU_COMPUTE,
                 "job",
                 "rank_side_thread_cores",
                 max(0.0, by_role[RANK] - sum(main_threads)) if main_threads else None,
@@ -161,10 +167,12 @@ class CpuComputeSampler:
                 first,
             ),
             # gloo / NCCL threads of the ranks: where a CPU all-reduce reduces and sends
-            Reading("cpu_compute", "job", "comm_thread_cores", comm if main_threads else None, "cores", first),
-            Reading("cpu_compute", "job", "hottest_thread_busy", hottest[RANK] if rates else None, "cores", first),
+            Reading(Resource.CPU_COMPUTE, "job", "comm_thread_cores", comm if main_threads else None, "cores", first),
             Reading(
-                "cpu_compute",
+                Resource.CPU_COMPUTE, "job", "hottest_thread_busy", hottest[RANK] if rates else None, "cores", first
+            ),
+            Reading(
+                Resource.CPU_COMPUTE,
                 "job",
                 "worker_hottest_thread_busy",
                 hottest[WORKER] if rates and count[WORKER] else None,
@@ -173,7 +181,7 @@ class CpuComputeSampler:
             ),
             # running + waiting on a run queue: what the thread asks of the CPU on a shared machine
             Reading(
-                "cpu_compute",
+                Resource.CPU_COMPUTE,
                 "job",
                 "main_thread_demand",
                 max(main_demand) if main_demand and has_wait else None,
@@ -181,7 +189,7 @@ class CpuComputeSampler:
                 first or ("" if has_wait else "schedstat not available"),
             ),
             Reading(
-                "cpu_compute",
+                Resource.CPU_COMPUTE,
                 "job",
                 "hottest_thread_demand",
                 demand[RANK] if has_wait else None,
@@ -189,7 +197,7 @@ class CpuComputeSampler:
                 first or ("" if has_wait else "schedstat not available"),
             ),
             Reading(
-                "cpu_compute",
+                Resource.CPU_COMPUTE,
                 "job",
                 "worker_max_demand",
                 min(1.0, max(worker_demand.values())) if worker_demand and has_wait else None,
@@ -199,7 +207,7 @@ class CpuComputeSampler:
                 or ("" if count[WORKER] else "no loader workers"),
             ),
             Reading(
-                "cpu_compute",
+                Resource.CPU_COMPUTE,
                 "job",
                 "runqueue_wait_cores",
                 waiting if has_wait else None,
@@ -207,18 +215,18 @@ class CpuComputeSampler:
                 first or ("" if has_wait else "schedstat not available"),
             ),
             Reading(
-                "cpu_compute",
+                Resource.CPU_COMPUTE,
                 "job",
                 "usable_cores",
                 usable,
                 "cores",
                 "" if usable is not None else "affinity not readable",
             ),
-            Reading("cpu_compute", "job", "processes", float(len(members)), "count"),
-            Reading("cpu_compute", "job", "ranks", float(count[RANK]), "count"),
-            Reading("cpu_compute", "job", "workers", float(count[WORKER]), "count"),
-            Reading("cpu_compute", "job", "processes_in_disk_wait", float(d_procs), "count"),
-            Reading("cpu_compute", "job", "threads_in_disk_wait", float(d_threads), "count"),
-            Reading("cpu_compute", "job", "pressure_some", jsome, "ratio", jwhy),
+            Reading(Resource.CPU_COMPUTE, "job", "processes", float(len(members)), "count"),
+            Reading(Resource.CPU_COMPUTE, "job", "ranks", float(count[RANK]), "count"),
+            Reading(Resource.CPU_COMPUTE, "job", "workers", float(count[WORKER]), "count"),
+            Reading(Resource.CPU_COMPUTE, "job", "processes_in_disk_wait", float(d_procs), "count"),
+            Reading(Resource.CPU_COMPUTE, "job", "threads_in_disk_wait", float(d_threads), "count"),
+            Reading(Resource.CPU_COMPUTE, "job", "pressure_some", jsome, "ratio", jwhy),
         ]
         return out

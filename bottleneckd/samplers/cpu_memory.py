@@ -6,6 +6,7 @@ from pathlib import Path
 
 import psutil
 
+from bottleneckd.model.resources import Resource
 from bottleneckd.model.sample import Reading, utilization
 from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.samplers.base import Rates
@@ -27,20 +28,28 @@ class CpuMemorySampler:
     def sample(self) -> list[Reading]:
         vm = psutil.virtual_memory()
         used = float(vm.total - vm.available)
-        out = utilization("cpu_memory", "host", used, float(vm.total), "B")
-        out.append(Reading("cpu_memory", "host", "available", float(vm.available), "B"))
+        out = utilization(Resource.CPU_MEMORY, "host", used, float(vm.total), "B")
+        out.append(Reading(Resource.CPU_MEMORY, "host", "available", float(vm.available), "B"))
         sw = psutil.swap_memory()
         out.append(
-            Reading("cpu_memory", "host", "swap_in_bytes_per_second", self._rates.rate("sin", float(sw.sin)), "B/s")
+            Reading(
+                Resource.CPU_MEMORY, "host", "swap_in_bytes_per_second", self._rates.rate("sin", float(sw.sin)), "B/s"
+            )
         )
         out.append(
-            Reading("cpu_memory", "host", "swap_out_bytes_per_second", self._rates.rate("sout", float(sw.sout)), "B/s")
+            Reading(
+                Resource.CPU_MEMORY,
+                "host",
+                "swap_out_bytes_per_second",
+                self._rates.rate("sout", float(sw.sout)),
+                "B/s",
+            )
         )
-        out.append(Reading("cpu_memory", "host", "swap_in_bytes_total", float(sw.sin), "B"))
-        out.append(Reading("cpu_memory", "host", "swap_out_bytes_total", float(sw.sout), "B"))
+        out.append(Reading(Resource.CPU_MEMORY, "host", "swap_in_bytes_total", float(sw.sin), "B"))
+        out.append(Reading(Resource.CPU_MEMORY, "host", "swap_out_bytes_total", float(sw.sout), "B"))
         some, full, why = self._psi.read()
-        out.append(Reading("cpu_memory", "host", "pressure_some", some, "ratio", why))
-        out.append(Reading("cpu_memory", "host", "pressure_full", full, "ratio", why))
+        out.append(Reading(Resource.CPU_MEMORY, "host", "pressure_some", some, "ratio", why))
+        out.append(Reading(Resource.CPU_MEMORY, "host", "pressure_full", full, "ratio", why))
         if self._tree is not None:
             by_role = {RANK: 0.0, WORKER: 0.0, LAUNCHER: 0.0}
             for p in self._tree.members():
@@ -49,7 +58,7 @@ class CpuMemorySampler:
                 except Exception:  # noqa: BLE001 - the process went away
                     continue
             # forked loader workers share pages with their rank: the sum over-counts shared pages
-            out.append(Reading("cpu_memory", "job", "resident_bytes", by_role[RANK] + by_role[WORKER], "B"))
+            out.append(Reading(Resource.CPU_MEMORY, "job", "resident_bytes", by_role[RANK] + by_role[WORKER], "B"))
             for role, v in by_role.items():
-                out.append(Reading("cpu_memory", "job", f"{role}_resident_bytes", v, "B"))
+                out.append(Reading(Resource.CPU_MEMORY, "job", f"{role}_resident_bytes", v, "B"))
         return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bottleneckd.model.resources import Resource
 from bottleneckd.model.sample import Reading, utilization
 from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.samplers.base import Rates
@@ -18,7 +19,7 @@ class CpuMemoryBandwidthSampler:
 
     def __init__(self, peaks: PeakTable, sys_root: str = "/sys") -> None:
         self._mon = Path(sys_root) / "fs" / "resctrl" / "mon_data"
-        self._peak = peaks.value("cpu_memory_bandwidth", "host")
+        self._peak = peaks.value(Resource.CPU_MEMORY_BANDWIDTH, "host")
         self._rates = Rates()
 
     def _domains(self) -> list[Path]:
@@ -32,7 +33,8 @@ class CpuMemoryBandwidthSampler:
             return True, ""
         return (
             False,
-            "no memory-bandwidth counters: resctrl MBM is not mounted at /sys/fs/resctrl (Intel RDT / AMD QoS needed; usually absent in VMs)",
+            "no memory-bandwidth counters: resctrl MBM is not mounted at /sys/fs/resctrl "
+            "(Intel RDT / AMD QoS needed; usually absent in VMs)",
         )
 
     def sample(self) -> list[Reading]:
@@ -40,14 +42,14 @@ class CpuMemoryBandwidthSampler:
         domains = self._domains()
         if not domains:
             ok, why = self.available()
-            return utilization("cpu_memory_bandwidth", "host", None, self._peak, "B/s", why)
+            return utilization(Resource.CPU_MEMORY_BANDWIDTH, "host", None, self._peak, "B/s", why)
         for d in domains:
             try:
                 total += float((d / "mbm_total_bytes").read_text().strip())
             except (OSError, ValueError):
                 return utilization(
-                    "cpu_memory_bandwidth", "host", None, self._peak, "B/s", f"{d}/mbm_total_bytes unreadable"
+                    Resource.CPU_MEMORY_BANDWIDTH, "host", None, self._peak, "B/s", f"{d}/mbm_total_bytes unreadable"
                 )
         return utilization(
-            "cpu_memory_bandwidth", "host", self._rates.rate("mbm", total), self._peak, "B/s", "first interval"
+            Resource.CPU_MEMORY_BANDWIDTH, "host", self._rates.rate("mbm", total), self._peak, "B/s", "first interval"
         )

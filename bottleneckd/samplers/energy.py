@@ -14,10 +14,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from bottleneckd.model.resources import Resource
 from bottleneckd.model.sample import Reading
 
 #: RAPL zone name -> (resource the energy is booked to, device prefix)
-DOMAINS = {"package": ("cpu_compute", "package"), "dram": ("cpu_memory", "dram")}
+DOMAINS = {"package": (Resource.CPU_COMPUTE, "package"), "dram": (Resource.CPU_MEMORY, "dram")}
 ROOT_ONLY = (
     "RAPL energy_uj is readable by root only since CVE-2020-8694: run the sidecar as root "
     "(or grant read access to {path})"
@@ -27,7 +28,7 @@ ROOT_ONLY = (
 @dataclass(frozen=True)
 class Zone:
     path: Path
-    resource: str
+    resource: Resource
     device: str
 
 
@@ -91,7 +92,7 @@ class RaplSampler:
     def sample(self) -> list[Reading]:
         ok, why = self.available()
         if not ok:
-            return [Reading("cpu_compute", "package", "energy", None, "J", why)]
+            return [Reading(Resource.CPU_COMPUTE, "package", "energy", None, "J", why)]
         out: list[Reading] = []
         now = self._clock()
         for z in self._zones:

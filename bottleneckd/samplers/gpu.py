@@ -23,6 +23,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from bottleneckd.hardware import nvml as nv
 from bottleneckd.hardware.detect.gpus import resolve_backend
 from bottleneckd.model.identity import gpu_key
+from bottleneckd.model.resources import Resource
 from bottleneckd.model.sample import Reading, utilization
 from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.samplers import gpu_fields as f
@@ -113,13 +114,13 @@ class GpuSampler:
     def _unit(self, i: int, refresh: bool, job: set[int] | None, dcgm: Future) -> list[Reading]:
         dev = self._nv.label(i)  # type: ignore[union-attr]
         if i in self._down:
-            return [Reading("gpu_compute", dev, "up", 0.0, "bool")]
+            return [Reading(Resource.GPU_COMPUTE, dev, "up", 0.0, "bool")]
         try:
-            return self._one(i, dev, refresh, job, dcgm) + [Reading("gpu_compute", dev, "up", 1.0, "bool")]
+            return self._one(i, dev, refresh, job, dcgm) + [Reading(Resource.GPU_COMPUTE, dev, "up", 1.0, "bool")]
         except nv.GpuLostError as e:
             log.error("%s; its series are dropped, sampling goes on", e)
             self._down.add(i)
-            return [Reading("gpu_compute", dev, "up", 0.0, "bool")]
+            return [Reading(Resource.GPU_COMPUTE, dev, "up", 0.0, "bool")]
 
     def _one(self, i: int, dev: str, refresh: bool, job: set[int] | None, dcgm: Future) -> list[Reading]:
         """Every reading of unit ``i``; ``refresh``: read the process lists and the PCIe link too,
@@ -154,7 +155,7 @@ class GpuSampler:
         assert n is not None
         mem = n.memory(i)
         out = utilization(
-            "gpu_memory",
+            Resource.GPU_MEMORY,
             dev,
             None if mem is None else float(mem[1]),
             None if mem is None else float(mem[0]),
@@ -166,12 +167,14 @@ class GpuSampler:
             if procs is not None:
                 for pid, b in procs.items():
                     if b is not None:
-                        out.append(Reading("gpu_memory", dev, f"process_bytes:{pid}", float(b), "B"))
+                        out.append(Reading(Resource.GPU_MEMORY, dev, f"process_bytes:{pid}", float(b), "B"))
                 if job is not None:
                     self._job_gpu[i] = self._job_here(job, set(procs))
         if i in self._job_gpu:
             v = self._job_gpu[i]
-            out.append(Reading("gpu_compute", dev, "job_process", v, "bool", "" if v is not None else FOREIGN_PIDS))
+            out.append(
+                Reading(Resource.GPU_COMPUTE, dev, "job_process", v, "bool", "" if v is not None else FOREIGN_PIDS)
+            )
         return out
 
     def _job_here(self, job: set[int], listed: set[int]) -> float | None:
@@ -194,7 +197,7 @@ class GpuSampler:
             pcie: tuple[float, float] | None = (tx, rx)
         else:
             pcie = n.pcie_throughput(i)
-        out = f.pcie_readings(dev, pcie, p.value("cpu_gpu_interconnect", dev))
+        out = f.pcie_readings(dev, pcie, p.value(Resource.CPU_GPU_INTERCONNECT, dev))
         if refresh or i not in self._link:  # the link changes rarely
             self._link[i] = n.pcie_current_link(i)
         out += f.link_readings(dev, *self._link[i])

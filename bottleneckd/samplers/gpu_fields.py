@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from bottleneckd.hardware import nvml as nv
+from bottleneckd.model.resources import Resource
 from bottleneckd.model.sample import Reading, utilization
 from bottleneckd.peaks.resolve import PeakTable
 
@@ -57,7 +58,7 @@ def compute_readings(
 ) -> list[Reading]:
     out = [
         Reading(
-            "gpu_compute",
+            Resource.GPU_COMPUTE,
             dev,
             "busy_fraction",
             None if util is None else util[0] / 100,
@@ -65,7 +66,7 @@ def compute_readings(
             "" if util else "NVML utilization not supported",
         ),
         Reading(
-            "gpu_memory_bandwidth",
+            Resource.GPU_MEMORY_BANDWIDTH,
             dev,
             "memory_busy_fraction",
             None if util is None else util[1] / 100,
@@ -75,11 +76,11 @@ def compute_readings(
     ]
     for metric, _ in GPM_ACTIVITY:
         v = act.get(metric)
-        out.append(Reading("gpu_compute", dev, metric, v, "ratio", "" if v is not None else why))
+        out.append(Reading(Resource.GPU_COMPUTE, dev, metric, v, "ratio", "" if v is not None else why))
     sm = act.get("sm_activity")
     out.append(
         Reading(
-            "gpu_compute",
+            Resource.GPU_COMPUTE,
             dev,
             "utilization",
             sm,
@@ -88,40 +89,45 @@ def compute_readings(
         )
     )
     if source:
-        out.append(Reading("gpu_compute", dev, f"activity_source:{source}", 1.0, "bool"))
+        out.append(Reading(Resource.GPU_COMPUTE, dev, f"activity_source:{source}", 1.0, "bool"))
     return out
 
 
 def dram_readings(dev: str, dram: float | None, peaks: PeakTable, why: str) -> list[Reading]:
     """DRAM bandwidth from a fraction of the theoretical peak (GPM, DCGM), else unknown with the reason."""
-    bw = peaks.get("gpu_memory_bandwidth", dev)
+    bw = peaks.get(Resource.GPU_MEMORY_BANDWIDTH, dev)
     theoretical = None if bw is None else (bw.catalog_value if bw.origin == "calibrated" else bw.value)
     if dram is None:
         return utilization(
-            "gpu_memory_bandwidth", dev, None, bw.value if bw else None, "B/s", f"DRAM bandwidth unknown ({why})"
+            Resource.GPU_MEMORY_BANDWIDTH, dev, None, bw.value if bw else None, "B/s", f"DRAM bandwidth unknown ({why})"
         )
     return [
-        Reading("gpu_memory_bandwidth", dev, "utilization", dram, "ratio"),
+        Reading(Resource.GPU_MEMORY_BANDWIDTH, dev, "utilization", dram, "ratio"),
         Reading(
-            "gpu_memory_bandwidth",
+            Resource.GPU_MEMORY_BANDWIDTH,
             dev,
             "throughput",
             None if theoretical is None else dram * theoretical,
             "B/s",
             "" if theoretical is not None else "no theoretical DRAM bandwidth for this GPU in the catalog",
         ),
-        Reading("gpu_memory_bandwidth", dev, "peak", theoretical, "B/s", "" if theoretical else "unknown"),
+        Reading(Resource.GPU_MEMORY_BANDWIDTH, dev, "peak", theoretical, "B/s", "" if theoretical else "unknown"),
     ]
 
 
 def pcie_readings(dev: str, pcie: tuple[float, float] | None, peak: float | None) -> list[Reading]:
     out = utilization(
-        "cpu_gpu_interconnect", dev, None if pcie is None else max(pcie), peak, "B/s", "PCIe throughput not supported"
+        Resource.CPU_GPU_INTERCONNECT,
+        dev,
+        None if pcie is None else max(pcie),
+        peak,
+        "B/s",
+        "PCIe throughput not supported",
     )
     if pcie is not None:
         out += [
-            Reading("cpu_gpu_interconnect", dev, "tx_bytes_per_second", pcie[0], "B/s"),
-            Reading("cpu_gpu_interconnect", dev, "rx_bytes_per_second", pcie[1], "B/s"),
+            Reading(Resource.CPU_GPU_INTERCONNECT, dev, "tx_bytes_per_second", pcie[0], "B/s"),
+            Reading(Resource.CPU_GPU_INTERCONNECT, dev, "rx_bytes_per_second", pcie[1], "B/s"),
         ]
     return out
 
@@ -130,7 +136,7 @@ def link_readings(dev: str, gen: int | None, width: int | None) -> list[Reading]
     no_link = "not reported for this device (a MIG slice, or not supported)"
     return [
         Reading(
-            "cpu_gpu_interconnect",
+            Resource.CPU_GPU_INTERCONNECT,
             dev,
             "link_generation",
             None if gen is None else float(gen),
@@ -138,7 +144,7 @@ def link_readings(dev: str, gen: int | None, width: int | None) -> list[Reading]
             "" if gen is not None else no_link,
         ),
         Reading(
-            "cpu_gpu_interconnect",
+            Resource.CPU_GPU_INTERCONNECT,
             dev,
             "link_width",
             None if width is None else float(width),
@@ -154,15 +160,15 @@ def nvlink_readings(
     """NVLink bytes/s against the peak in the peak's own terms: the catalog's figure counts both
     directions together (transmit + receive over it), a calibrated peer copy or a PCIe peer path
     one direction (the busier direction over it)."""
-    p = peaks.get("inter_gpu_interconnect", dev)
+    p = peaks.get(Resource.INTER_GPU_INTERCONNECT, dev)
     peak = None if p is None else p.value
     if tx is None or rx is None:
-        return utilization("inter_gpu_interconnect", dev, None, peak, "B/s", why)
+        return utilization(Resource.INTER_GPU_INTERCONNECT, dev, None, peak, "B/s", why)
     both = p is not None and p.direction == "both"
-    out = utilization("inter_gpu_interconnect", dev, tx + rx if both else max(tx, rx), peak, "B/s")
+    out = utilization(Resource.INTER_GPU_INTERCONNECT, dev, tx + rx if both else max(tx, rx), peak, "B/s")
     out += [
-        Reading("inter_gpu_interconnect", dev, "tx_bytes_per_second", tx, "B/s"),
-        Reading("inter_gpu_interconnect", dev, "rx_bytes_per_second", rx, "B/s"),
+        Reading(Resource.INTER_GPU_INTERCONNECT, dev, "tx_bytes_per_second", tx, "B/s"),
+        Reading(Resource.INTER_GPU_INTERCONNECT, dev, "rx_bytes_per_second", rx, "B/s"),
     ]
     return out
 
@@ -175,14 +181,14 @@ def power_readings(
     maxc: tuple[int, int] | None,
     reasons: int | None,
 ) -> list[Reading]:
-    out = [Reading("gpu_compute", dev, "power", power, "W", "" if power is not None else "not supported")]
+    out = [Reading(Resource.GPU_COMPUTE, dev, "power", power, "W", "" if power is not None else "not supported")]
     if energy is not None:
-        out.append(Reading("gpu_compute", dev, "energy", energy, "J"))
+        out.append(Reading(Resource.GPU_COMPUTE, dev, "energy", energy, "J"))
     if clocks is not None:
-        out.append(Reading("gpu_compute", dev, "sm_clock", float(clocks[0]), "MHz"))
+        out.append(Reading(Resource.GPU_COMPUTE, dev, "sm_clock", float(clocks[0]), "MHz"))
         if maxc:
-            out.append(Reading("gpu_compute", dev, "sm_clock_ratio", clocks[0] / maxc[0], "ratio"))
+            out.append(Reading(Resource.GPU_COMPUTE, dev, "sm_clock_ratio", clocks[0] / maxc[0], "ratio"))
     if reasons is not None:
         for bit, label in nv.CLOCK_EVENT_REASONS.items():
-            out.append(Reading("gpu_compute", dev, f"throttle:{label}", 1.0 if reasons & bit else 0.0, "bool"))
+            out.append(Reading(Resource.GPU_COMPUTE, dev, f"throttle:{label}", 1.0 if reasons & bit else 0.0, "bool"))
     return out

@@ -9,6 +9,7 @@ from pathlib import Path
 import psutil
 
 from bottleneckd.hardware.detect.machine import Machine
+from bottleneckd.model.resources import Resource
 from bottleneckd.model.sample import Reading, utilization
 from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.samplers.base import Rates
@@ -36,10 +37,10 @@ class InterNodeSampler:
                 continue
             tx = self._rates.rate(f"{nic}.tx", float(c.bytes_sent))
             rx = self._rates.rate(f"{nic}.rx", float(c.bytes_recv))
-            peak = self._peaks.value("inter_node_interconnect", nic)
+            peak = self._peaks.value(Resource.INTER_NODE_INTERCONNECT, nic)
             busiest = None if tx is None or rx is None else max(tx, rx)
             out += utilization(
-                "inter_node_interconnect",
+                Resource.INTER_NODE_INTERCONNECT,
                 nic,
                 busiest,
                 peak,
@@ -48,10 +49,10 @@ class InterNodeSampler:
                 peak_why=f"{nic}: no link speed reported (virtual interface, link down, or driver)",
             )
             out += [
-                Reading("inter_node_interconnect", nic, "tx_bytes_per_second", tx, "B/s"),
-                Reading("inter_node_interconnect", nic, "rx_bytes_per_second", rx, "B/s"),
-                Reading("inter_node_interconnect", nic, "transmit_bytes_total", float(c.bytes_sent), "B"),
-                Reading("inter_node_interconnect", nic, "receive_bytes_total", float(c.bytes_recv), "B"),
+                Reading(Resource.INTER_NODE_INTERCONNECT, nic, "tx_bytes_per_second", tx, "B/s"),
+                Reading(Resource.INTER_NODE_INTERCONNECT, nic, "rx_bytes_per_second", rx, "B/s"),
+                Reading(Resource.INTER_NODE_INTERCONNECT, nic, "transmit_bytes_total", float(c.bytes_sent), "B"),
+                Reading(Resource.INTER_NODE_INTERCONNECT, nic, "receive_bytes_total", float(c.bytes_recv), "B"),
             ]
         for dev, port in self._ib:
             base = self._sys / "class" / "infiniband" / dev / "ports" / str(port) / "counters"
@@ -60,19 +61,19 @@ class InterNodeSampler:
                 xmit = float((base / "port_xmit_data").read_text()) * 4  # counters are in 4-byte words
                 rcv = float((base / "port_rcv_data").read_text()) * 4
             except (OSError, ValueError):
-                out += utilization("inter_node_interconnect", name, None, None, "B/s", f"{base} unreadable")
+                out += utilization(Resource.INTER_NODE_INTERCONNECT, name, None, None, "B/s", f"{base} unreadable")
                 continue
             tx, rx = self._rates.rate(f"{name}.tx", xmit), self._rates.rate(f"{name}.rx", rcv)
             out += [
-                Reading("inter_node_interconnect", name, "transmit_bytes_total", xmit, "B"),
-                Reading("inter_node_interconnect", name, "receive_bytes_total", rcv, "B"),
+                Reading(Resource.INTER_NODE_INTERCONNECT, name, "transmit_bytes_total", xmit, "B"),
+                Reading(Resource.INTER_NODE_INTERCONNECT, name, "receive_bytes_total", rcv, "B"),
             ]
             busiest = None if tx is None or rx is None else max(tx, rx)
             out += utilization(
-                "inter_node_interconnect",
+                Resource.INTER_NODE_INTERCONNECT,
                 name,
                 busiest,
-                self._peaks.value("inter_node_interconnect", name),
+                self._peaks.value(Resource.INTER_NODE_INTERCONNECT, name),
                 "B/s",
                 "first interval",
             )

@@ -7,35 +7,38 @@ from __future__ import annotations
 import linecache
 import re
 
+from bottleneckd.model.resources import Phase
+
 # (substring of file path, function name substring or "", phase). A stack is classified by the
 # whole of it, not its innermost frame: the first phase in PHASE_ORDER with a matching frame
 # anywhere in the stack wins, so a dataset's __getitem__ that runs a model, a numpy FFT or a torch
 # operator is still the data stage, and a collective called from forward is communication.
 RULES: tuple[tuple[str, str, str], ...] = (
-    ("torch/utils/data/", "", "data_wait"),
-    ("datasets/arrow_dataset", "__getitem__", "data_wait"),
-    ("datasets/iterable_dataset", "__iter__", "data_wait"),
-    ("torchvision/datasets/", "", "data_wait"),
-    ("webdataset/", "", "data_wait"),
-    ("torch/distributed/", "", "communication"),
+    ("torch/utils/data/", "", Phase.DATA_WAIT),
+    ("datasets/arrow_dataset", "__getitem__", Phase.DATA_WAIT),
+    ("datasets/iterable_dataset", "__iter__", Phase.DATA_WAIT),
+    ("torchvision/datasets/", "", Phase.DATA_WAIT),
+    ("webdataset/", "", Phase.DATA_WAIT),
+    ("torch/distributed/", "", Phase.COMMUNICATION),
     # DDP's own collectives called from Python: buffer broadcast before forward, the delayed
     # all-reduce of a static graph, the unused-parameter/grad-sync agreement
-    ("torch/nn/parallel/distributed", "_sync_buffers", "communication"),
-    ("torch/nn/parallel/distributed", "_sync_module_buffers", "communication"),
-    ("torch/nn/parallel/distributed", "_default_broadcast_coalesced", "communication"),
-    ("torch/nn/parallel/distributed", "_distributed_broadcast_coalesced", "communication"),
-    ("torch/nn/parallel/distributed", "_delay_all_reduce", "communication"),
-    ("torch/nn/parallel/distributed", "_check_global_requires_backward_grad_sync", "communication"),
-    ("torch/nn/parallel/distributed", "_match_all_reduce_for_bwd_pass", "communication"),
-    ("torch/cuda/__init__", "synchronize", "gpu_wait"),
-    ("torch/cuda/streams", "synchronize", "gpu_wait"),
-    ("torch/serialization", "load", "file_io"),  # torch.save (a checkpoint) is outside the step's phases: "other"
-    ("torch/optim/", "", "optimizer"),
-    ("torch/autograd/", "backward", "backward"),
-    ("torch/_tensor", "backward", "backward"),
-    ("torch/nn/modules/module", "_call_impl", "forward"),
+    ("torch/nn/parallel/distributed", "_sync_buffers", Phase.COMMUNICATION),
+    ("torch/nn/parallel/distributed", "_sync_module_buffers", Phase.COMMUNICATION),
+    ("torch/nn/parallel/distributed", "_default_broadcast_coalesced", Phase.COMMUNICATION),
+    ("torch/nn/parallel/distributed", "_distributed_broadcast_coalesced", Phase.COMMUNICATION),
+    ("torch/nn/parallel/distributed", "_delay_all_reduce", Phase.COMMUNICATION),
+    ("torch/nn/parallel/distributed", "_check_global_requires_backward_grad_sync", Phase.COMMUNICATION),
+    ("torch/nn/parallel/distributed", "_match_all_reduce_for_bwd_pass", Phase.COMMUNICATION),
+    ("torch/cuda/__init__", "synchronize", Phase.GPU_WAIT),
+    ("torch/cuda/streams", "synchronize", Phase.GPU_WAIT),
+    ("torch/serialization", "load", Phase.FILE_IO),  # torch.save (a checkpoint) is outside the step's phases: "other"
+    ("torch/optim/", "", Phase.OPTIMIZER),
+    ("torch/autograd/", "backward", Phase.BACKWARD),
+    ("torch/_tensor", "backward", Phase.BACKWARD),
+    ("torch/nn/modules/module", "_call_impl", Phase.FORWARD),
 )
-STARTUP = "startup"  # importing modules, building the model, joining or leaving the group: not a step; drained samples of it are left out
+#: importing modules, building the model, joining or leaving the group: not a step; drained samples of it are left out
+STARTUP = "startup"
 #: set-up and teardown frames anywhere in the stack: constructing modules (their parameters'
 #: initialisation), DDP's constructor (parameter broadcast), joining or leaving the process group
 SETUP: tuple[tuple[str, str], ...] = (
@@ -45,7 +48,15 @@ SETUP: tuple[tuple[str, str], ...] = (
     ("torch/distributed/distributed_c10d", "init_process_group"),
     ("torch/distributed/distributed_c10d", "destroy_process_group"),
 )
-PHASE_ORDER = ("data_wait", "communication", "gpu_wait", "file_io", "optimizer", "backward", "forward")
+PHASE_ORDER = (
+    Phase.DATA_WAIT,
+    Phase.COMMUNICATION,
+    Phase.GPU_WAIT,
+    Phase.FILE_IO,
+    Phase.OPTIMIZER,
+    Phase.BACKWARD,
+    Phase.FORWARD,
+)
 #: native frames (a recorded native stack, or py-spy --native where pausing is allowed): DDP's C++
 #: reducer and the backends' collectives are communication wherever they sit in the stack
 NATIVE_COMM = re.compile(
@@ -85,11 +96,11 @@ def classify_frames(frames: list[dict]) -> str:
         if any(n in path and fn in name for n, fn in SETUP):
             return STARTUP
         if NATIVE_COMM.search(name):
-            seen.add("communication")
+            seen.add(Phase.COMMUNICATION)
         for needle, func, phase in RULES:
             if needle in path and func in name:
                 seen.add(phase)
-    return next((ph for ph in PHASE_ORDER if ph in seen), "other")
+    return next((ph for ph in PHASE_ORDER if ph in seen), Phase.OTHER)
 
 
 HIGH_LINE = re.compile(

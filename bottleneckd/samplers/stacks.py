@@ -24,6 +24,7 @@ from collections import Counter, deque
 import psutil
 
 from bottleneckd.model.code import MAIN, WORKER, StackCounts
+from bottleneckd.model.resources import Phase
 from bottleneckd.model.sample import StepPhases
 from bottleneckd.samplers.code_sites import StackTally, user_site
 from bottleneckd.samplers.process_tree import LAUNCHER, RANK, ProcessTree, loader_workers
@@ -218,7 +219,7 @@ class StackSampler:
         frames = t.get("frames", [])
         phase = classify_frames(frames)
         waits = thread_idle(t)
-        idle = phase == "other" and waits
+        idle = phase == Phase.OTHER and waits
         if idle and self._dumps % 4 == 2:  # a launcher waiting on its ranks (found late, or a rank restarted)
             new = training_process(self.target, frames, idle=True)
             if new != self.target:
@@ -226,12 +227,12 @@ class StackSampler:
                 return
         if phase != STARTUP:
             self.tally.add(phase, MAIN, user_site(frames))
-        op = op_intensity(frames) if phase == "forward" else None
+        op = op_intensity(frames) if phase == Phase.FORWARD else None
         seen = wrappers(frames)
         with self._lock:
-            if phase == "other":
+            if phase == Phase.OTHER:
                 self._idle.append(idle)
-            elif phase in ("forward", "backward"):
+            elif phase in (Phase.FORWARD, Phase.BACKWARD):
                 self._compute_idle.append(waits)
             self._wrappers |= seen
             self._counts[phase] += 1

@@ -10,6 +10,7 @@ import psutil
 
 from bottleneckd.hardware.detect.host import mount_of
 from bottleneckd.hardware.detect.machine import Machine
+from bottleneckd.model.resources import Resource
 from bottleneckd.model.sample import Reading, utilization
 from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.samplers.base import Rates
@@ -72,22 +73,27 @@ class StorageSampler:
             busy = r(f"{d}.busy", float(busy_ms) / 1000.0) if busy_ms is not None else None
             nbytes = None if rb is None or wb is None else rb + wb
             ops = None if ro is None or wo is None else ro + wo
-            seq_peak = self._peaks.value("storage_bandwidth", d, "sequential_read")
-            iops_peak = self._peaks.value("storage_bandwidth", d, "random_read_4k_iops")
+            seq_peak = self._peaks.value(Resource.STORAGE_BANDWIDTH, d, "sequential_read")
+            iops_peak = self._peaks.value(Resource.STORAGE_BANDWIDTH, d, "random_read_4k_iops")
             byte_util = nbytes / seq_peak if nbytes is not None and seq_peak else None
             op_util = ops / iops_peak if ops is not None and iops_peak else None
             known = [u for u in (byte_util, op_util) if u is not None]
             why = "first interval" if nbytes is None else "peak unknown; run 'bottleneckd calibrate'"
             out += [
-                Reading("storage_bandwidth", d, "throughput", nbytes, "B/s"),
-                Reading("storage_bandwidth", d, "read_bytes_per_second", rb, "B/s"),
-                Reading("storage_bandwidth", d, "operations_per_second", ops, "IO/s"),
-                Reading("storage_bandwidth", d, "read_operations_per_second", ro, "IO/s"),
+                Reading(Resource.STORAGE_BANDWIDTH, d, "throughput", nbytes, "B/s"),
+                Reading(Resource.STORAGE_BANDWIDTH, d, "read_bytes_per_second", rb, "B/s"),
+                Reading(Resource.STORAGE_BANDWIDTH, d, "operations_per_second", ops, "IO/s"),
+                Reading(Resource.STORAGE_BANDWIDTH, d, "read_operations_per_second", ro, "IO/s"),
                 Reading(
-                    "storage_bandwidth", d, "byte_utilization", byte_util, "ratio", "" if byte_util is not None else why
+                    Resource.STORAGE_BANDWIDTH,
+                    d,
+                    "byte_utilization",
+                    byte_util,
+                    "ratio",
+                    "" if byte_util is not None else why,
                 ),
                 Reading(
-                    "storage_bandwidth",
+                    Resource.STORAGE_BANDWIDTH,
                     d,
                     "operation_utilization",
                     op_util,
@@ -95,26 +101,33 @@ class StorageSampler:
                     "" if op_util is not None else why,
                 ),
                 Reading(
-                    "storage_bandwidth", d, "utilization", max(known) if known else None, "ratio", "" if known else why
+                    Resource.STORAGE_BANDWIDTH,
+                    d,
+                    "utilization",
+                    max(known) if known else None,
+                    "ratio",
+                    "" if known else why,
                 ),
-                Reading("storage_bandwidth", d, "busy", None if busy is None else min(1.0, busy), "ratio"),
-                Reading("storage_bandwidth", d, "peak", seq_peak, "B/s"),
+                Reading(Resource.STORAGE_BANDWIDTH, d, "busy", None if busy is None else min(1.0, busy), "ratio"),
+                Reading(Resource.STORAGE_BANDWIDTH, d, "peak", seq_peak, "B/s"),
                 # the kernel's counters themselves, for Prometheus's rate() (outputs/metric_names.py)
-                Reading("storage_bandwidth", d, "read_bytes_total", float(c.read_bytes), "B"),
-                Reading("storage_bandwidth", d, "written_bytes_total", float(c.write_bytes), "B"),
-                Reading("storage_bandwidth", d, "reads_completed_total", float(c.read_count), "count"),
-                Reading("storage_bandwidth", d, "writes_completed_total", float(c.write_count), "count"),
+                Reading(Resource.STORAGE_BANDWIDTH, d, "read_bytes_total", float(c.read_bytes), "B"),
+                Reading(Resource.STORAGE_BANDWIDTH, d, "written_bytes_total", float(c.write_bytes), "B"),
+                Reading(Resource.STORAGE_BANDWIDTH, d, "reads_completed_total", float(c.read_count), "count"),
+                Reading(Resource.STORAGE_BANDWIDTH, d, "writes_completed_total", float(c.write_count), "count"),
             ]
             if busy_ms is not None:
-                out.append(Reading("storage_bandwidth", d, "io_time_seconds_total", float(busy_ms) / 1000.0, "s"))
+                out.append(
+                    Reading(Resource.STORAGE_BANDWIDTH, d, "io_time_seconds_total", float(busy_ms) / 1000.0, "s")
+                )
             if d in stats:
                 inflight, weighted_ms = stats[d]
                 q = r(f"{d}.weighted", weighted_ms / 1000.0)
-                out.append(Reading("storage_bandwidth", d, "queue_depth", q, "requests"))
-                out.append(Reading("storage_bandwidth", d, "in_flight", float(inflight), "requests"))
+                out.append(Reading(Resource.STORAGE_BANDWIDTH, d, "queue_depth", q, "requests"))
+                out.append(Reading(Resource.STORAGE_BANDWIDTH, d, "in_flight", float(inflight), "requests"))
         some, full, why = self._host_psi.read()
-        out.append(Reading("storage_bandwidth", "host", "pressure_some", some, "ratio", why))
-        out.append(Reading("storage_bandwidth", "host", "pressure_full", full, "ratio", why))
+        out.append(Reading(Resource.STORAGE_BANDWIDTH, "host", "pressure_some", some, "ratio", why))
+        out.append(Reading(Resource.STORAGE_BANDWIDTH, "host", "pressure_full", full, "ratio", why))
         if self._tree is not None:
             out += self._job_io()
         seen: set[str] = set()
@@ -127,8 +140,8 @@ class StorageSampler:
                 du = psutil.disk_usage(m.mountpoint)
             except OSError:
                 continue
-            out += utilization("storage_capacity", m.mountpoint, float(du.used), float(du.total), "B")
-            out.append(Reading("storage_capacity", m.mountpoint, "free", float(du.free), "B"))
+            out += utilization(Resource.STORAGE_CAPACITY, m.mountpoint, float(du.used), float(du.total), "B")
+            out.append(Reading(Resource.STORAGE_CAPACITY, m.mountpoint, "free", float(du.free), "B"))
         return out
 
     def _job_io(self) -> list[Reading]:
@@ -161,7 +174,7 @@ class StorageSampler:
         if not readable:
             why = "/proc/PID/io of the job not readable"
             return [
-                Reading("storage_bandwidth", "job", m, None, u, why)
+                Reading(Resource.STORAGE_BANDWIDTH, "job", m, None, u, why)
                 for m, u in (
                     ("read_calls_per_second", "1/s"),
                     ("read_chars_per_second", "B/s"),
@@ -181,10 +194,15 @@ class StorageSampler:
         jsome, jfull, jwhy = self._job_psi.read()
         return [
             Reading(
-                "storage_bandwidth", "job", "read_calls_per_second", cps, "1/s", "first interval" if cps is None else ""
+                Resource.STORAGE_BANDWIDTH,
+                "job",
+                "read_calls_per_second",
+                cps,
+                "1/s",
+                "first interval" if cps is None else "",
             ),
             Reading(
-                "storage_bandwidth",
+                Resource.STORAGE_BANDWIDTH,
                 "job",
                 "read_chars_per_second",
                 cs,
@@ -196,15 +214,25 @@ class StorageSampler:
                 else "read_chars not reported on this platform",
             ),
             Reading(
-                "storage_bandwidth", "job", "read_bytes_per_second", bs, "B/s", "first interval" if bs is None else ""
+                Resource.STORAGE_BANDWIDTH,
+                "job",
+                "read_bytes_per_second",
+                bs,
+                "B/s",
+                "first interval" if bs is None else "",
             ),
             Reading(
-                "storage_bandwidth", "job", "write_bytes_per_second", ws, "B/s", "first interval" if ws is None else ""
+                Resource.STORAGE_BANDWIDTH,
+                "job",
+                "write_bytes_per_second",
+                ws,
+                "B/s",
+                "first interval" if ws is None else "",
             ),
             *(
-                Reading("storage_bandwidth", "job", f"{role}_bytes_per_second", r(f"job.{role}.{key}", v), "B/s")
+                Reading(Resource.STORAGE_BANDWIDTH, "job", f"{role}_bytes_per_second", r(f"job.{role}.{key}", v), "B/s")
                 for role, v in by_role.items()
             ),
-            Reading("storage_bandwidth", "job", "pressure_some", jsome, "ratio", jwhy),
-            Reading("storage_bandwidth", "job", "pressure_full", jfull, "ratio", jwhy),
+            Reading(Resource.STORAGE_BANDWIDTH, "job", "pressure_some", jsome, "ratio", jwhy),
+            Reading(Resource.STORAGE_BANDWIDTH, "job", "pressure_full", jfull, "ratio", jwhy),
         ]

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bottleneckd.hardware.detect.machine import Machine
+from bottleneckd.model.resources import Resource
 from bottleneckd.model.sample import Reading, utilization
 from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.samplers.base import Rates
@@ -49,10 +50,10 @@ class StorageNetworkSampler:
         nfs = read_nfs_bytes(self._proc)
         out: list[Reading] = []
         for m in self._mounts:
-            peak = self._peaks.value("storage_network_bandwidth", m.mountpoint)
+            peak = self._peaks.value(Resource.STORAGE_NETWORK_BANDWIDTH, m.mountpoint)
             if m.mountpoint in nfs:
                 out += utilization(
-                    "storage_network_bandwidth",
+                    Resource.STORAGE_NETWORK_BANDWIDTH,
                     m.mountpoint,
                     self._rates.rate(m.mountpoint, nfs[m.mountpoint]),
                     peak,
@@ -61,7 +62,7 @@ class StorageNetworkSampler:
                 )
             else:
                 out += utilization(
-                    "storage_network_bandwidth",
+                    Resource.STORAGE_NETWORK_BANDWIDTH,
                     m.mountpoint,
                     None,
                     peak,

@@ -7,6 +7,7 @@ from bottleneckd.diagnosis.rules.gpu_memory import gpu_memory
 from bottleneckd.diagnosis.thresholds import CAPACITY_HIGH, MEMORY_STALL, STORAGE_FULL, SWAP_RATE
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
+from bottleneckd.model.resources import Resource, Stage
 from bottleneckd.model.units import fmt_value
 from bottleneckd.peaks.resolve import PeakTable
 
@@ -35,11 +36,11 @@ def capacity(w: WindowStats, peaks: PeakTable) -> list[Finding]:
 
 def _host_memory_short(w: WindowStats) -> Finding | None:
     """Host memory nearly full, swapping, or stalling tasks on reclaim."""
-    c = w.get("cpu_memory", "host", "utilization")
-    swap = (w.get("cpu_memory", "host", "swap_in_bytes_per_second") or 0) + (
-        w.get("cpu_memory", "host", "swap_out_bytes_per_second") or 0
+    c = w.get(Resource.CPU_MEMORY, "host", "utilization")
+    swap = (w.get(Resource.CPU_MEMORY, "host", "swap_in_bytes_per_second") or 0) + (
+        w.get(Resource.CPU_MEMORY, "host", "swap_out_bytes_per_second") or 0
     )
-    psi = w.get("cpu_memory", "host", "pressure_some")
+    psi = w.get(Resource.CPU_MEMORY, "host", "pressure_some")
     if not ((c is not None and c >= CAPACITY_HIGH) or swap > SWAP_RATE or (psi or 0) > MEMORY_STALL):
         return None
     ev = [f"host memory {pct(c)} used"]
@@ -47,22 +48,22 @@ def _host_memory_short(w: WindowStats) -> Finding | None:
         ev.append(f"swapping {fmt_value(swap, 'B/s')}")
     if psi:
         ev.append(f"memory pressure stalls {pct(psi)} of the time")
-    rss = w.get("cpu_memory", "job", "resident_bytes")
+    rss = w.get(Resource.CPU_MEMORY, "job", "resident_bytes")
     if rss:
         ev.append(f"job resident memory {fmt_value(rss, 'B')}")
     score = min(1.0, _capacity_score(c or 0.0) + (SWAP_SCORE if swap > SWAP_RATE else 0) + (psi or 0))
-    return Finding(resource="cpu_memory", stage="data", score=score, evidence=tuple(ev))
+    return Finding(resource=Resource.CPU_MEMORY, stage=Stage.DATA, score=score, evidence=tuple(ev))
 
 
 def _storage_full(w: WindowStats) -> Finding | None:
     """A file system nearly full."""
-    s = w.busiest("storage_capacity")
+    s = w.busiest(Resource.STORAGE_CAPACITY)
     if s is None or not s[1] >= STORAGE_FULL:
         return None
-    free = fmt_value(w.get("storage_capacity", s[0], "free"), "B")
+    free = fmt_value(w.get(Resource.STORAGE_CAPACITY, s[0], "free"), "B")
     return Finding(
-        resource="storage_capacity",
-        stage="other",
+        resource=Resource.STORAGE_CAPACITY,
+        stage=Stage.OTHER,
         score=_capacity_score(s[1] - STORAGE_OFFSET),
         evidence=(f"{s[0]} {pct(s[1])} full, {free} free",),
     )

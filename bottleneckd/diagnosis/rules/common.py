@@ -24,6 +24,7 @@ from bottleneckd.diagnosis.thresholds import (
     SM_EFFICIENT,
 )
 from bottleneckd.diagnosis.window import WindowStats
+from bottleneckd.model.resources import Phase
 from bottleneckd.model.units import fmt_seconds
 from bottleneckd.peaks.resolve import PeakTable
 
@@ -85,7 +86,7 @@ def compute_share(w: WindowStats) -> float | None:
     p = w.phases
     if p is None:
         return None
-    return sum(p.share(k) or 0.0 for k in ("forward", "backward", "optimizer", "gpu_wait"))
+    return sum(p.share(k) or 0.0 for k in (Phase.FORWARD, Phase.BACKWARD, Phase.OPTIMIZER, Phase.GPU_WAIT))
 
 
 def runs_on_gpu(w: WindowStats, peaks: PeakTable | None = None) -> bool:

@@ -19,6 +19,7 @@ from bottleneckd.diagnosis.rules.stack_comm import stack_comm
 from bottleneckd.diagnosis.thresholds import BUSY, COMM_HIGH, SHARED_COMM_HIGH
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
+from bottleneckd.model.resources import Phase, Resource, Stage
 from bottleneckd.peaks.resolve import PeakTable
 
 # --- scores: chosen, not measured -----------------------------------------------------------------
@@ -64,7 +65,7 @@ def communication(w: WindowStats, peaks: PeakTable) -> list[Finding]:
 
 def _comm_case(w: WindowStats, peaks: PeakTable | None = None) -> CommCase:
     p = w.phases
-    share = p.share("communication") if p else None
+    share = p.share(Phase.COMMUNICATION) if p else None
     base_ev = [f"gradient communication {pct(share)} of step time"] if share is not None and share >= COMM_HIGH else []
     base = min(1.0, (share or 0.0) / FULL_SHARE) if base_ev else 0.0
     cost = comm_cost(w)
@@ -85,14 +86,14 @@ def _comm_case(w: WindowStats, peaks: PeakTable | None = None) -> CommCase:
         base_ev = [f"{base_ev[0]} (the exposed part)", cost.describe()]
     world = (p.facts.get("world_size") if p else None) or 1
     local = (p.facts.get("local_world_size") if p else None) or world
-    nvl = job_busiest(w, peaks, "inter_gpu_interconnect")
+    nvl = job_busiest(w, peaks, Resource.INTER_GPU_INTERCONNECT)
     return CommCase(w=w, share=share, base=base, base_ev=base_ev, world=world, local=local, nvl=nvl)
 
 
-def _link(resource: str, score: float, ev: list[str], c: CommCase) -> Finding:
+def _link(resource: Resource, score: float, ev: list[str], c: CommCase) -> Finding:
     return Finding(
         resource=resource,
-        stage="communication",
+        stage=Stage.COMMUNICATION,
         score=score,
         evidence=tuple(ev),
         headroom=headroom(c.share, stack_samples(c.w)),
@@ -101,7 +102,7 @@ def _link(resource: str, score: float, ev: list[str], c: CommCase) -> Finding:
 
 def _inter_node(c: CommCase) -> Finding | None:
     """A NIC busy (over the interval or while communicating), or ranks on several hosts."""
-    nic = c.w.busiest("inter_node_interconnect")
+    nic = c.w.busiest(Resource.INTER_NODE_INTERCONNECT)
     share, base, where = c.share, c.base, c.where
     during = min(1.0, nic[1] / share) if nic is not None and share else None  # NIC busy while communicating
     if nic is not None and (nic[1] >= BUSY or (during or 0) >= BUSY or (base and c.several_hosts)):
@@ -109,12 +110,12 @@ def _inter_node(c: CommCase) -> Finding | None:
             f", {pct(during)} during communication" if during is not None else ""
         )
         score = max(base, min(1.0, max(nic[1], during or 0.0)))
-        return _link("inter_node_interconnect", score, c.base_ev + [nic_ev] + ([where] if where else []), c)
+        return _link(Resource.INTER_NODE_INTERCONNECT, score, c.base_ev + [nic_ev] + ([where] if where else []), c)
     if base and c.several_hosts:
         hosts = (
             f"ranks on several hosts ({where or f'{c.world} ranks, {c.local} per node'}); NIC counters not read here"
         )
-        return _link("inter_node_interconnect", base, c.base_ev + [hosts], c)
+        return _link(Resource.INTER_NODE_INTERCONNECT, base, c.base_ev + [hosts], c)
     return None
 
 
@@ -129,7 +130,7 @@ def _intra_node(c: CommCase, named: bool) -> Finding | None:
         ev.append(where)
     elif base and not named and c.world > 1 and c.world == c.local:
         ev.append(f"{c.world} ranks on one node")
-    return _link("inter_gpu_interconnect", max(base, min(1.0, nvl[1] if nvl else 0.0)), ev, c)
+    return _link(Resource.INTER_GPU_INTERCONNECT, max(base, min(1.0, nvl[1] if nvl else 0.0)), ev, c)
 
 
 def _placement(topology: tuple[tuple[str, tuple[int, ...]], ...], world: int) -> str:

@@ -12,7 +12,7 @@ from bottleneckd.diagnosis.rules.cpu_state import CpuState
 from bottleneckd.diagnosis.rules.storage import io_wait
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
-from bottleneckd.model.resources import UNDETERMINED
+from bottleneckd.model.resources import UNDETERMINED, Resource, Stage
 
 # --- scores: chosen, not measured -----------------------------------------------------------------
 
@@ -38,17 +38,20 @@ def waiting_inside_compute(w: WindowStats, cpu: CpuState, cev: list[str], facts:
 
 
 def _waits_on_all_reduce(ranks: int, world: Any, local: Any, cev: list[str]) -> Finding:
-    resource = "inter_node_interconnect" if world > local else "inter_gpu_interconnect"
+    resource = Resource.INTER_NODE_INTERCONNECT if world > local else Resource.INTER_GPU_INTERCONNECT
     ev = cev + [
         f"{ranks} ranks whose processes are not busy inside forward/backward: backward waits on the gradient "
         "all-reduce (DDP runs it inside backward, so no communication phase is timed)"
     ]
-    return Finding(resource=resource, stage="communication", score=ALL_REDUCE_SCORE, evidence=tuple(ev))
+    return Finding(resource=resource, stage=Stage.COMMUNICATION, score=ALL_REDUCE_SCORE, evidence=tuple(ev))
 
 
 def _waits_on_storage(io: float, ev: list[str]) -> Finding:
     return Finding(
-        resource="storage_bandwidth", stage="compute", score=STORAGE_WEIGHT * max(STORAGE_FLOOR, io), evidence=tuple(ev)
+        resource=Resource.STORAGE_BANDWIDTH,
+        stage=Stage.COMPUTE,
+        score=STORAGE_WEIGHT * max(STORAGE_FLOOR, io),
+        evidence=tuple(ev),
     )
 
 
@@ -58,4 +61,4 @@ def _waits_on_something_unmeasured(cev: list[str]) -> Finding:
         "full core, and no storage wait is seen: it waits on something no sampler measures (a lock, a sleep, another "
         "process)"
     )
-    return Finding(resource=UNDETERMINED, stage="compute", score=UNDETERMINED_SCORE, evidence=tuple(cev + [why]))
+    return Finding(resource=UNDETERMINED, stage=Stage.COMPUTE, score=UNDETERMINED_SCORE, evidence=tuple(cev + [why]))

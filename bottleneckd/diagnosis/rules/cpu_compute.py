@@ -39,7 +39,7 @@ from bottleneckd.diagnosis.thresholds import (
 )
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
-from bottleneckd.model.resources import UNDETERMINED
+from bottleneckd.model.resources import UNDETERMINED, Phase, Resource, Stage
 from bottleneckd.model.units import fmt_value
 from bottleneckd.peaks.resolve import PeakTable
 
@@ -122,7 +122,7 @@ class CpuCase:
 
     @property
     def mbw(self) -> float | None:
-        return self.w.get("cpu_memory_bandwidth", "host", "utilization")
+        return self.w.get(Resource.CPU_MEMORY_BANDWIDTH, "host", "utilization")
 
     @property
     def ranks(self) -> int:
@@ -145,8 +145,8 @@ def _compute_stage(w: WindowStats, peaks: PeakTable) -> list[Finding]:
         w=w,
         facts=facts,
         cpu=cpu_state(w),
-        peak_c=peaks.value("cpu_compute", "cpu"),
-        peak_b=peaks.value("cpu_memory_bandwidth", "host"),
+        peak_c=peaks.value(Resource.CPU_COMPUTE, "cpu"),
+        peak_b=peaks.value(Resource.CPU_MEMORY_BANDWIDTH, "host"),
     )
     ev = [f"forward+backward+optimizer {pct(compute_share(w))} of step time"] + c.cpu.describe()
     if not c.cpu.busy_evidence:
@@ -158,8 +158,8 @@ def _compute_stage(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     return [_busy_cores(c, ev)]
 
 
-def _compute(resource: str, score: float, ev: list[str], figures: dict[str, float] | None = None) -> Finding:
-    return Finding(resource=resource, stage="compute", score=score, evidence=tuple(ev), figures=figures or {})
+def _compute(resource: Resource, score: float, ev: list[str], figures: dict[str, float] | None = None) -> Finding:
+    return Finding(resource=resource, stage=Stage.COMPUTE, score=score, evidence=tuple(ev), figures=figures or {})
 
 
 def _untimed_ddp(c: CpuCase, ev: list[str]) -> Finding | None:
@@ -173,11 +173,11 @@ def _untimed_ddp(c: CpuCase, ev: list[str]) -> Finding | None:
         # the comm hook's timing (run), or what the stacks and the backend's threads show (attach)
         timed = facts.get("ddp_comm_timing") == "comm hook" or stack_comm(c.w) is not None
     else:
-        timed = bool(p and (p.share("communication") or 0.0) > 0.0)
+        timed = bool(p and (p.share(Phase.COMMUNICATION) or 0.0) > 0.0)
     if not (c.ranks > 1 or facts.get("ddp")) or timed:
         return None
-    side = c.w.get("cpu_compute", "job", "rank_side_thread_cores")
-    rank_busy = c.w.get("cpu_compute", "job", "rank_busy_cores")
+    side = c.w.get(Resource.CPU_COMPUTE, "job", "rank_side_thread_cores")
+    rank_busy = c.w.get(Resource.CPU_COMPUTE, "job", "rank_busy_cores")
     if side is not None and rank_busy and side <= SIDE_THREADS_SMALL * rank_busy:
         ev.append(
             f"the ranks' threads other than their main ones (where gloo reduces) at {side:.2f} of their "
@@ -216,10 +216,10 @@ def _roofline_against_peaks(c: CpuCase, ev: list[str]) -> Finding | None:
         ev.append(
             "neither FLOP/s nor bytes/s is near its peak: per-operator overhead (Python, small ops) limits the step"
         )
-        return _compute("cpu_compute", OVERHEAD_SCORE, ev)
+        return _compute(Resource.CPU_COMPUTE, OVERHEAD_SCORE, ev)
     if b_ratio > f_ratio:
-        return _compute("cpu_memory_bandwidth", min(1.0, ROOFLINE_BASE + b_ratio), ev)
-    return _compute("cpu_compute", min(1.0, ROOFLINE_BASE + f_ratio), ev)
+        return _compute(Resource.CPU_MEMORY_BANDWIDTH, min(1.0, ROOFLINE_BASE + b_ratio), ev)
+    return _compute(Resource.CPU_COMPUTE, min(1.0, ROOFLINE_BASE + f_ratio), ev)
 
 
 def _note_flops_unknown(c: CpuCase, ev: list[str]) -> Finding | None:
@@ -271,7 +271,9 @@ def _memory_bandwidth_busy(c: CpuCase, ev: list[str]) -> Finding | None:
     mbw = c.mbw
     if mbw is not None and mbw >= MEMBW_BUSY:
         return _compute(
-            "cpu_memory_bandwidth", min(1.0, mbw / DRAM_PRACTICAL_MAX), ev + [f"memory bandwidth {pct(mbw)} of peak"]
+            Resource.CPU_MEMORY_BANDWIDTH,
+            min(1.0, mbw / DRAM_PRACTICAL_MAX),
+            ev + [f"memory bandwidth {pct(mbw)} of peak"],
         )
     return None
 
@@ -295,7 +297,7 @@ def _below_lowest_ridge(c: CpuCase, ev: list[str]) -> Finding | None:
             f"last-level cache of any current CPU ({fmt_value(llc, 'B')}): not DRAM-bound; per-operator overhead "
             "(Python, small ops) limits the step"
         )
-        return _compute("cpu_compute", OVERHEAD_SCORE, ev)
+        return _compute(Resource.CPU_COMPUTE, OVERHEAD_SCORE, ev)
     if per_core is not None and per_core >= MIN_DRAM_BYTES:
         ev.append(
             f"arithmetic intensity {ai:.2f} FLOP/byte, below the lowest ridge point of any current CPU or GPU "
@@ -307,7 +309,7 @@ def _below_lowest_ridge(c: CpuCase, ev: list[str]) -> Finding | None:
         )
         score = RIDGE_BASE + RIDGE_RANGE * (1 - ai / ridge.flop_per_byte)
         return _compute(
-            "cpu_memory_bandwidth", score, ev, {"arithmetic_intensity": ai, "lowest_ridge": ridge.flop_per_byte}
+            Resource.CPU_MEMORY_BANDWIDTH, score, ev, {"arithmetic_intensity": ai, "lowest_ridge": ridge.flop_per_byte}
         )
     if per_core is not None:
         ev.append(
@@ -315,7 +317,7 @@ def _below_lowest_ridge(c: CpuCase, ev: list[str]) -> Finding | None:
             "little traffic to fill any machine's memory bandwidth; per-operator overhead (Python, small ops) limits "
             "the step"
         )
-        return _compute("cpu_compute", OVERHEAD_SCORE, ev)
+        return _compute(Resource.CPU_COMPUTE, OVERHEAD_SCORE, ev)
     return None
 
 
@@ -327,7 +329,7 @@ def _low_intensity_operators(c: CpuCase, ev: list[str]) -> Finding | None:
             f"{pct(low)} of forward stack samples in normalisation/elementwise operators: bytes moved, few "
             "multiply-adds (operand size, section 2.3)"
         )
-        return _compute("cpu_memory_bandwidth", LOW_OPS_BASE + LOW_OPS_RANGE * low, ev)
+        return _compute(Resource.CPU_MEMORY_BANDWIDTH, LOW_OPS_BASE + LOW_OPS_RANGE * low, ev)
     return None
 
 
@@ -347,7 +349,7 @@ def _busy_cores(c: CpuCase, ev: list[str]) -> Finding:
             else "one thread at a full core while the other cores idle: a serial (GIL-bound or single-threaded) step"
         )
     busy = (cpu.busy / cpu.cores) if cpu.busy is not None else (cpu.host or 0.0)
-    return _compute("cpu_compute", BUSY_BASE + BUSY_RANGE * min(1.0, max(busy, 1.0 if cpu.serial else 0.0)), ev)
+    return _compute(Resource.CPU_COMPUTE, BUSY_BASE + BUSY_RANGE * min(1.0, max(busy, 1.0 if cpu.serial else 0.0)), ev)
 
 
 #: the decisions in order; the first that names a finding decides, else ``_busy_cores``

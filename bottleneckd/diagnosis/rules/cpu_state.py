@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from bottleneckd.diagnosis.rules.common import pct
 from bottleneckd.diagnosis.thresholds import CPU_STALL, ONE_CORE, OUTSIDE_BUSY, SATURATED, WAITING_SHOWN
 from bottleneckd.diagnosis.window import WindowStats
+from bottleneckd.model.resources import Resource
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -114,34 +115,34 @@ class CpuState:
 
 def cpu_state(w: WindowStats) -> CpuState:
     g = w.get
-    usable = g("cpu_compute", "job", "usable_cores")
-    cores = usable or g("cpu_compute", "host", "cores") or 1.0
-    workers = g("cpu_compute", "job", "worker_busy_cores")
-    n = g("cpu_compute", "job", "workers")
-    processes = g("cpu_compute", "job", "processes")
+    usable = g(Resource.CPU_COMPUTE, "job", "usable_cores")
+    cores = usable or g(Resource.CPU_COMPUTE, "host", "cores") or 1.0
+    workers = g(Resource.CPU_COMPUTE, "job", "worker_busy_cores")
+    n = g(Resource.CPU_COMPUTE, "job", "workers")
+    processes = g(Resource.CPU_COMPUTE, "job", "processes")
     if n is None and processes is not None:  # traces before roles: the root and its workers
         n = processes - 1.0
     if n is None:
         n = float((w.phases.facts.get("loader_workers") if w.phases else None) or 0)
-    ranks = g("cpu_compute", "job", "ranks")
-    psi = g("cpu_compute", "job", "pressure_some")
-    host_busy, job_busy = g("cpu_compute", "host", "busy_cores"), g("cpu_compute", "job", "busy_cores")
-    launcher = g("cpu_compute", "job", "launcher_busy_cores") or 0.0
+    ranks = g(Resource.CPU_COMPUTE, "job", "ranks")
+    psi = g(Resource.CPU_COMPUTE, "job", "pressure_some")
+    host_busy, job_busy = g(Resource.CPU_COMPUTE, "host", "busy_cores"), g(Resource.CPU_COMPUTE, "job", "busy_cores")
+    launcher = g(Resource.CPU_COMPUTE, "job", "launcher_busy_cores") or 0.0
     outside = max(0.0, host_busy - job_busy - launcher) if host_busy is not None and job_busy is not None else None
     return CpuState(
         cores=cores,
-        busy=g("cpu_compute", "job", "busy_cores"),
-        main=g("cpu_compute", "job", "main_busy_cores"),
-        hottest=g("cpu_compute", "job", "hottest_thread_busy"),
+        busy=g(Resource.CPU_COMPUTE, "job", "busy_cores"),
+        main=g(Resource.CPU_COMPUTE, "job", "main_busy_cores"),
+        hottest=g(Resource.CPU_COMPUTE, "job", "hottest_thread_busy"),
         workers=workers,
-        worker_max=g("cpu_compute", "job", "worker_max_busy_cores"),
+        worker_max=g(Resource.CPU_COMPUTE, "job", "worker_max_busy_cores"),
         n_workers=max(0.0, n),
         ranks=int(round(ranks)) if ranks is not None else 1,
-        host=g("cpu_compute", "host", "utilization"),
-        pressure=psi if psi is not None else g("cpu_compute", "host", "pressure_some"),
-        main_demand=g("cpu_compute", "job", "main_thread_demand"),
-        hottest_demand=g("cpu_compute", "job", "hottest_thread_demand"),
-        worker_max_demand=g("cpu_compute", "job", "worker_max_demand"),
-        waiting=g("cpu_compute", "job", "runqueue_wait_cores"),
+        host=g(Resource.CPU_COMPUTE, "host", "utilization"),
+        pressure=psi if psi is not None else g(Resource.CPU_COMPUTE, "host", "pressure_some"),
+        main_demand=g(Resource.CPU_COMPUTE, "job", "main_thread_demand"),
+        hottest_demand=g(Resource.CPU_COMPUTE, "job", "hottest_thread_demand"),
+        worker_max_demand=g(Resource.CPU_COMPUTE, "job", "worker_max_demand"),
+        waiting=g(Resource.CPU_COMPUTE, "job", "runqueue_wait_cores"),
         outside=outside,
     )

@@ -28,6 +28,7 @@ from bottleneckd.diagnosis.thresholds import COMPUTE_STAGE, OTHER_HIGH
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.job_gpus import JobGpus
+from bottleneckd.model.resources import Resource
 from bottleneckd.peaks.resolve import PeakTable
 
 
@@ -50,7 +51,7 @@ def gpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     if not jg.known:
         base.append(jg.note)
     judged = _judged(w, jg)
-    several = len(judged) > 1 or len(w.devices("gpu_compute")) > 1
+    several = len(judged) > 1 or len(w.devices(Resource.GPU_COMPUTE)) > 1
     per = []
     for dev, ranks, facts in judged:
         where = [f"on {_label(dev, ranks)}"] if several else []

@@ -25,6 +25,7 @@ from bottleneckd.diagnosis.rules.common import pct
 from bottleneckd.diagnosis.thresholds import CAPACITY_HIGH
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
+from bottleneckd.model.resources import Resource, Stage
 from bottleneckd.model.units import fmt_value
 from bottleneckd.peaks.resolve import PeakTable
 
@@ -92,19 +93,20 @@ def _hook(facts: Mapping[str, Any], where: str) -> Finding | None:
         ev.append(f"{ooms} CUDA out-of-memory error{'s' if ooms > 1 else ''} thrown in this run")
     if not score:
         return None
-    return Finding(resource="gpu_memory", stage="compute", score=score, evidence=tuple(ev))
+    return Finding(resource=Resource.GPU_MEMORY, stage=Stage.COMPUTE, score=score, evidence=tuple(ev))
 
 
 def _nvml(w: WindowStats, dev: str, where: str) -> Finding | None:
-    used = w.get("gpu_memory", dev, "utilization")
+    used = w.get(Resource.GPU_MEMORY, dev, "utilization")
     if used is None or used < CAPACITY_HIGH:
         return None
+    peak = w.get(Resource.GPU_MEMORY, dev, "utilization", "max")
     return Finding(
-        resource="gpu_memory",
-        stage="compute",
+        resource=Resource.GPU_MEMORY,
+        stage=Stage.COMPUTE,
         score=min(NVML_ONLY_SCORE, capacity_score(used)),
         evidence=(
-            f"{where} memory {pct(used)} used (NVML; peak {pct(w.get('gpu_memory', dev, 'utilization', 'max'))})",
+            f"{where} memory {pct(used)} used (NVML; peak {pct(peak)})",
             "NVML counts what PyTorch's caching allocator keeps reserved, not what the tensors need: without the "
             "hook's allocator figures this is not shown to limit the job",
         ),

@@ -44,7 +44,7 @@ from bottleneckd.diagnosis.thresholds import (
 )
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
-from bottleneckd.model.resources import UNDETERMINED
+from bottleneckd.model.resources import UNDETERMINED, Resource, Stage
 from bottleneckd.model.units import fmt_value
 from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.peaks.select import ComputePeak, compute_peak
@@ -138,21 +138,21 @@ def gpu_case(w: WindowStats, peaks: PeakTable, dev: str, facts: Mapping[str, Any
     g = w.get
     flops, byts = facts.get("achieved_flops"), facts.get("achieved_bytes_per_second")
     cpk = compute_peak(peaks, dev, facts)  # the peak of the rank's own path
-    bw = peaks.get("gpu_memory_bandwidth", dev)
+    bw = peaks.get(Resource.GPU_MEMORY_BANDWIDTH, dev)
     peak_b = bw.value if bw is not None else None
     return GpuCase(
         w=w,
         dev=dev,
         gev=gev,
         facts=facts,
-        sm=g("gpu_compute", dev, "sm_activity"),
-        busy=g("gpu_compute", dev, "busy_fraction"),
-        mem_busy=g("gpu_memory_bandwidth", dev, "memory_busy_fraction"),
-        dram=g("gpu_memory_bandwidth", dev, "utilization"),
-        pipes={k.split("_")[0]: v for k in PIPES if (v := g("gpu_compute", dev, k)) is not None},
-        source=" (dcgm-exporter)" if g("gpu_compute", dev, "activity_source:dcgm-exporter") else "",
-        main=g("cpu_compute", "job", "main_busy_cores"),
-        launch=g("cpu_compute", "job", "launch_thread_cores"),
+        sm=g(Resource.GPU_COMPUTE, dev, "sm_activity"),
+        busy=g(Resource.GPU_COMPUTE, dev, "busy_fraction"),
+        mem_busy=g(Resource.GPU_MEMORY_BANDWIDTH, dev, "memory_busy_fraction"),
+        dram=g(Resource.GPU_MEMORY_BANDWIDTH, dev, "utilization"),
+        pipes={k.split("_")[0]: v for k in PIPES if (v := g(Resource.GPU_COMPUTE, dev, k)) is not None},
+        source=" (dcgm-exporter)" if g(Resource.GPU_COMPUTE, dev, "activity_source:dcgm-exporter") else "",
+        main=g(Resource.CPU_COMPUTE, "job", "main_busy_cores"),
+        launch=g(Resource.CPU_COMPUTE, "job", "launch_thread_cores"),
         flops=flops,
         byts=byts,
         cpk=cpk,
@@ -171,8 +171,8 @@ def one_gpu(w: WindowStats, peaks: PeakTable, dev: str, facts: Mapping[str, Any]
     return []
 
 
-def _compute(resource: str, score: float, ev: list[str]) -> Finding:
-    return Finding(resource=resource, stage="compute", score=score, evidence=tuple(ev))
+def _compute(resource: Resource, score: float, ev: list[str]) -> Finding:
+    return Finding(resource=resource, stage=Stage.COMPUTE, score=score, evidence=tuple(ev))
 
 
 def _dram_bound(c: GpuCase) -> Finding | None:
@@ -184,7 +184,7 @@ def _dram_bound(c: GpuCase) -> Finding | None:
     why = f"DRAM bandwidth {pct(c.dram)} of the theoretical peak" + (
         f", above the busiest pipe ({busiest[0]} {pct(busiest[1])})" if busiest else ""
     )
-    return _compute("gpu_memory_bandwidth", min(1.0, c.dram / DRAM_PRACTICAL_MAX), c.gev + [why, c.act] + c.roof)
+    return _compute(Resource.GPU_MEMORY_BANDWIDTH, min(1.0, c.dram / DRAM_PRACTICAL_MAX), c.gev + [why, c.act] + c.roof)
 
 
 def _overhead_bound(c: GpuCase) -> Finding | None:
@@ -219,7 +219,7 @@ def _overhead_bound(c: GpuCase) -> Finding | None:
             f"the threads that launch the kernels at {host:.2f} of a core ({who}): kernel launches / host-side "
             "Python limit the step"
         )
-        return _compute("cpu_compute", HOST_OVERHEAD_SCORE, ev)
+        return _compute(Resource.CPU_COMPUTE, HOST_OVERHEAD_SCORE, ev)
     ev.append(
         "kernel-launching threads' CPU "
         + ("unknown" if host is None else f"at {host:.2f} of a core ({who}), not saturated")
@@ -237,12 +237,12 @@ def _sm_busy(c: GpuCase) -> Finding | None:
     thr = [
         k.split(":", 1)[1]
         for (r, d, k), s in c.w.stats.items()
-        if r == "gpu_compute" and d == c.dev and k.startswith("throttle:") and s.mean >= THROTTLED
+        if r == Resource.GPU_COMPUTE and d == c.dev and k.startswith("throttle:") and s.mean >= THROTTLED
     ]
-    clock = c.w.get("gpu_compute", c.dev, "sm_clock_ratio")
+    clock = c.w.get(Resource.GPU_COMPUTE, c.dev, "sm_clock_ratio")
     if thr and clock is not None and clock < CLOCK_THROTTLED:
         tev.append(f"clocks throttled ({', '.join(thr)}): SM clock at {pct(clock)} of its maximum")
-    return _compute("gpu_compute", min(1.0, active / SM_EFFICIENT), tev)
+    return _compute(Resource.GPU_COMPUTE, min(1.0, active / SM_EFFICIENT), tev)
 
 
 def _roofline(c: GpuCase) -> Finding | None:
@@ -252,8 +252,8 @@ def _roofline(c: GpuCase) -> Finding | None:
     if c.f_ratio is None or c.b_ratio is None or c.sm is not None:
         return None
     if c.b_ratio > c.f_ratio:
-        return _compute("gpu_memory_bandwidth", min(1.0, ROOFLINE_BASE + c.b_ratio), c.gev + c.roof)
-    return _compute("gpu_compute", min(1.0, ROOFLINE_BASE + c.f_ratio), c.gev + c.roof)
+        return _compute(Resource.GPU_MEMORY_BANDWIDTH, min(1.0, ROOFLINE_BASE + c.b_ratio), c.gev + c.roof)
+    return _compute(Resource.GPU_COMPUTE, min(1.0, ROOFLINE_BASE + c.f_ratio), c.gev + c.roof)
 
 
 def _nvml_memory_busy(c: GpuCase) -> Finding | None:
@@ -264,7 +264,7 @@ def _nvml_memory_busy(c: GpuCase) -> Finding | None:
     if c.mem_busy is None or c.mem_busy < NVML_MEMORY_BUSY_HIGH:
         return None
     return _compute(
-        "gpu_memory_bandwidth",
+        Resource.GPU_MEMORY_BANDWIDTH,
         NVML_MEMORY_BUSY_SCORE,
         c.gev
         + c.roof
@@ -301,7 +301,7 @@ def _busy_unmeasured(c: GpuCase) -> Finding | None:
 
 
 def _why_unmeasured(c: GpuCase) -> str:
-    return c.w.notes.get(("gpu_compute", c.dev, "sm_activity"), "") or "SM activity unknown"
+    return c.w.notes.get((Resource.GPU_COMPUTE, c.dev, "sm_activity"), "") or "SM activity unknown"
 
 
 #: the decisions in order; the first that names a finding decides

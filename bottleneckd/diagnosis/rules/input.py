@@ -24,7 +24,7 @@ from bottleneckd.diagnosis.thresholds import (
 )
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
-from bottleneckd.model.resources import UNDETERMINED
+from bottleneckd.model.resources import UNDETERMINED, Phase, Resource, Stage
 from bottleneckd.peaks.resolve import PeakTable
 
 # --- scores: chosen, not measured -----------------------------------------------------------------
@@ -52,7 +52,7 @@ def data_wait(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     p = w.phases
     if p is None:
         return []
-    share = (p.share("data_wait") or 0.0) + (p.share("file_io") or 0.0)
+    share = (p.share(Phase.DATA_WAIT) or 0.0) + (p.share(Phase.FILE_IO) or 0.0)
     if share < INPUT_MODERATE:
         return []
     strength = min(1.0, share / INPUT_HIGH) * (HIGH_WEIGHT if share >= INPUT_HIGH else MODERATE_WEIGHT)
@@ -77,17 +77,17 @@ def data_wait(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     return out or [_waits_unexplained(cpu, strength, ev, head)]
 
 
-def _data(resource: str, score: float, ev: list[str], head: float | None) -> Finding:
-    return Finding(resource=resource, stage="data", score=score, evidence=tuple(ev), headroom=head)
+def _data(resource: Resource, score: float, ev: list[str], head: float | None) -> Finding:
+    return Finding(resource=resource, stage=Stage.DATA, score=score, evidence=tuple(ev), headroom=head)
 
 
 def _network_storage(w: WindowStats, strength: float, ev: list[str], head: float | None) -> Finding | None:
     """A network file system's link busy."""
-    net = w.busiest("storage_network_bandwidth")
+    net = w.busiest(Resource.STORAGE_NETWORK_BANDWIDTH)
     if net is None or not net[1] >= BUSY:
         return None
     return _data(
-        "storage_network_bandwidth",
+        Resource.STORAGE_NETWORK_BANDWIDTH,
         strength * min(1.0, net[1] / FULL_UTILIZATION),
         ev + [f"network file system {net[0]} at {pct(net[1])} of the link"],
         head,
@@ -104,15 +104,15 @@ def _storage(w: WindowStats, strength: float, ev: list[str], head: float | None)
     extra = list(io_ev)
     if s_kind == "operations" and s_util >= BUSY:
         extra.append("limited by operations per second, not bytes: small random reads")
-    nfs = w.busiest("storage_network_bandwidth", "throughput")
+    nfs = w.busiest(Resource.STORAGE_NETWORK_BANDWIDTH, "throughput")
     local = sum(
         s.mean
         for (r, d, m), s in w.stats.items()
-        if r == "storage_bandwidth" and m == "read_bytes_per_second" and d not in ("job", "host")
+        if r == Resource.STORAGE_BANDWIDTH and m == "read_bytes_per_second" and d not in ("job", "host")
     )
-    resource = "storage_bandwidth"
+    resource = Resource.STORAGE_BANDWIDTH
     if nfs is not None and nfs[1] > NFS_OVER_LOCAL * max(local, 1.0):
-        resource = "storage_network_bandwidth"
+        resource = Resource.STORAGE_NETWORK_BANDWIDTH
         extra.append(f"network file system {nfs[0]} reading while local disks read {local / 1e6:.1f} MB/s")
     score = strength * max(STORAGE_FLOOR, min(1.0, max(s_util / FULL_UTILIZATION, io)))
     return _data(resource, score, ev + (s_ev if s_util else []) + extra, head)
@@ -124,7 +124,7 @@ def _loader_cpu(cpu: CpuState, strength: float, ev: list[str], head: float | Non
         found = sign(cpu)
         if found is not None:
             why, weight = found
-            return _data("cpu_compute", strength * weight, ev + cpu.describe() + [why], head)
+            return _data(Resource.CPU_COMPUTE, strength * weight, ev + cpu.describe() + [why], head)
     return None
 
 
@@ -136,7 +136,7 @@ def _waits_unexplained(cpu: CpuState, strength: float, ev: list[str], head: floa
     )
     return Finding(
         resource=UNDETERMINED,
-        stage="data",
+        stage=Stage.DATA,
         score=strength * UNDETERMINED_WEIGHT,
         evidence=tuple(ev + cpu.describe() + [why]),
         headroom=head,

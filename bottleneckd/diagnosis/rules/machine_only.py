@@ -15,6 +15,7 @@ from bottleneckd.diagnosis.thresholds import (
 )
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
+from bottleneckd.model.resources import Resource, Stage
 from bottleneckd.peaks.resolve import PeakTable
 
 # --- scores: chosen, not measured -----------------------------------------------------------------
@@ -31,25 +32,25 @@ def machine_only(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     """The family: with no step phases, each busy resource beside an idle (or absent) GPU."""
     if w.phases is not None:
         return []
-    gpu = job_busiest(w, peaks, "gpu_compute", "busy_fraction")  # the job's GPUs, not another tenant's
+    gpu = job_busiest(w, peaks, Resource.GPU_COMPUTE, "busy_fraction")  # the job's GPUs, not another tenant's
     gpu_busy = gpu[1] if gpu else None
-    nvl = job_busiest(w, peaks, "inter_gpu_interconnect")  # the job's GPUs' links
+    nvl = job_busiest(w, peaks, Resource.INTER_GPU_INTERCONNECT)  # the job's GPUs' links
     found = (
         _cpu_beside_idle_gpu(w, gpu_busy),
         _storage_beside_idle_gpu(w, gpu_busy),
         _storage_without_gpu(w, gpu_busy),
         _busy_link(
-            "inter_node_interconnect",
-            "communication",
+            Resource.INTER_NODE_INTERCONNECT,
+            Stage.COMMUNICATION,
             "{dev} at {pct} of its line rate",
-            w.busiest("inter_node_interconnect"),
+            w.busiest(Resource.INTER_NODE_INTERCONNECT),
         ),
-        _busy_link("inter_gpu_interconnect", "communication", "{dev} at {pct} of its peak", nvl),
+        _busy_link(Resource.INTER_GPU_INTERCONNECT, Stage.COMMUNICATION, "{dev} at {pct} of its peak", nvl),
         _busy_link(
-            "storage_network_bandwidth",
-            "data",
+            Resource.STORAGE_NETWORK_BANDWIDTH,
+            Stage.DATA,
             "network file system {dev} at {pct} of the link",
-            w.busiest("storage_network_bandwidth"),
+            w.busiest(Resource.STORAGE_NETWORK_BANDWIDTH),
         ),
     )
     return [f for f in found if f is not None]
@@ -60,26 +61,26 @@ def _gpu_idle(gpu_busy: float | None) -> bool:
 
 
 def _cpu_beside_idle_gpu(w: WindowStats, gpu_busy: float | None) -> Finding | None:
-    cpu = w.get("cpu_compute", "host", "utilization")
+    cpu = w.get(Resource.CPU_COMPUTE, "host", "utilization")
     if not (_gpu_idle(gpu_busy) and cpu is not None and cpu > HOST_CPU_BUSY):
         return None
     return Finding(
-        resource="cpu_compute",
-        stage="data",
+        resource=Resource.CPU_COMPUTE,
+        stage=Stage.DATA,
         score=IDLE_GPU_SCORE,
         evidence=(f"GPU busy {pct(gpu_busy)} while CPUs are {pct(cpu)} busy",),
     )
 
 
 def _storage_beside_idle_gpu(w: WindowStats, gpu_busy: float | None) -> Finding | None:
-    iowait = w.get("cpu_compute", "host", "iowait")
+    iowait = w.get(Resource.CPU_COMPUTE, "host", "iowait")
     s_util, s_ev, _ = storage_evidence(w)
     io, io_ev = io_wait(w)  # peak-free: threads in disk wait, I/O stalls, disk busy time
     if not (_gpu_idle(gpu_busy) and ((iowait or 0) > IOWAIT_IO_BOUND or s_util >= BUSY or io >= IO_WAIT_STRONG)):
         return None
     return Finding(
-        resource="storage_bandwidth",
-        stage="data",
+        resource=Resource.STORAGE_BANDWIDTH,
+        stage=Stage.DATA,
         score=IDLE_GPU_SCORE,
         evidence=tuple([f"GPU busy {pct(gpu_busy)} with iowait {pct(iowait)}"] + s_ev + io_ev),
     )
@@ -88,21 +89,21 @@ def _storage_beside_idle_gpu(w: WindowStats, gpu_busy: float | None) -> Finding 
 def _storage_without_gpu(w: WindowStats, gpu_busy: float | None) -> Finding | None:
     if gpu_busy is not None:
         return None
-    iowait = w.get("cpu_compute", "host", "iowait")
+    iowait = w.get(Resource.CPU_COMPUTE, "host", "iowait")
     s_util, s_ev, _ = storage_evidence(w)
     io, io_ev = io_wait(w)
     if not (s_util >= BUSY or (iowait or 0) > IOWAIT_HIGH or io >= IO_WAIT_STRONG):
         return None
     score = NO_GPU_STORAGE_WEIGHT * max(STORAGE_FLOOR, min(1.0, max(s_util / FULL_UTILIZATION, io)))
     return Finding(
-        resource="storage_bandwidth",
-        stage="data",
+        resource=Resource.STORAGE_BANDWIDTH,
+        stage=Stage.DATA,
         score=score,
         evidence=tuple(s_ev + io_ev + ([f"iowait {pct(iowait)}"] if iowait is not None else [])),
     )
 
 
-def _busy_link(resource: str, stage: str, text: str, best: tuple[str, float] | None) -> Finding | None:
+def _busy_link(resource: Resource, stage: Stage, text: str, best: tuple[str, float] | None) -> Finding | None:
     """A link busy on its own (NIC, NVLink, network file system): ``best``, its busiest device."""
     if best is None or not best[1] >= BUSY:
         return None

@@ -17,7 +17,7 @@ from bottleneckd.diagnosis.rules.storage import io_wait
 from bottleneckd.diagnosis.thresholds import OTHER_HIGH, OTHER_IDLE, WRITES
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
-from bottleneckd.model.resources import UNDETERMINED
+from bottleneckd.model.resources import UNDETERMINED, Phase, Resource, Stage
 from bottleneckd.model.units import fmt_value
 from bottleneckd.peaks.resolve import PeakTable
 
@@ -35,12 +35,12 @@ def other_share(w: WindowStats) -> float | None:
     p = w.phases
     if p is None or p.wall_seconds <= 0 or not p.steps:
         return None
-    named = sum(v for k, v in p.phases.items() if k != "other")
+    named = sum(v for k, v in p.phases.items() if k != Phase.OTHER)
     return max(
         0.0,
         min(
             1.0,
-            (p.phases.get("other", 0.0) + max(0.0, p.wall_seconds - named - p.phases.get("other", 0.0)))
+            (p.phases.get(Phase.OTHER, 0.0) + max(0.0, p.wall_seconds - named - p.phases.get(Phase.OTHER, 0.0)))
             / p.wall_seconds,
         ),
     )
@@ -66,18 +66,18 @@ def other(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     return [replace(found, headroom=head)]
 
 
-def _other(resource: str, score: float, ev: list[str]) -> Finding:
-    return Finding(resource=resource, stage="other", score=score, evidence=tuple(ev))
+def _other(resource: Resource, score: float, ev: list[str]) -> Finding:
+    return Finding(resource=resource, stage=Stage.OTHER, score=score, evidence=tuple(ev))
 
 
 def _writes_or_io_waits(w: WindowStats, ev: list[str], strength: float) -> Finding | None:
     """The job writing (checkpoints, logs) or stalled on I/O there: storage."""
-    writes = w.get("storage_bandwidth", "job", "write_bytes_per_second")
+    writes = w.get(Resource.STORAGE_BANDWIDTH, "job", "write_bytes_per_second")
     io, io_ev = io_wait(w)
     if not ((writes is not None and writes >= WRITES) or io):
         return None
     extra = [f"job writing {fmt_value(writes, 'B/s')} (checkpoints or logs)"] if writes else []
-    return _other("storage_bandwidth", STORAGE_WEIGHT * strength, ev + extra + io_ev)
+    return _other(Resource.STORAGE_BANDWIDTH, STORAGE_WEIGHT * strength, ev + extra + io_ev)
 
 
 def _thread_waits(w: WindowStats, cpu: CpuState, ev: list[str], strength: float) -> Finding | None:
@@ -101,4 +101,4 @@ def _cpu_busy(cpu: CpuState, ev: list[str], strength: float) -> Finding | None:
         if cpu.serial and not cpu.saturated
         else "the job's processes at their cores outside the timed phases"
     )
-    return _other("cpu_compute", CPU_WEIGHT * strength, ev + cpu.describe() + [what])
+    return _other(Resource.CPU_COMPUTE, CPU_WEIGHT * strength, ev + cpu.describe() + [what])

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from bottleneckd.diagnosis.rules.common import pct, runs_on_gpu
 from bottleneckd.diagnosis.rules.cpu_state import cpu_state
 from bottleneckd.diagnosis.window import WindowStats
+from bottleneckd.model.resources import Phase, Resource
 
-COMPUTE = ("forward", "backward")
+COMPUTE = (Phase.FORWARD, Phase.BACKWARD)
 
 
 @dataclass(frozen=True)
@@ -82,15 +83,15 @@ def stack_comm(w: WindowStats) -> StackComm | None:
     if p is None or not p.sampled or not p.facts.get("ddp") or runs_on_gpu(w):
         return None
     waiting_of_compute = p.facts.get("compute_idle_share")
-    comm = w.get("cpu_compute", "job", "comm_thread_cores")
-    rank_busy = w.get("cpu_compute", "job", "rank_busy_cores")
+    comm = w.get(Resource.CPU_COMPUTE, "job", "comm_thread_cores")
+    rank_busy = w.get(Resource.CPU_COMPUTE, "job", "rank_busy_cores")
     if waiting_of_compute is None:
         return None
     compute = sum(p.share(k) or 0.0 for k in COMPUTE)
     cpu = cpu_state(w)
     threads = min(1.0, comm / rank_busy) if comm is not None and rank_busy else 0.0
     return StackComm(
-        p.share("communication") or 0.0,
+        p.share(Phase.COMMUNICATION) or 0.0,
         waiting_of_compute * compute,
         threads,
         compute,

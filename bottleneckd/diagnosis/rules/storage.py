@@ -18,6 +18,7 @@ from bottleneckd.diagnosis.thresholds import (
     SMALL_READ,
 )
 from bottleneckd.diagnosis.window import WindowStats
+from bottleneckd.model.resources import Resource
 from bottleneckd.model.units import fmt_value
 
 # --- scores: chosen, not measured (they rank one piece of evidence against another) ---------------
@@ -37,21 +38,21 @@ MISSES_PER_BUSY = 0.5
 
 def storage_evidence(w: WindowStats) -> tuple[float, list[str], str | None]:
     """How busy the busiest local disk is, and whether by operations or bytes."""
-    best = w.busiest("storage_bandwidth")
+    best = w.busiest(Resource.STORAGE_BANDWIDTH)
     if best is None:
-        busy = w.get("storage_bandwidth", None, "busy")
+        busy = w.get(Resource.STORAGE_BANDWIDTH, None, "busy")
         return (
             (busy or 0.0) * DISK_BUSY_WEIGHT,
             ([f"disk busy {pct(busy)} of the time (no peak known)"] if busy else []),
             None,
         )
     dev, util = best
-    ops = w.get("storage_bandwidth", dev, "operation_utilization")
-    byts = w.get("storage_bandwidth", dev, "byte_utilization")
+    ops = w.get(Resource.STORAGE_BANDWIDTH, dev, "operation_utilization")
+    byts = w.get(Resource.STORAGE_BANDWIDTH, dev, "byte_utilization")
     ev = [
-        f"{dev}: {fmt_value(w.get('storage_bandwidth', dev, 'operations_per_second'), 'IO/s')} = {pct(ops)} "
+        f"{dev}: {fmt_value(w.get(Resource.STORAGE_BANDWIDTH, dev, 'operations_per_second'), 'IO/s')} = {pct(ops)} "
         "of its 4 KiB-read IOPS peak, "
-        f"{fmt_value(w.get('storage_bandwidth', dev, 'throughput'), 'B/s')} = {pct(byts)} of its byte bandwidth"
+        f"{fmt_value(w.get(Resource.STORAGE_BANDWIDTH, dev, 'throughput'), 'B/s')} = {pct(byts)} of its byte bandwidth"
     ]
     kind = "operations" if (ops or 0) > (byts or 0) else "bytes"
     return util, ev, kind
@@ -92,21 +93,21 @@ class StorageSigns:
 
 def storage_signs(w: WindowStats) -> StorageSigns:
     g = w.get
-    d = g("cpu_compute", "job", "threads_in_disk_wait")
+    d = g(Resource.CPU_COMPUTE, "job", "threads_in_disk_wait")
     if d is None:
-        d = g("cpu_compute", "job", "processes_in_disk_wait")
-    jpsi = g("storage_bandwidth", "job", "pressure_some")
-    busy_dev = w.busiest("storage_bandwidth", "busy")
+        d = g(Resource.CPU_COMPUTE, "job", "processes_in_disk_wait")
+    jpsi = g(Resource.STORAGE_BANDWIDTH, "job", "pressure_some")
+    busy_dev = w.busiest(Resource.STORAGE_BANDWIDTH, "busy")
     return StorageSigns(
         d=d,
-        psi=jpsi if jpsi is not None else g("storage_bandwidth", "host", "pressure_some"),
+        psi=jpsi if jpsi is not None else g(Resource.STORAGE_BANDWIDTH, "host", "pressure_some"),
         psi_of_job=jpsi is not None,
-        reads=g("storage_bandwidth", "job", "read_bytes_per_second"),
-        chars=g("storage_bandwidth", "job", "read_chars_per_second"),
-        calls=g("storage_bandwidth", "job", "read_calls_per_second"),
-        iowait=g("cpu_compute", "host", "iowait"),
+        reads=g(Resource.STORAGE_BANDWIDTH, "job", "read_bytes_per_second"),
+        chars=g(Resource.STORAGE_BANDWIDTH, "job", "read_chars_per_second"),
+        calls=g(Resource.STORAGE_BANDWIDTH, "job", "read_calls_per_second"),
+        iowait=g(Resource.CPU_COMPUTE, "host", "iowait"),
         busy_dev=busy_dev,
-        queue=g("storage_bandwidth", busy_dev[0], "queue_depth") if busy_dev is not None else None,
+        queue=g(Resource.STORAGE_BANDWIDTH, busy_dev[0], "queue_depth") if busy_dev is not None else None,
     )
 
 

@@ -12,6 +12,7 @@ from bottleneckd.diagnosis.rules.common import headroom, pct, stack_samples
 from bottleneckd.diagnosis.thresholds import BUSY, COPY_SM_IDLE, TRANSFER_HIGH
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
+from bottleneckd.model.resources import Phase, Resource, Stage
 from bottleneckd.peaks.resolve import PeakTable
 
 #: score (chosen, not measured): the copies' share of the step, full at 40%
@@ -22,7 +23,7 @@ def transfer(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     """The family: timed copies taking a high share of the step, or PCIe busy while the SMs idle;
     the stronger of the two scores, the evidence of both."""
     p = w.phases
-    share = p.share("transfer") if p else None
+    share = p.share(Phase.TRANSFER) if p else None
     copies, copies_ev = _timed_copies(share)
     if copies:
         copies_ev += _while_copying(w, peaks, share)
@@ -32,8 +33,8 @@ def transfer(w: WindowStats, peaks: PeakTable) -> list[Finding]:
         return []
     return [
         Finding(
-            resource="cpu_gpu_interconnect",
-            stage="transfer",
+            resource=Resource.CPU_GPU_INTERCONNECT,
+            stage=Stage.TRANSFER,
             score=score,
             evidence=tuple(copies_ev + link_ev),
             headroom=headroom(share, stack_samples(w)),
@@ -50,7 +51,7 @@ def _timed_copies(share: float | None) -> tuple[float, list[str]]:
 def _while_copying(w: WindowStats, peaks: PeakTable | None, share: float | None) -> list[str]:
     """The job's busiest PCIe link during the copies, and whether the host memory is pinned."""
     ev = []
-    pcie = job_busiest(w, peaks, "cpu_gpu_interconnect")
+    pcie = job_busiest(w, peaks, Resource.CPU_GPU_INTERCONNECT)
     if pcie is not None and share:
         ev.append(
             f"{pcie[0]} PCIe at {pct(pcie[1])} of its peak per direction over the interval, "
@@ -66,8 +67,8 @@ def _while_copying(w: WindowStats, peaks: PeakTable | None, share: float | None)
 
 def _pcie_busy_while_sms_idle(w: WindowStats, peaks: PeakTable | None) -> tuple[float, list[str]]:
     """The job's GPUs' links and SMs (diagnosis/job_gpus.py), not another tenant's."""
-    pcie = job_busiest(w, peaks, "cpu_gpu_interconnect")
-    sm_of = job_busiest(w, peaks, "gpu_compute", "sm_activity")
+    pcie = job_busiest(w, peaks, Resource.CPU_GPU_INTERCONNECT)
+    sm_of = job_busiest(w, peaks, Resource.GPU_COMPUTE, "sm_activity")
     sm = sm_of[1] if sm_of else None
     if pcie is not None and pcie[1] >= BUSY and (sm is None or sm < COPY_SM_IDLE):
         while_sm = f" while SM activity is {pct(sm)}" if sm is not None else ""
