@@ -20,7 +20,8 @@ def check_condition(cond: Any, where: str) -> str | None:
             return f"{where}.all: expected a non-empty list of conditions"
         return next((w for i, c in enumerate(cond["all"]) if (w := check_condition(c, f"{where}.all[{i}]"))), None)
     if not isinstance(cond, dict) or cond.get("fact") not in FACTS:
-        return f"{where}.fact: {cond.get('fact') if isinstance(cond, dict) else cond!r} is not a declared fact (model/facts.py)"
+        got = cond.get("fact") if isinstance(cond, dict) else repr(cond)
+        return f"{where}.fact: {got} is not a declared fact (model/facts.py)"
     if cond.get("op") not in OPS:
         return f"{where}.op: {cond.get('op')!r} is not one of {', '.join(OPS)}"
     if cond["op"] not in ("truthy", "falsy") and "value" not in cond:

@@ -23,7 +23,7 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from bottleneckd.model.facts import Facts
 from bottleneckd.model.files import json_problem, loads_strict
@@ -138,7 +138,7 @@ class Event:
         )
 
 
-Message = Union[StepReport, Event]
+Message = StepReport | Event
 
 
 def encode(msg: Message) -> bytes:

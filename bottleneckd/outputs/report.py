@@ -11,11 +11,11 @@ import time
 from typing import Any
 
 from bottleneckd.advice.stage import Advice, Snapshot
+from bottleneckd.advice.tune import render_tune
 from bottleneckd.diagnosis.pipeline import Summary
 from bottleneckd.model.resources import UNDETERMINED, Stage
 from bottleneckd.model.sample import StepPhases
 from bottleneckd.model.throughput import Throughput
-from bottleneckd.advice.tune import render_tune
 
 SCHEMA = "bottleneckd.report/1"
 

@@ -54,7 +54,10 @@ class Pressure:
         full = self._rates.rate("full", psi.get("full_total"), now)
         if some is None and "some_total" not in psi:
             some = psi.get("some_avg10")
-        clip = lambda x: None if x is None else max(0.0, min(1.0, x))
+
+        def clip(x: float | None) -> float | None:
+            return None if x is None else max(0.0, min(1.0, x))
+
         return clip(some), clip(full), "" if some is not None else "first interval"
 
 

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from bottleneckd.advice.predict import LATENCY_WORKERS_FACTOR
+from bottleneckd.advice.tune import RESULT, STOPPED, SUMMARY, TuneOutcome, change_line, changes, summary_note
 from bottleneckd.model.hooks import HOOKS
 from bottleneckd.model.protocol import Event
-from bottleneckd.advice.tune import RESULT, STOPPED, SUMMARY, TuneOutcome, change_line, changes, summary_note
 from bottleneckd.torch.trials import Trial
 
 if TYPE_CHECKING:
