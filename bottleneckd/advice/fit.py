@@ -48,15 +48,15 @@ def matches(cond: Mapping[str, Any], facts: Mapping[str, Any]) -> bool:
     if op == "falsy":
         return not v
     if op == "eq":
-        return v == want
+        return bool(v == want)
     if op == "ne":
-        return v != want
-    if op == "in":
-        return v in want
+        return bool(v != want)
+    if op == "in":  # one of a list (data/mitigations.json's are lists of strings): anything else holds nothing
+        return isinstance(want, (list, tuple)) and v in want
     if op == "has":  # a list fact holds the value
         return isinstance(v, tuple) and want in v
     try:
-        return v >= want if op == ">=" else v <= want
+        return bool(v >= want if op == ">=" else v <= want)
     except TypeError:
         return False
 

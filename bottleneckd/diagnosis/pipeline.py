@@ -34,7 +34,7 @@ from bottleneckd.diagnosis.thresholds import (
 from bottleneckd.diagnosis.throughput import window_throughput
 from bottleneckd.diagnosis.verdict import RegimeChange, Verdict
 from bottleneckd.diagnosis.window import Window, WindowStats
-from bottleneckd.model.facts import Facts
+from bottleneckd.model.facts import EMPTY, Facts
 from bottleneckd.model.resources import UNDETERMINED
 from bottleneckd.model.sample import Sample
 from bottleneckd.model.throughput import Throughput
@@ -197,7 +197,7 @@ class Pipeline:
         """The verdict with the user's code its stage runs (evidence and ``code``), when stacks name
         it; an undetermined one only when the step waits in its stage with nothing busy (latency:
         the code that waits is named)."""
-        if v.resource == UNDETERMINED and (facts or {}).get("idle_wait_stage") != v.stage:
+        if v.resource == UNDETERMINED and (facts or EMPTY).get("idle_wait_stage") != v.stage:
             return v
         a = self.code.attribute(v.stage)
         return v if a is None else replace(v, code=a, evidence=v.evidence + (a.evidence(),))

@@ -8,6 +8,7 @@ import json
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from typing import Any
 
 from bottleneckd.model.resources import Resource
 
@@ -19,8 +20,9 @@ class Ridge:
     source: str
 
 
-def _doc(name: str) -> dict:
-    return json.loads((resources.files("bottleneckd") / "data" / name).read_text())
+def _doc(name: str) -> dict[str, Any]:
+    doc: dict[str, Any] = json.loads((resources.files("bottleneckd") / "data" / name).read_text())
+    return doc
 
 
 @lru_cache(maxsize=1)

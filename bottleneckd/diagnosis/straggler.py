@@ -227,7 +227,7 @@ def _delta(prev: RankPhases | None, cur: RankPhases, fact: str) -> float | None:
     b = cur.phases.facts.get(fact)
     if a is None or b is None or b < a or not cur.phases.steps:
         return None
-    return (b - a) / cur.phases.steps
+    return float(b - a) / cur.phases.steps
 
 
 def rank_figures(window: Sequence[tuple[RankPhases, ...]]) -> list[RankFigures]:
@@ -350,10 +350,12 @@ def _contention(top: RankFigures, figs: list[RankFigures], lag: float) -> float 
     wait less per CPU second than one computing through, and three spinners on a rank's core add
     6-9% to its CPU per step (its caches). The recorded cases are in STRAGGLER_CONTENTION's source."""
     others = [f for f in figs if f is not top]
-    if top.cpu is None or top.wait_per_cpu is None or any(f.wait_per_cpu is None or f.cpu is None for f in others):
+    rates = [f.wait_per_cpu for f in others if f.wait_per_cpu is not None]
+    cpus = [f.cpu for f in figs if f.cpu is not None]
+    if top.cpu is None or top.wait_per_cpu is None or len(rates) < len(others) or len(cpus) < len(figs):
         return None
-    rate = median(f.wait_per_cpu for f in others)  # type: ignore[misc]
-    work = max(0.0, top.cpu - median(f.cpu for f in figs)) * (1 + top.wait_per_cpu)  # type: ignore[misc]
+    rate = median(rates)
+    work = max(0.0, top.cpu - median(cpus)) * (1 + top.wait_per_cpu)
     return max(0.0, lag - work) if top.wait_per_cpu >= STRAGGLER_CONTENTION_RATE * rate else 0.0
 
 

@@ -69,7 +69,9 @@ class WindowStats:
 
 
 def merge_phases(items: Iterable[StepPhases | None]) -> StepPhases | None:
-    steps, wall, phases, facts = 0, 0.0, {}, {}
+    steps, wall = 0, 0.0
+    phases: dict[str, float] = {}
+    facts: dict[str, Any] = {}
     examples: int | None = 0  # None once one interval came without a count
     any_ = False
     for p in items:
@@ -158,10 +160,10 @@ class Window:
         nodes: dict[str, set[int]] = {}
         views: dict[str, RankView] = {}
         for s in self.samples:
-            for r in s.ranks:
-                nodes.setdefault(r.identity.node, set()).add(r.identity.rank)
-                i = r.identity
-                views[i.key] = RankView(i.rank, i.node, i.gpu, r.phases.facts)  # the latest report wins
+            for rank in s.ranks:
+                i = rank.identity
+                nodes.setdefault(i.node, set()).add(i.rank)
+                views[i.key] = RankView(i.rank, i.node, i.gpu, rank.phases.facts)  # the latest report wins
         return WindowStats(
             self.samples[0].t,
             self.samples[-1].t,

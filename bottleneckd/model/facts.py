@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import ItemsView, Iterator, Mapping
 from dataclasses import dataclass, replace
 from importlib import resources as importlib_resources
 from typing import TYPE_CHECKING, Any
@@ -35,7 +35,8 @@ from bottleneckd.model.resources import Stage, StrEnum
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
-FactValue = bool | int | float | str | tuple
+#: a fact's value: "strs" facts are tuples of short strings
+FactValue = bool | int | float | str | tuple[str, ...]
 log = logging.getLogger(__name__)
 
 MAX_STR = 64  # characters in a string fact
@@ -80,7 +81,11 @@ class Producer(StrEnum):
         """The module's source file in the installed package (found without importing it: the
         daemon never imports torch)."""
         package, *path = self.value.split(".")
-        return importlib_resources.files(package).joinpath(*path[:-1], path[-1] + ".py")
+        # one part at a time: Traversable.joinpath takes a single name before Python 3.11
+        found = importlib_resources.files(package)
+        for part in path[:-1]:
+            found = found.joinpath(part)
+        return found.joinpath(path[-1] + ".py")
 
 
 def _check_producers() -> None:
@@ -413,6 +418,11 @@ class Facts(Mapping[str, FactValue]):
     named in ``dropped`` (their count in ``rejected``)."""
 
     __slots__ = ("_d", "dropped", "rejected")
+    _d: dict[str, FactValue]
+    #: the first reasons for the entries dropped, bounded
+    dropped: tuple[str, ...]
+    #: how many entries were dropped
+    rejected: int
 
     def __init__(self, values: Mapping[str, Any] | None = None, **kw: Any) -> None:
         d, bad = _clean({**(values or {}), **kw})
@@ -506,7 +516,7 @@ class FactBoard:
     def freeze(self, **extra: Any) -> Facts:
         return Facts({**self._d, **extra})
 
-    def items(self):  # noqa: ANN201
+    def items(self) -> ItemsView[str, FactValue]:
         return self._d.items()
 
     def __iter__(self) -> Iterator[str]:

@@ -100,12 +100,13 @@ def quota_cores(pid: int, proc_root: str = "/proc", cgroup_root: str = "/sys/fs/
     d = cgroup_dir(pid, proc_root, cgroup_root)
     try:
         if d is not None and (d / "cpu.max").exists():
-            q, _, period = (d / "cpu.max").read_text().split()[:2] + [""]
-            return None if q == "max" else float(q) / float(period)
+            # "$MAX $PERIOD" (kernel Documentation/admin-guide/cgroup-v2.rst), $MAX "max" when unlimited
+            quota, period = ((d / "cpu.max").read_text().split() + [""])[:2]
+            return None if quota == "max" else float(quota) / float(period)
         d1 = cgroup_v1_dir(pid, "cpu", proc_root, cgroup_root)
         if d1 is not None:
-            q = float((d1 / "cpu.cfs_quota_us").read_text())
-            return None if q <= 0 else q / float((d1 / "cpu.cfs_period_us").read_text())
+            quota_us = float((d1 / "cpu.cfs_quota_us").read_text())  # -1 when unlimited
+            return None if quota_us <= 0 else quota_us / float((d1 / "cpu.cfs_period_us").read_text())
     except (OSError, ValueError):
         return None
     return None
