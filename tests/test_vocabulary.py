@@ -25,6 +25,7 @@ from bottleneckd.model.resources import (
     Phase,
     Resource,
     Stage,
+    stage_of,
 )
 from bottleneckd.model.sample import Reading, Sample
 
@@ -94,6 +95,12 @@ def test_a_member_is_its_string_on_every_wire() -> None:
     assert (str(r), f"{r}", f"{r:>12}", "-".join([r])) == ("gpu_compute", "gpu_compute", " gpu_compute", "gpu_compute")
     doc = {r: [s, p], "phases": {p: 1.5}}
     assert json.dumps(doc) == json.dumps({"gpu_compute": ["data", "data_wait"], "phases": {"data_wait": 1.5}})
+
+
+def test_a_phase_name_read_off_the_wire_finds_its_stage() -> None:
+    """The exporter and the report look stages up by the plain phase names of samples and traces."""
+    assert [stage_of(str.__str__(p)) for p in Phase] == [PHASES[p] for p in Phase]
+    assert stage_of("not_a_phase") is Stage.OTHER
 
 
 def _plain(x: object) -> object:

@@ -115,6 +115,14 @@ DATA_PHASES: Final[tuple[Phase, ...]] = tuple(p for p, s in PHASES.items() if s 
 UNDETERMINED: Final = Resource.UNDETERMINED
 
 
+def stage_of(phase: str) -> Stage:
+    """The stage a phase name belongs to; ``Stage.OTHER`` for a name that is not a phase."""
+    try:
+        return PHASES[Phase(phase)]
+    except ValueError:
+        return Stage.OTHER
+
+
 def check_resource(resource_id: str, where: str = "resource") -> Resource:
     """The resource of that id if it is one of the twelve; raise InputError otherwise."""
     from bottleneckd.model.errors import InputError

@@ -23,7 +23,7 @@ from prometheus_client.registry import Collector
 
 from bottleneckd.advice.stage import Snapshot
 from bottleneckd.model.protocol import Event
-from bottleneckd.model.resources import PHASES, RESOURCES, STAGES, UNDETERMINED, Resource, Stage
+from bottleneckd.model.resources import RESOURCES, STAGES, UNDETERMINED, Resource, stage_of
 from bottleneckd.outputs.metric_names import (
     DETAIL_LABELS,
     PROMETHEUS_UNITS,
@@ -248,7 +248,7 @@ def step_families(snap: Snapshot) -> Iterator[Metric]:
         unit="seconds",
     )
     for phase, secs in ph.phases.items():
-        fam.add_metric([phase, PHASES.get(phase, Stage.OTHER)], secs / ph.steps)
+        fam.add_metric([phase, stage_of(phase)], secs / ph.steps)
     yield fam
     yield GaugeMetricFamily(
         "bottleneckd_step_seconds",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from bottleneckd.model.resources import PHASES, Phase, Resource
+from bottleneckd.model.resources import Phase, Resource, stage_of
 from bottleneckd.outputs.energy import EnergyAccount
 from bottleneckd.outputs.timeline import Timeline
 from bottleneckd.peaks.resolve import PeakTable
@@ -62,7 +62,7 @@ def phases_figure(tl: Timeline) -> tuple[Any | None, str]:
     fig = go.Figure()
     x = [_time(r.t) for r in rows]
     for p in names:
-        fig.add_trace(go.Bar(x=x, y=[r.phases.get(p, 0.0) for r in rows], name=f"{p} ({PHASES.get(p, 'other')})"))
+        fig.add_trace(go.Bar(x=x, y=[r.phases.get(p, 0.0) for r in rows], name=f"{p} ({stage_of(p)})"))
     fig.add_trace(
         go.Scatter(
             x=x, y=[r.step_seconds for r in rows], name="wall time per step", mode="lines", line={"color": "black"}

@@ -163,7 +163,7 @@ def _one_gpu_peaks(machine: Machine, g: GpuInfo, catalog: Catalog, profile: Prof
 
     def cat(resource: Resource, metric: str, unit: str, share: float = 1.0, note: str = "") -> ResolvedPeak:
         p = spec.peak(resource, metric) if spec else None
-        if p is None:
+        if spec is None or p is None:
             return ResolvedPeak(
                 resource,
                 dev,
@@ -177,7 +177,7 @@ def _one_gpu_peaks(machine: Machine, g: GpuInfo, catalog: Catalog, profile: Prof
             )
         flag = " (unverified)" if p.unverified else ""
         v = p.value * share
-        return ResolvedPeak(resource, dev, metric, v, p.unit, "catalog", f"{spec.name}: {p.source}{flag}{note}", v)  # type: ignore[union-attr]
+        return ResolvedPeak(resource, dev, metric, v, p.unit, "catalog", f"{spec.name}: {p.source}{flag}{note}", v)
 
     # V100, T4: no bf16 path
     tensor16 = spec is not None and spec.peak(Resource.GPU_COMPUTE, "fp16_tensor_dense") is not None
@@ -210,7 +210,7 @@ def _one_gpu_peaks(machine: Machine, g: GpuInfo, catalog: Catalog, profile: Prof
     )
 
     host_link = spec.peak(Resource.CPU_GPU_INTERCONNECT) if spec else None
-    if host_link is not None:  # a host link that is not PCIe (GH200: NVLink-C2C)
+    if spec is not None and host_link is not None:  # a host link that is not PCIe (GH200: NVLink-C2C)
         pcie = ResolvedPeak(
             Resource.CPU_GPU_INTERCONNECT,
             dev,
@@ -220,14 +220,14 @@ def _one_gpu_peaks(machine: Machine, g: GpuInfo, catalog: Catalog, profile: Prof
             "catalog",
             f"{spec.name}: {host_link.source}",
             host_link.value,
-        )  # type: ignore[union-attr]
+        )
     else:
         pcie = _pcie_peak(g.pcie_max_generation, g.pcie_max_width, catalog, dev)
     out.append(_with_catalog(_gpu_calibrated(profile, g, Resource.CPU_GPU_INTERCONNECT), pcie))
 
     nvl = spec.peak(Resource.INTER_GPU_INTERCONNECT, "nvlink_total") if spec else None
     cal = _gpu_calibrated(profile, g, Resource.INTER_GPU_INTERCONNECT)
-    if g.nvlink_active_links and nvl is not None:
+    if g.nvlink_active_links and spec is not None and nvl is not None:
         # the catalog's total is for all links of the part; scale to the links found active
         value = nvl.value * min(g.nvlink_active_links, nvl.links) / nvl.links if nvl.links else nvl.value
         fb = ResolvedPeak(
@@ -240,7 +240,7 @@ def _one_gpu_peaks(machine: Machine, g: GpuInfo, catalog: Catalog, profile: Prof
             f"{g.nvlink_active_links} active NVLink links (NVML) x per-link figure of {spec.name}: {nvl.source}",
             nvl.value,
             direction=nvl.direction,
-        )  # type: ignore[union-attr]
+        )
     elif not multi:
         fb = ResolvedPeak(
             Resource.INTER_GPU_INTERCONNECT,
@@ -310,11 +310,11 @@ def _cpu_peaks(machine: Machine, catalog: Catalog, profile: Profile | None) -> l
     cpu = machine.cpu
     spec = catalog.cpu_spec(cpu.model or "")
     cal = _calibrated(profile, Resource.CPU_COMPUTE, "cpu")
-    if spec is not None and spec.peak(Resource.CPU_COMPUTE):
-        p = spec.peak(Resource.CPU_COMPUTE)
+    p = spec.peak(Resource.CPU_COMPUTE) if spec is not None else None
+    if spec is not None and p is not None:
         fb = ResolvedPeak(
             Resource.CPU_COMPUTE, "cpu", "fp32_fma", p.value, p.unit, "catalog", f"{spec.name}: {p.source}", p.value
-        )  # type: ignore[union-attr]
+        )
     else:
         per_cycle = next((n for flag, n in _FP32_FLOPS_PER_CYCLE if flag in cpu.flags), None)
         if cpu.physical_cores and cpu.max_mhz and per_cycle:

@@ -143,7 +143,7 @@ def compute_peak(peaks: PeakTable, device: str, facts: Mapping[str, Any]) -> Com
     if len(resolved) == 1:
         _, why, path, value, how = resolved[0]
         return ComputePeak(value, path, f"{why} ({source}): {how}")
-    value = 1.0 / sum(share / v for share, _, _, v, _ in resolved)
+    value = 1.0 / sum(share / v for share, _, _, v, _ in resolved if v is not None)  # none is None: `missing` above
     path = " + ".join(f"{p} {share:.0%}" for share, _, p, _, _ in resolved)
     why = "; ".join(f"{p}: {w}, {h}" for _, w, p, _, h in resolved)
     return ComputePeak(value, path, f"a blend by share of FLOPs ({source}): {why}")

@@ -180,7 +180,7 @@ def thread_idle(thread: dict) -> bool:
 
 def wrappers(frames: list[dict]) -> set[str]:
     """ "ddp" / "fsdp" when a frame of that wrapper is on the stack (its forward runs in every step)."""
-    out = set()
+    out: set[str] = set()
     for f in frames:
         path = (f.get("filename") or f.get("short_filename") or "").replace("\\", "/")
         out.update(fact for needle, fact in WRAPPERS if needle in path)

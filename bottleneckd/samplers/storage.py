@@ -20,7 +20,7 @@ from bottleneckd.samplers.process_tree import LAUNCHER, RANK, WORKER, ProcessTre
 
 def read_diskstats(proc_root: str) -> dict[str, tuple[int, int]]:
     """name -> (I/Os in flight, weighted ms doing I/O), from /proc/diskstats."""
-    out = {}
+    out: dict[str, tuple[int, int]] = {}
     try:
         text = (Path(proc_root) / "diskstats").read_text()
     except OSError:

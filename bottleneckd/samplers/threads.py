@@ -56,7 +56,7 @@ def parse_stat(text: str) -> tuple[str, float] | None:
 
 
 def threads(pid: int, proc_root: str = "/proc") -> list[ThreadStat]:
-    out = []
+    out: list[ThreadStat] = []
     base = Path(proc_root) / str(pid) / "task"
     try:
         tids = os.listdir(base)
