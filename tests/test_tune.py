@@ -238,7 +238,8 @@ JOB = textwrap.dedent(
 def test_run_tune_end_to_end_keeps_more_workers_for_a_latency_bound_loader(tmp_path):
     """A DataLoader whose samples wait 4 ms each with no worker: the sidecar recommends hiding the
     loader's latency; the hook tries more workers inside the job and keeps them (measured x1.9-2.2
-    at a load of 2-6 on 2 cores, x1.28 at a load of 8: the test asks for a significant x1.1); the
+    at a load of 2-6 on 2 cores, x1.28 at a load of 8: the test asks every kept setting to win significantly and one to
+    gain x1.25); the
     report says what to write."""
     (tmp_path / "job.py").write_text(JOB)
     out = tmp_path / "r.json"
@@ -269,11 +270,15 @@ def test_run_tune_end_to_end_keeps_more_workers_for_a_latency_bound_loader(tmp_p
     tune = doc["tune"]
     kept = [o for o in tune["outcomes"] if o["status"] == "kept"]
     assert kept and kept[0]["hook"] == "dataloader_settings", tune
-    assert kept[0]["measured"]["speedup"] > 1.1 and kept[0]["measured"]["p_value"] < 0.05
-    assert kept[0]["predicted"] is not None  # the recommendation's prediction, beside the measure
+    # every setting kept won significantly; the first may be one worker (more_loader_workers, 0 -> 1:
+    # the same latency, overlapped with a tiny step: measured x1.03 against x1.10 predicted on a quiet
+    # machine), the next ones halve the step (0 -> 2: x2.08 measured, x2.10 predicted)
+    assert all(o["measured"]["speedup"] > 1.0 and o["measured"]["p_value"] < 0.05 for o in kept), kept
+    assert max(o["measured"]["speedup"] for o in kept) > 1.25, kept
+    assert all(o["predicted"] is not None for o in kept)  # the recommendation's prediction, beside the measure
     assert tune["change_in_code"][0]["code"].startswith("DataLoader(..., num_workers=")
     assert "change in the code to keep these gains" in p.stdout + p.stderr
-    assert tune["step_ms"]["after"] < tune["step_ms"]["before"]
+    assert tune["step_ms"]["after"] * 1.25 < tune["step_ms"]["before"]
 
 
 def test_allow_semantics_change_needs_tune(tmp_path):
