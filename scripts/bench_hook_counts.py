@@ -51,12 +51,13 @@ def _setup(root: str) -> None:
 def make_loops(kind: str, loader: str, total: int):
     """(step(it), bare iterable, model, optimizer) for the ``real`` or ``null`` loop."""
     import torch
+    from bench_watcher import _NullOptimizer, _NullStep, small_model  # after _setup: the checkout measured
     from torch import nn
 
     torch.manual_seed(0)
     torch.set_num_threads(1)
     if kind in ("real", "ddp"):
-        model = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+        model = small_model()
         if kind == "ddp":
             model = nn.parallel.DistributedDataParallel(model, process_group=_one_rank_group())
         opt = torch.optim.SGD(model.parameters(), lr=0.01)
@@ -70,20 +71,8 @@ def make_loops(kind: str, loader: str, total: int):
             opt.step()
 
     else:
-
-        class Null(nn.Module):
-            def forward(self, x):
-                return x
-
-        class NullOpt(torch.optim.Optimizer):
-            def __init__(self, params) -> None:
-                super().__init__(params, {})
-
-            def step(self, closure=None):  # noqa: ANN201
-                return None
-
-        model = Null()
-        opt = NullOpt([nn.Parameter(torch.zeros(1))])
+        model = _NullStep()
+        opt = _NullOptimizer([nn.Parameter(torch.zeros(1))])
         x, y = torch.zeros(128, 1), None
 
         def step(it) -> None:
