@@ -95,8 +95,10 @@ def test_a_rank_with_30_percent_more_forward_work_is_named_within_35_s(tmp_path,
     assert {r.identity.rank for s, _ in timeline for r in s.ranks} == {0, 1, 2, 3}  # every rank reported
     named = [(s.t - t0, v.straggler) for s, v in timeline if v.straggler]
     assert named, "no straggler named"
-    # named 30.009 s after the first rank report in CI (a quiet 2-core machine, 2026-12-01): the
-    # ranks' first steps, the rule's 10 intervals of history and the hold (5 of the last 7 windows)
+    # the ranks' first steps, the rule's 10 intervals of history and the hold (5 of the last 7 windows).
+    # Judged on busy time alone it was named at 30.0 s in one CI run and not at all in the next (its
+    # busy time +6-14%: every rank waits ~3 ms a step for a CPU); on its own work too (+16-28%, busy
+    # less the wait), named at 8.0 s on a quiet 2-core machine (2026-12-01)
     assert named[0][0] <= 35.0
     assert {st["rank"] for _, st in named} == {2}  # only ever rank 2
     st = rep["verdict"]["straggler"]

@@ -23,7 +23,7 @@ from bottleneckd.diagnosis.rules.cpu_compute import MIN_CORES_RAN
 from bottleneckd.diagnosis.rules.cpu_state import cpu_state
 from bottleneckd.diagnosis.rules.other import other_share
 from bottleneckd.diagnosis.rules.storage import io_wait, storage_signs
-from bottleneckd.diagnosis.straggler import find_straggler, intervals, rank_figures
+from bottleneckd.diagnosis.straggler import excess, find_straggler, intervals, rank_figures
 from bottleneckd.diagnosis.thresholds import REGISTRY, STRAGGLER_LAST
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.resources import UNDETERMINED, Phase, Resource, Stage
@@ -262,11 +262,10 @@ def _stragglers(recent: Iterable[Sample]) -> dict[str, float] | None:
     figs = rank_figures(window)
     if len(figs) <= 1 or not window:
         return None
-    med = statistics.median(f.busy for f in figs)
     top = max(figs, key=lambda f: f.busy)
     n = len(window)
     out = {
-        "straggler_excess": top.busy / med - 1.0 if med > 0 else 0.0,
+        "straggler_excess": excess(top, figs),
         "straggler_slowest_share": top.slowest / n,
         "straggler_last_share": top.last_arrival / n,
     }

@@ -574,7 +574,7 @@ DOMINANT_UNDETERMINED_RATIO = _t(
 STRAGGLER_MARGIN = _t(
     "STRAGGLER_MARGIN",
     0.10,
-    unit="compute / the median rank's - 1",
+    unit="busy (or own work) / the median rank's - 1",
     statistic="straggler_excess",
     source="chosen: compute 10% longer than the median rank's, or it is noise (nvidia-resiliency-ext flags a rank "
     "at a score of 0.7 relative to the best)",
