@@ -210,6 +210,38 @@ def test_a_job_too_short_to_measure_is_said_so_and_left_as_it_started(tmp_path, 
     assert loader.num_workers == 0  # reverted
 
 
+@pytest.mark.slow
+def test_the_next_trial_waits_for_a_window_of_what_was_kept(tmp_path, monkeypatch):
+    """A latency-bound loader that won with 2 workers is tried with 4, but only once the sidecar's
+    window holds nothing but steps with 2: planned at once, the prediction for 4 came from the
+    window of the 0/2-worker A/B blocks (x5.00 predicted, x1.90 measured)."""
+    monkeypatch.setattr(tune_mod, "FRESH_WINDOW_SLACK_SECONDS", 0.5)
+    w, model, opt, loader = tuned_watcher(
+        tmp_path, monkeypatch, [rec("hide_loader_latency", "dataloader_settings")], Data(sleep=0.004)
+    )
+    span = 1.0
+    report = w.transport.report
+    w.transport.report = lambda: {**report(), "period": {"covers": "window", "seconds": span, "samples": 5}}
+    started: list[tuple[float, int]] = []
+    start = w.tuner._start
+
+    def timed(cand: Any) -> None:
+        started.append((time.monotonic(), int(cand.params.get("num_workers", 0))))
+        start(cand)
+
+    w.tuner._start = timed
+    try:
+        train(w, model, opt, loader, until=lambda: len(started) >= 2, limit=90)
+    finally:
+        w.close()
+    kept = [o for o in w.tuner.outcomes if o.status == "kept"]
+    if not kept:
+        pytest.skip(f"2 workers did not win on this machine now: {w.tuner.outcomes}")
+    assert [n for _, n in started[:2]] == [2, 4], started
+    decided = w.tuner._decided_at
+    assert decided is not None and started[1][0] - decided >= span + 0.5  # a window of 2 workers first
+
+
 # --- end to end: bottleneckd run --tune on a loader-bound job --------------------------------------
 JOB = textwrap.dedent(
     """

@@ -52,6 +52,13 @@ PLAN_POLL_SECONDS = 2.0
 MAX_TRIAL_SECONDS = float(os.environ.get("BOTTLENECKD_TUNE_MAX_TRIAL_SECONDS", "300"))
 #: a latency-bound loader that won with more workers is tried again with twice as many, this often
 MAX_ESCALATIONS = 2
+#: after a trial is decided the next one waits until the sidecar's window holds only steps run with
+#: what was kept: the window's span (the report's period, WINDOW_SAMPLES ticks: 5 s at 1 Hz) plus
+#: this. Planned at once, the 2 -> 4 worker trial was predicted from a window of the 0/2-worker A/B
+#: blocks and its loader_workers fact of 0: x5.00 predicted, x1.90 measured (README, 2026-12-01)
+FRESH_WINDOW_SLACK_SECONDS = 1.0
+#: the window's span when the report does not say it (the sidecar's default: 5 samples at 1 Hz)
+DEFAULT_WINDOW_SECONDS = 5.0
 #: hooks the ranks of a multi-rank job must switch together (one rank alone would hang a collective)
 COLLECTIVE_HOOKS = frozenset({"ddp_comm_hook", "less_frequent_sync", "gradient_accumulation"})
 
@@ -96,6 +103,8 @@ class Tuner:
         self._started_steps = 0
         self._shown = 0  # outcomes already in an epoch block
         self._settled = 0  # the watcher's step count when the last trial was decided
+        self._decided_at: float | None = None  # monotonic time the last trial was decided
+        self._escalation: Candidate | None = None  # the next trial of a kept loader setting, when fresh
         #: mean step time before the first trial, and over the last steps at the end (ms)
         self.before_ms: float | None = None
         self.after_ms: float | None = None
@@ -126,10 +135,26 @@ class Tuner:
         if now < self._next_poll or self._w.model is None or len(self._w.trials.history) < SETTLE_STEPS:
             return
         self._next_poll = now + PLAN_POLL_SECONDS
-        self._plan_next()
-
-    def _plan_next(self) -> None:
         doc = self._w.transport.report() or {}
+        if not self._fresh(doc, now):
+            return
+        if self._escalation is not None:
+            cand, self._escalation = self._escalation, None
+            self._start(cand)
+            return
+        self._plan_next(doc)
+
+    def _fresh(self, doc: dict[str, Any], now: float) -> bool:
+        """Whether the sidecar's window has only steps run since the last trial was decided (its
+        recommendations and what-if inputs then describe the job as it now runs)."""
+        if self._decided_at is None:
+            return True
+        period = doc.get("period") or {}
+        span = period.get("seconds") if period.get("covers") == "window" else None
+        span = float(span) if isinstance(span, (int, float)) and span > 0 else DEFAULT_WINDOW_SECONDS
+        return now - self._decided_at >= span + FRESH_WINDOW_SLACK_SECONDS
+
+    def _plan_next(self, doc: dict[str, Any]) -> None:
         for rec in doc.get("recommendations") or []:
             hook, rid = rec.get("hook"), str(rec.get("id", ""))
             if not hook or (hook, rid) in self.tried or hook not in HOOKS:
@@ -197,11 +222,12 @@ class Tuner:
     def _decided(self, cand: Candidate, t: Trial) -> None:
         why = "" if t.kept else "not significantly faster: reverted"
         self._settled = self._w.steps
+        self._decided_at = time.monotonic()
         self._record(outcome(cand, t, "kept" if t.kept else "reverted", why))
         if t.kept and cand.recommendation == "hide_loader_latency" and self.escalations < MAX_ESCALATIONS:
-            self.escalations += 1  # waiting on latency: twice as many batches in flight again
+            self.escalations += 1  # waiting on latency: twice as many batches in flight again, once fresh
             n = int(cand.params["num_workers"]) * LATENCY_WORKERS_FACTOR
-            self._start(Candidate(cand.hook, cand.recommendation, {**cand.params, "num_workers": n}, False))
+            self._escalation = Candidate(cand.hook, cand.recommendation, {**cand.params, "num_workers": n}, False)
 
     # --- the end --------------------------------------------------------------------------------
     def finish(self) -> None:
