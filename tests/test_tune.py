@@ -10,7 +10,6 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 import time
 from typing import Any
 
@@ -243,27 +242,8 @@ def test_the_next_trial_waits_for_a_window_of_what_was_kept(tmp_path, monkeypatc
 
 
 # --- end to end: bottleneckd run --tune on a loader-bound job --------------------------------------
-JOB = textwrap.dedent(
-    """
-    import sys, time, torch
-    from torch.utils.data import DataLoader, Dataset
-
-    class Remote(Dataset):  # each sample waits on a slow store: latency, nothing busy
-        def __len__(self): return 200_000
-        def __getitem__(self, i):
-            time.sleep(0.004)
-            return torch.randn(16)
-
-    torch.set_num_threads(1)
-    model = torch.nn.Linear(16, 1)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    t0 = time.time()
-    for x in DataLoader(Remote(), batch_size=4):  # the loader held by nothing but its epoch
-        opt.zero_grad(); model(x).sum().backward(); opt.step()
-        if time.time() - t0 > float(sys.argv[1]):
-            break
-    """
-)
+#: the job README's --tune example shows (scripts/jobs/latency_loader.py: each sample waits 4 ms)
+JOB = ROOT / "scripts" / "jobs" / "latency_loader.py"
 
 
 @pytest.mark.slow
@@ -273,7 +253,6 @@ def test_run_tune_end_to_end_keeps_more_workers_for_a_latency_bound_loader(tmp_p
     at a load of 2-6 on 2 cores, x1.28 at a load of 8: the test asks every kept setting to win significantly and one to
     gain x1.25); the
     report says what to write."""
-    (tmp_path / "job.py").write_text(JOB)
     out = tmp_path / "r.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     p = subprocess.run(
@@ -288,7 +267,7 @@ def test_run_tune_end_to_end_keeps_more_workers_for_a_latency_bound_loader(tmp_p
             str(out),
             "--",
             sys.executable,
-            str(tmp_path / "job.py"),
+            str(JOB),
             "40",
         ],
         env=env,

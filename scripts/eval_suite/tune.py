@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import textwrap
 from pathlib import Path
 
 from eval_suite.proof import call, script
@@ -19,34 +18,13 @@ PY = sys.executable
 #: the issue's goal for predicted against measured speed-ups of the mitigations --tune applies
 TOLERANCE = 0.25
 #: a Dataset that waits 4 ms per sample on a slow store (a sleep: nothing busy), no workers
-LATENCY_JOB = textwrap.dedent(
-    """
-    import sys, time, torch
-    from torch.utils.data import DataLoader, Dataset
-
-    class Remote(Dataset):
-        def __len__(self): return 200_000
-        def __getitem__(self, i):
-            time.sleep(0.004)
-            return torch.randn(16)
-
-    torch.set_num_threads(1)
-    model = torch.nn.Linear(16, 1)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    t0 = time.time()
-    for x in DataLoader(Remote(), batch_size=4):
-        opt.zero_grad(); model(x).sum().backward(); opt.step()
-        if time.time() - t0 > float(sys.argv[1]):
-            break
-    """
-)
+LATENCY_JOB = Path(__file__).resolve().parents[1] / "jobs" / "latency_loader.py"
 
 
 def jobs(workloads: dict[str, Workload], seconds: float, threads: str, out: Path) -> dict[str, list[str]]:
-    (out / "latency_job.py").write_text(LATENCY_JOB)
     found = {
         "demo": [PY, "-m", "bottleneckd.torch.demo", "--epochs", "4"],
-        "latency-bound loader": [PY, str(out / "latency_job.py"), f"{seconds:g}"],
+        "latency-bound loader": [PY, str(LATENCY_JOB), f"{seconds:g}"],
     }
     for kind, name in (("loader-bound", "data_cpu_bound"), ("DDP", "ddp_compute")):
         if name in workloads:
