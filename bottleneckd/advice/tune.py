@@ -256,3 +256,14 @@ def _fit(text: str, room: int) -> str:
         if len(text) <= 1:
             return ""
     return text
+
+
+def tune_report(events: Iterable[dict[str, Any]], allow_semantics: bool) -> dict[str, Any]:
+    """The report's ``tune`` section of a ``run --tune`` (``tune_section`` of the hook's events), or
+    why it has none."""
+    section = tune_section(events) or {
+        "outcomes": [],
+        "change_in_code": [],
+        "stopped": "the hook reported no tuning: the job ended before its first timed steps, or never imported torch",
+    }
+    return {**section, "allow_semantics_change": allow_semantics}

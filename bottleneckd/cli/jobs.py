@@ -18,18 +18,6 @@ if TYPE_CHECKING:
     from bottleneckd.outputs.metrics_server import WebConfig
 
 
-def tuned(events: list, allow_semantics: bool) -> dict:
-    """The report's ``tune`` section from the hook's events (advice/tune.py), or why it has none."""
-    from bottleneckd.advice.tune import tune_section
-
-    section = tune_section(e.to_json() for e in events) or {
-        "outcomes": [],
-        "change_in_code": [],
-        "stopped": "the hook reported no tuning: the job ended before its first timed steps, or never imported torch",
-    }
-    return {**section, "allow_semantics_change": allow_semantics}
-
-
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--no-inject", is_flag=True, help="Do not install the step-phase instrumentation in the job.")
 @click.option("--live", is_flag=True, help="One screen redrawn each interval (plain lines when not a terminal).")
@@ -155,8 +143,6 @@ def run(
     )
     run = job.side.run
     extra = {"command": list(command), "exit_code": job.code, **job.extra}
-    if tune:
-        extra["tune"] = tuned(run.events(), allow_semantics_change)
     doc = run.report(extra=extra, energy=True, grid_intensity=grid_intensity, base=job.node_report)
     print_report(doc, report_json, force)
     if report_html:

@@ -243,6 +243,10 @@ def run_job(
             "stacks_note": stacks_note or (stacks.error if stacks is not None and not stacks.samples_total else None),
         }
     }
+    if tune:
+        from bottleneckd.advice.tune import tune_report
+
+        extra["tune"] = tune_report((e.to_json() for e in side.run.events()), tune == "semantics")
     if joined:
         extra["node_sidecar"] = joined
     node = read_report_file(joined) if joined else None  # the node sidecar's view of every rank
