@@ -98,7 +98,14 @@ def amdahl(p: float, s: float) -> float:
 
 
 def loader_step(
-    step: float, d: float, workers: float, per_batch_cpu: float, cores_now: float, idle: float, new: float
+    step: float,
+    d: float,
+    workers: float,
+    per_batch_cpu: float,
+    cores_now: float,
+    idle: float,
+    new: float,
+    fair: float | None = None,
 ) -> float:
     """Step time with ``new`` DataLoader workers (the loader pipeline model).
 
@@ -107,19 +114,38 @@ def loader_step(
     b = W T of wall time per batch; with W = 0 the loading runs in the training thread during the
     data wait, b = d T. A batch costs c seconds of CPU (``per_batch_cpu``). With W' workers the
     pool delivers at most W'/b batches per second (concurrency: more batches in flight hide latency)
-    and at most (C + I)/c (the cores it can have: the ``cores_now`` the loading uses, plus the
-    ``idle`` ones). T' = max(Tc, 1 / min(W'/b, (C + I)/c)).
+    and at most K/c by CPU, K the cores it can have: the ``cores_now`` the loading uses plus the
+    ``idle`` ones, or, on cores crowded with runnable threads, its ``fair`` share of them (``fair_share``)
+    when that is more. T' = max(Tc, 1 / min(W'/b, K/c)).
 
     Assumptions: a batch's work does not change; the new workers do not slow the training thread
-    (true while idle cores remain); prefetching keeps the queue full."""
+    (true while idle cores remain, or while it mostly waits for data); prefetching keeps the queue full."""
     tc = step * (1.0 - d)
     b = workers * step if workers >= NO_WORKERS else d * step
     if b <= 0:
         return step
     rate = new / b
     if per_batch_cpu > 0:
-        rate = min(rate, (cores_now + idle) / per_batch_cpu)
+        reach = max(cores_now + idle, fair or 0.0)
+        rate = min(rate, reach / per_batch_cpu)
     return min(step, max(tc, 1.0 / rate)) if rate > 0 else step
+
+
+def fair_share(cores: float | None, idle: float, per_thread: float, loading: float, new: float) -> float | None:
+    """Cores ``new`` CPU-bound loader workers get when the scheduler gives every runnable thread an
+    equal share (Linux CFS at equal weights): the job's loading threads (``loading`` of them, each
+    getting ``per_thread`` of a core now) and everything else busy on the ``cores - idle`` cores
+    count as (cores - idle) / per_thread such threads; with the loading moved to ``new`` workers
+    there are that many less ``loading`` plus ``new``, each getting cores / threads (at most one).
+
+    On cores crowded by other processes each new worker takes a share as the others do: one demo
+    loader worker at a third of a core beside other processes gained x2.12 with a second (measured,
+    issue 20), which "cores used now plus idle ones" put at x1.05. On cores the job's own workers fill,
+    a further worker takes nothing new: 2 workers at 0.95 of a core each, 3 get 1.97 cores, not 1.9."""
+    if cores is None or per_thread <= 0:
+        return None
+    threads = max(cores - idle, 0.0) / per_thread - loading + new
+    return new * min(1.0, cores / threads) if threads > 0 else None
 
 
 def roofline_time(flops: float, nbytes: float, peak: float, bandwidth: float) -> float:
@@ -235,13 +261,16 @@ def more_workers(i: StepInputs, new: float | None = None) -> Prediction:
         return unknown(m, f"{new:g} workers is not more than the {w:g} running")
     idle = i.idle_cores
 
+    # the threads that stop loading: the workers, or the training thread's data-wait share of itself
+    fair = fair_share(i.cores, idle, u, w if w >= NO_WORKERS else d.value, new)
+
     def speed(x: float) -> float:
         x = min(x, MAX_SHARE)
         cpu, cores = (u * w * i.step, u * w) if w >= NO_WORKERS else (x * i.step * u, x * u)
         # a loader that waits (latency) needs next to no CPU: only how many batches are in flight
         # limits it. Capping it by the cores it uses now plus the idle ones predicted no gain on a
         # busy machine (idle 0) for a 0 -> 2 worker change run --tune measured at x2.17
-        return i.step / loader_step(i.step, x, w, cpu if cpu_bound else 0.0, cores, idle, new)
+        return i.step / loader_step(i.step, x, w, cpu if cpu_bound else 0.0, cores, idle, new, fair)
 
     per = (u * w if w >= NO_WORKERS else d.value * u) * i.step
     kind = "CPU-bound" if cpu_bound else "waiting (latency)"
@@ -251,7 +280,12 @@ def more_workers(i: StepInputs, new: float | None = None) -> Prediction:
         speed(d.low),
         speed(d.high),
         f"{w:g} -> {new:g} workers; data wait {d.value:.0%} of a {i.step * 1e3:.1f} ms step; loader {kind} "
-        f"({per * 1e3:.1f} ms CPU per batch), {idle:.2f} free cores",
+        f"({per * 1e3:.1f} ms CPU per batch), {idle:.2f} free cores"
+        + (
+            f", {fair:.2f} cores as a fair share of crowded ones"
+            if cpu_bound and fair and fair > u * max(w, 1.0) + idle
+            else ""
+        ),
     )
 
 

@@ -61,6 +61,8 @@ class StepInputs:
     #: cores free for more work: neither used nor wanted by the job's threads (usable - busy -
     #: waiting), and not busy with other processes (the host's idle share of its cores)
     idle_cores: float | None = None
+    #: cores the job may use (affinity, quota; else the host's): with idle_cores, how crowded they are
+    cores: float | None = None
     flops_per_step: float | None = None
     bytes_per_step: float | None = None  # operand bytes per step
     compute_seconds: float | None = None  # seconds per step of the phases the roofline counted
@@ -162,6 +164,7 @@ def step_inputs(
         main_demand=None if cpu.main is None else max(cpu.main, cpu.main_demand or 0.0),
         worker_demand=None if cpu.worker_max is None else cpu.worker_hot,
         idle_cores=idle,
+        cores=cpu.cores,
         flops_per_step=flops,
         bytes_per_step=nbytes,
         compute_seconds=compute_s,
