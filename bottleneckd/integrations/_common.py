@@ -19,12 +19,21 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from bottleneckd.model.resources import Phase
 from bottleneckd.model.throughput import Throughput, measure, peak_of_report, tokens_per_example
 
 log = logging.getLogger("bottleneckd.integrations")
 
 #: phase shares logged as metrics (prefix ``bottleneck/``)
-LOGGED_PHASES = ("data_wait", "transfer", "forward", "backward", "optimizer", "communication", "other")
+LOGGED_PHASES: tuple[str, ...] = (
+    Phase.DATA_WAIT,
+    Phase.TRANSFER,
+    Phase.FORWARD,
+    Phase.BACKWARD,
+    Phase.OPTIMIZER,
+    Phase.COMMUNICATION,
+    Phase.OTHER,
+)
 #: seconds a log reuses the last sidecar report for its verdict and peak: asking an in-process
 #: sidecar samples the machine (tens of ms on this VM), too much for every log of a fast loop;
 #: every epoch end asks afresh

@@ -28,16 +28,18 @@ from typing import Any
 import torch
 from torch.autograd import profiler as _profiler
 
+from bottleneckd.model.resources import Phase
+
 log = logging.getLogger("bottleneckd.torch")
 
 PREFIX = "bottleneckd."
 #: the mark that starts each phase's range ("step_end" closes the open one)
 STARTS: dict[str, str] = {
-    "step_start": "data_wait",
-    "data_ready": "transfer",
-    "forward_start": "forward",
-    "forward_end": "backward",
-    "optimizer_start": "optimizer",
+    "step_start": Phase.DATA_WAIT,
+    "data_ready": Phase.TRANSFER,
+    "forward_start": Phase.FORWARD,
+    "forward_end": Phase.BACKWARD,
+    "optimizer_start": Phase.OPTIMIZER,
 }
 
 

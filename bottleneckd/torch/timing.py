@@ -13,6 +13,7 @@ import time
 from array import array
 from dataclasses import dataclass
 
+from bottleneckd.model.resources import Phase
 from bottleneckd.torch.clock_phases import PHASE_KEYS, Step, phases_of, phases_of_marks
 from bottleneckd.torch.cuda_clock import CudaClock
 
@@ -20,7 +21,7 @@ __all__ = ["PHASE_KEYS", "SLOTS", "CudaClock", "HostClock", "Step", "StepMarks"]
 
 SLOTS = ("step_start", "data_ready", "forward_start", "forward_end", "optimizer_start", "step_end")
 _NO_SEG = (0.0,) * len(PHASE_KEYS)
-_FWD, _BWD, _OPT = PHASE_KEYS.index("forward"), PHASE_KEYS.index("backward"), PHASE_KEYS.index("optimizer")
+_FWD, _BWD, _OPT = PHASE_KEYS.index(Phase.FORWARD), PHASE_KEYS.index(Phase.BACKWARD), PHASE_KEYS.index(Phase.OPTIMIZER)
 #: a finished step in the clock's buffer: its six SLOTS timestamps (0.0: not marked; perf_counter is
 #: CLOCK_MONOTONIC, never 0 after boot), the seconds in blocking collectives, and 1.0 when its wall
 #: starts at its own step_start (the first step, after a reset or a dropped step)
