@@ -56,8 +56,16 @@ def sharded_compute_dtype(model: torch.nn.Module) -> str | None:
     return None
 
 
+#: whether autocast is on for any device: one C call with no argument to parse. The per-device
+#: query parses the device string each call (436 ns here against 150 ns) and, run once per step
+#: between the model's kernels, touches more cold memory (issue 23: the hook's in-situ cost)
+_any_autocast = getattr(torch._C, "_is_any_autocast_enabled", None)
+
+
 def autocast_now(device_type: str) -> str | None:
     """autocast's dtype when autocast is on for ``device_type`` right now (C calls, no sync)."""
+    if _any_autocast is not None and not _any_autocast():
+        return None  # off everywhere: the common case, one cheap call
     try:
         if not torch.is_autocast_enabled(device_type):
             return None

@@ -220,7 +220,7 @@ class Watcher:
         if args:
             first = args[0]
             if isinstance(first, _Tensor) and (dim := first.dim()) > 0:
-                rows = first.size(0)
+                rows = first.size(0)  # not shape[0]: faster, but it makes a torch.Size (a tuple) each step
                 st.examples += rows
                 if dim == 2 and first.dtype in TOKEN_DTYPES:  # token ids: batch x sequence
                     st.tokens += first.numel()
