@@ -50,7 +50,7 @@ SETTLE_STEPS = 8
 PLAN_POLL_SECONDS = 2.0
 #: one trial may take at most this long (2 x BLOCKS blocks and their warm-ups); slower steps: stop
 MAX_TRIAL_SECONDS = float(os.environ.get("BOTTLENECKD_TUNE_MAX_TRIAL_SECONDS", "300"))
-#: a latency-bound loader that won with more workers is tried again with twice as many, this often
+#: a loader that won with more workers is tried again with twice as many, this often
 MAX_ESCALATIONS = 2
 #: after a trial is decided the next one waits until the sidecar's window holds only steps run with
 #: what was kept: the window's span (the report's period, WINDOW_SAMPLES ticks: 5 s at 1 Hz) plus
@@ -224,9 +224,13 @@ class Tuner:
         self._settled = self._w.steps
         self._decided_at = time.monotonic()
         self._record(outcome(cand, t, "kept" if t.kept else "reverted", why))
-        if t.kept and cand.recommendation == "hide_loader_latency" and self.escalations < MAX_ESCALATIONS:
-            self.escalations += 1  # waiting on latency: twice as many batches in flight again, once fresh
-            n = int(cand.params["num_workers"]) * LATENCY_WORKERS_FACTOR
+        workers = cand.params.get("num_workers") if cand.hook == "dataloader_settings" else None
+        if t.kept and isinstance(workers, int) and self.escalations < MAX_ESCALATIONS:
+            # more workers won: twice as many again, once the window shows the job with these (a
+            # latency-bound loader kept 0 -> 1 at x1.03 and was left there: the recommendations skip
+            # DataLoader settings once they are applied). A trial that does not win is reverted
+            self.escalations += 1
+            n = max(workers + 1, workers * LATENCY_WORKERS_FACTOR)
             self._escalation = Candidate(cand.hook, cand.recommendation, {**cand.params, "num_workers": n}, False)
 
     # --- the end --------------------------------------------------------------------------------
