@@ -283,7 +283,7 @@ def more_workers(i: StepInputs, new: float | None = None) -> Prediction:
         f"({per * 1e3:.1f} ms CPU per batch), {idle:.2f} free cores"
         + (
             f", {fair:.2f} cores as a fair share of crowded ones"
-            if cpu_bound and fair and fair > u * max(w, 1.0) + idle
+            if cpu_bound and fair and fair > per / i.step + idle  # more than the loading's cores now plus idle
             else ""
         ),
     )
