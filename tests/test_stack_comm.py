@@ -5,8 +5,12 @@ those are small. Figures from ddp_spawn on the 2-core VM (rules/stack_comm.py's 
 
 from __future__ import annotations
 
+import pytest
+
 from bottleneckd.diagnosis.classify import classify
+from bottleneckd.diagnosis.rules.communication import FULL_SHARE
 from bottleneckd.diagnosis.rules.stack_comm import stack_comm
+from bottleneckd.diagnosis.thresholds import SHARED_COMM_HIGH
 from bottleneckd.model.resources import UNDETERMINED
 from tests.windows import HOST, NO_PEAKS, job, window
 
@@ -33,6 +37,22 @@ def test_the_same_job_under_no_sync_is_compute_not_undetermined():
     shares = {"forward": 0.25, "backward": 0.55, "optimizer": 0.12, "communication": 0.05, "other": 0.03}
     v = verdict(fig, {**STACK_DDP, "compute_idle_share": 0.0}, shares)
     assert v.resource == "cpu_compute" and v.stage == "compute", v
+
+
+def test_below_the_shared_threshold_only_the_exposed_part_counts_against_compute():
+    # ddp_compute under attach (eval run of 2026-12-02): 2 gloo ranks whose half batch proved the
+    # compute (x1.72); waiting 18% of all samples, collectives 3%, gloo threads 7% of the ranks'
+    # CPU on full cores: 27% with the overlapped part, under SHARED_COMM_HIGH, so as under `run`
+    # only the exposed 21% counts, and compute (the rest of the step) is named
+    full = {**HOST, "cpu_compute/host/cores": 2.0, **job(1.9, 0.9, ranks=2, usable=2.0, waiting=0.2)}
+    fig = {**full, "cpu_compute/job/rank_busy_cores": 0.95, "cpu_compute/job/comm_thread_cores": 0.067}
+    shares = {"forward": 0.16, "backward": 0.81, "communication": 0.03}
+    facts = {**STACK_DDP, "compute_idle_share": 0.19}
+    sc = stack_comm(window(fig, shares, facts))
+    assert sc is not None and sc.shares_cores and sc.share < SHARED_COMM_HIGH <= sc.share + 0.1
+    v = verdict(fig, facts, shares)
+    assert (v.resource, v.stage) == ("cpu_compute", "compute"), v
+    assert ("inter_gpu_interconnect", pytest.approx(sc.exposed / FULL_SHARE, abs=0.01)) in v.secondary, v.secondary
 
 
 def test_without_the_waiting_figure_it_stays_undetermined():

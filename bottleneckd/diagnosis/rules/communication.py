@@ -71,9 +71,12 @@ def _comm_case(w: WindowStats, peaks: PeakTable | None = None) -> CommCase:
     cost = comm_cost(w)
     sc = stack_comm(w)
     if sc is not None:  # attach on a DDP job: the reducer's wait and the backend's threads, from stacks
-        share = sc.share if sc.shares_cores else sc.exposed
-        base_ev = [f"gradient communication about {pct(share)} of the step (from stack samples)", *sc.describe()]
-        shared = sc.shares_cores and share >= SHARED_COMM_HIGH
+        # as with the hook's timing: the overlapped part counts only at SHARED_COMM_HIGH and above
+        # (below it compute is the larger cost); otherwise the exposed part alone
+        shared = sc.shares_cores and sc.share >= SHARED_COMM_HIGH
+        share = sc.share if shared else sc.exposed
+        part = "" if shared or not sc.overlapped else ", the exposed part"
+        base_ev = [f"gradient communication about {pct(share)} of the step (from stack samples{part})", *sc.describe()]
         base = min(1.0, SHARED_BASE + share * SHARED_PER_SHARE if shared else share / FULL_SHARE)
         base = base if share >= COMM_HIGH else 0.0
     elif cost is not None and cost.shares_cores and cost.share >= SHARED_COMM_HIGH and cost.share > (share or 0.0):
