@@ -311,3 +311,34 @@ def test_the_job_s_own_reads_asked_for_versus_fetched_from_the_block_layer(tmp_p
         assert got["read_bytes_per_second"] == 0.0 and got["launcher_bytes_per_second"] == 0.0
     finally:
         stop(job)
+
+
+def _thread(pid: int, frames: list[dict], active: bool) -> list[dict]:
+    """py-spy's ``dump --json`` of a process with only its main thread."""
+    return [{"pid": pid, "thread_name": "MainThread", "os_thread_id": pid, "active": active, "frames": frames}]
+
+
+def test_a_child_followed_while_the_job_waited_is_left_when_the_job_trains():
+    # attached while torch.compile waited on its compile workers: the busiest Python child was
+    # followed; once the job's own main thread runs forward, the sampler goes back to it
+    from bottleneckd.samplers.stacks import StackSampler
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        idle_child = _thread(child.pid, [f("wait", "threading.py"), f("main", "compile_worker/__main__.py")], False)
+        forward = [
+            f("Linear.forward", "torch/nn/modules/linear.py"),
+            f("Module._call_impl", "torch/nn/modules/module.py"),
+            f("main", "train.py"),
+        ]
+        joins = [f("ProcessContext.join", "torch/multiprocessing/spawn.py"), f("main", "train.py")]
+        for parent, expected in ((forward, os.getpid()), (joins, child.pid)):
+            s = StackSampler(os.getpid(), py_spy="/bin/true")
+            dumps = {os.getpid(): _thread(os.getpid(), parent, True), child.pid: idle_child}
+            s.dump = lambda pid=None, d=dumps, s=s: d[s.target if pid is None else pid]  # type: ignore[method-assign]
+            s.target, s._dumps = child.pid, 2  # a look for the training process at this dump
+            s._sample_main()
+            assert s.target == expected, parent[0]["name"]
+    finally:
+        child.kill()
+        child.wait()

@@ -222,6 +222,8 @@ class StackSampler:
         idle = phase == Phase.OTHER and waits
         if idle and self._dumps % 4 == 2:  # a launcher waiting on its ranks (found late, or a rank restarted)
             new = training_process(self.target, frames, idle=True)
+            if new == self.target != self.pid and self._attached_trains():
+                new = self.pid  # the child we followed waits while the process attached to trains
             if new != self.target:
                 self.target = new  # follow it to one
                 return
@@ -240,6 +242,16 @@ class StackSampler:
                 self._ops[op] += 1
             self._n += 1
             self.samples_total += 1
+
+    def _attached_trains(self) -> bool:
+        """The process attached to, left for a child while it waited, runs a training phase now:
+        a job attached while ``torch.compile`` waited on its compile workers (the full suite's
+        compiled_mlp, attached 5 s in while it compiled, gave no stack sample of a step in 25 s)."""
+        try:
+            t = main_thread(self.dump(self.pid) or [], self.pid)
+        except (RuntimeError, PermissionError, subprocess.TimeoutExpired, ValueError):
+            return False
+        return t is not None and classify_frames(t.get("frames", [])) not in (Phase.OTHER, STARTUP)
 
     def _sample_worker(self) -> None:
         """One DataLoader worker's stack, in turn: counted under the data stage when it runs code
