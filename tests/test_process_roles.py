@@ -342,3 +342,9 @@ def test_a_child_followed_while_the_job_waited_is_left_when_the_job_trains():
     finally:
         child.kill()
         child.wait()
+    # a child followed that has exited since: back to the process attached to
+    s = StackSampler(os.getpid(), py_spy="/bin/true")
+    s.dump = lambda pid=None: (_ for _ in ()).throw(RuntimeError("Failed to find python version"))  # type: ignore[method-assign]
+    s.target, s._dumps = child.pid, 1
+    s._sample_main()
+    assert s.target == os.getpid() and s.error is None

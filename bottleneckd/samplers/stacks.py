@@ -211,6 +211,9 @@ class StackSampler:
         try:
             d = self.dump()
         except (RuntimeError, PermissionError, subprocess.TimeoutExpired, ValueError) as e:
+            if self.target != self.pid and not psutil.pid_exists(self.target):
+                self.target = self.pid  # the child followed has exited (torch.compile's short-lived helpers)
+                return
             self.error = str(e)
             return
         t = main_thread(d or [], self.target)
@@ -245,8 +248,9 @@ class StackSampler:
 
     def _attached_trains(self) -> bool:
         """The process attached to, left for a child while it waited, runs a training phase now:
-        a job attached while ``torch.compile`` waited on its compile workers (the full suite's
-        compiled_mlp, attached 5 s in while it compiled, gave no stack sample of a step in 25 s)."""
+        a job attached while ``torch.compile`` waited on its Python helper processes (the full
+        suite's compiled_mlp, attached 5 s in while it compiled, gave no stack sample of a step in
+        25 s; a helper seen at 4 s: ``python -c "import sys ..."``, a child of the job)."""
         try:
             t = main_thread(self.dump(self.pid) or [], self.pid)
         except (RuntimeError, PermissionError, subprocess.TimeoutExpired, ValueError):
