@@ -333,6 +333,54 @@ def cache_preprocessing(i: StepInputs) -> Prediction:
     return _amdahl_share("amdahl", i.stage_share((Phase.DATA_WAIT, Phase.FILE_IO)), math.inf, "data wait")
 
 
+def cache_locally(i: StepInputs) -> Prediction:
+    """Serve the data from local RAM (or a local disk that keeps up) where storage limits the loader.
+
+    Between two bounds. The least: the loading keeps the CPU it uses now, c per batch (the workers'
+    cores times the step, or the training thread's busy time beyond the step's own work), and only
+    the wait for the device goes: T' = max(Tc, c / W) with W >= 1 workers, Tc + c with none (Tc =
+    T (1 - d)). That CPU includes the read calls' own, which reading from RAM does not need, so
+    the gain is at least this. The most: the data wait removed (Amdahl, reads that cost nothing).
+    The point is their geometric mean, the middle on a log scale. Measured on the suite's storage
+    jobs served from RAM (docs/eval-results/20261202T0046-cbe6ef09a0.json): x8.79 with 2 workers
+    (bounds x4.6-x26.9, point x11.2), x9.55 with 2 workers (x4.3-x31.2, x11.6), x12.58 with none
+    (x1.95-x23.0, x6.7)."""
+    m = "storage wait removed"
+    d = i.stage_share((Phase.DATA_WAIT, Phase.FILE_IO))
+    if d.high >= MAX_SHARE:
+        return unknown(m, f"data wait is {d.value:.0%} of the step: the time left without it is not measured")
+    w = i.loader_workers
+    if w is None:
+        return unknown(m, "not measured: the DataLoader's workers")
+    if w >= NO_WORKERS:
+        if i.worker_cores is None:
+            return unknown(m, "not measured: the CPU the loader workers use")
+        cpu = i.worker_cores * i.step
+
+        def least_step(x: float) -> float:
+            return max(i.step * (1.0 - x), cpu / w)
+    else:
+        if i.main_cores is None:
+            return unknown(m, "not measured: the training thread's CPU use")
+        main = i.main_cores
+
+        def least_step(x: float) -> float:
+            return i.step * (1.0 - x) + max(0.0, main - (1.0 - x)) * i.step
+
+        cpu = least_step(d.value) - i.step * (1.0 - d.value)
+    least = i.step / least_step(d.value)
+    most = amdahl(d.value, math.inf)
+    return known(
+        m,
+        math.sqrt(least * most),
+        min(least, i.step / least_step(d.low)),
+        amdahl(d.high, math.inf),
+        f"data wait {d.value:.0%} of a {i.step * 1e3:.1f} ms step; at least x{least:.2f} (the loading keeps its "
+        f"{cpu * 1e3:.1f} ms CPU per batch with {w:g} workers), at most x{most:.2f} (the wait removed); "
+        "the point is their geometric mean",
+    )
+
+
 Model = Callable[[StepInputs], Prediction]
 #: the models by knowledge-base id; the others are unknown with the reason in ``NO_MODEL``
 MODELS: dict[str, Model] = {
@@ -348,6 +396,7 @@ MODELS: dict[str, Model] = {
     "evaluate_less_often": lambda i: other_lines(i, "evaluation"),
     "per_step_python_work": lambda i: other_lines(i, "hottest_function"),
     "cache_preprocessing": cache_preprocessing,
+    "cache_locally": cache_locally,
 }
 NO_MODEL = (
     "no model from the measured step (its gain is in how much work it removes): measure it (verify=True, compare)"
