@@ -74,16 +74,21 @@ def test_run_rejects_a_missing_program(cli_env):
 
 
 @pytest.mark.slow
-def test_ctrl_c_stops_the_job_and_the_sidecar_with_a_report(tmp_path, cli_env, plain_job):
+def test_ctrl_c_stops_the_job_and_the_sidecar_with_a_report(tmp_path, cli_env):
+    # Ctrl-C once the job trains: sent at a fixed 6 s, it once reached a job still importing torch
+    # under CI load and was lost there (the job ran on until --grace's SIGTERM: exit 143)
+    job = tmp_path / "train.py"
+    job.write_text(PLAIN_JOB.replace("t0 = time.time()", "print('training', flush=True)\nt0 = time.time()", 1))
     p = subprocess.Popen(
-        [sys.executable, "-m", "bottleneckd.cli", "run", "--quiet", "--", sys.executable, str(plain_job), "60"],
+        [sys.executable, "-m", "bottleneckd.cli", "run", "--quiet", "--", sys.executable, str(job), "60"],
         env=cli_env,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
     )
-    time.sleep(6)
+    assert p.stdout is not None and p.stdout.readline().strip() == "training"
+    time.sleep(2)
     os.killpg(p.pid, signal.SIGINT)  # what the terminal does on Ctrl-C: the whole foreground group
     out, err = p.communicate(timeout=60)
     assert p.returncode in (130, 1), (p.returncode, err[-500:])  # the job's own exit (KeyboardInterrupt or SIGINT)
