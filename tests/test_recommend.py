@@ -115,9 +115,20 @@ def test_never_a_mitigation_already_in_effect_and_a_reverted_one_is_advised_agai
 
 def test_not_applicable_is_not_reported_as_in_effect() -> None:
     v = verdict("inter_gpu_interconnect", stage="communication")
-    facts = IMAGE_JOB.set(ddp=False)
+    facts = IMAGE_JOB.set(ddp=False, world_size=1)
     assert not any(m.id == "less_frequent_sync" for m, _ in skipped(v, KB, facts))
-    assert any(m.id == "less_frequent_sync" and why == "not for ddp=False" for m, why in not_fitting(v, KB, facts))
+    assert any(
+        m.id == "less_frequent_sync" and why.startswith("no data-parallel ranks synchronise gradients here")
+        for m, why in not_fitting(v, KB, facts)
+    )
+
+
+def test_a_loop_that_all_reduces_itself_can_sync_less_often() -> None:
+    """Ranks that all-reduce their gradients without DDP (the suite's communication_bound, proved by
+    skipping the all_reduce): synchronising every k batches fits them too."""
+    v = verdict("inter_gpu_interconnect", stage="communication")
+    facts = IMAGE_JOB.set(ddp=False, world_size=2)
+    assert "less_frequent_sync" in ids(recommend(v, KB, facts, limit=50))
 
 
 def test_machine_facts_unknown_cpu_leaves_bf16_unknown() -> None:

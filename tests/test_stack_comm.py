@@ -65,3 +65,26 @@ def test_a_gpu_job_or_timed_phases_are_not_read_from_stacks():
     fig = {**CONTENDED, "cpu_compute/job/comm_thread_cores": 0.12, "gpu_compute/0/utilization": 0.9}
     assert stack_comm(window(fig, SHARES, {**STACK_DDP, "compute_idle_share": 0.5, "device": "cuda:0"})) is None
     assert stack_comm(window(CONTENDED, SHARES, {"ddp": True, "compute_idle_share": 0.5})) is None  # hook phases
+
+
+def test_attach_predictions_see_the_communication_the_verdict_names():
+    """The what-if inputs under attach carry the reducer's wait as communication (taken from
+    forward/backward) and the backend threads' CPU on full cores as the overlap's cost, so less
+    frequent sync is predicted from the share the evidence states, not from a communication phase
+    the stack samples never hold (it was x1.00 beside "communication about 44% of the step")."""
+    from bottleneckd.advice.predict import less_frequent_sync
+    from bottleneckd.diagnosis.step_inputs import step_inputs
+    from bottleneckd.peaks.resolve import PeakTable
+
+    fig = {**CONTENDED, "cpu_compute/job/rank_busy_cores": 0.4, "cpu_compute/job/comm_thread_cores": 0.12}
+    facts = {**STACK_DDP, "compute_idle_share": 0.23}
+    st = window(fig, SHARES, facts)
+    sc = stack_comm(st)
+    assert sc is not None and sc.overlapped > 0
+    i = step_inputs(st, [], PeakTable(()), facts)
+    assert i is not None
+    assert i.share("communication").value == pytest.approx(SHARES["communication"] + sc.waiting)
+    compute = i.share("forward").value + i.share("backward").value
+    assert compute == pytest.approx(SHARES["forward"] + SHARES["backward"] - sc.waiting)
+    assert i.comm_overlap_cost == pytest.approx(sc.overlapped)
+    assert less_frequent_sync(i).speedup > 1.3

@@ -55,15 +55,16 @@ class Recommendation:
         }
 
 
-def rank_key(r: Recommendation) -> tuple[int, float]:
+def rank_key(r: Recommendation) -> tuple[int, float, float]:
     """Predicted gain per cost first (gain >= MIN_PREDICTED_GAIN), then the unpredicted by score,
-    then those predicted to gain less (tier, then descending value)."""
+    then those predicted to gain less (tier, then descending value); equal gains by score (two
+    mitigations the same hook applies, less frequent sync and accumulation on DDP, predict alike)."""
     p = r.prediction
     if p is None or p.gain is None:
-        return (1, -r.score)
+        return (1, -r.score, 0.0)
     if p.gain >= MIN_PREDICTED_GAIN:
-        return (0, -p.gain * COST_WEIGHT.get(r.mitigation.cost, 0.7))
-    return (2, -p.gain)
+        return (0, -round(p.gain * COST_WEIGHT.get(r.mitigation.cost, 0.7), 6), -r.score)
+    return (2, -p.gain, -r.score)
 
 
 def score(m: Mitigation, weight: float) -> float:

@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from bottleneckd.model.resources import Resource, Stage
+from bottleneckd.model.resources import Phase, Resource, Stage
 from bottleneckd.model.sample import Sample
 
 if TYPE_CHECKING:
@@ -74,6 +74,12 @@ class StepInputs:
     other_lines: dict[str, Share] = field(default_factory=dict)
     other_samples: int = 0
     hottest: str = ""  # that function, as "function (file:line)"
+    #: the all-reduce's part overlapped with backward that still costs the step, as a share of it
+    #: (gloo on a CPU job whose cores are full reduces on the cores backward needs: rules/comm_cost.py);
+    #: 0.0 where the overlap is free, None where the DDP comm hook did not time the communication
+    comm_overlap_cost: float | None = None
+    #: parameters sharded across ranks (FSDP): they are gathered at every forward and backward
+    sharded: bool = False
 
     def share(self, phase: str) -> Share:
         return self.shares.get(phase, Share(0.0, 0.0, 0.0))
@@ -115,7 +121,9 @@ def step_inputs(
     code: CodeProfile | None = None,
 ) -> StepInputs | None:
     """The window's inputs; None when it timed no step (no model can run without the step)."""
+    from bottleneckd.diagnosis.rules.comm_cost import comm_cost
     from bottleneckd.diagnosis.rules.cpu_state import cpu_state
+    from bottleneckd.diagnosis.rules.stack_comm import stack_comm
     from bottleneckd.peaks.select import PATHS, compute_peak
 
     ph = stats.phases
@@ -127,6 +135,9 @@ def step_inputs(
         v = ph.share(k) or 0.0
         lo, hi = phase_range(samples, k) or (v, v)
         shares[k] = Share(v, min(lo, v), max(hi, v))
+    sc = stack_comm(stats)
+    if sc is not None and sc.waiting > 0.0:
+        shares = _waiting_is_communication(shares, sc.waiting)
     cpu = cpu_state(stats)
     idle = None if cpu.busy is None else max(0.0, cpu.cores - cpu.busy - (cpu.waiting or 0.0))
     host_cores = stats.get(Resource.CPU_COMPUTE, "host", "cores")
@@ -154,6 +165,8 @@ def step_inputs(
     else:
         peak, bw = peaks.value(Resource.CPU_COMPUTE, "cpu"), peaks.value(Resource.CPU_MEMORY_BANDWIDTH, "host")
     lines, n, hottest = other_code(code)
+    comm = comm_cost(stats)
+    overlap = comm.overlapped_share if comm is not None else (sc.overlapped if sc is not None else None)
     return StepInputs(
         step=ph.wall_seconds / ph.steps,
         shares=shares,
@@ -174,7 +187,25 @@ def step_inputs(
         other_lines=lines,
         other_samples=n,
         hottest=hottest,
+        comm_overlap_cost=overlap,
+        sharded=bool(facts.get("fsdp")),
     )
+
+
+def _waiting_is_communication(shares: dict[str, Share], waiting: float) -> dict[str, Share]:
+    """Attach on a DDP job: the stack samples in which the main thread waited inside forward or
+    backward (the reducer waiting for its all-reduce, rules/stack_comm.py) are the step's exposed
+    communication, as the hook's comm timing makes them; taken from forward and backward in
+    proportion to their shares."""
+    compute = (Phase.FORWARD, Phase.BACKWARD)
+    total = sum(shares[k].value for k in compute if k in shares)
+    if total <= 0.0:
+        return shares
+    keep = max(0.0, 1.0 - waiting / total)
+    out = {k: (Share(v.value * keep, v.low * keep, v.high * keep) if k in compute else v) for k, v in shares.items()}
+    c = out.get(Phase.COMMUNICATION, Share(0.0, 0.0, 0.0))
+    out[Phase.COMMUNICATION] = Share(c.value + waiting, c.low + waiting, c.high + waiting)
+    return out
 
 
 def _workers(counted: float | None, facts: Mapping[str, Any]) -> float | None:
