@@ -17,7 +17,7 @@ from torch import nn  # noqa: E402
 from bottleneckd.torch import watch  # noqa: E402
 
 #: memory blocks the watched step path may keep per step between two reports, beyond the bare
-#: loop's. Measured 0.00-0.03 after issue 23 (each finished step is 8 doubles in one array); the
+#: loop's. Measured 0.00-0.03 after issue 23 (each finished step is 9 doubles in one array); the
 #: step records before it kept 6.8 blocks per step (a frozen dataclass, a tuple and a list of
 #: floats per step until the report). The tolerance covers the array's and the dicts' growth.
 MAX_BLOCKS_PER_STEP = 0.25
@@ -33,9 +33,11 @@ MAX_BLOCKS_PER_STEP = 0.25
 MAX_GEN0_AT_THRESHOLD_1_PER_STEP = 1.5
 REPORT_STEPS = 300  # about the default half second at the overhead benchmark's ~1.5 ms step
 #: Python-level calls our step path adds per step (loader, forward wrapper, optimizer hooks and
-#: the report's per-step share). Measured 24 after issue 23 (40 before it, 27 with torch.compiler's
-#: disable wrappers eagerly in the forward, 25 with the trial history fed one step at a time).
-MAX_PY_CALLS_PER_STEP = 26
+#: the report's per-step share). Measured 9.3 with the hot path (hot_path.py: the timed iterator,
+#: its fetch, the forward wrapper with torch.compiler.is_compiling's two frames, the two step hooks
+#: and the report's share), 24 before it (40 before issue 23, 27 with torch.compiler's disable
+#: wrappers eagerly in the forward, 25 with the trial history fed one step at a time).
+MAX_PY_CALLS_PER_STEP = 11
 
 
 class _Null(nn.Module):
@@ -100,7 +102,7 @@ def test_the_step_path_keeps_no_object_per_step_between_reports():
     try:
         it = iter(w.dataloader)
         watched = _blocks_per_step(steps, it, n)
-        assert w.steps >= n and len(w.clock.buf) == 8 * (n + 50)  # every step timed, none reported yet
+        assert w.steps >= n and len(w.clock.buf) == 9 * (n + 50)  # every step timed, none reported yet
         w.flush()
     finally:
         w.close()
@@ -222,3 +224,39 @@ def test_the_overhead_benchmark_reports_no_figure_when_the_load_changed(monkeypa
     assert bw.overhead(blocks=2, steps=3, settle=1) == 0
     out = capsys.readouterr().out
     assert "watched minus bare, per pair: median" in out and "95% CI" in out and "low tails" in out
+
+
+def test_a_plain_loop_takes_the_hot_path_and_leaves_it_when_something_needs_the_full_one():
+    """hot_path.py: after the first steps a plain loop's steps take the fast path (its marks and
+    counts match the full path's: the rest of this suite runs on it); a mitigation applied, a
+    public mark, autocast switched on and a second batch before the optimizer step each send the
+    next step to the full path, which takes it back when nothing is left that needs it."""
+    from bottleneckd.torch.hot_path import PLAIN
+
+    n = 40
+    model, opt, data, steps = _loop(n)
+    w = _watched(model, opt, data)
+    try:
+        it = iter(w.dataloader)
+        steps(it, 5)
+        assert w.hot[PLAIN] == 1 and w.steps == 5
+        w.mark("forward_end")  # a framework's own mark
+        assert w.hot[PLAIN] == 0
+        steps(it, 2)
+        assert w.hot[PLAIN] == 1
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            steps(it, 1)
+        assert w.facts["autocast_dtype"] == "bfloat16"  # seen: the step took the full path
+        steps(it, 1)
+        assert "autocast_dtype" not in w.facts or w.facts["autocast_dtype"] is None
+        xb, _ = next(it)
+        model(xb)
+        xb, _ = next(it)  # accumulation by hand: a second batch before the optimizer step
+        assert w.hot[PLAIN] == 0
+        model(xb)
+        opt.step()
+        assert w.steps == 10
+        w.apply("channels_last")  # a mitigation applied: the engine changed
+        assert w.hot[PLAIN] == 0
+    finally:
+        w.close()

@@ -134,7 +134,7 @@ def test_finished_steps_are_kept_unboxed_and_read_back_as_typed_records(clock):
     c, t = clock
     step(c, t, forward=0.001)
     step(c, t, forward=0.002, gap=0.001)
-    assert len(c.buf) == 2 * 8 and c.buf.typecode == "d"
+    assert len(c.buf) == 2 * 9 and c.buf.typecode == "d"
     first, second = c.finished()
     assert isinstance(first, timing.StepMarks) and len(first.marks) == len(timing.SLOTS)
     assert first.own_start and not second.own_start  # the first step's wall starts at its own data request

@@ -12,6 +12,7 @@ from torch import nn  # noqa: E402
 from torch.utils.data import DataLoader, Dataset, TensorDataset  # noqa: E402
 
 from bottleneckd.torch import watch  # noqa: E402
+from bottleneckd.torch.hot_path import DEPTH  # noqa: E402
 from bottleneckd.torch.roofline import OperandBytes  # noqa: E402
 
 
@@ -258,7 +259,7 @@ def test_an_optimizer_step_inside_another_is_one_step(tmp_path, how):
         for x, y in loader:
             step(model, opt, x, y)
         assert [r.steps for r in w.epoch_reports] == [4]
-        assert w.optimizer_calls == 4 and w._step.opt_depth == 0
+        assert w.optimizer_calls == 4 and w.hot[DEPTH] == 0
     finally:
         w.close()
 
@@ -286,6 +287,6 @@ def test_a_step_that_raised_does_not_hide_the_steps_after_it(tmp_path):
         opt.fail = False
         for _ in range(3):
             step(model, opt, x, y)
-        assert w.epoch_end().steps == 4 and w._step.opt_depth == 0
+        assert w.epoch_end().steps == 4 and w.hot[DEPTH] == 0
     finally:
         w.close()

@@ -9,6 +9,7 @@ starts. ``send_due`` and ``epoch_due`` then say which."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 _NEVER = float("inf")
 
@@ -23,9 +24,17 @@ class Cadence:
         "steps_at_epoch",
         "due_at",
         "due_step",
+        "mirror",
     )
 
-    def __init__(self, report_every: float, every_steps: int | None, every_seconds: float | None) -> None:
+    def __init__(
+        self,
+        report_every: float,
+        every_steps: int | None,
+        every_seconds: float | None,
+        mirror: Callable[[float, float], None] | None = None,
+    ) -> None:
+        self.mirror = mirror  # told the due time and step whenever they change (the hot path's copy)
         self.report_every = report_every
         self.every_steps, self.every_seconds = every_steps, every_seconds
         self.last_send = self.last_epoch = time.perf_counter()
@@ -39,6 +48,8 @@ class Cadence:
             at = min(at, self.last_epoch + self.every_seconds)
         self.due_at = at
         self.due_step = self.steps_at_epoch + self.every_steps if self.every_steps else _NEVER
+        if self.mirror is not None:
+            self.mirror(self.due_at, self.due_step)
 
     def due(self, now: float, steps: int) -> bool:
         """Anything due (a report or an epoch end) at this step."""

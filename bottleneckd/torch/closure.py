@@ -19,7 +19,6 @@ class StepState:
     """What the hot path keeps about the step in progress."""
 
     __slots__ = (
-        "examples",
         "step_examples",
         "tokens",
         "token_rows",
@@ -28,11 +27,9 @@ class StepState:
         "closure_fact",
         "input_probed",
         "in_closure",
-        "opt_depth",
     )
 
     def __init__(self) -> None:
-        self.examples = 0
         self.step_examples = array("q")  # per ended step, until drained (no object kept per step)
         # token ids seen at forward starts (integer inputs of shape batch x sequence) and their rows,
         # both counted since the start: consumers take differences (tokens per example)
@@ -43,22 +40,6 @@ class StepState:
         self.in_closure = False  # inside a closure whose forward the clock does not time apart (CUDA)
         self.closure_fact: bool | None = None
         self.input_probed = False
-        # optimizer steps in progress: one inside another (a subclass's step calling super().step(),
-        # SAM's or Lookahead's base optimizer) runs the step hooks again; only the outermost counts
-        self.opt_depth = 0
-
-    def optimizer_entered(self) -> bool:
-        """``optimizer.step()`` was entered; False for a step inside another one."""
-        self.opt_depth += 1
-        return self.opt_depth == 1
-
-    def optimizer_returned(self) -> bool:
-        """``optimizer.step()`` returned; False for a step inside another one (the outer goes on)."""
-        if self.opt_depth > 1:
-            self.opt_depth -= 1
-            return False
-        self.opt_depth = 0
-        return True
 
     def take_examples(self, n: int) -> list[int]:
         """The example counts of the ``n`` oldest ended steps (those the clock just drained)."""

@@ -96,6 +96,8 @@ def _install(cls: Any) -> None:
     @functools.wraps(begin)
     def capture_begin(self: Any, *args: Any, **kwargs: Any) -> Any:
         STATE.capturing = self
+        for w in list(_watchers):
+            w.unplain()  # nothing is timed while capturing: the watchers' full path knows (hot_path.py)
         try:
             return begin(self, *args, **kwargs)
         except BaseException:

@@ -15,6 +15,8 @@ from typing import Any
 
 import torch
 
+from bottleneckd.torch import hot_path
+
 
 class _Unwrap:
     def __init__(self, module: torch.nn.Module, forward: Any) -> None:
@@ -33,22 +35,12 @@ def _not_compiled(fn: Any) -> Any:
     return disable(fn, recursive=True) if disable is not None else fn
 
 
-def _never() -> bool:
-    return False
-
-
-#: True only while dynamo traces (it reads this call as a constant); eagerly, one cheap call. A
-#: function wrapped by ``torch.compiler.disable`` costs ~1.5 us a call eagerly (it switches the
-#: frame evaluator off and on: 8 C calls and 3 Python frames), so the wrapped edges are taken only
-#: when tracing (issue 23: measured with scripts/bench_hook_counts.py).
-_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", _never)
-
-
 def wrap_forward(w: Any, module: torch.nn.Module) -> _Unwrap:
     original = module.forward
 
     @_not_compiled
     def start(args: tuple) -> None:
+        w.unplain()  # traced: every step takes the full path
         if w.enabled:
             try:
                 w.forward_start(args)
@@ -69,41 +61,15 @@ def wrap_forward(w: Any, module: torch.nn.Module) -> _Unwrap:
         end()
         return out
 
-    def forward(*args: Any, **kwargs: Any) -> Any:
-        if _is_compiling():
-            return traced(*args, **kwargs)
-        if w.enabled:
-            try:
-                w.forward_start(args)
-            except Exception as e:  # noqa: BLE001 - our failure never breaks the step
-                w.disable(f"{type(e).__name__}: {e}")
-        out = original(*args, **kwargs)
-        if w.enabled:
-            try:
-                w.forward_end()
-            except Exception as e:  # noqa: BLE001
-                w.disable(f"{type(e).__name__}: {e}")
-        return out
-
+    forward = hot_path.forward_wrapper(w, w.hot_cur, original, traced)
     module.forward = forward  # type: ignore[method-assign]
     return _Unwrap(module, forward)
 
 
 def optimizer_hooks(w: Any, optimizer: torch.optim.Optimizer) -> list[Any]:
-    def pre(_opt: Any, args: tuple, kwargs: dict) -> Any:
-        if w.enabled:
-            try:
-                return w.before_optimizer_step(args, kwargs)
-            except Exception as e:  # noqa: BLE001
-                w.disable(f"{type(e).__name__}: {e}")
-        return None
-
-    def post(_opt: Any, _args: tuple, _kwargs: dict) -> None:
-        try:
-            w.after_optimizer_step()
-        except Exception as e:  # noqa: BLE001
-            w.disable(f"{type(e).__name__}: {e}")
-
+    """torch's step pre- and post-hooks: hot_path.py's, which call the watcher's full entry points
+    (``full_before_optimizer_step``, ``full_after_optimizer_step``) off the fast path."""
+    pre, post = w.fast_optimizer  # hot_path.optimizer_marks
     return [optimizer.register_step_pre_hook(pre), optimizer.register_step_post_hook(post)]
 
 

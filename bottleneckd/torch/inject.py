@@ -23,6 +23,7 @@ from torch.utils.data import DataLoader
 from bottleneckd.torch import cuda_graphs, probe
 from bottleneckd.torch.collectives import wrap_collectives
 from bottleneckd.torch.hooks import wrap_forward
+from bottleneckd.torch.hot_path import DEPTH
 from bottleneckd.torch.loader import LiveLoader, timed
 from bottleneckd.torch.timing import CudaClock
 from bottleneckd.torch.watch import Watcher
@@ -95,8 +96,11 @@ class GlobalWatcher(Watcher):
         return self.before_optimizer_step(args, kwargs)
 
     def _opt_post(self, *_: Any) -> None:
-        if not self._step.optimizer_returned():
+        hot = self.hot
+        if hot[DEPTH] > 1:
+            hot[DEPTH] -= 1
             return  # an optimizer step inside another returned: the outer one counts
+        hot[DEPTH] = 0
         self._depth = 0
         self._end_step()
         if self.root is None and self._candidates:

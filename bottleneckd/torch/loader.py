@@ -14,7 +14,7 @@ least one step (a ``break``, an ``islice``): the next step then belongs to a new
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
 from bottleneckd.torch import loader_switch
@@ -25,10 +25,9 @@ class LoaderEvents(Protocol):
 
     echo: int  # each batch is handed out this many times (data echoing)
     enabled: bool
-
-    def batch_requested(self) -> None: ...  # mark("step_start"), without the label's dispatch
-
-    def batch_ready(self) -> None: ...  # mark("data_ready")
+    batch_requested: Callable[[], None]  # mark("step_start"), without the label's dispatch (hot_path.py)
+    batch_ready: Callable[[], None]  # mark("data_ready")
+    fetch_batch: Callable[[Callable[[], Any]], Any]  # both marks around the loader's next() (hot_path.py)
 
     def unmark(self, label: str) -> None: ...
 
@@ -40,12 +39,13 @@ class LoaderEvents(Protocol):
 class TimedIterator:
     """Wraps the loader's iterator: times ``next()``; repeats a batch ``echo`` times."""
 
-    __slots__ = ("_next", "_it", "_ev", "_batch", "_left", "_steps0", "_over", "__weakref__")
+    __slots__ = ("_next", "_it", "_ev", "_fetch", "_batch", "_left", "_steps0", "_over", "__weakref__")
 
     def __init__(self, it: Iterator, events: LoaderEvents) -> None:
         self._it = it
         self._next = it.__next__
         self._ev = events
+        self._fetch = events.fetch_batch
         self._batch: Any = None
         self._left = 0
         self._steps0 = events.steps_done()
@@ -61,23 +61,22 @@ class TimedIterator:
         return getattr(self._it, name)
 
     def __next__(self) -> Any:
-        ev = self._ev
         if self._left:
             self._left -= 1
-            ev.batch_requested()
-            ev.batch_ready()
-            return self._batch
-        ev.batch_requested()
+            return self._fetch(self._echoed)
         try:
-            batch = self._next()
+            batch = self._fetch(self._next)
         except StopIteration:
-            ev.unmark("step_start")
+            self._ev.unmark("step_start")
             self._end(True)
             raise
-        ev.batch_ready()
-        if ev.echo > 1:
-            self._batch, self._left = batch, ev.echo - 1
+        echo = self._ev.echo
+        if echo > 1:
+            self._batch, self._left = batch, echo - 1
         return batch
+
+    def _echoed(self) -> Any:
+        return self._batch
 
     def _end(self, exhausted: bool) -> None:
         if self._over:

@@ -23,9 +23,11 @@ SLOTS = ("step_start", "data_ready", "forward_start", "forward_end", "optimizer_
 _NO_SEG = (0.0,) * len(PHASE_KEYS)
 _FWD, _BWD, _OPT = PHASE_KEYS.index(Phase.FORWARD), PHASE_KEYS.index(Phase.BACKWARD), PHASE_KEYS.index(Phase.OPTIMIZER)
 #: a finished step in the clock's buffer: its six SLOTS timestamps (0.0: not marked; perf_counter is
-#: CLOCK_MONOTONIC, never 0 after boot), the seconds in blocking collectives, and 1.0 when its wall
-#: starts at its own step_start (the first step, after a reset or a dropped step)
-_COMM, _OWN, _WIDTH = 6, 7, 8
+#: CLOCK_MONOTONIC, never 0 after boot), the seconds in blocking collectives, 1.0 when its wall
+#: starts at its own step_start (the first step, after a reset or a dropped step), and the end of the
+#: micro-batch or step before it (``prev_end``: kept in the same list, so that the hot path, hot_path.py,
+#: writes one object a step; copied with the step and not read back)
+_COMM, _OWN, _PREV, _WIDTH = 6, 7, 8, 9
 _FRESH = (0.0,) * _WIDTH
 
 
@@ -50,11 +52,10 @@ class HostClock:
     batch at a time, when the watcher reports (every half second)."""
 
     def __init__(self) -> None:
-        self.cur: list[float] = [*_FRESH]  # this step: SLOTS timestamps, comm seconds, own-start flag
+        self.cur: list[float] = [*_FRESH]  # this step: SLOTS timestamps, comm seconds, own-start flag, prev_end
         self.cur[_OWN] = 1.0
         self.buf = array("d")  # finished steps, _WIDTH floats each, until drained
         self._extra: dict[int, tuple[tuple[float, ...], float, float | None, tuple[float, float] | None]] = {}
-        self.prev_end: float | None = None  # end of the last micro-batch or step (hot path)
         self._drained_end: float | None = None  # end of the last step turned into phases
         self._c0 = 0.0
         self._seg: tuple[float, ...] = _NO_SEG
@@ -67,6 +68,20 @@ class HostClock:
             "forward_end": self.forward_end,
             "optimizer_start": self.optimizer_start,
         }
+
+    @property
+    def prev_end(self) -> float | None:
+        """End of the last micro-batch or step (None: none yet)."""
+        return self.cur[_PREV] or None
+
+    @prev_end.setter
+    def prev_end(self, t: float | None) -> None:
+        self.cur[_PREV] = t or 0.0
+
+    def plain(self) -> bool:
+        """No micro-batch folded into the step in progress and no closure timed: what hot_path.py's
+        step end assumes."""
+        return not self._seg_wall and self._closure is None
 
     # --- the hot path: one method per mark --------------------------------------------------
     def mark(self, label: str) -> None:
@@ -119,7 +134,7 @@ class HostClock:
             self._seg, self._seg_wall, self._closure = _NO_SEG, 0.0, None
         self.buf.extend(cur)
         cur[:] = _FRESH  # the next step's wall starts at this one's end
-        self.prev_end = end
+        cur[_PREV] = end
 
     def unmark(self, label: str) -> None:
         self.cur[SLOTS.index(label)] = 0.0
@@ -165,8 +180,8 @@ class HostClock:
         ph, wall = phases_of_marks(t, start, cur[_COMM])
         self._seg = tuple(a + b for a, b in zip(self._seg, ph, strict=True))
         self._seg_wall += wall
-        self.prev_end = now
         cur[:] = _FRESH
+        cur[_PREV] = now
 
     # --- reports ------------------------------------------------------------------------------
     def drain(self) -> list[Step]:
@@ -180,7 +195,9 @@ class HostClock:
         prev = self._drained_end
         it = iter(vals)
         start: float
-        for k, (ss, dr, fs, fe, os_, end, comm, own) in enumerate(zip(it, it, it, it, it, it, it, it, strict=True)):
+        for k, (ss, dr, fs, fe, os_, end, comm, own, _prev) in enumerate(
+            zip(it, it, it, it, it, it, it, it, it, strict=True)
+        ):
             x = extra.get(k) if extra else None
             if x is not None and x[1]:  # micro-batches came first: this last part starts where they ended
                 start = x[2]  # type: ignore[assignment]  # set whenever x[1] is
@@ -209,7 +226,9 @@ class HostClock:
         return out
 
     def discard_step(self) -> None:
+        prev = self.cur[_PREV]
         self.cur[:] = _FRESH
+        self.cur[_PREV] = prev
         self._closure = None
         self._seg, self._seg_wall = _NO_SEG, 0.0
         self.reset()

@@ -24,6 +24,7 @@ import os
 import sys
 import threading
 import time
+from array import array
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -33,7 +34,7 @@ from torch.autograd import profiler as _profiler
 from bottleneckd.model.facts import FactBoard
 from bottleneckd.model.protocol import StepReport
 from bottleneckd.model.throughput import measure, peak_of_report, tokens_per_example
-from bottleneckd.torch import cuda_graphs, probe
+from bottleneckd.torch import cuda_graphs, hot_path, probe
 from bottleneckd.torch.cadence import Cadence
 from bottleneckd.torch.closure import StepState, closure_notes, closure_of, with_timed_closure
 from bottleneckd.torch.collectives import rank_identity
@@ -42,6 +43,7 @@ from bottleneckd.torch.counting import RooflineCounting
 from bottleneckd.torch.cuda_memory import CudaMemory
 from bottleneckd.torch.epoch import EpochReport, render_epoch
 from bottleneckd.torch.hooks import install_hooks, remove_all
+from bottleneckd.torch.hot_path import AUTOCAST, CALLS, DEPTH, DUE_AT, DUE_STEP, EXAMPLES, PLAIN, STEPS
 from bottleneckd.torch.loader import InstrumentedLoader
 from bottleneckd.torch.mitigations.base import LoopEvent
 from bottleneckd.torch.phases import PhaseAccumulator, PhaseTotals
@@ -82,6 +84,8 @@ class Watcher:
         profiler_ranges: bool = True,
     ) -> None:
         replace_current(self)
+        #: the hot path's state (hot_path.py): steps, optimizer calls, examples, nesting, when due
+        self.hot: list[Any] = hot_path.new_state()
         self.model, self.optimizer = model, optimizer
         self.enabled, self.closed = True, False
         self.epoch = 0
@@ -104,15 +108,20 @@ class Watcher:
         self._counting.prepare(0, model)
         self._cuda_memory = CudaMemory(self.device)  # the caching allocator's statistics, read per report
         self.transport = make_transport(socket_path, local_sampling, interval)
-        self.steps = 0  # optimizer steps ended (micro-steps of accumulation not counted)
-        self.optimizer_calls = 0
         self._step = StepState()
-        self._cadence = Cadence(report_every, report_every_steps, report_every_seconds)
+        self._cadence = Cadence(report_every, report_every_steps, report_every_seconds, self._mirror_due)
+        cur = self.clock.cur if isinstance(self.clock, HostClock) else [0.0] * 9  # CUDA: never on the fast path
+        self.hot_cur = cur  # the clock's marks of the step in progress, as the hot path writes them
+        self.batch_requested, self.batch_ready, self.fetch_batch = hot_path.loader_marks(self, cur)
+        self.fast_optimizer = hot_path.optimizer_marks(
+            self, cur, self.clock.buf if isinstance(self.clock, HostClock) else array("d"), self._step.step_examples
+        )
         self._loader = InstrumentedLoader(dataloader, self) if dataloader is not None and hooks else None
         self.dataloader = self._loader.iterable if self._loader is not None else dataloader
         self._control = MitigationControl(self, self._loader)
         self.trials = self._control.trials
         self._engine = self._control.engine
+        self._engine.changed = self.unplain
         # the engine's subscriber lists (kept, never replaced): an empty one costs one truth test per step
         self._before_opt_subs = self._engine.listening[_BEFORE_OPT]
         self._step_end_subs = self._engine.listening[_STEP_END]
@@ -145,8 +154,58 @@ class Watcher:
             self.tuner = None
 
     # --- the public marks (also what the installed hooks call) -------------------------------
+    # --- the hot path's state (hot_path.py) -----------------------------------------------------
+    @property
+    def steps(self) -> int:
+        """Optimizer steps ended (micro-steps of accumulation not counted)."""
+        return int(self.hot[STEPS])
+
+    @steps.setter
+    def steps(self, n: int) -> None:
+        self.hot[STEPS] = n
+
+    @property
+    def optimizer_calls(self) -> int:
+        return int(self.hot[CALLS])
+
+    @optimizer_calls.setter
+    def optimizer_calls(self, n: int) -> None:
+        self.hot[CALLS] = n
+
+    def _mirror_due(self, at: float, step: float) -> None:
+        self.hot[DUE_AT], self.hot[DUE_STEP] = at, step
+
+    def unplain(self) -> None:
+        """The next step takes the full path (something the fast path does not handle changed)."""
+        self.hot[PLAIN] = 0
+
+    def _plain_now(self) -> bool:
+        """Nothing but the step's marks, examples and count is needed at the next step (hot_path.py)."""
+        st, counting, clock = self._step, self._counting, self.clock
+        return (
+            self.enabled
+            and _GRAPHS.capturing is None
+            and isinstance(clock, HostClock)
+            and clock.plain()
+            and not self._engine.pending
+            and not self._before_opt_subs
+            and not self._step_end_subs
+            and self.trials.current is None
+            and not counting.active
+            and (counting.at_step is None or counting.at_step < self.hot[STEPS])
+            and st.input_probed
+            and not st.token_rows  # token inputs are counted by the full path
+            and not st.closure_fact
+            and not st.micro
+            and not st.in_closure
+            and not st.closure_calls
+            and not self.hot[DEPTH]
+            and (self._ranges is None or not self._ranges.phase)
+        )
+
     def mark(self, label: str) -> None:
         """Mark a point of the step (README, "In a training script"); never raises into training."""
+        self.hot[PLAIN] = 0
         if self.enabled and _GRAPHS.capturing is None:
             try:
                 if label == "forward_start":
@@ -159,14 +218,16 @@ class Watcher:
                 self.disable(f"{type(e).__name__}: {e}")
 
     def unmark(self, label: str) -> None:
+        self.hot[PLAIN] = 0
         if self.enabled and _GRAPHS.capturing is None:
             try:
                 self.clock.unmark(label)
             except Exception as e:  # noqa: BLE001
                 self.disable(f"{type(e).__name__}: {e}")
 
-    def batch_requested(self) -> None:
-        """The loader was asked for a batch (``mark("step_start")``, the timed loader's hot path)."""
+    def full_batch_requested(self) -> None:
+        """The loader was asked for a batch (``mark("step_start")``); ``batch_requested`` is
+        hot_path.py's, which calls this off the fast path."""
         if self.enabled and _GRAPHS.capturing is None:
             try:
                 self.clock.step_start()
@@ -175,8 +236,8 @@ class Watcher:
             except Exception as e:  # noqa: BLE001 - our failure never breaks the step
                 self.disable(f"{type(e).__name__}: {e}")
 
-    def batch_ready(self) -> None:
-        """The loader handed the batch out (``mark("data_ready")``)."""
+    def full_batch_ready(self) -> None:
+        """The loader handed the batch out (``mark("data_ready")``; hot_path.py's ``batch_ready``)."""
         if self.enabled and _GRAPHS.capturing is None:
             try:
                 self.clock.data_ready()
@@ -188,6 +249,7 @@ class Watcher:
     def skip_gap(self) -> None:
         """The time since the last step was not training (evaluation, a checkpoint): the next step
         is timed from now, not from the last step's end (for framework callbacks)."""
+        self.hot[PLAIN] = 0
         if self.enabled:
             try:
                 self.clock.unmark("step_start")
@@ -204,9 +266,9 @@ class Watcher:
             return  # inside a CUDA-graph capture: nothing recorded on the GPU, the step not counted
         if self._engine.pending:
             self._engine.revert_pending()  # a trial's revert, never inside an optimizer hook
-        st = self._step
-        if st.opt_depth and not st.closure_calls:
-            st.opt_depth = 0  # a forward outside any optimizer step: the last step raised before its end
+        st, hot = self._step, self.hot
+        if hot[DEPTH] and not st.closure_calls:
+            hot[DEPTH] = 0  # a forward outside any optimizer step: the last step raised before its end
         if not st.in_closure:
             self.clock.forward_start()
             if self._ranges is not None and (_profiler._is_profiler_enabled or self._ranges.phase):
@@ -217,11 +279,12 @@ class Watcher:
         if self._precision_step != steps:  # once per step: is autocast on around this forward?
             self._precision_step = steps
             self.precision.at_forward(self.facts)
+            hot[AUTOCAST] = int(hot_path._any_autocast())  # the fast path's check (hot_path.py)
         if args:
             first = args[0]
             if isinstance(first, _Tensor) and (dim := first.dim()) > 0:
                 rows = first.size(0)  # not shape[0]: faster, but it makes a torch.Size (a tuple) each step
-                st.examples += rows
+                hot[EXAMPLES] += rows
                 if dim == 2 and first.dtype in TOKEN_DTYPES:  # token ids: batch x sequence
                     st.tokens += first.numel()
                     st.token_rows += rows
@@ -237,11 +300,11 @@ class Watcher:
         if _GRAPHS.capturing is not None:
             cuda_graphs.captured_a_step()  # the graph being captured holds a whole training step
             return None
-        st = self._step
-        st.opt_depth += 1  # st.optimizer_entered(), inline
-        if st.opt_depth != 1:
+        st, hot = self._step, self.hot
+        hot[DEPTH] += 1
+        if hot[DEPTH] != 1:
             return None  # a step inside an optimizer step: the outer one is timed and counted
-        self.optimizer_calls += 1
+        hot[CALLS] += 1
         self.clock.optimizer_start()
         if self._ranges is not None and (_profiler._is_profiler_enabled or self._ranges.phase):
             self._ranges.at("optimizer_start")
@@ -266,16 +329,31 @@ class Watcher:
         """``optimizer.step()`` returned (the step hooks' counterpart of ``before_optimizer_step``)."""
         if _GRAPHS.capturing is not None:
             return
-        st = self._step
-        if st.opt_depth > 1:  # st.optimizer_returned(), inline: a step inside another returned
-            st.opt_depth -= 1
+        hot = self.hot
+        if hot[DEPTH] > 1:  # a step inside another returned
+            hot[DEPTH] -= 1
             return
-        st.opt_depth = 0
+        hot[DEPTH] = 0
         if self.enabled:
             try:
                 self._end_step()
             except Exception as e:  # noqa: BLE001 - our failure never breaks the step
                 self.disable(f"{type(e).__name__}: {e}")
+
+    def full_before_optimizer_step(self, args: tuple, kwargs: dict) -> Any:
+        """The optimizer step pre-hook off the fast path (hot_path.py)."""
+        if self.enabled:
+            try:
+                return self.before_optimizer_step(args, kwargs)
+            except Exception as e:  # noqa: BLE001 - our failure never breaks the step
+                self.disable(f"{type(e).__name__}: {e}")
+        return None
+
+    def full_after_optimizer_step(self) -> None:
+        try:
+            self.after_optimizer_step()
+        except Exception as e:  # noqa: BLE001
+            self.disable(f"{type(e).__name__}: {e}")
 
     def end_step(self) -> None:
         """The optimizer step is done: the step's wall ends here."""
@@ -293,7 +371,7 @@ class Watcher:
         self.steps = steps = self.steps + 1
         if self._ranges is not None and (_profiler._is_profiler_enabled or self._ranges.phase):
             self._ranges.at("step_end")
-        examples, st.examples, st.closure_calls = st.examples, 0, 0
+        examples, self.hot[EXAMPLES], st.closure_calls = self.hot[EXAMPLES], 0, 0
         counting = self._counting
         if counting.active:
             self.facts.update(counting.finish())
@@ -310,7 +388,22 @@ class Watcher:
         if now < cad.due_at and steps < cad.due_step:  # cad.due(now, steps), inline: nothing due at this step
             if self.trials.current is not None:
                 self.drain()  # a verification in progress decides at the step it completes
+            self.hot[PLAIN] = int(self._plain_now())
             return
+        self._report_due(now)
+        self.hot[PLAIN] = int(self._plain_now())
+
+    def step_due(self, now: float) -> None:
+        """A report or an epoch end is due at the end of a fast-path step (hot_path.py); the next
+        step takes the full path, which refreshes what the fast one does not look at."""
+        self.hot[PLAIN] = 0
+        try:
+            self._report_due(now)
+        except Exception as e:  # noqa: BLE001 - our failure never breaks the step
+            self.disable(f"{type(e).__name__}: {e}")
+
+    def _report_due(self, now: float) -> None:
+        cad = self._cadence
         if cad.send_due(now):
             self.flush()
             if self.tuner is not None:
@@ -328,6 +421,7 @@ class Watcher:
     def flush(self) -> None:
         """Send the steps timed since the last report (also done every ``report_every`` seconds)."""
         self.drain()
+        self.hot[PLAIN] = 0  # one full step a report (hot_path.py)
         self._cadence.sent()
         if not self._phases.interval_steps:
             return
@@ -491,6 +585,7 @@ class Watcher:
 
     def _teardown(self) -> None:
         self.enabled = False
+        self.hot[PLAIN] = 0
         cuda_graphs.unregister(self)
         self._counting.abort()
         if self._ranges is not None:

@@ -9,6 +9,10 @@ from typing import Any
 from bottleneckd.torch.mitigations.base import Context, FactChanges, HookMitigation, LoopEvent
 
 
+def _nothing() -> None:
+    return None
+
+
 class MitigationEngine:
     def __init__(
         self,
@@ -26,6 +30,9 @@ class MitigationEngine:
         self._pending_apply: list[tuple[Any, int, int, int]] = []
         self.pending = False  # reverts or re-applies waiting for the next safe point (read at every forward)
         self.listening: dict[LoopEvent, list[Any]] = {e: [] for e in LoopEvent}
+        #: called whenever ``pending`` or ``listening`` change (the watcher's hot path falls back to
+        #: its full step, hot_path.py)
+        self.changed: Callable[[], None] = _nothing
 
     def _ctx(self, step: int = 0, epoch: int = 0, calls: int = 0) -> Context:
         return Context(self.model, self.optimizer, self.loader, step, epoch, calls)
@@ -59,6 +66,7 @@ class MitigationEngine:
         self.active.append(m)
         for e in getattr(m, "events", ()):
             self.listening[e].append(m)
+        self.changed()
 
     def revert(self, m: Any) -> None:
         if m not in self.active:
@@ -67,6 +75,7 @@ class MitigationEngine:
         for subs in self.listening.values():
             if m in subs:
                 subs.remove(m)
+        self.changed()
         try:
             m.revert()
         finally:
@@ -78,12 +87,14 @@ class MitigationEngine:
         self._pending_apply = [p for p in self._pending_apply if p[0] is not m]
         self._pending.append(m)
         self.pending = True
+        self.changed()
 
     def apply_later(self, m: Any, step: int, epoch: int, calls: int) -> None:
         """Applied again at the next safe point (a verification's turn back to the mitigation)."""
         self._pending = [p for p in self._pending if p is not m]
         self._pending_apply.append((m, step, epoch, calls))
         self.pending = True
+        self.changed()
 
     def revert_pending(self) -> None:
         """The reverts and re-applies asked for since the last safe point, in that order."""

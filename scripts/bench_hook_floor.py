@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""The hook's cost against the least any Python-level hook can cost at the same points (issue 23).
+
+Four arms, interleaved in a shuffled order each round, on bench_watcher.py's real step (3-layer
+MLP, batch 128, SGD, one torch thread, this thread's CPU time):
+
+- bare: the loop with nothing of ours;
+- watched: ``watch(model, opt, loader)``, the step on the hot path (hot_path.py);
+- full path: the same watcher with its hot path off (every step through the full entry points,
+  as before the hot path existed);
+- minimal: the floor, hand-written hooks at the same points that do the least the phases need
+  (a forward wrapper storing two timestamps and the rows, optimizer step pre- and post-hooks
+  storing a timestamp and copying the step's floats into an array, an iterator storing two
+  timestamps): what a Python-level hook costs here before it does anything of its own.
+
+Each arm is reported against bare (median of paired differences with its bootstrap 95% CI), and
+watched against minimal. Refused (exit 3) when the load average moved by more than 0.5.
+
+    python scripts/bench_hook_floor.py [--rounds 250] [--steps 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import time
+from array import array
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ab_stats import LoadCheck, PairedAB, load1  # noqa: E402
+from bench_watcher import _watch, small_model  # noqa: E402
+
+ARMS = ("bare", "watched", "full path", "minimal")
+
+
+def minimal_hooks(model: nn.Module, opt: torch.optim.Optimizer) -> tuple[Any, Any]:
+    """The floor's hooks; returns (iterator wrapper, undo)."""
+    cur = [0.0] * 9
+    buf = array("d")
+    pc = time.perf_counter
+    original = model.forward
+    is_compiling = torch.compiler.is_compiling
+    tensor = torch.Tensor
+
+    def forward(*args: Any, **kwargs: Any) -> Any:
+        if is_compiling():
+            return original(*args, **kwargs)
+        if not cur[2]:
+            cur[2] = pc()
+        if args and type(f := args[0]) is tensor and f.ndim:
+            cur[8] += f.size(0)
+        out = original(*args, **kwargs)
+        cur[3] = pc()
+        return out
+
+    def pre(_o: Any, _a: Any, _k: Any) -> None:
+        if not cur[4]:
+            cur[4] = pc()
+
+    def post(_o: Any, _a: Any, _k: Any, fresh: tuple = (0.0,) * 9) -> None:
+        cur[5] = pc()
+        buf.extend(cur)
+        cur[:] = fresh
+
+    class Timed:
+        __slots__ = ("n",)
+
+        def __init__(self, it: Any) -> None:
+            self.n = it.__next__
+
+        def __iter__(self) -> Timed:
+            return self
+
+        def __next__(self) -> Any:
+            if not cur[0]:
+                cur[0] = pc()
+            b = self.n()
+            cur[1] = pc()
+            return b
+
+    model.forward = forward  # type: ignore[method-assign]
+    handles = [opt.register_step_pre_hook(pre), opt.register_step_post_hook(post)]
+
+    def undo() -> None:
+        model.__dict__.pop("forward", None)
+        for h in handles:
+            h.remove()
+
+    return Timed, undo
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=250)
+    ap.add_argument("--steps", type=int, default=50)
+    ap.add_argument("--settle", type=int, default=10)
+    a = ap.parse_args()
+    load = LoadCheck(load1(), None)
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    now = time.thread_time
+    model = small_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(128, 256), torch.randint(0, 10, (128,))
+    loss_fn = nn.CrossEntropyLoss()
+    data = [(x, y)] * (a.settle + a.steps + 1)
+
+    def timed_steps(it: Any) -> float:
+        def step() -> None:
+            xb, yb = next(it)
+            opt.zero_grad()
+            loss_fn(model(xb), yb).backward()
+            opt.step()
+
+        for _ in range(a.settle):  # after attaching: inline caches re-specialise (bench_watcher.py)
+            step()
+        t = now()
+        for _ in range(a.steps):
+            step()
+        return (now() - t) / a.steps
+
+    def arm(name: str) -> float:
+        if name == "bare":
+            return timed_steps(iter(data))
+        if name == "minimal":
+            wrap, undo = minimal_hooks(model, opt)
+            try:
+                return timed_steps(wrap(iter(data)))
+            finally:
+                undo()
+        w = _watch(model, opt, data)
+        if name == "full path":
+            w._plain_now = lambda: False  # type: ignore[method-assign]
+        try:
+            return timed_steps(iter(w.dataloader))
+        finally:
+            w.close()
+
+    for name in ARMS:  # warm-up
+        arm(name)
+    res: dict[str, list[float]] = {k: [] for k in ARMS}
+    for r in range(a.rounds):
+        order = list(ARMS)
+        random.Random(r).shuffle(order)
+        for name in order:
+            res[name].append(arm(name))
+    load = LoadCheck(load.start, load1())
+    print(f"{a.rounds} rounds of {a.steps} steps, the four arms interleaved in a shuffled order (thread CPU time)")
+    for line in load.lines():
+        print(line)
+    if load.refused:
+        print(f"NOT REPORTED: {load.refused}. Rerun on a quiet machine.")
+        return 3
+    for name in ARMS[1:]:
+        print(f"-- {name} vs bare")
+        for line in PairedAB(res["bare"], res[name]).lines():
+            print("  " + line)
+    print("-- watched vs minimal (what the watcher adds over the floor)")
+    for line in PairedAB(res["minimal"], res["watched"]).lines():
+        print("  " + line)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
