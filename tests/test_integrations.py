@@ -115,8 +115,13 @@ def test_lightning_compute_bound_run(one_torch_thread):
         CheapRecords(4096, 512), width=1024, batch=64, epochs=4
     )  # the last epoch's window is all training
     rep = cb.reports[-1]
-    s = shares(rep)
-    assert s["forward"] + s["backward"] + s["optimizer"] > 0.7, s
+    # the phases over the training epochs after the first (its first steps warm up): one epoch of
+    # ~1 s read 48% data wait once in CI (a stall of the loaded machine inside the loader's pure-
+    # Python collate, not reproduced in 40 epochs here); the job's compute share is ~0.9 otherwise,
+    # a data-bound reading would put it under 0.5
+    phases = {k: sum(r.phases[k] for r in cb.reports[1:]) for k in rep.phases}
+    s = {k: v / sum(phases.values()) for k, v in phases.items()}
+    assert s["forward"] + s["backward"] + s["optimizer"] > 0.6, (s, [shares(r) for r in cb.reports])
     assert s["backward"] > 0 and s["forward"] > 0 and s["optimizer"] > 0
     v = rep.report["verdict"]
     assert v["stage"] == "compute" and v["resource"] in ("cpu_compute", "cpu_memory_bandwidth"), v
