@@ -44,7 +44,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [p for p in (str(HERE), str(HERE.parent)) if p not in sys.path]
 
-from eval_suite.proof import MIN_RUNS, call, prove, reusable, script, throughput  # noqa: E402
+from eval_suite.proof import MIN_RUNS, call, prove, prove_also, reusable, script, throughput  # noqa: E402
 from eval_suite.record import DuplicateRows, load, merge_rows, meta, write_record  # noqa: E402
 from eval_suite.score import advice, confusion, judge, proof_line, summarize  # noqa: E402
 from eval_suite.workloads import LAST, ROOT, W, Workload, discover  # noqa: E402
@@ -192,6 +192,11 @@ def parser() -> argparse.ArgumentParser:
         help="run `bottleneckd run --tune` once on the demo and a loader-bound, a latency-bound and a DDP job",
     )
     ap.add_argument(
+        "--also-proofs",
+        action="store_true",
+        help="run only the second interventions' proofs (ALSO_PROVES: --also against bare), no verdicts",
+    )
+    ap.add_argument(
         "--merge", nargs="+", metavar="JSON", help="summarise earlier --json outputs as one suite, run nothing"
     )
     ap.add_argument(
@@ -219,11 +224,16 @@ def main() -> int:
     if args.list:
         for w in workloads:
             control = f"; control: {w.control} (< x{w.control_max})" if w.control else ""
-            print(f"{w.name:28} {w.label:44} x{w.min_speedup}  proves {w.proves}  {w.intervention}{control}")
+            also = (
+                f"; also proves {w.also_proves}: {w.also_intervention} (x{w.also_min_speedup})" if w.also_proves else ""
+            )
+            print(f"{w.name:28} {w.label:44} x{w.min_speedup}  proves {w.proves}  {w.intervention}{control}{also}")
         return 0
     out = Path(args.out or tempfile.mkdtemp(prefix="bottleneckd-eval-"))
     out.mkdir(parents=True, exist_ok=True)
     home = tempfile.mkdtemp(prefix="bottleneckd-home-")  # empty: no calibration profile, as on a fresh machine
+    if args.also_proofs:
+        return also_proofs(args, [w for w in workloads if w.also_proves], out, home)
     if args.tune_suite:
         from eval_suite.tune import tune_suite
 
@@ -238,6 +248,21 @@ def main() -> int:
         return evaluate(args, workloads, out, job_env(home))
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+def also_proofs(args: argparse.Namespace, workloads: list[Workload], out: Path, home: str) -> int:
+    """The second interventions' proofs alone (``--also-proofs``), printed and written to --json."""
+    res: dict[str, dict] = {}
+    try:
+        for w in workloads:
+            seconds = max(args.proof_seconds, w.proof_seconds or 0)
+            p = res[w.name] = prove_also(w, args.proof_runs, seconds, job_env(home), out, args.threads)
+            print(f"{w.name:28} {w.also_proves:18} {p['status']:10} {p['why']}", flush=True)
+            if args.json_path:
+                Path(args.json_path).write_text(json.dumps({"meta": meta(), "also": res}, indent=1, default=str))
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
+    return 0
 
 
 def earlier_proofs(paths: list[str]) -> dict[str, dict]:
@@ -270,12 +295,17 @@ def evaluate(args: argparse.Namespace, workloads: list[Workload], out: Path, env
         row: dict = {"name": w.name, **asdict(w), "label": w.label, "threads": args.threads, "load_before": load()}
         row["proof"] = proof_for(w, args, earlier, env, out)
         row["scored"] = row["proof"] is None or row["proof"]["proven"]
+        also = None
+        if w.also_proves and not args.no_proof:
+            seconds = max(args.proof_seconds, w.proof_seconds or 0)
+            also = row["also_proof"] = prove_also(w, args.proof_runs, seconds, env, out, args.threads)
+        also_proven = bool(also and also["proven"])
         if "run" in modes:
             row["run"] = judge(w, under_run(w, args.seconds, args.threads, env, out))
-            row["run"]["advice"] = advice(w, row["run"])
+            row["run"]["advice"] = advice(w, row["run"], also_proven)
         if "attach" in modes:
             row["attach"] = judge(w, under_attach(w, args.seconds, args.warmup, args.threads, env, out))
-            row["attach"]["advice"] = advice(w, row["attach"])
+            row["attach"]["advice"] = advice(w, row["attach"], also_proven)
         row["wall_seconds"] = round(time.time() - t0, 1)
         row["load_after"] = load()
         rows.append(row)

@@ -289,3 +289,26 @@ def test_catalog_h200_nvl_gh200_144g_and_h100_nvl_fp64_tensor():
         fp8 = c.gpu_spec(name).peak("gpu_compute", "fp8_tensor_dense")
         bf16 = c.gpu_spec(name).peak("gpu_compute", "fp16_bf16_tensor_dense")
         assert fp8 is not None and fp8.value == pytest.approx(2 * bf16.value, rel=1e-3) and fp8.source
+
+
+def test_a_second_forward_without_autocast_in_the_same_step_leaves_the_fact_alone():
+    """The step's first forward says the precision (hot_path.py compares autocast there only): a
+    metric forward after it, outside autocast, does not flip the fact from step to step."""
+    model = _mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    w = watch(
+        model, opt, None, local_sampling=False, socket_path="/nonexistent/x.sock", print_epoch=False, roofline_step=None
+    )
+    try:
+        seen = []
+        for _ in range(8):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                out = model(torch.randn(8, 32))
+            out.float().sum().backward()
+            with torch.no_grad():
+                model(torch.randn(8, 32))  # a metric, in fp32
+            opt.step()
+            seen.append(w.facts.get("autocast_dtype"))
+        assert seen == ["bfloat16"] * 8, seen
+    finally:
+        w.close()

@@ -134,3 +134,18 @@ def test_a_loop_that_all_reduces_itself_can_sync_less_often() -> None:
 def test_machine_facts_unknown_cpu_leaves_bf16_unknown() -> None:
     m = Machine("h", CpuInfo(None, None, None, None, None, ()), None, (), (), (), (), (), {"cpu": "no cpuinfo"})
     assert "cpu_fast_bf16" not in machine_facts(m) and machine_facts(None) == {}
+
+
+def test_bf16_autocast_is_not_advised_for_a_cpu_step_whose_weights_serve_few_rows():
+    """On a CPU, autocast casts every weight at each forward: with few rows per weight it lost
+    (x0.41-x1.04 at 45-365 FLOP per parameter, scripts/eval.py --also-proofs); with many it won
+    (x1.52 at 5553, BERT). The measured facts carry FLOP per parameter (diagnosis/measured.py)."""
+    v = verdict("cpu_compute", stage="compute")
+    few = Facts(device="cpu", gpu_count=0, cpu_fast_bf16=True, flops_per_parameter=341.0)
+    assert "mixed_precision" not in ids(recommend(v, KB, few, limit=50))
+    why = dict((m.id, w) for m, w in not_fitting(v, KB, few))["mixed_precision"]
+    assert why.startswith("each weight serves few rows a step") and "flops_per_parameter" in why
+    many = few.set(flops_per_parameter=5553.0)
+    assert "mixed_precision" in ids(recommend(v, KB, many, limit=50))
+    unknown = few.unset("flops_per_parameter")  # not counted (attach): no claim either way
+    assert "mixed_precision" in ids(recommend(v, KB, unknown, limit=50))

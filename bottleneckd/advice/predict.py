@@ -375,6 +375,32 @@ def other_lines(i: StepInputs, kind: str, every: int = EVERY_N) -> Prediction:
     return _amdahl_share(m, s, every, f"{what}: {line.value:.0%} of the other stage's stack samples,")
 
 
+#: a smaller model, as section 5's baseline means it: half the width. The compute phases' FLOPs fall
+#: by SMALLER_MODEL_LOW (products with one dimension halved; half the layers or the batch) to
+#: SMALLER_MODEL_HIGH (every hidden-to-hidden product with both halved)
+SMALLER_MODEL_LOW, SMALLER_MODEL_HIGH = 2.0, 4.0
+
+
+def smaller_model(i: StepInputs) -> Prediction:
+    """Half the width: Amdahl over the compute phases (forward, backward, optimizer) made
+    SMALLER_MODEL_LOW (the low end) to SMALLER_MODEL_HIGH (the high end) times faster, the point at
+    their geometric mean. Measured on the suite's compute-bound CPU jobs (2026-12-02 record): width
+    halved x2.42 (MLP; predicted x2.63), x2.54 (channels halved, conv net; x2.74), x2.27 (BERT;
+    x2.77), x2.87 (Lightning MLP; x2.54), x2.70 (MLP with evaluation; x2.51); half the layers x1.84
+    and half the batch beside an unchanged all-reduce x1.72 (each at the model's low end); the LSTM's
+    x5.09 is above it (its recurrence's cost falls faster than its FLOPs)."""
+    c = i.stage_share((Phase.FORWARD, Phase.BACKWARD, Phase.OPTIMIZER))
+    mid = math.sqrt(SMALLER_MODEL_LOW * SMALLER_MODEL_HIGH)
+    return known(
+        "amdahl",
+        amdahl(c.value, mid),
+        amdahl(c.low, SMALLER_MODEL_LOW),
+        amdahl(c.high, SMALLER_MODEL_HIGH),
+        f"forward, backward and optimizer {c.value:.0%} of the step ({c.low:.0%} to {c.high:.0%}) at half the "
+        f"width: {SMALLER_MODEL_LOW:g}x to {SMALLER_MODEL_HIGH:g}x fewer FLOPs",
+    )
+
+
 def cache_preprocessing(i: StepInputs) -> Prediction:
     """Precompute or cache deterministic preprocessing: the data stage is removed (Amdahl with an
     infinite factor on the data wait; assumes reading the cache costs nothing next to the step)."""
@@ -440,6 +466,7 @@ MODELS: dict[str, Model] = {
     "larger_batch": gradient_accumulation,
     "gradient_compression": gradient_compression,
     "shard_less": shard_less,
+    "smaller_model": smaller_model,
     "checkpoint_less_often": lambda i: other_lines(i, "checkpoint"),
     "log_less_often": lambda i: other_lines(i, "logging"),
     "evaluate_less_often": lambda i: other_lines(i, "evaluation"),

@@ -9,6 +9,9 @@ what the job's own figures say about whether a mitigation can help, not what the
   nothing busy: the diagnosis ruled every resource out there (no thread near a full core, no
   storage, network or I/O wait), so the step waits on latency (a sleep, a remote service, a lock).
   Concurrency (more workers, prefetching, asynchronous work) hides latency; it needs no idle core.
+- ``flops_per_parameter``: the counted step's FLOPs over the model's parameters, about six times
+  the rows each weight serves a step. Low, a CPU's bf16 autocast loses: it casts every weight at
+  each forward (the knowledge base's condition on mixed precision, with the measurements).
 - ``gpu_throttled``: the clock-event reasons that hold a job's GPU's SM clock down (under
   CLOCK_THROTTLED of its maximum with the reason active in THROTTLED of the samples): thermal
   slowdowns, hardware slowdown, the power brake. Not the software power cap: GPU Boost runs a busy
@@ -41,10 +44,22 @@ def measured_facts(w: WindowStats, verdict: Verdict, peaks: PeakTable | None = N
     stage = idle_wait_stage(w, verdict)
     if stage is not None:
         out["idle_wait_stage"] = stage
+    per_param = flops_per_parameter(w)
+    if per_param is not None:
+        out["flops_per_parameter"] = round(per_param, 1)
     throttled = gpu_throttled(w, peaks)
     if throttled:
         out["gpu_throttled"] = throttled
     return Facts(out)
+
+
+def flops_per_parameter(w: WindowStats) -> float | None:
+    """FLOP per parameter per step from the hook's counted step, or None (not counted, no model)."""
+    f = w.phases.facts if w.phases is not None else {}
+    flops, params = f.get("flops_per_step"), f.get("parameters")
+    if not isinstance(flops, (int, float)) or not isinstance(params, (int, float)) or flops <= 0 or params <= 0:
+        return None
+    return float(flops) / float(params)
 
 
 def gpu_throttled(w: WindowStats, peaks: PeakTable | None) -> tuple[str, ...]:

@@ -282,6 +282,13 @@ FACTS: dict[str, FactSpec] = {
             "cores the job may use that its processes neither ran on nor waited for (window)",
         ),
         _spec(
+            "flops_per_parameter",
+            "float",
+            Producer.MEASURED,
+            "FLOP per model parameter per step (the counted step's FLOPs over the parameters): about six "
+            "times the rows each weight serves in forward and backward",
+        ),
+        _spec(
             "idle_wait_stage",
             "str",
             Producer.MEASURED,

@@ -12,11 +12,13 @@ buffer and the array of examples per step.
 
 ``hot[PLAIN]`` says the next step may take this path. It is set at the end of every full step when
 nothing the full path handles is in play (``Watcher._plain_now``), and cleared by anything that
-changes that (a mitigation applied or reverted, a trial, a public mark, the watcher disabled) and at
-every report, so that one full step a report refreshes what the fast path does not look at (the
-autocast state, the input's kind). A fast hook that meets what it does not handle (a second batch
-before the optimizer step, a closure, a nested step, the profiler turned on) clears it and calls the
-full entry point, so the rest of that step takes the full path.
+changes that (a mitigation applied or reverted, a trial, a public mark, a CUDA graph capture, the
+watcher disabled) and by a report taken at the end of a fast step, so that the step after it takes
+the full path (which reads the input's kind again). Autocast switched on or off is seen at the
+step's first forward (one argument-free C call against what the full path last saw). A fast hook
+that meets what it does not handle (a second batch before the optimizer step, a closure, a nested
+step, the profiler turned on) clears it and calls the full entry point, so the rest of that step
+takes the full path.
 """
 
 from __future__ import annotations
@@ -125,7 +127,8 @@ def forward_wrapper(
         if is_compiling():
             return traced(*args, **kwargs)
         # DEPTH: the last step raised inside step(); autocast switched on or off since the last check
-        if hot[PLAIN] and not hot[DEPTH] and not prof._is_profiler_enabled and autocast() == hot[AUTOCAST]:
+        # (autocast is compared at the step's first forward only, as the full path reads it once a step)
+        if hot[PLAIN] and not hot[DEPTH] and not prof._is_profiler_enabled and (cur[2] or autocast() == hot[AUTOCAST]):
             if not cur[2]:  # the first start and the last end of the phase
                 cur[2] = pc()
             if args:
@@ -184,6 +187,7 @@ def optimizer_marks(
                 count(hot[EXAMPLES])
             except Exception as e:  # noqa: BLE001 - our failure never breaks the step (a count past int64)
                 disable(f"{type(e).__name__}: {e}")
+                return
             cur[:] = fresh
             cur[_PREV] = end
             hot[EXAMPLES] = 0

@@ -123,6 +123,7 @@ class GlobalWatcher(Watcher):
             self._handles.remove(h)
         self._handles.append(wrap_forward(self, self.root))
         if self.device.type == "cuda" and not isinstance(self.clock, CudaClock):
+            self.unplain()  # the hot path writes the host clock's marks (hot_path.py): never on CUDA
             self.clock = CudaClock(sample_every=self.cuda_sample_every)
             cuda_graphs.register(self)
 

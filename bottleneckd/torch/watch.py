@@ -269,6 +269,7 @@ class Watcher:
         st, hot = self._step, self.hot
         if hot[DEPTH] and not st.closure_calls:
             hot[DEPTH] = 0  # a forward outside any optimizer step: the last step raised before its end
+        first = not self.hot_cur[2]  # the step's first forward (the host clock's mark; CUDA: always)
         if not st.in_closure:
             self.clock.forward_start()
             if self._ranges is not None and (_profiler._is_profiler_enabled or self._ranges.phase):
@@ -276,7 +277,7 @@ class Watcher:
         if st.closure_calls > 1:
             return  # the optimizer's closure again: same batch, counted once
         steps = self.steps
-        if self._precision_step != steps:  # once per step: is autocast on around this forward?
+        if self._precision_step != steps and first:  # once per step: is autocast on around its first forward?
             self._precision_step = steps
             self.precision.at_forward(self.facts)
             hot[AUTOCAST] = int(hot_path._any_autocast())  # the fast path's check (hot_path.py)

@@ -9,6 +9,7 @@ silence, and a side with fewer than MIN_RUNS good runs proves nothing."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import signal
@@ -49,7 +50,7 @@ def call(cmd: list[str], env: dict[str, str], timeout: float, log: Path) -> int 
 
 def script(w: Workload, seconds: float, side: str = "bare", threads: str = "1") -> list[str]:
     """The workload's command line for one side of its proof (and, bare, for the verdicts)."""
-    flag = {"bare": [], "intervention": ["--intervene"], "control": ["--control"]}[side]
+    flag = {"bare": [], "intervention": ["--intervene"], "control": ["--control"], "also": ["--also"]}[side]
     return [PY, str(W / f"{w.name}.py"), "--seconds", f"{seconds:g}", "--threads", threads, *flag]
 
 
@@ -95,6 +96,20 @@ def prove(w: Workload, runs: int, seconds: float, env: dict[str, str], out: Path
             log = out / f"{w.name}.{side}.{i}.log"
             done[side].append(one_run(script(w, seconds, side, threads), env, seconds, log))
     return judge_proof(w, done, threads)
+
+
+def prove_also(w: Workload, runs: int, seconds: float, env: dict[str, str], out: Path, threads: str = "1") -> dict:
+    """The second intervention (``--also``, ALSO_INTERVENTION) against bare, interleaved, judged as
+    a proof with ALSO_MIN_SPEEDUP and no control: does it prove ALSO_PROVES on this machine."""
+    done: dict[str, list[dict]] = {"bare": [], "intervention": []}
+    for i in range(runs):
+        for side in ("bare", "also") if i % 2 == 0 else ("also", "bare"):
+            log = out / f"{w.name}.{side}.{i}.log"
+            done["bare" if side == "bare" else "intervention"].append(
+                one_run(script(w, seconds, side, threads), env, seconds, log)
+            )
+    also = dataclasses.replace(w, min_speedup=w.also_min_speedup, control=None, control_max=None)
+    return {**judge_proof(also, done, threads), "proves": w.also_proves, "intervention_is": w.also_intervention}
 
 
 def judge_proof(w: Workload, done: dict[str, list[dict]], threads: str = "1") -> dict:

@@ -44,16 +44,19 @@ def judge(w: Workload, doc: dict) -> dict:
 USER_CODE_STAGES = ("data", "other")
 
 
-def advice(w: Workload, judged: dict) -> dict:
-    """Whether the top recommendation is the one the workload's intervention proves, and whether
-    the code of its stage was named (for the stages that run the user's own code)."""
+def advice(w: Workload, judged: dict, also_proven: bool = False) -> dict:
+    """Whether the top recommendation is one the workload's interventions prove (its own; the
+    second one's, ``also_proves``, where that proof held), and whether the code of its stage was
+    named (for the stages that run the user's own code)."""
     recs = judged.get("recommendations") or []
     user_code = w.stage in USER_CODE_STAGES
+    proved = {w.proves} | ({w.also_proves} if also_proven and w.also_proves else set())
     return {
         "proves": w.proves,
+        "also_proves": w.also_proves if also_proven else None,
         "top": recs[0] if recs else None,
-        "top_proved": None if w.proves is None else bool(recs) and recs[0] == w.proves,
-        "in_top3": None if w.proves is None else w.proves in recs[:3],
+        "top_proved": None if w.proves is None else bool(recs) and recs[0] in proved,
+        "in_top3": None if w.proves is None else bool(proved & set(recs[:3])),
         "code_named": bool(judged.get("code_sites")) if user_code else None,
     }
 

@@ -24,6 +24,9 @@ LITERALS = (
     "CONTROL",
     "CONTROL_MAX_SPEEDUP",
     "PROVES",
+    "ALSO_PROVES",
+    "ALSO_INTERVENTION",
+    "ALSO_MIN_SPEEDUP",
 )
 
 
@@ -46,6 +49,13 @@ class Workload:
     #: the recommendation (knowledge-base id) its intervention proves: the advice the report should
     #: put first (None: its intervention proves no entry of the knowledge base)
     proves: str | None = None
+    #: a second recommendation a second intervention (``--also``) proves, on its own runs: what a
+    #: performance engineer would try first where the label's intervention changes the model (a
+    #: compute label: bf16 autocast proves mixed precision where it speeds the step up by
+    #: ``also_min_speedup``, significantly)
+    also_proves: str | None = None
+    also_intervention: str | None = None
+    also_min_speedup: float | None = None
 
     @property
     def label(self) -> str:
@@ -111,6 +121,9 @@ def discover(folder: Path = W) -> list[Workload]:
                 source_hash(path),
                 c.get("PATTERN", ""),
                 proves=c.get("PROVES"),
+                also_proves=c.get("ALSO_PROVES"),
+                also_intervention=c.get("ALSO_INTERVENTION"),
+                also_min_speedup=c.get("ALSO_MIN_SPEEDUP"),
             )
         )
     return sorted(found, key=lambda w: (w.name in LAST, w.name))

@@ -11,6 +11,9 @@ without importing it:
     CONTROL = "..."                 # optional: what --control changes, which would help if another
                                     # resource limited the job (a compute label: same FLOPs, fewer bytes)
     CONTROL_MAX_SPEEDUP = 1.25      # the control must stay below this for the label to hold
+    ALSO_PROVES = "mixed_precision"  # optional: a second recommendation, proved by --also's runs
+    ALSO_INTERVENTION = "..."       # what --also changes (here: bf16 autocast, ``mixed_precision()``)
+    ALSO_MIN_SPEEDUP = 1.15         # throughput with --also / without, needed to prove it
 
 Every workload takes ``--threads`` (1 by default, as labelled; ``default``: PyTorch's own choice,
 one intra-op thread per core; or a number): ``options()`` puts it in the environment, where
@@ -27,12 +30,15 @@ import time
 from collections.abc import Callable, Iterable
 
 THREADS_ENV = "WORKLOAD_THREADS"
+ALSO_ENV = "WORKLOAD_ALSO"  # --also, for the step code and for spawned ranks
 
 
 class _Options(argparse.ArgumentParser):
     def parse_args(self, *a, **k):  # noqa: ANN002, ANN003, ANN201
         ns = super().parse_args(*a, **k)
         os.environ[THREADS_ENV] = ns.threads  # spawned and torchrun'd ranks inherit it
+        if ns.also:
+            os.environ[ALSO_ENV] = "1"
         return ns
 
 
@@ -47,6 +53,11 @@ def options(doc: str | None, seconds: float = 20.0) -> argparse.ArgumentParser:
         "--control",
         action="store_true",
         help="apply the control intervention (CONTROL), which would help only if another resource limited the job",
+    )
+    ap.add_argument(
+        "--also",
+        action="store_true",
+        help="apply the second intervention (ALSO_INTERVENTION), which proves a second recommendation",
     )
     ap.add_argument(
         "--threads",
@@ -89,13 +100,30 @@ def train(step: Callable[[object], None], batches: Callable[[], Iterable], secon
     report(steps, time.perf_counter() - t0)
 
 
+def mixed_precision():  # noqa: ANN201
+    """bf16 autocast on the CPU under ``--also`` (the workloads whose ALSO_PROVES is mixed_precision
+    wrap their forward and loss in it), else a context that does nothing."""
+    if os.environ.get(ALSO_ENV) != "1":
+        return contextlib.nullcontext()
+    import torch
+
+    return torch.autocast("cpu", dtype=torch.bfloat16)
+
+
 def classifier_step(model, opt, loss_fn):  # noqa: ANN001, ANN201
-    """One plain training step on an (inputs, labels) batch."""
+    """One plain training step on an (inputs, labels) batch (bf16 autocast around the forward and
+    the loss under ``--also``)."""
+    amp = os.environ.get(ALSO_ENV) == "1"
 
     def step(b) -> None:  # noqa: ANN001
         x, y = b
         opt.zero_grad()
-        loss_fn(model(x), y).backward()
+        if amp:
+            with mixed_precision():
+                loss = loss_fn(model(x), y)
+        else:
+            loss = loss_fn(model(x), y)
+        loss.backward()
         opt.step()
 
     return step

@@ -7,6 +7,9 @@ PATTERN = "`torch.compile(model)` (inductor, CPU): MLP 1024-2048-2048-10, batch 
 STAGE = "compute"
 #: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
 PROVES = "smaller_model"
+ALSO_PROVES = "mixed_precision"
+ALSO_INTERVENTION = "bf16 autocast around the forward and the loss (common.mixed_precision)"
+ALSO_MIN_SPEEDUP = 1.15
 INTERVENTION = "hidden width halved (2048 -> 1024)"
 MIN_SPEEDUP = 1.6
 CONTROL = (

@@ -8,6 +8,9 @@ PATTERN = "Hugging Face `Trainer`, BERT from a config (4 x 256, sequence 128), b
 STAGE = "compute"
 #: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
 PROVES = "smaller_model"
+ALSO_PROVES = "mixed_precision"
+ALSO_INTERVENTION = "TrainingArguments(bf16=True)"
+ALSO_MIN_SPEEDUP = 1.15
 INTERVENTION = "hidden and intermediate sizes halved (256 -> 128, 1024 -> 512)"
 MIN_SPEEDUP = 1.5
 CONTROL = (
@@ -84,6 +87,7 @@ targs = TrainingArguments(
     disable_tqdm=True,
     use_cpu=True,
     dataloader_num_workers=0,
+    bf16=args.also,
 )
 Trainer(model=model, args=targs, train_dataset=Tokens(), callbacks=[timed]).train()
 report(timed.steps, time.perf_counter() - (timed.t0 or time.perf_counter()))

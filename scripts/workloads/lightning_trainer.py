@@ -7,6 +7,9 @@ PATTERN = "Lightning `Trainer.fit` of a LightningModule (MLP 1024-2048-2048-10, 
 STAGE = "compute"
 #: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
 PROVES = "smaller_model"
+ALSO_PROVES = "mixed_precision"
+ALSO_INTERVENTION = 'Trainer(precision="bf16-mixed")'
+ALSO_MIN_SPEEDUP = 1.15
 INTERVENTION = "hidden width halved (2048 -> 1024)"
 MIN_SPEEDUP = 1.6
 CONTROL = (
@@ -68,6 +71,7 @@ trainer = L.Trainer(
     enable_progress_bar=False,
     enable_model_summary=False,
     callbacks=[timed],
+    precision="bf16-mixed" if args.also else "32-true",
 )
 trainer.fit(Net(), DataLoader(data, batch_size=batch, shuffle=True))
 report(timed.steps, time.perf_counter() - (timed.t0 or time.perf_counter()))
