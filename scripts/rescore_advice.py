@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""The suite's advice score on recorded runs, re-derived by the current code: `bottleneckd analyze`
+on each scored workload's recorded `run` trace (nothing re-run), its top recommendation against the
+recommendation its interventions proved (the record's proof, and ``--also``'s where it held).
+
+    python scripts/rescore_advice.py RECORD.json TRACES_DIR [--also ALSO.json]
+
+RECORD.json: a full record under docs/eval-results/; TRACES_DIR: that run's --out folder (the
+``<workload>.run.trace.jsonl`` files); ALSO.json: an ``eval.py --also-proofs --json`` output."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("record")
+    ap.add_argument("traces")
+    ap.add_argument("--also", default=None)
+    a = ap.parse_args()
+    rec = json.loads(Path(a.record).read_text())
+    also = json.loads(Path(a.also).read_text())["also"] if a.also else {}
+    n = top = top3 = 0
+    for w in rec["workloads"]:
+        if not w.get("proves") or not w.get("scored"):
+            continue
+        trace = Path(a.traces) / f"{w['name']}.run.trace.jsonl"
+        if not trace.exists():
+            print(f"{w['name']}: no recorded trace ({trace})", file=sys.stderr)
+            continue
+        r = subprocess.run(
+            [sys.executable, "-m", "bottleneckd", "analyze", "--format", "json", str(trace)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        ids = [x["id"] for x in json.loads(r.stdout)["recommendations"]]
+        p = also.get(w["name"])
+        proved = {w["proves"]} | ({p["proves"]} if p and p.get("proven") else set())
+        n += 1
+        hit = bool(ids) and ids[0] in proved
+        top += hit
+        top3 += bool(proved & set(ids[:3]))
+        first = ids[0] if ids else "-"
+        print(f"{w['name'][:26]:26} proved {'/'.join(sorted(proved)):34} top {first:24} {'yes' if hit else 'no'}")
+    print(f"top recommendation proved {top}/{n}; proved one in the top 3 {top3}/{n}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
