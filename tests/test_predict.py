@@ -174,6 +174,24 @@ def test_sync_overlapped_on_full_cores_bounds_the_prediction() -> None:
     assert less_frequent_sync(free, 4).speedup == pytest.approx(lo)  # overlap free: the exposed part alone
     sharded = inputs({"communication": 0.6, "backward": 0.4}, sharded=True)
     assert less_frequent_sync(sharded, 4).speedup is None and "FSDP" in less_frequent_sync(sharded, 4).formula
+    # attach's shares from stack samples reach 100% at their high end: k times less of it stays finite
+    wide = StepInputs(
+        step=0.5,
+        shares={
+            "communication": Share(0.08, 0.0, 0.3),
+            "optimizer": Share(0.15, 0.0, 0.15),
+            "backward": Share(0.68, 0.0, 0.76),
+        },
+        comm_overlap_cost=0.44,
+    )
+    p = less_frequent_sync(wide, 4)
+    assert p.speedup is not None and p.low <= p.speedup <= p.high <= 4.0
+
+
+def test_compressing_a_sharded_models_gradients_halves_a_third_of_its_communication() -> None:
+    c = inputs({"communication": 0.6, "forward": 0.4}, sharded=True)
+    assert gradient_compression(c).speedup == pytest.approx(1 / (0.4 + 0.6 / 1.2))
+    assert shard_less(c).speedup > gradient_compression(c).speedup  # the all-gathers are the most of it
 
 
 def test_shard_less_from_the_communication_volume() -> None:
@@ -415,6 +433,10 @@ def test_caching_a_storage_bound_dataset_locally_between_the_loading_s_cpu_kept_
     # the whole step waiting: what is left without the wait is not measured
     assert cache_locally(inputs({"data_wait": 0.995}, loader_workers=2.0, worker_cores=0.4)).speedup is None
     assert cache_locally(inputs({"data_wait": 0.9})).speedup is None  # workers not known
+    # attach's stack-sampled share reaching 100% at its high end only: the high end capped (x100)
+    wide = StepInputs(step=0.5, shares={"data_wait": Share(0.95, 0.9, 1.0)}, loader_workers=0.0, main_cores=0.97)
+    w = cache_locally(wide)
+    assert w.speedup is not None and w.high == pytest.approx(100.0) and w.low <= w.speedup
     # ranked before echoing the data (x1.92 here), which changes what the model sees
     echo = data_echoing(inputs({"data_wait": 0.96}, step=0.03, loader_workers=0.0))
     order = sorted([rec("data_echoing", "low", echo), rec("cache_locally", "low", two)], key=rank_key)
