@@ -200,7 +200,9 @@ def mixed_precision(i: StepInputs, dtype: str = "bfloat16") -> Prediction:
 
 
 def _amdahl_share(model: str, s: Share, factor: float, what: str) -> Prediction:
-    if math.isinf(factor) and s.high >= MAX_SHARE:  # removing all of the step leaves what was not measured
+    # removing all of the step leaves what was not measured; a window's high end alone there (attach's
+    # stack-sampled shares) caps the high end, as amdahl() caps it
+    if math.isinf(factor) and s.value >= MAX_SHARE:
         return unknown(model, f"{what} is {s.value:.0%} of the step: the time left without it is not measured")
     f = "removed" if math.isinf(factor) else f"{factor:g}x less of it"
     return known(
