@@ -286,6 +286,18 @@ def test_stack_samples_of_start_up_are_not_steps():
     assert ph is not None and ph.steps == 2 and ph.share("forward") == 1.0
 
 
+def test_an_fsdp_wrapper_on_the_stack_says_the_parameters_are_sharded():
+    """As the hook's probe says under run: attach's advice then fits sharding less (FSDP)."""
+    from collections import Counter
+
+    from bottleneckd.samplers.stacks import StackSampler
+
+    s = StackSampler(os.getpid(), py_spy="/bin/true")
+    s._counts, s._n, s._wrappers = Counter({"forward": 3}), 3, {"fsdp"}
+    ph = s.drain()
+    assert ph is not None and ph.facts["fsdp"] is True and ph.facts["sharded"] is True
+
+
 @pytest.mark.timeout(60)
 def test_the_job_s_own_reads_asked_for_versus_fetched_from_the_block_layer(tmp_path):
     """A job rereading a procfs file: read calls and bytes asked for, none fetched from a disk."""

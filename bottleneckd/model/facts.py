@@ -148,7 +148,12 @@ FACTS: dict[str, FactSpec] = {
             (_P, Producer.STACK_FRAMES),
             "FullyShardedDataParallel (attach: an FSDP frame on a stack)",
         ),
-        _spec("sharded", "bool", _P, "parameters or optimizer state sharded across ranks (FSDP, ZeRO)"),
+        _spec(
+            "sharded",
+            "bool",
+            (_P, Producer.STACKS),
+            "parameters or optimizer state sharded across ranks (FSDP, ZeRO; attach: an FSDP frame on a stack)",
+        ),
         _spec("offloading", "bool", _P, "parameters or optimizer state offloaded to the CPU"),
         _spec("world_size", "int", _C, "ranks in the job"),
         _spec("local_world_size", "int", _C, "ranks on this node"),

@@ -310,6 +310,8 @@ class StackSampler:
         facts: dict = {"phase_source": "py-spy", "stack_samples": n}
         for fact in wrapped:  # seen on a stack: the model is wrapped (the hook's facts say so under run)
             facts[fact] = True
+        if "fsdp" in wrapped:
+            facts["sharded"] = True  # FSDP shards the parameters, as the hook's probe says under run
         if sum(ops.values()) >= 3:
             facts["low_intensity_op_share"] = ops.get("low", 0) / sum(ops.values())
         if len(idle) >= 3:
