@@ -70,7 +70,7 @@ def _clock_now() -> Callable[[], float]:
 #: autocast on for any device (one argument-free C call); compared with ``hot[AUTOCAST]``, what the
 #: full path saw at its last check, so that switching autocast on or off sends the step to the full
 #: path, which records the change (probe.Precision)
-_any_autocast: Callable[[], bool] = getattr(torch._C, "_is_any_autocast_enabled", None) or (lambda: False)
+any_autocast: Callable[[], bool] = getattr(torch._C, "_is_any_autocast_enabled", None) or (lambda: False)
 
 
 def loader_marks(
@@ -121,7 +121,7 @@ def forward_wrapper(
     tensor argument) around ``original``; ``traced`` under torch.compile; the watcher's full entry
     points (``forward_start``, ``forward_end``) off the fast path."""
     hot, pc, prof, tensor = w.hot, _clock_now(), _profiler, _Tensor
-    is_compiling, autocast = _is_compiling, _any_autocast
+    is_compiling, autocast = _is_compiling, any_autocast
 
     def forward(*args: Any, **kwargs: Any) -> Any:
         if is_compiling():

@@ -280,7 +280,7 @@ class Watcher:
         if self._precision_step != steps and first:  # once per step: is autocast on around its first forward?
             self._precision_step = steps
             self.precision.at_forward(self.facts)
-            hot[AUTOCAST] = int(hot_path._any_autocast())  # the fast path's check (hot_path.py)
+            hot[AUTOCAST] = int(hot_path.any_autocast())  # the fast path's check (hot_path.py)
         if args:
             first = args[0]
             if isinstance(first, _Tensor) and (dim := first.dim()) > 0:
