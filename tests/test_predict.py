@@ -430,8 +430,10 @@ def test_caching_a_storage_bound_dataset_locally_between_the_loading_s_cpu_kept_
     # + 0.46 x 24 ms = 12 ms: x2.0
     inline = cache_locally(inputs({"data_wait": 0.96}, step=0.024, loader_workers=0.0, main_cores=0.5))
     assert inline.low == pytest.approx(2.0) and inline.speedup == pytest.approx(math.sqrt(50.0))
-    # the whole step waiting: what is left without the wait is not measured
-    assert cache_locally(inputs({"data_wait": 0.995}, loader_workers=2.0, worker_cores=0.4)).speedup is None
+    # the whole step waiting: what is left without the wait is not measured, the least is the prediction
+    whole = cache_locally(inputs({"data_wait": 0.995}, loader_workers=2.0, worker_cores=0.4))
+    assert whole.speedup == whole.low == pytest.approx(0.1 / max(0.1 * 0.005, 0.4 * 0.1 / 2))
+    assert whole.high == pytest.approx(100.0) and "not measured" in whole.formula
     assert cache_locally(inputs({"data_wait": 0.9})).speedup is None  # workers not known
     # attach's stack-sampled share reaching 100% at its high end only: the high end capped (x100)
     wide = StepInputs(step=0.5, shares={"data_wait": Share(0.95, 0.9, 1.0)}, loader_workers=0.0, main_cores=0.97)

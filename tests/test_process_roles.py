@@ -360,3 +360,21 @@ def test_a_child_followed_while_the_job_waited_is_left_when_the_job_trains():
     s.target, s._dumps = child.pid, 1
     s._sample_main()
     assert s.target == os.getpid() and s.error is None
+
+
+def test_an_fsdp_module_being_imported_is_not_fsdp_running():
+    """A DDP job's stacks once held torch/distributed/fsdp frames under attach (a module imported
+    mid-run), and the advice read it as FSDP: module-level frames and import stacks do not count."""
+    from bottleneckd.samplers.stack_frames import wrappers
+
+    def f(name: str, filename: str) -> dict:
+        return {"name": name, "filename": filename}
+
+    importing = [
+        f("<module>", "torch/distributed/fsdp/_fully_shard/_fsdp_api.py"),
+        f("_call_with_frames_removed", "<frozen importlib._bootstrap>"),
+        f("step", "train.py"),
+    ]
+    assert wrappers(importing) == set()
+    running = [f("forward", "torch/distributed/fsdp/fully_sharded_data_parallel.py"), f("step", "train.py")]
+    assert wrappers(running) == {"fsdp"}

@@ -428,8 +428,7 @@ def cache_locally(i: StepInputs) -> Prediction:
     (x1.95-x23.0, x6.7)."""
     m = "storage wait removed"
     d = i.stage_share((Phase.DATA_WAIT, Phase.FILE_IO))
-    if d.value >= MAX_SHARE:  # (a window's high end alone there: that end is capped, as amdahl() caps it)
-        return unknown(m, f"data wait is {d.value:.0%} of the step: the time left without it is not measured")
+    whole = d.value >= MAX_SHARE  # the step all wait (attach's stack samples): the most is not measured
     w = i.loader_workers
     if w is None:
         return unknown(m, "not measured: the DataLoader's workers")
@@ -451,6 +450,15 @@ def cache_locally(i: StepInputs) -> Prediction:
         cpu = least_step(d.value) - i.step * (1.0 - d.value)
     least = i.step / least_step(d.value)
     most = amdahl(d.value, math.inf)
+    if whole:  # what is left without the wait is not measured: the least is the prediction, the most capped
+        return known(
+            m,
+            least,
+            least,
+            most,
+            f"data wait {d.value:.0%} of the step: at least x{least:.2f} (the loading keeps its "
+            f"{cpu * 1e3:.1f} ms CPU per batch with {w:g} workers); the most is not measured (capped at x{most:.0f})",
+        )
     return known(
         m,
         math.sqrt(least * most),

@@ -179,9 +179,13 @@ def thread_idle(thread: dict) -> bool:
 
 
 def wrappers(frames: list[dict]) -> set[str]:
-    """ "ddp" / "fsdp" when a frame of that wrapper is on the stack (its forward runs in every step)."""
+    """ "ddp" / "fsdp" when a frame of that wrapper's code runs on the stack (its forward runs in
+    every step). A module being imported is not the wrapper running: importing torch.distributed
+    imports the FSDP package, and a DDP job read as FSDP lost its less-frequent-sync advice."""
     out: set[str] = set()
     for f in frames:
+        if f.get("name") == "<module>":
+            continue
         path = (f.get("filename") or f.get("short_filename") or "").replace("\\", "/")
         out.update(fact for needle, fact in WRAPPERS if needle in path)
     return out

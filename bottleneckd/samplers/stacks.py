@@ -233,7 +233,7 @@ class StackSampler:
         if phase != STARTUP:
             self.tally.add(phase, MAIN, user_site(frames))
         op = op_intensity(frames) if phase == Phase.FORWARD else None
-        seen = wrappers(frames)
+        seen = wrappers(frames) if phase != STARTUP else set()
         with self._lock:
             if phase == Phase.OTHER:
                 self._idle.append(idle)
