@@ -389,13 +389,19 @@ SMALLER_MODEL_LOW, SMALLER_MODEL_HIGH = 2.0, 4.0
 
 
 def smaller_model(i: StepInputs) -> Prediction:
-    """Half the width: Amdahl over the compute phases (forward, backward, optimizer) made
+    """On a CPU, half the width: Amdahl over the compute phases (forward, backward, optimizer) made
     SMALLER_MODEL_LOW (the low end) to SMALLER_MODEL_HIGH (the high end) times faster, the point at
     their geometric mean. Measured on the suite's compute-bound CPU jobs (2026-12-02 record): width
     halved x2.42 (MLP; predicted x2.63), x2.54 (channels halved, conv net; x2.74), x2.27 (BERT;
     x2.77), x2.87 (Lightning MLP; x2.54), x2.70 (MLP with evaluation; x2.51); half the layers x1.84
     and half the batch beside an unchanged all-reduce x1.72 (each at the model's low end); the LSTM's
     x5.09 is above it (its recurrence's cost falls faster than its FLOPs)."""
+    if i.device != "cpu":
+        return unknown(
+            "amdahl",
+            "on an accelerator the compute phases do not scale with the FLOPs (kernels under the roofline, "
+            "launch and memory limits): measure it (verify=True, compare)",
+        )
     c = i.stage_share((Phase.FORWARD, Phase.BACKWARD, Phase.OPTIMIZER))
     mid = math.sqrt(SMALLER_MODEL_LOW * SMALLER_MODEL_HIGH)
     return known(

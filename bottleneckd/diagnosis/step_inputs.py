@@ -121,6 +121,7 @@ def step_inputs(
     code: CodeProfile | None = None,
 ) -> StepInputs | None:
     """The window's inputs; None when it timed no step (no model can run without the step)."""
+    from bottleneckd.diagnosis.job_gpus import runs_on_gpu
     from bottleneckd.diagnosis.rules.comm_cost import comm_cost
     from bottleneckd.diagnosis.rules.cpu_state import cpu_state
     from bottleneckd.diagnosis.rules.stack_comm import stack_comm
@@ -143,7 +144,8 @@ def step_inputs(
     host_cores = stats.get(Resource.CPU_COMPUTE, "host", "cores")
     if idle is not None and cpu.host is not None and host_cores:
         idle = min(idle, max(0.0, host_cores * (1.0 - cpu.host)))  # other processes hold the rest
-    device = str(facts.get("device") or "cpu")
+    # attach has no device fact: a job seen on the node's GPUs trains on one
+    device = str(facts.get("device") or ("cuda" if runs_on_gpu(stats, peaks) else "cpu"))
     flops, nbytes, achieved = (
         facts.get("flops_per_step"),
         facts.get("operand_bytes_per_step"),
