@@ -58,9 +58,8 @@ def _patched_hot_path(acc: collections.Counter[str]):  # noqa: ANN202
         return g
 
     def loader_marks(w, cur):  # noqa: ANN001, ANN202
-        req, ready, fetch = real_loader(w, cur)
-        timed_fetch = timed("fetch_batch", fetch)
-        return req, ready, lambda nxt: timed_fetch(inner("fetch_batch", nxt))
+        timed_fetch = timed("fetch_batch", real_loader(w, cur))
+        return lambda nxt: timed_fetch(inner("fetch_batch", nxt))
 
     def forward_wrapper(w, cur, original, traced):  # noqa: ANN001, ANN202
         return timed("forward", real_forward(w, cur, inner("forward", original), traced))

@@ -73,27 +73,11 @@ def _clock_now() -> Callable[[], float]:
 any_autocast: Callable[[], bool] = getattr(torch._C, "_is_any_autocast_enabled", None) or (lambda: False)
 
 
-def loader_marks(
-    w: Watcher, cur: list[float]
-) -> tuple[Callable[[], None], Callable[[], None], Callable[[Callable[[], Any]], Any]]:
-    """``batch_requested`` and ``batch_ready``, the timed iterator's two marks, and ``fetch_batch``:
-    both around the loader's own ``next`` in one call (the timed iterator's usual path)."""
+def loader_marks(w: Watcher, cur: list[float]) -> Callable[[Callable[[], Any]], Any]:
+    """``fetch_batch``: the timed iterator's two marks (batch requested, batch ready) around the
+    loader's own ``next`` in one call."""
     hot, pc, prof = w.hot, _clock_now(), _profiler
     slow_requested, slow_ready = w.full_batch_requested, w.full_batch_ready
-
-    def batch_requested() -> None:
-        if hot[PLAIN] and not cur[3] and not prof._is_profiler_enabled:
-            if not cur[0]:  # the first request of a step counts (list stores: nothing here can raise)
-                cur[0] = pc()
-            return
-        hot[PLAIN] = 0  # a second batch before the optimizer step (accumulation), or the profiler on
-        slow_requested()
-
-    def batch_ready() -> None:
-        if hot[PLAIN]:
-            cur[1] = pc()
-            return
-        slow_ready()
 
     def fetch_batch(nxt: Callable[[], Any]) -> Any:
         if hot[PLAIN] and not cur[3] and not prof._is_profiler_enabled:
@@ -111,7 +95,7 @@ def loader_marks(
         slow_ready()
         return batch
 
-    return batch_requested, batch_ready, fetch_batch
+    return fetch_batch
 
 
 def forward_wrapper(

@@ -25,8 +25,6 @@ class LoaderEvents(Protocol):
 
     echo: int  # each batch is handed out this many times (data echoing)
     enabled: bool
-    batch_requested: Callable[[], None]  # mark("step_start"), without the label's dispatch (hot_path.py)
-    batch_ready: Callable[[], None]  # mark("data_ready")
     fetch_batch: Callable[[Callable[[], Any]], Any]  # both marks around the loader's next() (hot_path.py)
 
     def unmark(self, label: str) -> None: ...

@@ -112,7 +112,7 @@ class Watcher:
         self._cadence = Cadence(report_every, report_every_steps, report_every_seconds, self._mirror_due)
         cur = self.clock.cur if isinstance(self.clock, HostClock) else [0.0] * 9  # CUDA: never on the fast path
         self.hot_cur = cur  # the clock's marks of the step in progress, as the hot path writes them
-        self.batch_requested, self.batch_ready, self.fetch_batch = hot_path.loader_marks(self, cur)
+        self.fetch_batch = hot_path.loader_marks(self, cur)
         self.fast_optimizer = hot_path.optimizer_marks(
             self, cur, self.clock.buf if isinstance(self.clock, HostClock) else array("d"), self._step.step_examples
         )
@@ -226,8 +226,8 @@ class Watcher:
                 self.disable(f"{type(e).__name__}: {e}")
 
     def full_batch_requested(self) -> None:
-        """The loader was asked for a batch (``mark("step_start")``); ``batch_requested`` is
-        hot_path.py's, which calls this off the fast path."""
+        """The loader was asked for a batch (``mark("step_start")``); hot_path.py's ``fetch_batch``
+        calls this off the fast path."""
         if self.enabled and _GRAPHS.capturing is None:
             try:
                 self.clock.step_start()
@@ -237,7 +237,7 @@ class Watcher:
                 self.disable(f"{type(e).__name__}: {e}")
 
     def full_batch_ready(self) -> None:
-        """The loader handed the batch out (``mark("data_ready")``; hot_path.py's ``batch_ready``)."""
+        """The loader handed the batch out (``mark("data_ready")``; hot_path.py's ``fetch_batch`` off the fast path)."""
         if self.enabled and _GRAPHS.capturing is None:
             try:
                 self.clock.data_ready()
