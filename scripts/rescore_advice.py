@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The suite's advice score on recorded runs, re-derived by the current code: `bottleneckd analyze`
 on each scored workload's recorded `run` trace (nothing re-run), its top recommendation against the
-recommendation its interventions proved (the record's proof, and ``--also``'s where it held).
+recommendation its interventions proved (the record's proof, and ``--also``'s where it held). The
+label is the workload's PROVES as it reads now (scripts/workloads/): the intervention and its proof
+are the record's, the knowledge-base id it proves may have been named since (a line says so).
 
     python scripts/rescore_advice.py RECORD.json TRACES_DIR [--also ALSO.json]
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -40,8 +43,11 @@ def main() -> int:
             check=True,
         )
         ids = [x["id"] for x in json.loads(r.stdout)["recommendations"]]
+        label = proves_now(w["name"]) or w["proves"]
+        if label != w["proves"]:
+            print(f"{w['name']}: its intervention proves {label} (recorded as {w['proves']})", file=sys.stderr)
         p = also.get(w["name"])
-        proved = {w["proves"]} | ({p["proves"]} if p and p.get("proven") else set())
+        proved = {label} | ({p["proves"]} if p and p.get("proven") else set())
         n += 1
         hit = bool(ids) and ids[0] in proved
         top += hit
@@ -50,6 +56,13 @@ def main() -> int:
         print(f"{w['name'][:26]:26} proved {'/'.join(sorted(proved)):34} top {first:24} {'yes' if hit else 'no'}")
     print(f"top recommendation proved {top}/{n}; proved one in the top 3 {top3}/{n}")
     return 0
+
+
+def proves_now(name: str) -> str | None:
+    """The workload's PROVES in its file now (None where the file or the line is gone)."""
+    f = Path(__file__).parent / "workloads" / f"{name}.py"
+    m = re.search(r'^PROVES = "([a-z_]+)"', f.read_text(), re.M) if f.exists() else None
+    return m.group(1) if m else None
 
 
 if __name__ == "__main__":

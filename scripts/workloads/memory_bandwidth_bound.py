@@ -8,7 +8,7 @@ LABEL = "cpu_memory_bandwidth"
 PATTERN = "LayerNorm + GELU x6 on 8192 x 1024"
 STAGE = "compute"
 #: the recommendation (knowledge-base id) its intervention proves (scripts/eval.py scores the top one)
-PROVES = "more_compute_per_byte"
+PROVES = "cache_sized_blocks"
 ALSO_PROVES = "mixed_precision"
 ALSO_INTERVENTION = "bf16 autocast around the forward (common.mixed_precision): half the activation bytes"
 ALSO_MIN_SPEEDUP = 1.15
