@@ -5,10 +5,11 @@ recommendation its interventions proved (the record's proof, and ``--also``'s wh
 label is the workload's PROVES as it reads now (scripts/workloads/): the intervention and its proof
 are the record's, the knowledge-base id it proves may have been named since (a line says so).
 
-    python scripts/rescore_advice.py RECORD.json TRACES_DIR [--also ALSO.json]
+    python scripts/rescore_advice.py RECORD.json TRACES_DIR [--also ALSO.json ...]
 
 RECORD.json: a full record under docs/eval-results/; TRACES_DIR: that run's --out folder (the
-``<workload>.run.trace.jsonl`` files); ALSO.json: an ``eval.py --also-proofs --json`` output."""
+``<workload>.run.trace.jsonl`` files); ALSO.json: ``eval.py --also-proofs --json`` outputs (a
+workload's proof in a later file replaces an earlier one)."""
 
 from __future__ import annotations
 
@@ -24,10 +25,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("record")
     ap.add_argument("traces")
-    ap.add_argument("--also", default=None)
+    ap.add_argument("--also", nargs="*", default=[])
     a = ap.parse_args()
     rec = json.loads(Path(a.record).read_text())
-    also = json.loads(Path(a.also).read_text())["also"] if a.also else {}
+    also = {k: v for f in a.also for k, v in json.loads(Path(f).read_text())["also"].items()}
     n = top = top3 = 0
     for w in rec["workloads"]:
         if not w.get("proves") or not w.get("scored"):

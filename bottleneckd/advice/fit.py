@@ -1,6 +1,7 @@
 """Whether a mitigation fits this job: already in effect (``skip_if``), or not applicable
 (``requires``: every condition must hold, on facts that are known; ``unfit_if``: any condition
-holding rules it out). Conditions are data in data/mitigations.json over declared facts
+holding rules it out), and whether it comes first (``first_if``: any condition holding).
+Conditions are data in data/mitigations.json over declared facts
 (model/facts.py); ``{"all": [...]}`` combines several into one; ``"why"`` says in words what a
 condition means (a knowledge base's caveat: "only helps while idle cores remain"), shown with the
 measured values.
@@ -91,6 +92,12 @@ def unfit(m: Mitigation, facts: Mapping[str, Any]) -> str | None:
         if matches(c, facts):
             return f"{c['why']} (here {describe(c, facts)})" if "why" in c else f"not for {describe(c, facts)}"
     return None
+
+
+def first(m: Mitigation, facts: Mapping[str, Any]) -> str | None:
+    """Why the mitigation comes first for this job (its ``first_if``), or None."""
+    c = next((c for c in m.first_if if matches(c, facts)), None)
+    return None if c is None else f"{c['why']} (here {describe(c, facts)})"
 
 
 def _want(cond: Mapping[str, Any]) -> str:

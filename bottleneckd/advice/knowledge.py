@@ -52,6 +52,9 @@ class Mitigation:
     requires: tuple[dict[str, Any], ...] = ()
     #: it does not fit the job when any holds
     unfit_if: tuple[dict[str, Any], ...] = ()
+    #: it is the first thing to do when any holds (each with its "why") and its gain is predicted
+    #: (advice/recommend.py): the cheap change a performance engineer makes before weighing the rest
+    first_if: tuple[dict[str, Any], ...] = ()
     #: where it is not one of the paper's (section 6.1): what shows it (documentation, a measurement)
     sources: tuple[str, ...] = ()
     #: it hides waiting no resource explains (a sleep, a remote service): advice for an undetermined
@@ -130,7 +133,9 @@ def load_knowledge(path: str | Path | None = None) -> tuple[Mitigation, ...]:
         if not m.get("section") and not sources:
             raise InputError(f"{where}: give the paper's section, or sources for a mitigation beyond it")
         stage_resources = _stage_resources(m, where)
-        for key in ("skip_if", "requires", "unfit_if"):
+        if any("why" not in c for c in m.get("first_if", []) if isinstance(c, dict)):
+            raise InputError(f"{where}.first_if: each condition needs a 'why' (it is shown with the advice)")
+        for key in ("skip_if", "requires", "unfit_if", "first_if"):
             conds = m.get(key, [])
             if not isinstance(conds, list):
                 raise InputError(f"{where}.{key}: expected a list of conditions")
@@ -163,6 +168,7 @@ def load_knowledge(path: str | Path | None = None) -> tuple[Mitigation, ...]:
                 stages=tuple(Stage(x) for x in m.get("stages", ())),
                 requires=tuple(m.get("requires", [])),
                 unfit_if=tuple(m.get("unfit_if", [])),
+                first_if=tuple(m.get("first_if", [])),
                 sources=sources,
                 latency=latency,
                 stage_resources=stage_resources,

@@ -242,7 +242,10 @@ def more_workers(i: StepInputs, new: float | None = None) -> Prediction:
     loading has C_w cores now; with none it runs in the training thread: c = d T u and d u cores
     (u: the thread's busy fraction). The loader is CPU-bound when a worker (or the training thread)
     runs or waits to run CPU_BOUND of a core or more. W' defaults to W plus one per free core when
-    CPU-bound, else LATENCY_WORKERS_FACTOR times W (at least 1)."""
+    CPU-bound (with none, one per core the loading can have: the free ones and the training
+    thread's share it gives up, d u, rounded: fft_augment_inline's loading at 0.94 of a core beside
+    1.01 free ones was offered 0 -> 1, predicted x1.03, where 0 -> 2 measured x1.53), else
+    LATENCY_WORKERS_FACTOR times W (at least 1)."""
     m = "loader pipeline"
     w = i.loader_workers
     if w is None or i.idle_cores is None:
@@ -257,8 +260,10 @@ def more_workers(i: StepInputs, new: float | None = None) -> Prediction:
             return unknown(m, "not measured: the training thread's CPU use")
         u, demand = i.main_cores, max(i.main_cores, i.main_demand or 0.0)
     cpu_bound = demand >= CPU_BOUND
-    if new is None:
-        new = w + max(1.0, math.floor(i.idle_cores)) if cpu_bound else max(1.0, w) * LATENCY_WORKERS_FACTOR
+    if new is None and not cpu_bound:
+        new = max(1.0, w) * LATENCY_WORKERS_FACTOR
+    elif new is None:
+        new = w + max(1.0, math.floor(i.idle_cores)) if w >= NO_WORKERS else max(1.0, round(i.idle_cores + d.value * u))
     if new <= w:
         return unknown(m, f"{new:g} workers is not more than the {w:g} running")
     idle = i.idle_cores

@@ -6,10 +6,13 @@ With the window's measured inputs each recommendation carries a predicted speed-
 (``advice/predict.py``), and the ranking is by predicted gain per cost: those predicted to gain at
 least MIN_PREDICTED_GAIN first (gain times the cost weight), then those whose gain cannot be
 predicted (by the knowledge base's strength and cost, as without inputs), then those predicted to
-gain less; within the active bottleneck's recommendations, then within a secondary pressure's (a
-resource that does not limit the step gains it nothing until the active one is relieved: a larger
-batch "predicted" from the step's communication share is no first advice for a job out of GPU
-memory, nor for ranks that wait in the all-reduce for a straggler).
+gain less; the knowledge base's ``first_if`` puts a predicted one ahead of all (the free change
+a performance engineer makes before weighing the rest: loader workers for a loader that runs in
+the training process beside an idle core); within the active bottleneck's recommendations, then
+within a secondary pressure's (a resource that does not limit the step gains it nothing until
+the active one is relieved: a larger batch "predicted" from the step's communication share is no
+first advice for a job out of GPU memory, nor for ranks that wait in the all-reduce for a
+straggler).
 
 An undetermined verdict gets advice only when the step waits in its stage with nothing busy
 (the measured fact ``idle_wait_stage``, diagnosis/measured.py): the knowledge base's ``latency``
@@ -22,7 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bottleneckd.advice.fit import in_effect, unfit
+from bottleneckd.advice.fit import first, in_effect, unfit
 from bottleneckd.advice.knowledge import Mitigation
 from bottleneckd.advice.predict import MIN_PREDICTED_GAIN, Prediction, predict
 from bottleneckd.diagnosis.step_inputs import StepInputs
@@ -44,6 +47,8 @@ class Recommendation:
     why: str
     #: the predicted speed-up from the measured window (None: recommended without inputs)
     prediction: Prediction | None = None
+    #: why it comes first for this job (the knowledge base's ``first_if``), or None
+    first: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -56,14 +61,17 @@ class Recommendation:
 
 
 def rank_key(r: Recommendation) -> tuple[int, float, float]:
-    """Predicted gain per cost first (gain >= MIN_PREDICTED_GAIN), then the unpredicted by score,
-    then those predicted to gain less (tier, then descending value); equal gains by score (two
-    mitigations the same hook applies, less frequent sync and accumulation on DDP, predict alike)."""
+    """Those the knowledge base puts first for this job (``first_if``) when predicted to gain at
+    least MIN_PREDICTED_GAIN; then predicted gain per cost (gain >= MIN_PREDICTED_GAIN), then the
+    unpredicted by score, then those predicted to gain less (tier, then descending value); equal
+    gains by score (two mitigations the same hook applies, less frequent sync and accumulation on
+    DDP, predict alike)."""
     p = r.prediction
     if p is None or p.gain is None:
         return (1, -r.score, 0.0)
     if p.gain >= MIN_PREDICTED_GAIN:
-        return (0, -round(p.gain * COST_WEIGHT.get(r.mitigation.cost, 0.7), 6), -r.score)
+        tier = -1 if r.first else 0
+        return (tier, -round(p.gain * COST_WEIGHT.get(r.mitigation.cost, 0.7), 6), -r.score)
     return (2, -p.gain, -r.score)
 
 
@@ -123,8 +131,11 @@ def recommend(
             if m.baseline:
                 why += "; a strong baseline (section 5): compare any speed-up against it"
             s = score(m, weight)
+            lead = first(m, facts) if resource == verdict.resource else None
+            if lead:
+                why += f"; first: {lead}"
             if m.id not in best or best[m.id].score < s:
-                best[m.id] = Recommendation(m, resource, s, why, predict(m.id, inputs) if predictions else None)
+                best[m.id] = Recommendation(m, resource, s, why, predict(m.id, inputs) if predictions else None, lead)
     # the active bottleneck's first; ties keep the knowledge base's order
     return sorted(best.values(), key=lambda r: (r.resource != verdict.resource, *rank_key(r)))[:limit]
 
