@@ -327,10 +327,10 @@ def test_end_to_end_through_the_pipeline_and_the_report() -> None:
     assert e.speedup == pytest.approx(1 / (0.2 + 0.4))  # Amdahl(0.8, 2)
     assert by_id["cache_preprocessing"].prediction.speedup == pytest.approx(5.0)  # the data stage removed
     order = [r.mitigation.id for r in snap.recommendations]
-    # workers first: the loading runs in the training process beside an idle core (the knowledge
-    # base's first_if, with its reason); then by predicted gain per cost (all low cost): x5, x1.67
+    # workers first: a whole core idle beside the CPU-bound loading (the knowledge base's first_if,
+    # with its reason); then by predicted gain per cost (all low cost): x5, x1.67
     assert order[:3] == ["more_loader_workers", "cache_preprocessing", "data_echoing"], order
-    assert "first: the loading runs in the training process" in by_id["more_loader_workers"].why
+    assert "first: a whole core is idle" in by_id["more_loader_workers"].why
     # then the rest, none predicted above x1.2: a smaller model speeds up the 20% of compute only
     rest = {r.mitigation.id: r.prediction.speedup for r in snap.recommendations[3:]}
     assert all(v is None or v < 1.2 for v in rest.values()), rest

@@ -168,6 +168,29 @@ def test_a_cpu_step_of_row_wise_operators_is_told_to_block_its_rows_not_to_autoc
     assert "mixed_precision" in ids(recommend(v, KB, attach.set(low_intensity_op_share=0.5), limit=50))
 
 
+def test_another_loader_worker_comes_first_where_a_whole_core_is_idle_and_it_is_predicted_to_gain():
+    """The knowledge base's first_if: the one-argument change a performance engineer makes before
+    caching the preprocessing, whose larger predicted gain needs a deterministic pipeline (measured
+    x1.53 for 0 -> 2 workers, x1.98 for 1 -> 2, scripts/eval.py --also-proofs)."""
+    from bottleneckd.diagnosis.step_inputs import Share, StepInputs
+
+    v = verdict("cpu_compute", stage="data")
+    shares = {"data_wait": Share(0.9, 0.9, 0.9), "forward": Share(0.1, 0.1, 0.1)}
+    i = StepInputs(step=0.1, shares=shares, loader_workers=1.0, worker_cores=1.0, idle_cores=1.1, cores=2.0)
+    idle = CPU_JOB.set(job_idle_cores=1.1)
+    recs = recommend(v, KB, idle, limit=50, inputs=i)
+    top = recs[0]
+    assert top.mitigation.id == "more_loader_workers" and "first: a whole core is idle" in top.why, ids(recs)
+    assert "cache_preprocessing" in ids(recs[1:3])  # predicted higher (the data stage removed), second
+    # less than a whole core idle: by predicted gain per cost, caching first
+    half = recommend(v, KB, idle.set(job_idle_cores=0.7), limit=50, inputs=i)
+    assert half[0].mitigation.id == "cache_preprocessing" and not any(r.first for r in half)
+    # no prediction (no measured inputs): nothing is put first on a condition alone; by score
+    blind = recommend(v, KB, idle, limit=50)
+    assert blind[0].mitigation.id == "cache_preprocessing" and blind[0].prediction.speedup is None
+    assert ids(blind).index("more_loader_workers") > 0
+
+
 def test_blocking_rows_does_not_fit_a_step_whose_bytes_are_weights():
     """Micro-batches of 16 rows through 1536-wide layers (grad_accumulation: 3.8 FLOP/byte, the
     weights streamed for every micro-batch; more rows per weight measured x2.41): smaller blocks

@@ -127,23 +127,9 @@ def test_measured_facts_are_declared_produced_and_unknown_when_not_measured():
         "idle_wait_stage",
         "gpu_throttled",  # tests/test_gpu_judged.py
         "flops_per_parameter",  # tests/test_recommend.py
-        "loader_in_process",
     }
     bare = window(HOST, {"data_wait": 0.5, "forward": 0.5})  # the job's CPU not sampled: unknown, not 0
     assert "job_idle_cores" not in measured_facts(bare, classify(bare, NO_PEAKS))
-    assert "loader_in_process" not in measured_facts(bare, classify(bare, NO_PEAKS))
-
-
-def test_a_loader_in_the_training_process_is_told_so_from_the_hook_or_from_the_processes():
-    from bottleneckd.diagnosis.classify import classify
-
-    shares = {"data_wait": 0.8, "forward": 0.2}
-    counted = window(job(busy=1.0, main=1.0, usable=2.0), shares)  # attach: no hook, no worker process
-    assert measured_facts(counted, classify(counted, NO_PEAKS))["loader_in_process"] is True
-    workers = window(job(busy=1.9, main=0.3, workers=1.5, n_workers=2, usable=2.0), shares)
-    assert measured_facts(workers, classify(workers, NO_PEAKS))["loader_in_process"] is False
-    hooked = window(job(busy=1.0, main=1.0, usable=2.0), shares, {"loader_workers": 2})  # the hook's count wins
-    assert measured_facts(hooked, classify(hooked, NO_PEAKS))["loader_in_process"] is False
 
 
 # --- the knowledge base's new fields -----------------------------------------------------------
@@ -172,6 +158,8 @@ def test_every_entry_beyond_the_paper_names_its_source():
         (lambda m: m.update(stage_resources={"compute": ["cpu_compute"]}), "stage_resources.compute"),
         (lambda m: m.update(unfit_if=[{"fact": "cores", "op": "<=", "value": 1, "why": ""}]), r"unfit_if\[0\].why"),
         (lambda m: m.update(resources=[], latency=False), "resources: unknown or missing"),
+        (lambda m: m.update(first_if=[{"fact": "cores", "op": ">=", "value": 1}]), "first_if: each condition needs"),
+        (lambda m: m.update(first_if=[{"fact": "cores", "op": "gt", "value": 1, "why": "w"}]), r"first_if\[0\].op"),
     ],
 )
 def test_a_malformed_new_field_names_the_field(tmp_path, edit, problem):

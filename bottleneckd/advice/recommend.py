@@ -7,8 +7,8 @@ With the window's measured inputs each recommendation carries a predicted speed-
 least MIN_PREDICTED_GAIN first (gain times the cost weight), then those whose gain cannot be
 predicted (by the knowledge base's strength and cost, as without inputs), then those predicted to
 gain less; the knowledge base's ``first_if`` puts a predicted one ahead of all (the free change
-a performance engineer makes before weighing the rest: loader workers for a loader that runs in
-the training process beside an idle core); within the active bottleneck's recommendations, then
+a performance engineer makes before weighing the rest: another loader worker where a whole core
+is idle beside a CPU-bound loader); within the active bottleneck's recommendations, then
 within a secondary pressure's (a resource that does not limit the step gains it nothing until
 the active one is relieved: a larger batch "predicted" from the step's communication share is no
 first advice for a job out of GPU memory, nor for ranks that wait in the all-reduce for a

@@ -9,10 +9,6 @@ what the job's own figures say about whether a mitigation can help, not what the
   nothing busy: the diagnosis ruled every resource out there (no thread near a full core, no
   storage, network or I/O wait), so the step waits on latency (a sleep, a remote service, a lock).
   Concurrency (more workers, prefetching, asynchronous work) hides latency; it needs no idle core.
-- ``loader_in_process``: the DataLoader's loading runs in the training process (the hook's
-  ``num_workers`` is 0; without the hook, under attach, no loader worker process ran over a window
-  that measured the job's CPU). Workers then overlap the loading with the step at the cost of one
-  argument: the knowledge base puts them first where a whole core is idle.
 - ``flops_per_parameter``: the counted step's FLOPs over the model's parameters, about six times
   the rows each weight serves a step. Low, a CPU's bf16 autocast loses: it casts every weight at
   each forward (the knowledge base's condition on mixed precision, with the measurements).
@@ -48,9 +44,6 @@ def measured_facts(w: WindowStats, verdict: Verdict, peaks: PeakTable | None = N
     stage = idle_wait_stage(w, verdict)
     if stage is not None:
         out["idle_wait_stage"] = stage
-    inproc = loader_in_process(w)
-    if inproc is not None:
-        out["loader_in_process"] = inproc
     per_param = flops_per_parameter(w)
     if per_param is not None:
         out["flops_per_parameter"] = round(per_param, 1)
@@ -58,16 +51,6 @@ def measured_facts(w: WindowStats, verdict: Verdict, peaks: PeakTable | None = N
     if throttled:
         out["gpu_throttled"] = throttled
     return Facts(out)
-
-
-def loader_in_process(w: WindowStats) -> bool | None:
-    """The loading runs in the training process: the hook's ``loader_workers`` is 0, or, without it,
-    no loader worker process was counted over a window that measured the job's CPU (None: unknown)."""
-    n = (w.phases.facts if w.phases is not None else {}).get("loader_workers")
-    if isinstance(n, int) and not isinstance(n, bool):
-        return n == 0
-    cpu = cpu_state(w)
-    return None if cpu.busy is None else not cpu.n_workers
 
 
 def flops_per_parameter(w: WindowStats) -> float | None:

@@ -287,12 +287,6 @@ FACTS: dict[str, FactSpec] = {
             "cores the job may use that its processes neither ran on nor waited for (window)",
         ),
         _spec(
-            "loader_in_process",
-            "bool",
-            Producer.MEASURED,
-            "the DataLoader's loading runs in the training process (num_workers 0, or no worker process counted)",
-        ),
-        _spec(
             "flops_per_parameter",
             "float",
             Producer.MEASURED,
