@@ -179,6 +179,14 @@ def parser() -> argparse.ArgumentParser:
         default=(),
         help="reuse earlier --json outputs' proofs where the workload's source (hashed) and --threads are unchanged",
     )
+    ap.add_argument(
+        "--also-from",
+        nargs="+",
+        metavar="JSON",
+        default=(),
+        help="with --no-proof: the second interventions' proofs from earlier --also-proofs outputs (a later file "
+        "wins), for the advice score",
+    )
     ap.add_argument("--gpu", action="store_true", help="include the GPU workloads")
     ap.add_argument("--json", dest="json_path", default=None, help="write every result here")
     ap.add_argument(
@@ -255,8 +263,7 @@ def also_proofs(args: argparse.Namespace, workloads: list[Workload], out: Path, 
     res: dict[str, dict] = {}
     try:
         for w in workloads:
-            seconds = max(args.proof_seconds, w.proof_seconds or 0)
-            p = res[w.name] = prove_also(w, args.proof_runs, seconds, job_env(home), out, args.threads)
+            p = res[w.name] = prove_also(w, args.proof_runs, proof_seconds(args, w), job_env(home), out, args.threads)
             print(f"{w.name:28} {w.also_proves:18} {p['status']:10} {p['why']}", flush=True)
             if args.json_path:
                 Path(args.json_path).write_text(json.dumps({"meta": meta(), "also": res}, indent=1, default=str))
@@ -278,14 +285,24 @@ def proof_for(w: Workload, args: argparse.Namespace, earlier: dict, env: dict[st
         if p is not None:
             return p
         print(f"{w.name}: earlier proof not reused ({why}); proving again", flush=True)
-    seconds = max(args.proof_seconds, w.proof_seconds or 0)
-    return prove(w, args.proof_runs, seconds, env, out, args.threads)
+    return prove(w, args.proof_runs, proof_seconds(args, w), env, out, args.threads)
+
+
+def proof_seconds(args: argparse.Namespace, w: Workload) -> float:
+    """Seconds each proof run trains: --proof-seconds, or the workload's own PROOF_SECONDS if longer."""
+    return max(args.proof_seconds, w.proof_seconds or 0)
+
+
+def earlier_also(paths: list[str]) -> dict[str, dict]:
+    """The --also-proofs outputs' proofs by workload (a later file's replaces an earlier one's)."""
+    return {k: v for p in paths for k, v in json.loads(Path(p).read_text())["also"].items()}
 
 
 def evaluate(args: argparse.Namespace, workloads: list[Workload], out: Path, env: dict[str, str]) -> int:
     """Proofs and verdicts for each workload, then the summary; the exit code."""
     modes = ("run", "attach") if args.mode == "both" else (args.mode,)
     earlier = earlier_proofs(list(args.proofs_from))
+    earlier_second = earlier_also(list(args.also_from))
     full = not args.only and args.mode == "both" and not args.no_proof
     m = {**meta(), "full": full, "threads": args.threads}
     rows: list[dict] = []
@@ -297,8 +314,9 @@ def evaluate(args: argparse.Namespace, workloads: list[Workload], out: Path, env
         row["scored"] = row["proof"] is None or row["proof"]["proven"]
         also = None
         if w.also_proves and not args.no_proof:
-            seconds = max(args.proof_seconds, w.proof_seconds or 0)
-            also = row["also_proof"] = prove_also(w, args.proof_runs, seconds, env, out, args.threads)
+            also = row["also_proof"] = prove_also(w, args.proof_runs, proof_seconds(args, w), env, out, args.threads)
+        elif w.also_proves and (earlier_second.get(w.name) or {}).get("proves") == w.also_proves:
+            also = row["also_proof"] = {**earlier_second[w.name], "reused": True}
         also_proven = bool(also and also["proven"])
         if "run" in modes:
             row["run"] = judge(w, under_run(w, args.seconds, args.threads, env, out))

@@ -190,3 +190,13 @@ def test_fewer_than_three_proof_runs_is_refused() -> None:
 def test_a_control_is_implemented_with_its_threshold(w) -> None:  # noqa: ANN001
     assert w.control_max and 1.0 < w.control_max < w.min_speedup
     assert "args.control" in (ev.W / f"{w.name}.py").read_text()
+
+
+def test_second_proofs_from_earlier_outputs_a_later_file_wins(tmp_path):
+    """--no-proof --also-from: the advice score counts a second recommendation proved in an
+    earlier --also-proofs output, the latest file's proof of each workload."""
+    first, second = tmp_path / "a.json", tmp_path / "b.json"
+    first.write_text(json.dumps({"also": {"x": {"proves": "mixed_precision", "proven": False}, "y": {"proven": True}}}))
+    second.write_text(json.dumps({"also": {"x": {"proves": "mixed_precision", "proven": True}}}))
+    got = ev.earlier_also([str(first), str(second)])
+    assert got["x"]["proven"] is True and got["y"]["proven"] is True
