@@ -188,7 +188,8 @@ def test_another_loader_worker_comes_first_where_a_whole_core_is_idle_and_it_is_
     # no prediction (no measured inputs): nothing is put first on a condition alone; by score
     blind = recommend(v, KB, idle, limit=50)
     assert blind[0].mitigation.id == "cache_preprocessing" and blind[0].prediction.speedup is None
-    assert ids(blind).index("more_loader_workers") > 0
+    workers = blind[ids(blind).index("more_loader_workers")]
+    assert workers is not blind[0] and workers.first is None and "first:" not in workers.why
 
 
 def test_blocking_rows_does_not_fit_a_step_whose_bytes_are_weights():

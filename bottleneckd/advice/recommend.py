@@ -70,8 +70,7 @@ def rank_key(r: Recommendation) -> tuple[int, float, float]:
     if p is None or p.gain is None:
         return (1, -r.score, 0.0)
     if p.gain >= MIN_PREDICTED_GAIN:
-        tier = -1 if r.first else 0
-        return (tier, -round(p.gain * COST_WEIGHT.get(r.mitigation.cost, 0.7), 6), -r.score)
+        return (-1 if r.first else 0, -round(p.gain * COST_WEIGHT.get(r.mitigation.cost, 0.7), 6), -r.score)
     return (2, -p.gain, -r.score)
 
 
@@ -131,11 +130,15 @@ def recommend(
             if m.baseline:
                 why += "; a strong baseline (section 5): compare any speed-up against it"
             s = score(m, weight)
-            lead = first(m, facts) if resource == verdict.resource else None
+            if m.id in best and best[m.id].score >= s:
+                continue
+            pred = predict(m.id, inputs) if predictions else None
+            # first only where the knowledge base says so and its gain is predicted (rank_key)
+            gains = pred is not None and pred.gain is not None and pred.gain >= MIN_PREDICTED_GAIN
+            lead = first(m, facts) if resource == verdict.resource and gains else None
             if lead:
                 why += f"; first: {lead}"
-            if m.id not in best or best[m.id].score < s:
-                best[m.id] = Recommendation(m, resource, s, why, predict(m.id, inputs) if predictions else None, lead)
+            best[m.id] = Recommendation(m, resource, s, why, pred, lead)
     # the active bottleneck's first; ties keep the knowledge base's order
     return sorted(best.values(), key=lambda r: (r.resource != verdict.resource, *rank_key(r)))[:limit]
 
