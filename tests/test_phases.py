@@ -196,6 +196,7 @@ def test_injected_watcher_puts_post_step_bookkeeping_in_other_and_the_loss_in_ba
     from torch import nn
     from torch.utils.data import DataLoader
 
+    from bottleneckd.torch.hot_path import PLAIN
     from bottleneckd.torch.inject import GlobalWatcher
 
     fake = FakeTime()
@@ -239,21 +240,35 @@ def test_injected_watcher_puts_post_step_bookkeeping_in_other_and_the_loss_in_ba
             fake.advance(cost["optimizer"])
             return super().step(closure)
 
+    full_pre = []  # the full path's optimizer entry point, counted (the hot path's closures call it when needed)
+    original_pre = GlobalWatcher.full_before_optimizer_step
+
+    def counted_pre(self, opt, args, kwargs):  # noqa: ANN001, ANN202
+        full_pre.append(opt)
+        return original_pre(self, opt, args, kwargs)
+
+    monkeypatch.setattr(GlobalWatcher, "full_before_optimizer_step", counted_pre)
     w = GlobalWatcher(
         socket_path=str(tmp_path / "none.sock"), local_sampling=False, print_epoch=False, roofline_step=None
     )
     try:
         model, loss_fn = Model(), Loss()
         opt = SlowSGD(model.parameters(), lr=0.1)
+        plain = []
         for x, y in DataLoader(Data(), batch_size=4):
             opt.zero_grad()
             loss_fn(model(x), y).backward()
             opt.step()
+            plain.append(w.hot[PLAIN])
             fake.advance(cost["bookkeeping"])  # metric code after the optimizer step, before the next batch
         rep = w.epoch_reports[-1]
     finally:
         w.close()
     assert rep.steps == 10
+    # once the model is found its steps take the hot path (hot_path.py), its global optimizer
+    # hooks included, and their phases add up as the full path's (below)
+    assert plain[0] == 0 and all(plain[2:]), plain
+    assert len(full_pre) <= 2 and full_pre[0] is opt  # the first steps found the optimizer; the rest took the hot path
     # the first step's wall starts at its own data request (no bookkeeping before it); its loss
     # module is still timed by the global hooks (forward until the root is known), later ones not
     want = {

@@ -159,7 +159,7 @@ def optimizer_marks(
                 cur[4] = pc()
             return None
         hot[PLAIN] = 0
-        return slow_pre(args, kwargs)
+        return slow_pre(_opt, args, kwargs)
 
     def post(_opt: Any, _args: tuple, _kwargs: dict) -> None:
         if hot[PLAIN] and hot[DEPTH] == 1 and not prof._is_profiler_enabled:

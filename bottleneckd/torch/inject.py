@@ -62,8 +62,10 @@ class GlobalWatcher(Watcher):
         return [
             wrap_collectives(self),
             *self._global_module_hooks,
-            optim_mod.register_optimizer_step_pre_hook(g(self._opt_pre)),
-            optim_mod.register_optimizer_step_post_hook(g(self._opt_post)),
+            # hot_path.py's own, global: a plain step's marks written by closures, the rest through
+            # the full entry points below (each catches its own failures)
+            optim_mod.register_optimizer_step_pre_hook(self.fast_optimizer[0]),
+            optim_mod.register_optimizer_step_post_hook(self.fast_optimizer[1]),
             self._patch_loader(),
         ]
 
@@ -90,21 +92,27 @@ class GlobalWatcher(Watcher):
         if self._depth == 0:
             self.forward_end()
 
-    def _opt_pre(self, opt: torch.optim.Optimizer, args: tuple, kwargs: dict) -> Any:
-        if self.optimizer is None:
-            self.optimizer = self._engine.optimizer = opt
-        return self.before_optimizer_step(args, kwargs)
+    def _plain_now(self) -> bool:
+        """Not before the model is found: the steps until then take the full path, which finds it."""
+        return self.root is not None and super()._plain_now()
 
-    def _opt_post(self, *_: Any) -> None:
-        hot = self.hot
-        if hot[DEPTH] > 1:
-            hot[DEPTH] -= 1
-            return  # an optimizer step inside another returned: the outer one counts
-        hot[DEPTH] = 0
+    def full_before_optimizer_step(self, opt: Any, args: tuple, kwargs: dict) -> Any:
+        """The first optimizer to step is the job's (its hooks are global: any optimizer's step)."""
+        if self.enabled and self.optimizer is None:
+            self.optimizer = self._engine.optimizer = opt
+        return super().full_before_optimizer_step(opt, args, kwargs)
+
+    def full_after_optimizer_step(self) -> None:
+        nested = self.hot[DEPTH] > 1  # an optimizer step inside another returned: the outer one counts
+        super().full_after_optimizer_step()
+        if nested or not self.enabled:
+            return
         self._depth = 0
-        self._end_step()
         if self.root is None and self._candidates:
-            self._narrow()
+            try:
+                self._narrow()
+            except Exception as e:  # noqa: BLE001 - our failure never breaks the step
+                self.disable(f"{type(e).__name__}: {e}")
 
     def _narrow(self) -> None:
         """The model is the outermost module with the most parameters (not the loss); from now on

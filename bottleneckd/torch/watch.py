@@ -341,8 +341,8 @@ class Watcher:
             except Exception as e:  # noqa: BLE001 - our failure never breaks the step
                 self.disable(f"{type(e).__name__}: {e}")
 
-    def full_before_optimizer_step(self, args: tuple, kwargs: dict) -> Any:
-        """The optimizer step pre-hook off the fast path (hot_path.py)."""
+    def full_before_optimizer_step(self, _opt: Any, args: tuple, kwargs: dict) -> Any:
+        """The optimizer step pre-hook off the fast path (hot_path.py); ``_opt``: the optimizer stepping."""
         if self.enabled:
             try:
                 return self.before_optimizer_step(args, kwargs)
