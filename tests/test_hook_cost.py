@@ -260,3 +260,40 @@ def test_a_plain_loop_takes_the_hot_path_and_leaves_it_when_something_needs_the_
         assert w.hot[PLAIN] == 0
     finally:
         w.close()
+
+
+def test_an_optimizer_whose_step_calls_its_parents_stays_on_the_hot_path(monkeypatch):
+    """A subclass whose step() calls super().step() (a custom optimizer, a wrapper), once its parent
+    class's step is also hooked (torch hooks each class whose instance was made): the inner step's
+    hooks fire inside the outer one's; the outer step is the one counted, and the steps stay fast."""
+    from bottleneckd.torch.hot_path import PLAIN
+
+    class Inner(_NullOptimizer):
+        pass
+
+    class Outer(Inner):
+        def step(self, closure=None):  # noqa: ANN001, ANN201
+            return super().step(closure)
+
+    from bottleneckd.torch.watch import Watcher
+
+    full = []  # the full path's optimizer entry point, counted (the hot path's closures bind it when made)
+    original = Watcher.full_before_optimizer_step
+    monkeypatch.setattr(Watcher, "full_before_optimizer_step", lambda *a: full.append(1) or original(*a))
+    Inner([nn.Parameter(torch.zeros(1))])  # its class's step is hooked from now on
+    model, data = _Null(), [(torch.zeros(4, 1), None)] * 200
+    opt = Outer([nn.Parameter(torch.zeros(1))])
+    w = _watched(model, opt, data)
+    try:
+        it = iter(w.dataloader)
+        plain = []
+        for _ in range(20):
+            xb, _ = next(it)
+            model(xb)
+            opt.step()
+            plain.append(w.hot[PLAIN])
+        assert w.steps == 20 and w.optimizer_calls == 20
+        assert all(plain[3:]), plain
+        assert len(full) <= 4, len(full)  # the first steps' (probing the input), not one a step
+    finally:
+        w.close()

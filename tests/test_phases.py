@@ -244,7 +244,7 @@ def test_injected_watcher_puts_post_step_bookkeeping_in_other_and_the_loss_in_ba
     original_pre = GlobalWatcher.full_before_optimizer_step
 
     def counted_pre(self, opt, args, kwargs):  # noqa: ANN001, ANN202
-        full_pre.append(opt)
+        full_pre.append((self.steps, opt))
         return original_pre(self, opt, args, kwargs)
 
     monkeypatch.setattr(GlobalWatcher, "full_before_optimizer_step", counted_pre)
@@ -268,7 +268,9 @@ def test_injected_watcher_puts_post_step_bookkeeping_in_other_and_the_loss_in_ba
     # once the model is found its steps take the hot path (hot_path.py), its global optimizer
     # hooks included, and their phases add up as the full path's (below)
     assert plain[0] == 0 and all(plain[2:]), plain
-    assert len(full_pre) <= 2 and full_pre[0] is opt  # the first steps found the optimizer; the rest took the hot path
+    # the first two steps found the optimizer and the model (each step() once, or twice where SGD's
+    # own step is hooked too: SlowSGD's calls it); the rest took the hot path
+    assert {steps for steps, _ in full_pre} == {0, 1} and full_pre[0][1] is opt, full_pre
     # the first step's wall starts at its own data request (no bookkeeping before it); its loss
     # module is still timed by the global hooks (forward until the root is known), later ones not
     want = {

@@ -152,16 +152,24 @@ def optimizer_marks(
     extend, count = buf.extend, examples.append
 
     def pre(_opt: Any, args: tuple, kwargs: dict) -> Any:
-        if hot[PLAIN] and not hot[DEPTH] and not kwargs and len(args) <= 1:  # step() alone: no closure
-            hot[DEPTH] = 1
-            hot[CALLS] += 1
-            if not cur[4]:
-                cur[4] = pc()
-            return None
+        if hot[PLAIN]:
+            depth = hot[DEPTH]
+            if depth:  # a step inside this fast step's (a subclass's super().step()): the outer one counts
+                hot[DEPTH] = depth + 1
+                return None
+            if not kwargs and len(args) <= 1:  # step() alone: no closure
+                hot[DEPTH] = 1
+                hot[CALLS] += 1
+                if not cur[4]:
+                    cur[4] = pc()
+                return None
         hot[PLAIN] = 0
         return slow_pre(_opt, args, kwargs)
 
     def post(_opt: Any, _args: tuple, _kwargs: dict) -> None:
+        if hot[PLAIN] and hot[DEPTH] > 1:  # the inner step returned
+            hot[DEPTH] -= 1
+            return
         if hot[PLAIN] and hot[DEPTH] == 1 and not prof._is_profiler_enabled:
             hot[DEPTH] = 0
             hot[STEPS] = steps = hot[STEPS] + 1
