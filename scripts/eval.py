@@ -240,6 +240,8 @@ def main() -> int:
     out = Path(args.out or tempfile.mkdtemp(prefix="bottleneckd-eval-"))
     out.mkdir(parents=True, exist_ok=True)
     home = tempfile.mkdtemp(prefix="bottleneckd-home-")  # empty: no calibration profile, as on a fresh machine
+    if args.also_from and not args.no_proof:
+        print("eval.py: --also-from is for --no-proof runs; this run proves the second labels itself", flush=True)
     if args.also_proofs:
         return also_proofs(args, [w for w in workloads if w.also_proves], out, home)
     if args.tune_suite:
@@ -295,7 +297,27 @@ def proof_seconds(args: argparse.Namespace, w: Workload) -> float:
 
 def earlier_also(paths: list[str]) -> dict[str, dict]:
     """The --also-proofs outputs' proofs by workload (a later file's replaces an earlier one's)."""
-    return {k: v for p in paths for k, v in json.loads(Path(p).read_text())["also"].items()}
+    out: dict[str, dict] = {}
+    for p in paths:
+        doc = json.loads(Path(p).read_text())
+        if not isinstance(doc, dict) or not isinstance(doc.get("also"), dict):
+            why = "no 'also' section; give an eval.py --also-proofs --json output"
+            print(f"eval.py: --also-from {p}: {why}", file=sys.stderr)
+            sys.exit(2)
+        out.update(doc["also"])
+    return out
+
+
+def also_unusable(w: Workload, earlier: dict, threads: str) -> str | None:
+    """Why an earlier second proof does not stand for ``w`` now (None: it does): another
+    recommendation, another workload source, or another thread setting."""
+    if earlier.get("proves") != w.also_proves:
+        return f"it proves {earlier.get('proves')}, the workload's second label is {w.also_proves}"
+    if earlier.get("workload_sha256") != w.sha256:
+        return "the workload's source changed since"
+    if str(earlier.get("threads", "1")) != threads:
+        return f"proved with --threads {earlier.get('threads', '1')}, not {threads}"
+    return None
 
 
 def evaluate(args: argparse.Namespace, workloads: list[Workload], out: Path, env: dict[str, str]) -> int:
@@ -315,8 +337,12 @@ def evaluate(args: argparse.Namespace, workloads: list[Workload], out: Path, env
         also = None
         if w.also_proves and not args.no_proof:
             also = row["also_proof"] = prove_also(w, args.proof_runs, proof_seconds(args, w), env, out, args.threads)
-        elif w.also_proves and (earlier_second.get(w.name) or {}).get("proves") == w.also_proves:
-            also = row["also_proof"] = {**earlier_second[w.name], "reused": True}
+        elif w.also_proves and w.name in earlier_second:
+            why = also_unusable(w, earlier_second[w.name], args.threads)
+            if why:
+                print(f"{w.name}: earlier second proof not used ({why})", flush=True)
+            else:
+                also = row["also_proof"] = {**earlier_second[w.name], "reused": True}
         also_proven = bool(also and also["proven"])
         if "run" in modes:
             row["run"] = judge(w, under_run(w, args.seconds, args.threads, env, out))

@@ -200,3 +200,20 @@ def test_second_proofs_from_earlier_outputs_a_later_file_wins(tmp_path):
     second.write_text(json.dumps({"also": {"x": {"proves": "mixed_precision", "proven": True}}}))
     got = ev.earlier_also([str(first), str(second)])
     assert got["x"]["proven"] is True and got["y"]["proven"] is True
+
+
+def test_an_earlier_second_proof_stands_only_for_the_same_label_source_and_threads():
+    w = next(w for w in workloads.discover() if w.also_proves)
+    good = {"proves": w.also_proves, "workload_sha256": w.sha256, "threads": "1", "proven": True}
+    assert ev.also_unusable(w, good, "1") is None
+    assert "source changed" in ev.also_unusable(w, {**good, "workload_sha256": "x"}, "1")
+    assert "--threads 1, not default" in ev.also_unusable(w, good, "default")
+    assert "it proves" in ev.also_unusable(w, {**good, "proves": "nothing"}, "1")
+
+
+def test_also_from_a_file_without_second_proofs_is_a_clear_error(tmp_path, capsys):
+    bad = tmp_path / "full.json"
+    bad.write_text(json.dumps({"workloads": []}))
+    with pytest.raises(SystemExit) as e:
+        ev.earlier_also([str(bad)])
+    assert e.value.code == 2 and "no 'also' section" in capsys.readouterr().err

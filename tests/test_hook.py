@@ -170,6 +170,32 @@ def test_a_failure_inside_our_hooks_disables_them_and_training_goes_on(tmp_path,
     assert not model._forward_pre_hooks and not model._forward_hooks  # our hooks are gone
 
 
+def test_a_failure_inside_our_optimizer_hook_never_raises_from_torchs_hook_loop(tmp_path, caplog):
+    """A hook registered after ours on the same optimizer: our failure inside the step hooks must not
+    remove our handle from the dict torch is iterating ("dictionary changed size during iteration"
+    raised from opt.step()); our hooks stay, inert, until close()."""
+    model = nn.Linear(8, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = [(torch.randn(4, 8), torch.tensor([0, 1, 0, 1]))] * 10
+    w = watch(model, opt, data, socket_path=str(tmp_path / "x.sock"), local_sampling=False, print_epoch=False)
+    theirs = []
+    opt.register_step_pre_hook(lambda *_: theirs.append("pre"))
+    opt.register_step_post_hook(lambda *_: theirs.append("post"))
+
+    def broken(*_):  # noqa: ANN002, ANN202
+        raise RuntimeError("bug in bottleneckd")
+
+    w.before_optimizer_step = broken  # our step pre-hook's full path fails, inside torch's loop over the hooks
+    w.hot[0] = 0  # hot_path.PLAIN: the next step takes the full path
+    before = model.weight.detach().clone()
+    train(w, model, opt)  # raises if a handle came off mid-loop
+    assert not w.enabled and not torch.equal(before, model.weight)
+    assert theirs.count("pre") == 10 and theirs.count("post") == 10  # the user's hooks ran every step
+    n = len(opt._optimizer_step_pre_hooks)
+    w.close()
+    assert len(opt._optimizer_step_pre_hooks) == n - 1  # ours came off at close
+
+
 def test_epoch_end_prints_one_block_and_returns_it(tmp_path, capsys):
     model = nn.Linear(8, 2)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)

@@ -166,6 +166,8 @@ def test_a_cpu_step_of_row_wise_operators_is_told_to_block_its_rows_not_to_autoc
     recs = ids(recommend(v, KB, attach, limit=50))
     assert recs[0] == "cache_sized_blocks" and "mixed_precision" not in recs, recs
     assert "mixed_precision" in ids(recommend(v, KB, attach.set(low_intensity_op_share=0.5), limit=50))
+    # under attach with most forward samples elsewhere (matrix products): blocking would re-read weights
+    assert "cache_sized_blocks" not in ids(recommend(v, KB, attach.set(low_intensity_op_share=0.3), limit=50))
 
 
 def test_another_loader_worker_comes_first_where_a_whole_core_is_idle_and_it_is_predicted_to_gain():

@@ -133,8 +133,6 @@ def load_knowledge(path: str | Path | None = None) -> tuple[Mitigation, ...]:
         if not m.get("section") and not sources:
             raise InputError(f"{where}: give the paper's section, or sources for a mitigation beyond it")
         stage_resources = _stage_resources(m, where)
-        if any("why" not in c for c in m.get("first_if", []) if isinstance(c, dict)):
-            raise InputError(f"{where}.first_if: each condition needs a 'why' (it is shown with the advice)")
         for key in ("skip_if", "requires", "unfit_if", "first_if"):
             conds = m.get(key, [])
             if not isinstance(conds, list):
@@ -142,6 +140,8 @@ def load_knowledge(path: str | Path | None = None) -> tuple[Mitigation, ...]:
             bad_cond = next((w for j, c in enumerate(conds) if (w := check_condition(c, f"{where}.{key}[{j}]"))), None)
             if bad_cond:
                 raise InputError(bad_cond)
+        if any("why" not in c for c in m.get("first_if", [])):
+            raise InputError(f"{where}.first_if: each condition needs a 'why' (it is shown with the advice)")
         hook = m.get("hook")
         if hook is not None and (not isinstance(hook, str) or hook not in HOOKS):
             raise InputError(f"{where}.hook: {hook!r} is not a declared hook; use null or one of: {', '.join(HOOKS)}")

@@ -16,9 +16,9 @@ changes that (a mitigation applied or reverted, a trial, a public mark, a CUDA g
 watcher disabled) and by a report taken at the end of a fast step, so that the step after it takes
 the full path (which reads the input's kind again). Autocast switched on or off is seen at the
 step's first forward (one argument-free C call against what the full path last saw). A fast hook
-that meets what it does not handle (a second batch before the optimizer step, a closure, a nested
-step, the profiler turned on) clears it and calls the full entry point, so the rest of that step
-takes the full path.
+that meets what it does not handle (a second batch before the optimizer step, a closure, the
+profiler turned on) clears it and calls the full entry point, so the rest of that step takes the
+full path; an optimizer step inside a fast one's (a subclass's ``super().step()``) only nests.
 """
 
 from __future__ import annotations

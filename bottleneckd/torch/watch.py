@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 from torch.autograd import profiler as _profiler
+from torch.utils.hooks import RemovableHandle
 
 from bottleneckd.model.facts import FactBoard
 from bottleneckd.model.protocol import StepReport
@@ -582,19 +583,25 @@ class Watcher:
         if not self.enabled:
             return
         log.warning("bottleneckd instrumentation disabled after an internal error (%s); training is unaffected", why)
-        self._teardown()
+        self._teardown(keep_torch_hooks=True)
 
-    def _teardown(self) -> None:
-        self.enabled = False
-        self.hot[PLAIN] = 0
-        cuda_graphs.unregister(self)
-        self._counting.abort()
-        if self._ranges is not None:
-            remove_all([self._ranges])
-        remove_all(self._handles)
-        self._handles = []
-        if self._loader is not None:
-            self._loader.restore()
+    def _teardown(self, keep_torch_hooks: bool = False) -> None:
+        """Everything of ours off. ``keep_torch_hooks`` (a failure, which may happen inside one of
+        torch's hook loops): the handles in torch's hook dicts stay, inert once ``enabled`` is
+        False, until ``close()``; removing one while torch iterates its dict raises "dictionary
+        changed size during iteration" into the user's ``optimizer.step()`` or forward."""
+        if self.enabled:
+            self.enabled = False
+            self.hot[PLAIN] = 0
+            cuda_graphs.unregister(self)
+            self._counting.abort()
+            if self._ranges is not None:
+                remove_all([self._ranges])
+            if self._loader is not None:
+                self._loader.restore()
+        kept = [h for h in self._handles if keep_torch_hooks and isinstance(h, RemovableHandle)]
+        remove_all([h for h in self._handles if not any(h is k for k in kept)])
+        self._handles = kept
 
     def close(self) -> None:
         if self.closed:
