@@ -44,7 +44,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [p for p in (str(HERE), str(HERE.parent)) if p not in sys.path]
 
-from eval_suite.proof import MIN_RUNS, call, prove, prove_also, reusable, script, throughput  # noqa: E402
+from eval_suite.proof import MIN_RUNS, call, changed_since, prove, prove_also, reusable, script, throughput  # noqa: E402
 from eval_suite.record import DuplicateRows, load, merge_rows, meta, write_record  # noqa: E402
 from eval_suite.score import advice, confusion, judge, proof_line, summarize  # noqa: E402
 from eval_suite.workloads import LAST, ROOT, W, Workload, discover  # noqa: E402
@@ -313,11 +313,7 @@ def also_unusable(w: Workload, earlier: dict, threads: str) -> str | None:
     recommendation, another workload source, or another thread setting."""
     if earlier.get("proves") != w.also_proves:
         return f"it proves {earlier.get('proves')}, the workload's second label is {w.also_proves}"
-    if earlier.get("workload_sha256") != w.sha256:
-        return "the workload's source changed since"
-    if str(earlier.get("threads", "1")) != threads:
-        return f"proved with --threads {earlier.get('threads', '1')}, not {threads}"
-    return None
+    return changed_since(w, earlier, threads)
 
 
 def evaluate(args: argparse.Namespace, workloads: list[Workload], out: Path, env: dict[str, str]) -> int:

@@ -158,15 +158,24 @@ def judge_proof(w: Workload, done: dict[str, list[dict]], threads: str = "1") ->
     }
 
 
+def changed_since(w: Workload, earlier: dict, threads: str) -> str | None:
+    """Why an earlier proof of ``w`` was made on something else (None: the same workload source and
+    thread setting)."""
+    if earlier.get("workload_sha256") != w.sha256:
+        return "the workload's source changed since (or the proof carries no hash)"
+    if str(earlier.get("threads", "1")) != threads:
+        return f"proved with --threads {earlier.get('threads', '1')}, not {threads}"
+    return None
+
+
 def reusable(w: Workload, earlier: dict | None, threads: str) -> tuple[dict | None, str]:
     """An earlier proof of ``w`` if it was made on the same workload source and thread setting,
     re-judged against the current thresholds; else None and why not."""
     if earlier is None:
         return None, "no earlier proof"
-    if earlier.get("workload_sha256") != w.sha256:
-        return None, "the workload's source changed since (or the proof carries no hash)"
-    if str(earlier.get("threads", "1")) != threads:
-        return None, f"proved with --threads {earlier.get('threads', '1')}, not {threads}"
+    why = changed_since(w, earlier, threads)
+    if why:
+        return None, why
     done = {s: earlier[s] for s in SIDES if isinstance(earlier.get(s), list)}
     if any(not isinstance(r, dict) for rs in done.values() for r in rs):
         return None, "an earlier format (runs without exit codes)"
