@@ -465,3 +465,20 @@ def test_caching_a_storage_bound_dataset_locally_between_the_loading_s_cpu_kept_
     echo = data_echoing(inputs({"data_wait": 0.96}, step=0.03, loader_workers=0.0))
     order = sorted([rec("data_echoing", "low", echo), rec("cache_locally", "low", two)], key=rank_key)
     assert [r.mitigation.id for r in order] == ["cache_locally", "data_echoing"]
+
+
+def test_cheaper_augmentation_from_the_loaders_share_of_random_draws() -> None:
+    """Half the random augmentation's work (r of the data stage): in the step (no workers) Amdahl
+    over the data stage, beside it (workers) the loader's per-batch time; dropped at the high end;
+    unknown with the loader's stacks not read."""
+    from bottleneckd.advice.predict import simplify_augmentation
+
+    shares = {"data_wait": Share(0.8, 0.7, 0.9), "forward": Share(0.2, 0.1, 0.3)}
+    inline = StepInputs(step=0.1, shares=shares, loader_workers=0.0, data_random=0.5)
+    p = simplify_augmentation(inline)
+    left = 1 - 0.5 * 0.5  # the stage keeps 3/4 of its work
+    assert p.speedup == pytest.approx(1 / (0.2 + 0.8 * left))
+    assert p.high == pytest.approx(1 / (0.1 + 0.9 * 0.5)) and p.low == pytest.approx(1 / (0.3 + 0.7 * left))
+    workers = StepInputs(step=0.1, shares=shares, loader_workers=2.0, data_random=1.0)
+    assert simplify_augmentation(workers).speedup == pytest.approx(2.0)  # 1 / max(0.2, 0.5)
+    assert simplify_augmentation(StepInputs(step=0.1, shares=shares, loader_workers=2.0)).speedup is None

@@ -204,3 +204,32 @@ def test_blocking_rows_does_not_fit_a_step_whose_bytes_are_weights():
     why = dict((m.id, w) for m, w in not_fitting(v, KB, weights))["cache_sized_blocks"]
     assert "re-read every weight" in why and "arithmetic_intensity" in why
     assert "more_compute_per_byte" in ids(recommend(v, KB, weights, limit=50))
+
+
+def test_random_augmentation_is_made_cheaper_first_and_not_cached():
+    """The loader's time in code that draws random numbers per sample (the fact data_random_share,
+    samplers/random_draws.py): a cache would freeze the draws, so it does not fit; making the
+    augmentation cheaper comes first, with its prediction. Deterministic preprocessing (a
+    tokenizer): caching it stays first."""
+    from bottleneckd.diagnosis.step_inputs import Share, StepInputs
+
+    v = verdict("cpu_compute", stage="data")
+    shares = {"data_wait": Share(0.9, 0.9, 0.9), "forward": Share(0.1, 0.1, 0.1)}
+    full = CPU_JOB.set(job_idle_cores=0.2)  # the workers fill the cores: no other worker fits
+    i = StepInputs(step=0.1, shares=shares, loader_workers=2.0, worker_cores=1.8, idle_cores=0.2, cores=2.0)
+    drawn = StepInputs(**{**i.__dict__, "data_random": 0.9})
+    recs = recommend(v, KB, full.set(data_random_share=0.9), limit=50, inputs=drawn)
+    assert recs[0].mitigation.id == "simplify_augmentation" and "first: half or more" in recs[0].why, ids(recs)
+    assert recs[0].prediction.speedup == pytest.approx(1 / max(0.1, 1 - 0.9 * 0.5))
+    assert "cache_preprocessing" not in ids(recs)
+    why = {m.id: w for m, w in not_fitting(v, KB, full.set(data_random_share=0.9))}
+    assert "stop augmenting" in why["cache_preprocessing"]
+    # a tokenizer's loader: nothing drawn, the cache is exact and removes the whole stage
+    det = recommend(
+        v, KB, full.set(data_random_share=0.0), limit=50, inputs=StepInputs(**{**i.__dict__, "data_random": 0.0})
+    )
+    assert det[0].mitigation.id == "cache_preprocessing" and not any(r.first for r in det), ids(det)
+    # not read (no stack samples of the loader): as before, no condition holds either way
+    blind = recommend(v, KB, full, limit=50, inputs=i)
+    assert blind[0].mitigation.id == "cache_preprocessing"
+    assert blind[ids(blind).index("simplify_augmentation")].prediction.speedup is None

@@ -35,6 +35,9 @@ MIN_PREDICTED_GAIN = 0.02
 EVERY_N = 10
 #: gradient accumulation and less frequent sync: micro-batches per sync (the hooks' default k)
 SYNC_EVERY = 4
+#: "fewer or cheaper augmentations": the random augmentation's work assumed halved (one of two
+#: transforms dropped, or each at half the cost); the high end drops it altogether
+AUGMENT_CHEAPER = 2.0
 #: echo factor assumed for data echoing (the hook's default, Choi et al. 2019's e = 2)
 ECHO = 2
 #: more workers for a loader that waits on latency (threads mostly idle): twice as many batches in
@@ -425,6 +428,42 @@ def cache_preprocessing(i: StepInputs) -> Prediction:
     return _amdahl_share("amdahl", i.stage_share((Phase.DATA_WAIT, Phase.FILE_IO)), math.inf, "data wait")
 
 
+def simplify_augmentation(i: StepInputs, cheaper: float = AUGMENT_CHEAPER) -> Prediction:
+    """Cheaper random augmentation: the share r of the data stage's stack samples in code that draws
+    random numbers (``data_random``) made ``cheaper`` times faster, the rest of the data stage kept:
+    the stage becomes f = 1 - r (1 - 1/cheaper) of what it was. No workers: the loading is in the
+    step, T' = T (1 - d) + d f T (Amdahl). With workers the loader runs beside the step and, data-bound,
+    takes T per batch: T' = max(T (1 - d), f T). The low end keeps the stage's low share; the high
+    end drops the augmentation altogether (cheaper = inf). Unknown without stack samples of the data
+    stage read for random draws (py-spy under run and attach)."""
+    r = i.data_random
+    if r is None:
+        return unknown(
+            "amdahl",
+            "not measured: which share of the data stage is random augmentation (stack samples of the loader)",
+        )
+    d = i.stage_share((Phase.DATA_WAIT, Phase.FILE_IO))
+
+    def stage_left(c: float) -> float:
+        return 1.0 - r * (1.0 - (0.0 if math.isinf(c) else 1.0 / c))
+
+    def speed(x: float, c: float) -> float:
+        x = min(x, MAX_SHARE)
+        if (i.loader_workers or 0.0) < NO_WORKERS:
+            return 1.0 / ((1.0 - x) + x * stage_left(c))
+        return 1.0 / max(1.0 - x, stage_left(c))
+
+    where = "in the step" if (i.loader_workers or 0.0) < NO_WORKERS else "beside the step (workers)"
+    return known(
+        "amdahl" if where == "in the step" else "loader pipeline",
+        speed(d.value, cheaper),
+        speed(d.low, cheaper),
+        speed(d.high, math.inf),
+        f"data wait {d.value:.0%} of the step, loading {where}; random augmentation {r:.0%} of the loader's "
+        f"stack samples made {cheaper:g}x cheaper (high end: dropped)",
+    )
+
+
 def cache_locally(i: StepInputs) -> Prediction:
     """Serve the data from local RAM (or a local disk that keeps up) where storage limits the loader.
 
@@ -498,6 +537,7 @@ MODELS: dict[str, Model] = {
     "evaluate_less_often": lambda i: other_lines(i, "evaluation"),
     "per_step_python_work": lambda i: other_lines(i, "hottest_function"),
     "cache_preprocessing": cache_preprocessing,
+    "simplify_augmentation": simplify_augmentation,
     "cache_locally": cache_locally,
 }
 NO_MODEL = (

@@ -91,11 +91,15 @@ class CodeProfile:
 
     def __init__(self) -> None:
         self.counts: dict[tuple[str, str], Counter[CodeSite | None]] = {}
+        #: the data stage's stack samples by role and whether they drew random numbers (None: not read)
+        self.draws: dict[str, Counter[bool | None]] = {}
         self.source = ""
 
     def add(self, c: StackCounts) -> None:
         self.source = c.source
         for r in c.rows:
+            if PHASES.get(r.phase) == Stage.DATA:
+                self.draws.setdefault(r.role, Counter())[r.draws_random] += r.count
             bucket = self.counts.setdefault((r.phase, r.role), Counter())
             bucket[r.site] += r.count
             if len(bucket) > MAX_SITES:  # fold the least seen site into "no site" (bounded memory)
@@ -124,6 +128,17 @@ class CodeProfile:
                 continue
             source = "py-spy" if role == WORKER else self.source  # workers are other processes: py-spy's
             return CodeAttribution(Stage(stage), role, n, source, _top(merged, n, top), merged.get(None, 0) / n)
+        return None
+
+    def data_random_share(self) -> float | None:
+        """Of the data stage's stack samples read for random draws, the share that drew them (random
+        augmentation): the workers' when they ran user code or drew, else the main thread's; None
+        with fewer than MIN_STAGE_SAMPLES read."""
+        for role in (WORKER, MAIN):
+            c = self.draws.get(role, Counter())
+            read = c[True] + c[False]
+            if read >= MIN_STAGE_SAMPLES:
+                return c[True] / read
         return None
 
 

@@ -149,7 +149,8 @@ class Pipeline:
         stable = self.tracker.update(raw, stats)
         if stats.phases is not None and stats.phases.steps:
             self._measured = measured_facts(stats, stable, self.peaks)
-        advised = Facts({**facts, **self._measured})
+        drawn = self.code.data_random_share()  # over the run, as the code named
+        advised = Facts({**facts, **self._measured, **({} if drawn is None else {"data_random_share": drawn})})
         if advised != self._advised_facts:  # the same object while equal (the advice is kept)
             self._advised_facts = advised
         self._samples += 1

@@ -80,6 +80,8 @@ class StepInputs:
     comm_overlap_cost: float | None = None
     #: parameters sharded across ranks (FSDP): they are gathered at every forward and backward
     sharded: bool = False
+    #: share of the data stage's stack samples in random augmentation (the fact data_random_share)
+    data_random: float | None = None
 
     def share(self, phase: str) -> Share:
         return self.shares.get(phase, Share(0.0, 0.0, 0.0))
@@ -191,6 +193,7 @@ def step_inputs(
         hottest=hottest,
         comm_overlap_cost=overlap,
         sharded=bool(facts.get("fsdp")),
+        data_random=_share(facts.get("data_random_share")),
     )
 
 
@@ -208,6 +211,11 @@ def _waiting_is_communication(shares: dict[str, Share], waiting: float) -> dict[
     c = out.get(Phase.COMMUNICATION, Share(0.0, 0.0, 0.0))
     out[Phase.COMMUNICATION] = Share(c.value + waiting, c.low + waiting, c.high + waiting)
     return out
+
+
+def _share(v: Any) -> float | None:
+    """A share fact (0..1), or None when absent or not one."""
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and 0.0 <= v <= 1.0 else None
 
 
 def _workers(counted: float | None, facts: Mapping[str, Any]) -> float | None:

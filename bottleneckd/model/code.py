@@ -57,6 +57,9 @@ class StackCount:
     role: str  # MAIN | WORKER
     site: CodeSite | None  # None: no user frame on the stack (only library code ran)
     count: int
+    #: data stage only: the stacks draw random numbers for the sample (random augmentation, which a
+    #: cache would freeze: samplers/random_draws.py); None when not read (another stage, no source)
+    draws_random: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -76,9 +79,9 @@ class StackCounts:
             "source": self.source,
             "rate_hz": self.rate_hz,
             "rows": [
-                [r.phase, r.role, None, None, 0, "", r.count]
+                [r.phase, r.role, None, None, 0, "", r.count, r.draws_random]
                 if r.site is None
-                else [r.phase, r.role, r.site.function, r.site.file, r.site.line, r.site.text, r.count]
+                else [r.phase, r.role, r.site.function, r.site.file, r.site.line, r.site.text, r.count, r.draws_random]
                 for r in self.rows
             ],
         }
@@ -104,9 +107,12 @@ class StackCounts:
 
 def _row(r: Any, k: int) -> StackCount:
     where = f"stacks.rows[{k}]"
-    if not isinstance(r, list) or len(r) != 7:
-        raise ValueError(f"{where}: expected [phase, role, function, file, line, text, count]")
-    phase, role, fn, file, line, text, count = r
+    if not isinstance(r, list) or len(r) not in (7, 8):  # 7: a trace written before draws_random
+        raise ValueError(f"{where}: expected [phase, role, function, file, line, text, count, draws_random]")
+    phase, role, fn, file, line, text, count = r[:7]
+    draws = r[7] if len(r) == 8 else None
+    if draws is not None and type(draws) is not bool:
+        raise ValueError(f"{where}: draws_random must be true, false or null")
     if phase not in PHASES:
         raise ValueError(f"{where}: unknown phase")
     phase = Phase(phase)
@@ -115,7 +121,7 @@ def _row(r: Any, k: int) -> StackCount:
     if type(count) is not int or not 0 < count <= MAX_COUNT:
         raise ValueError(f"{where}: count must be a positive integer")
     if fn is None and file is None:
-        return StackCount(phase, role, None, count)
+        return StackCount(phase, role, None, count, draws)
     ok = (
         isinstance(fn, str)
         and isinstance(file, str)
@@ -128,17 +134,22 @@ def _row(r: Any, k: int) -> StackCount:
     )
     if not ok:
         raise ValueError(f"{where}: expected a function name, a file path, a line number and the line's text")
-    return StackCount(phase, role, CodeSite(fn, file, line, text), count)
+    return StackCount(phase, role, CodeSite(fn, file, line, text), count, draws)
 
 
-def fold(counts: Counter[tuple[str, str, CodeSite | None]]) -> tuple[StackCount, ...]:
-    """Rows of (phase, role, site) counts within MAX_ROWS: the most seen half kept as they are, the
-    rest folded into their (phase, role) with no site (at most len(PHASES) * 2 more rows)."""
+#: a row's key: (phase, role, site, draws_random)
+Key = tuple[str, str, CodeSite | None, bool | None]
+
+
+def fold(counts: Counter[Key]) -> tuple[StackCount, ...]:
+    """Rows of (phase, role, site, draws_random) counts within MAX_ROWS: the most seen half kept as
+    they are, the rest folded into their (phase, role, draws_random) with no site (at most
+    len(PHASES) * 2 * 3 more rows)."""
     ranked = counts.most_common()
-    kept: Counter[tuple[str, str, CodeSite | None]] = Counter(dict(ranked[: MAX_ROWS // 2]))
-    for (phase, role, _), n in ranked[MAX_ROWS // 2 :]:
-        kept[(phase, role, None)] += n
-    return tuple(StackCount(Phase(ph), role, site, n) for (ph, role, site), n in kept.items())
+    kept: Counter[Key] = Counter(dict(ranked[: MAX_ROWS // 2]))
+    for (phase, role, _, draws), n in ranked[MAX_ROWS // 2 :]:
+        kept[(phase, role, None, draws)] += n
+    return tuple(StackCount(Phase(ph), role, site, n, draws) for (ph, role, site, draws), n in kept.items())
 
 
 def merge_counts(items: list[StackCounts | None]) -> StackCounts | None:
@@ -146,8 +157,8 @@ def merge_counts(items: list[StackCounts | None]) -> StackCounts | None:
     got = [c for c in items if c is not None]
     if len(got) <= 1:
         return got[0] if got else None
-    merged: Counter[tuple[str, str, CodeSite | None]] = Counter()
+    merged: Counter[Key] = Counter()
     for c in got:
         for r in c.rows:
-            merged[(r.phase, r.role, r.site)] += r.count
+            merged[(r.phase, r.role, r.site, r.draws_random)] += r.count
     return StackCounts(got[0].source, got[0].rate_hz, fold(merged))

@@ -75,6 +75,7 @@ class Producer(StrEnum):
     FIT = "bottleneckd.advice.fit"
     CAPABILITIES = "bottleneckd.peaks.capabilities"
     MEASURED = "bottleneckd.diagnosis.measured"
+    CODE_PROFILE = "bottleneckd.diagnosis.pipeline"  # facts of the stack samples over the run (diagnosis/code.py)
 
     @property
     def source(self) -> Traversable:
@@ -307,6 +308,13 @@ FACTS: dict[str, FactSpec] = {
             "float",
             Producer.STACKS,
             "share of stack samples in low-intensity operators",
+        ),
+        _spec(
+            "data_random_share",
+            "float",
+            Producer.CODE_PROFILE,
+            "share of the data stage's stack samples in code that draws random numbers for the sample "
+            "(random augmentation, which a cache would freeze), over the run",
         ),
         _spec(
             "other_idle_share",

@@ -15,7 +15,8 @@ import os
 import threading
 from collections import Counter
 
-from bottleneckd.model.code import MAX_NAME, MAX_TEXT, CodeSite, StackCounts, fold
+from bottleneckd.model.code import MAX_NAME, MAX_TEXT, CodeSite, Key, StackCounts, fold
+from bottleneckd.samplers.random_draws import stack_draws
 
 #: path fragments of code that is not the user's: installed packages and the standard library
 #: (``lib/python3.X/``; a virtual environment's packages sit under it too)
@@ -45,6 +46,15 @@ def user_site(frames: list[dict], read_text: bool = True) -> CodeSite | None:
     return None
 
 
+def data_draws(frames: list[dict], site: CodeSite | None) -> bool | None:
+    """A data-stage stack draws random numbers for the sample (``random_draws.stack_draws``): the
+    frames inside the user's innermost one, or the whole stack when no frame is the user's."""
+    if site is None:  # library code only: its frames are all there is to read
+        return bool(stack_draws(frames, None, 0))
+    inner = next((k for k, f in enumerate(frames) if (f.get("filename") or "")[:MAX_NAME] == site.file), len(frames))
+    return stack_draws(frames[:inner], site.file, site.line)
+
+
 class StackTally:
     """Counts of stack samples by (phase, role, site) since the last drain (thread-safe: the
     sampling thread adds, the sidecar's loop drains)."""
@@ -52,12 +62,12 @@ class StackTally:
     def __init__(self, source: str, rate_hz: float) -> None:
         self.source = source
         self.rate_hz = rate_hz
-        self._counts: Counter[tuple[str, str, CodeSite | None]] = Counter()
+        self._counts: Counter[Key] = Counter()
         self._lock = threading.Lock()
 
-    def add(self, phase: str, role: str, site: CodeSite | None) -> None:
+    def add(self, phase: str, role: str, site: CodeSite | None, draws_random: bool | None = None) -> None:
         with self._lock:
-            self._counts[(phase, role, site)] += 1
+            self._counts[(phase, role, site, draws_random)] += 1
 
     def drain(self) -> StackCounts | None:
         """The counts since the last drain (None when nothing was sampled), within MAX_ROWS rows

@@ -17,7 +17,8 @@ import threading
 from types import FrameType
 
 from bottleneckd.model.code import MAIN, StackCounts
-from bottleneckd.samplers.code_sites import StackTally, user_site
+from bottleneckd.model.resources import Phase
+from bottleneckd.samplers.code_sites import StackTally, data_draws, user_site
 from bottleneckd.samplers.stack_frames import STARTUP, classify_frames
 
 #: stack samples per second: 5 Hz gives 300 samples in a minute (a share of 20% is then known
@@ -65,7 +66,8 @@ class SelfStackSampler:
         phase = classify_frames(frames)
         if phase == STARTUP:
             return
-        self.tally.add(phase, MAIN, user_site(frames))
+        site = user_site(frames)
+        self.tally.add(phase, MAIN, site, data_draws(frames, site) if phase == Phase.DATA_WAIT else None)
         self.samples_total += 1
 
     def _run(self) -> None:

@@ -26,7 +26,7 @@ import psutil
 from bottleneckd.model.code import MAIN, WORKER, StackCounts
 from bottleneckd.model.resources import Phase
 from bottleneckd.model.sample import StepPhases
-from bottleneckd.samplers.code_sites import StackTally, user_site
+from bottleneckd.samplers.code_sites import StackTally, data_draws, user_site
 from bottleneckd.samplers.process_tree import LAUNCHER, RANK, ProcessTree, loader_workers
 from bottleneckd.samplers.stack_frames import (
     STARTUP,
@@ -231,7 +231,8 @@ class StackSampler:
                 self.target = new  # follow it to one
                 return
         if phase != STARTUP:
-            self.tally.add(phase, MAIN, user_site(frames))
+            site = user_site(frames)
+            self.tally.add(phase, MAIN, site, data_draws(frames, site) if phase == Phase.DATA_WAIT else None)
         op = op_intensity(frames) if phase == Phase.FORWARD else None
         seen = wrappers(frames) if phase != STARTUP else set()
         with self._lock:
@@ -283,7 +284,7 @@ class StackSampler:
         site = user_site(inside)
         if phase == STARTUP or (site is None and thread_idle(t)):
             return
-        self.tally.add(phase, WORKER, site)
+        self.tally.add(phase, WORKER, site, data_draws(inside, site))
 
     def drain_code(self) -> StackCounts | None:
         """Stack samples by user code since the last drain."""

@@ -1,0 +1,141 @@
+"""Reading a data-stage stack for random draws (samplers/random_draws.py), carrying the reading
+through the stack counts and traces (model/code.py), and the run's share of it (diagnosis/code.py)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from bottleneckd.diagnosis.code import MIN_STAGE_SAMPLES, CodeProfile
+from bottleneckd.model.code import MAIN, WORKER, CodeSite, StackCount, StackCounts
+from bottleneckd.samplers.code_sites import data_draws, user_site
+from bottleneckd.samplers.random_draws import frame_draws, function_draws
+
+JOB = textwrap.dedent(
+    """
+    import numpy as np
+
+
+    class Signals:
+        def __getitem__(self, i):
+            rng = np.random.default_rng(i)
+            x = rng.standard_normal(64)
+            for _ in range(3):
+                spec = np.fft.rfft(x)  # no draw on this line, but its function draws
+            return x
+
+        def decode(self, i):
+            def helper():
+                return np.random.rand(3)  # a nested function's draw is not decode's
+
+            data = open(f"/data/{i}").read()
+            # random.choice(...) in a comment is not a draw
+            return data
+
+
+    def tokenize(batch):
+        return tok(list(batch), padding="max_length")
+
+
+    class Crop:
+        def __call__(self, img):
+            top = torch.randint(0, 8, (1,))
+            return img[top:]
+    """
+).lstrip()
+
+
+@pytest.fixture
+def job(tmp_path: Path) -> str:
+    p = tmp_path / "job.py"
+    p.write_text(JOB)
+    return str(p)
+
+
+def line(path: str, text: str) -> int:
+    """The 1-based number of the line of ``path`` holding ``text``."""
+    return next(k for k, s in enumerate(Path(path).read_text().splitlines(), 1) if text in s)
+
+
+def test_a_function_that_draws_random_numbers_is_read_as_random_augmentation(job: str) -> None:
+    assert function_draws(job, line(job, "np.fft.rfft")) is True  # default_rng, rng.standard_normal
+    assert function_draws(job, line(job, "img[top:]")) is True  # torch.randint in a transform's __call__
+    assert function_draws(job, line(job, "tok(list")) is False  # a tokenizer: deterministic
+    # a draw only in a nested function, and one in a comment
+    assert function_draws(job, line(job, "open(f")) is False
+
+
+def test_unreadable_source_is_unknown_not_deterministic(tmp_path: Path) -> None:
+    assert function_draws(str(tmp_path / "gone.py"), 3) is None
+    assert function_draws("<string>", 1) is None
+
+
+def test_random_transforms_of_libraries_are_read_by_their_frames() -> None:
+    tv = "/venv/lib/python3.11/site-packages/torchvision/transforms/transforms.py"
+    assert frame_draws({"name": "RandomResizedCrop.forward", "filename": tv})
+    assert frame_draws({"name": "ColorJitter.forward", "filename": tv})
+    assert frame_draws({"name": "randint", "filename": "/usr/lib/python3.11/random.py"})
+    assert frame_draws({"name": "apply", "filename": "/venv/lib/python3.11/site-packages/albumentations/core/x.py"})
+    assert not frame_draws({"name": "Resize.forward", "filename": tv})
+    assert not frame_draws({"name": "Normalize.forward", "filename": tv})
+
+
+def test_a_stack_draws_through_its_library_frames_or_its_user_function(job: str) -> None:
+    tv = "/venv/lib/python3.11/site-packages/torchvision/transforms/transforms.py"
+    loop = {"name": "_worker_loop", "filename": "/venv/lib/python3.11/site-packages/torch/utils/data/_utils/worker.py"}
+    # decode's line (deterministic) under a random crop of torchvision's: drawn
+    frames = [
+        {"name": "RandomCrop.forward", "filename": tv, "line": 5},
+        {"name": "Signals.decode", "filename": job, "line": line(job, "open(f")},
+        loop,
+    ]
+    site = user_site(frames)
+    assert site is not None and site.function == "Signals.decode" and data_draws(frames, site) is True
+    # the same line with a deterministic transform inside it: not drawn
+    frames[0] = {"name": "Resize.forward", "filename": tv, "line": 5}
+    assert data_draws(frames, user_site(frames)) is False
+    # library code only (torchvision's ImageFolder with its transforms): its frames decide
+    lib = [{"name": "RandomResizedCrop.forward", "filename": tv, "line": 1}, loop]
+    assert user_site(lib) is None and data_draws(lib, None) is True
+    assert data_draws([{"name": "Resize.forward", "filename": tv, "line": 1}, loop], None) is False
+    # a frame of the user's outside the site's function (the loop calling the loader) is not read
+    outer = [
+        {"name": "Signals.decode", "filename": job, "line": line(job, "open(f")},
+        {"name": "Signals.__getitem__", "filename": job, "line": line(job, "np.fft.rfft")},
+    ]
+    assert data_draws(outer, user_site(outer)) is False
+
+
+def test_the_reading_travels_in_the_trace_and_an_older_trace_reads_as_unknown() -> None:
+    site = CodeSite("Signals.__getitem__", "/job.py", 10, "spec = np.fft.rfft(x)")
+    c = StackCounts(
+        "py-spy", 2.0, (StackCount("data_wait", WORKER, site, 7, True), StackCount("data_wait", MAIN, None, 2, False))
+    )
+    assert StackCounts.from_json(c.to_json()) == c
+    old = {"source": "py-spy", "rate_hz": 2.0, "rows": [["data_wait", "worker", "f", "/a.py", 3, "x", 4]]}
+    assert StackCounts.from_json(old).rows[0].draws_random is None
+    bad = {"source": "py-spy", "rate_hz": 2.0, "rows": [["data_wait", "worker", "f", "/a.py", 3, "x", 4, "yes"]]}
+    with pytest.raises(ValueError, match="draws_random"):
+        StackCounts.from_json(bad)
+
+
+def test_the_runs_share_is_the_workers_when_they_were_read_and_unknown_below_the_minimum() -> None:
+    p = CodeProfile()
+    site = CodeSite("f", "/a.py", 1)
+    p.add(StackCounts("py-spy", 2.0, (StackCount("data_wait", WORKER, site, 3, True),)))
+    p.add(StackCounts("py-spy", 2.0, (StackCount("data_wait", MAIN, None, MIN_STAGE_SAMPLES, False),)))
+    assert p.data_random_share() == 0.0  # too few worker samples: the main thread's
+    p.add(
+        StackCounts(
+            "py-spy",
+            2.0,
+            (StackCount("data_wait", WORKER, site, 6, True), StackCount("data_wait", WORKER, None, 3, False)),
+        )
+    )
+    assert p.data_random_share() == pytest.approx(9 / 12)
+    none = CodeProfile()
+    none.add(StackCounts("py-spy", 2.0, (StackCount("forward", MAIN, site, 50),)))  # no data stage
+    none.add(StackCounts("py-spy", 2.0, (StackCount("data_wait", MAIN, site, 20, None),)))  # not read
+    assert none.data_random_share() is None
