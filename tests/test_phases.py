@@ -283,3 +283,33 @@ def test_injected_watcher_puts_post_step_bookkeeping_in_other_and_the_loss_in_ba
     for k, v in want.items():
         assert rep.phases[k] == pytest.approx(v, abs=1e-9), k
     assert rep.phases["transfer"] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_injected_watcher_counts_one_step_per_iteration_of_a_loop_with_two_optimizers(tmp_path):
+    """A GAN-shaped loop under `bottleneckd run` (two models, two optimizers, each stepping once
+    per iteration): the global optimizer hooks fire for both, and the first to step is the job's;
+    the other's step is part of the iteration, not a step of its own."""
+    import torch
+    from torch import nn
+
+    from bottleneckd.torch.inject import GlobalWatcher
+
+    w = GlobalWatcher(
+        socket_path=str(tmp_path / "none.sock"), local_sampling=False, print_epoch=False, roofline_step=None
+    )
+    try:
+        gen, disc = nn.Linear(4, 4), nn.Linear(4, 1)
+        opt_d = torch.optim.SGD(disc.parameters(), lr=0.01)
+        opt_g = torch.optim.SGD(gen.parameters(), lr=0.01)
+        for _ in range(12):
+            z = torch.randn(8, 4)
+            opt_d.zero_grad()
+            disc(gen(z).detach()).mean().backward()
+            opt_d.step()
+            opt_g.zero_grad()
+            (-disc(gen(z)).mean()).backward()
+            opt_g.step()
+        steps = w.steps
+    finally:
+        w.close()
+    assert steps == 12 and w.optimizer is opt_d

@@ -48,6 +48,7 @@ class GlobalWatcher(Watcher):
         self.root: torch.nn.Module | None = None
         self._global_module_hooks: list[Any] = []
         self._candidates: list[torch.nn.Module] = []
+        self._job: list[Any] = [None]  # the job's optimizer, once one has stepped (_job_only)
         super().__init__(None, None, None, hooks=False, **kw)
         self.live_loader = LiveLoader(self)
         self._engine.loader = self.live_loader  # dataloader_settings and data_echoing work on the live loader
@@ -64,10 +65,22 @@ class GlobalWatcher(Watcher):
             *self._global_module_hooks,
             # hot_path.py's own, global: a plain step's marks written by closures, the rest through
             # the full entry points below (each catches its own failures)
-            optim_mod.register_optimizer_step_pre_hook(self.fast_optimizer[0]),
-            optim_mod.register_optimizer_step_post_hook(self.fast_optimizer[1]),
+            optim_mod.register_optimizer_step_pre_hook(self._job_only(self.fast_optimizer[0])),
+            optim_mod.register_optimizer_step_post_hook(self._job_only(self.fast_optimizer[1])),
             self._patch_loader(),
         ]
+
+    def _job_only(self, hook: Any) -> Any:
+        """A global optimizer hook fires for every optimizer's step: once the job's is known (the
+        first to step), another's (a GAN's second optimizer, the inner one a wrapper such as
+        Lookahead steps) is part of the job's step, not a step of its own."""
+        job = self._job
+
+        def only(opt: Any, args: tuple, kwargs: dict) -> Any:
+            j = job[0]
+            return hook(opt, args, kwargs) if j is None or opt is j else None
+
+        return only
 
     def _guard(self, fn: Any) -> Any:
         def hook(*args: Any) -> Any:
@@ -99,7 +112,7 @@ class GlobalWatcher(Watcher):
     def full_before_optimizer_step(self, opt: Any, args: tuple, kwargs: dict) -> Any:
         """The first optimizer to step is the job's (its hooks are global: any optimizer's step)."""
         if self.enabled and self.optimizer is None:
-            self.optimizer = self._engine.optimizer = opt
+            self.optimizer = self._engine.optimizer = self._job[0] = opt
         return super().full_before_optimizer_step(opt, args, kwargs)
 
     def full_after_optimizer_step(self) -> None:
