@@ -430,6 +430,12 @@ def test_removing_all_of_the_step_is_unknown_not_a_hundredfold() -> None:
     assert cache_preprocessing(inputs({"data_wait": 0.6})).speedup == pytest.approx(2.5)
     whole = cache_preprocessing(inputs({"data_wait": 0.995}))
     assert whole.speedup is None and "not measured" in whole.formula
+    # attach's stack-sampled window: all of it in the data wait, some of its samples less: at least
+    # what removing the least share gives (text_collate_tokenize under attach: 100%, 75% at least)
+    ranged = StepInputs(step=0.5, shares={"data_wait": Share(1.0, 0.75, 1.0)})
+    least = cache_preprocessing(ranged)
+    assert least.speedup == least.low == pytest.approx(4.0) and least.high == pytest.approx(100.0)
+    assert "at least x4.00" in least.formula
 
 
 def test_the_loader_model_takes_the_dataloaders_own_worker_count_over_a_mean_of_processes() -> None:

@@ -204,9 +204,21 @@ def mixed_precision(i: StepInputs, dtype: str = "bfloat16") -> Prediction:
 
 def _amdahl_share(model: str, s: Share, factor: float, what: str) -> Prediction:
     # removing all of the step leaves what was not measured; a window's high end alone there (attach's
-    # stack-sampled shares) caps the high end, as amdahl() caps it
+    # stack-sampled shares) caps the high end, as amdahl() caps it. Where the share's low end over
+    # the window's samples is below all of it, that end is the least the removal gives: the point
     if math.isinf(factor) and s.value >= MAX_SHARE:
-        return unknown(model, f"{what} is {s.value:.0%} of the step: the time left without it is not measured")
+        if s.low >= MAX_SHARE:
+            return unknown(model, f"{what} is {s.value:.0%} of the step: the time left without it is not measured")
+        least = amdahl(s.low, factor)
+        return known(
+            model,
+            least,
+            least,
+            amdahl(s.high, factor),
+            f"{what} {s.value:.0%} of the step, {s.low:.0%} at the window's least: removed, at least x{least:.2f} "
+            "(the time left without it at the whole window's share is not measured; capped at "
+            f"x{amdahl(1.0, factor):.0f})",
+        )
     f = "removed" if math.isinf(factor) else f"{factor:g}x less of it"
     return known(
         model,
