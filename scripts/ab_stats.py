@@ -6,6 +6,7 @@ when the load moved during the measurement.
 
 from __future__ import annotations
 
+import math
 import os
 import random
 import statistics
@@ -16,6 +17,9 @@ from dataclasses import dataclass
 LOAD_CHANGE_REFUSE = 0.5
 #: above this 1-minute load at start the machine is not quiet (2 cores here): the figure is warned about
 LOAD_QUIET = 1.0
+#: the kernel's 1-minute load average decays with this time constant (seconds): a process that keeps n
+#: threads runnable for T seconds raises it by n (1 - exp(-T / 60)) by itself
+LOAD_TAU = 60.0
 #: bootstrap resamples of the pairs for the confidence interval of the median difference
 BOOTSTRAP = 4000
 
@@ -31,23 +35,37 @@ def load1() -> float | None:
 class LoadCheck:
     start: float | None
     end: float | None
+    #: the benchmark's own runnable threads and how long they ran (seconds): their part of the
+    #: load's rise, own (1 - exp(-seconds / LOAD_TAU)), is not another process's
+    own: float = 0.0
+    seconds: float = 0.0
+
+    @property
+    def own_rise(self) -> float:
+        return self.own * (1.0 - math.exp(-self.seconds / LOAD_TAU))
 
     @property
     def refused(self) -> str | None:
         """Why no figure is reported (None: reported)."""
         if self.start is None or self.end is None:
             return None
-        if abs(self.end - self.start) > LOAD_CHANGE_REFUSE:
+        if abs(self.end - self.start - self.own_rise) > LOAD_CHANGE_REFUSE:
+            mine = f", {self.own_rise:.2f} of it the benchmark's own" if self.own_rise else ""
             return (
-                f"the 1-minute load average went from {self.start:.2f} to {self.end:.2f} during the measurement "
-                f"(changed by more than {LOAD_CHANGE_REFUSE}): other processes came or went while the arms ran, "
-                "so a wall-clock difference measures them as much as the hook"
+                f"the 1-minute load average went from {self.start:.2f} to {self.end:.2f} during the measurement"
+                f"{mine} (other processes' part changed by more than {LOAD_CHANGE_REFUSE}): other processes came "
+                "or went while the arms ran, so a wall-clock difference measures them as much as the hook"
             )
         return None
 
     def lines(self) -> list[str]:
         f = lambda v: "unknown" if v is None else f"{v:.2f}"  # noqa: E731
         out = [f"load average (1 min): {f(self.start)} at start, {f(self.end)} at end"]
+        if self.own_rise:
+            out[0] += (
+                f" ({self.own_rise:.2f} of the rise the benchmark's own {self.own:g} thread(s) "
+                f"over {self.seconds:.0f} s)"
+            )
         if self.start is not None and self.start > LOAD_QUIET:
             out.append(
                 f"WARNING: load {self.start:.2f} > {LOAD_QUIET} at start: the machine is not quiet; "

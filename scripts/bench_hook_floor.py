@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The hook's cost against the least any Python-level hook can cost at the same points (issue 23).
 
-Four arms, interleaved in a shuffled order each round, on bench_watcher.py's real step (3-layer
+Six arms, interleaved in a shuffled order each round, on bench_watcher.py's real step (3-layer
 MLP, batch 128, SGD, one torch thread, this thread's CPU time):
 
 - bare: the loop with nothing of ours;
@@ -11,10 +11,15 @@ MLP, batch 128, SGD, one torch thread, this thread's CPU time):
 - minimal: the floor, hand-written hooks at the same points that do the least the phases need
   (a forward wrapper storing two timestamps and the rows, optimizer step pre- and post-hooks
   storing a timestamp and copying the step's floats into an array, an iterator storing two
-  timestamps): what a Python-level hook costs here before it does anything of its own.
+  timestamps): what a Python-level hook costs here before it does anything of its own;
+- bare loader / injected: the same step fed by a ``DataLoader`` over the same batches
+  (``batch_size=None``), with nothing of ours, and under ``bottleneckd run``'s no-code-change
+  instrumentation (``inject.GlobalWatcher``: global optimizer hooks, the loader's ``__iter__``
+  patched, the model found at the first step), the way a job run by ``bottleneckd run`` is watched.
 
-Each arm is reported against bare (median of paired differences with its bootstrap 95% CI), and
-watched against minimal. Refused (exit 3) when the load average moved by more than 0.5.
+Each arm is reported against bare (median of paired differences with its bootstrap 95% CI),
+watched against minimal, and injected against bare loader. Refused (exit 3) when the load average
+moved by more than 0.5.
 
     python scripts/bench_hook_floor.py [--rounds 250] [--steps 50]
 """
@@ -31,12 +36,13 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.utils.data import DataLoader
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ab_stats import LoadCheck, PairedAB, load1  # noqa: E402
 from bench_watcher import _watch, small_model  # noqa: E402
 
-ARMS = ("bare", "watched", "full path", "minimal")
+ARMS = ("bare", "watched", "full path", "minimal", "bare loader", "injected")
 
 
 def minimal_hooks(model: nn.Module, opt: torch.optim.Optimizer) -> tuple[Any, Any]:
@@ -102,6 +108,7 @@ def main() -> int:
     ap.add_argument("--settle", type=int, default=10)
     a = ap.parse_args()
     load = LoadCheck(load1(), None)
+    began = time.monotonic()
     torch.set_num_threads(1)
     torch.manual_seed(0)
     now = time.thread_time
@@ -134,6 +141,18 @@ def main() -> int:
                 return timed_steps(wrap(iter(data)))
             finally:
                 undo()
+        if name == "bare loader":
+            return timed_steps(iter(DataLoader(data, batch_size=None)))
+        if name == "injected":
+            from bottleneckd.torch.inject import GlobalWatcher
+
+            g = GlobalWatcher(
+                socket_path="/nonexistent/sock", local_sampling=False, print_epoch=False, roofline_step=None
+            )
+            try:
+                return timed_steps(iter(DataLoader(data, batch_size=None)))
+            finally:
+                g.close()
         w = _watch(model, opt, data)
         if name == "full path":
             w._plain_now = lambda: False  # type: ignore[method-assign]
@@ -150,17 +169,21 @@ def main() -> int:
         random.Random(r).shuffle(order)
         for name in order:
             res[name].append(arm(name))
-    load = LoadCheck(load.start, load1())
-    print(f"{a.rounds} rounds of {a.steps} steps, the four arms interleaved in a shuffled order (thread CPU time)")
+    # one runnable thread of its own (one torch thread, this loop): its part of the load's rise
+    load = LoadCheck(load.start, load1(), own=1.0, seconds=time.monotonic() - began)
+    print(f"{a.rounds} rounds of {a.steps} steps, the six arms interleaved in a shuffled order (thread CPU time)")
     for line in load.lines():
         print(line)
     if load.refused:
         print(f"NOT REPORTED: {load.refused}. Rerun on a quiet machine.")
         return 3
-    for name in ARMS[1:]:
+    for name in ("watched", "full path", "minimal"):
         print(f"-- {name} vs bare")
         for line in PairedAB(res["bare"], res[name]).lines():
             print("  " + line)
+    print("-- injected vs bare loader (bottleneckd run's instrumentation, the same DataLoader)")
+    for line in PairedAB(res["bare loader"], res["injected"]).lines():
+        print("  " + line)
     print("-- watched vs minimal (what the watcher adds over the floor)")
     for line in PairedAB(res["minimal"], res["watched"]).lines():
         print("  " + line)

@@ -202,6 +202,10 @@ def test_a_wall_clock_figure_is_refused_when_the_load_moved_and_the_median_has_a
     assert ab.LoadCheck(0.2, 0.2 + ab.LOAD_CHANGE_REFUSE).refused is None
     assert "went from 0.20 to 0.80" in ab.LoadCheck(0.2, 0.8).refused
     assert ab.LoadCheck(None, 3.0).refused is None  # no load average: nothing to compare
+    # the benchmark's own thread for 150 s raises the load by 1 - exp(-2.5) = 0.92 by itself
+    ran = ab.LoadCheck(0.3, 1.2, own=1.0, seconds=150.0)
+    assert ran.refused is None and "0.92 of the rise the benchmark's own" in ran.lines()[0]
+    assert "other processes' part" in ab.LoadCheck(0.3, 1.9, own=1.0, seconds=150.0).refused
     assert any("not quiet" in line for line in ab.LoadCheck(3.0, 3.1).lines())
     diffs = [float(k) for k in range(1, 12)] + [1000.0]
     lo, hi = ab.bootstrap_median_ci(diffs)
