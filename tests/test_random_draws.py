@@ -43,6 +43,12 @@ JOB = textwrap.dedent(
         def __call__(self, img):
             top = torch.randint(0, 8, (1,))
             return img[top:]
+
+
+    def train(loader, model):
+        for x, y in loader:
+            noise = torch.randn_like(x)  # the loop's own draw (a diffusion model's noise)
+            model(x + noise).sum().backward()
     """
 ).lstrip()
 
@@ -106,6 +112,30 @@ def test_a_stack_draws_through_its_library_frames_or_its_user_function(job: str)
         {"name": "Signals.__getitem__", "filename": job, "line": line(job, "np.fft.rfft")},
     ]
     assert data_draws(outer, user_site(outer)) is False
+
+
+def test_the_loop_that_asks_for_the_batch_is_not_the_datas_code(job: str) -> None:
+    """A library dataset loading in the training process (torchvision's ImageFolder, no workers):
+    the innermost user frame is the training loop, whose own draws (noise) are not the data's; the
+    library frames inside it decide."""
+    tv = "/venv/lib/python3.11/site-packages/torchvision"
+    torch_data = "/venv/lib/python3.11/site-packages/torch/utils/data"
+    loop = {"name": "train", "filename": job, "line": line(job, "for x, y in loader")}
+    inside = [
+        {"name": "DatasetFolder.__getitem__", "filename": f"{tv}/datasets/folder.py", "line": 1},
+        {"name": "_MapDatasetFetcher.fetch", "filename": f"{torch_data}/_utils/fetch.py", "line": 1},
+        {"name": "_BaseDataLoaderIter.__next__", "filename": f"{torch_data}/dataloader.py", "line": 1},
+    ]
+    resize = [{"name": "Resize.forward", "filename": f"{tv}/transforms/transforms.py", "line": 1}, *inside, loop]
+    crop = [
+        {"name": "RandomResizedCrop.forward", "filename": f"{tv}/transforms/transforms.py", "line": 1},
+        *inside,
+        loop,
+    ]
+    assert user_site(resize) is not None and user_site(resize).function == "train"
+    assert function_draws(job, loop["line"]) is True  # the loop draws ...
+    assert data_draws(resize, user_site(resize)) is False  # ... but the data's code does not
+    assert data_draws(crop, user_site(crop)) is True
 
 
 def test_the_reading_travels_in_the_trace_and_an_older_trace_reads_as_unknown() -> None:

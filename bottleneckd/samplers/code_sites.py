@@ -46,13 +46,24 @@ def user_site(frames: list[dict], read_text: bool = True) -> CodeSite | None:
     return None
 
 
+#: path fragment of PyTorch's data loading: a user frame called from it is the data's code (a
+#: dataset's ``__getitem__``, a ``collate_fn``, a transform); one outside it asked for the batch
+LOADER_PATH = "torch/utils/data/"
+
+
 def data_draws(frames: list[dict], site: CodeSite | None) -> bool | None:
     """A data-stage stack draws random numbers for the sample (``random_draws.stack_draws``): the
-    frames inside the user's innermost one, or the whole stack when no frame is the user's."""
-    if site is None:  # library code only: its frames are all there is to read
+    frames inside the user's innermost one, and that function's source when the loader called it.
+    With no user frame, or only the loop that asked for the batch (a library dataset loading in
+    the training process), the library frames are all there is to read: the loop's own draws (a
+    diffusion model's noise, a seed) are not the data's."""
+    if site is None:
         return bool(stack_draws(frames, None, 0))
-    inner = next((k for k, f in enumerate(frames) if (f.get("filename") or "")[:MAX_NAME] == site.file), len(frames))
-    return stack_draws(frames[:inner], site.file, site.line)
+    k = next((k for k, f in enumerate(frames) if (f.get("filename") or "")[:MAX_NAME] == site.file), len(frames))
+    called_by_loader = any(LOADER_PATH in (f.get("filename") or "").replace("\\", "/") for f in frames[k + 1 :])
+    if not called_by_loader:
+        return bool(stack_draws(frames[:k], None, 0))
+    return stack_draws(frames[:k], site.file, site.line)
 
 
 class StackTally:
