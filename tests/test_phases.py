@@ -310,6 +310,14 @@ def test_injected_watcher_counts_one_step_per_iteration_of_a_loop_with_two_optim
             (-disc(gen(z)).mean()).backward()
             opt_g.step()
         steps = w.steps
+        # the job replaces its optimizer (a new one after a warm-up): the new one's steps count
+        # from its second (the first could be a second optimizer's, as the GAN's above)
+        adam = torch.optim.AdamW(gen.parameters(), lr=0.01)
+        for _ in range(10):
+            adam.zero_grad()
+            gen(torch.randn(8, 4)).sum().backward()
+            adam.step()
+        replaced = w.steps - steps
     finally:
         w.close()
-    assert steps == 12 and w.optimizer is opt_d
+    assert steps == 12 and replaced == 9 and w.optimizer is adam

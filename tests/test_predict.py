@@ -436,6 +436,9 @@ def test_removing_all_of_the_step_is_unknown_not_a_hundredfold() -> None:
     least = cache_preprocessing(ranged)
     assert least.speedup == least.low == pytest.approx(4.0) and least.high == pytest.approx(100.0)
     assert "at least x4.00" in least.formula
+    # one interval of the window elsewhere (an evaluation pass) is no least share of the stage's
+    odd = cache_preprocessing(StepInputs(step=0.5, shares={"data_wait": Share(1.0, 0.2, 1.0)}))
+    assert odd.speedup is None and "not measured" in odd.formula
 
 
 def test_the_loader_model_takes_the_dataloaders_own_worker_count_over_a_mean_of_processes() -> None:

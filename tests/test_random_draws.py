@@ -45,9 +45,18 @@ JOB = textwrap.dedent(
             return img[top:]
 
 
+    def load(path):
+        '''Decode, then crop at random: random.shuffle() in a docstring is no draw.'''
+        img = decode_jpeg(open(path, "rb").read())
+        top = random.randint(0, 8)
+        return img[top:]
+
+
     def train(loader, model):
-        for x, y in loader:
-            noise = torch.randn_like(x)  # the loop's own draw (a diffusion model's noise)
+        it = iter(loader)
+        while True:
+            noise = torch.randn(4, 8)  # the loop's own draw (a diffusion model's noise)
+            x, y = next(it)
             model(x + noise).sum().backward()
     """
 ).lstrip()
@@ -73,6 +82,20 @@ def test_a_function_that_draws_random_numbers_is_read_as_random_augmentation(job
     assert function_draws(job, line(job, "open(f")) is False
 
 
+def test_the_work_before_a_functions_first_draw_is_deterministic(job: str) -> None:
+    """Decoding, then a random crop: the decode's time is cacheable, the crop's is not."""
+    assert function_draws(job, line(job, "decode_jpeg(")) is False
+    assert function_draws(job, line(job, "return img[top:]")) is True
+
+
+def test_a_function_too_long_to_read_is_unknown(tmp_path: Path) -> None:
+    body = "".join(f"    x{k} = {k}\n" for k in range(500))
+    p = tmp_path / "long.py"
+    p.write_text("import random\n\n\ndef f():\n    r = random.random()\n" + body + "    return r\n")
+    assert function_draws(str(p), 507) is None  # its def is 503 lines up: not read, not "no draw"
+    assert function_draws(str(p), 20) is True
+
+
 def test_unreadable_source_is_unknown_not_deterministic(tmp_path: Path) -> None:
     assert function_draws(str(tmp_path / "gone.py"), 3) is None
     assert function_draws("<string>", 1) is None
@@ -83,9 +106,20 @@ def test_random_transforms_of_libraries_are_read_by_their_frames() -> None:
     assert frame_draws({"name": "RandomResizedCrop.forward", "filename": tv})
     assert frame_draws({"name": "ColorJitter.forward", "filename": tv})
     assert frame_draws({"name": "randint", "filename": "/usr/lib/python3.11/random.py"})
-    assert frame_draws({"name": "apply", "filename": "/venv/lib/python3.11/site-packages/albumentations/core/x.py"})
     assert not frame_draws({"name": "Resize.forward", "filename": tv})
     assert not frame_draws({"name": "Normalize.forward", "filename": tv})
+    # transforms v2: the parameters drawn in make_params / _get_params, applied in transform
+    assert frame_draws({"name": "RandomHorizontalFlip.make_params", "filename": tv})
+    assert frame_draws({"name": "_RandomApplyTransform.forward", "filename": tv})
+    assert frame_draws({"name": "RandomResizedCrop.transform", "filename": tv})
+    # albumentations: its random transforms, not its deterministic ones
+    alb = "/venv/lib/python3.11/site-packages/albumentations/augmentations/transforms.py"
+    assert frame_draws({"name": "HorizontalFlip.apply", "filename": alb})
+    assert not frame_draws({"name": "Normalize.apply", "filename": alb})
+    assert not frame_draws({"name": "Compose.__call__", "filename": alb})
+    # Hugging Face's masked-language-model collator masks at random
+    hf = "/venv/lib/python3.11/site-packages/transformers/data/data_collator.py"
+    assert frame_draws({"name": "DataCollatorForLanguageModeling.torch_mask_tokens", "filename": hf})
 
 
 def test_a_stack_draws_through_its_library_frames_or_its_user_function(job: str) -> None:
@@ -102,14 +136,24 @@ def test_a_stack_draws_through_its_library_frames_or_its_user_function(job: str)
     # the same line with a deterministic transform inside it: not drawn
     frames[0] = {"name": "Resize.forward", "filename": tv, "line": 5}
     assert data_draws(frames, user_site(frames)) is False
-    # library code only (torchvision's ImageFolder with its transforms): its frames decide
-    lib = [{"name": "RandomResizedCrop.forward", "filename": tv, "line": 1}, loop]
+    # library code only (torchvision's ImageFolder with its transforms): its frames decide, and say
+    # "not random" only where the batch was being built (PyTorch's fetch on the stack)
+    fetch_py = "/venv/lib/python3.11/site-packages/torch/utils/data/_utils/fetch.py"
+    fetch = {"name": "_MapDatasetFetcher.fetch", "filename": fetch_py}
+    lib = [{"name": "RandomResizedCrop.forward", "filename": tv, "line": 1}, fetch, loop]
     assert user_site(lib) is None and data_draws(lib, None) is True
-    assert data_draws([{"name": "Resize.forward", "filename": tv, "line": 1}, loop], None) is False
+    assert data_draws([{"name": "Resize.forward", "filename": tv, "line": 1}, fetch, loop], None) is False
+    # a training thread waiting on its workers' queue says nothing of their code: unknown
+    queue = [{"name": "Queue.get", "filename": "/usr/lib/python3.11/multiprocessing/queues.py", "line": 1}]
+    assert data_draws(queue, None) is None
+    # unqualified names (Python 3.10's frames): "forward" cannot say which transform it is
+    bare = [{"name": "forward", "filename": tv, "line": 1}, {"name": "fetch", "filename": fetch_py}]
+    assert data_draws(bare, None) is None
     # a frame of the user's outside the site's function (the loop calling the loader) is not read
     outer = [
         {"name": "Signals.decode", "filename": job, "line": line(job, "open(f")},
         {"name": "Signals.__getitem__", "filename": job, "line": line(job, "np.fft.rfft")},
+        fetch,
     ]
     assert data_draws(outer, user_site(outer)) is False
 
@@ -120,7 +164,7 @@ def test_the_loop_that_asks_for_the_batch_is_not_the_datas_code(job: str) -> Non
     library frames inside it decide."""
     tv = "/venv/lib/python3.11/site-packages/torchvision"
     torch_data = "/venv/lib/python3.11/site-packages/torch/utils/data"
-    loop = {"name": "train", "filename": job, "line": line(job, "for x, y in loader")}
+    loop = {"name": "train", "filename": job, "line": line(job, "x, y = next(it)")}
     inside = [
         {"name": "DatasetFolder.__getitem__", "filename": f"{tv}/datasets/folder.py", "line": 1},
         {"name": "_MapDatasetFetcher.fetch", "filename": f"{torch_data}/_utils/fetch.py", "line": 1},

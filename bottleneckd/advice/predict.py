@@ -35,6 +35,9 @@ MIN_PREDICTED_GAIN = 0.02
 EVERY_N = 10
 #: gradient accumulation and less frequent sync: micro-batches per sync (the hooks' default k)
 SYNC_EVERY = 4
+#: a stage that is the whole window is predicted from its least share over the window's samples when
+#: that is at least this part of it; below, one odd interval (evaluation, an epoch's end) set it
+STEADY_LOW = 0.5
 #: "fewer or cheaper augmentations": the random augmentation's work assumed halved (one of two
 #: transforms dropped, or each at half the cost); the high end drops it altogether
 AUGMENT_CHEAPER = 2.0
@@ -205,9 +208,11 @@ def mixed_precision(i: StepInputs, dtype: str = "bfloat16") -> Prediction:
 def _amdahl_share(model: str, s: Share, factor: float, what: str) -> Prediction:
     # removing all of the step leaves what was not measured; a window's high end alone there (attach's
     # stack-sampled shares) caps the high end, as amdahl() caps it. Where the share's low end over
-    # the window's samples is below all of it, that end is the least the removal gives: the point
+    # the window's samples is below all of it, that end is the least the removal gives: the point;
+    # unless it is under half of the share (one interval of evaluation or an epoch's end in the
+    # window: the least is not the stage's own, STEADY_LOW)
     if math.isinf(factor) and s.value >= MAX_SHARE:
-        if s.low >= MAX_SHARE:
+        if s.low >= MAX_SHARE or s.low < STEADY_LOW * s.value:
             return unknown(model, f"{what} is {s.value:.0%} of the step: the time left without it is not measured")
         least = amdahl(s.low, factor)
         return known(

@@ -16,7 +16,7 @@ import threading
 from collections import Counter
 
 from bottleneckd.model.code import MAX_NAME, MAX_TEXT, CodeSite, Key, StackCounts, fold
-from bottleneckd.samplers.random_draws import stack_draws
+from bottleneckd.samplers.random_draws import library_draws, stack_draws
 
 #: path fragments of code that is not the user's: installed packages and the standard library
 #: (``lib/python3.X/``; a virtual environment's packages sit under it too)
@@ -55,14 +55,15 @@ def data_draws(frames: list[dict], site: CodeSite | None) -> bool | None:
     """A data-stage stack draws random numbers for the sample (``random_draws.stack_draws``): the
     frames inside the user's innermost one, and that function's source when the loader called it.
     With no user frame, or only the loop that asked for the batch (a library dataset loading in
-    the training process), the library frames are all there is to read: the loop's own draws (a
-    diffusion model's noise, a seed) are not the data's."""
+    the training process), the library frames are all there is to read
+    (``random_draws.library_draws``: unknown unless the batch was being built there): the loop's
+    own draws (a diffusion model's noise, a seed) are not the data's."""
     if site is None:
-        return bool(stack_draws(frames, None, 0))
+        return library_draws(frames)
     k = next((k for k, f in enumerate(frames) if (f.get("filename") or "")[:MAX_NAME] == site.file), len(frames))
     called_by_loader = any(LOADER_PATH in (f.get("filename") or "").replace("\\", "/") for f in frames[k + 1 :])
     if not called_by_loader:
-        return bool(stack_draws(frames[:k], None, 0))
+        return library_draws(frames[:k])
     return stack_draws(frames[:k], site.file, site.line)
 
 

@@ -7,41 +7,49 @@ the same crop every epoch, an augmentation no more. So a performance engineer re
 loader spends its time in before choosing between caching it and making it cheaper. This module
 does that reading for one stack (frames innermost first, as py-spy gives them), from two signs:
 
-- a frame of a random transform of a known augmentation library, by its qualified name
-  (torchvision's ``RandomResizedCrop.forward``, ``ColorJitter.forward``, ``RandAugment.forward``;
-  any frame of albumentations' or kornia's augmentation modules), or of the standard library's
-  ``random.py``;
+- a frame of a random transform, by its qualified name (``Class.method``, as py-spy and
+  ``co_qualname`` give it from Python 3.11): torchvision's ``RandomResizedCrop.forward``,
+  ``ColorJitter.forward``, ``RandAugment.forward``, transforms v2's ``_RandomApplyTransform`` and
+  ``make_params``; kornia's and albumentations' ``Random*`` and their common flips and dropouts;
+  Hugging Face's masking collators; the standard library's ``random.py``;
 - the user's innermost function (the code site), read from its file here, calling a random number
-  generator (``random.``, ``np.random.``, ``torch.rand*``, a ``Generator``'s or ``rng``'s draws).
+  generator (``random.``, ``np.random.``, ``torch.rand*``, a ``Generator``'s or ``rng``'s draws) at
+  or before the sampled line: the work before a function's first draw (decoding a file, then
+  cropping it at random) is deterministic and a cache keeps it.
 
 True when either sign is present; False when the user's function was read and neither is; None
-when the function cannot be read here (a trace replayed on another machine: unknown, not False).
-A generator seeded by the sample's index (``np.random.default_rng(i)``) makes a function
-deterministic per sample although it draws random numbers: it is read as random, and the advice
-says that caching stays exact for such code.
+when it cannot be read here (a trace replayed on another machine, a function longer than
+MAX_FUNCTION_LINES above the line): unknown, not False. A generator seeded by the sample's index
+(``np.random.default_rng(i)``) makes a function deterministic per sample although it draws random
+numbers: it is read as random, and the advice says that caching stays exact for such code. Not
+seen: a draw through a bare imported name (``from random import choice``; ``choice(x)``).
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import io
 import linecache
 import re
-from tokenize import TokenError
+import textwrap
+import tokenize
 
-#: qualified names of random transforms (the class before ``.forward`` / ``.__call__``): torchvision's
-#: transforms v1 and v2 (Random*, the automatic augmentation policies, jitter and blur with random
-#: parameters), timm's and the common ones of other libraries
+#: qualified names of random transforms (the class before the method): torchvision's transforms v1
+#: and v2 (Random*, the automatic augmentation policies, jitter and blur with random parameters;
+#: v2's ``_RandomApplyTransform`` base, ``make_params`` / ``_get_params`` / ``transform``), kornia's
+#: and albumentations' Random* and the albumentations transforms applied with a probability that
+#: do not say so in their name, mixing, spectrogram masking, and Hugging Face's masking collators
 RANDOM_TRANSFORM = re.compile(
-    r"(^|\.)(Random\w*|RandAugment|AutoAugment|TrivialAugmentWide|AugMix|ColorJitter|GaussianBlur|"
-    r"ElasticTransform|RandomErasing|Mixup|CutMix|RandomMixup|RandomCutmix|SpecAugment|FrequencyMasking|"
-    r"TimeMasking)\.(forward|__call__|_transform|get_params|make_params)$"
+    r"(^|\.)(_?Random\w*|RandAugment|AutoAugment|TrivialAugmentWide|AugMix|ColorJitter|ColorJiggle|GaussianBlur|"
+    r"ElasticTransform|Mixup|CutMix|SpecAugment|FrequencyMasking|TimeMasking|HorizontalFlip|VerticalFlip|"
+    r"ShiftScaleRotate|Affine|GaussNoise|CoarseDropout|OneOf|SomeOf|HueSaturationValue|RGBShift|MotionBlur)"
+    r"\.(forward|__call__|_transform|transform|get_params|_get_params|make_params|generate_parameters|apply)$"
+    r"|(^|\.)DataCollatorFor(LanguageModeling|WholeWordMask|PermutationLanguageModeling)\.\w*mask_tokens$"
 )
-#: file path fragments of modules that are random augmentation as a whole
-RANDOM_MODULES = ("/albumentations/", "/kornia/augmentation/", "/audiomentations/", "/nlpaug/")
 #: the standard library's random module (``random.random()``, ``random.choice`` run Python frames here)
 STDLIB_RANDOM = re.compile(r"/lib(64)?/python3[^/]*/random\.py$")
-#: a call that draws random numbers, in a line of the user's code (comments removed first)
+#: a call that draws random numbers, in a line of the user's code (comments and strings removed first)
 RANDOM_CALL = re.compile(
     r"\brandom\.\w+\s*\("  # the standard library's module, numpy's (np.random.x(...)), a Random instance
     r"|\bnp\.random\b|\bnumpy\.random\b|\bdefault_rng\s*\(|\bRandomState\s*\("
@@ -49,38 +57,51 @@ RANDOM_CALL = re.compile(
     r"poisson)\s*\("
     r"|\.(uniform|normal|integers|choice|shuffle|permutation|standard_normal|randint|rand|randn|binomial|"
     r"poisson|beta|gamma|exponential|bernoulli_|uniform_|normal_|random_|exponential_)\s*\("
-    r"|\b(Random\w*|RandAugment|AutoAugment|TrivialAugmentWide|AugMix|ColorJitter|GaussianBlur)\s*\("
+    r"|\b(Random\w*|RandAugment|AutoAugment|TrivialAugmentWide|AugMix|ColorJitter)\s*\("
 )
-#: lines read above a site for its ``def`` (a function longer than this is read from this far up)
+#: lines read above a site for its ``def``: a function whose ``def`` is further up is not read (None)
 MAX_FUNCTION_LINES = 400
+#: PyTorch's fetch of a batch from the dataset: on a stack, the data is being built in that thread
+FETCH_PATH = "torch/utils/data/_utils/fetch.py"
 
 
 def frame_draws(frame: dict) -> bool:
     """One frame is in a random transform of a known library or the standard library's random."""
     name = str(frame.get("name") or "")
     path = str(frame.get("filename") or "").replace("\\", "/")
-    return (
-        bool(RANDOM_TRANSFORM.search(name))
-        or any(m in path for m in RANDOM_MODULES)
-        or bool(STDLIB_RANDOM.search(path))
-    )
+    return bool(RANDOM_TRANSFORM.search(name)) or bool(STDLIB_RANDOM.search(path))
+
+
+def library_draws(frames: list[dict]) -> bool | None:
+    """A stack with no user function to read: True when a random frame is on it; False only when
+    the batch was being built in this thread (PyTorch's fetch on the stack) and the frames' names
+    are qualified (``Class.method``: an unqualified ``forward`` cannot say which transform it is);
+    else None (a training thread waiting on its workers' queue says nothing of their code)."""
+    if any(frame_draws(f) for f in frames):
+        return True
+    building = any(FETCH_PATH in str(f.get("filename") or "").replace("\\", "/") for f in frames)
+    qualified = any("." in str(f.get("name") or "") for f in frames)
+    return False if building and qualified else None
 
 
 @functools.lru_cache(maxsize=1024)
 def function_draws(path: str, line: int) -> bool | None:
-    """The function around ``path:line`` calls a random number generator; None when the file
-    cannot be read here. Cached: a site is read once (the sampler sees the same few sites)."""
+    """The function around ``path:line`` calls a random number generator at or before ``line``;
+    None when the file cannot be read here or its ``def`` is too far up. Cached: a site is read
+    once (the sampler sees the same few sites)."""
     lines = linecache.getlines(path)
     if not lines or not 0 < line <= len(lines):
         return None
     start = _def_line(lines, line - 1)
     if start is None:  # module-level code: the line alone
-        return bool(RANDOM_CALL.search(_code(lines[line - 1])))
+        return bool(RANDOM_CALL.search(_blank([lines[line - 1]])[0]))
+    if start < 0:
+        return None
     try:
         block = inspect.getblock(lines[start:])
-    except (IndentationError, SyntaxError, TokenError):
+    except (IndentationError, SyntaxError, tokenize.TokenError):
         block = lines[start:line]
-    return any(RANDOM_CALL.search(_code(s)) for s in _own_lines(block))
+    return any(RANDOM_CALL.search(s) for k, s in _own_lines(_blank(block)) if start + 1 + k <= line)
 
 
 def stack_draws(frames: list[dict], site_path: str | None, site_line: int) -> bool | None:
@@ -95,9 +116,11 @@ def stack_draws(frames: list[dict], site_path: str | None, site_line: int) -> bo
 
 def _def_line(lines: list[str], k: int) -> int | None:
     """Index of the ``def`` line of the function holding line index ``k`` (the nearest less
-    indented ``def`` above it), or None at module level."""
+    indented ``def`` above it); None at module level; -1 when none is found within
+    MAX_FUNCTION_LINES and the top of the file is further up (not read)."""
     indent = _indent(lines[k])
-    for j in range(k, max(-1, k - MAX_FUNCTION_LINES), -1):
+    lowest = max(-1, k - MAX_FUNCTION_LINES)
+    for j in range(k, lowest, -1):
         s = lines[j]
         if not s.strip() or s.lstrip().startswith("#"):
             continue
@@ -106,13 +129,15 @@ def _def_line(lines: list[str], k: int) -> int | None:
             return j
         if ind < indent:  # a less indented statement that is not a def (a class, an if): its block holds k
             indent = ind
-    return None
+        if indent == 0:
+            return None  # at module level: no def holds the line
+    return None if lowest < 0 else -1
 
 
-def _own_lines(block: list[str]) -> list[str]:
-    """A function's lines without those of the functions defined inside it (a nested helper's draw
-    is the helper's; its own stack frame names it when it runs)."""
-    out: list[str] = []
+def _own_lines(block: list[str]) -> list[tuple[int, str]]:
+    """A function's lines (offset in the block, text) without those of the functions defined inside
+    it (a nested helper's draw is the helper's; its own stack frame names it when it runs)."""
+    out: list[tuple[int, str]] = []
     nested: int | None = None  # indentation of the nested def being skipped
     for k, s in enumerate(block):
         if not s.strip():
@@ -124,7 +149,7 @@ def _own_lines(block: list[str]) -> list[str]:
         if k and re.match(r"\s*(async\s+)?def\s", s):
             nested = ind
             continue
-        out.append(s)
+        out.append((k, s))
     return out
 
 
@@ -132,6 +157,23 @@ def _indent(s: str) -> int:
     return len(s) - len(s.lstrip())
 
 
-def _code(s: str) -> str:
-    """The line without its comment (a ``#`` inside a string is rare enough in a draw's line)."""
-    return s.split("#", 1)[0]
+def _blank(lines: list[str]) -> list[str]:
+    """The lines with their comments and string literals blanked (a docstring naming
+    ``random.shuffle()`` is no draw), by Python's tokenizer over the whole block; where it cannot
+    tokenize (a fragment), comments are cut at ``#``."""
+    text = textwrap.dedent("".join(lines))
+    if not text.strip():
+        return ["" for _ in lines]
+    cut = len(lines[0]) - len(lines[0].lstrip()) - (len(text.splitlines()[0]) - len(text.splitlines()[0].lstrip()))
+    rows = [list(r) for r in text.splitlines()]
+    try:
+        for t in tokenize.generate_tokens(io.StringIO(text).readline):
+            if t.type in (tokenize.COMMENT, tokenize.STRING) or t.type == getattr(tokenize, "FSTRING_MIDDLE", -1):
+                (r0, c0), (r1, c1) = t.start, t.end
+                for r in range(r0, r1 + 1):
+                    row = rows[r - 1]
+                    a, b = (c0 if r == r0 else 0), (c1 if r == r1 else len(row))
+                    row[a:b] = " " * (b - a)
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return [s.split("#", 1)[0] for s in lines]
+    return [" " * cut + "".join(r) for r in rows]

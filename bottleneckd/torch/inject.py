@@ -48,7 +48,7 @@ class GlobalWatcher(Watcher):
         self.root: torch.nn.Module | None = None
         self._global_module_hooks: list[Any] = []
         self._candidates: list[torch.nn.Module] = []
-        self._job: list[Any] = [None]  # the job's optimizer, once one has stepped (_job_only)
+        self._job: list[Any] = [None, None, 0, 0]  # the job's optimizer, once one has stepped (_job_only)
         super().__init__(None, None, None, hooks=False, **kw)
         self.live_loader = LiveLoader(self)
         self._engine.loader = self.live_loader  # dataloader_settings and data_echoing work on the live loader
@@ -65,22 +65,52 @@ class GlobalWatcher(Watcher):
             *self._global_module_hooks,
             # hot_path.py's own, global: a plain step's marks written by closures, the rest through
             # the full entry points below (each catches its own failures)
-            optim_mod.register_optimizer_step_pre_hook(self._job_only(self.fast_optimizer[0])),
-            optim_mod.register_optimizer_step_post_hook(self._job_only(self.fast_optimizer[1])),
+            optim_mod.register_optimizer_step_pre_hook(self._job_only(self.fast_optimizer[0], pre=True)),
+            optim_mod.register_optimizer_step_post_hook(self._job_only(self.fast_optimizer[1], pre=False)),
             self._patch_loader(),
         ]
 
-    def _job_only(self, hook: Any) -> Any:
+    def _job_only(self, hook: Any, pre: bool) -> Any:
         """A global optimizer hook fires for every optimizer's step: once the job's is known (the
-        first to step), another's (a GAN's second optimizer, the inner one a wrapper such as
-        Lookahead steps) is part of the job's step, not a step of its own."""
-        job = self._job
+        first to step), another's is part of the job's step, not a step of its own: a GAN's second
+        optimizer (the two alternate), the inner one a wrapper such as Lookahead or ZeRO steps
+        (inside the job's). An optimizer that steps twice with no step of the job's in between
+        and none under way has replaced it (a new optimizer after a warm-up, or on resume): it
+        becomes the job's, its first step uncounted."""
+        state = self._job  # [job's optimizer, the other one seen, its steps since the job's, job steps under way]
 
         def only(opt: Any, args: tuple, kwargs: dict) -> Any:
-            j = job[0]
-            return hook(opt, args, kwargs) if j is None or opt is j else None
+            job = state[0]
+            if job is None or opt is job:
+                if pre:
+                    state[1], state[2] = None, 0
+                    state[3] += 1
+                else:
+                    state[3] = max(0, state[3] - 1)
+                return hook(opt, args, kwargs)
+            if not pre or state[3]:
+                return None  # another's step ending, or one inside the job's
+            if opt is state[1]:
+                state[2] += 1
+            else:
+                state[1], state[2] = opt, 1
+            if state[2] < 2:
+                return None
+            try:
+                self._adopt(opt)
+            except Exception as e:  # noqa: BLE001 - our failure never breaks the step
+                self.disable(f"{type(e).__name__}: {e}")
+                return None
+            state[3] = 1
+            return hook(opt, args, kwargs)
 
         return only
+
+    def _adopt(self, opt: Any) -> None:
+        """``opt`` is the job's optimizer from now on (_job_only); the full path takes its next step."""
+        self._job[0:3] = [opt, None, 0]
+        self.optimizer = self._engine.optimizer = opt
+        self.unplain()
 
     def _guard(self, fn: Any) -> Any:
         def hook(*args: Any) -> Any:
