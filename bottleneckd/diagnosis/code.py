@@ -132,8 +132,8 @@ class CodeProfile:
 
     def data_random_share(self) -> float | None:
         """Of the data stage's stack samples read for random draws, the share that drew them (random
-        augmentation): the workers' when they ran user code or drew, else the main thread's; None
-        with fewer than MIN_STAGE_SAMPLES read."""
+        augmentation): the DataLoader workers' when MIN_STAGE_SAMPLES of theirs were read, else the
+        main thread's (a loader without workers); None with fewer read in both."""
         for role in (WORKER, MAIN):
             c = self.draws.get(role, Counter())
             read = c[True] + c[False]
