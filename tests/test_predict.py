@@ -415,7 +415,7 @@ def test_gpu_inputs_take_the_peaks_of_the_jobs_path_and_of_bf16() -> None:
     facts = {"device": "cuda", "param_dtype": "float32", "allow_tf32": False}
     facts |= {"flops_per_step": 2.68e12, "operand_bytes_per_step": 4.8e10, "achieved_flops": 2.68e12 / 0.08}
     st = window({"gpu_compute/gpu0/utilization": 0.9}, {"forward": 0.3, "backward": 0.5, "data_wait": 0.2}, facts)
-    i = step_inputs(st, [], peaks, facts)
+    i = step_inputs(st, {}, peaks, facts)
     assert i.device == "cuda" and i.peak_flops == 67e12 and i.peak_flops_low == {"bfloat16": 989e12, "float16": 989e12}
     assert i.peak_bandwidth == 4.8e12 and i.compute_seconds == pytest.approx(0.08) and i.step == pytest.approx(0.1)
     p = mixed_precision(i)

@@ -63,7 +63,11 @@ def test_a_reverted_mitigation_is_gone_from_the_rules_and_the_advice_on_the_same
     assert "mixed_precision" in [r.mitigation.id for r in snap.recommendations]
 
 
-def test_each_verdict_is_advised_once_and_the_report_only_formats() -> None:
+def test_each_verdict_is_advised_once_and_the_end_report_on_its_whole_time() -> None:
+    """The live advice is made once per verdict; the end report's once more, from the facts and
+    inputs of the whole time its verdict held (Pipeline.summary), not the live advisor's memo."""
+    from bottleneckd.advice.stage import advise
+
     run = Run(NO_PEAKS, FAST_BF16)
     for t in range(20):
         run(
@@ -75,9 +79,13 @@ def test_each_verdict_is_advised_once_and_the_report_only_formats() -> None:
     assert advised <= 2, advised  # the first verdict (a window of one sample), then the steady one
     doc = run.report()
     assert run.advisor.advised == advised
+    snap = run.latest()
+    s = run.pipeline.summary(snap.dominant)
     assert doc["recommendations"] and doc["recommendations"] == [
-        r.to_json() for r in run.latest().dominant_advice.recommendations
+        r.to_json() for r in advise(snap.dominant, run.advisor.kb, s.facts, s.inputs).recommendations
     ]
+    live = [r.to_json()["id"] for r in snap.dominant_advice.recommendations]
+    assert [r["id"] for r in doc["recommendations"]] == live
 
 
 def test_the_end_report_summarises_every_window_of_its_verdict_the_last_only_as_a_note() -> None:
@@ -194,3 +202,26 @@ def test_a_trace_in_pieces_replays_as_the_whole_and_overlapping_traces_as_nodes(
     nodes = load((str(whole), str(whole)))  # the same span twice: two nodes, merged tick by tick
     nodes.feed()
     assert nodes.fed == len(samples)
+
+
+def test_the_end_reports_advice_is_made_from_the_whole_time_its_verdict_held() -> None:
+    """The predictions of the end report come from its regime's samples, not its last window (under
+    attach a handful of stack samples: text_collate_tokenize's data wait was 17% of its last window,
+    42% of the run, and a smaller model was predicted higher than caching)."""
+    run = Run(NO_PEAKS, FAST_BF16)
+    for t in range(12):
+        data = 0.7 if t < 8 else 0.3  # the last window waits less on the loader than the run did
+        run(window_sample(LOADER_BOUND, {"data_wait": data, "forward": 1 - data}, {"loader_workers": 4}, t=t))
+    snap = run.latest()
+    assert snap.dominant.resource == "cpu_compute" and snap.dominant.stage == "data"
+    last = snap.diagnosis.dominant_inputs.share("data_wait")
+    summary = run.pipeline.summary(snap.dominant)
+    whole = summary.inputs.share("data_wait")
+    assert last.value == pytest.approx(0.3) and 0.5 < whole.value < 0.7
+    assert whole.low <= 0.3 + 0.005 and whole.high >= 0.7 - 0.005  # the per-sample range over the regime
+    doc = run.report()
+    assert doc["whatif_inputs"]["shares"]["data_wait"]["value"] == pytest.approx(whole.value)
+    assert doc["facts"]["job_idle_cores"] == summary.facts["job_idle_cores"]
+    recs = {r["id"]: r for r in doc["recommendations"]}
+    cache = recs["cache_preprocessing"]["prediction"]
+    assert cache["speedup"] == pytest.approx(1 / (1 - whole.value), rel=0.05), cache

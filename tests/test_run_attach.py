@@ -103,9 +103,22 @@ def test_attach_samples_stacks_and_ends_with_the_target(tmp_path, cli_env, plain
     job = subprocess.Popen([sys.executable, str(plain_job), "12"], env=cli_env, stdout=subprocess.DEVNULL)
     try:
         time.sleep(3)
-        rep = tmp_path / "a.json"
+        rep, trace = tmp_path / "a.json", tmp_path / "a.jsonl"
         r = run_cli(
-            ["attach", "--pid", str(job.pid), "--quiet", "--rate", "5", "--report-json", str(rep)], cli_env, timeout=120
+            [
+                "attach",
+                "--pid",
+                str(job.pid),
+                "--quiet",
+                "--rate",
+                "5",
+                "--report-json",
+                str(rep),
+                "--trace",
+                str(trace),
+            ],
+            cli_env,
+            timeout=120,
         )
         assert r.returncode == 0, r.stderr
         assert job.poll() is not None  # attach ended because the target exited
@@ -113,6 +126,13 @@ def test_attach_samples_stacks_and_ends_with_the_target(tmp_path, cli_env, plain
         assert doc["pid"] == job.pid and doc["stack_samples"] > 10
         assert doc["verdict"]["resource"] != "undetermined" or doc["verdict"]["reason"]
         assert doc["facts"].get("phase_source") == "py-spy"
+        # the recorded trace replays to the same verdict, stage shares and code (analyze: the same pipeline)
+        a = run_cli(["analyze", str(trace), "--format", "json"], cli_env)
+        assert a.returncode == 0, a.stderr
+        replayed = json.loads(a.stdout)
+        for key in ("resource", "stage", "evidence"):
+            assert replayed["verdict"][key] == doc["verdict"][key], key
+        assert replayed["step_phases"] == doc["step_phases"]
     finally:
         job.kill()
 

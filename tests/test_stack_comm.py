@@ -81,7 +81,7 @@ def test_attach_predictions_see_the_communication_the_verdict_names():
     st = window(fig, SHARES, facts)
     sc = stack_comm(st)
     assert sc is not None and sc.overlapped > 0
-    i = step_inputs(st, [], PeakTable(()), facts)
+    i = step_inputs(st, {}, PeakTable(()), facts)
     assert i is not None
     assert i.share("communication").value == pytest.approx(SHARES["communication"] + sc.waiting)
     compute = i.share("forward").value + i.share("backward").value

@@ -174,7 +174,14 @@ def run(
     help="Stop after this many seconds (default: until the job exits).",
 )
 @click.option("--report-json", type=click.Path(dir_okay=False), default=None)
-@click.option("--force", is_flag=True, help="Replace an existing --report-json file.")
+@click.option(
+    "--trace",
+    "trace_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Also record a trace (bottleneckd analyze replays it).",
+)
+@click.option("--force", is_flag=True, help="Replace an existing --report-json or --trace file.")
 @click.option(
     "--rate", type=click.FloatRange(0.1, 20), default=2.0, show_default=True, help="py-spy stack samples per second."
 )
@@ -189,6 +196,7 @@ def attach(
     pid: int,
     duration: float | None,
     report_json: str | None,
+    trace_path: str | None,
     force: bool,
     rate: float,
     no_stacks: bool,
@@ -202,11 +210,16 @@ def attach(
 
     from bottleneckd.outputs.live import LiveView
     from bottleneckd.runtime.foreground import run_foreground
-    from bottleneckd.runtime.sinks import Outputs
+    from bottleneckd.runtime.sinks import Outputs, TraceOut
     from bottleneckd.samplers.stacks import StackSampler
 
-    check_outputs(force, report_json=report_json)
+    check_outputs(force, report_json=report_json, trace=trace_path)
     side = build(obj, interval, pid, (), socket_path)
+    trace = (
+        TraceOut(trace_path, {"attach": pid}, force, "--trace", lambda msg: say(f"bottleneckd: error: {msg}"))
+        if trace_path
+        else None
+    )
     stacks = None
     view = LiveView(live, quiet, peaks=side.peaks)
     try:
@@ -231,7 +244,7 @@ def attach(
         def gone() -> bool:
             return not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
 
-        side.wire(Outputs(view=view, stop_when=gone))
+        side.wire(Outputs(trace=trace, view=view, stop_when=gone))
         run_foreground(side, duration)
     finally:
         view.close()  # leave the live screen before the report is printed

@@ -5,19 +5,53 @@ While training steps are reported, each tick's sample is booked to the regime th
 verdict on that tick: running sums of every series and of the step phases, per regime. Memory is
 bounded by the regimes (12 resources and undetermined, 6 stages) times the series, whatever the
 length of the run. ``stats`` turns a regime's sums into the ``WindowStats`` the rules read, as if
-one window had spanned all of it.
+one window had spanned all of it. Each phase's per-sample shares are counted in bins of
+``SHARE_BIN`` (bounded too), so that the regime's range of a share (what the what-if models read,
+diagnosis/step_inputs.py) is a quantile of its samples, not the extremes of a long run.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from bottleneckd.diagnosis.thresholds import REGIME_RANGE_QUANTILE
 from bottleneckd.diagnosis.window import RankView, Stat, WindowStats
 from bottleneckd.model.sample import Sample, StepPhases
 
 Key = tuple[str, str, str]
+#: the resolution of a regime's per-sample phase shares (bins over 0..1)
+SHARE_BINS = 200
+
+
+@dataclass
+class _ShareCounts:
+    """A phase's per-sample shares over a regime, by bin (bin k holds [k, k+1) / SHARE_BINS)."""
+
+    bins: list[int] = field(default_factory=lambda: [0] * (SHARE_BINS + 1))
+    count: int = 0
+
+    def add(self, x: float) -> None:
+        self.bins[min(SHARE_BINS, max(0, int(x * SHARE_BINS)))] += 1
+        self.count += 1
+
+    def quantile_bin(self, rank: int) -> int:
+        seen = 0
+        for k, c in enumerate(self.bins):
+            seen += c
+            if seen > rank:
+                return k
+        return SHARE_BINS
+
+    def range(self, q: float = REGIME_RANGE_QUANTILE) -> tuple[float, float]:
+        """From the ``q`` quantile of the shares (the lower edge of its bin) to the ``1 - q`` one
+        (the upper edge): the least and the largest share while there are only a window's worth."""
+        last = self.count - 1
+        lo = self.quantile_bin(math.floor(q * last))
+        hi = self.quantile_bin(math.ceil((1.0 - q) * last))
+        return lo / SHARE_BINS, min(1.0, (hi + 1) / SHARE_BINS)
 
 
 @dataclass
@@ -50,6 +84,8 @@ class _Account:
     steps: int = 0
     wall: float = 0.0
     phases: dict[str, float] = field(default_factory=dict)
+    shares: dict[str, _ShareCounts] = field(default_factory=dict)  # each phase's per-sample shares
+    timed: int = 0  # samples that timed steps
     nodes: dict[str, set[int]] = field(default_factory=dict)
     views: dict[str, RankView] = field(default_factory=dict)  # each rank's latest report
 
@@ -62,6 +98,8 @@ class Held:
     seconds: float
     samples: int
     steps: int
+    #: each phase's range of per-sample shares (see _ShareCounts.range)
+    ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 class HeldAccounts:
@@ -89,6 +127,14 @@ class HeldAccounts:
             a.wall += p.wall_seconds
             for k, x in p.phases.items():
                 a.phases[k] = a.phases.get(k, 0.0) + x
+            for k in a.phases.keys() - p.phases.keys():  # a phase this sample did not time: 0 in it
+                a.shares[k].add(0.0)
+            for k in p.phases:
+                if k not in a.shares:  # a phase first timed now was 0 in the samples before
+                    a.shares[k] = _ShareCounts()
+                    a.shares[k].bins[0], a.shares[k].count = a.timed, a.timed
+                a.shares[k].add(p.share(k) or 0.0)
+            a.timed += 1
         for rp in sample.ranks:
             i = rp.identity
             a.nodes.setdefault(i.node, set()).add(i.rank)
@@ -112,4 +158,10 @@ class HeldAccounts:
             topology=tuple((n, tuple(sorted(rs))) for n, rs in sorted(a.nodes.items())),
             ranks=tuple(sorted(a.views.values(), key=lambda v: (v.rank, v.node))),
         )
-        return Held(stats=stats, seconds=a.seconds, samples=a.samples, steps=a.steps)
+        return Held(
+            stats=stats,
+            seconds=a.seconds,
+            samples=a.samples,
+            steps=a.steps,
+            ranges={k: c.range() for k, c in a.shares.items() if c.count},
+        )

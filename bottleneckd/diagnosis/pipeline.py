@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bottleneckd.diagnosis.classify import classify, findings
@@ -21,7 +21,7 @@ from bottleneckd.diagnosis.code import CodeProfile
 from bottleneckd.diagnosis.held import Held, HeldAccounts
 from bottleneckd.diagnosis.measured import measured_facts
 from bottleneckd.diagnosis.stability import VerdictTracker, regime
-from bottleneckd.diagnosis.step_inputs import StepInputs, step_inputs
+from bottleneckd.diagnosis.step_inputs import NO_OTHER, OtherCode, StepInputs, other_code, phase_ranges, step_inputs
 from bottleneckd.diagnosis.straggler import with_straggler
 from bottleneckd.diagnosis.straggler_history import StragglerHistory
 from bottleneckd.diagnosis.thresholds import (
@@ -73,13 +73,16 @@ class Diagnosis:
 @dataclass(frozen=True)
 class Summary:
     """A verdict over the whole time it held while training: its evidence and headroom from all its
-    windows (``verdict``), and its last window's own (``last``), kept as a note."""
+    windows (``verdict``), and its last window's own (``last``), kept as a note; the facts and the
+    what-if inputs its advice reads, measured over that time too (None: no step timed in it)."""
 
     verdict: Verdict
     last: Verdict
     seconds: float
     samples: int
     steps: int
+    facts: Facts = field(default_factory=Facts)
+    inputs: StepInputs | None = None
 
 
 def dominant_of(
@@ -130,6 +133,9 @@ class Pipeline:
         self._accounts = HeldAccounts()  # each regime over all its time (under the lock)
         self.code = CodeProfile()  # stack samples by the user's code, over the run
         self._inputs_of: dict[str, StepInputs] = {}  # resource -> inputs of the last training window it held
+        # what the code profile says, as of the last tick (immutable: summary() reads them from another thread)
+        self._other: OtherCode = NO_OTHER
+        self._drawn: float | None = None
 
     def __call__(self, sample: Sample) -> Diagnosis:
         if sample.phases is not None:  # the report's whole state replaces the last
@@ -149,8 +155,8 @@ class Pipeline:
         stable = self.tracker.update(raw, stats)
         if stats.phases is not None and stats.phases.steps:
             self._measured = measured_facts(stats, stable, self.peaks)
-        drawn = self.code.data_random_share()  # over the run, as the code named
-        advised = Facts({**facts, **self._measured, **({} if drawn is None else {"data_random_share": drawn})})
+        self._drawn = drawn = self.code.data_random_share()  # over the run, as the code named
+        advised = Facts({**facts, **self._measured, **_drawn_fact(drawn)})
         if advised != self._advised_facts:  # the same object while equal (the advice is kept)
             self._advised_facts = advised
         self._samples += 1
@@ -172,7 +178,8 @@ class Pipeline:
             self._last_of[stable.resource] = stable
         interval = max(sample.interval, MIN_INTERVAL)
         dominant = self._stragglers.apply(dominant_of(self._held, self._held_training, self._last_of, interval))
-        inputs = step_inputs(stats, self.window.samples, self.peaks, self._advised_facts, self.code)
+        self._other = other_code(self.code)
+        inputs = step_inputs(stats, phase_ranges(self.window.samples), self.peaks, self._advised_facts, self._other)
         if inputs is not None:
             self._inputs_of[stable.resource] = inputs
         diagnosis = Diagnosis(
@@ -227,14 +234,31 @@ class Pipeline:
         """``v`` (a verdict of this run) over the whole time its regime held while training: the
         rules read the sums of all its samples as one window, and its evidence, headroom and figures
         are theirs; the straggler, the secondary pressures and the confidence stay ``v``'s. None
-        when it never held while training (then only its last window speaks for it)."""
+        when it never held while training (then only its last window speaks for it). Its facts and
+        what-if inputs are that time's too: the advice on the run's verdict is not made from its last
+        window alone (under attach a few stack samples, whose shares range over 0-50% where the whole
+        time's is 42%)."""
         with self._lock:
-            held = self._accounts.held(regime(v), self._facts, self.window.steps_seen)
+            state = self._facts
+            held = self._accounts.held(regime(v), state, self.window.steps_seen)
         if held is None:
             return None
+        measured = measured_facts(held.stats, v, self.peaks) if held.steps else Facts()
+        facts = Facts({**state, **measured, **_drawn_fact(self._drawn)})
         return Summary(
-            verdict=_over(v, held, self.peaks), last=v, seconds=held.seconds, samples=held.samples, steps=held.steps
+            verdict=_over(v, held, self.peaks),
+            last=v,
+            seconds=held.seconds,
+            samples=held.samples,
+            steps=held.steps,
+            facts=facts,
+            inputs=step_inputs(held.stats, held.ranges, self.peaks, facts, self._other),
         )
+
+
+def _drawn_fact(drawn: float | None) -> dict[str, float]:
+    """The fact of the share of the loader's stack samples drawing random numbers, when known."""
+    return {} if drawn is None else {"data_random_share": drawn}
 
 
 def _over(v: Verdict, held: Held, peaks: PeakTable) -> Verdict:

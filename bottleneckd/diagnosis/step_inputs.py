@@ -109,20 +109,45 @@ class StepInputs:
             return None
 
 
-def phase_range(samples: Iterable[Sample], phase: str) -> tuple[float, float] | None:
-    """The lowest and highest share of ``phase`` over samples that timed steps."""
-    vals = [s.phases.share(phase) or 0.0 for s in samples if s.phases is not None and s.phases.steps]
-    return (min(vals), max(vals)) if vals else None
+#: each phase's lowest and highest share of the step over the samples (per-sample shares)
+Ranges = Mapping[str, tuple[float, float]]
+
+
+@dataclass(frozen=True)
+class OtherCode:
+    """What the stack samples say of the "other" stage (``other_code``): shares by line kind and in
+    the hottest user function, how many samples, and that function."""
+
+    lines: dict[str, Share] = field(default_factory=dict)
+    samples: int = 0
+    hottest: str = ""
+
+
+NO_OTHER = OtherCode()
+
+
+def phase_ranges(samples: Iterable[Sample]) -> dict[str, tuple[float, float]]:
+    """Each phase's lowest and highest share over the samples that timed steps (a phase a sample
+    did not time is 0 in it)."""
+    timed = [s.phases for s in samples if s.phases is not None and s.phases.steps]
+    keys = {k for p in timed for k in p.phases}
+    out = {}
+    for k in keys:
+        vals = [p.share(k) or 0.0 for p in timed]
+        out[k] = (min(vals), max(vals))
+    return out
 
 
 def step_inputs(
     stats: WindowStats,
-    samples: Iterable[Sample],
+    ranges: Ranges,
     peaks: PeakTable,
     facts: Mapping[str, Any],
-    code: CodeProfile | None = None,
+    other: OtherCode = NO_OTHER,
 ) -> StepInputs | None:
-    """The window's inputs; None when it timed no step (no model can run without the step)."""
+    """The inputs of a window (or of a regime's sums, diagnosis/held.py), with each phase's share
+    ranging over ``ranges`` (``phase_ranges`` of its samples); None when it timed no step (no model
+    can run without the step)."""
     from bottleneckd.diagnosis.job_gpus import runs_on_gpu
     from bottleneckd.diagnosis.rules.comm_cost import comm_cost
     from bottleneckd.diagnosis.rules.cpu_state import cpu_state
@@ -132,11 +157,10 @@ def step_inputs(
     ph = stats.phases
     if ph is None or not ph.steps or ph.wall_seconds <= 0:
         return None
-    samples = list(samples)
     shares = {}
     for k in ph.phases:
         v = ph.share(k) or 0.0
-        lo, hi = phase_range(samples, k) or (v, v)
+        lo, hi = ranges.get(k, (v, v))
         shares[k] = Share(v, min(lo, v), max(hi, v))
     sc = stack_comm(stats)
     if sc is not None and sc.waiting > 0.0:
@@ -168,7 +192,6 @@ def step_inputs(
         bw = peaks.value(Resource.GPU_MEMORY_BANDWIDTH, dev)
     else:
         peak, bw = peaks.value(Resource.CPU_COMPUTE, "cpu"), peaks.value(Resource.CPU_MEMORY_BANDWIDTH, "host")
-    lines, n, hottest = other_code(code)
     comm = comm_cost(stats)
     overlap = comm.overlapped_share if comm is not None else (sc.overlapped if sc is not None else None)
     return StepInputs(
@@ -188,9 +211,9 @@ def step_inputs(
         peak_flops=peak,
         peak_flops_low=low,
         peak_bandwidth=bw,
-        other_lines=lines,
-        other_samples=n,
-        hottest=hottest,
+        other_lines=other.lines,
+        other_samples=other.samples,
+        hottest=other.hottest,
         comm_overlap_cost=overlap,
         sharded=bool(facts.get("fsdp")),
         data_random=_share(facts.get("data_random_share")),
@@ -229,16 +252,14 @@ def _workers(counted: float | None, facts: Mapping[str, Any]) -> float | None:
     return counted
 
 
-def other_code(code: CodeProfile | None) -> tuple[dict[str, Share], int, str]:
+def other_code(code: CodeProfile) -> OtherCode:
     """Shares of the "other" stage's stack samples by line kind and in the hottest user function."""
     from bottleneckd.diagnosis.code import MIN_STAGE_SAMPLES, wilson
 
-    if code is None:
-        return {}, 0, ""
     sites = code.stage_sites(Stage.OTHER)
     n = sum(sites.values())
     if n < MIN_STAGE_SAMPLES:
-        return {}, n, ""
+        return OtherCode(samples=n)
     out: dict[str, Share] = {}
     for kind, pat in LINE_KINDS.items():
         k = sum(c for s, c in sites.items() if s is not None and pat.search(s.text))
@@ -247,5 +268,5 @@ def other_code(code: CodeProfile | None) -> tuple[dict[str, Share], int, str]:
     if a is not None and a.sites:
         top = a.sites[0]
         out["hottest_function"] = Share(top.share, top.low, top.high)
-        return out, n, top.where
-    return out, n, ""
+        return OtherCode(out, n, top.where)
+    return OtherCode(out, n)

@@ -525,6 +525,15 @@ WINDOW_SAMPLES = _t(
     source="the pipeline's window: utilization is averaged over the last 5 samples (5 s at 1 Hz), step phases over "
     "the last 2 (diagnosis/window.py PHASE_SAMPLES)",
 )
+REGIME_RANGE_QUANTILE = _t(
+    "REGIME_RANGE_QUANTILE",
+    round(1.0 / (WINDOW_SAMPLES + 1), 4),
+    unit="quantile of the per-sample shares",
+    statistic="",
+    source="a phase's share over a regime ranges from this quantile of its samples' shares to its complement "
+    "(diagnosis/held.py): the expected rank of the least and the largest of a window's 5 samples (k/(n+1)), so "
+    "that a long regime's range is as wide as one window's, not widened by every outlier sample",
+)
 TRACKER_HOLD = _t(
     "TRACKER_HOLD",
     3,

@@ -17,11 +17,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from bottleneckd.advice.fit import machine_facts
 from bottleneckd.advice.knowledge import Mitigation
-from bottleneckd.advice.stage import Advisor, Snapshot
+from bottleneckd.advice.stage import Advisor, Snapshot, advise
 from bottleneckd.channel.link import PhaseReceiver
 from bottleneckd.diagnosis.pipeline import Diagnosis, Pipeline
 from bottleneckd.diagnosis.thresholds import HOLD, WINDOW_SAMPLES
@@ -183,6 +184,12 @@ class Run:
         summary = None
         if not current and snap is not None and snap.dominant is not None:
             summary = self.pipeline.summary(snap.dominant)
+            if summary is not None and summary.inputs is not None:  # advised on the whole time it held
+                snap = replace(
+                    snap,
+                    diagnosis=replace(snap.diagnosis, facts=summary.facts, dominant_inputs=summary.inputs),
+                    dominant_advice=advise(snap.dominant, self.advisor.kb, summary.facts, summary.inputs),
+                )
         return build_report(
             snap,
             current=current,
