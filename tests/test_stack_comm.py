@@ -88,3 +88,15 @@ def test_attach_predictions_see_the_communication_the_verdict_names():
     assert compute == pytest.approx(SHARES["forward"] + SHARES["backward"] - sc.waiting)
     assert i.comm_overlap_cost == pytest.approx(sc.overlapped)
     assert less_frequent_sync(i).speedup > 1.3
+
+
+def test_the_backends_threads_at_work_stand_for_a_ddp_frame_never_sampled():
+    """ddp_torchrun under attach (eval of 2026-12-02): its forward, where DDP's frame runs, is 4.5% of
+    the step, so in 20 s of 2 stack samples a second none was seen, and with no ``ddp`` fact the
+    reducer's wait (30% of backward's samples) and gloo's 0.6 cores went unread: compute was named."""
+    fig = {**CONTENDED, "cpu_compute/job/rank_busy_cores": 0.4, "cpu_compute/job/comm_thread_cores": 0.12}
+    facts = {"phase_source": "py-spy", "low_intensity_op_share": 0.0, "compute_idle_share": 0.23}
+    v = verdict(fig, facts)
+    assert (v.resource, v.stage) == ("inter_gpu_interconnect", "communication"), v
+    idle = {**fig, "cpu_compute/job/comm_thread_cores": 0.0}  # no collective at work: nothing to read
+    assert stack_comm(window(idle, SHARES, facts)) is None

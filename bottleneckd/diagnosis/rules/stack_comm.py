@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from bottleneckd.diagnosis.rules.common import pct, runs_on_gpu
 from bottleneckd.diagnosis.rules.cpu_state import cpu_state
+from bottleneckd.diagnosis.thresholds import COMM_THREADS_ACTIVE
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.resources import Phase, Resource
 
@@ -77,13 +78,18 @@ class StackComm:
 
 def stack_comm(w: WindowStats) -> StackComm | None:
     """The communication of a DDP job on CPU seen from stack samples (attach), or None: timed
-    phases (the hook), no DDP wrapper on the stacks, a GPU job (its backward runs in autograd's
+    phases (the hook), neither a data-parallel wrapper on the stacks nor the backend's threads at
+    work (COMM_THREADS_ACTIVE), a GPU job (its backward runs in autograd's
     device threads, so a waiting main thread says nothing), or too few samples yet."""
     p = w.phases
-    if p is None or not p.sampled or not p.facts.get("ddp") or runs_on_gpu(w):
+    if p is None or not p.sampled or runs_on_gpu(w):
+        return None
+    comm = w.get(Resource.CPU_COMPUTE, "job", "comm_thread_cores")
+    # the wrapper's frame runs only in forward (a few percent of a DDP step: often never sampled in a
+    # short attach); the backend's threads at work say as much, since only collectives busy them
+    if not (p.facts.get("ddp") or (comm or 0.0) >= COMM_THREADS_ACTIVE):
         return None
     waiting_of_compute = p.facts.get("compute_idle_share")
-    comm = w.get(Resource.CPU_COMPUTE, "job", "comm_thread_cores")
     rank_busy = w.get(Resource.CPU_COMPUTE, "job", "rank_busy_cores")
     if waiting_of_compute is None:
         return None
