@@ -17,6 +17,7 @@ from collections import Counter
 
 from bottleneckd.model.code import MAX_NAME, MAX_TEXT, CodeSite, Key, StackCounts, fold
 from bottleneckd.samplers.random_draws import library_draws, stack_draws
+from bottleneckd.samplers.stack_frames import LOADER_PATH
 
 #: path fragments of code that is not the user's: installed packages and the standard library
 #: (``lib/python3.X/``; a virtual environment's packages sit under it too)
@@ -46,11 +47,6 @@ def user_site(frames: list[dict], read_text: bool = True) -> CodeSite | None:
     return None
 
 
-#: path fragment of PyTorch's data loading: a user frame called from it is the data's code (a
-#: dataset's ``__getitem__``, a ``collate_fn``, a transform); one outside it asked for the batch
-LOADER_PATH = "torch/utils/data/"
-
-
 def data_draws(frames: list[dict], site: CodeSite | None) -> bool | None:
     """A data-stage stack draws random numbers for the sample (``random_draws.stack_draws``): the
     frames inside the user's innermost one, and that function's source when the loader called it.
@@ -61,6 +57,8 @@ def data_draws(frames: list[dict], site: CodeSite | None) -> bool | None:
     if site is None:
         return library_draws(frames)
     k = next((k for k, f in enumerate(frames) if (f.get("filename") or "")[:MAX_NAME] == site.file), len(frames))
+    # a user frame the loader called is the data's code (a dataset's ``__getitem__``, a ``collate_fn``,
+    # a transform); one outside it asked for the batch
     called_by_loader = any(LOADER_PATH in (f.get("filename") or "").replace("\\", "/") for f in frames[k + 1 :])
     if not called_by_loader:
         return library_draws(frames[:k])

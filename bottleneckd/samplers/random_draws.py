@@ -35,6 +35,8 @@ import re
 import textwrap
 import tokenize
 
+from bottleneckd.samplers.stack_frames import FETCH_PATH
+
 #: qualified names of random transforms (the class before the method): torchvision's transforms v1
 #: and v2 (Random*, the automatic augmentation policies, jitter and blur with random parameters;
 #: v2's ``_RandomApplyTransform`` base, ``make_params`` / ``_get_params`` / ``transform``), kornia's
@@ -61,8 +63,6 @@ RANDOM_CALL = re.compile(
 )
 #: lines read above a site for its ``def``: a function whose ``def`` is further up is not read (None)
 MAX_FUNCTION_LINES = 400
-#: PyTorch's fetch of a batch from the dataset: on a stack, the data is being built in that thread
-FETCH_PATH = "torch/utils/data/_utils/fetch.py"
 
 
 def frame_draws(frame: dict) -> bool:

@@ -9,12 +9,18 @@ import re
 
 from bottleneckd.model.resources import Phase
 
+#: path fragment of PyTorch's data loading (the DataLoader, its fetchers and workers): a stack in it
+#: is the data stage; a user frame it called is the data's code (samplers/code_sites.py)
+LOADER_PATH = "torch/utils/data/"
+#: PyTorch's fetch of a batch from the dataset: on a stack, the batch is being built in that thread
+FETCH_PATH = LOADER_PATH + "_utils/fetch.py"
+
 # (substring of file path, function name substring or "", phase). A stack is classified by the
 # whole of it, not its innermost frame: the first phase in PHASE_ORDER with a matching frame
 # anywhere in the stack wins, so a dataset's __getitem__ that runs a model, a numpy FFT or a torch
 # operator is still the data stage, and a collective called from forward is communication.
 RULES: tuple[tuple[str, str, str], ...] = (
-    ("torch/utils/data/", "", Phase.DATA_WAIT),
+    (LOADER_PATH, "", Phase.DATA_WAIT),
     ("datasets/arrow_dataset", "__getitem__", Phase.DATA_WAIT),
     ("datasets/iterable_dataset", "__iter__", Phase.DATA_WAIT),
     ("torchvision/datasets/", "", Phase.DATA_WAIT),
@@ -192,7 +198,7 @@ def wrappers(frames: list[dict]) -> set[str]:
 
 
 #: the DataLoader worker's loop: frames outside it are the parent's, copied by fork
-WORKER_LOOP = "torch/utils/data/_utils/worker"
+WORKER_LOOP = LOADER_PATH + "_utils/worker"
 
 
 def worker_frames(frames: list[dict]) -> list[dict] | None:
