@@ -30,6 +30,24 @@ def test_a_thread_spinning_on_a_gpu_that_never_idles_is_not_host_python(fake_tre
     assert all(f.resource != "cpu_compute" for f in findings(win(figs, PYSPY, shares=ATTACH), peaks))
 
 
+def test_gpu_time_outside_the_phases_of_the_hooks_cuda_clock_is_work_outside_the_step(fake_tree):
+    """The same shares timed by the hook's CUDA events (the GPU's timeline, where a synchronisation
+    leaves no gap) on a GPU that never idles: the GPU ran work outside the training step there (an
+    evaluation of an EMA copy, found by an independent probe's trace), judged in the other stage,
+    where evaluating less often is advised; not the host waiting on the GPU."""
+    peaks = _peaks(fake_tree, A100, A100)
+    figs = {
+        **HOST,
+        **job(1.4, 0.98, workers=0.4, n_workers=4, usable=32.0),
+        **gpu("gpu0", busy=0.99, mem_busy=0.86, job=1.0),
+        **gpu("gpu1", busy=1.0, mem_busy=0.4, job=0.0),
+    }
+    v = top(win(figs, {"device": "cuda"}, shares=ATTACH), peaks)
+    assert v.resource == "gpu_memory_bandwidth" and v.stage == "other", v
+    assert any("GPU work outside the training step" in e for e in v.evidence), v.evidence
+    assert not any("waited on the GPU" in e for e in v.evidence), v.evidence
+
+
 def test_python_between_the_phases_of_a_gpu_job_that_leaves_its_gpu_idle_is_still_the_host(fake_tree):
     """The same thread at a full core while the job's GPU runs kernels 40% of the time: the host's
     Python work between the phases starves it."""

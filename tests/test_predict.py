@@ -491,3 +491,20 @@ def test_cheaper_augmentation_from_the_loaders_share_of_random_draws() -> None:
     workers = StepInputs(step=0.1, shares=shares, loader_workers=2.0, data_random=1.0)
     assert simplify_augmentation(workers).speedup == pytest.approx(2.0)  # 1 / max(0.2, 0.5)
     assert simplify_augmentation(StepInputs(step=0.1, shares=shares, loader_workers=2.0)).speedup is None
+
+
+def test_a_smaller_optimizer_state_gains_no_more_than_the_optimizer_phase() -> None:
+    """An RL step whose time is in decoding at DRAM's limit, its optimizer 0.8% (an independent
+    probe's trace): an 8-bit optimizer was first; it acts on the optimizer phase only (28 -> 16 bytes
+    a parameter), so it is predicted under MIN_PREDICTED_GAIN and ranked after the unknown ones. For
+    a memory-capacity verdict (the freed memory is its point) no time model holds: unknown. Where the
+    optimizer step could matter, only its ceiling is said."""
+    from bottleneckd.advice.predict import MIN_PREDICTED_GAIN, SMALL_STATE_FACTOR, predict
+
+    i = inputs({"forward": 0.69, "backward": 0.3, "optimizer": 0.008, "other": 0.002}, device="cuda")
+    p = predict("small_state_optimizer", i, "gpu_memory_bandwidth")
+    assert p.speedup == pytest.approx(amdahl(0.008, SMALL_STATE_FACTOR)) and p.gain < MIN_PREDICTED_GAIN
+    heavy = inputs({"forward": 0.3, "backward": 0.3, "optimizer": 0.4})
+    p = predict("small_state_optimizer", heavy, "cpu_memory_bandwidth")
+    assert p.gain is None and "at most x1.67" in p.formula  # only the ceiling is known
+    assert predict("small_state_optimizer", i, "gpu_memory").gain is None

@@ -264,6 +264,20 @@ def test_communication_share_on_one_node_and_across_nodes():
     assert many.resource == "inter_node_interconnect"
 
 
+def test_a_busy_nic_on_a_job_whose_ranks_are_all_on_this_host_is_not_its_communication():
+    """8 ranks on one node while rank 0 writes a checkpoint to NFS (an independent probe's trace):
+    the NIC at 91% during the others' communication carries the write, not the all-reduce."""
+    fs = communication(
+        window(
+            {**HOST, "inter_node_interconnect/eth0/utilization": 0.9},
+            {"communication": 0.4, "forward": 0.3, "backward": 0.3},
+            {"world_size": 8, "local_world_size": 8},
+        ),
+        NO_PEAKS,
+    )
+    assert [f.resource for f in fs] == ["inter_gpu_interconnect"], fs
+
+
 def test_capacity_host_memory_and_disk_full():
     fs = capacity(
         window(

@@ -22,7 +22,7 @@ from typing import Any
 
 from bottleneckd.diagnosis.step_inputs import Share, StepInputs
 from bottleneckd.diagnosis.thresholds import NO_WORKERS
-from bottleneckd.model.resources import Phase
+from bottleneckd.model.resources import Phase, Resource
 
 #: the largest share of the step a model removes (a step cannot take no time); the same cap as the
 #: verdict's headroom (diagnosis/rules/common.py), so a prediction never exceeds 100x
@@ -439,6 +439,44 @@ def smaller_model(i: StepInputs) -> Prediction:
     )
 
 
+#: an optimizer with a smaller state (8-bit Adam, Dettmers et al. 2021): Adam's step on an fp32
+#: parameter reads the parameter, its gradient and two moments and writes the parameter and the
+#: moments, 7 x 4 = 28 bytes; with 8-bit moments 4 + 4 + 1 + 1 + 4 + 1 + 1 = 16. A memory-bound
+#: optimizer phase is made at most 28/16 = 1.75x faster, the rest of the step untouched
+SMALL_STATE_FACTOR = 28.0 / 16.0
+#: the resources for which the time models of a mitigation hold; for the others it is unknown (a
+#: smaller optimizer state relieves memory capacity through what the freed memory allows, a larger
+#: batch or model, which no model of the step predicts)
+MODEL_RESOURCES: dict[str, frozenset[str]] = {
+    "small_state_optimizer": frozenset({Resource.GPU_MEMORY_BANDWIDTH, Resource.CPU_MEMORY_BANDWIDTH}),
+}
+
+
+def small_state_optimizer(i: StepInputs) -> Prediction:
+    """A smaller optimizer state acts on the optimizer phase alone, so it gains at most that phase's
+    share (an 8-bit optimizer on a step whose time is in decoding or the model's own weight reads
+    does nothing for them). Only that ceiling is known (whether the phase is memory-bound is not):
+    below MIN_PREDICTED_GAIN it is the prediction (Amdahl over the phase made SMALL_STATE_FACTOR
+    faster, the high end the phase removed) and ranks it after the unknown ones; above, unknown
+    with the ceiling said."""
+    o = i.share(Phase.OPTIMIZER)
+    ceiling = amdahl(o.high, math.inf)
+    if ceiling - 1.0 >= MIN_PREDICTED_GAIN:
+        return unknown(
+            "amdahl",
+            f"at most x{ceiling:.2f} (the optimizer step, {o.value:.0%} of the step, removed); how much of it is "
+            "the state's memory traffic is not measured: measure it (verify=True, compare)",
+        )
+    return known(
+        "amdahl",
+        amdahl(o.value, SMALL_STATE_FACTOR),
+        amdahl(o.low, SMALL_STATE_FACTOR),
+        ceiling,
+        f"the optimizer step {o.value:.0%} of the step ({o.low:.0%} to {o.high:.0%}), its memory traffic "
+        f"{SMALL_STATE_FACTOR:.2f}x less with 8-bit moments; the rest of the step unchanged",
+    )
+
+
 def cache_preprocessing(i: StepInputs) -> Prediction:
     """Precompute or cache deterministic preprocessing: the data stage is removed (Amdahl with an
     infinite factor on the data wait; assumes reading the cache costs nothing next to the step)."""
@@ -556,16 +594,21 @@ MODELS: dict[str, Model] = {
     "cache_preprocessing": cache_preprocessing,
     "simplify_augmentation": simplify_augmentation,
     "cache_locally": cache_locally,
+    "small_state_optimizer": small_state_optimizer,
 }
 NO_MODEL = (
     "no model from the measured step (its gain is in how much work it removes): measure it (verify=True, compare)"
 )
 
 
-def predict(mitigation_id: str, inputs: StepInputs | None) -> Prediction:
-    """The prediction for a knowledge-base mitigation on the window's inputs."""
+def predict(mitigation_id: str, inputs: StepInputs | None, resource: str | None = None) -> Prediction:
+    """The prediction for a knowledge-base mitigation on the window's inputs, where it addresses
+    ``resource`` (unknown where its model does not hold for that resource: MODEL_RESOURCES)."""
     if inputs is None:
         return unknown("none", "no step phases measured yet (the torch hook's timings, or stack samples)")
+    held = MODEL_RESOURCES.get(mitigation_id)
+    if held is not None and resource is not None and resource not in held:
+        return unknown("none", f"for {resource}: {NO_MODEL}")
     model = MODELS.get(mitigation_id)
     return model(inputs) if model else unknown("none", NO_MODEL)
 

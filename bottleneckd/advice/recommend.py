@@ -112,7 +112,9 @@ def recommend(
             m for m in kb if _addresses_active(verdict, m, facts) and not in_effect(m, facts) and not unfit(m, facts)
         ]
         latency = (
-            Recommendation(m, UNDETERMINED, score(m, 1.0), why, predict(m.id, inputs) if predictions else None)
+            Recommendation(
+                m, UNDETERMINED, score(m, 1.0), why, predict(m.id, inputs, UNDETERMINED) if predictions else None
+            )
             for m in fits
         )
         return sorted(latency, key=rank_key)[:limit]
@@ -132,7 +134,7 @@ def recommend(
             s = score(m, weight)
             if m.id in best and best[m.id].score >= s:
                 continue
-            pred = predict(m.id, inputs) if predictions else None
+            pred = predict(m.id, inputs, resource) if predictions else None
             # first only where the knowledge base says so and its gain is predicted (rank_key)
             gains = pred is not None and pred.gain is not None and pred.gain >= MIN_PREDICTED_GAIN
             lead = first(m, facts) if resource == verdict.resource and gains else None

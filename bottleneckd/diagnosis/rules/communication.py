@@ -45,9 +45,18 @@ class CommCase:
     local: int
     nvl: tuple[str, float] | None = None  # the busiest inter-GPU link of the job's GPUs (not another tenant's)
 
+    #: the hook reported the job's world size (attach does not: its ranks on other hosts are unseen)
+    world_known: bool = False
+
     @property
     def several_hosts(self) -> bool:
         return len(self.w.topology) > 1 or self.world > self.local
+
+    @property
+    def one_host(self) -> bool:
+        """Every rank on this host, as the job itself says (all of its world local): its collectives
+        never cross a NIC, so a busy NIC is another flow's (a checkpoint to NFS, a remote dataset)."""
+        return self.world_known and not self.several_hosts
 
     @property
     def where(self) -> str:
@@ -87,10 +96,13 @@ def _comm_case(w: WindowStats, peaks: PeakTable | None = None) -> CommCase:
         base = min(1.0, SHARED_BASE + share * SHARED_PER_SHARE)
     elif cost is not None and base_ev:
         base_ev = [f"{base_ev[0]} (the exposed part)", cost.describe()]
+    world_known = p is not None and isinstance(p.facts.get("world_size"), int)
     world = (p.facts.get("world_size") if p else None) or 1
     local = (p.facts.get("local_world_size") if p else None) or world
     nvl = job_busiest(w, peaks, Resource.INTER_GPU_INTERCONNECT)
-    return CommCase(w=w, share=share, base=base, base_ev=base_ev, world=world, local=local, nvl=nvl)
+    return CommCase(
+        w=w, share=share, base=base, base_ev=base_ev, world=world, local=local, nvl=nvl, world_known=world_known
+    )
 
 
 def _link(resource: Resource, score: float, ev: list[str], c: CommCase) -> Finding:
@@ -104,7 +116,10 @@ def _link(resource: Resource, score: float, ev: list[str], c: CommCase) -> Findi
 
 
 def _inter_node(c: CommCase) -> Finding | None:
-    """A NIC busy (over the interval or while communicating), or ranks on several hosts."""
+    """A NIC busy (over the interval or while communicating), or ranks on several hosts; never for a
+    job whose ranks are all on this host."""
+    if c.one_host:
+        return None
     nic = c.w.busiest(Resource.INTER_NODE_INTERCONNECT)
     share, base, where = c.share, c.base, c.where
     during = min(1.0, nic[1] / share) if nic is not None and share else None  # NIC busy while communicating

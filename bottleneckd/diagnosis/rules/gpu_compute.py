@@ -7,8 +7,11 @@
 - Every rank's own GPU is judged (gpu_one.py), with that rank's facts (its roofline and dtype):
   the job's facts are one rank's, and the ranks of a job need not be alike.
 - A step mostly outside the phases is judged here when the job's GPUs never idle (job_gpus.py
-  ``never_idle``; rules/other.py leaves it): the host waited on them there (a ``.item()`` spinning
-  in a synchronisation, seen by py-spy as the loop's own line), so the compute stage is judged.
+  ``never_idle``; rules/other.py leaves it). With phases from stack samples (attach) the host waited
+  on them there (a ``.item()`` spinning in a synchronisation, seen by py-spy as the loop's own
+  line), so the compute stage is judged. With the hook's CUDA events the phases are the GPU's own
+  timeline, where a synchronisation leaves no gap: time outside them is the GPU's work outside the
+  training step (an evaluation, an EMA copy's update, metrics on the GPU), judged in the other stage.
 - The job's verdict over its GPUs: each resource named on k of the n GPUs judged scores its
   strongest GPU's score times k/n, so the resource most GPUs name leads, and the evidence names
   the GPUs (and ranks) behind each; the straggler, if any, is named beside it (diagnosis/straggler.py).
@@ -28,7 +31,7 @@ from bottleneckd.diagnosis.thresholds import COMPUTE_STAGE, OTHER_HIGH
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.job_gpus import JobGpus
-from bottleneckd.model.resources import Resource
+from bottleneckd.model.resources import Resource, Stage
 from bottleneckd.peaks.resolve import PeakTable
 
 
@@ -37,14 +40,23 @@ def gpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
         return []
     comp_share = compute_share(w)
     base = [f"forward+backward+optimizer {pct(comp_share)} of step time"] if comp_share is not None else []
+    stage: Stage | None = None  # the findings' own (compute), unless the GPU's work is outside the step
     if comp_share is not None and comp_share < COMPUTE_STAGE:
         busy, outside = never_idle(w, peaks), other_share(w) or 0.0
         if busy is None or outside < OTHER_HIGH:  # the other stage's rule leaves such a step to this one
             return []
-        base.append(
-            f"{pct(outside)} outside the phases while {busy[0]}, the job's least busy GPU, ran kernels "
-            f"{pct(busy[1])} of the time: the host waited on the GPU there (a synchronisation such as .item())"
-        )
+        if _gpu_timeline(w):
+            base.append(
+                f"{pct(outside)} of the step's GPU time outside its phases (CUDA events) while {busy[0]}, the job's "
+                f"least busy GPU, ran kernels {pct(busy[1])} of the time: GPU work outside the training step "
+                "(evaluation, an EMA model, metrics)"
+            )
+            stage = Stage.OTHER
+        else:
+            base.append(
+                f"{pct(outside)} outside the phases while {busy[0]}, the job's least busy GPU, ran kernels "
+                f"{pct(busy[1])} of the time: the host waited on the GPU there (a synchronisation such as .item())"
+            )
     jg = window_job_gpus(w, peaks)
     if not jg.devices:
         return []
@@ -55,8 +67,16 @@ def gpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     per = []
     for dev, ranks, facts in judged:
         where = [f"on {_label(dev, ranks)}"] if several else []
-        per.append((dev, ranks, one_gpu(w, peaks, dev, facts, where)))
+        found = one_gpu(w, peaks, dev, facts, where)
+        per.append((dev, ranks, found if stage is None else [replace(f, stage=stage) for f in found]))
     return _over_gpus(per, base)
+
+
+def _gpu_timeline(w: WindowStats) -> bool:
+    """The step's phases were timed by the hook's CUDA events (the GPU's timeline), not sampled
+    from the host's stacks."""
+    p = w.phases
+    return p is not None and not p.sampled and p.facts.get("device") == "cuda"
 
 
 def _judged(w: WindowStats, jg: JobGpus) -> list[tuple[str, tuple[int, ...], Mapping[str, Any]]]:
