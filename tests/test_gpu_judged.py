@@ -5,7 +5,7 @@ behind one wrong or doubtful verdict, on windows built through the real Window."
 from __future__ import annotations
 
 from bottleneckd.diagnosis.classify import findings
-from tests.test_gpu_verdicts import A100, _peaks, gpu, top, win
+from tests.test_gpu_verdicts import A100, H200, _peaks, gpu, top, win
 from tests.windows import HOST, job
 
 #: attach on a GPU job whose loop reads loss.item() each step: py-spy sees the loop's own line
@@ -199,3 +199,20 @@ def test_the_active_bottlenecks_advice_comes_before_a_secondarys_predicted_gain(
     recs = recommend(v, load_knowledge(), facts, inputs=inputs)
     assert recs[0].resource == "gpu_memory", [(r.mitigation.id, r.resource) for r in recs]
     assert [r.resource for r in recs] == sorted((r.resource for r in recs), key=lambda x: x != "gpu_memory")
+
+
+def test_an_idle_link_while_communicating_and_a_data_wait_is_the_ranks_waiting_for_a_late_batch(fake_tree):
+    """8 ranks on NVLink (an independent probe's trace, H100s; an H200 here): 33% of the step
+    exposed all-reduce with the link at 0.3% of its peak while communicating, 20% waiting for data
+    from loaders that fill the cores: the ranks wait for the one whose batch came last, so the
+    loader's CPU leads; with the link busy while communicating, the same shares stay communication."""
+    peaks = _peaks(fake_tree, H200)
+    shares = {"data_wait": 0.2, "forward": 0.15, "backward": 0.28, "communication": 0.33, "optimizer": 0.04}
+    loader = {**HOST, **job(15.6, 0.99, workers=14.0, n_workers=14, worker_max=1.0, usable=16.0)}
+    hook = {"device": "cuda", "world_size": 8, "local_world_size": 8, "ddp": True}
+    idle = win({**loader, **gpu("gpu0", busy=0.8, sm=0.4, nvlink=0.001, job=1.0)}, hook, shares=shares)
+    v = top(idle, peaks)
+    assert (v.resource, v.stage) == ("cpu_compute", "data"), v
+    assert any("wait there for the one whose batch came last" in e for f in findings(idle, peaks) for e in f.evidence)
+    busy = win({**loader, **gpu("gpu0", busy=0.9, sm=0.4, nvlink=0.3, job=1.0)}, hook, shares=shares)
+    assert top(busy, peaks).resource == "inter_gpu_interconnect"

@@ -63,6 +63,19 @@ COMM_HIGH = _t(
     source="PyTorch profiler's TensorBoard plugin (torch-tb-profiler, now deprecated) recommends gradient compression, "
     "accumulation or a larger batch when communication exceeds 10% of the step",
 )
+LINK_IDLE_WHILE_COMMUNICATING = _t(
+    "LINK_IDLE_WHILE_COMMUNICATING",
+    0.05,
+    unit="share of the link's peak while communicating",
+    statistic="",
+    source="the inter-GPU link's throughput over the interval divided by the communication share (its rate while "
+    "communicating) under this, while the step also waits for data (INPUT_MODERATE or more): the exposed "
+    "communication is the ranks waiting for the one whose batch came last, not the transfer (an independent "
+    "probe's trace: 8 H100s on NVLink at 0.3% of its peak during 33% of exposed all-reduce, loaders at 88 of "
+    "96 cores; a transfer-bound NCCL all-reduce runs its link at tens of percent)",
+    caveat="chosen between those figures, not measured on a GPU; a latency-bound all-reduce of many small buckets "
+    "also leaves the link idle, so it is applied only where the step waits for data too",
+)
 COMM_THREADS_ACTIVE = _t(
     "COMM_THREADS_ACTIVE",
     0.02,

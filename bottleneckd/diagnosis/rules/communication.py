@@ -16,7 +16,13 @@ from bottleneckd.diagnosis.job_gpus import job_busiest
 from bottleneckd.diagnosis.rules.comm_cost import comm_cost
 from bottleneckd.diagnosis.rules.common import headroom, pct, stack_samples
 from bottleneckd.diagnosis.rules.stack_comm import stack_comm
-from bottleneckd.diagnosis.thresholds import BUSY, COMM_HIGH, SHARED_COMM_HIGH
+from bottleneckd.diagnosis.thresholds import (
+    BUSY,
+    COMM_HIGH,
+    INPUT_MODERATE,
+    LINK_IDLE_WHILE_COMMUNICATING,
+    SHARED_COMM_HIGH,
+)
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.resources import Phase, Resource, Stage
@@ -30,6 +36,9 @@ FULL_SHARE = 0.3
 #: SHARED_COMM_HIGH, above the CPU compute finding's 0.55-0.9 only when the share is high)
 SHARED_BASE = 0.55
 SHARED_PER_SHARE = 0.5
+#: communication whose link sits idle while the step also waits for data is the ranks waiting for a
+#: late batch: its strength is scaled by this, so that the data stage's finding can lead
+WAITING_FOR_RANKS = 0.5
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,7 +157,28 @@ def _intra_node(c: CommCase, named: bool) -> Finding | None:
         ev.append(where)
     elif base and not named and c.world > 1 and c.world == c.local:
         ev.append(f"{c.world} ranks on one node")
-    return _link(Resource.INTER_GPU_INTERCONNECT, max(base, min(1.0, nvl[1] if nvl else 0.0)), ev, c)
+    score = max(base, min(1.0, nvl[1] if nvl else 0.0))
+    waiting = _waiting_for_a_late_rank(c)
+    if waiting:
+        ev.append(waiting)
+        score *= WAITING_FOR_RANKS
+    return _link(Resource.INTER_GPU_INTERCONNECT, score, ev, c)
+
+
+def _waiting_for_a_late_rank(c: CommCase) -> str:
+    """The link measured idle while communicating and the step waiting for data besides: the exposed
+    communication is the ranks waiting for the one whose batch came last (said, or "")."""
+    p = c.w.phases
+    data = (p.share(Phase.DATA_WAIT) or 0.0) + (p.share(Phase.FILE_IO) or 0.0) if p else 0.0
+    if c.nvl is None or not c.share or data < INPUT_MODERATE:
+        return ""
+    during = c.nvl[1] / c.share
+    if during >= LINK_IDLE_WHILE_COMMUNICATING:
+        return ""
+    return (
+        f"the link at {pct(during)} of its peak while communicating, and {pct(data)} of the step waiting for data: "
+        "the ranks wait there for the one whose batch came last (a faster input pipeline shortens both)"
+    )
 
 
 def _placement(topology: tuple[tuple[str, tuple[int, ...]], ...], world: int) -> str:
