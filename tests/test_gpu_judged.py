@@ -216,3 +216,18 @@ def test_an_idle_link_while_communicating_and_a_data_wait_is_the_ranks_waiting_f
     assert any("wait there for the one whose batch came last" in e for f in findings(idle, peaks) for e in f.evidence)
     busy = win({**loader, **gpu("gpu0", busy=0.9, sm=0.4, nvlink=0.3, job=1.0)}, hook, shares=shares)
     assert top(busy, peaks).resource == "inter_gpu_interconnect"
+
+
+def test_another_process_on_the_jobs_gpu_is_said(fake_tree):
+    """A GPU time-sliced with another tenant's process (an independent probe's trace: SM 93% on the
+    device, 23% of the bf16 peak achieved by the job): the evidence says the GPU is shared, from
+    NVML's process list and the hook's pid; a GPU listing only the job's process says nothing."""
+    peaks = _peaks(fake_tree, H200)
+    figs = {**HOST, **gpu("gpu0", busy=1.0, sm=0.93, tensor=0.58, dram=0.4, job=1.0)}
+    mine = {"gpu_memory/gpu0/process_bytes:4242": 40e9}
+    shared = top(
+        win({**figs, **mine, "gpu_memory/gpu0/process_bytes:777": 35.6e9}, {"device": "cuda", "pid": 4242}), peaks
+    )
+    assert shared.resource == "gpu_compute" and any("shared with 1 other process" in e for e in shared.evidence)
+    alone = top(win({**figs, **mine}, {"device": "cuda", "pid": 4242}), peaks)
+    assert not any("shared with" in e for e in alone.evidence), alone.evidence

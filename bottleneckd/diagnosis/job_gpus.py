@@ -18,6 +18,30 @@ def rank_uuids(w: WindowStats) -> dict[int, list[str]]:
     return {0: list(facts.get("cuda_uuids") or ())}
 
 
+def job_pids(w: WindowStats) -> set[int]:
+    """The job's processes its hook named (each rank's ``pid`` fact); empty when none did (attach)."""
+    facts = [r.facts for r in w.ranks] or [w.phases.facts if w.phases else {}]
+    return {int(p) for f in facts if isinstance(p := f.get("pid"), int) and not isinstance(p, bool)}
+
+
+def co_tenants(w: WindowStats, dev: str) -> tuple[int, float] | None:
+    """Processes on ``dev`` that are not the job's (NVML's process list, by PID) and the memory they
+    hold: their kernels are time-sliced with the job's. None when the job's PIDs are not known or
+    the GPU lists none of them (not the job's GPU)."""
+    pids = job_pids(w)
+    if not pids:
+        return None
+    listed = {
+        int(m.split(":", 1)[1]): s.mean
+        for (r, d, m), s in w.stats.items()
+        if r == Resource.GPU_MEMORY and d == dev and m.startswith("process_bytes:") and m.split(":", 1)[1].isdigit()
+    }
+    if not listed or not pids & listed.keys():
+        return None
+    others = {p: b for p, b in listed.items() if p not in pids}
+    return (len(others), sum(others.values())) if others else None
+
+
 def window_job_gpus(w: WindowStats, peaks: PeakTable | None) -> JobGpus:
     """``peaks``: for the GPUs' UUIDs (without them only NVML's process lists tell). A job whose hook
     reports a device other than CUDA (a CPU job) has no GPU of this node, whatever NVML's process

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from bottleneckd.diagnosis.job_gpus import never_idle, runs_on_gpu, window_job_gpus
+from bottleneckd.diagnosis.job_gpus import co_tenants, never_idle, runs_on_gpu, window_job_gpus
 from bottleneckd.diagnosis.rules.common import compute_share, pct
 from bottleneckd.diagnosis.rules.gpu_one import one_gpu
 from bottleneckd.diagnosis.rules.other import other_share
@@ -32,6 +32,7 @@ from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.job_gpus import JobGpus
 from bottleneckd.model.resources import Resource, Stage
+from bottleneckd.model.units import fmt_value
 from bottleneckd.peaks.resolve import PeakTable
 
 
@@ -68,6 +69,14 @@ def gpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     for dev, ranks, facts in judged:
         where = [f"on {_label(dev, ranks)}"] if several else []
         found = one_gpu(w, peaks, dev, facts, where)
+        shared = co_tenants(w, dev)
+        if shared is not None:
+            note = (
+                f"{dev} shared with {shared[0]} other process{'es' if shared[0] > 1 else ''} holding "
+                f"{fmt_value(shared[1], 'B')} of its memory: their kernels are time-sliced with the job's (its busy "
+                "and SM figures count theirs too)"
+            )
+            found = [replace(f, evidence=(*f.evidence, note)) for f in found]
         per.append((dev, ranks, found if stage is None else [replace(f, stage=stage) for f in found]))
     return _over_gpus(per, base)
 
