@@ -264,6 +264,39 @@ def test_an_optimizer_step_inside_another_is_one_step(tmp_path, how):
         w.close()
 
 
+class _Probing(_Base):
+    """A custom optimizer that runs the model itself inside its step, with no closure (a line search
+    or a sharpness probe reading the loss at the current weights)."""
+
+    model: nn.Module | None = None
+
+    def step(self, closure=None):
+        with torch.no_grad():
+            self.model(torch.randn(2, 8))
+        return super().step(closure)
+
+
+@pytest.mark.parametrize("how", ["watch", "injected"])
+def test_a_forward_the_optimizer_runs_inside_its_step_ends_no_step(tmp_path, how):
+    """The forward inside a nested step used to reset the step depth (taken for a step that raised),
+    so the inner and the outer step each ended one: 8 steps for 4."""
+    from bottleneckd.torch.inject import GlobalWatcher
+
+    model = nn.Linear(8, 2)
+    _Base(model.parameters(), lr=0.1)  # hooks _Base.step: the probing step nests a hooked step
+    opt = _Probing(model.parameters(), lr=0.1)
+    opt.model = model
+    loader = DataLoader(Slow(8, 0.0), batch_size=2)
+    w = watch(model, opt, loader, **kw(tmp_path)) if how == "watch" else GlobalWatcher(**kw(tmp_path))
+    try:
+        for x, y in loader:
+            step(model, opt, x, y)
+        assert [r.steps for r in w.epoch_reports] == [4]
+        assert w.hot[DEPTH] == 0
+    finally:
+        w.close()
+
+
 class _Failing(torch.optim.SGD):
     fail = False
 

@@ -26,6 +26,7 @@ import threading
 import time
 from array import array
 from collections.abc import Callable, Iterable, Mapping
+from types import FrameType
 from typing import Any
 
 import torch
@@ -269,6 +270,8 @@ class Watcher:
             self._engine.revert_pending()  # a trial's revert, never inside an optimizer hook
         st, hot = self._step, self.hot
         if hot[DEPTH] and not st.closure_calls:
+            if _inside_optimizer_step():
+                return  # an optimizer's own forward inside its step (no closure): the optimizer's phase
             hot[DEPTH] = 0  # a forward outside any optimizer step: the last step raised before its end
         first = not self.hot_cur[2]  # the step's first forward (the host clock's mark; CUDA: always)
         if not st.in_closure:
@@ -322,6 +325,8 @@ class Watcher:
         return None if closure is None else with_timed_closure(args, kwargs, closure, self.clock, st)
 
     def forward_end(self) -> None:
+        if self.hot[DEPTH] and not self._step.closure_calls:
+            return  # the end of a forward inside an optimizer step (forward_start: not the step's forward)
         if not self._step.in_closure and _GRAPHS.capturing is None:
             self.clock.forward_end()
             if self._ranges is not None and (_profiler._is_profiler_enabled or self._ranges.phase):
@@ -622,3 +627,14 @@ def watch(
 ) -> Watcher:
     """Time every step of a training loop as written (README, "In a training script")."""
     return Watcher(model, optimizer, dataloader, **kw)
+
+
+def _inside_optimizer_step() -> bool:
+    """An optimizer's ``step`` is on this thread's stack (walked only where a forward meets a step
+    that has not ended: a forward the optimizer runs itself, or the last step raised)."""
+    f: FrameType | None = sys._getframe(2)
+    while f is not None:
+        if f.f_code.co_name in ("step", "wrapper") and isinstance(f.f_locals.get("self"), torch.optim.Optimizer):
+            return True
+        f = f.f_back
+    return False
