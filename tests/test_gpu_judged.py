@@ -231,3 +231,25 @@ def test_another_process_on_the_jobs_gpu_is_said(fake_tree):
     assert shared.resource == "gpu_compute" and any("shared with 1 other process" in e for e in shared.evidence)
     alone = top(win({**figs, **mine}, {"device": "cuda", "pid": 4242}), peaks)
     assert not any("shared with" in e for e in alone.evidence), alone.evidence
+
+
+def test_an_offloaded_optimizer_stepping_on_the_cpu_is_cpu_compute_in_the_optimizer_stage(fake_tree):
+    """ZeRO-Offload with CPU Adam (an independent probe's trace: 55% of a 6.4 s step in the optimizer
+    on 40 of 44 cores while the GPU idles) was read as GPU compute, its optimizer phase counted in the
+    GPU's compute stage. With the hook's fact ``offloading`` the optimizer step is the CPU's, and the
+    advice is the state's: a smaller one, or kept on the GPU; without the fact, the same shares are
+    not the CPU's."""
+    peaks = _peaks(fake_tree, H200)
+    figs = {**HOST, **job(13.4, 1.0, usable=44.0), **gpu("gpu0", busy=0.45, sm=0.4, tensor=0.3, dram=0.2, job=1.0)}
+    shares = {"forward": 0.14, "backward": 0.3, "optimizer": 0.55, "data_wait": 0.01}
+    hook = {"device": "cuda", "offloading": True}
+    v = top(win(figs, hook, shares=shares), peaks)
+    assert (v.resource, v.stage) == ("cpu_compute", "optimizer"), v
+    assert any("offloaded to the CPU" in e for e in v.evidence)
+    from bottleneckd.advice.knowledge import load_knowledge
+    from bottleneckd.advice.recommend import recommend
+
+    recs = [r.mitigation.id for r in recommend(v, load_knowledge(), {**hook, "ddp": False})]
+    assert recs[0] in ("offload_less", "small_state_optimizer"), recs
+    plain = top(win(figs, {"device": "cuda"}, shares=shares), peaks)  # the optimizer on the GPU
+    assert plain.stage != "optimizer" and plain.resource != "cpu_compute", plain

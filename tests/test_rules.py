@@ -28,7 +28,17 @@ def top(findings):
 def test_every_family_is_registered_once():
     names = [r.__name__ for r in RULES]
     assert sorted(names) == sorted(
-        {"data_wait", "transfer", "communication", "gpu_compute", "cpu_compute", "other", "capacity", "machine_only"}
+        {
+            "data_wait",
+            "transfer",
+            "communication",
+            "gpu_compute",
+            "offloaded_optimizer",
+            "cpu_compute",
+            "other",
+            "capacity",
+            "machine_only",
+        }
     )
 
 

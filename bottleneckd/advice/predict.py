@@ -448,7 +448,9 @@ SMALL_STATE_FACTOR = 28.0 / 16.0
 #: smaller optimizer state relieves memory capacity through what the freed memory allows, a larger
 #: batch or model, which no model of the step predicts)
 MODEL_RESOURCES: dict[str, frozenset[str]] = {
-    "small_state_optimizer": frozenset({Resource.GPU_MEMORY_BANDWIDTH, Resource.CPU_MEMORY_BANDWIDTH}),
+    "small_state_optimizer": frozenset(
+        {Resource.GPU_MEMORY_BANDWIDTH, Resource.CPU_MEMORY_BANDWIDTH, Resource.CPU_COMPUTE}
+    ),
 }
 
 

@@ -76,6 +76,16 @@ LINK_IDLE_WHILE_COMMUNICATING = _t(
     caveat="chosen between those figures, not measured on a GPU; a latency-bound all-reduce of many small buckets "
     "also leaves the link idle, so it is applied only where the step waits for data too",
 )
+OFFLOADED_OPTIMIZER_HIGH = _t(
+    "OFFLOADED_OPTIMIZER_HIGH",
+    0.25,
+    unit=_SHARE,
+    statistic="",
+    source="a GPU job whose optimizer state is offloaded to the CPU (the hook's fact offloading) spends this much of "
+    "its step or more in the optimizer step: the CPU's optimizer limits it while the GPU waits (an independent "
+    "probe's ZeRO-Offload trace: 55% of a 6.4 s step in CPU Adam, the GPU idle meanwhile, read as GPU compute)",
+    caveat="chosen, not measured: between the few percent of an optimizer step on the GPU and that trace",
+)
 COMM_THREADS_ACTIVE = _t(
     "COMM_THREADS_ACTIVE",
     0.02,

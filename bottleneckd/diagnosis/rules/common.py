@@ -82,11 +82,14 @@ def fmt_s(x: float | None) -> str:
 
 
 def compute_share(w: WindowStats) -> float | None:
-    """forward+backward+optimizer+gpu_wait as a share of step time; None without phases."""
+    """forward+backward+optimizer+gpu_wait as a share of step time; None without phases. A GPU job's
+    optimizer offloaded to the CPU is not its compute stage's (rules/offload.py judges it)."""
     p = w.phases
     if p is None:
         return None
-    return sum(p.share(k) or 0.0 for k in (Phase.FORWARD, Phase.BACKWARD, Phase.OPTIMIZER, Phase.GPU_WAIT))
+    offloaded = not p.sampled and p.facts.get("device") == "cuda" and bool(p.facts.get("offloading"))
+    phases = (Phase.FORWARD, Phase.BACKWARD, Phase.GPU_WAIT) + (() if offloaded else (Phase.OPTIMIZER,))
+    return sum(p.share(k) or 0.0 for k in phases)
 
 
 def runs_on_gpu(w: WindowStats, peaks: PeakTable | None = None) -> bool:
