@@ -140,3 +140,17 @@ def test_daemon_side_producers_really_produce_each_fact_they_declare() -> None:
     got = machine_facts(Machine("h", CpuInfo("x", 2, 2, 1, None, ("avx512_bf16",)), None, (), (), (), (), ()))
     declared = {n for n, s in FACTS.items() if "bottleneckd.advice.fit" in s.producers}
     assert declared == set(got) and got.rejected == 0 and got["cpu_fast_bf16"] is True
+
+
+def test_an_optimizer_stepping_on_host_memory_parameters_is_offloading() -> None:
+    """ZeRO-Offload's CPU Adam (or any master copy in host memory) steps on CPU tensors while the
+    model's are on a GPU: ``offloading`` (rules/offload.py judges its optimizer step as the CPU's).
+    A CPU model's optimizer on the CPU is not offloading."""
+    torch = __import__("pytest").importorskip("torch")
+    from bottleneckd.torch.probe import model_facts, optimizer_on_cpu, parallel_facts
+
+    model = torch.nn.Linear(4, 2)
+    opt = torch.optim.Adam(model.parameters())
+    assert optimizer_on_cpu(opt) and not optimizer_on_cpu(None) and not optimizer_on_cpu(object())
+    assert parallel_facts(model, optimizer_offloaded=True)["offloading"] is True
+    assert model_facts(model, opt)["offloading"] is False  # the model is on the CPU too

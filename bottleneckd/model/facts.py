@@ -155,7 +155,13 @@ FACTS: dict[str, FactSpec] = {
             (_P, Producer.STACKS),
             "parameters or optimizer state sharded across ranks (FSDP, ZeRO; attach: an FSDP frame on a stack)",
         ),
-        _spec("offloading", "bool", _P, "parameters or optimizer state offloaded to the CPU"),
+        _spec(
+            "offloading",
+            "bool",
+            _P,
+            "parameters or optimizer state offloaded to the CPU (FSDP CPUOffload, or the optimizer stepping on "
+            "host-memory parameters of a GPU model)",
+        ),
         _spec("world_size", "int", _C, "ranks in the job"),
         _spec("local_world_size", "int", _C, "ranks on this node"),
         # communication inside backward (DDP's buckets through the comm-hook wrapper, ddp_comm.py)

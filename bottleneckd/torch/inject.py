@@ -164,7 +164,7 @@ class GlobalWatcher(Watcher):
             self._candidates, key=lambda m: sum(p.numel() for p in m.parameters())
         )
         self._candidates = []
-        self.facts.update(probe.model_facts(self.root))
+        self.facts.update(probe.model_facts(self.root, self.optimizer))
         self.device = next((p.device for p in self.root.parameters()), torch.device("cpu"))
         self.precision = probe.Precision(self.root, self.device.type)
         self.facts.update(self.precision.facts())

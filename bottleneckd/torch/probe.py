@@ -13,7 +13,9 @@ from typing import Any
 import torch
 
 
-def model_facts(model: torch.nn.Module) -> dict[str, Any]:
+def model_facts(model: torch.nn.Module, optimizer: Any = None) -> dict[str, Any]:
+    """The model's facts; ``optimizer``: the job's, whose parameters on the CPU while the model's are
+    on a GPU say its step runs on the CPU (ZeRO-Offload's CPU Adam, a master copy kept in host memory)."""
     by_dtype: Counter = Counter()
     cuda: set[int] = set()
     for p in model.parameters():
@@ -28,8 +30,20 @@ def model_facts(model: torch.nn.Module) -> dict[str, Any]:
         # the GPUs' identities, as NVML names them: CUDA's indexes are not NVML's
         # (no synchronisation: cached properties)
         "cuda_uuids": tuple(sorted(f"GPU-{torch.cuda.get_device_properties(i).uuid}" for i in cuda)) or None,
-        **parallel_facts(model),
+        **parallel_facts(model, optimizer_on_cpu(optimizer) if cuda else False),
     }
+
+
+def optimizer_on_cpu(optimizer: Any) -> bool:
+    """The optimizer's first parameters live in host memory (it steps on the CPU)."""
+    try:
+        for group in getattr(optimizer, "param_groups", ())[:4]:
+            for p in group.get("params", ())[:4]:
+                if isinstance(p, torch.Tensor):
+                    return p.device.type == "cpu"
+    except (AttributeError, TypeError):
+        pass
+    return False
 
 
 def _name(dtype: Any) -> str | None:
@@ -122,12 +136,15 @@ class Precision:
         return {"autocast_dtype": self.seen or self.declared or self.static}
 
 
-def parallel_facts(model: torch.nn.Module) -> dict[str, Any]:
+def parallel_facts(model: torch.nn.Module, optimizer_offloaded: bool = False) -> dict[str, Any]:
     """How the model is spread over ranks, by class name (no torch.distributed import needed):
-    FSDP (FullyShardedDataParallel, or FSDP2's FSDPModule) shards it; FSDP's CPUOffload offloads."""
+    FSDP (FullyShardedDataParallel, or FSDP2's FSDPModule) shards it; FSDP's CPUOffload offloads,
+    and so does an optimizer stepping on host-memory parameters (``optimizer_offloaded``)."""
     kinds = [type(m).__name__ for m in model.modules()]
     fsdp = any(k == "FullyShardedDataParallel" or k.startswith("FSDP") for k in kinds)
-    offload = any(bool(getattr(getattr(m, "cpu_offload", None), "offload_params", False)) for m in model.modules())
+    offload = optimizer_offloaded or any(
+        bool(getattr(getattr(m, "cpu_offload", None), "offload_params", False)) for m in model.modules()
+    )
     f: dict[str, Any] = {"fsdp": fsdp, "sharded": fsdp, "offloading": offload}
     if isinstance(model, torch.nn.parallel.DistributedDataParallel):
         f["ddp"] = True  # not False otherwise: collectives.py says so for a multi-rank job without the wrapper
@@ -184,11 +201,13 @@ def loader_facts(loader: Any) -> dict[str, Any]:
     return f
 
 
-def startup_facts(model: torch.nn.Module | None, loader: Any, *, warn_no_model: bool) -> dict[str, Any]:
+def startup_facts(
+    model: torch.nn.Module | None, loader: Any, *, warn_no_model: bool, optimizer: Any = None
+) -> dict[str, Any]:
     """The facts a new watcher starts with (the model's, then the loader's)."""
     out: dict[str, Any] = {}
     if model is not None:
-        out.update(model_facts(model))
+        out.update(model_facts(model, optimizer))
     elif warn_no_model:
         logging.getLogger("bottleneckd.torch").warning(
             "bottleneckd: watch() got no model: only data waits and optimizer steps are timed "

@@ -140,7 +140,7 @@ class Watcher:
         self.graphs_kind: str | None = None  # CUDA graphs seen replayed: cuda_graphs.WHOLE / WITHIN
         if self.device.type == "cuda":
             cuda_graphs.register(self)
-        self.facts.update(probe.startup_facts(model, dataloader, warn_no_model=hooks))
+        self.facts.update(probe.startup_facts(model, dataloader, warn_no_model=hooks, optimizer=optimizer))
         self.precision = probe.Precision(model, self.device.type)  # autocast_dtype, read at each step's first forward
         self._precision_step = -1
         self.facts.update(self.precision.facts())
@@ -463,7 +463,7 @@ class Watcher:
             self._cadence.epoch_started(self.steps)
             totals = self._phases.take_epoch()
             if self.model is not None and totals.steps:
-                self.facts.update(probe.model_facts(self.model))
+                self.facts.update(probe.model_facts(self.model, self.optimizer))
                 self.precision.refresh(self.model)
                 self.facts.update(self.precision.facts())
             report = self.transport.report() if totals.steps else None
