@@ -228,7 +228,9 @@ def test_another_process_on_the_jobs_gpu_is_said(fake_tree):
     shared = top(
         win({**figs, **mine, "gpu_memory/gpu0/process_bytes:777": 35.6e9}, {"device": "cuda", "pid": 4242}), peaks
     )
-    assert shared.resource == "gpu_compute" and any("shared with 1 other process" in e for e in shared.evidence)
+    assert shared.resource == "gpu_compute" and any(
+        "shared with 1 process other than the job's ranks" in e for e in shared.evidence
+    )
     alone = top(win({**figs, **mine}, {"device": "cuda", "pid": 4242}), peaks)
     assert not any("shared with" in e for e in alone.evidence), alone.evidence
 

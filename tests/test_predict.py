@@ -508,3 +508,5 @@ def test_a_smaller_optimizer_state_gains_no_more_than_the_optimizer_phase() -> N
     p = predict("small_state_optimizer", heavy, "cpu_memory_bandwidth")
     assert p.gain is None and "at most x1.67" in p.formula  # only the ceiling is known
     assert predict("small_state_optimizer", i, "gpu_memory").gain is None
+    untimed = inputs({"forward": 0.7, "backward": 0.3})  # no optimizer phase timed: not zero, unknown
+    assert predict("small_state_optimizer", untimed, "gpu_memory_bandwidth").gain is None

@@ -286,6 +286,17 @@ def test_a_busy_nic_on_a_job_whose_ranks_are_all_on_this_host_is_not_its_communi
         NO_PEAKS,
     )
     assert [f.resource for f in fs] == ["inter_gpu_interconnect"], fs
+    # srun, mpirun and others set no LOCAL_WORLD_SIZE: with the world size alone the placement is
+    # not known, and the busy NIC may be the all-reduce's
+    untold = communication(
+        window(
+            {**HOST, "inter_node_interconnect/eth0/utilization": 0.9},
+            {"communication": 0.4, "forward": 0.3, "backward": 0.3},
+            {"world_size": 16},
+        ),
+        NO_PEAKS,
+    )
+    assert top(untold).resource == "inter_node_interconnect"
 
 
 def test_capacity_host_memory_and_disk_full():

@@ -448,9 +448,7 @@ SMALL_STATE_FACTOR = 28.0 / 16.0
 #: smaller optimizer state relieves memory capacity through what the freed memory allows, a larger
 #: batch or model, which no model of the step predicts)
 MODEL_RESOURCES: dict[str, frozenset[str]] = {
-    "small_state_optimizer": frozenset(
-        {Resource.GPU_MEMORY_BANDWIDTH, Resource.CPU_MEMORY_BANDWIDTH, Resource.CPU_COMPUTE}
-    ),
+    "small_state_optimizer": frozenset({Resource.GPU_MEMORY_BANDWIDTH, Resource.CPU_MEMORY_BANDWIDTH}),
 }
 
 
@@ -461,6 +459,8 @@ def small_state_optimizer(i: StepInputs) -> Prediction:
     below MIN_PREDICTED_GAIN it is the prediction (Amdahl over the phase made SMALL_STATE_FACTOR
     faster, the high end the phase removed) and ranks it after the unknown ones; above, unknown
     with the ceiling said."""
+    if Phase.OPTIMIZER not in i.shares:
+        return unknown("amdahl", "the optimizer step was not timed: its share of the step is not known")
     o = i.share(Phase.OPTIMIZER)
     ceiling = amdahl(o.high, math.inf)
     if ceiling - 1.0 >= MIN_PREDICTED_GAIN:

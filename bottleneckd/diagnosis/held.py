@@ -6,7 +6,7 @@ verdict on that tick: running sums of every series and of the step phases, per r
 bounded by the regimes (12 resources and undetermined, 6 stages) times the series, whatever the
 length of the run. ``stats`` turns a regime's sums into the ``WindowStats`` the rules read, as if
 one window had spanned all of it. Each phase's per-sample shares are counted in bins of
-``SHARE_BIN`` (bounded too), so that the regime's range of a share (what the what-if models read,
+``SHARE_BINS`` bins (bounded too), so that the regime's range of a share (what the what-if models read,
 diagnosis/step_inputs.py) is a quantile of its samples, not the extremes of a long run.
 """
 

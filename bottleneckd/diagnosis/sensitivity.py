@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from bottleneckd.diagnosis.classify import findings, largest_utilization
-from bottleneckd.diagnosis.job_gpus import window_job_gpus
+from bottleneckd.diagnosis.job_gpus import job_busiest, window_job_gpus
 from bottleneckd.diagnosis.pipeline import Pipeline
 from bottleneckd.diagnosis.rules.comm_cost import comm_cost
 from bottleneckd.diagnosis.rules.common import compute_share, runs_on_gpu
@@ -181,6 +181,13 @@ def _missing_flops_ratio(w: WindowStats, peaks: PeakTable) -> float | None:
 
 
 #: statistic name -> its figure in one window
+def _link_while_communicating(w: WindowStats, peaks: PeakTable) -> float | None:
+    """The job's busiest inter-GPU link over the interval, over the communication's share."""
+    link = job_busiest(w, peaks, Resource.INTER_GPU_INTERCONNECT)
+    share = w.phases.share(Phase.COMMUNICATION) if w.phases else None
+    return link[1] / share if link is not None and share else None
+
+
 WINDOW_STATISTICS: dict[str, Figure] = {
     "data_share": _share(Phase.DATA_WAIT, Phase.FILE_IO),
     "transfer_share": _share(Phase.TRANSFER),
@@ -228,6 +235,12 @@ WINDOW_STATISTICS: dict[str, Figure] = {
     "host_cpu_utilization": _get(Resource.CPU_COMPUTE, "host", "utilization"),
     "io_wait_score": lambda w, peaks: io_wait(w)[0],
     "verdict_stage_share": _stage_share,
+    "comm_thread_cores": _get(Resource.CPU_COMPUTE, "job", "comm_thread_cores"),
+    "optimizer_share": _share(Phase.OPTIMIZER),
+    "link_while_communicating": _link_while_communicating,
+    "data_over_comm": lambda w, peaks: _ratio(
+        _share(Phase.DATA_WAIT, Phase.FILE_IO)(w, peaks), _share(Phase.COMMUNICATION)(w, peaks)
+    ),
     "top_score": _score(0),
     "second_score": _score(1),
     "largest_utilization": _largest_utilization,

@@ -67,20 +67,32 @@ LINK_IDLE_WHILE_COMMUNICATING = _t(
     "LINK_IDLE_WHILE_COMMUNICATING",
     0.05,
     unit="share of the link's peak while communicating",
-    statistic="",
+    statistic="link_while_communicating",
     source="the inter-GPU link's throughput over the interval divided by the communication share (its rate while "
-    "communicating) under this, while the step also waits for data (INPUT_MODERATE or more): the exposed "
+    "communicating) under this, while the step also waits for data (INPUT_MODERATE or more, and at least "
+    "LATE_BATCH_DATA_RATIO of the communication's share): the exposed "
     "communication is the ranks waiting for the one whose batch came last, not the transfer (an independent "
     "probe's trace: 8 H100s on NVLink at 0.3% of its peak during 33% of exposed all-reduce, loaders at 88 of "
     "96 cores; a transfer-bound NCCL all-reduce runs its link at tens of percent)",
-    caveat="chosen between those figures, not measured on a GPU; a latency-bound all-reduce of many small buckets "
-    "also leaves the link idle, so it is applied only where the step waits for data too",
+    caveat="chosen between those figures, not measured on a GPU; a latency-bound all-reduce of many small buckets, "
+    "or NCCL over shared memory or PCIe (P2P disabled), also leaves the NVLink counters idle, so it is applied only "
+    "where the step's data wait is comparable to it",
+)
+LATE_BATCH_DATA_RATIO = _t(
+    "LATE_BATCH_DATA_RATIO",
+    0.5,
+    unit="data wait over the communication's share",
+    statistic="data_over_comm",
+    source="with LINK_IDLE_WHILE_COMMUNICATING: the step's data wait at least half its exposed communication, so "
+    "late batches can account for the ranks' wait (the probe's trace: 20% against 33%); a few percent of data wait "
+    "beside a 30% latency-bound all-reduce does not",
+    caveat="chosen, not measured",
 )
 OFFLOADED_OPTIMIZER_HIGH = _t(
     "OFFLOADED_OPTIMIZER_HIGH",
     0.25,
     unit=_SHARE,
-    statistic="",
+    statistic="optimizer_share",
     source="a GPU job whose optimizer state is offloaded to the CPU (the hook's fact offloading) spends this much of "
     "its step or more in the optimizer step: the CPU's optimizer limits it while the GPU waits (an independent "
     "probe's ZeRO-Offload trace: 55% of a 6.4 s step in CPU Adam, the GPU idle meanwhile, read as GPU compute)",
@@ -90,7 +102,7 @@ COMM_THREADS_ACTIVE = _t(
     "COMM_THREADS_ACTIVE",
     0.02,
     unit="cores",
-    statistic="",
+    statistic="comm_thread_cores",
     source="attach: the ranks' gloo/NCCL threads (by name) busy at least this much say collectives run, so the "
     "main thread waiting inside backward is the gradient all-reduce even where no DDP frame was sampled (its "
     "forward is 4.5% of ddp_torchrun's step: at 2 stack samples a second none was seen in 20 s, and the run read "

@@ -266,13 +266,13 @@ class Watcher:
         """The root forward starts with ``args`` (examples counted from the first tensor's rows)."""
         if _GRAPHS.capturing is not None:
             return  # inside a CUDA-graph capture: nothing recorded on the GPU, the step not counted
-        if self._engine.pending:
-            self._engine.revert_pending()  # a trial's revert, never inside an optimizer hook
         st, hot = self._step, self.hot
         if hot[DEPTH] and not st.closure_calls:
             if _inside_optimizer_step():
                 return  # an optimizer's own forward inside its step (no closure): the optimizer's phase
             hot[DEPTH] = 0  # a forward outside any optimizer step: the last step raised before its end
+        if self._engine.pending:
+            self._engine.revert_pending()  # a trial's revert, never inside an optimizer step
         first = not self.hot_cur[2]  # the step's first forward (the host clock's mark; CUDA: always)
         if not st.in_closure:
             self.clock.forward_start()

@@ -20,6 +20,7 @@ from bottleneckd.diagnosis.thresholds import (
     BUSY,
     COMM_HIGH,
     INPUT_MODERATE,
+    LATE_BATCH_DATA_RATIO,
     LINK_IDLE_WHILE_COMMUNICATING,
     SHARED_COMM_HIGH,
 )
@@ -54,7 +55,8 @@ class CommCase:
     local: int
     nvl: tuple[str, float] | None = None  # the busiest inter-GPU link of the job's GPUs (not another tenant's)
 
-    #: the hook reported the job's world size (attach does not: its ranks on other hosts are unseen)
+    #: the hook reported the job's world size and local world size (attach does not: its ranks on
+    #: other hosts are unseen)
     world_known: bool = False
 
     @property
@@ -105,7 +107,9 @@ def _comm_case(w: WindowStats, peaks: PeakTable | None = None) -> CommCase:
         base = min(1.0, SHARED_BASE + share * SHARED_PER_SHARE)
     elif cost is not None and base_ev:
         base_ev = [f"{base_ev[0]} (the exposed part)", cost.describe()]
-    world_known = p is not None and isinstance(p.facts.get("world_size"), int)
+    # both told (torchrun sets LOCAL_WORLD_SIZE; srun, mpirun and others may not): without the local
+    # size the ranks' placement is not known, and a busy NIC may be the all-reduce's
+    world_known = p is not None and all(isinstance(p.facts.get(k), int) for k in ("world_size", "local_world_size"))
     world = (p.facts.get("world_size") if p else None) or 1
     local = (p.facts.get("local_world_size") if p else None) or world
     nvl = job_busiest(w, peaks, Resource.INTER_GPU_INTERCONNECT)
@@ -170,7 +174,7 @@ def _waiting_for_a_late_rank(c: CommCase) -> str:
     communication is the ranks waiting for the one whose batch came last (said, or "")."""
     p = c.w.phases
     data = (p.share(Phase.DATA_WAIT) or 0.0) + (p.share(Phase.FILE_IO) or 0.0) if p else 0.0
-    if c.nvl is None or not c.share or data < INPUT_MODERATE:
+    if c.nvl is None or not c.share or data < INPUT_MODERATE or data < LATE_BATCH_DATA_RATIO * c.share:
         return ""
     during = c.nvl[1] / c.share
     if during >= LINK_IDLE_WHILE_COMMUNICATING:

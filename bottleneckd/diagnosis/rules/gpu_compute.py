@@ -26,6 +26,7 @@ from typing import Any
 from bottleneckd.diagnosis.job_gpus import co_tenants, never_idle, runs_on_gpu, window_job_gpus
 from bottleneckd.diagnosis.rules.common import compute_share, pct
 from bottleneckd.diagnosis.rules.gpu_one import one_gpu
+from bottleneckd.diagnosis.rules.offload import offloaded
 from bottleneckd.diagnosis.rules.other import other_share
 from bottleneckd.diagnosis.thresholds import COMPUTE_STAGE, OTHER_HIGH
 from bottleneckd.diagnosis.verdict import Finding
@@ -40,7 +41,8 @@ def gpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     if not runs_on_gpu(w, peaks):
         return []
     comp_share = compute_share(w)
-    base = [f"forward+backward+optimizer {pct(comp_share)} of step time"] if comp_share is not None else []
+    what = "forward+backward (the optimizer offloaded to the CPU)" if offloaded(w) else "forward+backward+optimizer"
+    base = [f"{what} {pct(comp_share)} of step time"] if comp_share is not None else []
     stage: Stage | None = None  # the findings' own (compute), unless the GPU's work is outside the step
     if comp_share is not None and comp_share < COMPUTE_STAGE:
         busy, outside = never_idle(w, peaks), other_share(w) or 0.0
@@ -72,9 +74,9 @@ def gpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
         shared = co_tenants(w, dev)
         if shared is not None:
             note = (
-                f"{dev} shared with {shared[0]} other process{'es' if shared[0] > 1 else ''} holding "
-                f"{fmt_value(shared[1], 'B')} of its memory: their kernels are time-sliced with the job's (its busy "
-                "and SM figures count theirs too)"
+                f"{dev} shared with {shared[0]} process{'es' if shared[0] > 1 else ''} other than the job's ranks, "
+                f"holding {fmt_value(shared[1], 'B')} of its memory: their kernels are time-sliced with the job's "
+                "(its busy and SM figures count theirs too), unless they are the job's own helpers"
             )
             found = [replace(f, evidence=(*f.evidence, note)) for f in found]
         per.append((dev, ranks, found if stage is None else [replace(f, stage=stage) for f in found]))

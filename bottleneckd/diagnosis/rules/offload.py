@@ -1,4 +1,4 @@
-"""A GPU job whose optimizer runs on the CPU (its state offloaded: FSDP's CPUOffload, ZeRO-Offload):
+"""A GPU job whose optimizer runs on the CPU (its state offloaded, as ZeRO-Offload's CPU Adam does):
 the optimizer step is the CPU's work while the GPU waits for the updated parameters, so a large
 optimizer phase is CPU compute in the optimizer stage, not the GPU's (gpu_compute.py leaves it out
 of the compute stage's share: rules/common.py ``compute_share``)."""
