@@ -87,9 +87,22 @@ def compute_share(w: WindowStats) -> float | None:
     p = w.phases
     if p is None:
         return None
-    offloaded = not p.sampled and p.facts.get("device") == "cuda" and bool(p.facts.get("offloading"))
-    phases = (Phase.FORWARD, Phase.BACKWARD, Phase.GPU_WAIT) + (() if offloaded else (Phase.OPTIMIZER,))
+    phases = (Phase.FORWARD, Phase.BACKWARD, Phase.GPU_WAIT) + (() if offloaded(w) else (Phase.OPTIMIZER,))
     return sum(p.share(k) or 0.0 for k in phases)
+
+
+def data_share(w: WindowStats) -> float | None:
+    """data_wait+file_io (the data stage) as a share of step time; None without phases."""
+    p = w.phases
+    if p is None:
+        return None
+    return (p.share(Phase.DATA_WAIT) or 0.0) + (p.share(Phase.FILE_IO) or 0.0)
+
+
+def offloaded(w: WindowStats) -> bool:
+    """The hook timed a GPU job whose optimizer state is offloaded to the CPU."""
+    p = w.phases
+    return p is not None and not p.sampled and p.facts.get("device") == "cuda" and bool(p.facts.get("offloading"))
 
 
 def runs_on_gpu(w: WindowStats, peaks: PeakTable | None = None) -> bool:

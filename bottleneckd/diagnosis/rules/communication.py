@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from bottleneckd.diagnosis.job_gpus import job_busiest
 from bottleneckd.diagnosis.rules.comm_cost import comm_cost
-from bottleneckd.diagnosis.rules.common import headroom, pct, stack_samples
+from bottleneckd.diagnosis.rules.common import data_share, headroom, pct, stack_samples
 from bottleneckd.diagnosis.rules.stack_comm import stack_comm
 from bottleneckd.diagnosis.thresholds import (
     BUSY,
@@ -172,8 +172,7 @@ def _intra_node(c: CommCase, named: bool) -> Finding | None:
 def _waiting_for_a_late_rank(c: CommCase) -> str:
     """The link measured idle while communicating and the step waiting for data besides: the exposed
     communication is the ranks waiting for the one whose batch came last (said, or "")."""
-    p = c.w.phases
-    data = (p.share(Phase.DATA_WAIT) or 0.0) + (p.share(Phase.FILE_IO) or 0.0) if p else 0.0
+    data = data_share(c.w) or 0.0
     if c.nvl is None or not c.share or data < INPUT_MODERATE or data < LATE_BATCH_DATA_RATIO * c.share:
         return ""
     during = c.nvl[1] / c.share

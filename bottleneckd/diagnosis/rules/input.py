@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bottleneckd.diagnosis.rules.common import fmt_s, headroom, pct, stack_samples
+from bottleneckd.diagnosis.rules.common import data_share, fmt_s, headroom, pct, stack_samples
 from bottleneckd.diagnosis.rules.cpu_state import CpuState, cpu_state
 from bottleneckd.diagnosis.rules.storage import io_wait, storage_evidence
 from bottleneckd.diagnosis.thresholds import (
@@ -24,7 +24,7 @@ from bottleneckd.diagnosis.thresholds import (
 )
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
-from bottleneckd.model.resources import UNDETERMINED, Phase, Resource, Stage
+from bottleneckd.model.resources import UNDETERMINED, Resource, Stage
 from bottleneckd.peaks.resolve import PeakTable
 
 # --- scores: chosen, not measured -----------------------------------------------------------------
@@ -49,10 +49,9 @@ UNDETERMINED_WEIGHT = 0.9
 def data_wait(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     """The family: the step waits for the next batch; what the loader waits on, each with its finding
     (network storage, local storage, the loader's CPU), else undetermined with the reason."""
-    p = w.phases
-    if p is None:
+    p, share = w.phases, data_share(w)
+    if p is None or share is None:
         return []
-    share = (p.share(Phase.DATA_WAIT) or 0.0) + (p.share(Phase.FILE_IO) or 0.0)
     if share < INPUT_MODERATE:
         return []
     strength = min(1.0, share / INPUT_HIGH) * (HIGH_WEIGHT if share >= INPUT_HIGH else MODERATE_WEIGHT)

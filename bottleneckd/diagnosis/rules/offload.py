@@ -5,7 +5,7 @@ of the compute stage's share: rules/common.py ``compute_share``)."""
 
 from __future__ import annotations
 
-from bottleneckd.diagnosis.rules.common import headroom, pct
+from bottleneckd.diagnosis.rules.common import headroom, offloaded, pct
 from bottleneckd.diagnosis.rules.cpu_state import cpu_state
 from bottleneckd.diagnosis.thresholds import OFFLOADED_OPTIMIZER_HIGH
 from bottleneckd.diagnosis.verdict import Finding
@@ -17,12 +17,6 @@ from bottleneckd.peaks.resolve import PeakTable
 
 #: the optimizer phase's strength: its share of the step, full at 40%
 FULL_SHARE = 0.4
-
-
-def offloaded(w: WindowStats) -> bool:
-    """The hook timed a GPU job whose optimizer state is offloaded to the CPU."""
-    p = w.phases
-    return p is not None and not p.sampled and p.facts.get("device") == "cuda" and bool(p.facts.get("offloading"))
 
 
 def offloaded_optimizer(w: WindowStats, peaks: PeakTable) -> list[Finding]:
