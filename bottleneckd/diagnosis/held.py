@@ -5,8 +5,8 @@ While training steps are reported, each tick's sample is booked to the regime th
 verdict on that tick: running sums of every series and of the step phases, per regime. Memory is
 bounded by the regimes (12 resources and undetermined, 6 stages) times the series, whatever the
 length of the run. ``stats`` turns a regime's sums into the ``WindowStats`` the rules read, as if
-one window had spanned all of it. Each phase's per-sample shares are counted in bins of
-``SHARE_BINS`` bins (bounded too), so that the regime's range of a share (what the what-if models read,
+one window had spanned all of it. Each phase's per-sample shares are counted in ``SHARE_BINS``
+bins over 0..1 (bounded too), so that the regime's range of a share (what the what-if models read,
 diagnosis/step_inputs.py) is a quantile of its samples, not the extremes of a long run.
 """
 

@@ -99,10 +99,16 @@ def data_share(w: WindowStats) -> float | None:
     return (p.share(Phase.DATA_WAIT) or 0.0) + (p.share(Phase.FILE_IO) or 0.0)
 
 
+def cuda_timed(w: WindowStats) -> bool:
+    """The step's phases were timed by the hook's CUDA events (the GPU's timeline), not sampled
+    from the host's stacks."""
+    p = w.phases
+    return p is not None and not p.sampled and p.facts.get("device") == "cuda"
+
+
 def offloaded(w: WindowStats) -> bool:
     """The hook timed a GPU job whose optimizer state is offloaded to the CPU."""
-    p = w.phases
-    return p is not None and not p.sampled and p.facts.get("device") == "cuda" and bool(p.facts.get("offloading"))
+    return cuda_timed(w) and bool(w.phases is not None and w.phases.facts.get("offloading"))
 
 
 def runs_on_gpu(w: WindowStats, peaks: PeakTable | None = None) -> bool:

@@ -24,7 +24,7 @@ from dataclasses import replace
 from typing import Any
 
 from bottleneckd.diagnosis.job_gpus import co_tenants, never_idle, runs_on_gpu, window_job_gpus
-from bottleneckd.diagnosis.rules.common import compute_share, offloaded, pct
+from bottleneckd.diagnosis.rules.common import compute_share, cuda_timed, offloaded, pct
 from bottleneckd.diagnosis.rules.gpu_one import one_gpu
 from bottleneckd.diagnosis.rules.other import other_share
 from bottleneckd.diagnosis.thresholds import COMPUTE_STAGE, OTHER_HIGH
@@ -47,7 +47,7 @@ def gpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
         busy, outside = never_idle(w, peaks), other_share(w) or 0.0
         if busy is None or outside < OTHER_HIGH:  # the other stage's rule leaves such a step to this one
             return []
-        if _gpu_timeline(w):
+        if cuda_timed(w):
             base.append(
                 f"{pct(outside)} of the step's GPU time outside its phases (CUDA events) while {busy[0]}, the job's "
                 f"least busy GPU, ran kernels {pct(busy[1])} of the time: GPU work outside the training step "
@@ -80,13 +80,6 @@ def gpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
             found = [replace(f, evidence=(*f.evidence, note)) for f in found]
         per.append((dev, ranks, found if stage is None else [replace(f, stage=stage) for f in found]))
     return _over_gpus(per, base)
-
-
-def _gpu_timeline(w: WindowStats) -> bool:
-    """The step's phases were timed by the hook's CUDA events (the GPU's timeline), not sampled
-    from the host's stacks."""
-    p = w.phases
-    return p is not None and not p.sampled and p.facts.get("device") == "cuda"
 
 
 def _judged(w: WindowStats, jg: JobGpus) -> list[tuple[str, tuple[int, ...], Mapping[str, Any]]]:
