@@ -148,12 +148,14 @@ def test_recording_rules_and_the_alert_find_the_straggler_across_two_nodes(tmp_p
         assert len(seen) >= 5 and all(s == ("3", "node-b", 3.0) for s in seen[-3:]), seen
         excess = prom.query('rank:bottleneckd_compute_excess:ratio{rank="3"}')["data"]["result"]
         assert float(excess[0]["value"][1]) > 0.1
-        # the alert is pending (its 'for: 5m' has not elapsed) for rank 3 only, and no node is called slow
+        # the alert is pending (its 'for: 5m' has not elapsed) for rank 3 only. That one straggler
+        # does not make its node slow is checked on fixed series (deploy/prometheus/rules_test.yml,
+        # tests/test_deploy.py): here the four ranks share 2 cores, and a CI run read rank 2 (node-b's
+        # fastest) above 1.1x node-a's slowest for a minute, StragglingNode's threshold
         alerts = prom.wait_for('ALERTS{alertname="StragglingRank"}', timeout=30)
         assert {(a["metric"]["rank"], a["metric"]["host"], a["metric"]["alertstate"]) for a in alerts} == {
             ("3", "node-b", "pending")
         }
-        assert prom.query('ALERTS{alertname="StragglingNode"}')["data"]["result"] == []
         spread = prom.query("train_job:bottleneckd_rank_step_seconds:spread_ratio")["data"]["result"]
         exposed = prom.query("train_job:bottleneckd_exposed_communication:ratio")["data"]["result"]
         assert spread and exposed and 0 < float(exposed[0]["value"][1]) < 1
