@@ -510,3 +510,24 @@ def test_a_smaller_optimizer_state_gains_no_more_than_the_optimizer_phase() -> N
     assert predict("small_state_optimizer", i, "gpu_memory").gain is None
     untimed = inputs({"forward": 0.7, "backward": 0.3})  # no optimizer phase timed: not zero, unknown
     assert predict("small_state_optimizer", untimed, "gpu_memory_bandwidth").gain is None
+
+
+def test_the_loader_model_reads_one_ranks_workers_against_one_ranks_cores() -> None:
+    """8 ranks on one host, each DataLoader with 12 workers (num_workers is per rank): the sampler's
+    worker cores (96 workers at 0.93 of a core) and idle cores are the job's, so each is divided
+    among the ranks (a probe's trace was predicted 12 -> 136 workers at 35.5 s of CPU per batch)."""
+    from bottleneckd.advice.predict import more_workers
+    from bottleneckd.diagnosis.step_inputs import step_inputs
+    from tests.windows import HOST, job, window
+
+    facts = {"device": "cuda", "loader_workers": 12, "local_world_size": 8}
+    figs = {**HOST, **job(96 * 0.93 + 8, 1.0, workers=96 * 0.93, n_workers=96, ranks=8, usable=224.0)}
+    st = window(figs, {"data_wait": 0.42, "forward": 0.3, "backward": 0.28}, facts)
+    i = step_inputs(st, {}, PeakTable(()), facts)
+    assert i is not None and i.loader_workers == 12 and i.worker_cores == pytest.approx(12 * 0.93)
+    assert i.cores == pytest.approx(224.0 / 8) and i.idle_cores is not None and i.idle_cores < 224.0 / 8
+    p = more_workers(i)
+    assert p.known and "12 -> " in p.formula, p
+    new = int(p.formula.split("12 -> ")[1].split(" ")[0])
+    assert new <= 12 + 224 / 8, p.formula  # one rank's share of the free cores, not the job's
+    assert f"({0.93 * 12 * i.step * 1e3:.1f} ms CPU per batch)" in p.formula, p.formula

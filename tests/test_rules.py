@@ -502,3 +502,32 @@ def test_attach_untimed_ddp_with_the_ranks_cpu_in_their_main_threads_is_compute(
     # no per-thread figures (an older trace): undetermined, as before
     h = top(cpu_compute(window(busy, stacks, facts), NO_PEAKS))
     assert h.resource == UNDETERMINED
+
+
+def test_a_nic_saturated_through_a_short_communication_phase_is_not_the_steps_limit():
+    """Two nodes, gradient accumulation: the all-reduce is 8% of the step and the NIC saturated
+    while it runs (13% over the interval). That says which link it waits on, not that it limits the
+    step (an independent probe: scored 1.0, it tied a GPU busy the other 92%). At 20% it does."""
+    short = {"communication": 0.08, "forward": 0.3, "backward": 0.55, "optimizer": 0.07}
+    fs = communication(
+        window(
+            {**HOST, "inter_node_interconnect/mlx5_0/utilization": 0.13},
+            short,
+            {"world_size": 16, "local_world_size": 8},
+        ),
+        NO_PEAKS,
+    )
+    assert not [f for f in fs if f.resource == "inter_node_interconnect"], fs
+    long = {"communication": 0.2, "forward": 0.3, "backward": 0.43, "optimizer": 0.07}
+    f = top(
+        communication(
+            window(
+                {**HOST, "inter_node_interconnect/mlx5_0/utilization": 0.19},
+                long,
+                {"world_size": 16, "local_world_size": 8},
+            ),
+            NO_PEAKS,
+        )
+    )
+    assert f.resource == "inter_node_interconnect" and f.score > 0.9, f
+    assert any("during communication" in e for e in f.evidence), f.evidence

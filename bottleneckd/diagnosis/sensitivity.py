@@ -21,6 +21,7 @@ from bottleneckd.diagnosis.rules.comm_cost import comm_cost
 from bottleneckd.diagnosis.rules.common import compute_share, runs_on_gpu
 from bottleneckd.diagnosis.rules.cpu_compute import MIN_CORES_RAN
 from bottleneckd.diagnosis.rules.cpu_state import cpu_state
+from bottleneckd.diagnosis.rules.gpu_one import pcie_copy_share
 from bottleneckd.diagnosis.rules.other import other_share
 from bottleneckd.diagnosis.rules.storage import io_wait, storage_signs
 from bottleneckd.diagnosis.straggler import excess, find_straggler, intervals, rank_figures
@@ -146,6 +147,15 @@ def _throttle(w: WindowStats, peaks: PeakTable) -> float | None:
     return max(found) if found else None
 
 
+def _copy_over_idle(w: WindowStats, peaks: PeakTable) -> float | None:
+    """The least copy time of the job's GPU's PCIe link over the GPU's idle share (the first GPU judged)."""
+    for dev in window_job_gpus(w, peaks).devices:
+        copies, busy = pcie_copy_share(w, dev), w.get(Resource.GPU_COMPUTE, dev, "busy_fraction")
+        if copies is not None and busy is not None and busy < 1.0:
+            return copies / (1.0 - busy)
+    return None
+
+
 def _stage_share(w: WindowStats, peaks: PeakTable) -> float | None:
     """The share of the step of the strongest finding's stage (what headroom() is given)."""
     fs = findings(w, peaks)
@@ -227,6 +237,7 @@ WINDOW_STATISTICS: dict[str, Figure] = {
     "gpu_busy_fraction": _get(Resource.GPU_COMPUTE, None, "busy_fraction"),
     "gpu_memory_busy_fraction": _get(Resource.GPU_MEMORY_BANDWIDTH, None, "memory_busy_fraction"),
     "gpu_throttle_share": _throttle,
+    "pcie_copy_over_gpu_idle": _copy_over_idle,
     "sm_clock_ratio": _get(Resource.GPU_COMPUTE, None, "sm_clock_ratio"),
     "memory_used": _memory_used,
     "storage_used": _get(Resource.STORAGE_CAPACITY, None, "utilization"),

@@ -51,8 +51,10 @@ class StepInputs:
     step: float  # seconds per step
     shares: dict[str, Share]  # phase -> share of the step
     device: str = "cpu"  # the model's device type (cpu, cuda)
-    loader_workers: float | None = None  # loader worker processes (mean over the window)
-    worker_cores: float | None = None  # cores the loader workers use
+    # the loader's figures are one rank's (its DataLoader's num_workers is per rank): the job's
+    # worker cores, idle cores and usable cores on this host divided among its ranks here
+    loader_workers: float | None = None  # one rank's loader worker processes
+    worker_cores: float | None = None  # cores one rank's loader workers use
     main_cores: float | None = None  # the training thread, 0..1 of a core
     #: the training thread and the busiest worker running or waiting to run (0..1): what they ask of
     #: the CPU, which on a shared machine says more than what they got
@@ -194,17 +196,19 @@ def step_inputs(
         peak, bw = peaks.value(Resource.CPU_COMPUTE, "cpu"), peaks.value(Resource.CPU_MEMORY_BANDWIDTH, "host")
     comm = comm_cost(stats)
     overlap = comm.overlapped_share if comm is not None else (sc.overlapped if sc is not None else None)
+    here = _ranks_here(stats, cpu.ranks, facts)
+    counted = cpu.n_workers if cpu.busy is not None or cpu.n_workers else None
     return StepInputs(
         step=ph.wall_seconds / ph.steps,
         shares=shares,
         device=device,
-        loader_workers=_workers(cpu.n_workers if cpu.busy is not None or cpu.n_workers else None, facts),
-        worker_cores=cpu.workers,
+        loader_workers=_workers(None if counted is None else counted / here, facts),
+        worker_cores=_per(cpu.workers, here),
         main_cores=cpu.main,
         main_demand=None if cpu.main is None else max(cpu.main, cpu.main_demand or 0.0),
         worker_demand=None if cpu.worker_max is None else cpu.worker_hot,
-        idle_cores=idle,
-        cores=cpu.cores,
+        idle_cores=_per(idle, here),
+        cores=_per(cpu.cores, here),
         flops_per_step=flops,
         bytes_per_step=nbytes,
         compute_seconds=compute_s,
@@ -234,6 +238,23 @@ def _waiting_is_communication(shares: dict[str, Share], waiting: float) -> dict[
     c = out.get(Phase.COMMUNICATION, Share(0.0, 0.0, 0.0))
     out[Phase.COMMUNICATION] = Share(c.value + waiting, c.low + waiting, c.high + waiting)
     return out
+
+
+def _ranks_here(stats: WindowStats, ranks_sampled: int, facts: Mapping[str, Any]) -> int:
+    """The job's ranks on this host: the rank processes the CPU sampler found (whose workers' cores
+    it sums), else those reporting in the window, else the job's local world size (the hook's
+    fact), else one. A probe found 8 ranks' worker cores read against one rank's num_workers
+    (x1.72 predicted for 12 -> 136 workers)."""
+    n = facts.get("local_world_size")
+    told = n if isinstance(n, int) and not isinstance(n, bool) else 1
+    for k in (ranks_sampled, len(stats.ranks), told):
+        if k > 1:
+            return k
+    return 1
+
+
+def _per(v: float | None, n: int) -> float | None:
+    return None if v is None else v / n
 
 
 def _share(v: Any) -> float | None:

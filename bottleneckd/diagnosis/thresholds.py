@@ -388,6 +388,15 @@ GPU_BUSY = _t(
     statistic="gpu_busy_fraction",
     source="chosen: the BUSY level; with SM activity under LOW_SM it means small or serial kernels",
 )
+COPIES_EXPLAIN_IDLE = _t(
+    "COPIES_EXPLAIN_IDLE",
+    0.5,
+    unit="PCIe copy time at the link's peak over the GPU's idle share",
+    statistic="pcie_copy_over_gpu_idle",
+    source="chosen: PCIe copies that at the link's own peak would take half the time the GPU idles inside the "
+    "compute phases or more are what it waits on (copies run below peak, so their real time is longer; a "
+    "copy on the compute stream serialises with the kernels); under half, other waits are the larger part",
+)
 GPU_BUSY_NO_GPM = _t(
     "GPU_BUSY_NO_GPM",
     0.8,

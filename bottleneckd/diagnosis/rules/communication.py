@@ -136,11 +136,15 @@ def _inter_node(c: CommCase) -> Finding | None:
     nic = c.w.busiest(Resource.INTER_NODE_INTERCONNECT)
     share, base, where = c.share, c.base, c.where
     during = min(1.0, nic[1] / share) if nic is not None and share else None  # NIC busy while communicating
-    if nic is not None and (nic[1] >= BUSY or (during or 0) >= BUSY or (base and c.several_hosts)):
+    # busy while communicating says which link the communication waits on, and how hard, only where
+    # the communication is COMM_HIGH of the step or more (``base``): a NIC saturated through an 8%
+    # phase is not the step's limit (an independent probe: it outscored a GPU busy the other 92%)
+    strong = during if base and during is not None and during >= BUSY else 0.0
+    if nic is not None and (nic[1] >= BUSY or strong or (base and c.several_hosts)):
         nic_ev = f"{nic[0]} at {pct(nic[1])} of its line rate" + (
             f", {pct(during)} during communication" if during is not None else ""
         )
-        score = max(base, min(1.0, max(nic[1], during or 0.0)))
+        score = max(base, min(1.0, max(nic[1], strong)))
         return _link(Resource.INTER_NODE_INTERCONNECT, score, c.base_ev + [nic_ev] + ([where] if where else []), c)
     if base and c.several_hosts:
         hosts = (

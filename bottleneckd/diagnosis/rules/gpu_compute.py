@@ -31,7 +31,7 @@ from bottleneckd.diagnosis.thresholds import COMPUTE_STAGE, OTHER_HIGH
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.job_gpus import JobGpus
-from bottleneckd.model.resources import Resource, Stage
+from bottleneckd.model.resources import Phase, Resource, Stage
 from bottleneckd.model.units import fmt_value
 from bottleneckd.peaks.resolve import PeakTable
 
@@ -59,6 +59,13 @@ def gpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
                 f"{pct(outside)} outside the phases while {busy[0]}, the job's least busy GPU, ran kernels "
                 f"{pct(busy[1])} of the time: the host waited on the GPU there (a synchronisation such as .item())"
             )
+    lead = _optimizer_lead(w) if stage is None else None
+    if lead is not None:
+        stage = Stage.OPTIMIZER
+        base.append(
+            f"the optimizer step {pct(lead[0])} of step time, longer than forward and backward together "
+            f"({pct(lead[1])}): most of the GPU's work is the optimizer's"
+        )
     jg = window_job_gpus(w, peaks)
     if not jg.devices:
         return []
@@ -80,6 +87,20 @@ def gpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
             found = [replace(f, evidence=(*f.evidence, note)) for f in found]
         per.append((dev, ranks, found if stage is None else [replace(f, stage=stage) for f in found]))
     return _over_gpus(per, base)
+
+
+def _optimizer_lead(w: WindowStats) -> tuple[float, float] | None:
+    """The optimizer phase (on the GPU: not offloaded) and forward+backward+GPU waits, as shares of
+    the step, where the optimizer's is the longer: the compute stage's time is mostly the
+    optimizer's (a dense Adam over a large embedding, a for-loop optimizer launching kernels per
+    parameter) and its advice is the optimizer's (an independent probe's traces, read as forward and
+    backward's before); else None."""
+    p = w.phases
+    if p is None or offloaded(w):
+        return None
+    opt = p.share(Phase.OPTIMIZER) or 0.0
+    rest = sum(p.share(k) or 0.0 for k in (Phase.FORWARD, Phase.BACKWARD, Phase.GPU_WAIT))
+    return (opt, rest) if opt > rest else None
 
 
 def _judged(w: WindowStats, jg: JobGpus) -> list[tuple[str, tuple[int, ...], Mapping[str, Any]]]:

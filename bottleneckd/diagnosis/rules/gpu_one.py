@@ -13,6 +13,11 @@
   a step replayed from CUDA graphs (fact ``cuda_graphs``) has no per-kernel launch cost to blame.
   (A main thread spinning inside a CUDA synchronisation also reads busy: the floor is only applied
   while the SMs are mostly idle, where that cannot be the explanation.)
+- The GPU idle through much of a step that the compute phases hold (kernels running under
+  GPU_BUSY of the time, the SMs not busy): the GPU waits on something inside forward and backward.
+  PCIe copies whose time at the link's peak covers much of that idle time name the interconnect
+  (activations offloaded to host memory, a model streamed in); else the launching threads at a
+  full core name the host (Python, recompilation, launches); else undetermined, with what would tell.
 - Without any of those (no GPM, no dcgm-exporter, no hook: attach on an A100), NVML's busy
   fraction says only that some kernel ran: it reads ~100% for compute-bound, memory-bound and
   tiny-kernel jobs alike. NVML's memory-busy fraction near the practical DRAM maximum names memory
@@ -28,9 +33,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bottleneckd.diagnosis.rules.common import pct
+from bottleneckd.diagnosis.rules.common import compute_share, pct
 from bottleneckd.diagnosis.thresholds import (
     CLOCK_THROTTLED,
+    COMPUTE_STAGE,
+    COPIES_EXPLAIN_IDLE,
     DRAM_PRACTICAL_MAX,
     GPU_BUSY,
     GPU_BUSY_NO_GPM,
@@ -245,6 +252,60 @@ def _sm_busy(c: GpuCase) -> Finding | None:
     return _compute(Resource.GPU_COMPUTE, min(1.0, active / SM_EFFICIENT), tev)
 
 
+def pcie_copy_share(w: WindowStats, dev: str) -> float | None:
+    """The least share of the interval the GPU's PCIe link spent copying: both directions' bytes at
+    the link's peak per direction (copies in the two directions may overlap, so this is a lower
+    bound only where they do not: forward's copies out, backward's back in)."""
+    tx = w.get(Resource.CPU_GPU_INTERCONNECT, dev, "tx_bytes_per_second")
+    rx = w.get(Resource.CPU_GPU_INTERCONNECT, dev, "rx_bytes_per_second")
+    peak = w.get(Resource.CPU_GPU_INTERCONNECT, dev, "peak")
+    if tx is None or rx is None or not peak:
+        return None
+    return min(1.0, (tx + rx) / peak)
+
+
+def _idle_in_compute(c: GpuCase) -> Finding | None:
+    """Kernels running under GPU_BUSY of the time, the SMs not busy, while forward+backward(+optimizer)
+    hold COMPUTE_STAGE of the step: the GPU waits inside the compute phases, on copies over PCIe or on
+    the host (see the module's docstring). A job's GPU busy with another tenant is not this case
+    (its busy fraction would read high)."""
+    comp = compute_share(c.w)
+    active = c.active
+    if c.busy is None or c.busy >= GPU_BUSY or comp is None or comp < COMPUTE_STAGE:
+        return None
+    if active is not None and active >= LOW_SM:
+        return None
+    idle = 1.0 - c.busy
+    ev = c.gev + (
+        [f"{pct(comp)} of the step in forward/backward/optimizer, yet kernels ran only {pct(c.busy)} of the time"]
+        + ([c.act] if c.measured else [])
+        + c.roof
+    )
+    copies = pcie_copy_share(c.w, c.dev)
+    if copies is not None and copies >= COPIES_EXPLAIN_IDLE * idle:
+        ev.append(
+            f"PCIe moved {pct(copies)} of one direction's peak in both directions together: at the link's peak, "
+            f"copies alone take {pct(copies)} of the time, against the GPU's {pct(idle)} idle; the compute phases "
+            "wait on host-device copies (activations or parameters kept in host memory)"
+        )
+        return _compute(Resource.CPU_GPU_INTERCONNECT, HOST_OVERHEAD_SCORE, ev)
+    host = c.launch if c.launch is not None else c.main
+    if host is not None and host >= ONE_CORE:
+        ev.append(
+            f"the threads that launch the kernels at {host:.2f} of a core: host-side work inside the compute "
+            "phases (Python, recompilation, kernel launches) keeps the GPU waiting"
+        )
+        return _compute(Resource.CPU_COMPUTE, HOST_OVERHEAD_SCORE, ev)
+    ev.append(
+        "kernel-launching threads' CPU "
+        + ("unknown" if host is None else f"at {host:.2f} of a core, not saturated")
+        + (f", PCIe copies at most {pct(copies)} of the time" if copies is not None else "")
+        + ": the GPU waits on synchronisation, I/O or another process inside the phases; a profiler trace "
+        "(torch.profiler, Nsight Systems) would tell which"
+    )
+    return _compute(UNDETERMINED, UNDETERMINED_SCORE, ev)
+
+
 def _roofline(c: GpuCase) -> Finding | None:
     """No SM activity measured: the roofline with the rank's own peak decides. Where it is measured
     and low (the decisions above passed: not launch-bound, DRAM not busy), the nearer of two low
@@ -309,6 +370,7 @@ DECISIONS: tuple[Callable[[GpuCase], Finding | None], ...] = (
     _dram_bound,
     _overhead_bound,
     _sm_busy,
+    _idle_in_compute,
     _roofline,
     _nvml_memory_busy,
     _busy_unmeasured,
