@@ -21,7 +21,7 @@ from bottleneckd.diagnosis.rules.comm_cost import comm_cost
 from bottleneckd.diagnosis.rules.common import compute_share, runs_on_gpu
 from bottleneckd.diagnosis.rules.cpu_compute import MIN_CORES_RAN
 from bottleneckd.diagnosis.rules.cpu_state import cpu_state
-from bottleneckd.diagnosis.rules.gpu_one import pcie_copy_share
+from bottleneckd.diagnosis.rules.gpu_one import idle_in_compute, pcie_copy_share
 from bottleneckd.diagnosis.rules.other import other_share
 from bottleneckd.diagnosis.rules.storage import io_wait, storage_signs
 from bottleneckd.diagnosis.straggler import excess, find_straggler, intervals, rank_figures
@@ -148,11 +148,13 @@ def _throttle(w: WindowStats, peaks: PeakTable) -> float | None:
 
 
 def _copy_over_idle(w: WindowStats, peaks: PeakTable) -> float | None:
-    """The least copy time of the job's GPU's PCIe link over the GPU's idle share (the first GPU judged)."""
+    """The PCIe copy-time estimate of the job's first GPU over its idle share inside the compute
+    phases (where that case applies: gpu_one.idle_in_compute)."""
     for dev in window_job_gpus(w, peaks).devices:
-        copies, busy = pcie_copy_share(w, dev), w.get(Resource.GPU_COMPUTE, dev, "busy_fraction")
-        if copies is not None and busy is not None and busy < 1.0:
-            return copies / (1.0 - busy)
+        copies = pcie_copy_share(w, dev)
+        found = idle_in_compute(w, w.get(Resource.GPU_COMPUTE, dev, "busy_fraction"))
+        if copies is not None and found is not None and found[1] > 0:
+            return copies / found[1]
     return None
 
 

@@ -196,7 +196,7 @@ def step_inputs(
         peak, bw = peaks.value(Resource.CPU_COMPUTE, "cpu"), peaks.value(Resource.CPU_MEMORY_BANDWIDTH, "host")
     comm = comm_cost(stats)
     overlap = comm.overlapped_share if comm is not None else (sc.overlapped if sc is not None else None)
-    here = _ranks_here(stats, cpu.ranks, facts)
+    here = _ranks_here(stats, facts)
     counted = cpu.n_workers if cpu.busy is not None or cpu.n_workers else None
     return StepInputs(
         step=ph.wall_seconds / ph.steps,
@@ -240,17 +240,15 @@ def _waiting_is_communication(shares: dict[str, Share], waiting: float) -> dict[
     return out
 
 
-def _ranks_here(stats: WindowStats, ranks_sampled: int, facts: Mapping[str, Any]) -> int:
+def _ranks_here(stats: WindowStats, facts: Mapping[str, Any]) -> int:
     """The job's ranks on this host: the rank processes the CPU sampler found (whose workers' cores
-    it sums), else those reporting in the window, else the job's local world size (the hook's
-    fact), else one. A probe found 8 ranks' worker cores read against one rank's num_workers
-    (x1.72 predicted for 12 -> 136 workers)."""
+    it sums), else the job's local world size (the hook's fact), else one. A probe found 8 ranks'
+    worker cores read against one rank's num_workers (x1.72 predicted for 12 -> 136 workers)."""
+    sampled = stats.get(Resource.CPU_COMPUTE, "job", "ranks")
+    if sampled is not None:
+        return max(1, int(round(sampled)))
     n = facts.get("local_world_size")
-    told = n if isinstance(n, int) and not isinstance(n, bool) else 1
-    for k in (ranks_sampled, len(stats.ranks), told):
-        if k > 1:
-            return k
-    return 1
+    return n if isinstance(n, int) and not isinstance(n, bool) and n > 1 else 1
 
 
 def _per(v: float | None, n: int) -> float | None:

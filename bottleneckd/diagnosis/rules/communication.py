@@ -129,8 +129,8 @@ def _link(resource: Resource, score: float, ev: list[str], c: CommCase) -> Findi
 
 
 def _inter_node(c: CommCase) -> Finding | None:
-    """A NIC busy (over the interval or while communicating), or ranks on several hosts; never for a
-    job whose ranks are all on this host."""
+    """A NIC busy over the interval, or while a communication of COMM_HIGH of the step or more runs,
+    or ranks on several hosts; never for a job whose ranks are all on this host."""
     if c.one_host:
         return None
     nic = c.w.busiest(Resource.INTER_NODE_INTERCONNECT)

@@ -12,6 +12,8 @@
   line), so the compute stage is judged. With the hook's CUDA events the phases are the GPU's own
   timeline, where a synchronisation leaves no gap: time outside them is the GPU's work outside the
   training step (an evaluation, an EMA copy's update, metrics on the GPU), judged in the other stage.
+- An optimizer phase longer than forward, backward and the GPU waits together (the hook's CUDA
+  events) puts the findings in the optimizer stage: the GPU's work is mostly the optimizer's.
 - The job's verdict over its GPUs: each resource named on k of the n GPUs judged scores its
   strongest GPU's score times k/n, so the resource most GPUs name leads, and the evidence names
   the GPUs (and ranks) behind each; the straggler, if any, is named beside it (diagnosis/straggler.py).
@@ -94,9 +96,11 @@ def _optimizer_lead(w: WindowStats) -> tuple[float, float] | None:
     the step, where the optimizer's is the longer: the compute stage's time is mostly the
     optimizer's (a dense Adam over a large embedding, a for-loop optimizer launching kernels per
     parameter) and its advice is the optimizer's (an independent probe's traces, read as forward and
-    backward's before); else None."""
+    backward's before); else None. Timed by the hook's CUDA events only."""
     p = w.phases
-    if p is None or offloaded(w):
+    # the hook's CUDA events only: in stack samples (attach) a long optimizer phase is as often the
+    # host blocked in a synchronisation there (GradScaler's check for inf) while backward's kernels run
+    if p is None or offloaded(w) or not cuda_timed(w):
         return None
     opt = p.share(Phase.OPTIMIZER) or 0.0
     rest = sum(p.share(k) or 0.0 for k in (Phase.FORWARD, Phase.BACKWARD, Phase.GPU_WAIT))

@@ -14,7 +14,8 @@
   (A main thread spinning inside a CUDA synchronisation also reads busy: the floor is only applied
   while the SMs are mostly idle, where that cannot be the explanation.)
 - The GPU idle through much of a step that the compute phases hold (kernels running under
-  GPU_BUSY of the time, the SMs not busy): the GPU waits on something inside forward and backward.
+  GPU_BUSY of the phases' time, the SMs not busy): the GPU waits on something inside forward and
+  backward.
   PCIe copies whose time at the link's peak covers much of that idle time name the interconnect
   (activations offloaded to host memory, a model streamed in); else the launching threads at a
   full core name the host (Python, recompilation, launches); else undetermined, with what would tell.
@@ -253,9 +254,10 @@ def _sm_busy(c: GpuCase) -> Finding | None:
 
 
 def pcie_copy_share(w: WindowStats, dev: str) -> float | None:
-    """The least share of the interval the GPU's PCIe link spent copying: both directions' bytes at
-    the link's peak per direction (copies in the two directions may overlap, so this is a lower
-    bound only where they do not: forward's copies out, backward's back in)."""
+    """The share of the interval the GPU's PCIe link would spend copying at its peak per direction
+    with its two directions taking turns (save_on_cpu: forward's copies out, backward's back in):
+    tx + rx over the peak. PCIe is full duplex, so where the two overlap the time is as little as
+    the larger one's; copies run below the peak, so where they do not it is longer: an estimate."""
     tx = w.get(Resource.CPU_GPU_INTERCONNECT, dev, "tx_bytes_per_second")
     rx = w.get(Resource.CPU_GPU_INTERCONNECT, dev, "rx_bytes_per_second")
     peak = w.get(Resource.CPU_GPU_INTERCONNECT, dev, "peak")
@@ -264,18 +266,32 @@ def pcie_copy_share(w: WindowStats, dev: str) -> float | None:
     return min(1.0, (tx + rx) / peak)
 
 
+def idle_in_compute(w: WindowStats, busy: float | None) -> tuple[float, float] | None:
+    """The compute phases' share of the step and the share of the interval the GPU idles within them
+    (the phases less the time kernels ran: a lower bound, kernels outside the phases counted as in
+    them), where the phases hold COMPUTE_STAGE of the step and the GPU runs kernels under GPU_BUSY of
+    their time; else None. From stack samples (attach) the phases are the host thread's: in them
+    while the GPU idles, it works or waits there on something other than the GPU."""
+    comp = compute_share(w)
+    if busy is None or comp is None or comp < COMPUTE_STAGE:
+        return None
+    if busy >= GPU_BUSY * comp:
+        return None
+    return comp, max(0.0, comp - busy)
+
+
 def _idle_in_compute(c: GpuCase) -> Finding | None:
-    """Kernels running under GPU_BUSY of the time, the SMs not busy, while forward+backward(+optimizer)
-    hold COMPUTE_STAGE of the step: the GPU waits inside the compute phases, on copies over PCIe or on
-    the host (see the module's docstring). A job's GPU busy with another tenant is not this case
-    (its busy fraction would read high)."""
-    comp = compute_share(c.w)
+    """The GPU idle through much of the compute phases (see ``idle_in_compute``), the SMs not busy:
+    it waits there on copies over PCIe or on the host (see the module's docstring). Where no SM
+    activity is measured the hook's roofline decides first (``_roofline``), and a step replayed
+    from CUDA graphs has no launches to blame (undetermined)."""
+    found = idle_in_compute(c.w, c.busy)
     active = c.active
-    if c.busy is None or c.busy >= GPU_BUSY or comp is None or comp < COMPUTE_STAGE:
+    if found is None or (active is not None and active >= LOW_SM):
         return None
-    if active is not None and active >= LOW_SM:
-        return None
-    idle = 1.0 - c.busy
+    if c.sm is None and c.f_ratio is not None and c.b_ratio is not None:
+        return None  # the roofline's to judge
+    comp, idle = found
     ev = c.gev + (
         [f"{pct(comp)} of the step in forward/backward/optimizer, yet kernels ran only {pct(c.busy)} of the time"]
         + ([c.act] if c.measured else [])
@@ -284,12 +300,18 @@ def _idle_in_compute(c: GpuCase) -> Finding | None:
     copies = pcie_copy_share(c.w, c.dev)
     if copies is not None and copies >= COPIES_EXPLAIN_IDLE * idle:
         ev.append(
-            f"PCIe moved {pct(copies)} of one direction's peak in both directions together: at the link's peak, "
-            f"copies alone take {pct(copies)} of the time, against the GPU's {pct(idle)} idle; the compute phases "
-            "wait on host-device copies (activations or parameters kept in host memory)"
+            f"PCIe moved {pct(copies)} of one direction's peak in both directions together: copies taking turns "
+            f"would hold the link {pct(copies)} of the time at its peak, against the GPU idle {pct(idle)} of it "
+            "inside the compute phases; they wait on host-device copies (activations or parameters kept in host "
+            "memory)"
         )
         return _compute(Resource.CPU_GPU_INTERCONNECT, HOST_OVERHEAD_SCORE, ev)
     host = c.launch if c.launch is not None else c.main
+    if c.facts.get("cuda_graphs"):
+        ev.append(
+            "the step replays CUDA graphs: no per-kernel launch cost; a profiler trace would tell what it waits on"
+        )
+        return _compute(UNDETERMINED, UNDETERMINED_SCORE, ev)
     if host is not None and host >= ONE_CORE:
         ev.append(
             f"the threads that launch the kernels at {host:.2f} of a core: host-side work inside the compute "
@@ -299,7 +321,7 @@ def _idle_in_compute(c: GpuCase) -> Finding | None:
     ev.append(
         "kernel-launching threads' CPU "
         + ("unknown" if host is None else f"at {host:.2f} of a core, not saturated")
-        + (f", PCIe copies at most {pct(copies)} of the time" if copies is not None else "")
+        + (f", PCIe copies about {pct(copies)} of the time" if copies is not None else "")
         + ": the GPU waits on synchronisation, I/O or another process inside the phases; a profiler trace "
         "(torch.profiler, Nsight Systems) would tell which"
     )
