@@ -1,6 +1,8 @@
 """Unit tests of each rule family on windows built from figures (tests/windows.py): what each rule
 concludes, and that with no peak known it names a resource only from evidence that needs none."""
 
+import pytest
+
 from bottleneckd.diagnosis.ridge import lowest_ridge
 from bottleneckd.diagnosis.rules import (
     RULES,
@@ -312,6 +314,13 @@ def test_capacity_host_memory_and_disk_full():
         NO_PEAKS,
     )
     assert {f.resource for f in fs} == {"cpu_memory", "storage_capacity"}
+    # host memory named in the data stage: at most the data wait is removable
+    short = capacity(
+        window({**HOST, "cpu_memory/host/utilization": 0.95}, {"data_wait": 0.38, "forward": 0.3, "backward": 0.32}),
+        NO_PEAKS,
+    )
+    mem = next(f for f in short if f.resource == "cpu_memory")
+    assert mem.stage == "data" and mem.headroom == pytest.approx(1 / (1 - 0.38))
 
 
 # --- other, machine only ----------------------------------------------------------------------

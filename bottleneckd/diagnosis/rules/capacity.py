@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bottleneckd.diagnosis.rules.common import pct
+from bottleneckd.diagnosis.rules.common import data_share, headroom, pct, stack_samples
 from bottleneckd.diagnosis.rules.gpu_memory import gpu_memory
 from bottleneckd.diagnosis.thresholds import CAPACITY_HIGH, MEMORY_STALL, STORAGE_FULL, SWAP_RATE
 from bottleneckd.diagnosis.verdict import Finding
@@ -52,7 +52,15 @@ def _host_memory_short(w: WindowStats) -> Finding | None:
     if rss:
         ev.append(f"job resident memory {fmt_value(rss, 'B')}")
     score = min(1.0, _capacity_score(c or 0.0) + (SWAP_SCORE if swap > SWAP_RATE else 0) + (psi or 0))
-    return Finding(resource=Resource.CPU_MEMORY, stage=Stage.DATA, score=score, evidence=tuple(ev))
+    # named in the data stage: at most the data wait is removed (a probe's trace printed "no removable
+    # stage" beside a 38% data wait)
+    return Finding(
+        resource=Resource.CPU_MEMORY,
+        stage=Stage.DATA,
+        score=score,
+        evidence=tuple(ev),
+        headroom=headroom(data_share(w), stack_samples(w)),
+    )
 
 
 def _storage_full(w: WindowStats) -> Finding | None:
