@@ -154,3 +154,24 @@ def test_an_optimizer_stepping_on_host_memory_parameters_is_offloading() -> None
     assert optimizer_on_cpu(opt) and not optimizer_on_cpu(None) and not optimizer_on_cpu(object())
     assert parallel_facts(model, optimizer_offloaded=True)["offloading"] is True
     assert model_facts(model, opt)["offloading"] is False  # the model is on the CPU too
+
+
+def test_the_optimizers_implementation_is_read_off_its_parameter_group() -> None:
+    """torch.optim's fused, foreach or for-loop step (fused_optimizer is advised where it is not
+    fused); unset foreach is torch's default, foreach on a GPU; an optimizer without the options
+    (a custom one, LBFGS) reports none."""
+    torch = __import__("pytest").importorskip("torch")
+    from bottleneckd.model.facts import check
+    from bottleneckd.torch.probe import model_facts, optimizer_impl
+
+    model = torch.nn.Linear(4, 2)
+    ps = list(model.parameters())
+    assert optimizer_impl(torch.optim.AdamW(ps, foreach=False), cuda=True) == "for-loop"
+    assert optimizer_impl(torch.optim.AdamW(ps, foreach=True), cuda=False) == "foreach"
+    assert optimizer_impl(torch.optim.AdamW(ps), cuda=True) == "foreach"
+    assert optimizer_impl(torch.optim.AdamW(ps), cuda=False) == "for-loop"
+    assert optimizer_impl(torch.optim.SGD(ps, lr=0.1), cuda=True) == "foreach"
+    assert optimizer_impl(torch.optim.LBFGS(ps), cuda=True) is None
+    assert optimizer_impl(None, cuda=True) is None and optimizer_impl(object(), cuda=True) is None
+    fact = model_facts(model, torch.optim.AdamW(ps, foreach=False))["optimizer_impl"]
+    assert fact == "for-loop" and check("optimizer_impl", fact) == "for-loop"

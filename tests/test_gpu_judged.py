@@ -319,7 +319,8 @@ def test_a_gpu_idle_through_the_compute_phases_waits_on_the_host_or_on_pcie_copi
 def test_a_gpu_optimizer_step_longer_than_forward_and_backward_is_the_optimizer_stage(fake_tree):
     """A dense Adam over a 6B-parameter embedding (an independent probe's trace): the optimizer 63% of
     the step at DRAM's limit was named in the compute stage; it is the optimizer's, whose advice
-    (a smaller optimizer state) comes first. A step whose forward and backward lead stays compute."""
+    comes first: a fused step (one pass over the state), then a smaller optimizer state. A step
+    whose forward and backward lead stays compute."""
     peaks = _peaks(fake_tree, H200)
     figs = {**HOST, **job(1.2, 0.9, usable=32.0), **gpu("gpu0", busy=0.99, sm=0.72, fp32=0.22, dram=0.69, job=1.0)}
     shares = {"data_wait": 0.02, "forward": 0.1, "backward": 0.19, "optimizer": 0.63, "other": 0.06}
@@ -330,7 +331,9 @@ def test_a_gpu_optimizer_step_longer_than_forward_and_backward_is_the_optimizer_
     from bottleneckd.advice.recommend import recommend
 
     recs = [r.mitigation.id for r in recommend(v, load_knowledge(), {"device": "cuda", "ddp": False})]
-    assert recs[0] == "small_state_optimizer", recs
+    assert recs[:2] == ["fused_optimizer", "small_state_optimizer"], recs
+    fused = {"device": "cuda", "ddp": False, "optimizer_impl": "fused"}  # already fused: a smaller state first
+    assert [r.mitigation.id for r in recommend(v, load_knowledge(), fused)][0] == "small_state_optimizer"
     # from stack samples (attach) a long optimizer phase is as often the host blocked in a
     # synchronisation there (GradScaler's inf check) while backward's kernels run: not the GPU's
     assert top(win(figs, PYSPY, shares=shares), peaks).stage == "compute"

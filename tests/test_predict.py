@@ -531,3 +531,15 @@ def test_the_loader_model_reads_one_ranks_workers_against_one_ranks_cores() -> N
     new = int(p.formula.split("12 -> ")[1].split(" ")[0])
     assert new <= 12 + 224 / 8, p.formula  # one rank's share of the free cores, not the job's
     assert f"({0.93 * 12 * i.step * 1e3:.1f} ms CPU per batch)" in p.formula, p.formula
+
+
+def test_a_fused_optimizer_gains_at_most_the_optimizer_phase() -> None:
+    """What the optimizer step holds is the ceiling: said (unknown) where it is large, the
+    prediction where it is small; unknown where the optimizer was not timed."""
+    from bottleneckd.advice.predict import fused_optimizer
+
+    big = fused_optimizer(inputs({"optimizer": 0.63, "forward": 0.1, "backward": 0.27}))
+    assert big.speedup is None and "at most x2.70" in big.formula, big
+    small = fused_optimizer(inputs({"optimizer": 0.005, "forward": 0.5, "backward": 0.495}))
+    assert small.known and small.speedup == pytest.approx(1 / 0.995) and small.low == 1.0
+    assert fused_optimizer(inputs({"forward": 0.5, "backward": 0.5})).speedup is None

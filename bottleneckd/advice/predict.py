@@ -452,6 +452,30 @@ MODEL_RESOURCES: dict[str, frozenset[str]] = {
 }
 
 
+def fused_optimizer(i: StepInputs) -> Prediction:
+    """A fused optimizer step acts on the optimizer phase alone: it gains at most that phase's share.
+    How much of the phase it saves (launches per parameter, passes over the state) is not measured:
+    above MIN_PREDICTED_GAIN the ceiling is said, unknown; below, the ceiling is the prediction (at
+    most), which ranks it after the unknown ones."""
+    if Phase.OPTIMIZER not in i.shares:
+        return unknown("amdahl", "the optimizer step was not timed: its share of the step is not known")
+    o = i.share(Phase.OPTIMIZER)
+    ceiling = amdahl(o.high, math.inf)
+    if ceiling - 1.0 >= MIN_PREDICTED_GAIN:
+        return unknown(
+            "amdahl",
+            f"at most x{ceiling:.2f} (the optimizer step, {o.value:.0%} of the step, removed); how much of it a "
+            "fused step saves is not measured: measure it (verify=True, compare)",
+        )
+    return known(
+        "amdahl",
+        ceiling,
+        1.0,
+        ceiling,
+        f"at most the optimizer step, {o.value:.0%} of the step ({o.low:.0%} to {o.high:.0%}), removed",
+    )
+
+
 def small_state_optimizer(i: StepInputs) -> Prediction:
     """A smaller optimizer state acts on the optimizer phase alone, so it gains at most that phase's
     share (an 8-bit optimizer on a step whose time is in decoding or the model's own weight reads
@@ -597,6 +621,7 @@ MODELS: dict[str, Model] = {
     "simplify_augmentation": simplify_augmentation,
     "cache_locally": cache_locally,
     "small_state_optimizer": small_state_optimizer,
+    "fused_optimizer": fused_optimizer,
 }
 NO_MODEL = (
     "no model from the measured step (its gain is in how much work it removes): measure it (verify=True, compare)"

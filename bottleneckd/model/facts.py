@@ -162,6 +162,14 @@ FACTS: dict[str, FactSpec] = {
             "parameters or optimizer state offloaded to the CPU (FSDP CPUOffload, or the optimizer stepping on "
             "host-memory parameters of a GPU model)",
         ),
+        _spec(
+            "optimizer_impl",
+            "str",
+            _P,
+            "the optimizer's implementation (torch.optim's fused, foreach or for-loop; absent for an optimizer "
+            "without those options)",
+            ("fused", "foreach", "for-loop"),
+        ),
         _spec("world_size", "int", _C, "ranks in the job"),
         _spec("local_world_size", "int", _C, "ranks on this node"),
         # communication inside backward (DDP's buckets through the comm-hook wrapper, ddp_comm.py)

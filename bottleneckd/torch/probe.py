@@ -31,7 +31,29 @@ def model_facts(model: torch.nn.Module, optimizer: Any = None) -> dict[str, Any]
         # (no synchronisation: cached properties)
         "cuda_uuids": tuple(sorted(f"GPU-{torch.cuda.get_device_properties(i).uuid}" for i in cuda)) or None,
         **parallel_facts(model, optimizer_on_cpu(optimizer) if cuda else False),
+        "optimizer_impl": optimizer_impl(optimizer, bool(cuda)),
     }
+
+
+def optimizer_impl(optimizer: Any, cuda: bool) -> str | None:
+    """torch.optim's implementation of the optimizer's step: "fused" (one kernel for every
+    parameter's update), "foreach" (multi-tensor kernels) or "for-loop" (kernels per parameter),
+    as its first parameter group sets them; unset (None) is torch's default, foreach where the
+    parameters are on a GPU (torch.optim's docs: fused > foreach > for-loop in performance). None
+    for an optimizer without those options."""
+    try:
+        groups = getattr(optimizer, "param_groups", None)
+        group = groups[0] if groups else getattr(optimizer, "defaults", None)
+        if not isinstance(group, dict) or ("foreach" not in group and "fused" not in group):
+            return None
+        if group.get("fused"):
+            return "fused"
+        foreach = group.get("foreach")
+        if foreach is None:
+            return "foreach" if cuda else "for-loop"
+        return "foreach" if foreach else "for-loop"
+    except (AttributeError, TypeError, IndexError, KeyError):
+        return None
 
 
 def optimizer_on_cpu(optimizer: Any) -> bool:
