@@ -452,11 +452,11 @@ MODEL_RESOURCES: dict[str, frozenset[str]] = {
 }
 
 
-def fused_optimizer(i: StepInputs) -> Prediction:
-    """A fused optimizer step acts on the optimizer phase alone: it gains at most that phase's share.
-    How much of the phase it saves (launches per parameter, passes over the state) is not measured:
-    above MIN_PREDICTED_GAIN the ceiling is said, unknown; below, the ceiling is the prediction (at
-    most), which ranks it after the unknown ones."""
+def _optimizer_ceiling(i: StepInputs, unmeasured: str) -> tuple[Share, float] | Prediction:
+    """A mitigation acting on the optimizer phase alone gains at most that phase's share: the phase's
+    share and that ceiling, or the Prediction where that is all that can be said (the optimizer not
+    timed; or a ceiling of MIN_PREDICTED_GAIN or more, said with what of the phase it removes,
+    ``unmeasured``, not being measured)."""
     if Phase.OPTIMIZER not in i.shares:
         return unknown("amdahl", "the optimizer step was not timed: its share of the step is not known")
     o = i.share(Phase.OPTIMIZER)
@@ -464,9 +464,20 @@ def fused_optimizer(i: StepInputs) -> Prediction:
     if ceiling - 1.0 >= MIN_PREDICTED_GAIN:
         return unknown(
             "amdahl",
-            f"at most x{ceiling:.2f} (the optimizer step, {o.value:.0%} of the step, removed); how much of it a "
-            "fused step saves is not measured: measure it (verify=True, compare)",
+            f"at most x{ceiling:.2f} (the optimizer step, {o.value:.0%} of the step, removed); how much of it "
+            f"{unmeasured} is not measured: measure it (verify=True, compare)",
         )
+    return o, ceiling
+
+
+def fused_optimizer(i: StepInputs) -> Prediction:
+    """A fused optimizer step acts on the optimizer phase alone (``_optimizer_ceiling``): how much of
+    the phase it saves (launches per parameter, passes over the state) is not measured, so below
+    MIN_PREDICTED_GAIN the ceiling is the prediction (at most), which ranks it after the unknown ones."""
+    found = _optimizer_ceiling(i, "a fused step saves")
+    if isinstance(found, Prediction):
+        return found
+    o, ceiling = found
     return known(
         "amdahl",
         ceiling,
@@ -482,17 +493,11 @@ def small_state_optimizer(i: StepInputs) -> Prediction:
     does nothing for them). Only that ceiling is known (whether the phase is memory-bound is not):
     below MIN_PREDICTED_GAIN it is the prediction (Amdahl over the phase made SMALL_STATE_FACTOR
     faster, the high end the phase removed) and ranks it after the unknown ones; above, unknown
-    with the ceiling said."""
-    if Phase.OPTIMIZER not in i.shares:
-        return unknown("amdahl", "the optimizer step was not timed: its share of the step is not known")
-    o = i.share(Phase.OPTIMIZER)
-    ceiling = amdahl(o.high, math.inf)
-    if ceiling - 1.0 >= MIN_PREDICTED_GAIN:
-        return unknown(
-            "amdahl",
-            f"at most x{ceiling:.2f} (the optimizer step, {o.value:.0%} of the step, removed); how much of it is "
-            "the state's memory traffic is not measured: measure it (verify=True, compare)",
-        )
+    with the ceiling said (``_optimizer_ceiling``)."""
+    found = _optimizer_ceiling(i, "is the state's memory traffic")
+    if isinstance(found, Prediction):
+        return found
+    o, ceiling = found
     return known(
         "amdahl",
         amdahl(o.value, SMALL_STATE_FACTOR),

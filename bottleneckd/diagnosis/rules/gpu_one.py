@@ -210,6 +210,20 @@ def _overhead_bound(c: GpuCase) -> Finding | None:
             f"neither FLOP/s nor bytes/s is near its peak (both under {pct(NEAR_PEAK_FLOOR)}): overhead, not the "
             "roofline, limits the step"
         )
+    return _the_launching_host(
+        c,
+        ev,
+        graphs="the idle SMs are small kernels, synchronisation or host work between replays (a profiler trace "
+        "would tell)",
+        bound="kernel launches / host-side Python limit the step",
+        otherwise="launch latency, synchronisation or tiny kernels; a profiler trace would tell which",
+    )
+
+
+def _the_launching_host(c: GpuCase, ev: list[str], *, graphs: str, bound: str, otherwise: str) -> Finding:
+    """The GPU waits on its host: a step replayed from CUDA graphs has no launches to blame
+    (undetermined, ``graphs`` said); the threads that launch the kernels at a full core are the
+    host's CPU (``bound`` said); else undetermined (``otherwise`` said)."""
     host = c.launch if c.launch is not None else c.main
     who = (
         f"main thread {c.main:.2f} + autograd device threads {host - c.main:.2f} of a core"
@@ -217,21 +231,15 @@ def _overhead_bound(c: GpuCase) -> Finding | None:
         else "main thread"
     )
     if c.facts.get("cuda_graphs"):
-        ev.append(
-            "the step replays CUDA graphs: no per-kernel launch cost; the idle SMs are small kernels, "
-            "synchronisation or host work between replays (a profiler trace would tell)"
-        )
+        ev.append(f"the step replays CUDA graphs: no per-kernel launch cost; {graphs}")
         return _compute(UNDETERMINED, UNDETERMINED_SCORE, ev)
     if host is not None and host >= ONE_CORE:
-        ev.append(
-            f"the threads that launch the kernels at {host:.2f} of a core ({who}): kernel launches / host-side "
-            "Python limit the step"
-        )
+        ev.append(f"the threads that launch the kernels at {host:.2f} of a core ({who}): {bound}")
         return _compute(Resource.CPU_COMPUTE, HOST_OVERHEAD_SCORE, ev)
     ev.append(
         "kernel-launching threads' CPU "
         + ("unknown" if host is None else f"at {host:.2f} of a core ({who}), not saturated")
-        + ": launch latency, synchronisation or tiny kernels; a profiler trace would tell which"
+        + f": {otherwise}"
     )
     return _compute(UNDETERMINED, UNDETERMINED_SCORE, ev)
 
@@ -306,26 +314,15 @@ def _idle_in_compute(c: GpuCase) -> Finding | None:
             "memory)"
         )
         return _compute(Resource.CPU_GPU_INTERCONNECT, HOST_OVERHEAD_SCORE, ev)
-    host = c.launch if c.launch is not None else c.main
-    if c.facts.get("cuda_graphs"):
-        ev.append(
-            "the step replays CUDA graphs: no per-kernel launch cost; a profiler trace would tell what it waits on"
-        )
-        return _compute(UNDETERMINED, UNDETERMINED_SCORE, ev)
-    if host is not None and host >= ONE_CORE:
-        ev.append(
-            f"the threads that launch the kernels at {host:.2f} of a core: host-side work inside the compute "
-            "phases (Python, recompilation, kernel launches) keeps the GPU waiting"
-        )
-        return _compute(Resource.CPU_COMPUTE, HOST_OVERHEAD_SCORE, ev)
-    ev.append(
-        "kernel-launching threads' CPU "
-        + ("unknown" if host is None else f"at {host:.2f} of a core, not saturated")
-        + (f", PCIe copies about {pct(copies)} of the time" if copies is not None else "")
-        + ": the GPU waits on synchronisation, I/O or another process inside the phases; a profiler trace "
-        "(torch.profiler, Nsight Systems) would tell which"
+    return _the_launching_host(
+        c,
+        ev,
+        graphs="a profiler trace would tell what it waits on",
+        bound="host-side work inside the compute phases (Python, recompilation, kernel launches) keeps the GPU waiting",
+        otherwise=(f"PCIe copies about {pct(copies)} of the time; " if copies is not None else "")
+        + "the GPU waits on synchronisation, I/O or another process inside the phases; a profiler trace "
+        "(torch.profiler, Nsight Systems) would tell which",
     )
-    return _compute(UNDETERMINED, UNDETERMINED_SCORE, ev)
 
 
 def _roofline(c: GpuCase) -> Finding | None:
