@@ -168,7 +168,7 @@ def test_every_expression_evaluates_and_returns_data(tmp_path, cli_env):
                 "--trace",
                 str(t),
                 "--duration",
-                "120",
+                "300",  # the replays outlive the queries on a loaded machine
             ],
             env=cli_env,
             stderr=subprocess.DEVNULL,
@@ -196,6 +196,8 @@ def test_every_expression_evaluates_and_returns_data(tmp_path, cli_env):
         prom.wait_for(
             "train_job:bottleneckd_straggler_rank", timeout=60
         )  # the 4-rank trace's straggler, via the recording rules
+        # the NFS trace's own series (a CI run under load found none when it queried)
+        prom.wait_for('bottleneckd_utilization_ratio{resource="storage_network_bandwidth"}', timeout=60)
         import time
 
         time.sleep(3)  # a few scrapes, so rate() and changes() have two points
