@@ -321,3 +321,31 @@ def test_a_rank_doing_more_work_is_named_when_every_rank_waits_for_a_cpu_alike()
     # the margin, no one is named
     bare = [_r(x, ranks=tuple(_r(r, phases=_r(r.phases, facts={})) for r in x.ranks)) for x in out]
     assert find_straggler(bare) is None
+
+
+def test_a_rank_waiting_inside_backward_for_a_rank_denied_its_cpu_is_not_named():
+    """An even 2-rank job whose rank 1 shares its core with six spinners (a CI run of
+    tests/test_ranks_job.py): rank 1 waits 300 ms a step for a CPU; rank 0 waits for rank 1's
+    gradients inside backward, which reads as busy, so it is the busiest by a hair and its own work
+    (busy less a small wait for a CPU) far above the median. The job waits on the rank denied the
+    CPU: contended, named no one (rank 0 was named before)."""
+    out, rq, cpu = [], {0: 0.0, 1: 0.0}, {0: 0.0, 1: 0.0}
+    for t in range(10):
+        ph = {
+            0: {"forward": 0.04, "backward": 0.06 + 0.31, "optimizer": 0.005},
+            1: {"forward": 0.04 + 0.15, "backward": 0.06 + 0.15, "optimizer": 0.005},
+        }
+        queued = {0: 0.002, 1: 0.3}
+        step = max(sum(p.values()) for p in ph.values()) + 0.002
+        ranks = []
+        for r in (0, 1):
+            cpu[r] += 5 * 0.105
+            rq[r] += 5 * queued[r]
+            phases = {k: v * 5 for k, v in ph[r].items()}
+            phases["communication"] = (step - sum(ph[r].values())) * 5
+            facts = {"runqueue_wait_seconds": rq[r], "thread_cpu_seconds": cpu[r]}
+            ranks.append(RankPhases(ident(r, per_node=2), StepPhases(5, step * 5, phases, facts)))
+        out.append(Sample(float(t), 1.0, (), None, (), tuple(ranks)))
+    s = find_straggler(out)
+    assert s is not None and s.rank == 0 and s.own_excess > 0.1, s
+    assert s.contended, s

@@ -382,10 +382,12 @@ def find_straggler(
 
 
 def _contention(top: RankFigures, figs: list[RankFigures], lag: float) -> float | None:
-    """Seconds per step of ``top``'s lag taken by other processes on its cores (0: not contended),
-    None when a rank sent no CPU figures. Contended: it waits for a CPU notably longer per second of
-    its own CPU than the other ranks (STRAGGLER_CONTENTION_RATE times their median), and its own
-    extra CPU per step, at that rate, explains less than half of its lag.
+    """Seconds per step of ``top``'s lag taken by other processes on its cores or another rank's
+    (0: not contended), None when a rank sent no CPU figures. Contended: another rank waited for a
+    CPU longer per step than ``top`` by its lag or more (the job waits on that rank); or it waits
+    for a CPU notably longer per second of its own CPU than the other ranks
+    (STRAGGLER_CONTENTION_RATE times their median), and its own extra CPU per step, at that rate,
+    explains less than half of its lag.
 
     Neither figure alone will do at load 12-31 on 2 cores: CFS lets ranks that sleep in collectives
     wait less per CPU second than one computing through, and three spinners on a rank's core add
@@ -395,6 +397,12 @@ def _contention(top: RankFigures, figs: list[RankFigures], lag: float) -> float 
     cpus = [f.cpu for f in figs if f.cpu is not None]
     if top.cpu is None or top.wait_per_cpu is None or len(rates) < len(others) or len(cpus) < len(figs):
         return None
+    denied = max((f.runqueue or 0.0) for f in others) - (top.runqueue or 0.0)
+    if denied >= lag:
+        # another rank waited for a CPU longer per step, beyond this one's wait, than this one lags:
+        # the job waits on the rank denied the CPU (a rank's wait for it inside backward reads as
+        # busy: a CI run named rank 0 of an even job whose rank 1 shared its core with six spinners)
+        return lag
     rate = median(rates)
     work = max(0.0, top.cpu - median(cpus)) * (1 + top.wait_per_cpu)
     return max(0.0, lag - work) if top.wait_per_cpu >= STRAGGLER_CONTENTION_RATE * rate else 0.0
