@@ -6,7 +6,9 @@ the blocks with it are faster at the stated ``alpha``: the statistics of ``bottl
 (``compare/blocks.py``: a one-sided Welch t-test, the throughput ratio with its confidence
 interval). Each turn is asked of the watcher (``toggle``) and done by the mitigation engine at the
 next forward, never inside an optimizer hook (removing a hook there would break the user's step);
-the first ``warmup`` steps of each block are not counted (the step in flight at a turn, caches).
+the first ``warmup`` steps of each block are not counted (the step in flight at a turn, caches),
+nor the more steps a mitigation says still run on work begun before the turn (``settle_steps``: a
+DataLoader's batches in flight).
 """
 
 from __future__ import annotations
@@ -89,6 +91,12 @@ class Trial:
         return f"{self.name}: {self.verdict.message}{pred}"
 
 
+def settle_steps(t: Trial) -> int:
+    """The steps after a turn the mitigation says still run on what was begun before it."""
+    settle = getattr(t.mitigation, "settle_steps", None)
+    return int(settle()) if callable(settle) else 0
+
+
 def throughput(steps: Steps) -> float | None:
     """Examples per second over the steps (steps per second when batch sizes are unknown)."""
     wall = sum(w for w, _ in steps)
@@ -142,7 +150,7 @@ class Trials:
             self._decide(t)
             return
         t.applied = not t.applied
-        t._skip = max(1, t.warmup)  # at least the step in flight when the turn was asked for
+        t._skip = max(1, t.warmup, settle_steps(t))  # at least the step in flight when the turn was asked for
         self._toggle(t, t.applied)
 
     def _decide(self, t: Trial) -> None:
@@ -192,6 +200,8 @@ class Trials:
         )
 
     def begin(self, t: Trial) -> None:
+        """Called once the mitigation is applied (its steps in flight are known then)."""
+        t._skip = max(t._skip, settle_steps(t))
         self.all.append(t)
         if t.verify:
             self.current = t

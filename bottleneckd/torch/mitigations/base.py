@@ -159,6 +159,11 @@ class HookMitigation:
     def revert(self) -> None:
         raise NotImplementedError
 
+    def settle_steps(self) -> int:
+        """Steps after it is applied or reverted that still run on work begun before the turn (a
+        verification skips them); 0 for a mitigation that takes effect at once."""
+        return 0
+
     def on_event(self, event: LoopEvent, ctx: Context) -> None:
         """Called at each of ``events``."""
 

@@ -16,6 +16,11 @@ from bottleneckd.torch.mitigations.base import Context, HookMitigation, declared
 SETTABLE = ("num_workers", "pin_memory", "prefetch_factor", "persistent_workers")
 
 
+def in_flight(workers: int | None, prefetch_factor: int | None) -> int:
+    """Batches a DataLoader iterator of these settings has asked its workers for at most."""
+    return int(workers or 0) * int(prefetch_factor or 2)
+
+
 class DataLoaderSettings(HookMitigation):
     hook = declared_hook("dataloader_settings")
     facts = {"loader_workers": int, "pin_memory": bool, "persistent_workers": bool, "prefetch_factor": int}
@@ -39,6 +44,7 @@ class DataLoaderSettings(HookMitigation):
         self.note = ""
         #: the settings take effect inside the epoch (at the next batch), not only at the next one
         self.immediate = False
+        self._settle = 0
 
     def apply(self, ctx: Context) -> None:
         loader = getattr(ctx.loader, "loader", None)
@@ -53,6 +59,9 @@ class DataLoaderSettings(HookMitigation):
         if wanted["num_workers"] and wanted["prefetch_factor"] is None:
             wanted["prefetch_factor"] = 4
         self._loader = loader
+        self._settle = in_flight(loader.num_workers, loader.prefetch_factor) + in_flight(
+            wanted["num_workers"], wanted["prefetch_factor"] or loader.prefetch_factor
+        )
         changed = []
         for k in SETTABLE:
             v = wanted[k]
@@ -70,6 +79,15 @@ class DataLoaderSettings(HookMitigation):
         for k in SETTABLE:
             if wanted[k] is not None:
                 ctx.facts.set("loader_workers" if k == "num_workers" else k, wanted[k])
+
+    def settle_steps(self) -> int:
+        """At a turn the old iterator hands out the batches it has in flight, which its workers
+        go on computing beside the new iterator's, and the new one's first batches come from the
+        queue it filled meanwhile: both sides' ``num_workers x prefetch_factor`` batches are run on
+        the two pools together. Counted in a block, they made the side without more workers look
+        as fast as the side with them (data_cpu_bound 1 -> 2 workers under ``run --tune``: x1.01
+        measured, with a warm-up of 4 steps and 8 batches in flight; x1.98 by its intervention)."""
+        return self._settle if self.immediate else 0
 
     def revert(self) -> None:
         for k, v in self._old.items():
