@@ -339,3 +339,25 @@ def test_a_gpu_optimizer_step_longer_than_forward_and_backward_is_the_optimizer_
     assert top(win(figs, PYSPY, shares=shares), peaks).stage == "compute"
     shares = {"data_wait": 0.02, "forward": 0.3, "backward": 0.45, "optimizer": 0.2, "other": 0.03}
     assert top(win(figs, {"device": "cuda"}, shares=shares), peaks).stage == "compute"
+
+
+def test_a_for_loop_optimizer_at_a_fifth_of_the_step_is_the_optimizer_stage(fake_tree):
+    """AdamW(foreach=False) at 33% of an H100 step (an independent probe's trace) was named in the
+    compute stage with forward and backward's advice first; a for-loop optimizer at
+    FOR_LOOP_OPTIMIZER_HIGH of the step or more is the optimizer stage, a fused or foreach step first.
+    The same share from a foreach optimizer, or a for-loop one at a few percent, stays compute."""
+    from bottleneckd.advice.knowledge import load_knowledge
+    from bottleneckd.advice.recommend import recommend
+
+    peaks = _peaks(fake_tree, H200)
+    figs = {**HOST, **job(1.3, 1.0, usable=32.0), **gpu("gpu0", busy=0.93, sm=0.55, tensor=0.35, dram=0.3, job=1.0)}
+    shares = {"data_wait": 0.02, "forward": 0.21, "backward": 0.41, "optimizer": 0.33, "other": 0.03}
+    facts = {"device": "cuda", "optimizer_impl": "for-loop"}
+    v = top(win(figs, facts, shares=shares), peaks)
+    assert v.stage == "optimizer", v
+    assert any("parameter by parameter" in e for e in v.evidence), v.evidence
+    recs = [r.mitigation.id for r in recommend(v, load_knowledge(), {**facts, "ddp": False})]
+    assert recs[0] == "fused_optimizer", recs
+    assert top(win(figs, {"device": "cuda", "optimizer_impl": "foreach"}, shares=shares), peaks).stage == "compute"
+    small = {"data_wait": 0.02, "forward": 0.33, "backward": 0.57, "optimizer": 0.05, "other": 0.03}
+    assert top(win(figs, facts, shares=small), peaks).stage == "compute"

@@ -98,6 +98,19 @@ OFFLOADED_OPTIMIZER_HIGH = _t(
     "probe's ZeRO-Offload trace: 55% of a 6.4 s step in CPU Adam, the GPU idle meanwhile, read as GPU compute)",
     caveat="chosen, not measured: between the few percent of an optimizer step on the GPU and that trace",
 )
+FOR_LOOP_OPTIMIZER_HIGH = _t(
+    "FOR_LOOP_OPTIMIZER_HIGH",
+    0.2,
+    unit=_SHARE,
+    statistic="optimizer_share",
+    source="a GPU job whose optimizer updates parameter by parameter (the hook's fact optimizer_impl for-loop: "
+    "foreach=False, or an optimizer without multi-tensor kernels) spends this much of its step or more in the "
+    "optimizer step: the step's cheapest part to shrink, foreach or fused kernels doing the same update in a "
+    "fraction of the launches and passes over the state (torch.optim's docs: fused > foreach > for-loop); an "
+    "independent probe's trace, AdamW(foreach=False) at 33% of an H100 step, was labelled the optimizer stage by its "
+    "engineer and read as forward and backward's compute",
+    caveat="chosen, not measured on a GPU: between the few percent of a foreach or fused step and that trace",
+)
 COMM_THREADS_ACTIVE = _t(
     "COMM_THREADS_ACTIVE",
     0.02,

@@ -13,7 +13,9 @@
   timeline, where a synchronisation leaves no gap: time outside them is the GPU's work outside the
   training step (an evaluation, an EMA copy's update, metrics on the GPU), judged in the other stage.
 - An optimizer phase longer than forward, backward and the GPU waits together (the hook's CUDA
-  events) puts the findings in the optimizer stage: the GPU's work is mostly the optimizer's.
+  events) puts the findings in the optimizer stage: the GPU's work is mostly the optimizer's. So
+  does an optimizer stepping parameter by parameter (the hook's fact ``optimizer_impl``: for-loop)
+  at FOR_LOOP_OPTIMIZER_HIGH of the step or more: its kernels are the step's cheapest to cut.
 - The job's verdict over its GPUs: each resource named on k of the n GPUs judged scores its
   strongest GPU's score times k/n, so the resource most GPUs name leads, and the evidence names
   the GPUs (and ranks) behind each; the straggler, if any, is named beside it (diagnosis/straggler.py).
@@ -29,7 +31,7 @@ from bottleneckd.diagnosis.job_gpus import co_tenants, never_idle, runs_on_gpu, 
 from bottleneckd.diagnosis.rules.common import compute_share, cuda_timed, offloaded, pct
 from bottleneckd.diagnosis.rules.gpu_one import one_gpu
 from bottleneckd.diagnosis.rules.other import other_share
-from bottleneckd.diagnosis.thresholds import COMPUTE_STAGE, OTHER_HIGH
+from bottleneckd.diagnosis.thresholds import COMPUTE_STAGE, FOR_LOOP_OPTIMIZER_HIGH, OTHER_HIGH
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.job_gpus import JobGpus
@@ -64,10 +66,7 @@ def gpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     lead = _optimizer_lead(w) if stage is None else None
     if lead is not None:
         stage = Stage.OPTIMIZER
-        base.append(
-            f"the optimizer step {pct(lead[0])} of step time, longer than forward and backward together "
-            f"({pct(lead[1])}): most of the GPU's work is the optimizer's"
-        )
+        base.append(lead)
     jg = window_job_gpus(w, peaks)
     if not jg.devices:
         return []
@@ -91,12 +90,12 @@ def gpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     return _over_gpus(per, base)
 
 
-def _optimizer_lead(w: WindowStats) -> tuple[float, float] | None:
-    """The optimizer phase (on the GPU: not offloaded) and forward+backward+GPU waits, as shares of
-    the step, where the optimizer's is the longer: the compute stage's time is mostly the
-    optimizer's (a dense Adam over a large embedding, a for-loop optimizer launching kernels per
-    parameter) and its advice is the optimizer's (an independent probe's traces, read as forward and
-    backward's before); else None. Timed by the hook's CUDA events only."""
+def _optimizer_lead(w: WindowStats) -> str | None:
+    """Why the compute stage's advice is the optimizer's, or None: the optimizer phase (on the GPU:
+    not offloaded) longer than forward+backward+GPU waits (a dense Adam over a large embedding), or
+    a for-loop optimizer (kernels per parameter) at FOR_LOOP_OPTIMIZER_HIGH of the step or more
+    (independent probes' traces, read as forward and backward's before). Timed by the hook's CUDA
+    events only."""
     p = w.phases
     # the hook's CUDA events only: in stack samples (attach) a long optimizer phase is as often the
     # host blocked in a synchronisation there (GradScaler's check for inf) while backward's kernels run
@@ -104,7 +103,17 @@ def _optimizer_lead(w: WindowStats) -> tuple[float, float] | None:
         return None
     opt = p.share(Phase.OPTIMIZER) or 0.0
     rest = sum(p.share(k) or 0.0 for k in (Phase.FORWARD, Phase.BACKWARD, Phase.GPU_WAIT))
-    return (opt, rest) if opt > rest else None
+    if opt > rest:
+        return (
+            f"the optimizer step {pct(opt)} of step time, longer than forward and backward together "
+            f"({pct(rest)}): most of the GPU's work is the optimizer's"
+        )
+    if p.facts.get("optimizer_impl") == "for-loop" and opt >= FOR_LOOP_OPTIMIZER_HIGH:
+        return (
+            f"the optimizer step {pct(opt)} of step time (at least {pct(FOR_LOOP_OPTIMIZER_HIGH)}), its update "
+            "run parameter by parameter (a for-loop optimizer: foreach=False): the step's cheapest part to cut"
+        )
+    return None
 
 
 def _judged(w: WindowStats, jg: JobGpus) -> list[tuple[str, tuple[int, ...], Mapping[str, Any]]]:
