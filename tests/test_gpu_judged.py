@@ -184,6 +184,7 @@ def test_the_active_bottlenecks_advice_comes_before_a_secondarys_predicted_gain(
     """Out of GPU memory with a secondary gpu_compute: a larger batch "predicted" from the step's
     communication and optimizer share (Amdahl) is no first advice for a job whose tensors fill the
     GPU; the active resource's come first, whatever the secondary's prediction."""
+
     from bottleneckd.advice.knowledge import load_knowledge
     from bottleneckd.advice.recommend import recommend
     from bottleneckd.diagnosis.step_inputs import Share, StepInputs
@@ -361,3 +362,47 @@ def test_a_for_loop_optimizer_at_a_fifth_of_the_step_is_the_optimizer_stage(fake
     assert top(win(figs, {"device": "cuda", "optimizer_impl": "foreach"}, shares=shares), peaks).stage == "compute"
     small = {"data_wait": 0.02, "forward": 0.33, "backward": 0.57, "optimizer": 0.05, "other": 0.03}
     assert top(win(figs, facts, shares=small), peaks).stage == "compute"
+
+
+def test_a_gpu_idle_between_full_kernels_while_its_host_runs_a_full_core_is_the_host(fake_tree):
+    """24 .tolist() per forward (an independent probe's trace): kernels ran 63% of the time at SM
+    53% (84% while running: they fill the GPU), the GPU idle 31% of the interval inside the compute
+    phases, the main thread at a full core. The SMs' time average named GPU compute; the host holds
+    the GPU back between kernels: cpu_compute, removing the syncs first (predicted from the idle
+    share), with that share as the headroom. Not where the launching threads are below a core, the
+    step replays CUDA graphs, or the GPU idles little there."""
+    from dataclasses import replace
+
+    from bottleneckd.advice.knowledge import load_knowledge
+    from bottleneckd.advice.recommend import recommend
+    from bottleneckd.diagnosis.step_inputs import Share, StepInputs
+
+    peaks = _peaks(fake_tree, H200)
+    shares = {"data_wait": 0.03, "forward": 0.36, "backward": 0.5, "optimizer": 0.08, "other": 0.03}
+    gaps = gpu("gpu0", busy=0.63, sm=0.53, tensor=0.31, dram=0.24, job=1.0)
+    v = top(win({**HOST, **job(1.3, 0.96, usable=32.0), **gaps}, {"device": "cuda"}, shares=shares), peaks)
+    assert (v.resource, v.stage) == ("cpu_compute", "compute"), v
+    assert any("the gaps between them are the host's" in e for e in v.evidence), v.evidence
+    assert v.headroom is not None and 1.4 < v.headroom < 1.5, v.headroom  # 1 / (1 - 0.31)
+    inputs = StepInputs(
+        step=0.12, shares={k: Share(x, x, x) for k, x in shares.items()}, device="cuda", gpu_busy=0.63, gpu_sm=0.53
+    )
+    recs = recommend(v, load_knowledge(), {"device": "cuda", "ddp": False}, inputs=inputs)
+    assert recs[0].mitigation.id == "avoid_host_syncs", [r.mitigation.id for r in recs]
+    assert recs[0].prediction is not None and recs[0].prediction.gain is not None
+    # small kernels (SM 14% at busy 72%): the gaps are launches; CUDA graphs first, the syncs unpredicted
+    small = replace(inputs, gpu_busy=0.72, gpu_sm=0.14)
+    recs = recommend(v, load_knowledge(), {"device": "cuda", "ddp": False}, inputs=small)
+    assert recs[0].mitigation.id == "cuda_graphs", [r.mitigation.id for r in recs]
+    # the launching threads below a core, or CUDA graphs replayed: the SMs' reading stands
+    quiet = win({**HOST, **job(0.7, 0.5, usable=32.0), **gaps}, {"device": "cuda"}, shares=shares)
+    assert top(quiet, peaks).resource == "gpu_compute"
+    graphs = win(
+        {**HOST, **job(1.3, 0.96, usable=32.0), **gaps}, {"device": "cuda", "cuda_graphs": True}, shares=shares
+    )
+    assert top(graphs, peaks).resource == "gpu_compute"
+    # a GPU busy through the phases (idle 12%) with the same host: GPU compute
+    busy = gpu("gpu0", busy=0.82, sm=0.7, tensor=0.4, dram=0.3, job=1.0)
+    assert top(
+        win({**HOST, **job(1.3, 0.96, usable=32.0), **busy}, {"device": "cuda"}, shares=shares), peaks
+    ).resource == ("gpu_compute")

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from bottleneckd.diagnosis.step_inputs import Share, StepInputs
-from bottleneckd.diagnosis.thresholds import NO_WORKERS
+from bottleneckd.diagnosis.thresholds import LOW_SM, NO_WORKERS
 from bottleneckd.model.resources import Phase, Resource
 
 #: the largest share of the step a model removes (a step cannot take no time); the same cap as the
@@ -413,6 +413,44 @@ def other_lines(i: StepInputs, kind: str, every: int = EVERY_N) -> Prediction:
 SMALLER_MODEL_LOW, SMALLER_MODEL_HIGH = 2.0, 4.0
 
 
+def host_gaps(i: StepInputs) -> Prediction:
+    """Removing what holds the GPU back between its kernels inside the compute phases (a
+    synchronisation per tensor, host work between launches): the GPU's idle share of the step
+    there, g = c - b (c: forward, backward, optimizer and GPU waits' share of the step; b: NVML's
+    busy fraction, kernels counted as inside the phases), removed at the high end (Amdahl); half of
+    it at the low end (a synchronisation removed still leaves the host's launches for the kernels
+    after it to catch up); the point their geometric mean. Only where the host limits the step
+    (MODEL_RESOURCES): a GPU that idles little there gains little. Only where the kernels fill the
+    GPU while they run (SM activity over the busy fraction at LOW_SM or more): between small
+    kernels the gaps are their launches, which CUDA graphs remove and removing a sync does not."""
+    m = "amdahl"
+    if i.gpu_busy is None:
+        return unknown(m, "not measured: the GPU's busy fraction (NVML)")
+    if i.gpu_sm is None:
+        return unknown(
+            m,
+            "whether the GPU's gaps are synchronisations or the launches of small kernels is not measured "
+            "(SM activity: GPM, a dcgm-exporter)",
+        )
+    if i.gpu_busy > 0 and i.gpu_sm / i.gpu_busy < LOW_SM:
+        return unknown(
+            m,
+            f"the kernels are small (SM activity {i.gpu_sm / i.gpu_busy:.0%} while they run): the gaps between them "
+            "are their launches, which removing a synchronisation does not shorten",
+        )
+    c = i.stage_share((Phase.FORWARD, Phase.BACKWARD, Phase.OPTIMIZER, Phase.GPU_WAIT))
+    g = max(0.0, min(c.value - i.gpu_busy, MAX_SHARE))
+    hi, lo = amdahl(g, math.inf), amdahl(g, 2.0)
+    return known(
+        m,
+        math.sqrt(hi * lo),
+        lo,
+        hi,
+        f"the GPU idles {g:.0%} of the step between kernels inside the compute phases ({c.value:.0%} of the step, "
+        f"kernels running {i.gpu_busy:.0%} of the time): half of that removed (low) or all (high)",
+    )
+
+
 def smaller_model(i: StepInputs) -> Prediction:
     """On a CPU, half the width: Amdahl over the compute phases (forward, backward, optimizer) made
     SMALLER_MODEL_LOW (the low end) to SMALLER_MODEL_HIGH (the high end) times faster, the point at
@@ -449,6 +487,8 @@ SMALL_STATE_FACTOR = 28.0 / 16.0
 #: batch or model, which no model of the step predicts)
 MODEL_RESOURCES: dict[str, frozenset[str]] = {
     "small_state_optimizer": frozenset({Resource.GPU_MEMORY_BANDWIDTH, Resource.CPU_MEMORY_BANDWIDTH}),
+    # the host between the kernels inside the compute phases; a sync outside them (the other stage) is not modelled
+    "avoid_host_syncs": frozenset({Resource.CPU_COMPUTE}),
 }
 
 
@@ -627,6 +667,7 @@ MODELS: dict[str, Model] = {
     "cache_locally": cache_locally,
     "small_state_optimizer": small_state_optimizer,
     "fused_optimizer": fused_optimizer,
+    "avoid_host_syncs": host_gaps,
 }
 NO_MODEL = (
     "no model from the measured step (its gain is in how much work it removes): measure it (verify=True, compare)"

@@ -158,6 +158,16 @@ def _copy_over_idle(w: WindowStats, peaks: PeakTable) -> float | None:
     return None
 
 
+def _idle_in_compute(w: WindowStats, peaks: PeakTable) -> float | None:
+    """The share of the interval the job's first GPU idles inside the compute phases (gpu_one.host_gaps)."""
+    comp = compute_share(w)
+    for dev in window_job_gpus(w, peaks).devices:
+        busy = w.get(Resource.GPU_COMPUTE, dev, "busy_fraction")
+        if comp is not None and busy is not None:
+            return max(0.0, comp - busy)
+    return None
+
+
 def _stage_share(w: WindowStats, peaks: PeakTable) -> float | None:
     """The share of the step of the strongest finding's stage (what headroom() is given)."""
     fs = findings(w, peaks)
@@ -240,6 +250,7 @@ WINDOW_STATISTICS: dict[str, Figure] = {
     "gpu_memory_busy_fraction": _get(Resource.GPU_MEMORY_BANDWIDTH, None, "memory_busy_fraction"),
     "gpu_throttle_share": _throttle,
     "pcie_copy_over_gpu_idle": _copy_over_idle,
+    "gpu_idle_in_compute": _idle_in_compute,
     "sm_clock_ratio": _get(Resource.GPU_COMPUTE, None, "sm_clock_ratio"),
     "memory_used": _memory_used,
     "storage_used": _get(Resource.STORAGE_CAPACITY, None, "utilization"),

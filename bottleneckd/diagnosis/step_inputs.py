@@ -84,6 +84,11 @@ class StepInputs:
     sharded: bool = False
     #: share of the data stage's stack samples in random augmentation (the fact data_random_share)
     data_random: float | None = None
+    #: NVML's busy fraction (share of time a kernel runs), the mean over the job's GPUs; None on a
+    #: CPU job or where unread
+    gpu_busy: float | None = None
+    #: SM activity (a time average), the mean over the job's GPUs; None where unmeasured (no GPM)
+    gpu_sm: float | None = None
 
     def share(self, phase: str) -> Share:
         return self.shares.get(phase, Share(0.0, 0.0, 0.0))
@@ -221,7 +226,21 @@ def step_inputs(
         comm_overlap_cost=overlap,
         sharded=bool(facts.get("fsdp")),
         data_random=_share(facts.get("data_random_share")),
+        gpu_busy=_over_job_gpus(stats, peaks, "busy_fraction") if device == "cuda" else None,
+        gpu_sm=_over_job_gpus(stats, peaks, "sm_activity") if device == "cuda" else None,
     )
+
+
+def _over_job_gpus(stats: WindowStats, peaks: PeakTable, metric: str) -> float | None:
+    """A GPU compute figure's mean over the job's GPUs, None where none reads it."""
+    from bottleneckd.diagnosis.job_gpus import window_job_gpus
+
+    got = [
+        v
+        for dev in window_job_gpus(stats, peaks).devices
+        if (v := stats.get(Resource.GPU_COMPUTE, dev, metric)) is not None
+    ]
+    return sum(got) / len(got) if got else None
 
 
 def _waiting_is_communication(shares: dict[str, Share], waiting: float) -> dict[str, Share]:

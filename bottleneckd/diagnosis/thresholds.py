@@ -410,6 +410,20 @@ COPIES_EXPLAIN_IDLE = _t(
     "compute phases or more are what it waits on (copies run below peak, so their real time is longer; a "
     "copy on the compute stream serialises with the kernels); under half, other waits are the larger part",
 )
+HOST_GAPS = _t(
+    "HOST_GAPS",
+    0.25,
+    unit="share of the interval",
+    statistic="gpu_idle_in_compute",
+    source="the GPU idle this much of the interval inside the compute phases (their share of the step less NVML's "
+    "busy fraction) while the threads that launch its kernels are at a full core: the host holds it back between "
+    "kernels (a synchronisation per tensor, .item() or .tolist(), draining the queue; Python between launches), "
+    "however busy its SMs are while kernels run (SM activity is a time average: busy 63% at SM 53% is 84% active "
+    "while running). An independent probe's trace, 24 .tolist() per forward on an H100 idle 31% of the interval "
+    "inside the phases, was read as GPU compute; a compute-bound GPU idles a few percent there",
+    caveat="chosen, not measured on a GPU: between those; copies that explain the idle (COPIES_EXPLAIN_IDLE) are "
+    "judged as copies",
+)
 GPU_BUSY_NO_GPM = _t(
     "GPU_BUSY_NO_GPM",
     0.8,

@@ -19,6 +19,10 @@
   PCIe copies whose time at the link's peak covers much of that idle time name the interconnect
   (activations offloaded to host memory, a model streamed in); else the launching threads at a
   full core name the host (Python, recompilation, launches); else undetermined, with what would tell.
+- The SMs busy while kernels run, but the GPU idle HOST_GAPS of the interval or more inside the
+  compute phases while the launching threads are at a full core: the host holds it back between
+  kernels (synchronisations per tensor, Python between launches), which SM activity, a time
+  average, does not show; judged before the SMs' activity names GPU compute.
 - Without any of those (no GPM, no dcgm-exporter, no hook: attach on an A100), NVML's busy
   fraction says only that some kernel ran: it reads ~100% for compute-bound, memory-bound and
   tiny-kernel jobs alike. NVML's memory-busy fraction near the practical DRAM maximum names memory
@@ -31,10 +35,10 @@ The decisions run in order (``DECISIONS``); the first that names a finding decid
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from bottleneckd.diagnosis.rules.common import compute_share, pct
+from bottleneckd.diagnosis.rules.common import compute_share, headroom, pct, stack_samples
 from bottleneckd.diagnosis.thresholds import (
     CLOCK_THROTTLED,
     COMPUTE_STAGE,
@@ -43,6 +47,7 @@ from bottleneckd.diagnosis.thresholds import (
     GPU_BUSY,
     GPU_BUSY_NO_GPM,
     GPU_DRAM_BUSY,
+    HOST_GAPS,
     LOW_SM,
     NEAR_PEAK_FLOOR,
     NVML_MEMORY_BUSY_HIGH,
@@ -244,6 +249,42 @@ def _the_launching_host(c: GpuCase, ev: list[str], *, graphs: str, bound: str, o
     return _compute(UNDETERMINED, UNDETERMINED_SCORE, ev)
 
 
+def _host_gaps(c: GpuCase) -> Finding | None:
+    """The GPU idle HOST_GAPS or more of the interval inside the compute phases, the launching
+    threads at a full core, the step not replayed from CUDA graphs and the idle not explained by
+    PCIe copies: the host's CPU limits the step, whatever the SMs do while kernels run."""
+    comp, busy = compute_share(c.w), c.busy
+    host = c.launch if c.launch is not None else c.main
+    if comp is None or busy is None or comp < COMPUTE_STAGE or c.facts.get("cuda_graphs"):
+        return None
+    idle = comp - busy
+    if idle < HOST_GAPS or host is None or host < ONE_CORE:
+        return None
+    copies = pcie_copy_share(c.w, c.dev)
+    if copies is not None and copies >= COPIES_EXPLAIN_IDLE * idle:
+        return None  # copies: _idle_in_compute's, where the SMs are not busy
+    ev = c.gev + [
+        f"{pct(comp)} of the step in forward/backward/optimizer, yet kernels ran only {pct(busy)} of the time: the "
+        f"GPU idles {pct(idle)} of it between kernels inside the phases",
+        *([c.act] if c.measured else []),
+        *c.roof,
+    ]
+    if c.sm is not None and busy > 0:
+        ev.append(
+            f"SM activity {pct(c.sm)} is a time average: {pct(min(1.0, c.sm / busy))} while kernels run, so the "
+            "kernels fill the GPU; the gaps between them are the host's"
+        )
+    found = _the_launching_host(
+        c,
+        ev,
+        graphs="",
+        bound="the host holds the GPU back between kernels (a synchronisation per tensor such as .item() or "
+        ".tolist() draining the queue, or Python between launches)",
+        otherwise="",
+    )
+    return replace(found, headroom=headroom(idle, stack_samples(c.w)))  # the gaps are what a fed GPU removes
+
+
 def _sm_busy(c: GpuCase) -> Finding | None:
     """The SMs busy (or, without SM activity, a pipe): GPU compute, with the clocks' throttling as evidence."""
     active = c.active
@@ -388,6 +429,7 @@ def _why_unmeasured(c: GpuCase) -> str:
 DECISIONS: tuple[Callable[[GpuCase], Finding | None], ...] = (
     _dram_bound,
     _overhead_bound,
+    _host_gaps,
     _sm_busy,
     _idle_in_compute,
     _roofline,
