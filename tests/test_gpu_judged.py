@@ -406,3 +406,36 @@ def test_a_gpu_idle_between_full_kernels_while_its_host_runs_a_full_core_is_the_
     assert top(
         win({**HOST, **job(1.3, 0.96, usable=32.0), **busy}, {"device": "cuda"}, shares=shares), peaks
     ).resource == ("gpu_compute")
+
+
+def test_a_gpu_whose_active_sms_reach_a_few_percent_of_its_peaks_is_filled_with_a_larger_batch(fake_tree):
+    """ViT-B at batch 8 on an H100 (an independent probe's trace): busy 97%, SM 58%, 1% of the bf16
+    peak and 3% of the bandwidth. GPU compute, but its kernels are too small to fill it: a larger
+    batch per GPU first, FP8 not fitting (a higher peak does not help kernels at 1% of it). Near its
+    roofline the same GPU gets no larger batch and FP8 fits."""
+    from bottleneckd.advice.knowledge import load_knowledge
+    from bottleneckd.advice.recommend import recommend
+    from bottleneckd.diagnosis.measured import measured_facts
+
+    peaks = _peaks(fake_tree, H200)
+    figs = {**HOST, **job(1.0, 0.6, usable=32.0), **gpu("gpu0", busy=0.97, sm=0.58, tensor=0.11, dram=0.14, job=1.0)}
+    roof = {
+        "device": "cuda",
+        "compute_dtype": "bfloat16",
+        "autocast_dtype": "bfloat16",
+        "achieved_flops": 9.8e12,
+        "achieved_bytes_per_second": 0.11e12,
+    }
+
+    def advice(hook: dict) -> tuple[object, list[str]]:
+        w = win(figs, hook, shares=IN_COMPUTE)
+        v = top(w, peaks)
+        facts = {**hook, **dict(measured_facts(w, v, peaks)), "gpu_fp8": True, "ddp": False}
+        return v, [r.mitigation.id for r in recommend(v, load_knowledge(), facts)]
+
+    v, recs = advice(roof)
+    assert v.resource == "gpu_compute" and any("too few rows per kernel" in e for e in v.evidence), v
+    assert recs[0] == "fill_the_gpu" and "fp8_matmuls" not in recs, recs
+    v, recs = advice({**roof, "achieved_flops": 400e12})
+    assert not any("too few rows per kernel" in e for e in v.evidence), v.evidence
+    assert "fill_the_gpu" not in recs and "fp8_matmuls" in recs, recs

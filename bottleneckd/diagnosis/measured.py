@@ -12,6 +12,10 @@ what the job's own figures say about whether a mitigation can help, not what the
 - ``flops_per_parameter``: the counted step's FLOPs over the model's parameters, about six times
   the rows each weight serves a step. Low, a CPU's bf16 autocast loses: it casts every weight at
   each forward (the knowledge base's condition on mixed precision, with the measurements).
+- ``gpu_roofline_share``: the job's first GPU's achieved FLOP/s over the peak of the rank's own
+  path, or bytes/s over its memory bandwidth, whichever is the nearer (the hook's roofline). Far
+  below both (a few percent) while its SMs read active, the kernels are too small to fill the GPU:
+  more rows per kernel (a larger per-GPU batch) use it; a lower-precision path does not.
 - ``gpu_throttled``: the clock-event reasons that hold a job's GPU's SM clock down (under
   CLOCK_THROTTLED of its maximum with the reason active in THROTTLED of the samples): thermal
   slowdowns, hardware slowdown, the power brake. Not the software power cap: GPU Boost runs a busy
@@ -47,6 +51,9 @@ def measured_facts(w: WindowStats, verdict: Verdict, peaks: PeakTable | None = N
     per_param = flops_per_parameter(w)
     if per_param is not None:
         out["flops_per_parameter"] = round(per_param, 1)
+    roof = gpu_roofline_share(w, peaks)
+    if roof is not None:
+        out["gpu_roofline_share"] = round(roof, 4)
     throttled = gpu_throttled(w, peaks)
     if throttled:
         out["gpu_throttled"] = throttled
@@ -60,6 +67,27 @@ def flops_per_parameter(w: WindowStats) -> float | None:
     if not isinstance(flops, (int, float)) or not isinstance(params, (int, float)) or flops <= 0 or params <= 0:
         return None
     return float(flops) / float(params)
+
+
+def gpu_roofline_share(w: WindowStats, peaks: PeakTable | None) -> float | None:
+    """The nearer of achieved FLOP/s and bytes/s to its peak on the job's first GPU, or None (no
+    roofline from the hook, no peak for the GPU, a CPU job)."""
+    from bottleneckd.peaks.select import compute_peak
+
+    f = w.phases.facts if w.phases is not None else {}
+    flops, byts = f.get("achieved_flops"), f.get("achieved_bytes_per_second")
+    if peaks is None or not isinstance(flops, (int, float)) or not isinstance(byts, (int, float)):
+        return None
+    if not runs_on_gpu(w, peaks):
+        return None
+    devices = window_job_gpus(w, peaks).devices
+    if not devices:
+        return None
+    peak_c = compute_peak(peaks, devices[0], f).value
+    peak_b = peaks.value(Resource.GPU_MEMORY_BANDWIDTH, devices[0])
+    if not peak_c or not peak_b:
+        return None
+    return max(float(flops) / peak_c, float(byts) / peak_b)
 
 
 def gpu_throttled(w: WindowStats, peaks: PeakTable | None) -> tuple[str, ...]:

@@ -296,6 +296,13 @@ FACTS: dict[str, FactSpec] = {
             "over the window",
         ),
         _spec(
+            "gpu_roofline_share",
+            "float",
+            Producer.MEASURED,
+            "the job's GPU's achieved FLOP/s over the peak of its own path or bytes/s over its memory bandwidth, "
+            "whichever is nearer its peak (the hook's roofline; window)",
+        ),
+        _spec(
             "job_idle_cores",
             "float",
             Producer.MEASURED,

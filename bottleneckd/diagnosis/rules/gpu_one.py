@@ -299,6 +299,11 @@ def _sm_busy(c: GpuCase) -> Finding | None:
     clock = c.w.get(Resource.GPU_COMPUTE, c.dev, "sm_clock_ratio")
     if thr and clock is not None and clock < CLOCK_THROTTLED:
         tev.append(f"clocks throttled ({', '.join(thr)}): SM clock at {pct(clock)} of its maximum")
+    if c.below_floor:
+        tev.append(
+            f"the SMs read active but the kernels reach under {pct(NEAR_PEAK_FLOOR)} of both the FLOP and the "
+            "bandwidth peak: too few rows per kernel to fill the GPU (a small batch)"
+        )
     return _compute(Resource.GPU_COMPUTE, min(1.0, active / SM_EFFICIENT), tev)
 
 
