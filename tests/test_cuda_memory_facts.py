@@ -89,3 +89,20 @@ def test_the_watcher_reports_them_from_its_report_path(gpu):
         assert gpu["reads"] == 1
     finally:
         w.close()
+
+
+@pytest.mark.parametrize(
+    ("env", "on"),
+    [
+        ({"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, True),
+        ({"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:128, expandable_segments:true"}, True),
+        ({"PYTORCH_ALLOC_CONF": "expandable_segments:True"}, True),
+        ({"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False"}, False),
+        ({"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:128"}, False),
+        ({}, False),
+    ],
+)
+def test_expandable_segments_are_read_from_the_allocators_environment(env, on):
+    from bottleneckd.torch.cuda_memory import expandable_segments
+
+    assert expandable_segments(env) is on

@@ -439,3 +439,41 @@ def test_a_gpu_whose_active_sms_reach_a_few_percent_of_its_peaks_is_filled_with_
     v, recs = advice({**roof, "achieved_flops": 400e12})
     assert not any("too few rows per kernel" in e for e in v.evidence), v.evidence
     assert "fill_the_gpu" not in recs and "fp8_matmuls" in recs, recs
+
+
+def test_allocation_retries_below_the_capacity_line_are_fragmentation_with_expandable_segments_first(fake_tree):
+    """A fine-tune with variable-length batches on an H200 (an independent probe's trace): the
+    allocator holds 98.5%, the tensors peak at 80%, 2.5 retries a step. Memory is fragmented, not
+    short: expandable segments first (activation checkpointing had been, ~30% more compute for
+    nothing); skipped where the environment sets them; a peak at 96% is short: not fitting."""
+    from bottleneckd.advice.knowledge import load_knowledge
+    from bottleneckd.advice.recommend import not_fitting, recommend, skipped
+    from bottleneckd.diagnosis.measured import measured_facts
+
+    gb = 10**9
+    peaks = _peaks(fake_tree, H200)
+    figs = {**HOST, **job(1.0, 0.7, usable=32.0), **gpu("gpu0", busy=0.86, sm=0.7, tensor=0.5, dram=0.3, used=0.99)}
+    hook = {
+        "device": "cuda",
+        "cuda_memory_total_bytes": 141 * gb,
+        "cuda_memory_reserved_bytes": int(139 * gb),
+        "cuda_memory_peak_allocated_bytes": int(113 * gb),
+        "cuda_alloc_retries": 300,
+        "cuda_alloc_retries_per_step": 2.5,
+        "cuda_expandable_segments": False,
+    }
+
+    def advice(facts: dict) -> tuple[object, dict]:
+        w = win(figs, facts, shares=IN_COMPUTE)
+        v = top(w, peaks)
+        return v, {**facts, **dict(measured_facts(w, v, peaks)), "ddp": False}
+
+    v, facts = advice(hook)
+    assert v.resource == "gpu_memory" and any("fragmentation" in e for e in v.evidence), v
+    kb = load_knowledge()
+    assert recommend(v, kb, facts)[0].mitigation.id == "expandable_segments"
+    v, facts = advice({**hook, "cuda_expandable_segments": True})
+    assert "expandable_segments" in [m.id for m, _ in skipped(v, kb, facts)]
+    v, facts = advice({**hook, "cuda_memory_peak_allocated_bytes": int(136 * gb)})
+    assert not any("fragmentation" in e for e in v.evidence), v.evidence
+    assert "expandable_segments" in [m.id for m, _ in not_fitting(v, kb, facts)]

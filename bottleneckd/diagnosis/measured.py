@@ -12,6 +12,9 @@ what the job's own figures say about whether a mitigation can help, not what the
 - ``flops_per_parameter``: the counted step's FLOPs over the model's parameters, about six times
   the rows each weight serves a step. Low, a CPU's bf16 autocast loses: it casts every weight at
   each forward (the knowledge base's condition on mixed precision, with the measurements).
+- ``cuda_memory_peak_share``: the most the job's tensors have held at once over its GPU's memory
+  (the hook's allocator figures). With allocation retries below CAPACITY_HIGH the memory is
+  fragmented, not short: the allocator's cached blocks are of the wrong sizes.
 - ``gpu_roofline_share``: the job's first GPU's achieved FLOP/s over the peak of the rank's own
   path, or bytes/s over its memory bandwidth, whichever is the nearer (the hook's roofline). Far
   below both (a few percent) while its SMs read active, the kernels are too small to fill the GPU:
@@ -51,6 +54,9 @@ def measured_facts(w: WindowStats, verdict: Verdict, peaks: PeakTable | None = N
     per_param = flops_per_parameter(w)
     if per_param is not None:
         out["flops_per_parameter"] = round(per_param, 1)
+    peak_share = cuda_memory_peak_share(w)
+    if peak_share is not None:
+        out["cuda_memory_peak_share"] = round(peak_share, 4)
     roof = gpu_roofline_share(w, peaks)
     if roof is not None:
         out["gpu_roofline_share"] = round(roof, 4)
@@ -67,6 +73,15 @@ def flops_per_parameter(w: WindowStats) -> float | None:
     if not isinstance(flops, (int, float)) or not isinstance(params, (int, float)) or flops <= 0 or params <= 0:
         return None
     return float(flops) / float(params)
+
+
+def cuda_memory_peak_share(w: WindowStats) -> float | None:
+    """The job's tensors' peak over its GPU's memory, from the hook's allocator facts, or None."""
+    f = w.phases.facts if w.phases is not None else {}
+    peak, total = f.get("cuda_memory_peak_allocated_bytes"), f.get("cuda_memory_total_bytes")
+    if not isinstance(peak, (int, float)) or not isinstance(total, (int, float)) or total <= 0:
+        return None
+    return float(peak) / float(total)
 
 
 def gpu_roofline_share(w: WindowStats, peaks: PeakTable | None) -> float | None:

@@ -257,6 +257,12 @@ FACTS: dict[str, FactSpec] = {
         _spec("cuda_alloc_retries", "int", _CM, "cudaMalloc calls that failed and were retried after a cache flush"),
         _spec("cuda_alloc_retries_per_step", "float", _CM, "allocation retries per step since the previous report"),
         _spec("cuda_ooms", "int", _CM, "CUDA out-of-memory errors thrown (caught by the job or a batch-size finder)"),
+        _spec(
+            "cuda_expandable_segments",
+            "bool",
+            _CM,
+            "the allocator's expandable_segments:True is set (PYTORCH_CUDA_ALLOC_CONF or PYTORCH_ALLOC_CONF)",
+        ),
         # mitigations in effect (hook; unset on revert); the facts each sets are in data/mitigations.json
         _spec("mitigations", "strs", _W, "hook ids of the mitigations applied and not reverted"),
         _spec(
@@ -294,6 +300,12 @@ FACTS: dict[str, FactSpec] = {
             Producer.MEASURED,
             "clock-event reasons (thermal, hardware slowdown, power brake) holding the job's GPUs' SM clocks down "
             "over the window",
+        ),
+        _spec(
+            "cuda_memory_peak_share",
+            "float",
+            Producer.MEASURED,
+            "the most the job's tensors have held at once over its GPU's memory (the hook's allocator figures)",
         ),
         _spec(
             "gpu_roofline_share",

@@ -10,7 +10,10 @@ documented statistics):
 - ``reserved_bytes.all.current``: what the allocator holds (what NVML sees, less the CUDA context);
 - ``num_alloc_retries``: cudaMalloc calls that failed and were retried after freeing the cache
   (each frees and re-reserves memory on the critical path): memory pressure that costs time;
-- ``num_ooms``: out-of-memory errors thrown (a batch-size finder's, or caught and retried).
+- ``num_ooms``: out-of-memory errors thrown (a batch-size finder's, or caught and retried);
+- ``PYTORCH_CUDA_ALLOC_CONF`` (``PYTORCH_ALLOC_CONF`` in newer releases), read from the
+  environment: whether ``expandable_segments:True`` is set, the allocator setting that stops
+  fragmentation from cached blocks of the wrong sizes (PyTorch's CUDA semantics notes).
 
 Read once per report from the report path (every ``report_every`` seconds, not per step): a
 C++ call that copies counters, no synchronisation. Not on CUDA, or before CUDA is initialised,
@@ -19,6 +22,7 @@ every fact is unset.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import torch
@@ -31,7 +35,20 @@ FACTS = (
     "cuda_alloc_retries",
     "cuda_alloc_retries_per_step",
     "cuda_ooms",
+    "cuda_expandable_segments",
 )
+#: the environment variables PyTorch reads its allocator settings from (the first set wins)
+ALLOC_CONF_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
+
+
+def expandable_segments(env: dict[str, str] | os._Environ[str] = os.environ) -> bool:
+    """``expandable_segments:True`` among the allocator's settings (comma-separated key:value)."""
+    conf = next((env[v] for v in ALLOC_CONF_VARS if env.get(v)), "")
+    for item in conf.split(","):
+        key, _, value = item.partition(":")
+        if key.strip() == "expandable_segments":
+            return value.strip().lower() == "true"
+    return False
 
 
 class CudaMemory:
@@ -68,4 +85,5 @@ class CudaMemory:
             "cuda_alloc_retries": retries,
             "cuda_alloc_retries_per_step": per_step,
             "cuda_ooms": int(st.get("num_ooms", 0)),
+            "cuda_expandable_segments": expandable_segments(),
         }

@@ -84,9 +84,17 @@ def _hook(facts: Mapping[str, Any], where: str) -> Finding | None:
     score = capacity_score(share)
     if retries:
         score = max(score, min(1.0, RETRY_SCORE + RETRY_RANGE * min(1.0, retries / RETRIES_EVERY_STEP)))
+        held = reserved / total if total else 0.0
+        fragmented = share < CAPACITY_HIGH <= held
         ev.append(
             f"cudaMalloc failed and the allocator freed its cache and retried {retries:.2g} times per step: "
-            "memory is short, and each retry costs the step time"
+            + (
+                f"the tensors never held more than {pct(share)} of the memory while the allocator held {pct(held)}: "
+                "the free memory is cached in blocks of the wrong sizes (fragmentation, as with batches of "
+                "varying shapes), not short; each retry costs the step time"
+                if fragmented
+                else "memory is short, and each retry costs the step time"
+            )
         )
     if ooms:
         score = max(score, OOM_SCORE)
