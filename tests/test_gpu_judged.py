@@ -236,6 +236,33 @@ def test_another_process_on_the_jobs_gpu_is_said(fake_tree):
     assert not any("shared with" in e for e in alone.evidence), alone.evidence
 
 
+def test_a_gpu_shared_with_another_process_gets_the_gpu_to_itself_first(fake_tree):
+    """The same shared GPU (an independent probe's engineer: the first action is the GPU to
+    ourselves, before any model change): exclusive_gpu first, from the measured fact
+    gpu_co_tenants; alone on its GPU, it does not fit; with no process list, the fact is unknown."""
+    from bottleneckd.advice.knowledge import load_knowledge
+    from bottleneckd.advice.recommend import not_fitting, recommend
+    from bottleneckd.diagnosis.measured import measured_facts
+
+    peaks = _peaks(fake_tree, H200)
+    figs = {**HOST, **gpu("gpu0", busy=1.0, sm=0.93, tensor=0.58, dram=0.4, job=1.0)}
+    mine = {"gpu_memory/gpu0/process_bytes:4242": 40e9}
+    hook = {"device": "cuda", "pid": 4242, "autocast_dtype": "bfloat16", "compute_dtype": "bfloat16"}
+    kb = load_knowledge()
+
+    def judged(extra: dict) -> tuple[object, dict]:
+        w = win({**figs, **extra}, hook)
+        v = top(w, peaks)
+        return v, {**hook, **dict(measured_facts(w, v, peaks)), "ddp": False}
+
+    v, facts = judged({**mine, "gpu_memory/gpu0/process_bytes:777": 35.6e9})
+    assert facts["gpu_co_tenants"] == 1 and recommend(v, kb, facts)[0].mitigation.id == "exclusive_gpu"
+    v, facts = judged(mine)
+    assert facts["gpu_co_tenants"] == 0 and "exclusive_gpu" in [m.id for m, _ in not_fitting(v, kb, facts)]
+    v, facts = judged({})
+    assert "gpu_co_tenants" not in facts
+
+
 def test_an_offloaded_optimizer_stepping_on_the_cpu_is_cpu_compute_in_the_optimizer_stage(fake_tree):
     """ZeRO-Offload with CPU Adam (an independent probe's trace: 55% of a 6.4 s step in the optimizer
     on 40 of 44 cores while the GPU idles) was read as GPU compute, its optimizer phase counted in the

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bottleneckd.advice.fit import machine_facts
+from bottleneckd.advice.fit import in_effect, machine_facts, unfit
 from bottleneckd.advice.knowledge import load_knowledge
 from bottleneckd.advice.recommend import COST_WEIGHT, SECONDARY_WEIGHT, not_fitting, recommend, score, skipped
 from bottleneckd.diagnosis.verdict import Verdict
@@ -43,7 +43,14 @@ def test_ranked_by_strength_and_cost_highest_first() -> None:
     top = recs[0].mitigation
     assert (
         top.strength * COST_WEIGHT[top.cost]
-        >= max(m.strength * COST_WEIGHT[m.cost] for m in KB if "gpu_compute" in m.resources and "compute" in m.stages)
+        >= max(
+            m.strength * COST_WEIGHT[m.cost]
+            for m in KB
+            if "gpu_compute" in m.resources
+            and "compute" in m.stages
+            and not unfit(m, IMAGE_JOB)
+            and not in_effect(m, IMAGE_JOB)
+        )
         - 1e-9
     )
 

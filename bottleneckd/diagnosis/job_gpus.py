@@ -24,6 +24,21 @@ def job_pids(w: WindowStats) -> set[int]:
     return {int(p) for f in facts if isinstance(p := f.get("pid"), int) and not isinstance(p, bool)}
 
 
+def _listed(w: WindowStats, dev: str) -> dict[int, float]:
+    """NVML's process list of ``dev``: PID -> the memory it holds."""
+    return {
+        int(m.split(":", 1)[1]): s.mean
+        for (r, d, m), s in w.stats.items()
+        if r == Resource.GPU_MEMORY and d == dev and m.startswith("process_bytes:") and m.split(":", 1)[1].isdigit()
+    }
+
+
+def job_listed(w: WindowStats, dev: str) -> bool:
+    """NVML's process list of ``dev`` names one of the job's PIDs."""
+    pids = job_pids(w)
+    return bool(pids and pids & _listed(w, dev).keys())
+
+
 def co_tenants(w: WindowStats, dev: str) -> tuple[int, float] | None:
     """Processes on ``dev`` that are not the job's (NVML's process list, by PID) and the memory they
     hold: their kernels are time-sliced with the job's. None when the job's PIDs are not known or
@@ -31,11 +46,7 @@ def co_tenants(w: WindowStats, dev: str) -> tuple[int, float] | None:
     pids = job_pids(w)
     if not pids:
         return None
-    listed = {
-        int(m.split(":", 1)[1]): s.mean
-        for (r, d, m), s in w.stats.items()
-        if r == Resource.GPU_MEMORY and d == dev and m.startswith("process_bytes:") and m.split(":", 1)[1].isdigit()
-    }
+    listed = _listed(w, dev)
     if not listed or not pids & listed.keys():
         return None
     others = {p: b for p, b in listed.items() if p not in pids}

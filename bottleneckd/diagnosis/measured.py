@@ -12,6 +12,9 @@ what the job's own figures say about whether a mitigation can help, not what the
 - ``flops_per_parameter``: the counted step's FLOPs over the model's parameters, about six times
   the rows each weight serves a step. Low, a CPU's bf16 autocast loses: it casts every weight at
   each forward (the knowledge base's condition on mixed precision, with the measurements).
+- ``gpu_co_tenants``: processes other than the job's on its GPU that has most (NVML's process
+  lists, by PID): their kernels are time-sliced with the job's, which gets a share of every
+  resource of that GPU. Unknown where the job's PIDs or the lists are not known.
 - ``cuda_memory_peak_share``: the most the job's tensors have held at once over its GPU's memory
   (the hook's allocator figures). With allocation retries below CAPACITY_HIGH the memory is
   fragmented, not short: the allocator's cached blocks are of the wrong sizes.
@@ -27,7 +30,7 @@ what the job's own figures say about whether a mitigation can help, not what the
 
 from __future__ import annotations
 
-from bottleneckd.diagnosis.job_gpus import runs_on_gpu, window_job_gpus
+from bottleneckd.diagnosis.job_gpus import co_tenants, job_listed, runs_on_gpu, window_job_gpus
 from bottleneckd.diagnosis.rules.cpu_state import cpu_state
 from bottleneckd.diagnosis.rules.other import other_share
 from bottleneckd.diagnosis.thresholds import CLOCK_THROTTLED, INPUT_HIGH, OTHER_HIGH, THROTTLED
@@ -54,6 +57,9 @@ def measured_facts(w: WindowStats, verdict: Verdict, peaks: PeakTable | None = N
     per_param = flops_per_parameter(w)
     if per_param is not None:
         out["flops_per_parameter"] = round(per_param, 1)
+    tenants = gpu_co_tenants(w, peaks)
+    if tenants is not None:
+        out["gpu_co_tenants"] = tenants
     peak_share = cuda_memory_peak_share(w)
     if peak_share is not None:
         out["cuda_memory_peak_share"] = round(peak_share, 4)
@@ -73,6 +79,18 @@ def flops_per_parameter(w: WindowStats) -> float | None:
     if not isinstance(flops, (int, float)) or not isinstance(params, (int, float)) or flops <= 0 or params <= 0:
         return None
     return float(flops) / float(params)
+
+
+def gpu_co_tenants(w: WindowStats, peaks: PeakTable | None) -> int | None:
+    """Other processes on the job's GPU that has the most, or None where no GPU's list says."""
+    if not runs_on_gpu(w, peaks):
+        return None
+    counts = [
+        0 if found is None else found[0]
+        for dev in window_job_gpus(w, peaks).devices
+        if (found := co_tenants(w, dev)) is not None or job_listed(w, dev)
+    ]
+    return max(counts) if counts else None
 
 
 def cuda_memory_peak_share(w: WindowStats) -> float | None:

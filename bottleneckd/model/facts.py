@@ -302,6 +302,12 @@ FACTS: dict[str, FactSpec] = {
             "over the window",
         ),
         _spec(
+            "gpu_co_tenants",
+            "int",
+            Producer.MEASURED,
+            "processes other than the job's on the job's GPU that has the most (NVML's process lists; window)",
+        ),
+        _spec(
             "cuda_memory_peak_share",
             "float",
             Producer.MEASURED,
