@@ -203,9 +203,10 @@ def test_a_knowledge_entry_names_its_hook_as_the_declared_object(tmp_path):
     assert kb["more_loader_workers"].hook is kb["pinned_memory"].hook is HOOKS["dataloader_settings"]
     assert kb["more_loader_workers"].to_json()["hook"] == "dataloader_settings"  # reports keep the id
     doc = _doc()
-    next(m for m in doc["mitigations"] if m["id"] == "channels_last")["hook"] = "channel_last"
+    i = next(i for i, m in enumerate(doc["mitigations"]) if m["id"] == "channels_last")
+    doc["mitigations"][i]["hook"] = "channel_last"
     (tmp_path / "kb.json").write_text(json.dumps(doc))
-    with pytest.raises(InputError, match=r"mitigations\[4\].hook: 'channel_last' is not a declared hook"):
+    with pytest.raises(InputError, match=rf"mitigations\[{i}\].hook: 'channel_last' is not a declared hook"):
         load_knowledge(tmp_path / "kb.json")
 
 
