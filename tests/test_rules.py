@@ -540,3 +540,46 @@ def test_a_nic_saturated_through_a_short_communication_phase_is_not_the_steps_li
     )
     assert f.resource == "inter_node_interconnect" and f.score > 0.9, f
     assert any("during communication" in e for e in f.evidence), f.evidence
+
+
+def test_a_port_trained_down_below_its_siblings_rate_is_named_and_restored_first():
+    """Two nodes x 8 H100, rail-optimised (an independent probe's trace): mlx5_3 trained down to
+    200 Gb/s runs at 95% while communicating, its seven siblings at 400 Gb/s about half that. The
+    evidence names the port and its rate against theirs; restoring the link comes first (a fault,
+    nothing in the training changes), predicted from the exposed communication and the two rates.
+    Ports all at one rate, or a slower port that is not the busiest, say nothing of it."""
+    from bottleneckd.advice.knowledge import load_knowledge
+    from bottleneckd.advice.recommend import recommend
+    from bottleneckd.diagnosis.classify import classify
+    from bottleneckd.diagnosis.measured import measured_facts
+    from bottleneckd.diagnosis.step_inputs import Share, StepInputs
+
+    shares = {"communication": 0.45, "forward": 0.15, "backward": 0.33, "optimizer": 0.05, "data_wait": 0.02}
+    hook = {"world_size": 16, "local_world_size": 8, "ddp": True, "device": "cuda"}
+    gbps = 1e9 / 8
+
+    def figs(rates: dict[int, float], busy: dict[int, float]) -> dict[str, float]:
+        out = dict(HOST)
+        for i, rate in rates.items():
+            out[f"inter_node_interconnect/mlx5_{i}/1/peak"] = rate * gbps
+            out[f"inter_node_interconnect/mlx5_{i}/1/utilization"] = busy[i]
+        return out
+
+    rates = {i: 200.0 if i == 3 else 400.0 for i in range(8)}
+    busy = {i: 0.43 if i == 3 else 0.21 for i in range(8)}
+    w = window(figs(rates, busy), shares, hook)
+    f = top(communication(w, NO_PEAKS))
+    assert f.resource == "inter_node_interconnect", f
+    assert any("mlx5_3/1 runs at 200 Gb/s where 7 of the node's 8 ports run at 400 Gb/s" in e for e in f.evidence)
+    v = classify(w, NO_PEAKS)
+    facts = {**hook, **dict(measured_facts(w, v, NO_PEAKS))}
+    assert facts["degraded_link"] == "mlx5_3/1"
+    inputs = StepInputs(step=0.2, shares={k: Share(x, x, x) for k, x in shares.items()}, link_rate_ratio=2.0)
+    recs = recommend(v, load_knowledge(), facts, inputs=inputs)
+    assert recs[0].mitigation.id == "restore_link", [r.mitigation.id for r in recs]
+    assert recs[0].prediction is not None and 1.1 < (recs[0].prediction.speedup or 0) < 1.3
+    same = window(figs(dict.fromkeys(range(8), 400.0), busy), shares, hook)
+    assert not any("trained down" in e for e in top(communication(same, NO_PEAKS)).evidence)
+    assert "degraded_link" not in measured_facts(same, classify(same, NO_PEAKS))
+    idle_slow = window(figs(rates, {i: 0.05 if i == 3 else 0.43 for i in range(8)}), shares, hook)
+    assert "degraded_link" not in measured_facts(idle_slow, classify(idle_slow, NO_PEAKS))

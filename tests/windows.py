@@ -25,7 +25,8 @@ def sample(
 ) -> Sample:
     readings = []
     for key, v in figures.items():
-        r, d, m = key.split("/")
+        r, rest = key.split("/", 1)
+        d, m = rest.rsplit("/", 1)  # a device may hold a slash (an InfiniBand port: mlx5_0/1)
         readings.append(Reading(r, d, m, v, "", "" if v is not None else "unknown in this test"))
     ph = None
     if shares is not None:

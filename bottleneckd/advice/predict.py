@@ -451,6 +451,26 @@ def host_gaps(i: StepInputs) -> Prediction:
     )
 
 
+def restore_link(i: StepInputs) -> Prediction:
+    """The degraded port back at the rate of its siblings, r times its own: the exposed
+    communication c made r times faster at the high end (all of it the port's transfer), half of
+    it at the low end (latency and the other nodes' links keep the rest); Amdahl, the point their
+    geometric mean."""
+    m = "amdahl"
+    if not i.link_rate_ratio:
+        return unknown(m, "no port of the node runs below the others' rate")
+    c = i.share(Phase.COMMUNICATION).value
+    hi, lo = amdahl(c, i.link_rate_ratio), amdahl(c / 2.0, i.link_rate_ratio)
+    return known(
+        m,
+        math.sqrt(hi * lo),
+        lo,
+        hi,
+        f"exposed communication {c:.0%} of the step, its port {i.link_rate_ratio:.2g}x faster at its siblings' rate: "
+        "half of it the port's transfer (low) or all (high)",
+    )
+
+
 def smaller_model(i: StepInputs) -> Prediction:
     """On a CPU, half the width: Amdahl over the compute phases (forward, backward, optimizer) made
     SMALLER_MODEL_LOW (the low end) to SMALLER_MODEL_HIGH (the high end) times faster, the point at
@@ -668,6 +688,7 @@ MODELS: dict[str, Model] = {
     "small_state_optimizer": small_state_optimizer,
     "fused_optimizer": fused_optimizer,
     "avoid_host_syncs": host_gaps,
+    "restore_link": restore_link,
 }
 NO_MODEL = (
     "no model from the measured step (its gain is in how much work it removes): measure it (verify=True, compare)"

@@ -12,6 +12,9 @@ what the job's own figures say about whether a mitigation can help, not what the
 - ``flops_per_parameter``: the counted step's FLOPs over the model's parameters, about six times
   the rows each weight serves a step. Low, a CPU's bf16 autocast loses: it casts every weight at
   each forward (the knowledge base's condition on mixed precision, with the measurements).
+- ``degraded_link``: the busiest InfiniBand/RoCE port when its rate is below the one most of the
+  node's ports run at (rules/communication.py ``degraded_port``): restoring it comes before any
+  change to the training.
 - ``gpu_co_tenants``: processes other than the job's on its GPU that has most (NVML's process
   lists, by PID): their kernels are time-sliced with the job's, which gets a share of every
   resource of that GPU. Unknown where the job's PIDs or the lists are not known.
@@ -31,6 +34,7 @@ what the job's own figures say about whether a mitigation can help, not what the
 from __future__ import annotations
 
 from bottleneckd.diagnosis.job_gpus import co_tenants, job_listed, runs_on_gpu, window_job_gpus
+from bottleneckd.diagnosis.rules.communication import degraded_port
 from bottleneckd.diagnosis.rules.cpu_state import cpu_state
 from bottleneckd.diagnosis.rules.other import other_share
 from bottleneckd.diagnosis.thresholds import CLOCK_THROTTLED, INPUT_HIGH, OTHER_HIGH, THROTTLED
@@ -57,6 +61,9 @@ def measured_facts(w: WindowStats, verdict: Verdict, peaks: PeakTable | None = N
     per_param = flops_per_parameter(w)
     if per_param is not None:
         out["flops_per_parameter"] = round(per_param, 1)
+    slow = degraded_port(w)
+    if slow is not None:
+        out["degraded_link"] = slow.port
     tenants = gpu_co_tenants(w, peaks)
     if tenants is not None:
         out["gpu_co_tenants"] = tenants

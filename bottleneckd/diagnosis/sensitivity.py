@@ -19,6 +19,7 @@ from bottleneckd.diagnosis.job_gpus import job_busiest, window_job_gpus
 from bottleneckd.diagnosis.pipeline import Pipeline
 from bottleneckd.diagnosis.rules.comm_cost import comm_cost
 from bottleneckd.diagnosis.rules.common import compute_share, runs_on_gpu
+from bottleneckd.diagnosis.rules.communication import usual_port_rate
 from bottleneckd.diagnosis.rules.cpu_compute import MIN_CORES_RAN
 from bottleneckd.diagnosis.rules.cpu_state import cpu_state
 from bottleneckd.diagnosis.rules.gpu_one import idle_in_compute, pcie_copy_share
@@ -251,6 +252,7 @@ WINDOW_STATISTICS: dict[str, Figure] = {
     "gpu_throttle_share": _throttle,
     "pcie_copy_over_gpu_idle": _copy_over_idle,
     "gpu_idle_in_compute": _idle_in_compute,
+    "ports_at_usual_rate": lambda w, peaks: float(usual_port_rate(w)[1]) or None,
     "sm_clock_ratio": _get(Resource.GPU_COMPUTE, None, "sm_clock_ratio"),
     "memory_used": _memory_used,
     "storage_used": _get(Resource.STORAGE_CAPACITY, None, "utilization"),

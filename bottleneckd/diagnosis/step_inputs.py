@@ -89,6 +89,9 @@ class StepInputs:
     gpu_busy: float | None = None
     #: SM activity (a time average), the mean over the job's GPUs; None where unmeasured (no GPM)
     gpu_sm: float | None = None
+    #: the rate most of the node's InfiniBand ports run at over the busiest port's, where that port
+    #: runs slower (rules/communication.py degraded_port); None otherwise
+    link_rate_ratio: float | None = None
 
     def share(self, phase: str) -> Share:
         return self.shares.get(phase, Share(0.0, 0.0, 0.0))
@@ -157,6 +160,7 @@ def step_inputs(
     can run without the step)."""
     from bottleneckd.diagnosis.job_gpus import runs_on_gpu
     from bottleneckd.diagnosis.rules.comm_cost import comm_cost
+    from bottleneckd.diagnosis.rules.communication import degraded_port
     from bottleneckd.diagnosis.rules.cpu_state import cpu_state
     from bottleneckd.diagnosis.rules.stack_comm import stack_comm
     from bottleneckd.peaks.select import PATHS, compute_peak
@@ -202,6 +206,7 @@ def step_inputs(
     comm = comm_cost(stats)
     overlap = comm.overlapped_share if comm is not None else (sc.overlapped if sc is not None else None)
     here = _ranks_here(stats, facts)
+    slow = degraded_port(stats)
     counted = cpu.n_workers if cpu.busy is not None or cpu.n_workers else None
     return StepInputs(
         step=ph.wall_seconds / ph.steps,
@@ -228,6 +233,7 @@ def step_inputs(
         data_random=_share(facts.get("data_random_share")),
         gpu_busy=_over_job_gpus(stats, peaks, "busy_fraction") if device == "cuda" else None,
         gpu_sm=_over_job_gpus(stats, peaks, "sm_activity") if device == "cuda" else None,
+        link_rate_ratio=None if slow is None else slow.usual / slow.rate,
     )
 
 

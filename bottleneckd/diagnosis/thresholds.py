@@ -111,6 +111,18 @@ FOR_LOOP_OPTIMIZER_HIGH = _t(
     "engineer and read as forward and backward's compute",
     caveat="chosen, not measured on a GPU: between the few percent of a foreach or fused step and that trace",
 )
+USUAL_RATE_PORTS = _t(
+    "USUAL_RATE_PORTS",
+    2,
+    unit="ports",
+    statistic="ports_at_usual_rate",
+    source="InfiniBand/RoCE ports of a node at one rate that make it the node's usual rate, against which the "
+    "busiest port running slower is a link trained down: two (one port beside the slow one says nothing of which "
+    "is the odd one); a rail-optimised GPU node has one port per GPU, all at one rate (an independent probe's "
+    "trace: mlx5_3 at 200 Gb/s beside seven ports at 400)",
+    caveat="chosen, not measured: a node with one slower storage HCA beside two compute ports would read as "
+    "degraded when the storage port is the busiest",
+)
 COMM_THREADS_ACTIVE = _t(
     "COMM_THREADS_ACTIVE",
     0.02,

@@ -302,6 +302,12 @@ FACTS: dict[str, FactSpec] = {
             "over the window",
         ),
         _spec(
+            "degraded_link",
+            "str",
+            Producer.MEASURED,
+            "the busiest InfiniBand/RoCE port when it runs at a lower rate than most of the node's ports (window)",
+        ),
+        _spec(
             "gpu_co_tenants",
             "int",
             Producer.MEASURED,

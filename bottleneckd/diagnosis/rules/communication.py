@@ -10,6 +10,7 @@ inter_gpu_interconnect. The evidence names the links and the ranks on each node.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from bottleneckd.diagnosis.job_gpus import job_busiest
@@ -23,6 +24,7 @@ from bottleneckd.diagnosis.thresholds import (
     LATE_BATCH_DATA_RATIO,
     LINK_IDLE_WHILE_COMMUNICATING,
     SHARED_COMM_HIGH,
+    USUAL_RATE_PORTS,
 )
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
@@ -145,13 +147,71 @@ def _inter_node(c: CommCase) -> Finding | None:
             f", {pct(during)} during communication" if during is not None else ""
         )
         score = max(base, min(1.0, max(nic[1], strong)))
-        return _link(Resource.INTER_NODE_INTERCONNECT, score, c.base_ev + [nic_ev] + ([where] if where else []), c)
+        slow = degraded_port(c.w)
+        extra = [slow.evidence] if slow is not None and slow.port == nic[0] else []
+        return _link(
+            Resource.INTER_NODE_INTERCONNECT, score, c.base_ev + [nic_ev] + extra + ([where] if where else []), c
+        )
     if base and c.several_hosts:
         hosts = (
             f"ranks on several hosts ({where or f'{c.world} ranks, {c.local} per node'}); NIC counters not read here"
         )
         return _link(Resource.INTER_NODE_INTERCONNECT, base, c.base_ev + [hosts], c)
     return None
+
+
+@dataclass(frozen=True)
+class DegradedPort:
+    """An InfiniBand/RoCE port running below the rate most of the node's ports run at."""
+
+    port: str
+    rate: float  # B/s, its peak now
+    usual: float  # B/s, the rate most of the node's ports run at
+    siblings: int  # ports at the usual rate
+    ports: int
+
+    @property
+    def evidence(self) -> str:
+        return (
+            f"{self.port} runs at {self.rate * 8 / 1e9:.0f} Gb/s where {self.siblings} of the node's {self.ports} "
+            f"ports run at {self.usual * 8 / 1e9:.0f} Gb/s: a link trained down (cable, transceiver, lanes) that "
+            "the all-reduce waits on"
+        )
+
+
+def _port_rates(w: WindowStats) -> dict[str, float]:
+    """Each InfiniBand/RoCE port (``device/port``) of the window: its rate (peak, B/s)."""
+    return {
+        d: s.mean
+        for (r, d, m), s in w.stats.items()
+        if r == Resource.INTER_NODE_INTERCONNECT and m == "peak" and "/" in d and s.mean
+    }
+
+
+def usual_port_rate(w: WindowStats) -> tuple[float, int]:
+    """The rate most of the node's InfiniBand/RoCE ports run at and how many do ((0, 0): none)."""
+    rates = Counter(round(v) for v in _port_rates(w).values())
+    if not rates:
+        return 0.0, 0
+    usual, n = rates.most_common(1)[0]
+    return float(usual), n
+
+
+def degraded_port(w: WindowStats) -> DegradedPort | None:
+    """The busiest InfiniBand/RoCE port (``device/port``) when its rate is below the one most of the
+    node's ports run at (two or more of them): a link trained down (a cable, a transceiver, fewer
+    lanes) that a rail-optimised all-reduce waits on, while its siblings idle half the time (an
+    independent probe's trace: mlx5_3 at 200 Gb/s beside seven ports at 400). Ethernet interfaces
+    are left out: a node's NICs differ by design."""
+    ports = _port_rates(w)
+    busiest = w.busiest(Resource.INTER_NODE_INTERCONNECT)
+    if busiest is None or busiest[0] not in ports:
+        return None
+    usual, n = usual_port_rate(w)
+    mine = ports[busiest[0]]
+    if n < USUAL_RATE_PORTS or not mine < usual:
+        return None
+    return DegradedPort(busiest[0], mine, usual, n, len(ports))
 
 
 def _intra_node(c: CommCase, named: bool) -> Finding | None:
