@@ -583,3 +583,54 @@ def test_a_port_trained_down_below_its_siblings_rate_is_named_and_restored_first
     assert "degraded_link" not in measured_facts(same, classify(same, NO_PEAKS))
     idle_slow = window(figs(rates, {i: 0.05 if i == 3 else 0.43 for i in range(8)}), shares, hook)
     assert "degraded_link" not in measured_facts(idle_slow, classify(idle_slow, NO_PEAKS))
+
+
+def test_communication_beyond_the_timed_gradient_all_reduce_is_the_models_own_collectives():
+    """MoE over two nodes (an independent probe's trace): blocking all_to_all 48% of the step, DDP's
+    all-reduce timed by its comm hook at 4 ms exposed of a 120 ms step. The whole phase had been
+    called gradient communication and local SGD predicted x1.61 from it; the evidence now splits
+    it, the gradient mitigations are predicted from the all-reduce's part only, and keeping the
+    model's collectives within a node comes first. A DDP job whose phase is its all-reduce alone
+    keeps its advice."""
+    from bottleneckd.advice.knowledge import load_knowledge
+    from bottleneckd.advice.predict import less_frequent_sync
+    from bottleneckd.advice.recommend import recommend
+    from bottleneckd.diagnosis.classify import classify
+    from bottleneckd.diagnosis.measured import measured_facts
+    from bottleneckd.diagnosis.step_inputs import Share, StepInputs
+
+    shares = {"communication": 0.48, "forward": 0.17, "backward": 0.3, "optimizer": 0.03, "data_wait": 0.02}
+    ddp = {
+        "world_size": 16,
+        "local_world_size": 8,
+        "ddp": True,
+        "device": "cuda",
+        "comm_backend": "nccl",
+        "comm_seconds_per_step": 0.03,
+        "comm_exposed_seconds_per_step": 0.004,
+    }
+    nic = {**HOST, "inter_node_interconnect/mlx5_0/1/utilization": 0.41}
+    w = window(nic, shares, ddp)  # 0.1 s steps
+    f = top(communication(w, NO_PEAKS))
+    assert f.resource == "inter_node_interconnect"
+    assert any("the other 44% other collectives" in e for e in f.evidence), f.evidence
+    v = classify(w, NO_PEAKS)
+    facts = {**ddp, **dict(measured_facts(w, v, NO_PEAKS))}
+    assert facts["other_collectives_share"] == pytest.approx(0.44, abs=1e-3)
+
+    def inputs(comm: float, grad: float) -> StepInputs:
+        s = {**shares, "communication": comm}
+        return StepInputs(step=0.1, shares={k: Share(x, x, x) for k, x in s.items()}, gradient_comm=grad)
+
+    moe = inputs(0.48, 0.04)
+    assert (less_frequent_sync(moe).speedup or 0) < 1.1
+    recs = recommend(v, load_knowledge(), facts, inputs=moe)
+    assert recs[0].mitigation.id == "local_model_parallel", [r.mitigation.id for r in recs]
+    # the all-reduce the whole phase: as before, and no local_model_parallel
+    plain = window(nic, {**shares, "communication": 0.48}, {**ddp, "comm_exposed_seconds_per_step": 0.048})
+    assert not any("other collectives" in e for e in top(communication(plain, NO_PEAKS)).evidence)
+    pf = {**ddp, **dict(measured_facts(plain, classify(plain, NO_PEAKS), NO_PEAKS))}
+    ids = [
+        r.mitigation.id for r in recommend(classify(plain, NO_PEAKS), load_knowledge(), pf, inputs=inputs(0.48, 0.48))
+    ]
+    assert "local_model_parallel" not in ids and ids[0] == "less_frequent_sync", ids

@@ -316,6 +316,36 @@ def more_workers(i: StepInputs, new: float | None = None) -> Prediction:
     )
 
 
+def gradient_share(i: StepInputs) -> Share:
+    """The communication phase's share of the step that is the gradients' all-reduce: all of it,
+    unless DDP's comm hook timed the all-reduce apart (``gradient_comm``), which caps it (expert or
+    tensor parallelism's collectives in the same phase are not the gradients')."""
+    c = i.share(Phase.COMMUNICATION)
+    g = i.gradient_comm
+    return c if g is None else Share(min(c.value, g), min(c.low, g), min(c.high, g))
+
+
+def other_collectives(i: StepInputs) -> Prediction:
+    """Keeping the model's own collectives (expert parallelism's all-to-all, tensor parallelism's
+    all-gathers) within a node: the communication phase less the gradients' all-reduce (DDP's comm
+    hook timed it apart), o. At the high end it is removed (on NVLink, 18x an NDR port's bandwidth
+    on an H100, it shrinks to a few percent of itself); at the low end nothing changes (the groups
+    do not fit in a node); the point their geometric mean."""
+    m = "amdahl"
+    if i.gradient_comm is None:
+        return unknown(m, "the gradients' all-reduce was not timed apart from the other collectives (DDP's comm hook)")
+    o = max(0.0, i.share(Phase.COMMUNICATION).value - i.gradient_comm)
+    hi = amdahl(o, math.inf)
+    return known(
+        m,
+        math.sqrt(hi),
+        1.0,
+        hi,
+        f"collectives other than the gradients' all-reduce {o:.0%} of the step: kept on a node's links, up to all "
+        "of it removed (high), or none if the groups do not fit in a node (low)",
+    )
+
+
 def less_frequent_sync(i: StepInputs, k: int = SYNC_EVERY) -> Prediction:
     """Synchronise gradients every k steps, as the hook does it (gradient accumulation with DDP's
     ``no_sync``): the all-reduce and the optimizer step are paid once per k micro-batches; Amdahl over
@@ -334,7 +364,8 @@ def less_frequent_sync(i: StepInputs, k: int = SYNC_EVERY) -> Prediction:
             "parameters are sharded (FSDP): their all-gathers run at every micro-batch and only the "
             "gradients' reduce-scatter is skipped, whose share of the communication is not measured apart",
         )
-    base = i.stage_share((Phase.COMMUNICATION, Phase.OPTIMIZER))
+    g, o = gradient_share(i), i.share(Phase.OPTIMIZER)
+    base = Share(min(1.0, g.value + o.value), min(1.0, g.low + o.low), min(1.0, g.high + o.high))
     ov = i.comm_overlap_cost or 0.0
     what = "exposed communication and optimizer"
     if ov <= 0.0:
@@ -385,7 +416,7 @@ def gradient_compression(i: StepInputs, kind: str = "fp16") -> Prediction:
     communication); a latency-bound one gains nothing (the low end, x1). PowerSGD: unknown."""
     if kind == "powersgd":
         return unknown("amdahl", "PowerSGD's time depends on its rank and the layers' shapes, not measured here")
-    c = i.share(Phase.COMMUNICATION)
+    c = gradient_share(i)
     if i.sharded:  # FSDP: only the gradients' reduce-scatter, a third of the volume (ZeRO), is compressed
         factor = 1.0 / (1.0 - FULL_SHARD_GRADIENT_SHARE * 0.5)
         p = _amdahl_share("amdahl", c, factor, "exposed communication (a third of it the gradients', halved)")
@@ -689,6 +720,7 @@ MODELS: dict[str, Model] = {
     "fused_optimizer": fused_optimizer,
     "avoid_host_syncs": host_gaps,
     "restore_link": restore_link,
+    "local_model_parallel": other_collectives,
 }
 NO_MODEL = (
     "no model from the measured step (its gain is in how much work it removes): measure it (verify=True, compare)"

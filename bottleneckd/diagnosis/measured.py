@@ -12,6 +12,10 @@ what the job's own figures say about whether a mitigation can help, not what the
 - ``flops_per_parameter``: the counted step's FLOPs over the model's parameters, about six times
   the rows each weight serves a step. Low, a CPU's bf16 autocast loses: it casts every weight at
   each forward (the knowledge base's condition on mixed precision, with the measurements).
+- ``other_collectives_share``: the communication phase's share of the step less the gradients'
+  all-reduce, where DDP's comm hook timed it apart: blocking collectives of the model's own
+  (expert parallelism's all-to-all, tensor parallelism's all-gathers), which gradient
+  mitigations do not reduce and keeping those groups within a node does.
 - ``degraded_link``: the busiest InfiniBand/RoCE port when its rate is below the one most of the
   node's ports run at (rules/communication.py ``degraded_port``): restoring it comes before any
   change to the training.
@@ -34,6 +38,7 @@ what the job's own figures say about whether a mitigation can help, not what the
 from __future__ import annotations
 
 from bottleneckd.diagnosis.job_gpus import co_tenants, job_listed, runs_on_gpu, window_job_gpus
+from bottleneckd.diagnosis.rules.comm_cost import comm_cost
 from bottleneckd.diagnosis.rules.communication import degraded_port
 from bottleneckd.diagnosis.rules.cpu_state import cpu_state
 from bottleneckd.diagnosis.rules.other import other_share
@@ -61,6 +66,9 @@ def measured_facts(w: WindowStats, verdict: Verdict, peaks: PeakTable | None = N
     per_param = flops_per_parameter(w)
     if per_param is not None:
         out["flops_per_parameter"] = round(per_param, 1)
+    other = other_collectives_share(w)
+    if other is not None:
+        out["other_collectives_share"] = round(other, 4)
     slow = degraded_port(w)
     if slow is not None:
         out["degraded_link"] = slow.port
@@ -86,6 +94,15 @@ def flops_per_parameter(w: WindowStats) -> float | None:
     if not isinstance(flops, (int, float)) or not isinstance(params, (int, float)) or flops <= 0 or params <= 0:
         return None
     return float(flops) / float(params)
+
+
+def other_collectives_share(w: WindowStats) -> float | None:
+    """The communication phase less DDP's timed all-reduce, as a share of the step, or None."""
+    cost = comm_cost(w)
+    share = w.phases.share(Phase.COMMUNICATION) if w.phases is not None else None
+    if cost is None or share is None:
+        return None
+    return max(0.0, share - cost.share)
 
 
 def gpu_co_tenants(w: WindowStats, peaks: PeakTable | None) -> int | None:

@@ -80,6 +80,10 @@ class StepInputs:
     #: (gloo on a CPU job whose cores are full reduces on the cores backward needs: rules/comm_cost.py);
     #: 0.0 where the overlap is free, None where the DDP comm hook did not time the communication
     comm_overlap_cost: float | None = None
+    #: the gradient all-reduce's cost as a share of the step where DDP's comm hook timed it (its
+    #: exposed part, and the overlapped part where it shares the compute's cores); the rest of the
+    #: communication phase is other collectives; None where it was not timed apart
+    gradient_comm: float | None = None
     #: parameters sharded across ranks (FSDP): they are gathered at every forward and backward
     sharded: bool = False
     #: share of the data stage's stack samples in random augmentation (the fact data_random_share)
@@ -229,6 +233,7 @@ def step_inputs(
         other_samples=other.samples,
         hottest=other.hottest,
         comm_overlap_cost=overlap,
+        gradient_comm=comm.share if comm is not None else None,
         sharded=bool(facts.get("fsdp")),
         data_random=_share(facts.get("data_random_share")),
         gpu_busy=_over_job_gpus(stats, peaks, "busy_fraction") if device == "cuda" else None,

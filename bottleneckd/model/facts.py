@@ -302,6 +302,13 @@ FACTS: dict[str, FactSpec] = {
             "over the window",
         ),
         _spec(
+            "other_collectives_share",
+            "float",
+            Producer.MEASURED,
+            "the communication phase's share of the step less the gradients' all-reduce DDP's comm hook timed: "
+            "the model's own collectives (expert or tensor parallelism; window)",
+        ),
+        _spec(
             "degraded_link",
             "str",
             Producer.MEASURED,

@@ -107,6 +107,15 @@ def _comm_case(w: WindowStats, peaks: PeakTable | None = None) -> CommCase:
         share = cost.share
         base_ev = [f"gradient communication {pct(share)} of step time, counting the overlapped part", cost.describe()]
         base = min(1.0, SHARED_BASE + share * SHARED_PER_SHARE)
+    elif cost is not None and base_ev and share is not None and share - cost.share >= COMM_HIGH:
+        # DDP's comm hook timed the gradient all-reduce; the rest of the phase is blocking collectives
+        # of the model's own (expert parallelism's all-to-all, tensor parallelism's all-gathers)
+        base_ev = [
+            f"communication {pct(share)} of step time: the gradient all-reduce {pct(cost.share)} of it (DDP's comm "
+            f"hook), the other {pct(share - cost.share)} other collectives (expert or tensor parallelism: all-to-all, "
+            "all-gather, broadcasts), which gradient mitigations do not reduce",
+            cost.describe(),
+        ]
     elif cost is not None and base_ev:
         base_ev = [f"{base_ev[0]} (the exposed part)", cost.describe()]
     # both told (torchrun sets LOCAL_WORLD_SIZE; srun, mpirun and others may not): without the local
