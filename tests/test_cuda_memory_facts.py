@@ -95,7 +95,9 @@ def test_the_watcher_reports_them_from_its_report_path(gpu):
     ("env", "on"),
     [
         ({"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, True),
-        ({"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:128, expandable_segments:true"}, True),
+        ({"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:128, expandable_segments:True"}, True),
+        ({"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:true"}, False),  # c10 accepts only True/False
+        ({"PYTORCH_ALLOC_CONF": "max_split_size_mb:64", "PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}, False),
         ({"PYTORCH_ALLOC_CONF": "expandable_segments:True"}, True),
         ({"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:False"}, False),
         ({"PYTORCH_CUDA_ALLOC_CONF": "max_split_size_mb:128"}, False),

@@ -259,6 +259,9 @@ def test_a_gpu_shared_with_another_process_gets_the_gpu_to_itself_first(fake_tre
     assert facts["gpu_co_tenants"] == 1 and recommend(v, kb, facts)[0].mitigation.id == "exclusive_gpu"
     v, facts = judged(mine)
     assert facts["gpu_co_tenants"] == 0 and "exclusive_gpu" in [m.id for m, _ in not_fitting(v, kb, facts)]
+    # a bare CUDA context beside it (a loader worker of the job's that touched CUDA): not a tenant
+    v, facts = judged({**mine, "gpu_memory/gpu0/process_bytes:778": 0.4e9})
+    assert facts["gpu_co_tenants"] == 0 and not any("shared with" in e for e in v.evidence)
     v, facts = judged({})
     assert "gpu_co_tenants" not in facts
 
@@ -412,15 +415,23 @@ def test_a_gpu_idle_between_full_kernels_while_its_host_runs_a_full_core_is_the_
     assert any("the gaps between them are the host's" in e for e in v.evidence), v.evidence
     assert v.headroom is not None and 1.4 < v.headroom < 1.5, v.headroom  # 1 / (1 - 0.31)
     inputs = StepInputs(
-        step=0.12, shares={k: Share(x, x, x) for k, x in shares.items()}, device="cuda", gpu_busy=0.63, gpu_sm=0.53
+        step=0.12,
+        shares={k: Share(x, x, x) for k, x in shares.items()},
+        device="cuda",
+        gpu_idle_in_compute=0.31,
+        gpu_kernels_fill=True,
     )
     recs = recommend(v, load_knowledge(), {"device": "cuda", "ddp": False}, inputs=inputs)
     assert recs[0].mitigation.id == "avoid_host_syncs", [r.mitigation.id for r in recs]
     assert recs[0].prediction is not None and recs[0].prediction.gain is not None
     # small kernels (SM 14% at busy 72%): the gaps are launches; CUDA graphs first, the syncs unpredicted
-    small = replace(inputs, gpu_busy=0.72, gpu_sm=0.14)
+    small = replace(inputs, gpu_kernels_fill=False)
     recs = recommend(v, load_knowledge(), {"device": "cuda", "ddp": False}, inputs=small)
     assert recs[0].mitigation.id == "cuda_graphs", [r.mitigation.id for r in recs]
+    # small kernels idling the SMs while they run (SM 10% at busy 50%): not this case's evidence
+    small_kernels = gpu("gpu0", busy=0.5, sm=0.1, tensor=0.05, dram=0.05, job=1.0)
+    v = top(win({**HOST, **job(1.3, 0.96, usable=32.0), **small_kernels}, {"device": "cuda"}, shares=shares), peaks)
+    assert not any("kernels fill the GPU" in e for e in v.evidence), v.evidence
     # the launching threads below a core, or CUDA graphs replayed: the SMs' reading stands
     quiet = win({**HOST, **job(0.7, 0.5, usable=32.0), **gaps}, {"device": "cuda"}, shares=shares)
     assert top(quiet, peaks).resource == "gpu_compute"

@@ -563,6 +563,7 @@ def test_a_port_trained_down_below_its_siblings_rate_is_named_and_restored_first
         for i, rate in rates.items():
             out[f"inter_node_interconnect/mlx5_{i}/1/peak"] = rate * gbps
             out[f"inter_node_interconnect/mlx5_{i}/1/utilization"] = busy[i]
+            out[f"inter_node_interconnect/mlx5_{i}/1/throughput"] = busy[i] * rate * gbps
         return out
 
     rates = {i: 200.0 if i == 3 else 400.0 for i in range(8)}
@@ -583,6 +584,15 @@ def test_a_port_trained_down_below_its_siblings_rate_is_named_and_restored_first
     assert "degraded_link" not in measured_facts(same, classify(same, NO_PEAKS))
     idle_slow = window(figs(rates, {i: 0.05 if i == 3 else 0.43 for i in range(8)}), shares, hook)
     assert "degraded_link" not in measured_facts(idle_slow, classify(idle_slow, NO_PEAKS))
+    # a DGX-like node: eight 400 Gb/s compute ports and two 200 Gb/s storage ports, the storage
+    # ports busier for their rate but carrying fewer bytes: nothing is degraded
+    dgx = {i: 200.0 if i >= 8 else 400.0 for i in range(10)}
+    w = window(figs(dgx, {i: 0.125 if i >= 8 else 0.1 for i in range(10)}), shares, hook)
+    assert "degraded_link" not in measured_facts(w, classify(w, NO_PEAKS))
+    # two ports at each rate: no rate is the majority's
+    half = {i: 200.0 if i < 2 else 400.0 for i in range(4)}
+    w = window(figs(half, {i: 0.9 if i == 0 else 0.2 for i in range(4)}), shares, hook)
+    assert "degraded_link" not in measured_facts(w, classify(w, NO_PEAKS))
 
 
 def test_communication_beyond_the_timed_gradient_all_reduce_is_the_models_own_collectives():
@@ -626,6 +636,12 @@ def test_communication_beyond_the_timed_gradient_all_reduce_is_the_models_own_co
     assert (less_frequent_sync(moe).speedup or 0) < 1.1
     recs = recommend(v, load_knowledge(), facts, inputs=moe)
     assert recs[0].mitigation.id == "local_model_parallel", [r.mitigation.id for r in recs]
+    # the same job on one node (its collectives already within it): not fitting
+    one = window(nic, shares, {**ddp, "world_size": 8, "local_world_size": 8})
+    v1 = classify(one, NO_PEAKS)
+    f1 = {**ddp, "world_size": 8, "local_world_size": 8, **dict(measured_facts(one, v1, NO_PEAKS))}
+    assert f1["several_hosts"] is False
+    assert "local_model_parallel" not in [r.mitigation.id for r in recommend(v1, load_knowledge(), f1, inputs=moe)]
     # the all-reduce the whole phase: as before, and no local_model_parallel
     plain = window(nic, {**shares, "communication": 0.48}, {**ddp, "comm_exposed_seconds_per_step": 0.048})
     assert not any("other collectives" in e for e in top(communication(plain, NO_PEAKS)).evidence)

@@ -127,10 +127,11 @@ def test_measured_facts_are_declared_produced_and_unknown_when_not_measured():
         "idle_wait_stage",
         "gpu_throttled",  # tests/test_gpu_judged.py
         "gpu_roofline_share",  # tests/test_gpu_judged.py
-        "cuda_memory_peak_share",  # tests/test_gpu_judged.py
+        "gpu_memory_fragmented",  # tests/test_gpu_judged.py
         "gpu_co_tenants",  # tests/test_gpu_judged.py
         "degraded_link",  # tests/test_rules.py
         "other_collectives_share",  # tests/test_rules.py
+        "several_hosts",  # tests/test_rules.py
         "flops_per_parameter",  # tests/test_recommend.py
     }
     bare = window(HOST, {"data_wait": 0.5, "forward": 0.5})  # the job's CPU not sampled: unknown, not 0

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from bottleneckd.diagnosis.step_inputs import Share, StepInputs
-from bottleneckd.diagnosis.thresholds import LOW_SM, NO_WORKERS
+from bottleneckd.diagnosis.thresholds import NO_WORKERS
 from bottleneckd.model.resources import Phase, Resource
 
 #: the largest share of the step a model removes (a step cannot take no time); the same cap as the
@@ -446,39 +446,37 @@ SMALLER_MODEL_LOW, SMALLER_MODEL_HIGH = 2.0, 4.0
 
 def host_gaps(i: StepInputs) -> Prediction:
     """Removing what holds the GPU back between its kernels inside the compute phases (a
-    synchronisation per tensor, host work between launches): the GPU's idle share of the step
-    there, g = c - b (c: forward, backward, optimizer and GPU waits' share of the step; b: NVML's
-    busy fraction, kernels counted as inside the phases), removed at the high end (Amdahl); half of
-    it at the low end (a synchronisation removed still leaves the host's launches for the kernels
-    after it to catch up); the point their geometric mean. Only where the host limits the step
-    (MODEL_RESOURCES): a GPU that idles little there gains little. Only where the kernels fill the
-    GPU while they run (SM activity over the busy fraction at LOW_SM or more): between small
-    kernels the gaps are their launches, which CUDA graphs remove and removing a sync does not."""
+    synchronisation per tensor, host work between launches): the GPU's idle share of the interval
+    there, g (``gpu_one.compute_idle``), removed at the high end (Amdahl); half of it at the low end
+    (a synchronisation removed still leaves the host's launches for the kernels after it to catch
+    up); the point their geometric mean. Only where the host limits the step (MODEL_RESOURCES): a
+    GPU that idles little there gains little. Only where the kernels fill the GPU while they run
+    (``gpu_one.kernels_fill``): between small kernels the gaps are their launches, which CUDA graphs
+    remove and removing a sync does not."""
     m = "amdahl"
-    if i.gpu_busy is None:
-        return unknown(m, "not measured: the GPU's busy fraction (NVML)")
-    if i.gpu_sm is None:
+    if i.gpu_idle_in_compute is None:
+        return unknown(m, "not measured: the GPU's busy fraction (NVML) beside compute phases that hold the step")
+    if i.gpu_kernels_fill is None:
         return unknown(
             m,
             "whether the GPU's gaps are synchronisations or the launches of small kernels is not measured "
             "(SM activity: GPM, a dcgm-exporter)",
         )
-    if i.gpu_busy > 0 and i.gpu_sm / i.gpu_busy < LOW_SM:
+    if not i.gpu_kernels_fill:
         return unknown(
             m,
-            f"the kernels are small (SM activity {i.gpu_sm / i.gpu_busy:.0%} while they run): the gaps between them "
-            "are their launches, which removing a synchronisation does not shorten",
+            "the kernels are small (SM activity under half of the busy time): the gaps between them are their "
+            "launches, which removing a synchronisation does not shorten",
         )
-    c = i.stage_share((Phase.FORWARD, Phase.BACKWARD, Phase.OPTIMIZER, Phase.GPU_WAIT))
-    g = max(0.0, min(c.value - i.gpu_busy, MAX_SHARE))
+    g = min(i.gpu_idle_in_compute, MAX_SHARE)
     hi, lo = amdahl(g, math.inf), amdahl(g, 2.0)
     return known(
         m,
         math.sqrt(hi * lo),
         lo,
         hi,
-        f"the GPU idles {g:.0%} of the step between kernels inside the compute phases ({c.value:.0%} of the step, "
-        f"kernels running {i.gpu_busy:.0%} of the time): half of that removed (low) or all (high)",
+        f"the GPU idles {g:.0%} of the interval between kernels inside the compute phases: half of that removed "
+        "(low) or all (high)",
     )
 
 

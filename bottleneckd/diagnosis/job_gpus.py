@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bottleneckd.diagnosis.thresholds import GPU_NEVER_IDLE
+from bottleneckd.diagnosis.thresholds import CO_TENANT_BYTES, GPU_NEVER_IDLE
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.job_gpus import JobGpus, job_gpus
 from bottleneckd.model.resources import Resource
@@ -40,17 +40,27 @@ def job_listed(w: WindowStats, dev: str) -> bool:
 
 
 def co_tenants(w: WindowStats, dev: str) -> tuple[int, float] | None:
-    """Processes on ``dev`` that are not the job's (NVML's process list, by PID) and the memory they
-    hold: their kernels are time-sliced with the job's. None when the job's PIDs are not known or
-    the GPU lists none of them (not the job's GPU)."""
+    """Processes on ``dev`` that are not the job's (NVML's process list, by PID) holding
+    CO_TENANT_BYTES or more each, and the memory they hold: their kernels are time-sliced with the
+    job's. A bare CUDA context (a loader worker or compile subprocess of the job's that touched
+    CUDA) holds less. None when the job's PIDs are not known or the GPU lists none of them (not the
+    job's GPU)."""
     pids = job_pids(w)
     if not pids:
         return None
     listed = _listed(w, dev)
     if not listed or not pids & listed.keys():
         return None
-    others = {p: b for p, b in listed.items() if p not in pids}
+    others = {p: b for p, b in listed.items() if p not in pids and b >= CO_TENANT_BYTES}
     return (len(others), sum(others.values())) if others else None
+
+
+def largest_other_process(w: WindowStats, dev: str) -> float | None:
+    """The memory of the largest process on ``dev`` that is not the job's (None: none, or unknown)."""
+    pids = job_pids(w)
+    listed = _listed(w, dev)
+    others = [b for p, b in listed.items() if p not in pids]
+    return max(others) if pids and pids & listed.keys() and others else None
 
 
 def window_job_gpus(w: WindowStats, peaks: PeakTable | None) -> JobGpus:

@@ -13,18 +13,21 @@ what the job's own figures say about whether a mitigation can help, not what the
   the rows each weight serves a step. Low, a CPU's bf16 autocast loses: it casts every weight at
   each forward (the knowledge base's condition on mixed precision, with the measurements).
 - ``other_collectives_share``: the communication phase's share of the step less the gradients'
-  all-reduce, where DDP's comm hook timed it apart: blocking collectives of the model's own
-  (expert parallelism's all-to-all, tensor parallelism's all-gathers), which gradient
-  mitigations do not reduce and keeping those groups within a node does.
+  all-reduce, where DDP's comm hook timed it apart and the rest leads (rules/communication.py
+  ``other_collectives``): blocking collectives of the model's own (expert parallelism's
+  all-to-all, tensor parallelism's all-gathers), which gradient mitigations do not reduce and
+  keeping those groups within a node does.
+- ``several_hosts``: the job's ranks are on more than one host (``spans_hosts``): only then can
+  its collectives be kept within a node.
 - ``degraded_link``: the busiest InfiniBand/RoCE port when its rate is below the one most of the
   node's ports run at (rules/communication.py ``degraded_port``): restoring it comes before any
   change to the training.
 - ``gpu_co_tenants``: processes other than the job's on its GPU that has most (NVML's process
   lists, by PID): their kernels are time-sliced with the job's, which gets a share of every
   resource of that GPU. Unknown where the job's PIDs or the lists are not known.
-- ``cuda_memory_peak_share``: the most the job's tensors have held at once over its GPU's memory
-  (the hook's allocator figures). With allocation retries below CAPACITY_HIGH the memory is
-  fragmented, not short: the allocator's cached blocks are of the wrong sizes.
+- ``gpu_memory_fragmented``: allocation retries while the tensors' peak stays under CAPACITY_HIGH
+  and the allocator holds more (rules/gpu_memory.py ``fragmented``, the hook's allocator figures):
+  the memory is fragmented, not short.
 - ``gpu_roofline_share``: the job's first GPU's achieved FLOP/s over the peak of the rank's own
   path, or bytes/s over its memory bandwidth, whichever is the nearer (the hook's roofline). Far
   below both (a few percent) while its SMs read active, the kernels are too small to fill the GPU:
@@ -38,9 +41,9 @@ what the job's own figures say about whether a mitigation can help, not what the
 from __future__ import annotations
 
 from bottleneckd.diagnosis.job_gpus import co_tenants, job_listed, runs_on_gpu, window_job_gpus
-from bottleneckd.diagnosis.rules.comm_cost import comm_cost
-from bottleneckd.diagnosis.rules.communication import degraded_port
+from bottleneckd.diagnosis.rules.communication import degraded_port, other_collectives, spans_hosts
 from bottleneckd.diagnosis.rules.cpu_state import cpu_state
+from bottleneckd.diagnosis.rules.gpu_memory import fragmented
 from bottleneckd.diagnosis.rules.other import other_share
 from bottleneckd.diagnosis.thresholds import CLOCK_THROTTLED, INPUT_HIGH, OTHER_HIGH, THROTTLED
 from bottleneckd.diagnosis.verdict import Verdict
@@ -66,18 +69,21 @@ def measured_facts(w: WindowStats, verdict: Verdict, peaks: PeakTable | None = N
     per_param = flops_per_parameter(w)
     if per_param is not None:
         out["flops_per_parameter"] = round(per_param, 1)
-    other = other_collectives_share(w)
+    other = other_collectives(w)
     if other is not None:
         out["other_collectives_share"] = round(other, 4)
+    world = w.phases.facts.get("world_size") if w.phases is not None else None
+    if (isinstance(world, int) and world > 1) or len(w.topology) > 1:  # a distributed job's
+        out["several_hosts"] = spans_hosts(w)
     slow = degraded_port(w)
     if slow is not None:
         out["degraded_link"] = slow.port
     tenants = gpu_co_tenants(w, peaks)
     if tenants is not None:
         out["gpu_co_tenants"] = tenants
-    peak_share = cuda_memory_peak_share(w)
-    if peak_share is not None:
-        out["cuda_memory_peak_share"] = round(peak_share, 4)
+    frag = fragmented(w.phases.facts) if w.phases is not None else None
+    if frag is not None:
+        out["gpu_memory_fragmented"] = frag
     roof = gpu_roofline_share(w, peaks)
     if roof is not None:
         out["gpu_roofline_share"] = round(roof, 4)
@@ -96,15 +102,6 @@ def flops_per_parameter(w: WindowStats) -> float | None:
     return float(flops) / float(params)
 
 
-def other_collectives_share(w: WindowStats) -> float | None:
-    """The communication phase less DDP's timed all-reduce, as a share of the step, or None."""
-    cost = comm_cost(w)
-    share = w.phases.share(Phase.COMMUNICATION) if w.phases is not None else None
-    if cost is None or share is None:
-        return None
-    return max(0.0, share - cost.share)
-
-
 def gpu_co_tenants(w: WindowStats, peaks: PeakTable | None) -> int | None:
     """Other processes on the job's GPU that has the most, or None where no GPU's list says."""
     if not runs_on_gpu(w, peaks):
@@ -115,15 +112,6 @@ def gpu_co_tenants(w: WindowStats, peaks: PeakTable | None) -> int | None:
         if (found := co_tenants(w, dev)) is not None or job_listed(w, dev)
     ]
     return max(counts) if counts else None
-
-
-def cuda_memory_peak_share(w: WindowStats) -> float | None:
-    """The job's tensors' peak over its GPU's memory, from the hook's allocator facts, or None."""
-    f = w.phases.facts if w.phases is not None else {}
-    peak, total = f.get("cuda_memory_peak_allocated_bytes"), f.get("cuda_memory_total_bytes")
-    if not isinstance(peak, (int, float)) or not isinstance(total, (int, float)) or total <= 0:
-        return None
-    return float(peak) / float(total)
 
 
 def gpu_roofline_share(w: WindowStats, peaks: PeakTable | None) -> float | None:

@@ -15,14 +15,14 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from bottleneckd.diagnosis.classify import findings, largest_utilization
-from bottleneckd.diagnosis.job_gpus import job_busiest, window_job_gpus
+from bottleneckd.diagnosis.job_gpus import job_busiest, largest_other_process, window_job_gpus
 from bottleneckd.diagnosis.pipeline import Pipeline
 from bottleneckd.diagnosis.rules.comm_cost import comm_cost
 from bottleneckd.diagnosis.rules.common import compute_share, runs_on_gpu
 from bottleneckd.diagnosis.rules.communication import usual_port_rate
 from bottleneckd.diagnosis.rules.cpu_compute import MIN_CORES_RAN
 from bottleneckd.diagnosis.rules.cpu_state import cpu_state
-from bottleneckd.diagnosis.rules.gpu_one import idle_in_compute, pcie_copy_share
+from bottleneckd.diagnosis.rules.gpu_one import compute_idle, idle_in_compute, pcie_copy_share
 from bottleneckd.diagnosis.rules.other import other_share
 from bottleneckd.diagnosis.rules.storage import io_wait, storage_signs
 from bottleneckd.diagnosis.straggler import excess, find_straggler, intervals, rank_figures
@@ -160,12 +160,11 @@ def _copy_over_idle(w: WindowStats, peaks: PeakTable) -> float | None:
 
 
 def _idle_in_compute(w: WindowStats, peaks: PeakTable) -> float | None:
-    """The share of the interval the job's first GPU idles inside the compute phases (gpu_one.host_gaps)."""
-    comp = compute_share(w)
+    """The share of the interval the job's first GPU idles inside the compute phases (gpu_one.compute_idle)."""
     for dev in window_job_gpus(w, peaks).devices:
-        busy = w.get(Resource.GPU_COMPUTE, dev, "busy_fraction")
-        if comp is not None and busy is not None:
-            return max(0.0, comp - busy)
+        found = compute_idle(w, w.get(Resource.GPU_COMPUTE, dev, "busy_fraction"))
+        if found is not None:
+            return found[1]
     return None
 
 
@@ -252,6 +251,10 @@ WINDOW_STATISTICS: dict[str, Figure] = {
     "gpu_throttle_share": _throttle,
     "pcie_copy_over_gpu_idle": _copy_over_idle,
     "gpu_idle_in_compute": _idle_in_compute,
+    "co_tenant_bytes": lambda w, peaks: max(
+        (b for dev in window_job_gpus(w, peaks).devices if (b := largest_other_process(w, dev)) is not None),
+        default=None,
+    ),
     "ports_at_usual_rate": lambda w, peaks: float(usual_port_rate(w)[1]) or None,
     "sm_clock_ratio": _get(Resource.GPU_COMPUTE, None, "sm_clock_ratio"),
     "memory_used": _memory_used,

@@ -80,19 +80,20 @@ class StepInputs:
     #: (gloo on a CPU job whose cores are full reduces on the cores backward needs: rules/comm_cost.py);
     #: 0.0 where the overlap is free, None where the DDP comm hook did not time the communication
     comm_overlap_cost: float | None = None
-    #: the gradient all-reduce's cost as a share of the step where DDP's comm hook timed it (its
-    #: exposed part, and the overlapped part where it shares the compute's cores); the rest of the
-    #: communication phase is other collectives; None where it was not timed apart
+    #: the gradient all-reduce's exposed part as a share of the step where DDP's comm hook timed it
+    #: and the rest of the communication phase, other collectives, leads (rules/communication.py
+    #: ``other_collectives``); None otherwise (the whole phase is taken as the gradients')
     gradient_comm: float | None = None
     #: parameters sharded across ranks (FSDP): they are gathered at every forward and backward
     sharded: bool = False
     #: share of the data stage's stack samples in random augmentation (the fact data_random_share)
     data_random: float | None = None
-    #: NVML's busy fraction (share of time a kernel runs), the mean over the job's GPUs; None on a
-    #: CPU job or where unread
-    gpu_busy: float | None = None
-    #: SM activity (a time average), the mean over the job's GPUs; None where unmeasured (no GPM)
-    gpu_sm: float | None = None
+    #: the share of the interval the job's GPUs idle inside the compute phases (gpu_one.compute_idle,
+    #: the mean over them); None on a CPU job, where unread, or where the phases hold little
+    gpu_idle_in_compute: float | None = None
+    #: whether their kernels fill them while they run (gpu_one.kernels_fill, all of them); None
+    #: where SM activity is not measured
+    gpu_kernels_fill: bool | None = None
     #: the rate most of the node's InfiniBand ports run at over the busiest port's, where that port
     #: runs slower (rules/communication.py degraded_port); None otherwise
     link_rate_ratio: float | None = None
@@ -164,7 +165,7 @@ def step_inputs(
     can run without the step)."""
     from bottleneckd.diagnosis.job_gpus import runs_on_gpu
     from bottleneckd.diagnosis.rules.comm_cost import comm_cost
-    from bottleneckd.diagnosis.rules.communication import degraded_port
+    from bottleneckd.diagnosis.rules.communication import degraded_port, other_collectives
     from bottleneckd.diagnosis.rules.cpu_state import cpu_state
     from bottleneckd.diagnosis.rules.stack_comm import stack_comm
     from bottleneckd.peaks.select import PATHS, compute_peak
@@ -211,6 +212,7 @@ def step_inputs(
     overlap = comm.overlapped_share if comm is not None else (sc.overlapped if sc is not None else None)
     here = _ranks_here(stats, facts)
     slow = degraded_port(stats)
+    collectives = other_collectives(stats)
     counted = cpu.n_workers if cpu.busy is not None or cpu.n_workers else None
     return StepInputs(
         step=ph.wall_seconds / ph.steps,
@@ -233,25 +235,33 @@ def step_inputs(
         other_samples=other.samples,
         hottest=other.hottest,
         comm_overlap_cost=overlap,
-        gradient_comm=comm.share if comm is not None else None,
+        gradient_comm=None if collectives is None else max(0.0, (ph.share(Phase.COMMUNICATION) or 0.0) - collectives),
         sharded=bool(facts.get("fsdp")),
         data_random=_share(facts.get("data_random_share")),
-        gpu_busy=_over_job_gpus(stats, peaks, "busy_fraction") if device == "cuda" else None,
-        gpu_sm=_over_job_gpus(stats, peaks, "sm_activity") if device == "cuda" else None,
+        **(_gpu_gaps(stats, peaks) if device == "cuda" else {}),
         link_rate_ratio=None if slow is None else slow.usual / slow.rate,
     )
 
 
-def _over_job_gpus(stats: WindowStats, peaks: PeakTable, metric: str) -> float | None:
-    """A GPU compute figure's mean over the job's GPUs, None where none reads it."""
+def _gpu_gaps(stats: WindowStats, peaks: PeakTable) -> dict[str, Any]:
+    """``gpu_idle_in_compute`` and ``gpu_kernels_fill`` over the job's GPUs (those that read them)."""
     from bottleneckd.diagnosis.job_gpus import window_job_gpus
+    from bottleneckd.diagnosis.rules.gpu_one import compute_idle, kernels_fill
 
-    got = [
-        v
-        for dev in window_job_gpus(stats, peaks).devices
-        if (v := stats.get(Resource.GPU_COMPUTE, dev, metric)) is not None
-    ]
-    return sum(got) / len(got) if got else None
+    idle: list[float] = []
+    fill: list[bool | None] = []
+    for dev in window_job_gpus(stats, peaks).devices:
+        busy = stats.get(Resource.GPU_COMPUTE, dev, "busy_fraction")
+        found = compute_idle(stats, busy)
+        if found is not None:
+            idle.append(found[1])
+            fill.append(kernels_fill(stats.get(Resource.GPU_COMPUTE, dev, "sm_activity"), busy))
+    if not idle:
+        return {}
+    return {
+        "gpu_idle_in_compute": sum(idle) / len(idle),
+        "gpu_kernels_fill": None if None in fill else all(fill),
+    }
 
 
 def _waiting_is_communication(shares: dict[str, Share], waiting: float) -> dict[str, Share]:

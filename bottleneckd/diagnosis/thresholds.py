@@ -116,12 +116,12 @@ USUAL_RATE_PORTS = _t(
     2,
     unit="ports",
     statistic="ports_at_usual_rate",
-    source="InfiniBand/RoCE ports of a node at one rate that make it the node's usual rate, against which the "
-    "busiest port running slower is a link trained down: two (one port beside the slow one says nothing of which "
-    "is the odd one); a rail-optimised GPU node has one port per GPU, all at one rate (an independent probe's "
-    "trace: mlx5_3 at 200 Gb/s beside seven ports at 400)",
+    source="InfiniBand/RoCE ports of a node at one rate, more than half of them, that make it the node's usual "
+    "rate, against which the port carrying the most bytes running slower is a link trained down: two (one port "
+    "beside the slow one says nothing of which is the odd one); a rail-optimised GPU node has one port per GPU, "
+    "all at one rate (an independent probe's trace: mlx5_3 at 200 Gb/s beside seven ports at 400)",
     caveat="chosen, not measured: a node with one slower storage HCA beside two compute ports would read as "
-    "degraded when the storage port is the busiest",
+    "degraded when the storage port carries the most bytes",
 )
 COMM_THREADS_ACTIVE = _t(
     "COMM_THREADS_ACTIVE",
@@ -433,8 +433,20 @@ HOST_GAPS = _t(
     "however busy its SMs are while kernels run (SM activity is a time average: busy 63% at SM 53% is 84% active "
     "while running). An independent probe's trace, 24 .tolist() per forward on an H100 idle 31% of the interval "
     "inside the phases, was read as GPU compute; a compute-bound GPU idles a few percent there",
-    caveat="chosen, not measured on a GPU: between those; copies that explain the idle (COPIES_EXPLAIN_IDLE) are "
-    "judged as copies",
+    caveat="chosen, not measured on a GPU: between those. Copies that explain the idle (COPIES_EXPLAIN_IDLE) leave "
+    "the GPU to the SMs' reading. NVML's busy fraction is averaged over the window, the phases over its last "
+    "steps: time outside the steps (a checkpoint's save) counts as idle",
+)
+CO_TENANT_BYTES = _t(
+    "CO_TENANT_BYTES",
+    1e9,
+    unit="bytes of GPU memory",
+    statistic="co_tenant_bytes",
+    source="a process other than the job's ranks on its GPU (NVML's process list) holding this much or more is "
+    "another tenant whose kernels are time-sliced with the job's; a bare CUDA context with cuBLAS's workspace "
+    "holds a few hundred MB (a DataLoader worker or a compile subprocess of the job's that touched CUDA)",
+    caveat="chosen, not measured on a GPU: an idle notebook holding gigabytes reads as a tenant too (NVML's "
+    "per-process utilisation would tell, not read)",
 )
 GPU_BUSY_NO_GPM = _t(
     "GPU_BUSY_NO_GPM",

@@ -302,6 +302,12 @@ FACTS: dict[str, FactSpec] = {
             "over the window",
         ),
         _spec(
+            "several_hosts",
+            "bool",
+            Producer.MEASURED,
+            "the job's ranks are on more than one host (the hook's world sizes, or reports from several nodes)",
+        ),
+        _spec(
             "other_collectives_share",
             "float",
             Producer.MEASURED,
@@ -321,10 +327,11 @@ FACTS: dict[str, FactSpec] = {
             "processes other than the job's on the job's GPU that has the most (NVML's process lists; window)",
         ),
         _spec(
-            "cuda_memory_peak_share",
-            "float",
+            "gpu_memory_fragmented",
+            "bool",
             Producer.MEASURED,
-            "the most the job's tensors have held at once over its GPU's memory (the hook's allocator figures)",
+            "allocation retries while the job's tensors peak under CAPACITY_HIGH of the GPU and the allocator holds "
+            "more: fragmentation, not shortage (the hook's allocator figures)",
         ),
         _spec(
             "gpu_roofline_share",

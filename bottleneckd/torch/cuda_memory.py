@@ -11,9 +11,11 @@ documented statistics):
 - ``num_alloc_retries``: cudaMalloc calls that failed and were retried after freeing the cache
   (each frees and re-reserves memory on the critical path): memory pressure that costs time;
 - ``num_ooms``: out-of-memory errors thrown (a batch-size finder's, or caught and retried);
-- ``PYTORCH_CUDA_ALLOC_CONF`` (``PYTORCH_ALLOC_CONF`` in newer releases), read from the
-  environment: whether ``expandable_segments:True`` is set, the allocator setting that stops
-  fragmentation from cached blocks of the wrong sizes (PyTorch's CUDA semantics notes).
+- ``PYTORCH_ALLOC_CONF`` (else the older ``PYTORCH_CUDA_ALLOC_CONF``), read from the environment:
+  whether ``expandable_segments:True`` is set (c10 accepts exactly ``True`` or ``False``), the
+  allocator setting that stops fragmentation from cached blocks of the wrong sizes (PyTorch's CUDA
+  semantics notes). A setting changed at run time (``torch.cuda.memory._set_allocator_settings``)
+  is not seen.
 
 Read once per report from the report path (every ``report_every`` seconds, not per step): a
 C++ call that copies counters, no synchronisation. Not on CUDA, or before CUDA is initialised,
@@ -38,7 +40,7 @@ FACTS = (
     "cuda_expandable_segments",
 )
 #: the environment variables PyTorch reads its allocator settings from (the first set wins)
-ALLOC_CONF_VARS = ("PYTORCH_CUDA_ALLOC_CONF", "PYTORCH_ALLOC_CONF")
+ALLOC_CONF_VARS = ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")
 
 
 def expandable_segments(env: dict[str, str] | os._Environ[str] = os.environ) -> bool:
@@ -47,7 +49,7 @@ def expandable_segments(env: dict[str, str] | os._Environ[str] = os.environ) -> 
     for item in conf.split(","):
         key, _, value = item.partition(":")
         if key.strip() == "expandable_segments":
-            return value.strip().lower() == "true"
+            return value.strip() == "True"
     return False
 
 

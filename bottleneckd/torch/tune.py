@@ -30,7 +30,8 @@ from bottleneckd.advice.predict import LATENCY_WORKERS_FACTOR
 from bottleneckd.advice.tune import RESULT, STOPPED, SUMMARY, TuneOutcome, change_line, changes, summary_note
 from bottleneckd.model.hooks import HOOKS
 from bottleneckd.model.protocol import Event
-from bottleneckd.torch.trials import Trial
+from bottleneckd.torch.mitigations.dataloader_settings import in_flight
+from bottleneckd.torch.trials import Trial, settle_steps
 
 if TYPE_CHECKING:
     from bottleneckd.torch.watch import Watcher
@@ -183,6 +184,15 @@ class Tuner:
             params = p
         return Candidate(hook, rid, params, sem)
 
+    def _settle_estimate(self, cand: Candidate) -> int:
+        """The steps a loader trial skips after each turn, before it is applied: both settings'
+        batches in flight (DataLoaderSettings.settle_steps); 0 for other hooks."""
+        loader = self._loader()
+        if cand.hook != "dataloader_settings" or loader is None or not hasattr(loader, "num_workers"):
+            return 0
+        new_pf = cand.params.get("prefetch_factor") or loader.prefetch_factor
+        return in_flight(loader.num_workers, loader.prefetch_factor) + in_flight(cand.params.get("num_workers"), new_pf)
+
     def _loader(self) -> Any:
         return getattr(self._w._engine.loader, "loader", None)
 
@@ -191,10 +201,11 @@ class Tuner:
         step = statistics.median(walls) if walls else 0.0
         steps = min(MAX_BLOCK_STEPS, max(MIN_BLOCK_STEPS, math.ceil(BLOCK_SECONDS / step) if step > 0 else 0))
         warmup = min(steps, max(2, math.ceil(WARMUP_SECONDS / step) if step > 0 else 2))
-        need = 2 * BLOCKS * (steps + warmup) * step
+        skip = max(warmup, self._settle_estimate(cand))  # steps skipped after each turn (trials.py)
+        need = 2 * BLOCKS * (steps + skip) * step
         if need > MAX_TRIAL_SECONDS:
             self._stop(
-                f"steps of {step:.2f} s: one trial needs {2 * BLOCKS} blocks of {steps}+{warmup} steps, "
+                f"steps of {step:.2f} s: one trial needs {2 * BLOCKS} blocks of {steps}+{skip} steps, "
                 f"{need:.0f} s, more than the {MAX_TRIAL_SECONDS:.0f} s --tune allows a trial: too slow to measure"
             )
             return
@@ -254,7 +265,7 @@ class Tuner:
                     pass
                 t.kept = False
                 done = w.steps - self._started_steps
-                need = 2 * t.blocks * (t.steps + t.warmup)
+                need = 2 * t.blocks * (t.steps + max(t.warmup, settle_steps(t)))
                 self._record(
                     outcome(
                         cand,

@@ -63,7 +63,7 @@ class CommCase:
 
     @property
     def several_hosts(self) -> bool:
-        return len(self.w.topology) > 1 or self.world > self.local
+        return spans_hosts(self.w)
 
     @property
     def one_host(self) -> bool:
@@ -107,13 +107,13 @@ def _comm_case(w: WindowStats, peaks: PeakTable | None = None) -> CommCase:
         share = cost.share
         base_ev = [f"gradient communication {pct(share)} of step time, counting the overlapped part", cost.describe()]
         base = min(1.0, SHARED_BASE + share * SHARED_PER_SHARE)
-    elif cost is not None and base_ev and share is not None and share - cost.share >= COMM_HIGH:
+    elif cost is not None and base_ev and share is not None and (other := other_collectives(w)) is not None:
         # DDP's comm hook timed the gradient all-reduce; the rest of the phase is blocking collectives
         # of the model's own (expert parallelism's all-to-all, tensor parallelism's all-gathers)
         base_ev = [
-            f"communication {pct(share)} of step time: the gradient all-reduce {pct(cost.share)} of it (DDP's comm "
-            f"hook), the other {pct(share - cost.share)} other collectives (expert or tensor parallelism: all-to-all, "
-            "all-gather, broadcasts), which gradient mitigations do not reduce",
+            f"communication {pct(share)} of step time: the gradient all-reduce's exposed part {pct(share - other)} "
+            f"of it (DDP's comm hook), the other {pct(other)} other collectives (expert or tensor parallelism: "
+            "all-to-all, all-gather, broadcasts), which gradient mitigations do not reduce",
             cost.describe(),
         ]
     elif cost is not None and base_ev:
@@ -127,6 +127,30 @@ def _comm_case(w: WindowStats, peaks: PeakTable | None = None) -> CommCase:
     return CommCase(
         w=w, share=share, base=base, base_ev=base_ev, world=world, local=local, nvl=nvl, world_known=world_known
     )
+
+
+def other_collectives(w: WindowStats) -> float | None:
+    """The communication phase's share of the step that is not DDP's gradient all-reduce, where DDP's
+    comm hook timed it: the phase less the all-reduce's exposed part, when that rest is COMM_HIGH of
+    the step or more and at least the all-reduce's part (most of the phase is not the gradients': the
+    hook's exposed figure is a moving average over its last steps, the phase the window's, so a plain
+    DDP job's two differ by several points); else None."""
+    cost, p = comm_cost(w), w.phases
+    if cost is None or p is None:
+        return None
+    share = p.share(Phase.COMMUNICATION) or 0.0
+    exposed = min(share, cost.exposed / cost.step) if cost.step > 0 else 0.0
+    other = share - exposed
+    return other if other >= COMM_HIGH and other >= exposed else None
+
+
+def spans_hosts(w: WindowStats) -> bool:
+    """The job's ranks are on more than one host (the hook's world and local world sizes, or the
+    ranks' reports from several nodes)."""
+    p = w.phases
+    world = (p.facts.get("world_size") if p else None) or 1
+    local = (p.facts.get("local_world_size") if p else None) or world
+    return len(w.topology) > 1 or world > local
 
 
 def _link(resource: Resource, score: float, ev: list[str], c: CommCase) -> Finding:
@@ -188,39 +212,46 @@ class DegradedPort:
         )
 
 
-def _port_rates(w: WindowStats) -> dict[str, float]:
-    """Each InfiniBand/RoCE port (``device/port``) of the window: its rate (peak, B/s)."""
+def _ports(w: WindowStats, metric: str) -> dict[str, float]:
+    """Each InfiniBand/RoCE port (``device/port``) of the window: one of its figures' mean."""
     return {
         d: s.mean
         for (r, d, m), s in w.stats.items()
-        if r == Resource.INTER_NODE_INTERCONNECT and m == "peak" and "/" in d and s.mean
+        if r == Resource.INTER_NODE_INTERCONNECT and m == metric and "/" in d and s.mean is not None
     }
 
 
 def usual_port_rate(w: WindowStats) -> tuple[float, int]:
-    """The rate most of the node's InfiniBand/RoCE ports run at and how many do ((0, 0): none)."""
-    rates = Counter(round(v) for v in _port_rates(w).values())
+    """The rate more than half of the node's InfiniBand/RoCE ports run at and how many do ((0, 0):
+    no rate is the majority's)."""
+    rates = Counter(round(v) for v in _ports(w, "peak").values() if v)
     if not rates:
         return 0.0, 0
     usual, n = rates.most_common(1)[0]
-    return float(usual), n
+    return (float(usual), n) if n > sum(rates.values()) - n else (0.0, 0)
 
 
 def degraded_port(w: WindowStats) -> DegradedPort | None:
-    """The busiest InfiniBand/RoCE port (``device/port``) when its rate is below the one most of the
-    node's ports run at (two or more of them): a link trained down (a cable, a transceiver, fewer
-    lanes) that a rail-optimised all-reduce waits on, while its siblings idle half the time (an
-    independent probe's trace: mlx5_3 at 200 Gb/s beside seven ports at 400). Ethernet interfaces
-    are left out: a node's NICs differ by design."""
-    ports = _port_rates(w)
-    busiest = w.busiest(Resource.INTER_NODE_INTERCONNECT)
-    if busiest is None or busiest[0] not in ports:
+    """The port carrying the most bytes when its rate is below the one more than half of the node's
+    InfiniBand/RoCE ports run at (USUAL_RATE_PORTS of them at least) and it is loaded (BUSY of its
+    own rate while the job communicates, where that is COMM_HIGH of the step): a link trained down
+    (a cable, a transceiver, fewer lanes) that a rail-optimised all-reduce waits on while its
+    siblings idle half the time (an independent probe's trace: mlx5_3 at 200 Gb/s beside seven
+    ports at 400). By bytes, not utilisation (a slower port reads busier
+    for the same traffic); Ethernet interfaces are left out (a node's NICs differ by design)."""
+    rates, moved, busy = _ports(w, "peak"), _ports(w, "throughput"), _ports(w, "utilization")
+    if not moved:
         return None
+    port = max(moved, key=lambda d: moved[d])
     usual, n = usual_port_rate(w)
-    mine = ports[busiest[0]]
-    if n < USUAL_RATE_PORTS or not mine < usual:
+    mine = rates.get(port)
+    if not mine or n < USUAL_RATE_PORTS or not mine < usual:
         return None
-    return DegradedPort(busiest[0], mine, usual, n, len(ports))
+    comm = w.phases.share(Phase.COMMUNICATION) if w.phases is not None else None
+    load = busy.get(port, 0.0) / comm if comm and comm >= COMM_HIGH else busy.get(port, 0.0)
+    if load < BUSY:  # not loaded while the job communicates (or, without phases, over the interval)
+        return None
+    return DegradedPort(port, mine, usual, n, len(rates))
 
 
 def _intra_node(c: CommCase, named: bool) -> Finding | None:

@@ -70,6 +70,18 @@ def gpu_memory(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     return sorted(out, key=lambda f: -f.score)[:1]
 
 
+def fragmented(facts: Mapping[str, Any]) -> bool | None:
+    """Allocation retries while the tensors' peak stays under CAPACITY_HIGH of the GPU's memory and
+    the caching allocator holds that much or more: the free memory is cached in blocks of the wrong
+    sizes (fragmentation), not short. None where the hook's allocator figures are not reported."""
+    total = facts.get("cuda_memory_total_bytes")
+    peak, reserved = facts.get("cuda_memory_peak_allocated_bytes"), facts.get("cuda_memory_reserved_bytes")
+    retries = facts.get("cuda_alloc_retries_per_step")
+    if not total or peak is None or reserved is None or retries is None:
+        return None
+    return bool(retries) and float(peak) / float(total) < CAPACITY_HIGH <= float(reserved) / float(total)
+
+
 def _hook(facts: Mapping[str, Any], where: str) -> Finding | None:
     total = float(facts["cuda_memory_total_bytes"])
     peak = float(facts.get("cuda_memory_peak_allocated_bytes") or 0.0)
@@ -85,14 +97,13 @@ def _hook(facts: Mapping[str, Any], where: str) -> Finding | None:
     if retries:
         score = max(score, min(1.0, RETRY_SCORE + RETRY_RANGE * min(1.0, retries / RETRIES_EVERY_STEP)))
         held = reserved / total if total else 0.0
-        fragmented = share < CAPACITY_HIGH <= held
         ev.append(
             f"cudaMalloc failed and the allocator freed its cache and retried {retries:.2g} times per step: "
             + (
                 f"the tensors never held more than {pct(share)} of the memory while the allocator held {pct(held)}: "
                 "the free memory is cached in blocks of the wrong sizes (fragmentation, as with batches of "
                 "varying shapes), not short; each retry costs the step time"
-                if fragmented
+                if fragmented(facts)
                 else "memory is short, and each retry costs the step time"
             )
         )

@@ -251,13 +251,14 @@ def _the_launching_host(c: GpuCase, ev: list[str], *, graphs: str, bound: str, o
 
 def _host_gaps(c: GpuCase) -> Finding | None:
     """The GPU idle HOST_GAPS or more of the interval inside the compute phases, the launching
-    threads at a full core, the step not replayed from CUDA graphs and the idle not explained by
-    PCIe copies: the host's CPU limits the step, whatever the SMs do while kernels run."""
-    comp, busy = compute_share(c.w), c.busy
+    threads at a full core, the step not replayed from CUDA graphs, the kernels filling the GPU
+    while they run (``kernels_fill``, where SM activity is measured) and the idle not explained by
+    PCIe copies: the host's CPU limits the step between the kernels."""
+    found, busy = compute_idle(c.w, c.busy), c.busy
     host = c.launch if c.launch is not None else c.main
-    if comp is None or busy is None or comp < COMPUTE_STAGE or c.facts.get("cuda_graphs"):
-        return None
-    idle = comp - busy
+    if found is None or busy is None or c.facts.get("cuda_graphs") or kernels_fill(c.sm, busy) is False:
+        return None  # small kernels' gaps are their launches: _overhead_bound's, or _idle_in_compute's
+    comp, idle = found
     if idle < HOST_GAPS or host is None or host < ONE_CORE:
         return None
     copies = pcie_copy_share(c.w, c.dev)
@@ -274,7 +275,7 @@ def _host_gaps(c: GpuCase) -> Finding | None:
             f"SM activity {pct(c.sm)} is a time average: {pct(min(1.0, c.sm / busy))} while kernels run, so the "
             "kernels fill the GPU; the gaps between them are the host's"
         )
-    found = _the_launching_host(
+    host_finding = _the_launching_host(
         c,
         ev,
         graphs="",
@@ -282,7 +283,7 @@ def _host_gaps(c: GpuCase) -> Finding | None:
         ".tolist() draining the queue, or Python between launches)",
         otherwise="",
     )
-    return replace(found, headroom=headroom(idle, stack_samples(c.w)))  # the gaps are what a fed GPU removes
+    return replace(host_finding, headroom=headroom(idle, stack_samples(c.w)))  # the gaps are what a fed GPU removes
 
 
 def _sm_busy(c: GpuCase) -> Finding | None:
@@ -320,18 +321,33 @@ def pcie_copy_share(w: WindowStats, dev: str) -> float | None:
     return min(1.0, (tx + rx) / peak)
 
 
-def idle_in_compute(w: WindowStats, busy: float | None) -> tuple[float, float] | None:
+def compute_idle(w: WindowStats, busy: float | None) -> tuple[float, float] | None:
     """The compute phases' share of the step and the share of the interval the GPU idles within them
-    (the phases less the time kernels ran: a lower bound, kernels outside the phases counted as in
-    them), where the phases hold COMPUTE_STAGE of the step and the GPU runs kernels under GPU_BUSY of
-    their time; else None. From stack samples (attach) the phases are the host thread's: in them
-    while the GPU idles, it works or waits there on something other than the GPU."""
+    (the phases less the time kernels ran, NVML's busy fraction: a lower bound, kernels outside the
+    phases counted as in them), where the phases hold COMPUTE_STAGE of the step; else None. From
+    stack samples (attach) the phases are the host thread's: in them while the GPU idles, it works
+    or waits there on something other than the GPU. NVML's busy fraction is averaged over the
+    window's interval, the phases over its last steps: time outside the steps (a checkpoint) counts
+    as idle here."""
     comp = compute_share(w)
     if busy is None or comp is None or comp < COMPUTE_STAGE:
         return None
-    if busy >= GPU_BUSY * comp:
-        return None
     return comp, max(0.0, comp - busy)
+
+
+def idle_in_compute(w: WindowStats, busy: float | None) -> tuple[float, float] | None:
+    """``compute_idle`` where the GPU runs kernels under GPU_BUSY of the phases' time; else None."""
+    found = compute_idle(w, busy)
+    return found if found is not None and busy is not None and busy < GPU_BUSY * found[0] else None
+
+
+def kernels_fill(sm: float | None, busy: float | None) -> bool | None:
+    """Whether the kernels fill the GPU while they run: SM activity (a time average) over the busy
+    fraction at LOW_SM or more; None where either is not measured. Small kernels leave the SMs
+    idle while running, and the gaps between them are their launches."""
+    if sm is None or not busy:
+        return None
+    return sm / busy >= LOW_SM
 
 
 def _idle_in_compute(c: GpuCase) -> Finding | None:
