@@ -585,7 +585,7 @@ def test_a_port_trained_down_below_its_siblings_rate_is_named_and_restored_first
     idle_slow = window(figs(rates, {i: 0.05 if i == 3 else 0.43 for i in range(8)}), shares, hook)
     assert "degraded_link" not in measured_facts(idle_slow, classify(idle_slow, NO_PEAKS))
     # a DGX-like node: eight 400 Gb/s compute ports and two 200 Gb/s storage ports, the storage
-    # ports busier for their rate but carrying fewer bytes: nothing is degraded
+    # ports busier for their rate but carrying other traffic (62% of a rail's bytes): nothing is degraded
     dgx = {i: 200.0 if i >= 8 else 400.0 for i in range(10)}
     w = window(figs(dgx, {i: 0.125 if i >= 8 else 0.1 for i in range(10)}), shares, hook)
     assert "degraded_link" not in measured_facts(w, classify(w, NO_PEAKS))

@@ -168,6 +168,29 @@ def _idle_in_compute(w: WindowStats, peaks: PeakTable) -> float | None:
     return None
 
 
+def _slow_port_bytes(w: WindowStats, peaks: PeakTable) -> float | None:
+    """The busiest InfiniBand port's bytes/s over the median of the usual-rate ports', where it runs
+    below their rate (rules/communication.py degraded_port)."""
+    ports = {
+        d: (
+            s.mean,
+            w.get(Resource.INTER_NODE_INTERCONNECT, d, "throughput"),
+            w.get(Resource.INTER_NODE_INTERCONNECT, d, "peak"),
+        )
+        for (r, d, m), s in w.stats.items()
+        if r == Resource.INTER_NODE_INTERCONNECT and m == "utilization" and "/" in d
+    }
+    usual = usual_port_rate(w)[0]
+    if not ports or not usual:
+        return None
+    port = max(ports, key=lambda d: ports[d][0])
+    rails = sorted(b for _, b, rate in ports.values() if b is not None and rate and round(rate) == round(usual))
+    mine = ports[port][1]
+    if mine is None or not rails or not rails[len(rails) // 2] or round(ports[port][2] or usual) >= round(usual):
+        return None
+    return mine / rails[len(rails) // 2]
+
+
 def _stage_share(w: WindowStats, peaks: PeakTable) -> float | None:
     """The share of the step of the strongest finding's stage (what headroom() is given)."""
     fs = findings(w, peaks)
@@ -256,6 +279,7 @@ WINDOW_STATISTICS: dict[str, Figure] = {
         default=None,
     ),
     "ports_at_usual_rate": lambda w, peaks: float(usual_port_rate(w)[1]) or None,
+    "slow_port_bytes_over_rails": _slow_port_bytes,
     "sm_clock_ratio": _get(Resource.GPU_COMPUTE, None, "sm_clock_ratio"),
     "memory_used": _memory_used,
     "storage_used": _get(Resource.STORAGE_CAPACITY, None, "utilization"),

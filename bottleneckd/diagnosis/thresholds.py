@@ -123,6 +123,17 @@ USUAL_RATE_PORTS = _t(
     caveat="chosen, not measured: a node with one slower storage HCA beside two compute ports would read as "
     "degraded when the storage port carries the most bytes",
 )
+RAIL_BYTES = _t(
+    "RAIL_BYTES",
+    0.8,
+    unit="share of the usual-rate ports' median bytes/s",
+    statistic="slow_port_bytes_over_rails",
+    source="a slower port carrying this share or more of the bytes the node's usual-rate ports carry is a rail of "
+    "the same all-reduce (NCCL splits a collective evenly over its rails: a degraded rail carries the same bytes at "
+    "twice the utilisation, 190 against 192 Gb/s in an independent probe's trace); a storage port carries other "
+    "traffic (a DGX-like node's 200 Gb/s storage ports at 62% of the compute ports' bytes)",
+    caveat="chosen, not measured: between those two",
+)
 COMM_THREADS_ACTIVE = _t(
     "COMM_THREADS_ACTIVE",
     0.02,

@@ -23,6 +23,7 @@ from bottleneckd.diagnosis.thresholds import (
     INPUT_MODERATE,
     LATE_BATCH_DATA_RATIO,
     LINK_IDLE_WHILE_COMMUNICATING,
+    RAIL_BYTES,
     SHARED_COMM_HIGH,
     USUAL_RATE_PORTS,
 )
@@ -232,24 +233,26 @@ def usual_port_rate(w: WindowStats) -> tuple[float, int]:
 
 
 def degraded_port(w: WindowStats) -> DegradedPort | None:
-    """The port carrying the most bytes when its rate is below the one more than half of the node's
-    InfiniBand/RoCE ports run at (USUAL_RATE_PORTS of them at least) and it is loaded (BUSY of its
-    own rate while the job communicates, where that is COMM_HIGH of the step): a link trained down
-    (a cable, a transceiver, fewer lanes) that a rail-optimised all-reduce waits on while its
-    siblings idle half the time (an independent probe's trace: mlx5_3 at 200 Gb/s beside seven
-    ports at 400). By bytes, not utilisation (a slower port reads busier
-    for the same traffic); Ethernet interfaces are left out (a node's NICs differ by design)."""
+    """The busiest port (by its utilisation) when its rate is below the one more than half of the
+    node's InfiniBand/RoCE ports run at (USUAL_RATE_PORTS of them at least), it is loaded (BUSY of
+    its rate while the job communicates, where that is COMM_HIGH of the step) and it carries about
+    the bytes those ports carry (RAIL_BYTES of their median or more): a rail of the same all-reduce,
+    which NCCL splits evenly over its rails, trained down (a cable, a transceiver, fewer lanes),
+    that the all-reduce waits on while its siblings idle half the time (an independent probe's
+    trace: mlx5_3 at 200 Gb/s beside seven ports at 400). A storage port of a lower rate carries
+    other traffic than the rails; Ethernet interfaces are left out (a node's NICs differ by design)."""
     rates, moved, busy = _ports(w, "peak"), _ports(w, "throughput"), _ports(w, "utilization")
-    if not moved:
+    if not busy:
         return None
-    port = max(moved, key=lambda d: moved[d])
+    port = max(busy, key=lambda d: busy[d])
     usual, n = usual_port_rate(w)
     mine = rates.get(port)
     if not mine or n < USUAL_RATE_PORTS or not mine < usual:
         return None
     comm = w.phases.share(Phase.COMMUNICATION) if w.phases is not None else None
-    load = busy.get(port, 0.0) / comm if comm and comm >= COMM_HIGH else busy.get(port, 0.0)
-    if load < BUSY:  # not loaded while the job communicates (or, without phases, over the interval)
+    load = busy[port] / comm if comm and comm >= COMM_HIGH else busy[port]
+    rails = sorted(b for d, b in moved.items() if round(rates.get(d) or 0.0) == round(usual))
+    if load < BUSY or not rails or moved.get(port, 0.0) < RAIL_BYTES * rails[len(rails) // 2]:
         return None
     return DegradedPort(port, mine, usual, n, len(rates))
 
