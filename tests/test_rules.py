@@ -65,6 +65,37 @@ def test_input_main_thread_building_batches_without_workers_is_cpu_compute_data(
     assert any("main thread builds each batch" in e for e in f.evidence)
 
 
+def test_input_a_side_thread_of_the_training_process_at_a_full_core_is_cpu_compute_data():
+    """The pin-memory thread copying 453 MB batches (an independent probe's trace): the rank's
+    hottest thread at 0.99 of a core, its main thread at 0.38, twelve workers at 0.47 each. It was
+    undetermined, its evidence saying no thread was near a full core beside "hottest training thread
+    at 0.99"; it is the loader's CPU, and more workers, caching or simpler augmentation do not fit
+    (the fact serial_loader_thread). Where the hottest thread is the autograd engine's (a GPU job's
+    launch threads), or a worker runs a full core, this sign says nothing."""
+    from bottleneckd.advice.knowledge import load_knowledge
+    from bottleneckd.advice.recommend import not_fitting
+    from bottleneckd.diagnosis.classify import classify
+    from bottleneckd.diagnosis.measured import measured_facts
+
+    figs = {**HOST, **job(6.95, 0.38, hottest=0.99, workers=5.4, n_workers=12, usable=26.0)}
+    w = window(figs, DATA)
+    f = top(data_wait(w, NO_PEAKS))
+    assert (f.resource, f.stage) == ("cpu_compute", "data"), f
+    assert any("pin-memory thread" in e for e in f.evidence), f.evidence
+    assert not any("no loader process or thread is near a full core" in e for e in f.evidence)
+    v = classify(w, NO_PEAKS)
+    facts = {"device": "cuda", **dict(measured_facts(w, v, NO_PEAKS))}
+    assert facts["serial_loader_thread"] is True
+    unfit = {m.id for m, _ in not_fitting(v, load_knowledge(), facts)}
+    assert {"more_loader_workers", "cache_preprocessing", "simplify_augmentation"} <= unfit, unfit
+    autograd = window({**figs, "cpu_compute/job/launch_thread_cores": 1.4}, DATA)
+    assert not any("pin-memory thread" in e for e in top(data_wait(autograd, NO_PEAKS)).evidence)
+    full_worker = window(
+        {**HOST, **job(6.95, 0.38, hottest=0.99, workers=5.4, n_workers=12, worker_max=1.0, usable=26.0)}, DATA
+    )
+    assert not any("pin-memory thread" in e for e in top(data_wait(full_worker, NO_PEAKS)).evidence)
+
+
 def test_input_threads_in_disk_wait_with_no_peak_is_storage():
     fig = {
         **HOST,

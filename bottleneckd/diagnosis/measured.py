@@ -5,6 +5,9 @@ what the job's own figures say about whether a mitigation can help, not what the
   over the window (usable cores - busy cores - run-queue wait). More loader workers only help
   while idle cores remain (the knowledge base's caveat for them); a job whose two workers fill
   both cores has none left.
+- ``serial_loader_thread``: a thread of a rank other than its main and autograd threads at a full
+  core while the main thread and the loader workers run less (rules/cpu_state.py
+  ``side_thread_at_full_core``: the pin-memory thread): more workers do not add to it.
 - ``idle_wait_stage``: the stage (data or other) in which the step spends its time waiting with
   nothing busy: the diagnosis ruled every resource out there (no thread near a full core, no
   storage, network or I/O wait), so the step waits on latency (a sleep, a remote service, a lock).
@@ -61,6 +64,8 @@ def measured_facts(w: WindowStats, verdict: Verdict, peaks: PeakTable | None = N
     """The facts this window measures (those it cannot are left out: unknown, not zero)."""
     out: dict[str, object] = {}
     cpu = cpu_state(w)
+    if cpu.side_thread_at_full_core:
+        out["serial_loader_thread"] = True
     if cpu.busy is not None:
         out["job_idle_cores"] = round(max(0.0, cpu.cores - cpu.busy - (cpu.waiting or 0.0)), 3)
     stage = idle_wait_stage(w, verdict)

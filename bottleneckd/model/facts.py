@@ -302,6 +302,13 @@ FACTS: dict[str, FactSpec] = {
             "over the window",
         ),
         _spec(
+            "serial_loader_thread",
+            "bool",
+            Producer.MEASURED,
+            "a thread of a rank other than its main and autograd threads runs a full core while the main thread and "
+            "the loader workers run less (the pin-memory thread; window)",
+        ),
+        _spec(
             "several_hosts",
             "bool",
             Producer.MEASURED,

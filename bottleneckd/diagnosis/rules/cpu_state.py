@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bottleneckd.diagnosis.rules.common import pct
-from bottleneckd.diagnosis.thresholds import CPU_STALL, ONE_CORE, OUTSIDE_BUSY, SATURATED, WAITING_SHOWN
+from bottleneckd.diagnosis.thresholds import CPU_STALL, NO_WORKERS, ONE_CORE, OUTSIDE_BUSY, SATURATED, WAITING_SHOWN
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.resources import Resource
 
@@ -34,6 +34,8 @@ class CpuState:
     waiting: float | None = None  # cores' worth of the job's threads runnable but not running
     #: cores busy on the host outside the job (host busy minus the job's ranks, workers and launcher)
     outside: float | None = None
+    #: the busiest rank's main thread and autograd device threads together, cores (a GPU job's)
+    launch: float | None = None
 
     @property
     def demand(self) -> float | None:
@@ -43,6 +45,17 @@ class CpuState:
     def hot(self) -> float:
         """The busiest single thread, running or waiting to run (0..1)."""
         return max(self.main or 0.0, self.hottest or 0.0, self.main_demand or 0.0, self.hottest_demand or 0.0)
+
+    @property
+    def side_thread_at_full_core(self) -> bool:
+        """A thread of a rank other than its main one and its autograd device threads runs a full
+        core while the main thread and every loader worker run less (the pin-memory thread of a
+        DataLoader with pin_memory=True, a prefetching thread of the user's): a serial stage of its
+        own, which more workers do not add to."""
+        if self.hottest is None or self.main is None or self.hottest < ONE_CORE or self.main >= ONE_CORE:
+            return False
+        autograd = (self.launch - self.main) if self.launch is not None else 0.0
+        return self.n_workers >= NO_WORKERS and autograd < ONE_CORE and (self.worker_max or 0.0) < ONE_CORE
 
     @property
     def worker_hot(self) -> float:
@@ -145,4 +158,5 @@ def cpu_state(w: WindowStats) -> CpuState:
         worker_max_demand=g(Resource.CPU_COMPUTE, "job", "worker_max_demand"),
         waiting=g(Resource.CPU_COMPUTE, "job", "runqueue_wait_cores"),
         outside=outside,
+        launch=g(Resource.CPU_COMPUTE, "job", "launch_thread_cores"),
     )

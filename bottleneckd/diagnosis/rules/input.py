@@ -175,6 +175,18 @@ def _main_thread_builds_batches(cpu: CpuState) -> tuple[str, float] | None:
     return None
 
 
+def _a_side_thread_at_full_core(cpu: CpuState) -> tuple[str, float] | None:
+    if cpu.side_thread_at_full_core:
+        return (
+            f"a thread of the training process other than the main one at {cpu.hottest:.2f} of a core while the "
+            "main thread and every loader worker run less: the batches wait on that one thread (the pin-memory "
+            "thread of a DataLoader with pin_memory=True copying large batches, or a prefetching thread); more "
+            "workers do not add to it, fewer bytes per batch shorten it",
+            LOADER_AT_FULL_CORE,
+        )
+    return None
+
+
 def _loader_contended(cpu: CpuState) -> tuple[str, float] | None:
     """Running plus waiting on a run queue: the loader wants the CPU, other processes hold it."""
     if cpu.n_workers and cpu.worker_hot >= ONE_CORE or cpu.n_workers < NO_WORKERS and cpu.serial or cpu.contended:
@@ -202,6 +214,7 @@ LOADER_SIGNS: tuple[Callable[[CpuState], tuple[str, float] | None], ...] = (
     _a_worker_at_full_core,
     _workers_busy,
     _main_thread_builds_batches,
+    _a_side_thread_at_full_core,
     _loader_contended,
     _cpu_pressure,
 )
