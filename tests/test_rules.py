@@ -620,6 +620,19 @@ def test_a_port_trained_down_below_its_siblings_rate_is_named_and_restored_first
     dgx = {i: 200.0 if i >= 8 else 400.0 for i in range(10)}
     w = window(figs(dgx, {i: 0.125 if i >= 8 else 0.1 for i in range(10)}), shares, hook)
     assert "degraded_link" not in measured_facts(w, classify(w, NO_PEAKS))
+    # NCCL on TCP sockets: eth0 (100 Gb/s) loaded while communicating, the eight NDR ports idle
+    sockets = {
+        **figs(dict.fromkeys(range(8), 400.0), dict.fromkeys(range(8), 0.001)),
+        "inter_node_interconnect/eth0/peak": 100 * gbps,
+        "inter_node_interconnect/eth0/utilization": 0.41,
+        "inter_node_interconnect/eth0/throughput": 0.41 * 100 * gbps,
+    }
+    w = window(sockets, shares, hook)
+    assert any("over sockets, not RDMA" in e for e in top(communication(w, NO_PEAKS)).evidence)
+    assert measured_facts(w, classify(w, NO_PEAKS))["degraded_link"] == "eth0"
+    rdma_busy = {**sockets, **{f"inter_node_interconnect/mlx5_{i}/1/utilization": 0.3 for i in range(8)}}
+    w = window(rdma_busy, shares, hook)
+    assert "degraded_link" not in measured_facts(w, classify(w, NO_PEAKS))
     # two ports at each rate: no rate is the majority's
     half = {i: 200.0 if i < 2 else 400.0 for i in range(4)}
     w = window(figs(half, {i: 0.9 if i == 0 else 0.2 for i in range(4)}), shares, hook)

@@ -23,8 +23,8 @@ what the job's own figures say about whether a mitigation can help, not what the
 - ``several_hosts``: the job's ranks are on more than one host (``spans_hosts``): only then can
   its collectives be kept within a node.
 - ``degraded_link``: the busiest InfiniBand/RoCE port when its rate is below the one most of the
-  node's ports run at (rules/communication.py ``degraded_port``): restoring it comes before any
-  change to the training.
+  node's ports run at, or an Ethernet interface carrying the traffic beside idle RDMA ports
+  (rules/communication.py ``slow_link``): fixing the link comes before any change to the training.
 - ``gpu_co_tenants``: processes other than the job's on its GPU that has most (NVML's process
   lists, by PID): their kernels are time-sliced with the job's, which gets a share of every
   resource of that GPU. Unknown where the job's PIDs or the lists are not known.
@@ -44,7 +44,7 @@ what the job's own figures say about whether a mitigation can help, not what the
 from __future__ import annotations
 
 from bottleneckd.diagnosis.job_gpus import co_tenants, job_listed, runs_on_gpu, window_job_gpus
-from bottleneckd.diagnosis.rules.communication import degraded_port, other_collectives, spans_hosts
+from bottleneckd.diagnosis.rules.communication import other_collectives, slow_link, spans_hosts
 from bottleneckd.diagnosis.rules.cpu_state import cpu_state
 from bottleneckd.diagnosis.rules.gpu_memory import fragmented
 from bottleneckd.diagnosis.rules.other import other_share
@@ -80,7 +80,7 @@ def measured_facts(w: WindowStats, verdict: Verdict, peaks: PeakTable | None = N
     world = w.phases.facts.get("world_size") if w.phases is not None else None
     if (isinstance(world, int) and world > 1) or len(w.topology) > 1:  # a distributed job's
         out["several_hosts"] = spans_hosts(w)
-    slow = degraded_port(w)
+    slow = slow_link(w)
     if slow is not None:
         out["degraded_link"] = slow.port
     tenants = gpu_co_tenants(w, peaks)

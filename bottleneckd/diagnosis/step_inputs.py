@@ -165,7 +165,7 @@ def step_inputs(
     can run without the step)."""
     from bottleneckd.diagnosis.job_gpus import runs_on_gpu
     from bottleneckd.diagnosis.rules.comm_cost import comm_cost
-    from bottleneckd.diagnosis.rules.communication import degraded_port, other_collectives
+    from bottleneckd.diagnosis.rules.communication import other_collectives, slow_link
     from bottleneckd.diagnosis.rules.cpu_state import cpu_state
     from bottleneckd.diagnosis.rules.stack_comm import stack_comm
     from bottleneckd.peaks.select import PATHS, compute_peak
@@ -211,7 +211,7 @@ def step_inputs(
     comm = comm_cost(stats)
     overlap = comm.overlapped_share if comm is not None else (sc.overlapped if sc is not None else None)
     here = _ranks_here(stats, facts)
-    slow = degraded_port(stats)
+    slow = slow_link(stats)
     collectives = other_collectives(stats)
     counted = cpu.n_workers if cpu.busy is not None or cpu.n_workers else None
     return StepInputs(

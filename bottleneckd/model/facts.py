@@ -325,7 +325,8 @@ FACTS: dict[str, FactSpec] = {
             "degraded_link",
             "str",
             Producer.MEASURED,
-            "the busiest InfiniBand/RoCE port when it runs at a lower rate than most of the node's ports (window)",
+            "the busiest InfiniBand/RoCE port when it runs at a lower rate than most of the node's ports, or an "
+            "Ethernet interface carrying the traffic beside idle RDMA ports (window)",
         ),
         _spec(
             "gpu_co_tenants",

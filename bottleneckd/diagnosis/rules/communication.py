@@ -20,6 +20,7 @@ from bottleneckd.diagnosis.rules.stack_comm import stack_comm
 from bottleneckd.diagnosis.thresholds import (
     BUSY,
     COMM_HIGH,
+    IDLE_UTILIZATION,
     INPUT_MODERATE,
     LATE_BATCH_DATA_RATIO,
     LINK_IDLE_WHILE_COMMUNICATING,
@@ -181,7 +182,7 @@ def _inter_node(c: CommCase) -> Finding | None:
             f", {pct(during)} during communication" if during is not None else ""
         )
         score = max(base, min(1.0, max(nic[1], strong)))
-        slow = degraded_port(c.w)
+        slow = slow_link(c.w)
         extra = [slow.evidence] if slow is not None and slow.port == nic[0] else []
         return _link(
             Resource.INTER_NODE_INTERCONNECT, score, c.base_ev + [nic_ev] + extra + ([where] if where else []), c
@@ -203,9 +204,18 @@ class DegradedPort:
     usual: float  # B/s, the rate most of the node's ports run at
     siblings: int  # ports at the usual rate
     ports: int
+    #: the busy link is an Ethernet interface beside idle RDMA ports (NCCL on sockets), not a port
+    transport: bool = False
 
     @property
     def evidence(self) -> str:
+        if self.transport:
+            return (
+                f"{self.port} ({self.rate * 8 / 1e9:.0f} Gb/s) carries the inter-node traffic while the node's "
+                f"{self.siblings} InfiniBand/RoCE ports at {self.usual * 8 / 1e9:.0f} Gb/s idle: the collectives "
+                "run over sockets, not RDMA (NCCL without the IB devices: a container without /dev/infiniband, "
+                "NCCL_IB_DISABLE, NCCL_SOCKET_IFNAME)"
+            )
         return (
             f"{self.port} runs at {self.rate * 8 / 1e9:.0f} Gb/s where {self.siblings} of the node's {self.ports} "
             f"ports run at {self.usual * 8 / 1e9:.0f} Gb/s: a link trained down (cable, transceiver, lanes) that "
@@ -255,6 +265,33 @@ def degraded_port(w: WindowStats) -> DegradedPort | None:
     if load < BUSY or not rails or moved.get(port, 0.0) < RAIL_BYTES * rails[len(rails) // 2]:
         return None
     return DegradedPort(port, mine, usual, n, len(rates))
+
+
+def slow_transport(w: WindowStats) -> DegradedPort | None:
+    """The busiest inter-node link an Ethernet interface (no ``device/port`` name), loaded while the
+    job communicates, slower than the rate more than half of the node's InfiniBand/RoCE ports run
+    at, while every one of those idles (under IDLE_UTILIZATION): the collectives run over TCP
+    sockets beside an idle RDMA fabric (an independent probe's trace: eth0 at 90% of 100 GbE during
+    the all-reduce, eight NDR ports idle)."""
+    busiest = w.busiest(Resource.INTER_NODE_INTERCONNECT)
+    if busiest is None or "/" in busiest[0]:
+        return None
+    usual, n = usual_port_rate(w)
+    rate = w.get(Resource.INTER_NODE_INTERCONNECT, busiest[0], "peak")
+    ib = _ports(w, "utilization")
+    if not rate or n < USUAL_RATE_PORTS or not rate < usual or max(ib.values(), default=1.0) >= IDLE_UTILIZATION:
+        return None
+    comm = w.phases.share(Phase.COMMUNICATION) if w.phases is not None else None
+    load = busiest[1] / comm if comm and comm >= COMM_HIGH else busiest[1]
+    if load < BUSY:
+        return None
+    return DegradedPort(busiest[0], rate, usual, n, len(ib), transport=True)
+
+
+def slow_link(w: WindowStats) -> DegradedPort | None:
+    """A degraded RDMA port, or the traffic on Ethernet beside idle RDMA ports (either: a fault of the
+    node's links to fix before changing the training)."""
+    return degraded_port(w) or slow_transport(w)
 
 
 def _intra_node(c: CommCase, named: bool) -> Finding | None:
