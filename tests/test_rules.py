@@ -332,6 +332,40 @@ def test_a_busy_nic_on_a_job_whose_ranks_are_all_on_this_host_is_not_its_communi
     assert top(untold).resource == "inter_node_interconnect"
 
 
+def test_host_memory_short_but_mostly_other_processes_is_said_and_freeing_it_comes_first():
+    """A 251 GB host 97% used while the job holds 56 GB (an independent probe's trace: another job
+    evicted its page-cached dataset): the evidence says others hold the rest; the job's own savings
+    (meta-device init, data on NVMe) do not fit and giving the job the host's memory comes first.
+    A job holding most of it keeps the job's own advice."""
+    from bottleneckd.advice.knowledge import load_knowledge
+    from bottleneckd.advice.recommend import not_fitting, recommend
+    from bottleneckd.diagnosis.classify import classify
+    from bottleneckd.diagnosis.measured import measured_facts
+
+    shares = {"data_wait": 0.47, "forward": 0.2, "backward": 0.28, "optimizer": 0.05}
+
+    def judged(rss: float) -> tuple[object, dict, list]:
+        figs = {
+            **HOST,
+            "cpu_memory/host/utilization": 0.97,
+            "cpu_memory/host/used": 243e9,
+            "cpu_memory/job/resident_bytes": rss,
+        }
+        w = window(figs, shares, {"device": "cuda"})
+        f = top(capacity(w, NO_PEAKS))
+        v = classify(w, NO_PEAKS)
+        return f, {"device": "cuda", **dict(measured_facts(w, v, NO_PEAKS))}, [v]
+
+    f, facts, (v,) = judged(56e9)
+    assert any("other processes hold the rest" in e for e in f.evidence), f.evidence
+    assert facts["job_memory_share"] == pytest.approx(56 / 243, abs=1e-3)
+    assert (v.resource, v.stage) == ("cpu_memory", "data"), v
+    assert recommend(v, load_knowledge(), facts)[0].mitigation.id == "free_host_memory"
+    assert {"meta_device_init", "data_on_nvme"} <= {m.id for m, _ in not_fitting(v, load_knowledge(), facts)}
+    f, facts, _ = judged(200e9)
+    assert not any("other processes hold the rest" in e for e in f.evidence)
+
+
 def test_capacity_host_memory_and_disk_full():
     fs = capacity(
         window(

@@ -5,6 +5,8 @@ what the job's own figures say about whether a mitigation can help, not what the
   over the window (usable cores - busy cores - run-queue wait). More loader workers only help
   while idle cores remain (the knowledge base's caveat for them); a job whose two workers fill
   both cores has none left.
+- ``job_memory_share``: the job's resident memory over the host's memory in use (rules/capacity.py):
+  where host memory is short and others hold most of it, the job's own savings do not free it.
 - ``serial_loader_thread``: a thread of a rank other than its main and autograd threads at a full
   core while the main thread and the loader workers run less (rules/cpu_state.py
   ``side_thread_at_full_core``: the pin-memory thread): more workers do not add to it.
@@ -44,6 +46,7 @@ what the job's own figures say about whether a mitigation can help, not what the
 from __future__ import annotations
 
 from bottleneckd.diagnosis.job_gpus import co_tenants, job_listed, runs_on_gpu, window_job_gpus
+from bottleneckd.diagnosis.rules.capacity import job_memory_share
 from bottleneckd.diagnosis.rules.communication import other_collectives, slow_link, spans_hosts
 from bottleneckd.diagnosis.rules.cpu_state import cpu_state
 from bottleneckd.diagnosis.rules.gpu_memory import fragmented
@@ -64,6 +67,9 @@ def measured_facts(w: WindowStats, verdict: Verdict, peaks: PeakTable | None = N
     """The facts this window measures (those it cannot are left out: unknown, not zero)."""
     out: dict[str, object] = {}
     cpu = cpu_state(w)
+    held = job_memory_share(w)
+    if held is not None:
+        out["job_memory_share"] = round(held, 4)
     if cpu.side_thread_at_full_core:
         out["serial_loader_thread"] = True
     if cpu.busy is not None:

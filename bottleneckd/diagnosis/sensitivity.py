@@ -17,6 +17,7 @@ from typing import Any
 from bottleneckd.diagnosis.classify import findings, largest_utilization
 from bottleneckd.diagnosis.job_gpus import job_busiest, largest_other_process, window_job_gpus
 from bottleneckd.diagnosis.pipeline import Pipeline
+from bottleneckd.diagnosis.rules.capacity import job_memory_share
 from bottleneckd.diagnosis.rules.comm_cost import comm_cost
 from bottleneckd.diagnosis.rules.common import compute_share, runs_on_gpu
 from bottleneckd.diagnosis.rules.communication import usual_port_rate
@@ -274,6 +275,7 @@ WINDOW_STATISTICS: dict[str, Figure] = {
     "gpu_throttle_share": _throttle,
     "pcie_copy_over_gpu_idle": _copy_over_idle,
     "gpu_idle_in_compute": _idle_in_compute,
+    "job_memory_share": lambda w, peaks: job_memory_share(w),
     "co_tenant_bytes": lambda w, peaks: max(
         (b for dev in window_job_gpus(w, peaks).devices if (b := largest_other_process(w, dev)) is not None),
         default=None,

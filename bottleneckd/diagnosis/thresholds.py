@@ -448,6 +448,17 @@ HOST_GAPS = _t(
     "the GPU to the SMs' reading. NVML's busy fraction is averaged over the window, the phases over its last "
     "steps: time outside the steps (a checkpoint's save) counts as idle",
 )
+JOB_MEMORY_SHARE = _t(
+    "JOB_MEMORY_SHARE",
+    0.5,
+    unit="share of the host memory in use",
+    statistic="job_memory_share",
+    source="the job's processes (ranks and loader workers, resident) holding at most this share of the host's memory "
+    "in use while it is short: other processes hold most of it, which the job's own savings do not free (an "
+    "independent probe's trace: a job at 56 GB of a 251 GB host 97% used, its page-cached dataset evicted by "
+    "another job)",
+    caveat="chosen, not measured: shared memory and the page cache the job's own reads fill are not counted as its",
+)
 CO_TENANT_BYTES = _t(
     "CO_TENANT_BYTES",
     1e9,

@@ -302,6 +302,12 @@ FACTS: dict[str, FactSpec] = {
             "over the window",
         ),
         _spec(
+            "job_memory_share",
+            "float",
+            Producer.MEASURED,
+            "the job's resident memory (ranks and loader workers) over the host's memory in use (window)",
+        ),
+        _spec(
             "serial_loader_thread",
             "bool",
             Producer.MEASURED,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bottleneckd.diagnosis.rules.common import data_share, headroom, pct, stack_samples
 from bottleneckd.diagnosis.rules.gpu_memory import gpu_memory
-from bottleneckd.diagnosis.thresholds import CAPACITY_HIGH, MEMORY_STALL, STORAGE_FULL, SWAP_RATE
+from bottleneckd.diagnosis.thresholds import CAPACITY_HIGH, JOB_MEMORY_SHARE, MEMORY_STALL, STORAGE_FULL, SWAP_RATE
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.resources import Resource, Stage
@@ -51,6 +51,12 @@ def _host_memory_short(w: WindowStats) -> Finding | None:
     rss = w.get(Resource.CPU_MEMORY, "job", "resident_bytes")
     if rss:
         ev.append(f"job resident memory {fmt_value(rss, 'B')}")
+    share = job_memory_share(w)
+    if share is not None and share <= JOB_MEMORY_SHARE:
+        ev.append(
+            f"the job's processes hold {pct(share)} of the memory in use: other processes hold the rest, which the "
+            "job's own savings do not free"
+        )
     score = min(1.0, _capacity_score(c or 0.0) + (SWAP_SCORE if swap > SWAP_RATE else 0) + (psi or 0))
     # named in the data stage: at most the data wait is removed (a probe's trace printed "no removable
     # stage" beside a 38% data wait)
@@ -61,6 +67,12 @@ def _host_memory_short(w: WindowStats) -> Finding | None:
         evidence=tuple(ev),
         headroom=headroom(data_share(w), stack_samples(w)),
     )
+
+
+def job_memory_share(w: WindowStats) -> float | None:
+    """The job's resident memory (ranks and loader workers) over the host's memory in use, or None."""
+    rss, used = w.get(Resource.CPU_MEMORY, "job", "resident_bytes"), w.get(Resource.CPU_MEMORY, "host", "used")
+    return min(1.0, rss / used) if rss is not None and used else None
 
 
 def _storage_full(w: WindowStats) -> Finding | None:
