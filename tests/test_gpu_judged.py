@@ -110,6 +110,10 @@ def test_fp8_first_for_a_bf16_compute_bound_job_on_a_gpu_with_fp8_tensor_cores_o
     assert _first("gpu_compute", "compute", gpu_fp8=True, **bf16)[0] == "fp8_matmuls"
     assert "fp8_matmuls" not in _first("gpu_compute", "compute", gpu_fp8=False, **bf16)  # an A100
     assert "fp8_matmuls" not in _first("gpu_compute", "compute", gpu_fp8=True, fp8_flop_share=0.7, **bf16)
+    # a convolutional model (an independent probe's CT network, 92% of its FLOPs in convolutions):
+    # torchao's float8 and Transformer Engine convert Linear layers, not convolutions
+    assert "fp8_matmuls" not in _first("gpu_compute", "compute", gpu_fp8=True, conv_flop_share=0.92, **bf16)
+    assert _first("gpu_compute", "compute", gpu_fp8=True, conv_flop_share=0.1, **bf16)[0] == "fp8_matmuls"
     fp32 = _first("gpu_compute", "compute", device="cuda", gpu_count=1, gpu_fp8=True, compute_dtype="float32")
     assert fp32[0] == "mixed_precision" and "fp8_matmuls" not in fp32  # bf16 first, then FP8
 

@@ -134,6 +134,7 @@ def test_measured_facts_are_declared_produced_and_unknown_when_not_measured():
         "several_hosts",  # tests/test_rules.py
         "serial_loader_thread",  # tests/test_rules.py
         "job_memory_share",  # tests/test_rules.py
+        "cpu_contended_from_outside",  # tests/test_straggler.py
         "flops_per_parameter",  # tests/test_recommend.py
     }
     bare = window(HOST, {"data_wait": 0.5, "forward": 0.5})  # the job's CPU not sampled: unknown, not 0

@@ -261,7 +261,9 @@ def test_a_rank_doing_extra_work_between_steps_is_named_with_what_it_was_doing()
 
 def test_a_rank_slowed_by_other_processes_on_its_cores_is_not_named():
     """Rank 1 is 30 ms slower per step, all of it its training thread runnable on a run queue beyond
-    the rate every rank waits at: contention from outside the job, said and not blamed on it."""
+    the rate every rank waits at: contention from outside the job, said and not blamed on it. The
+    ranks wait in communication for it: the step is limited by the CPU it is denied, not the link
+    (cpu_compute in the stage it was in; it had stayed the link's)."""
     from bottleneckd.diagnosis.straggler import with_straggler
     from bottleneckd.diagnosis.straggler_history import StragglerHistory
     from bottleneckd.diagnosis.verdict import Verdict
@@ -273,7 +275,7 @@ def test_a_rank_slowed_by_other_processes_on_its_cores_is_not_named():
     h = StragglerHistory()
     for i in range(len(samples)):
         v = with_straggler(v0, h.observe(samples[i]), h)
-    assert v.straggler is None and v.resource == "inter_gpu_interconnect"
+    assert v.straggler is None and (v.resource, v.stage) == ("cpu_compute", "compute"), v
     assert any("other processes on its cores slow it" in e and "rank 1" in e for e in v.evidence)
     # its own extra work on the same evenly loaded machine: it waits more, but not more per CPU second
     own = find_straggler(busy_window({1: ("forward", 0.03)}))
@@ -349,3 +351,39 @@ def test_a_rank_waiting_inside_backward_for_a_rank_denied_its_cpu_is_not_named()
     s = find_straggler(out)
     assert s is not None and s.rank == 0 and s.own_excess > 0.1, s
     assert s.contended, s
+
+
+def test_ranks_waiting_for_a_rank_other_processes_take_the_cpu_from_is_cpu_contention():
+    """A rank whose cores another tenant shares (an independent probe's trace: 150 ms of run-queue
+    wait a step, the other ranks waiting 25% of theirs in the all-reduce): not named, and the
+    verdict, which was the median rank's GPU compute, is the CPU it is denied, contended from
+    outside the job, with giving it its cores back first. A rank behind by its own work keeps the
+    straggler rule's verdict."""
+    from bottleneckd.advice.knowledge import load_knowledge
+    from bottleneckd.advice.recommend import recommend
+    from bottleneckd.diagnosis.straggler import with_straggler
+    from bottleneckd.diagnosis.verdict import Verdict
+
+    out, rq, cpu = [], dict.fromkeys(range(4), 0.0), dict.fromkeys(range(4), 0.0)
+    for t in range(12):
+        ranks = []
+        for r in range(4):
+            slow = r == 3
+            ph = {"forward": 0.1 + (0.075 if slow else 0.0), "backward": 0.2 + (0.075 if slow else 0.0)}
+            ph["optimizer"] = 0.01
+            step = 0.46
+            cpu[r] += 5 * 0.3
+            rq[r] += 5 * (0.15 if slow else 0.002)
+            phases = {k: v * 5 for k, v in ph.items()}
+            phases["communication"] = (step - sum(ph.values())) * 5
+            facts = {"runqueue_wait_seconds": rq[r], "thread_cpu_seconds": cpu[r]}
+            ranks.append(RankPhases(ident(r), StepPhases(5, step * 5, phases, facts)))
+        out.append(Sample(float(t), 1.0, (), None, (), tuple(ranks)))
+    s = find_straggler(out)
+    assert s is not None and s.rank == 3 and s.contended, s
+    v = Verdict(resource="gpu_compute", stage="compute", confidence=0.7, evidence=("gpu",))
+    got = with_straggler(v, out)
+    assert (got.resource, got.stage) == ("cpu_compute", "compute") and got.straggler is None, got
+    assert "other processes on its cores slow it" in got.evidence[0] and got.figures["contended_rank_lag_seconds"] > 0
+    facts = {"device": "cuda", "cpu_contended_from_outside": True}
+    assert recommend(got, load_knowledge(), facts)[0].mitigation.id == "isolate_cores"

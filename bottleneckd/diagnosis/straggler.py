@@ -33,6 +33,7 @@ from statistics import median
 from typing import TYPE_CHECKING, Any
 
 from bottleneckd.diagnosis.thresholds import (
+    COMM_HIGH,
     STRAGGLER_CONTENTION,
     STRAGGLER_CONTENTION_RATE,
     STRAGGLER_HOLD,
@@ -461,6 +462,35 @@ STAGE_OF: dict[str, Stage] = {
 }
 
 
+def _contended(v: Verdict, s: Straggler, figs: list[RankFigures], held: bool) -> Verdict:
+    """A rank behind from CPU other processes take (not named): where the job's ranks wait for it
+    (its lag STRAGGLER_WAIT_SHARE of the median rank's wait or more, the verdict in communication or
+    that wait COMM_HIGH of the median step or more), the step is limited by the CPU it is denied:
+    cpu_compute in the stage it was in, contended from outside the job (an independent probe's
+    trace: a rank whose cores another tenant shared, 150 ms of run-queue wait a step, the other
+    ranks 25% in the all-reduce, read as the median rank's GPU compute); only once ``held`` (found so
+    in STRAGGLER_HOLD of the recent windows, as a straggler is named). Else the evidence says so."""
+    ev = s.contention_evidence()
+    med_wait = median(f.wait for f in figs) if figs else 0.0
+    med_step = median(f.busy + f.wait for f in figs) if figs else 0.0
+    stage = STAGE_OF.get(s.doing or Phase.FORWARD) or Stage.COMPUTE
+    waits = v.stage == Stage.COMMUNICATION or (med_step > 0 and med_wait >= COMM_HIGH * med_step)
+    if not (held and med_wait > 0 and waits and s.step_time_lost >= STRAGGLER_WAIT_SHARE * med_wait):
+        return replace(v, evidence=tuple(v.evidence) + (ev,))
+    head = med_step / (med_step - s.step_time_lost) if med_step > s.step_time_lost > 0 else None
+    return replace(
+        v,
+        resource=Resource.CPU_COMPUTE,
+        stage=stage,
+        evidence=(ev, *v.evidence),
+        headroom=head,
+        figures={**v.figures, "contended_rank_lag_seconds": s.step_time_lost},
+        reason=f"the ranks wait for a rank other processes take the CPU from ({s.step_time_lost * 1e3:.1f} ms of "
+        f"their {med_wait * 1e3:.1f} ms wait per step): contended from outside the job; headroom if it ran as the "
+        "median rank",
+    )
+
+
 def with_straggler(v: Verdict, samples: Iterable[Sample], history: StragglerHistory | None = None) -> Verdict:
     """The window's verdict with the straggler, when one is named. When the job's steps wait in
     communication and the straggler's extra time accounts for at least half of the median rank's
@@ -471,9 +501,8 @@ def with_straggler(v: Verdict, samples: Iterable[Sample], history: StragglerHist
     window = intervals(samples)
     s = find_straggler(samples)
     if s is not None and s.contended:
-        if history is not None:
-            history.confirm(None)
-        return replace(v, evidence=tuple(v.evidence) + (s.contention_evidence(),))
+        held = history.hold_contended(s) if history is not None else True
+        return _contended(v, s, rank_figures(window), held)
     if history is not None:
         s = history.confirm(s)
     if s is None:

@@ -58,6 +58,15 @@ class StragglerHistory:
         self._confirmed = sum(k == key for k in self._seen) >= HOLD
         return s if self._confirmed else None
 
+    def hold_contended(self, s: Straggler) -> bool:
+        """``s``, a rank behind from CPU other processes take, was found so in HOLD of the last
+        HOLD + 2 windows, as a straggler is held before it is named: a few seconds of contention
+        do not change the verdict."""
+        self._found, self._confirmed = None, False
+        key = ("contended", s.kind, s.rank, s.node)
+        self._seen.append(key)
+        return bool(sum(k == key for k in self._seen) >= HOLD)
+
     def update(self, v: Verdict) -> None:
         """Count the latest window: the straggler found in it (before the hold), if any."""
         if not self.current or len(intervals(self.recent)) < MIN_INTERVALS:

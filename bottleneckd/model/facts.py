@@ -302,6 +302,12 @@ FACTS: dict[str, FactSpec] = {
             "over the window",
         ),
         _spec(
+            "cpu_contended_from_outside",
+            "bool",
+            Producer.MEASURED,
+            "the job's ranks wait for a rank whose CPU other processes take (diagnosis/straggler.py; window)",
+        ),
+        _spec(
             "job_memory_share",
             "float",
             Producer.MEASURED,
