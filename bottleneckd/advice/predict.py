@@ -444,6 +444,13 @@ def other_lines(i: StepInputs, kind: str, every: int = EVERY_N) -> Prediction:
 SMALLER_MODEL_LOW, SMALLER_MODEL_HIGH = 2.0, 4.0
 
 
+def _half_or_all(model: str, share: float, factor: float, formula: str) -> Prediction:
+    """Amdahl over ``share`` of the step made ``factor`` times faster at the high end, over half of
+    it at the low end; the point their geometric mean."""
+    hi, lo = amdahl(share, factor), amdahl(share / 2.0, factor)
+    return known(model, math.sqrt(hi * lo), lo, hi, formula)
+
+
 def host_gaps(i: StepInputs) -> Prediction:
     """Removing what holds the GPU back between its kernels inside the compute phases (a
     synchronisation per tensor, host work between launches): the GPU's idle share of the interval
@@ -469,12 +476,10 @@ def host_gaps(i: StepInputs) -> Prediction:
             "launches, which removing a synchronisation does not shorten",
         )
     g = min(i.gpu_idle_in_compute, MAX_SHARE)
-    hi, lo = amdahl(g, math.inf), amdahl(g, 2.0)
-    return known(
+    return _half_or_all(
         m,
-        math.sqrt(hi * lo),
-        lo,
-        hi,
+        g,
+        math.inf,
         f"the GPU idles {g:.0%} of the interval between kernels inside the compute phases: half of that removed "
         "(low) or all (high)",
     )
@@ -489,12 +494,10 @@ def restore_link(i: StepInputs) -> Prediction:
     if not i.link_rate_ratio:
         return unknown(m, "no port of the node runs below the others' rate")
     c = i.share(Phase.COMMUNICATION).value
-    hi, lo = amdahl(c, i.link_rate_ratio), amdahl(c / 2.0, i.link_rate_ratio)
-    return known(
+    return _half_or_all(
         m,
-        math.sqrt(hi * lo),
-        lo,
-        hi,
+        c,
+        i.link_rate_ratio,
         f"exposed communication {c:.0%} of the step, its port {i.link_rate_ratio:.2g}x faster at its siblings' rate: "
         "half of it the port's transfer (low) or all (high)",
     )
