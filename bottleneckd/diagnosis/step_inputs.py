@@ -94,8 +94,8 @@ class StepInputs:
     #: whether their kernels fill them while they run (gpu_one.kernels_fill, all of them); None
     #: where SM activity is not measured
     gpu_kernels_fill: bool | None = None
-    #: the rate most of the node's InfiniBand ports run at over the busiest port's, where that port
-    #: runs slower (rules/communication.py degraded_port); None otherwise
+    #: the rate most of the node's InfiniBand ports run at over the slow link's, where the traffic
+    #: runs on a slower port or an Ethernet interface (rules/communication.py slow_link); None otherwise
     link_rate_ratio: float | None = None
 
     def share(self, phase: str) -> Share:
