@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """The hook's cost against the least any Python-level hook can cost at the same points (issue 23).
 
-Six arms, interleaved in a shuffled order each round, on bench_watcher.py's real step (3-layer
+Eight arms, interleaved in a shuffled order each round, on bench_watcher.py's real step (3-layer
 MLP, batch 128, SGD, one torch thread, this thread's CPU time):
 
 - bare: the loop with nothing of ours;
-- watched: ``watch(model, opt, loader)``, the step on the hot path (hot_path.py);
+- watched: ``watch(model, opt, loader)`` as it comes: on this short step it times a sample of the
+  steps and rests between (sampling.py, the default overhead budget);
+- every step timed: the same with ``overhead_budget=None``, each step on the hot path (hot_path.py);
+- untimed: the same after its first window of timed steps with the least share of steps timed
+  (a rest longer than the block): what an untimed step costs (sampling.UNTIMED_STEP_COST_S);
 - full path: the same watcher with its hot path off (every step through the full entry points,
   as before the hot path existed);
 - minimal: the floor, hand-written hooks at the same points that do the least the phases need
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import statistics
 import sys
 import time
 from array import array
@@ -42,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ab_stats import LoadCheck, PairedAB, load1  # noqa: E402
 from bench_watcher import _watch, small_model  # noqa: E402
 
-ARMS = ("bare", "watched", "full path", "minimal", "bare loader", "injected")
+ARMS = ("bare", "watched", "every step timed", "untimed", "full path", "minimal", "bare loader", "injected")
 
 
 def minimal_hooks(model: nn.Module, opt: torch.optim.Optimizer) -> tuple[Any, Any]:
@@ -104,9 +109,14 @@ def minimal_hooks(model: nn.Module, opt: torch.optim.Optimizer) -> tuple[Any, An
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=250)
-    ap.add_argument("--steps", type=int, default=50)
+    ap.add_argument("--steps", type=int, default=200, help="a block's steps: sampled arms reach their share")
     ap.add_argument("--settle", type=int, default=10)
+    ap.add_argument("--arms", default=",".join(ARMS), help="the arms to run, comma-separated (bare always)")
     a = ap.parse_args()
+    arms = tuple(dict.fromkeys(["bare", *(x.strip() for x in a.arms.split(",") if x.strip())]))
+    if any(x not in ARMS for x in arms):
+        print(f"--arms: unknown arm in {a.arms!r}; known: {', '.join(ARMS)}", file=sys.stderr)
+        return 2
     load = LoadCheck(load1(), None)
     began = time.monotonic()
     torch.set_num_threads(1)
@@ -153,40 +163,48 @@ def main() -> int:
                 return timed_steps(iter(DataLoader(data, batch_size=None)))
             finally:
                 g.close()
-        w = _watch(model, opt, data)
+        w = _watch(model, opt, data, overhead_budget=None if name in ("every step timed", "full path") else "env")
         if name == "full path":
             w._plain_now = lambda: False  # type: ignore[method-assign]
+        if name == "untimed":
+            w.overhead_budget = 1e-12  # sampling.MIN_TIMED_SHARE: rests longer than the block
         try:
             return timed_steps(iter(w.dataloader))
         finally:
+            w.flush()
+            shares.setdefault(name, []).append(float(w.facts.get("timed_step_share") or 0.0))
             w.close()
 
-    for name in ARMS:  # warm-up
+    shares: dict[str, list[float]] = {}  # the share of each block's steps timed (settle steps included)
+    for name in arms:  # warm-up
         arm(name)
-    res: dict[str, list[float]] = {k: [] for k in ARMS}
+    res: dict[str, list[float]] = {k: [] for k in arms}
     for r in range(a.rounds):
-        order = list(ARMS)
+        order = list(arms)
         random.Random(r).shuffle(order)
         for name in order:
             res[name].append(arm(name))
     # one runnable thread of its own (one torch thread, this loop): its part of the load's rise
     load = LoadCheck(load.start, load1(), own=1.0, seconds=time.monotonic() - began)
-    print(f"{a.rounds} rounds of {a.steps} steps, the six arms interleaved in a shuffled order (thread CPU time)")
+    print(f"{a.rounds} rounds of {a.steps} steps, {len(arms)} arms interleaved in a shuffled order (thread CPU time)")
     for line in load.lines():
         print(line)
     if load.refused:
         print(f"NOT REPORTED: {load.refused}. Rerun on a quiet machine.")
         return 3
-    for name in ("watched", "full path", "minimal"):
-        print(f"-- {name} vs bare")
-        for line in PairedAB(res["bare"], res[name]).lines():
-            print("  " + line)
-    print("-- injected vs bare loader (bottleneckd run's instrumentation, the same DataLoader)")
-    for line in PairedAB(res["bare loader"], res["injected"]).lines():
-        print("  " + line)
-    print("-- watched vs minimal (what the watcher adds over the floor)")
-    for line in PairedAB(res["minimal"], res["watched"]).lines():
-        print("  " + line)
+    for name, sh in shares.items():
+        print(f"-- {name}: share of steps timed, median over blocks {statistics.median(sh):.3f}")
+    against_bare = ("watched", "every step timed", "untimed", "full path", "minimal")
+    pairs = [(name, "bare", f"{name} vs bare") for name in against_bare]
+    pairs += [
+        ("injected", "bare loader", "injected vs bare loader (bottleneckd run's instrumentation, the same DataLoader)"),
+        ("watched", "minimal", "watched vs minimal (what the watcher adds over the floor)"),
+    ]
+    for name, base, title in pairs:
+        if name in res and base in res:
+            print(f"-- {title}")
+            for line in PairedAB(res[base], res[name]).lines():
+                print("  " + line)
     return 0
 
 

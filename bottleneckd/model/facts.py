@@ -207,6 +207,13 @@ FACTS: dict[str, FactSpec] = {
         ),
         _spec("optimizer_closure", "bool", _W, "the optimizer's step takes a closure (LBFGS ...)"),
         _spec(
+            "timed_step_share",
+            "float",
+            _W,
+            "share of the last report's steps whose phases were timed (the rest sampled to keep the "
+            "hook within its overhead budget: bottleneckd/torch/sampling.py)",
+        ),
+        _spec(
             "framework",
             "str",
             Producer.INTEGRATIONS,

@@ -6,25 +6,58 @@ timing of blocking collectives, see collectives.py):
 - the optimizer's step pre- and post-hooks (one step per ``step()`` call; a closure passed to
   ``step`` is wrapped so that the forward and backward inside it are timed).
 
-Each returns a handle with ``remove()``; every hook runs our code fail-open.
+Each returns a handle with ``remove()``; every hook runs our code fail-open. Each also comes off
+and goes back on (``off()``, ``on()``) for a rest of untimed steps (sampling.py), switched from the
+timed iterator's fetch of a batch: never from inside a dict of hooks torch is iterating.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch.utils.hooks import RemovableHandle
 
 from bottleneckd.torch import hot_path
 
 
-class _Unwrap:
+class ForwardWrap:
     def __init__(self, module: torch.nn.Module, forward: Any) -> None:
         self.module, self.forward = module, forward
 
     def remove(self) -> None:
+        self.off()
+
+    def off(self) -> None:
         if self.module.__dict__.get("forward") is self.forward:
             del self.module.forward
+
+    def on(self) -> None:
+        """Back on, unless someone else set the instance's forward meanwhile (theirs is kept)."""
+        if "forward" not in self.module.__dict__:
+            self.module.forward = self.forward  # type: ignore[method-assign]
+
+
+class StepHook:
+    """An optimizer step pre- or post-hook (an optimizer's or a global one) that can come off and
+    go back on."""
+
+    def __init__(self, register: Callable[[Any], RemovableHandle], hook: Any) -> None:
+        self._register, self._hook = register, hook
+        self._handle: RemovableHandle | None = register(hook)
+
+    def remove(self) -> None:
+        self.off()
+
+    def off(self) -> None:
+        if self._handle is not None:
+            self._handle.remove()
+            self._handle = None
+
+    def on(self) -> None:
+        if self._handle is None:
+            self._handle = self._register(self._hook)
 
 
 def _not_compiled(fn: Any) -> Any:
@@ -35,7 +68,7 @@ def _not_compiled(fn: Any) -> Any:
     return disable(fn, recursive=True) if disable is not None else fn
 
 
-def wrap_forward(w: Any, module: torch.nn.Module) -> _Unwrap:
+def wrap_forward(w: Any, module: torch.nn.Module) -> ForwardWrap:
     original = module.forward
 
     @_not_compiled
@@ -63,14 +96,14 @@ def wrap_forward(w: Any, module: torch.nn.Module) -> _Unwrap:
 
     forward = hot_path.forward_wrapper(w, w.hot_cur, original, traced)
     module.forward = forward  # type: ignore[method-assign]
-    return _Unwrap(module, forward)
+    return ForwardWrap(module, forward)
 
 
 def optimizer_hooks(w: Any, optimizer: torch.optim.Optimizer) -> list[Any]:
     """torch's step pre- and post-hooks: hot_path.py's, which call the watcher's full entry points
     (``full_before_optimizer_step``, ``full_after_optimizer_step``) off the fast path."""
     pre, post = w.fast_optimizer  # hot_path.optimizer_marks
-    return [optimizer.register_step_pre_hook(pre), optimizer.register_step_post_hook(post)]
+    return [StepHook(optimizer.register_step_pre_hook, pre), StepHook(optimizer.register_step_post_hook, post)]
 
 
 def install_hooks(w: Any) -> list[Any]:

@@ -39,8 +39,13 @@ if TYPE_CHECKING:
 #: slots of the hot list: may the step take the fast path (0/1); optimizer steps ended; calls of
 #: optimizer.step() (micro-steps included); examples counted at this step's forward; optimizer steps
 #: in progress (one inside another: SAM, Lookahead); when the next report or epoch end is due (the
-#: cadence's due time and step count, mirrored); autocast on at the full path's last check (0/1)
+#: cadence's due time and step count, mirrored); autocast on at the full path's last check (0/1);
+#: the steps of the rest of untimed steps coming or under way (0: none; sampling.py), the batches
+#: fetched in it so far, the end of the last timed step before it; timed fast steps left in the
+#: window; a step of this window was fed by the timed iterator (0/1); an optimizer step inside
+#: another was seen (0/1)
 PLAIN, STEPS, CALLS, EXAMPLES, DEPTH, DUE_AT, DUE_STEP, AUTOCAST = range(8)
+REST, RESTED, REST_FROM, TIMED_LEFT, FED, NESTED = range(8, 14)
 
 _FRESH = (0.0,) * 9  # the clock's cur after a step (timing._FRESH; its prev_end slot, 8, set apart)
 _PREV = 8
@@ -58,11 +63,12 @@ def _never() -> bool:
 _is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", _never)
 
 
-def new_state() -> list[Any]:
-    return [0, 0, 0, 0, 0, math.inf, math.inf, 0]
+def new_state(window: int) -> list[Any]:
+    """The hot list; ``window``: timed steps before the first rest may start (sampling.py)."""
+    return [0, 0, 0, 0, 0, math.inf, math.inf, 0, 0, 0, 0.0, window, 0, 0]
 
 
-def _clock_now() -> Callable[[], float]:
+def clock_now() -> Callable[[], float]:
     """The host clock's time source (timing.py's ``time.perf_counter``, read when the hooks are made)."""
     return timing.time.perf_counter  # type: ignore[no-any-return]
 
@@ -75,12 +81,32 @@ any_autocast: Callable[[], bool] = getattr(torch._C, "_is_any_autocast_enabled",
 
 def loader_marks(w: Watcher, cur: list[float]) -> Callable[[Callable[[], Any]], Any]:
     """``fetch_batch``: the timed iterator's two marks (batch requested, batch ready) around the
-    loader's own ``next`` in one call."""
-    hot, pc, prof = w.hot, _clock_now(), _profiler
+    loader's own ``next`` in one call. A rest of untimed steps (sampling.py) begins and ends here,
+    between steps: its first fetch takes our hooks off (``rest_begins``), the fetch after its last
+    step puts them back (``rest_over``) and is timed; the fetches between are counted (the timed
+    iterator takes those itself: loader.py). A rest ends when the next report is due
+    (``Watcher.window_over`` sizes it so); nothing is checked inside it."""
+    hot, pc, prof = w.hot, clock_now(), _profiler
     slow_requested, slow_ready = w.full_batch_requested, w.full_batch_ready
+    rest_begins, rest_over = w.rest_begins, w.rest_over
 
     def fetch_batch(nxt: Callable[[], Any]) -> Any:
+        rest = hot[REST]
+        if rest:
+            n = hot[RESTED]
+            if n < rest and not prof._is_profiler_enabled:
+                if not n:
+                    rest_begins()  # catches its own failures
+                try:
+                    batch = nxt()
+                except StopIteration:
+                    rest_over(pc(), n)  # the loader is exhausted: the rest's n steps ended now
+                    raise
+                hot[RESTED] = n + 1
+                return batch
+            rest_over(pc(), n)  # n untimed steps ended now: this batch's step is timed
         if hot[PLAIN] and not cur[3] and not prof._is_profiler_enabled:
+            hot[FED] = 1
             if not cur[0]:
                 cur[0] = pc()
             batch = nxt()  # StopIteration goes to the timed iterator, which unmarks the request
@@ -104,7 +130,7 @@ def forward_wrapper(
     """The root module's forward: the step's forward marks and its examples (rows of the first
     tensor argument) around ``original``; ``traced`` under torch.compile; the watcher's full entry
     points (``forward_start``, ``forward_end``) off the fast path."""
-    hot, pc, prof, tensor = w.hot, _clock_now(), _profiler, _Tensor
+    hot, pc, prof, tensor = w.hot, clock_now(), _profiler, _Tensor
     is_compiling, autocast = _is_compiling, any_autocast
 
     def forward(*args: Any, **kwargs: Any) -> Any:
@@ -145,9 +171,11 @@ def forward_wrapper(
 def optimizer_marks(
     w: Watcher, cur: list[float], buf: array, examples: array
 ) -> tuple[Callable[[Any, tuple, dict], Any], Callable[[Any, tuple, dict], None]]:
-    """torch's optimizer step pre- and post-hooks; the post-hook ends the step."""
-    hot, pc, prof, fresh = w.hot, _clock_now(), _profiler, _FRESH
+    """torch's optimizer step pre- and post-hooks; the post-hook ends the step, and ends a window
+    of timed steps (``window_over``: a rest may follow, sampling.py)."""
+    hot, pc, prof, fresh = w.hot, clock_now(), _profiler, _FRESH
     slow_pre, slow_post, due = w.full_before_optimizer_step, w.full_after_optimizer_step, w.step_due
+    window_over = w.window_over
     disable = w.disable
     extend, count = buf.extend, examples.append
 
@@ -156,6 +184,7 @@ def optimizer_marks(
             depth = hot[DEPTH]
             if depth:  # a step inside this fast step's (a subclass's super().step()): the outer one counts
                 hot[DEPTH] = depth + 1
+                hot[NESTED] = 1
                 return None
             if not kwargs and len(args) <= 1:  # step() alone: no closure
                 hot[DEPTH] = 1
@@ -185,6 +214,9 @@ def optimizer_marks(
             hot[EXAMPLES] = 0
             if end >= hot[DUE_AT] or steps >= hot[DUE_STEP]:
                 due(end)  # catches its own failures
+            hot[TIMED_LEFT] = left = hot[TIMED_LEFT] - 1
+            if left <= 0:
+                window_over(end)  # catches its own failures
             return
         hot[PLAIN] = 0
         slow_post()

@@ -22,7 +22,7 @@ from torch.utils.data import DataLoader
 
 from bottleneckd.torch import cuda_graphs, probe
 from bottleneckd.torch.collectives import wrap_collectives
-from bottleneckd.torch.hooks import wrap_forward
+from bottleneckd.torch.hooks import StepHook, wrap_forward
 from bottleneckd.torch.hot_path import DEPTH
 from bottleneckd.torch.loader import LiveLoader, timed
 from bottleneckd.torch.timing import CudaClock
@@ -65,8 +65,8 @@ class GlobalWatcher(Watcher):
             *self._global_module_hooks,
             # hot_path.py's own, global: a plain step's marks written by closures, the rest through
             # the full entry points below (each catches its own failures)
-            optim_mod.register_optimizer_step_pre_hook(self._job_only(self.fast_optimizer[0], pre=True)),
-            optim_mod.register_optimizer_step_post_hook(self._job_only(self.fast_optimizer[1], pre=False)),
+            StepHook(optim_mod.register_optimizer_step_pre_hook, self._job_only(self.fast_optimizer[0], pre=True)),
+            StepHook(optim_mod.register_optimizer_step_post_hook, self._job_only(self.fast_optimizer[1], pre=False)),
             self._patch_loader(),
         ]
 

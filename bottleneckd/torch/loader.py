@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
 from bottleneckd.torch import loader_switch
+from bottleneckd.torch.hot_path import REST, RESTED, clock_now
 
 
 class LoaderEvents(Protocol):
@@ -26,8 +27,11 @@ class LoaderEvents(Protocol):
     echo: int  # each batch is handed out this many times (data echoing)
     enabled: bool
     fetch_batch: Callable[[Callable[[], Any]], Any]  # both marks around the loader's next() (hot_path.py)
+    hot: list[Any]  # the hot path's state (hot_path.py): a rest's untimed steps are counted here
 
     def unmark(self, label: str) -> None: ...
+
+    def rest_over(self, now: float, n: int) -> None: ...
 
     def steps_done(self) -> int: ...
 
@@ -35,15 +39,19 @@ class LoaderEvents(Protocol):
 
 
 class TimedIterator:
-    """Wraps the loader's iterator: times ``next()``; repeats a batch ``echo`` times."""
+    """Wraps the loader's iterator: times ``next()``; repeats a batch ``echo`` times. Inside a rest
+    of untimed steps (sampling.py) it only counts the batches: one Python call a step, the least
+    an untimed step can cost; the rest's first and last fetch go through ``fetch_batch``."""
 
-    __slots__ = ("_next", "_it", "_ev", "_fetch", "_batch", "_left", "_steps0", "_over", "__weakref__")
+    __slots__ = ("_next", "_it", "_ev", "_fetch", "_hot", "_pc", "_batch", "_left", "_steps0", "_over", "__weakref__")
 
     def __init__(self, it: Iterator, events: LoaderEvents) -> None:
         self._it = it
         self._next = it.__next__
         self._ev = events
         self._fetch = events.fetch_batch
+        self._hot = events.hot
+        self._pc = clock_now()  # the hot path's clock
         self._batch: Any = None
         self._left = 0
         self._steps0 = events.steps_done()
@@ -62,6 +70,18 @@ class TimedIterator:
         if self._left:
             self._left -= 1
             return self._fetch(self._echoed)
+        hot = self._hot
+        n = hot[RESTED]
+        if n and n < hot[REST]:  # inside a rest (hot_path.loader_marks takes its first and last fetch)
+            try:
+                batch = self._next()
+            except StopIteration:
+                self._ev.rest_over(self._pc(), n)  # the rest's n steps ended now
+                self._ev.unmark("step_start")
+                self._end(True)
+                raise
+            hot[RESTED] = n + 1
+            return batch
         try:
             batch = self._fetch(self._next)
         except StopIteration:

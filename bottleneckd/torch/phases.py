@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from bottleneckd.model.resources import HOOK_PHASES, PHASES
+from bottleneckd.model.resources import HOOK_PHASES, PHASES, Phase
 
 #: phases that run the model's arithmetic: the roofline's denominator
 COMPUTE_PHASES: tuple[str, ...] = tuple(p for p in HOOK_PHASES if PHASES[p] in ("compute", "optimizer"))
@@ -56,6 +56,7 @@ class PhaseAccumulator:
         self._wall = 0.0
         self._steps = 0
         self._examples = 0
+        self._untimed = 0  # the interval's steps added by add_untimed
         self._epoch = PhaseTotals(0, 0.0, dict.fromkeys(HOOK_PHASES, 0.0))
         self._run = PhaseTotals(0, 0.0, dict.fromkeys(HOOK_PHASES, 0.0))  # every interval taken
 
@@ -85,14 +86,40 @@ class PhaseAccumulator:
         self._steps += n
         return n
 
+    def add_untimed(self, steps: int, wall: float) -> None:
+        """``steps`` steps that were not timed (a rest, sampling.py) and took ``wall`` seconds in all:
+        counted with their wall, which is shared among the phases, and their examples, in the
+        proportions of the timed steps of this interval (or, where it has none yet, of the run so
+        far). Trials never see them (a trial times every step)."""
+        if steps <= 0 or wall < 0:
+            return
+        ref = self._interval() if self._steps > self._untimed else self._run
+        total = sum(ref.phases.values())
+        if total > 0:
+            for i, name in enumerate(HOOK_PHASES):
+                self._sums[i] += wall * ref.phases.get(name, 0.0) / total
+        else:
+            self._sums[HOOK_PHASES.index(Phase.OTHER)] += wall
+        if ref.steps:
+            self._examples += round(steps * ref.examples / ref.steps)
+        self._wall += wall
+        self._steps += steps
+        self._untimed += steps
+
     @property
     def interval_steps(self) -> int:
         return self._steps
+
+    @property
+    def interval_untimed(self) -> int:
+        """The interval's steps that were not timed (``add_untimed``)."""
+        return self._untimed
 
     def take_interval(self) -> PhaseTotals:
         """The steps added since the last call, by phase name; they count in the epoch too."""
         out = self._interval()
         self._sums, self._wall, self._steps, self._examples = [0.0] * len(HOOK_PHASES), 0.0, 0, 0
+        self._untimed = 0
         self._epoch = _plus(self._epoch, out)
         self._run = _plus(self._run, out)
         return out

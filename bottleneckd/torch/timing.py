@@ -236,6 +236,13 @@ class HostClock:
     def reset(self) -> None:
         self.cur[_OWN] = 1.0
 
+    def resume_after(self, end: float) -> None:
+        """Untimed steps ran up to ``end`` (a rest, sampling.py; drained first): the next step's
+        wall starts there."""
+        self.cur[:] = _FRESH
+        self.cur[_PREV] = end
+        self._drained_end = end
+
 
 def _with_extra(
     ph: tuple[float, ...],

@@ -36,7 +36,7 @@ from torch.utils.hooks import RemovableHandle
 from bottleneckd.model.facts import FactBoard
 from bottleneckd.model.protocol import StepReport
 from bottleneckd.model.throughput import measure, peak_of_report, tokens_per_example
-from bottleneckd.torch import cuda_graphs, hot_path, probe
+from bottleneckd.torch import cuda_graphs, hot_path, probe, sampling
 from bottleneckd.torch.cadence import Cadence
 from bottleneckd.torch.closure import StepState, closure_notes, closure_of, with_timed_closure
 from bottleneckd.torch.collectives import rank_identity
@@ -44,8 +44,23 @@ from bottleneckd.torch.control import MitigationControl
 from bottleneckd.torch.counting import RooflineCounting
 from bottleneckd.torch.cuda_memory import CudaMemory
 from bottleneckd.torch.epoch import EpochReport, render_epoch
-from bottleneckd.torch.hooks import install_hooks, remove_all
-from bottleneckd.torch.hot_path import AUTOCAST, CALLS, DEPTH, DUE_AT, DUE_STEP, EXAMPLES, PLAIN, STEPS
+from bottleneckd.torch.hooks import ForwardWrap, StepHook, install_hooks, remove_all
+from bottleneckd.torch.hot_path import (
+    AUTOCAST,
+    CALLS,
+    DEPTH,
+    DUE_AT,
+    DUE_STEP,
+    EXAMPLES,
+    FED,
+    NESTED,
+    PLAIN,
+    REST,
+    REST_FROM,
+    RESTED,
+    STEPS,
+    TIMED_LEFT,
+)
 from bottleneckd.torch.loader import InstrumentedLoader
 from bottleneckd.torch.mitigations.base import LoopEvent
 from bottleneckd.torch.phases import PhaseAccumulator, PhaseTotals
@@ -84,10 +99,14 @@ class Watcher:
         tune: bool | None = None,
         allow_semantics_change: bool | None = None,
         profiler_ranges: bool = True,
+        overhead_budget: float | None | str = "env",
     ) -> None:
         replace_current(self)
-        #: the hot path's state (hot_path.py): steps, optimizer calls, examples, nesting, when due
-        self.hot: list[Any] = hot_path.new_state()
+        #: the hot path's state (hot_path.py): steps, optimizer calls, examples, nesting, when due, rests
+        self.hot: list[Any] = hot_path.new_state(sampling.WINDOW_STEPS)
+        #: the hook's cost allowed, a share of the step (sampling.py; None: every step timed)
+        self.overhead_budget = sampling.budget_from_env(overhead_budget)
+        self._window_from, self._window_step0 = 0.0, 0  # where the window of timed steps began
         self.model, self.optimizer = model, optimizer
         self.enabled, self.closed = True, False
         self.epoch = 0
@@ -159,8 +178,10 @@ class Watcher:
     # --- the hot path's state (hot_path.py) -----------------------------------------------------
     @property
     def steps(self) -> int:
-        """Optimizer steps ended (micro-steps of accumulation not counted)."""
-        return int(self.hot[STEPS])
+        """Optimizer steps ended (micro-steps of accumulation not counted; during a rest, the
+        untimed steps before the one under way, sampling.py)."""
+        hot = self.hot
+        return int(hot[STEPS]) + (max(0, hot[RESTED] - 1) if hot[REST] else 0)
 
     @steps.setter
     def steps(self, n: int) -> None:
@@ -178,8 +199,78 @@ class Watcher:
         self.hot[DUE_AT], self.hot[DUE_STEP] = at, step
 
     def unplain(self) -> None:
-        """The next step takes the full path (something the fast path does not handle changed)."""
+        """The next step takes the full path (something the fast path does not handle changed); a
+        rest of untimed steps ends here."""
         self.hot[PLAIN] = 0
+        if self.hot[REST]:
+            self.wake()
+
+    # --- sampled steps (sampling.py) --------------------------------------------------------------
+    def window_over(self, end: float) -> None:
+        """A window of timed fast steps ended at ``end`` (hot_path.py): a rest of as many untimed
+        steps as the overhead budget asks for the window's step time follows, if any, from the
+        next batch the timed iterator fetches (only a loop fed by it rests: its fetches count
+        the untimed steps). The rest ends where the next report is due, by steps or by time at
+        the window's step time: nothing is checked inside it."""
+        hot = self.hot
+        hot[TIMED_LEFT] = sampling.WINDOW_STEPS
+        fed, hot[FED] = hot[FED], 0
+        try:
+            n, since = hot[STEPS] - self._window_step0, self._window_from
+            self._window_from, self._window_step0 = end, hot[STEPS]
+            if n <= 0 or not since or not fed or not hot[PLAIN] or hot[NESTED] or hot[DEPTH] or self.echo != 1:
+                return
+            step = (end - since) / n
+            rest = sampling.rest_steps(step, self.overhead_budget)
+            rest = min(rest, hot[DUE_STEP] - hot[STEPS], (hot[DUE_AT] - end) / step)
+            if rest >= 1:
+                rest = int(rest)
+                hot[REST_FROM] = end
+                hot[RESTED] = 0
+                hot[REST] = rest
+        except Exception as e:  # noqa: BLE001 - our failure never breaks the step
+            self.disable(f"{type(e).__name__}: {e}")
+
+    def rest_begins(self) -> None:
+        """The rest's first batch is being fetched: the forward wrapper and the step hooks come off."""
+        try:
+            for h in self._handles:
+                if isinstance(h, (ForwardWrap, StepHook)):
+                    h.off()
+        except Exception as e:  # noqa: BLE001 - our failure never breaks the step
+            self.disable(f"{type(e).__name__}: {e}")
+
+    def rest_over(self, now: float, n: int) -> None:
+        """End the rest: ``n`` untimed steps ended at ``now`` (a fetch's start); they go into the
+        phases with their count and wall, the hooks go back on, the next step is timed from ``now``."""
+        hot = self.hot
+        if not hot[REST]:
+            return
+        begun = hot[REST_FROM]
+        hot[REST] = hot[RESTED] = 0
+        hot[TIMED_LEFT] = sampling.WINDOW_STEPS
+        try:
+            for h in self._handles:
+                if isinstance(h, (ForwardWrap, StepHook)):
+                    h.on()
+            self.drain()
+            if n:
+                hot[STEPS] += n
+                hot[CALLS] += n
+                self._phases.add_untimed(n, now - begun)
+            if isinstance(self.clock, HostClock):
+                self.clock.resume_after(now)
+            self._window_from, self._window_step0 = now, hot[STEPS]
+        except Exception as e:  # noqa: BLE001 - our failure never breaks the step
+            self.disable(f"{type(e).__name__}: {e}")
+
+    def wake(self) -> None:
+        """End the rest in the middle of a step (a mark, a mitigation applied, a report): the steps
+        before the one under way are folded in with the wall up to now, and that one is timed
+        from now (the wall is kept whole; which step the last moments count in is not)."""
+        hot = self.hot
+        n = hot[RESTED]
+        self.rest_over(time.perf_counter() if n else hot[REST_FROM], max(0, n - 1))
 
     def _plain_now(self) -> bool:
         """Nothing but the step's marks, examples and count is needed at the next step (hot_path.py)."""
@@ -207,7 +298,7 @@ class Watcher:
 
     def mark(self, label: str) -> None:
         """Mark a point of the step (README, "In a training script"); never raises into training."""
-        self.hot[PLAIN] = 0
+        self.unplain()
         if self.enabled and _GRAPHS.capturing is None:
             try:
                 if label == "forward_start":
@@ -220,7 +311,7 @@ class Watcher:
                 self.disable(f"{type(e).__name__}: {e}")
 
     def unmark(self, label: str) -> None:
-        self.hot[PLAIN] = 0
+        self.unplain()
         if self.enabled and _GRAPHS.capturing is None:
             try:
                 self.clock.unmark(label)
@@ -251,7 +342,7 @@ class Watcher:
     def skip_gap(self) -> None:
         """The time since the last step was not training (evaluation, a checkpoint): the next step
         is timed from now, not from the last step's end (for framework callbacks)."""
-        self.hot[PLAIN] = 0
+        self.unplain()
         if self.enabled:
             try:
                 self.clock.unmark("step_start")
@@ -427,12 +518,15 @@ class Watcher:
 
     def flush(self) -> None:
         """Send the steps timed since the last report (also done every ``report_every`` seconds)."""
+        self.wake()  # a rest in progress: its steps go in this report
         self.drain()
         self.hot[PLAIN] = 0  # one full step a report (hot_path.py)
         self._cadence.sent()
         if not self._phases.interval_steps:
             return
+        untimed = self._phases.interval_untimed
         totals = self._phases.take_interval()
+        self.facts["timed_step_share"] = 1.0 - untimed / totals.steps
         self.facts.update(probe.runtime_facts(self.model, self._tid))
         tok = self.token_counts()
         self.facts["tokens_per_example"] = tokens_per_example(tok, self._tok_sent)
@@ -597,14 +691,14 @@ class Watcher:
         changed size during iteration" into the user's ``optimizer.step()`` or forward."""
         if self.enabled:
             self.enabled = False
-            self.hot[PLAIN] = 0
+            self.hot[PLAIN] = self.hot[REST] = 0
             cuda_graphs.unregister(self)
             self._counting.abort()
             if self._ranges is not None:
                 remove_all([self._ranges])
             if self._loader is not None:
                 self._loader.restore()
-        kept = [h for h in self._handles if keep_torch_hooks and isinstance(h, RemovableHandle)]
+        kept = [h for h in self._handles if keep_torch_hooks and isinstance(h, (RemovableHandle, StepHook))]
         remove_all([h for h in self._handles if not any(h is k for k in kept)])
         self._handles = kept
 

@@ -1,0 +1,91 @@
+"""Which steps the watcher times (issue 23): all of them when that is cheap, a sample of them when
+the step is so short that timing every one would cost more than the overhead budget.
+
+A timed step costs ``TIMED_STEP_COST_S`` in situ on the fast path (hot_path.py): three entries
+into Python between the model's kernels, a floor that no trimming of our own code removes
+(docs/measurements.md, "The hot path"). On a 1.7 ms step that is 2.2%. So on short steps the
+watcher alternates windows of ``WINDOW_STEPS`` timed steps with rests during which the model's
+forward wrapper and the optimizer's pre-hook are off and only the optimizer's post-hook runs,
+counting the step and its end time (``UNTIMED_STEP_COST_S``). A rest's steps go into the reports
+with their exact count and wall time, their phases in the proportions of the timed steps around
+them (``PhaseAccumulator.add_untimed``), and each report says which share of its steps was timed
+(the fact ``timed_step_share``).
+
+The share of steps timed is the largest that keeps the expected cost per step within
+``budget`` x the step's own time:
+
+    share x TIMED + (1 - share) x UNTIMED <= budget x step
+
+and never below ``MIN_TIMED_SHARE``. On steps longer than TIMED / budget (8 ms at the defaults)
+every step is timed, as before. On steps shorter than about (UNTIMED + MIN x TIMED) / budget (4.4 ms
+at the defaults) the budget cannot be met: the least share is timed, and the cost is about an
+untimed step's, the Python frame of the timed iterator, which a loop fed by it always pays.
+
+Only a loop fed by the timed iterator rests: its fetches count the untimed steps, and a rest
+begins and ends at a fetch, never inside a dict of hooks torch is iterating. A rest is sized to
+end where the next report is due (by time at the window's step time, or by steps); it ends early
+for anything the fast path does not handle (a mitigation applied, a trial, a public mark). A step
+under way when a rest ends early is counted when it ends, with the hooks back on.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+#: the default budget: the hook's cost at most 0.5% of the step (issue 23's target). ``watch(...,
+#: overhead_budget=None)`` or ``BOTTLENECKD_OVERHEAD_BUDGET=off`` times every step.
+OVERHEAD_BUDGET = 0.005
+#: a timed step's cost in situ: the watcher on its fast path minus a bare loop, +37.7 us (95% CI
+#: +26.1 to +46.9) on a 1.69 ms step, 2-core VM (docs/measurements.md, ``python
+#: scripts/bench_hook_floor.py --rounds 250``); the upper end of similar runs (+38.5, +39.8 us)
+TIMED_STEP_COST_S = 40e-6
+#: an untimed step's cost in situ: the timed iterator's ``__next__`` counting the batch, the one
+#: Python frame left in the loop, +22.5 us (95% CI +10.6 to +36.1) with ~11% of the block's steps
+#: timed, ~20 us an untimed step, on a 2.1 ms step (docs/measurements.md, "Sampled steps";
+#: ``python scripts/bench_hook_floor.py --rounds 250 --arms untimed``); a trivial Python iterator
+#: class around the same list costs as much there (10-15 us, within the noise)
+UNTIMED_STEP_COST_S = 20e-6
+#: timed steps in a row before a rest: a window of consecutive steps keeps each step's phases
+#: whole; 16 steps make the cost of switching the hooks off and on again (~10 us, once a window)
+#: small beside the window's own
+WINDOW_STEPS = 16
+#: the least share of steps timed, whatever the step's length: a window every 320 steps at most,
+#: so that a 0.3 ms step (3,000 steps a second) still has ~150 timed steps a second
+MIN_TIMED_SHARE = 0.05
+
+
+def budget_from_env(value: float | None | str = "env") -> float | None:
+    """The overhead budget: ``value`` when given (None: time every step), else
+    BOTTLENECKD_OVERHEAD_BUDGET (a fraction, or ``off``), else ``OVERHEAD_BUDGET``."""
+    if value != "env":
+        return None if value is None else float(value)
+    raw = os.environ.get("BOTTLENECKD_OVERHEAD_BUDGET", "").strip().lower()
+    if raw in ("off", "none", "0"):
+        return None
+    if not raw:
+        return OVERHEAD_BUDGET
+    try:
+        b = float(raw)
+    except ValueError:
+        return OVERHEAD_BUDGET
+    return b if b > 0 and math.isfinite(b) else OVERHEAD_BUDGET
+
+
+def timed_share(step_seconds: float, budget: float | None) -> float:
+    """The share of steps to time for steps of ``step_seconds`` (see the module docstring)."""
+    if budget is None or not step_seconds > 0:
+        return 1.0
+    allowed = budget * step_seconds
+    if allowed >= TIMED_STEP_COST_S:
+        return 1.0
+    share = (allowed - UNTIMED_STEP_COST_S) / (TIMED_STEP_COST_S - UNTIMED_STEP_COST_S)
+    return max(MIN_TIMED_SHARE, share)
+
+
+def rest_steps(step_seconds: float, budget: float | None) -> int:
+    """Untimed steps after a window of WINDOW_STEPS timed ones (0: time every step)."""
+    share = timed_share(step_seconds, budget)
+    if share >= 1.0:
+        return 0
+    return math.ceil(WINDOW_STEPS * (1.0 - share) / share)

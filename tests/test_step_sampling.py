@@ -1,0 +1,220 @@
+"""Sampled steps (bottleneckd/torch/sampling.py, issue 23): on a step too short to time every one
+within the overhead budget the watcher times windows of steps and rests between them, and the
+reports still count every step, its wall and its examples."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch import nn  # noqa: E402
+
+from bottleneckd.torch import sampling, watch  # noqa: E402
+from bottleneckd.torch.hot_path import REST  # noqa: E402
+
+BATCH = 16
+
+
+def _job(n: int, sleep_fwd: float = 0.0):  # noqa: ANN202
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lin = nn.Linear(8, 2)
+
+        def forward(self, x):  # noqa: ANN001, ANN202
+            if sleep_fwd:
+                time.sleep(sleep_fwd)
+            return self.lin(x)
+
+    torch.manual_seed(0)
+    model = Net()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    data = [(torch.randn(BATCH, 8), torch.randint(0, 2, (BATCH,)))] * n
+    return model, opt, data
+
+
+def _watched(model, opt, data, **kw):  # noqa: ANN001, ANN003, ANN202
+    w = watch(
+        model,
+        opt,
+        data,
+        local_sampling=False,
+        socket_path="/nonexistent/sampling.sock",
+        print_epoch=False,
+        roofline_step=None,
+        **kw,
+    )
+    sent: list = []
+    w.transport.send = sent.append  # the reports as the sidecar would get them
+    return w, sent
+
+
+def _steps(it, model, opt, k: int) -> None:  # noqa: ANN001
+    """``k`` steps from the iterator ``it``, kept alive (a dropped timed iterator ends the epoch)."""
+    loss_fn = nn.CrossEntropyLoss()
+    for _ in range(k):
+        x, y = next(it)
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+
+
+def _train(w, model, opt, steps: int | None = None) -> float:  # noqa: ANN001
+    loss_fn = nn.CrossEntropyLoss()
+    t0 = time.perf_counter()
+    for k, (x, y) in enumerate(w.dataloader):
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+        if steps is not None and k + 1 >= steps:
+            break
+    return time.perf_counter() - t0
+
+
+def test_a_short_step_is_sampled_and_every_step_is_still_counted_with_its_wall_and_examples():
+    n = 3000
+    model, opt, data = _job(n)
+    w, sent = _watched(model, opt, data, report_every=0.05)
+    elapsed = _train(w, model, opt)
+    w.flush()
+    w.close()
+    assert w.steps == n
+    assert sum(r.steps for r in sent) == n  # timed and untimed steps alike
+    assert sum(r.examples or 0 for r in sent) == n * BATCH  # untimed examples from the timed steps' batch
+    shares = [r.facts["timed_step_share"] for r in sent]
+    assert min(shares) < 0.5, shares  # most steps of a sub-millisecond step went untimed
+    wall = sum(r.wall_seconds for r in sent)
+    assert 0.8 * elapsed <= wall <= 1.02 * elapsed  # the rests' wall is counted, not lost
+    for r in sent:  # the untimed steps' phases follow the timed ones': they add up to the wall
+        assert sum(r.phases.values()) == pytest.approx(r.wall_seconds, rel=0.05)
+
+
+def test_a_step_long_enough_for_the_budget_is_always_timed():
+    model, opt, data = _job(60, sleep_fwd=0.01)  # 10 ms: 40 us is 0.4% of it, within the 0.5% budget
+    w, sent = _watched(model, opt, data, report_every=0.2)
+    _train(w, model, opt)
+    w.flush()
+    w.close()
+    assert sum(r.steps for r in sent) == 60
+    assert all(r.facts["timed_step_share"] == 1.0 for r in sent)
+
+
+@pytest.mark.parametrize("how", ["argument", "environment"])
+def test_no_budget_times_every_step(how: str, monkeypatch: pytest.MonkeyPatch):
+    model, opt, data = _job(1500)
+    if how == "environment":
+        monkeypatch.setenv("BOTTLENECKD_OVERHEAD_BUDGET", "off")
+        w, sent = _watched(model, opt, data, report_every=0.05)
+    else:
+        w, sent = _watched(model, opt, data, report_every=0.05, overhead_budget=None)
+    assert w.overhead_budget is None
+    _train(w, model, opt)
+    w.flush()
+    w.close()
+    assert all(r.facts["timed_step_share"] == 1.0 for r in sent)
+    assert sum(r.steps for r in sent) == 1500
+
+
+def test_a_rest_ends_at_a_mark_and_the_hooks_come_back():
+    model, opt, data = _job(400)
+    w, _ = _watched(model, opt, data, report_every=1e9)
+    it = iter(w.dataloader)
+    _steps(it, model, opt, 3 * sampling.WINDOW_STEPS)
+    assert w.hot[REST] > 0  # resting: the forward wrapper is off
+    assert "forward" not in model.__dict__
+    w.mark("step_start")  # anything the fast path does not handle ends the rest
+    assert w.hot[REST] == 0 and "forward" in model.__dict__
+    w.close()
+    assert "forward" not in model.__dict__  # and close() takes it off again
+
+
+def test_a_nested_optimizer_step_is_never_rested():
+    """A step inside a step (SAM, Lookahead: a subclass calling super().step()): the post-hook
+    alone could not tell the outer step from the inner, so every step stays timed."""
+
+    class Outer(torch.optim.SGD):
+        def step(self, closure=None):  # noqa: ANN001, ANN201
+            super().step()
+            return super().step()
+
+    model, _, data = _job(800)
+    opt = Outer(model.parameters(), lr=0.01)
+    w, sent = _watched(model, opt, data, report_every=0.05)
+    _train(w, model, opt)
+    w.flush()
+    w.close()
+    assert w.steps == 800
+    assert all(r.facts["timed_step_share"] == 1.0 for r in sent)
+
+
+def test_the_injected_watcher_samples_and_counts_every_step():
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from bottleneckd.torch.inject import GlobalWatcher
+
+    n = 2000
+    model, opt, _ = _job(1)
+    loader = DataLoader(TensorDataset(torch.randn(n * BATCH, 8), torch.randint(0, 2, (n * BATCH,))), batch_size=BATCH)
+    g = GlobalWatcher(
+        socket_path="/nonexistent/sampling.sock", local_sampling=False, print_epoch=False, roofline_step=None
+    )
+    sent: list = []
+    g.transport.send = sent.append
+    try:
+        loss_fn = nn.CrossEntropyLoss()
+        for x, y in loader:
+            opt.zero_grad()
+            loss_fn(model(x), y).backward()
+            opt.step()
+        g.flush()
+    finally:
+        g.close()
+    assert g.steps == n and sum(r.steps for r in sent) == n
+    assert min(r.facts["timed_step_share"] for r in sent) < 0.5
+
+
+def test_a_failure_while_resting_disables_us_and_training_goes_on(caplog: pytest.LogCaptureFixture):
+    model, opt, data = _job(600)
+    w, _ = _watched(model, opt, data, report_every=1e9)
+
+    def broken() -> None:
+        raise RuntimeError("boom")
+
+    it = iter(w.dataloader)
+    _steps(it, model, opt, 3 * sampling.WINDOW_STEPS)
+    assert w.hot[REST] > 0
+    w.drain = broken  # type: ignore[method-assign]  # the wake at the rest's end fails
+    _steps(it, model, opt, 600 - 3 * sampling.WINDOW_STEPS)  # no exception into the loop
+    assert not w.enabled and "instrumentation disabled" in caplog.text
+    assert "forward" not in model.__dict__
+    w.close()
+
+
+@pytest.mark.parametrize(
+    ("step_s", "share"),
+    [
+        (0.010, 1.0),  # 10 ms: 0.5% is 50 us, above a timed step's cost
+        (sampling.TIMED_STEP_COST_S / sampling.OVERHEAD_BUDGET, 1.0),  # the boundary
+        (1e-5, sampling.MIN_TIMED_SHARE),  # a 10 us step: the least share
+    ],
+)
+def test_the_share_timed_follows_the_budget(step_s: float, share: float):
+    assert sampling.timed_share(step_s, sampling.OVERHEAD_BUDGET) == pytest.approx(share)
+
+
+def test_the_expected_cost_of_a_sampled_step_is_within_the_budget():
+    b = sampling.OVERHEAD_BUDGET
+    for step_s in (1e-3, 1.7e-3, 4e-3, 7e-3):
+        s = sampling.timed_share(step_s, b)
+        assert sampling.MIN_TIMED_SHARE <= s < 1
+        cost = s * sampling.TIMED_STEP_COST_S + (1 - s) * sampling.UNTIMED_STEP_COST_S
+        if s > sampling.MIN_TIMED_SHARE:
+            assert cost == pytest.approx(b * step_s)  # the budget spent, no more
+        else:
+            assert cost > b * step_s  # too short a step for the budget: the least share, said so
+        rest = sampling.rest_steps(step_s, b)
+        achieved = sampling.WINDOW_STEPS / (sampling.WINDOW_STEPS + rest)
+        assert achieved <= s  # the rest rounds up: never more steps timed than the budget allows
+    assert sampling.rest_steps(0.02, b) == 0 and sampling.timed_share(0.001, None) == 1.0
