@@ -12,7 +12,7 @@ torch = pytest.importorskip("torch")
 from torch import nn  # noqa: E402
 
 from bottleneckd.torch import sampling, watch  # noqa: E402
-from bottleneckd.torch.hot_path import REST  # noqa: E402
+from bottleneckd.torch.hot_path import REST, RESTED  # noqa: E402
 
 BATCH = 16
 
@@ -131,8 +131,8 @@ def test_a_rest_ends_at_a_mark_and_the_hooks_come_back():
 
 
 def test_a_nested_optimizer_step_is_never_rested():
-    """A step inside a step (SAM, Lookahead: a subclass calling super().step()): the post-hook
-    alone could not tell the outer step from the inner, so every step stays timed."""
+    """A step inside a step (SAM, Lookahead: a subclass calling super().step()): every step stays
+    timed, on the hooks that tell the outer step from the inner."""
 
     class Outer(torch.optim.SGD):
         def step(self, closure=None):  # noqa: ANN001, ANN201
@@ -218,3 +218,152 @@ def test_the_expected_cost_of_a_sampled_step_is_within_the_budget():
         achieved = sampling.WINDOW_STEPS / (sampling.WINDOW_STEPS + rest)
         assert achieved <= s  # the rest rounds up: never more steps timed than the budget allows
     assert sampling.rest_steps(0.02, b) == 0 and sampling.timed_share(0.001, None) == 1.0
+
+
+def _reported(sent: list) -> int:
+    return sum(r.steps for r in sent)
+
+
+def test_a_break_inside_a_rest_counts_every_step_that_ran():
+    model, opt, data = _job(2000)
+    w, sent = _watched(model, opt, data, report_every=0.05)
+    loss_fn = nn.CrossEntropyLoss()
+    for k, (x, y) in enumerate(w.dataloader):
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+        if k == 3 * sampling.WINDOW_STEPS + 7:
+            assert w.hot[REST] > 0  # inside a rest
+            break
+    w.close()
+    assert w.steps == 3 * sampling.WINDOW_STEPS + 8 == _reported(sent)
+
+
+def test_a_flush_in_the_loop_body_inside_a_rest_loses_no_step():
+    """A rest ended from outside the fetches: the last batch's step had ended (the flush comes
+    after opt.step()), so it is counted at the next fetch."""
+    model, opt, data = _job(1000)
+    w, sent = _watched(model, opt, data, report_every=1e9)
+    loss_fn = nn.CrossEntropyLoss()
+    woken = 0
+    for x, y in w.dataloader:
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+        if w.hot[REST] and w.hot[RESTED] > 5:
+            w.flush()
+            woken += 1
+    w.flush()
+    w.close()
+    assert woken > 0
+    assert w.steps == 1000 == _reported(sent)
+
+
+def test_an_apply_before_the_forward_inside_a_rest_times_that_step():
+    model, opt, data = _job(400)
+    w, sent = _watched(model, opt, data, report_every=1e9)
+    loss_fn = nn.CrossEntropyLoss()
+    woken = 0
+    for x, y in w.dataloader:
+        if w.hot[REST] and w.hot[RESTED] > 5 and not woken:
+            w.mark("step_start")  # the fast path's end, before this batch's forward: its step is timed
+            woken += 1
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+    w.flush()
+    w.close()
+    assert woken == 1 and w.steps == 400 == _reported(sent)
+
+
+def test_two_batches_a_step_never_rest():
+    model, opt, data = _job(2400)
+    w, sent = _watched(model, opt, data, report_every=0.05)
+    loss_fn = nn.CrossEntropyLoss()
+    it = iter(w.dataloader)
+    for _ in range(1200):
+        (x1, y1), (x2, y2) = next(it), next(it)  # micro-batches fetched ahead, one optimizer step
+        opt.zero_grad()
+        (loss_fn(model(x1), y1) + loss_fn(model(x2), y2)).backward()
+        opt.step()
+    w.flush()
+    w.close()
+    assert w.steps == 1200 == _reported(sent)
+    assert all(r.facts["timed_step_share"] == 1.0 for r in sent)
+
+
+def test_report_every_steps_keeps_its_steps_with_rests():
+    model, opt, data = _job(600)
+    w, sent = _watched(model, opt, data, report_every_steps=100)
+    _train(w, model, opt)
+    w.close()
+    per_epoch = [r for r in w.epoch_reports if "steps" in r.text]
+    assert [r.text.split(" steps")[0].rsplit(" ", 1)[-1] for r in per_epoch[:5]] == ["100"] * 5
+
+
+def test_a_wrapper_over_ours_keeps_every_step_timed_and_the_examples_exact():
+    model, opt, data = _job(1500)
+    w, sent = _watched(model, opt, data, report_every=0.05)
+    ours = model.forward
+
+    def theirs(*a, **k):  # noqa: ANN002, ANN003, ANN202
+        return ours(*a, **k)
+
+    model.forward = theirs  # e.g. activation checkpointing applied to the root module after watch()
+    _train(w, model, opt)
+    w.flush()
+    w.close()
+    assert all(r.facts["timed_step_share"] == 1.0 for r in sent)
+    assert sum(r.examples or 0 for r in sent) == 1500 * BATCH
+    assert model.__dict__.get("forward") is theirs
+
+
+def test_the_profiler_started_inside_a_rest_ends_it():
+    model, opt, data = _job(400)
+    w, _ = _watched(model, opt, data, report_every=1e9)
+    it = iter(w.dataloader)
+    _steps(it, model, opt, 3 * sampling.WINDOW_STEPS)
+    assert w.hot[REST] > 0
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
+        _steps(it, model, opt, 2)
+        assert w.hot[REST] == 0 and "forward" in model.__dict__
+    w.close()
+
+
+def test_another_loader_read_inside_a_rest_is_not_counted_as_steps():
+    """Under ``bottleneckd run`` every DataLoader is timed: a validation loader read inside the
+    step ends the rest instead of adding its batches to the training steps."""
+    from torch.utils.data import DataLoader, TensorDataset
+
+    from bottleneckd.torch.inject import GlobalWatcher
+
+    n = 1500
+    model, opt, _ = _job(1)
+    train = DataLoader(TensorDataset(torch.randn(n * BATCH, 8), torch.randint(0, 2, (n * BATCH,))), batch_size=BATCH)
+    val = DataLoader(TensorDataset(torch.randn(4 * BATCH, 8)), batch_size=BATCH)
+    g = GlobalWatcher(
+        socket_path="/nonexistent/sampling.sock", local_sampling=False, print_epoch=False, roofline_step=None
+    )
+    sent: list = []
+    g.transport.send = sent.append
+    try:
+        loss_fn = nn.CrossEntropyLoss()
+        for k, (x, y) in enumerate(train):
+            opt.zero_grad()
+            loss_fn(model(x), y).backward()
+            opt.step()
+            if k % 300 == 299:
+                with torch.no_grad():
+                    for (v,) in val:
+                        model(v)
+        g.flush()
+    finally:
+        g.close()
+    assert g.steps == n
+
+
+@pytest.mark.parametrize("bad", [0, -0.1, 2.0, "half"])
+def test_a_budget_that_is_not_a_fraction_is_refused(bad: object):
+    model, opt, data = _job(4)
+    with pytest.raises(ValueError, match="overhead_budget"):
+        _watched(model, opt, data, overhead_budget=bad)

@@ -29,9 +29,13 @@ class ForwardWrap:
     def remove(self) -> None:
         self.off()
 
-    def off(self) -> None:
-        if self.module.__dict__.get("forward") is self.forward:
+    def off(self) -> bool:
+        """Off; False when another wrapper was set over ours (then ours stays under it)."""
+        current = self.module.__dict__.get("forward")
+        if current is self.forward:
             del self.module.forward
+            return True
+        return current is None
 
     def on(self) -> None:
         """Back on, unless someone else set the instance's forward meanwhile (theirs is kept)."""
@@ -50,10 +54,11 @@ class StepHook:
     def remove(self) -> None:
         self.off()
 
-    def off(self) -> None:
+    def off(self) -> bool:
         if self._handle is not None:
             self._handle.remove()
             self._handle = None
+        return True
 
     def on(self) -> None:
         if self._handle is None:

@@ -41,11 +41,12 @@ if TYPE_CHECKING:
 #: in progress (one inside another: SAM, Lookahead); when the next report or epoch end is due (the
 #: cadence's due time and step count, mirrored); autocast on at the full path's last check (0/1);
 #: the steps of the rest of untimed steps coming or under way (0: none; sampling.py), the batches
-#: fetched in it so far, the end of the last timed step before it; timed fast steps left in the
-#: window; a step of this window was fed by the timed iterator (0/1); an optimizer step inside
-#: another was seen (0/1)
+#: fetched in it so far, the end of the last timed step before it, the ``next`` of the iterator it
+#: counts (None: none yet); timed fast steps left in the window; batches fetched through the timed
+#: iterator since the window began; an optimizer step inside another was seen (0/1); after a rest
+#: ended in the middle of a step, 1 + the steps counted then (0: none: ``Watcher.wake``)
 PLAIN, STEPS, CALLS, EXAMPLES, DEPTH, DUE_AT, DUE_STEP, AUTOCAST = range(8)
-REST, RESTED, REST_FROM, TIMED_LEFT, FED, NESTED = range(8, 14)
+REST, RESTED, REST_FROM, REST_IT, TIMED_LEFT, FED, NESTED, ORPHAN = range(8, 16)
 
 _FRESH = (0.0,) * 9  # the clock's cur after a step (timing._FRESH; its prev_end slot, 8, set apart)
 _PREV = 8
@@ -65,7 +66,7 @@ _is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", _never
 
 def new_state(window: int) -> list[Any]:
     """The hot list; ``window``: timed steps before the first rest may start (sampling.py)."""
-    return [0, 0, 0, 0, 0, math.inf, math.inf, 0, 0, 0, 0.0, window, 0, 0]
+    return [0, 0, 0, 0, 0, math.inf, math.inf, 0, 0, 0, 0.0, None, window, 0, 0, 0]
 
 
 def clock_now() -> Callable[[], float]:
@@ -83,20 +84,18 @@ def loader_marks(w: Watcher, cur: list[float]) -> Callable[[Callable[[], Any]], 
     """``fetch_batch``: the timed iterator's two marks (batch requested, batch ready) around the
     loader's own ``next`` in one call. A rest of untimed steps (sampling.py) begins and ends here,
     between steps: its first fetch takes our hooks off (``rest_begins``), the fetch after its last
-    step puts them back (``rest_over``) and is timed; the fetches between are counted (the timed
-    iterator takes those itself: loader.py). A rest ends when the next report is due
-    (``Watcher.window_over`` sizes it so); nothing is checked inside it."""
+    step, one from another iterator or one while the profiler records puts them back
+    (``rest_over``) and is timed; the fetches between are counted (the timed iterator takes those
+    itself: loader.py). ``Watcher.window_over`` sizes a rest to end when the next report is due."""
     hot, pc, prof = w.hot, clock_now(), _profiler
     slow_requested, slow_ready = w.full_batch_requested, w.full_batch_ready
-    rest_begins, rest_over = w.rest_begins, w.rest_over
+    rest_begins, rest_over, orphan = w.rest_begins, w.rest_over, w.orphan_step
 
     def fetch_batch(nxt: Callable[[], Any]) -> Any:
         rest = hot[REST]
         if rest:
             n = hot[RESTED]
-            if n < rest and not prof._is_profiler_enabled:
-                if not n:
-                    rest_begins()  # catches its own failures
+            if n < rest and not prof._is_profiler_enabled and (n or rest_begins(nxt)) and hot[REST_IT] is nxt:
                 try:
                     batch = nxt()
                 except StopIteration:
@@ -105,8 +104,10 @@ def loader_marks(w: Watcher, cur: list[float]) -> Callable[[Callable[[], Any]], 
                 hot[RESTED] = n + 1
                 return batch
             rest_over(pc(), n)  # n untimed steps ended now: this batch's step is timed
+        if hot[ORPHAN]:
+            orphan()  # a step under way when a rest ended early: ended by now if no forward ran since
+        hot[FED] += 1
         if hot[PLAIN] and not cur[3] and not prof._is_profiler_enabled:
-            hot[FED] = 1
             if not cur[0]:
                 cur[0] = pc()
             batch = nxt()  # StopIteration goes to the timed iterator, which unmarks the request

@@ -17,8 +17,10 @@ import sys
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
+from torch.autograd import profiler as _profiler
+
 from bottleneckd.torch import loader_switch
-from bottleneckd.torch.hot_path import REST, RESTED, clock_now
+from bottleneckd.torch.hot_path import REST, REST_IT, RESTED, clock_now
 
 
 class LoaderEvents(Protocol):
@@ -72,7 +74,9 @@ class TimedIterator:
             return self._fetch(self._echoed)
         hot = self._hot
         n = hot[RESTED]
-        if n and n < hot[REST]:  # inside a rest (hot_path.loader_marks takes its first and last fetch)
+        # inside a rest of this iterator's batches (hot_path.loader_marks takes its first and last
+        # fetch, another iterator's, and one while the profiler records)
+        if n and n < hot[REST] and hot[REST_IT] is self._next and not _profiler._is_profiler_enabled:
             try:
                 batch = self._next()
             except StopIteration:
@@ -101,6 +105,9 @@ class TimedIterator:
             return
         self._over = True
         self._batch = None
+        hot = self._hot
+        if hot[REST] and hot[REST_IT] is self._next:  # dropped inside a rest (a break, an islice)
+            self._ev.rest_over(self._pc(), hot[RESTED])  # after the step of its last batch: all ended
         if exhausted or self._ev.steps_done() > self._steps0:
             self._ev.loader_finished(exhausted)
 

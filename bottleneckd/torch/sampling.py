@@ -5,11 +5,11 @@ A timed step costs ``TIMED_STEP_COST_S`` in situ on the fast path (hot_path.py):
 into Python between the model's kernels, a floor that no trimming of our own code removes
 (docs/measurements.md, "The hot path"). On a 1.7 ms step that is 2.2%. So on short steps the
 watcher alternates windows of ``WINDOW_STEPS`` timed steps with rests during which the model's
-forward wrapper and the optimizer's pre-hook are off and only the optimizer's post-hook runs,
-counting the step and its end time (``UNTIMED_STEP_COST_S``). A rest's steps go into the reports
-with their exact count and wall time, their phases in the proportions of the timed steps around
-them (``PhaseAccumulator.add_untimed``), and each report says which share of its steps was timed
-(the fact ``timed_step_share``).
+forward wrapper and both optimizer step hooks are off and only the timed iterator's ``__next__``
+runs, counting the batches (``UNTIMED_STEP_COST_S``). A rest's steps go into the reports with
+their exact count and wall time, their phases in the proportions of the timed steps around them
+(``PhaseAccumulator.add_untimed``), and each report says which share of its steps was timed (the
+fact ``timed_step_share``).
 
 The share of steps timed is the largest that keeps the expected cost per step within
 ``budget`` x the step's own time:
@@ -21,17 +21,24 @@ every step is timed, as before. On steps shorter than about (UNTIMED + MIN x TIM
 at the defaults) the budget cannot be met: the least share is timed, and the cost is about an
 untimed step's, the Python frame of the timed iterator, which a loop fed by it always pays.
 
-Only a loop fed by the timed iterator rests: its fetches count the untimed steps, and a rest
-begins and ends at a fetch, never inside a dict of hooks torch is iterating. A rest is sized to
-end where the next report is due (by time at the window's step time, or by steps); it ends early
-for anything the fast path does not handle (a mitigation applied, a trial, a public mark). A step
-under way when a rest ends early is counted when it ends, with the hooks back on.
+Only a loop fed by the timed iterator, one batch a step (the window's fetches equal its steps),
+rests: the fetches count the untimed steps, and a rest begins and ends at a fetch, never inside a
+dict of hooks torch is iterating. A rest is sized to end where the next report is due (by steps,
+or by time at the window's step time). It ends early at a batch of another iterator (under
+``bottleneckd run`` every DataLoader is timed: a validation loader read inside the step), while
+the profiler records, and for anything the fast path does not handle (a mitigation applied, a
+trial, a public mark); a step under way then is timed if its forward or step is still to come,
+and counted at the next fetch otherwise (``Watcher.wake``). Our hooks go back on at the end of
+torch's hook dicts: a step pre-hook of the user's registered after ours then runs before it.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import os
+
+log = logging.getLogger("bottleneckd.torch")
 
 #: the default budget: the hook's cost at most 0.5% of the step (issue 23's target). ``watch(...,
 #: overhead_budget=None)`` or ``BOTTLENECKD_OVERHEAD_BUDGET=off`` times every step.
@@ -56,20 +63,41 @@ MIN_TIMED_SHARE = 0.05
 
 
 def budget_from_env(value: float | None | str = "env") -> float | None:
-    """The overhead budget: ``value`` when given (None: time every step), else
-    BOTTLENECKD_OVERHEAD_BUDGET (a fraction, or ``off``), else ``OVERHEAD_BUDGET``."""
+    """The overhead budget: ``value`` when given (None: time every step; else a fraction of the
+    step above 0: ValueError otherwise), else BOTTLENECKD_OVERHEAD_BUDGET (a fraction, or ``off``;
+    anything else is warned about and the default used), else ``OVERHEAD_BUDGET``."""
     if value != "env":
-        return None if value is None else float(value)
+        if value is None:
+            return None
+        b = _fraction(value)
+        if b is None:
+            raise ValueError(
+                f"overhead_budget: expected a fraction of the step above 0 (0.005 is 0.5%), or None to time "
+                f"every step; got {value!r:.40}"
+            )
+        return b
     raw = os.environ.get("BOTTLENECKD_OVERHEAD_BUDGET", "").strip().lower()
-    if raw in ("off", "none", "0"):
+    if raw in ("off", "none"):
         return None
     if not raw:
         return OVERHEAD_BUDGET
-    try:
-        b = float(raw)
-    except ValueError:
+    b = _fraction(raw)
+    if b is None:
+        log.warning(
+            "BOTTLENECKD_OVERHEAD_BUDGET=%.40r: expected a fraction of the step above 0 or 'off'; using %g",
+            raw,
+            OVERHEAD_BUDGET,
+        )
         return OVERHEAD_BUDGET
-    return b if b > 0 and math.isfinite(b) else OVERHEAD_BUDGET
+    return b
+
+
+def _fraction(value: object) -> float | None:
+    try:
+        b = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+    return b if 0 < b <= 1 else None
 
 
 def timed_share(step_seconds: float, budget: float | None) -> float:

@@ -54,9 +54,11 @@ from bottleneckd.torch.hot_path import (
     EXAMPLES,
     FED,
     NESTED,
+    ORPHAN,
     PLAIN,
     REST,
     REST_FROM,
+    REST_IT,
     RESTED,
     STEPS,
     TIMED_LEFT,
@@ -101,11 +103,12 @@ class Watcher:
         profiler_ranges: bool = True,
         overhead_budget: float | None | str = "env",
     ) -> None:
+        #: the hook's cost allowed, a share of the step (sampling.py; None: every step timed); a bad
+        #: value raises here, before anything of ours is installed
+        self.overhead_budget = sampling.budget_from_env(overhead_budget)
         replace_current(self)
         #: the hot path's state (hot_path.py): steps, optimizer calls, examples, nesting, when due, rests
         self.hot: list[Any] = hot_path.new_state(sampling.WINDOW_STEPS)
-        #: the hook's cost allowed, a share of the step (sampling.py; None: every step timed)
-        self.overhead_budget = sampling.budget_from_env(overhead_budget)
         self._window_from, self._window_step0 = 0.0, 0  # where the window of timed steps began
         self.model, self.optimizer = model, optimizer
         self.enabled, self.closed = True, False
@@ -209,20 +212,20 @@ class Watcher:
     def window_over(self, end: float) -> None:
         """A window of timed fast steps ended at ``end`` (hot_path.py): a rest of as many untimed
         steps as the overhead budget asks for the window's step time follows, if any, from the
-        next batch the timed iterator fetches (only a loop fed by it rests: its fetches count
-        the untimed steps). The rest ends where the next report is due, by steps or by time at
-        the window's step time: nothing is checked inside it."""
+        next batch the timed iterator fetches. Only a loop fed by it, one batch a step, rests: its
+        fetches count the untimed steps. The rest ends where the next report is due, by steps
+        (its step is then timed and ends the report) or by time at the window's step time."""
         hot = self.hot
         hot[TIMED_LEFT] = sampling.WINDOW_STEPS
         fed, hot[FED] = hot[FED], 0
         try:
             n, since = hot[STEPS] - self._window_step0, self._window_from
             self._window_from, self._window_step0 = end, hot[STEPS]
-            if n <= 0 or not since or not fed or not hot[PLAIN] or hot[NESTED] or hot[DEPTH] or self.echo != 1:
+            if n <= 0 or not since or fed != n or not hot[PLAIN] or hot[NESTED] or hot[DEPTH] or self.echo != 1:
                 return
             step = (end - since) / n
             rest = sampling.rest_steps(step, self.overhead_budget)
-            rest = min(rest, hot[DUE_STEP] - hot[STEPS], (hot[DUE_AT] - end) / step)
+            rest = min(rest, hot[DUE_STEP] - hot[STEPS] - 1, (hot[DUE_AT] - end) / step)
             if rest >= 1:
                 rest = int(rest)
                 hot[REST_FROM] = end
@@ -231,14 +234,23 @@ class Watcher:
         except Exception as e:  # noqa: BLE001 - our failure never breaks the step
             self.disable(f"{type(e).__name__}: {e}")
 
-    def rest_begins(self) -> None:
-        """The rest's first batch is being fetched: the forward wrapper and the step hooks come off."""
+    def rest_begins(self, nxt: Any) -> bool:
+        """The rest's first batch is being fetched through ``nxt`` (the rest counts that iterator's
+        batches only): the forward wrapper and the step hooks come off. False, and no rest, where
+        our forward wrapper cannot come off (another wrapper was set over it)."""
+        hot = self.hot
         try:
-            for h in self._handles:
-                if isinstance(h, (ForwardWrap, StepHook)):
-                    h.off()
+            hooks = [h for h in self._handles if isinstance(h, (ForwardWrap, StepHook))]
+            if not all(h.off() for h in hooks):
+                for h in hooks:
+                    h.on()
+                hot[REST] = hot[RESTED] = 0
+                return False
+            hot[REST_IT] = nxt
+            return True
         except Exception as e:  # noqa: BLE001 - our failure never breaks the step
             self.disable(f"{type(e).__name__}: {e}")
+            return False
 
     def rest_over(self, now: float, n: int) -> None:
         """End the rest: ``n`` untimed steps ended at ``now`` (a fetch's start); they go into the
@@ -247,7 +259,8 @@ class Watcher:
         if not hot[REST]:
             return
         begun = hot[REST_FROM]
-        hot[REST] = hot[RESTED] = 0
+        hot[REST] = hot[RESTED] = hot[EXAMPLES] = 0
+        hot[REST_IT] = None
         hot[TIMED_LEFT] = sampling.WINDOW_STEPS
         try:
             for h in self._handles:
@@ -265,12 +278,31 @@ class Watcher:
             self.disable(f"{type(e).__name__}: {e}")
 
     def wake(self) -> None:
-        """End the rest in the middle of a step (a mark, a mitigation applied, a report): the steps
-        before the one under way are folded in with the wall up to now, and that one is timed
-        from now (the wall is kept whole; which step the last moments count in is not)."""
+        """End the rest from outside the loop's fetches (a mark, a mitigation applied, a report):
+        the steps before the last batch's are folded in with the wall up to now. Whether the last
+        batch's step has ended is not known here: if the forward or the step hooks, back on, see
+        it, it is timed from now; if the next fetch comes first, it had ended and is counted
+        then (``orphan_step``). The wall is kept whole either way."""
         hot = self.hot
+        if not hot[REST]:
+            return
         n = hot[RESTED]
         self.rest_over(time.perf_counter() if n else hot[REST_FROM], max(0, n - 1))
+        if n:
+            hot[ORPHAN] = hot[STEPS] + 1
+
+    def orphan_step(self) -> None:
+        """The fetch after a rest ended by ``wake``: the batch fetched before it ended its step with
+        no forward and no step end seen since (its wall is in the rest's): counted now."""
+        hot, cur = self.hot, self.hot_cur
+        at, hot[ORPHAN] = hot[ORPHAN], 0
+        if hot[STEPS] + 1 == at and not cur[2] and not cur[3] and not cur[4]:
+            try:
+                hot[STEPS] += 1
+                hot[CALLS] += 1
+                self._phases.add_untimed(1, 0.0)
+            except Exception as e:  # noqa: BLE001 - our failure never breaks the step
+                self.disable(f"{type(e).__name__}: {e}")
 
     def _plain_now(self) -> bool:
         """Nothing but the step's marks, examples and count is needed at the next step (hot_path.py)."""
