@@ -41,6 +41,16 @@ def test_a_user_frame_is_none_of_stdlib_packages_bottleneckd_or_generated_code(t
     assert not user_file("<frozen importlib._bootstrap>") and not user_file("<string>") and not user_file("")
 
 
+def test_bottleneckds_frames_through_the_link_bottleneckd_run_hands_the_job_are_not_the_users(tmp_path) -> None:
+    """``bottleneckd run`` puts this package on the job's path through a link in its run directory
+    (runtime/job_env.py): the job's frames name our files under the link."""
+    from bottleneckd.runtime.job_env import job_env
+
+    job_env(str(tmp_path), str(tmp_path / "s.sock"), inject=True)
+    linked = tmp_path / "pkg" / "bottleneckd" / "torch" / "loader.py"
+    assert linked.exists() and not user_file(str(linked))
+
+
 def test_the_site_is_the_innermost_user_frame_with_its_source_line(tmp_path) -> None:
     src = tmp_path / "train.py"
     src.write_text("def tokenize(s):\n    return [ord(c) for c in s]\n")

@@ -10,6 +10,7 @@ step), with the line that was running (for a read, the read call).
 
 from __future__ import annotations
 
+import functools
 import linecache
 import os
 import threading
@@ -22,7 +23,14 @@ from bottleneckd.samplers.stack_frames import LOADER_PATH
 #: path fragments of code that is not the user's: installed packages and the standard library
 #: (``lib/python3.X/``; a virtual environment's packages sit under it too)
 LIBRARY_PARTS = ("/site-packages/", "/dist-packages/", "/lib/python3", "/lib64/python3", "/lib/pypy3", "/Lib/")
-_OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep  # the bottleneckd package
+#: the bottleneckd package, links resolved: ``bottleneckd run`` hands the job this package through a
+#: link in its run directory (runtime/job_env.py), so the job's frames name files under the link
+_OURS = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep
+
+
+@functools.lru_cache(maxsize=4096)
+def _resolved(path: str) -> str:
+    return os.path.realpath(path)
 
 
 def user_file(path: str) -> bool:
@@ -32,7 +40,7 @@ def user_file(path: str) -> bool:
     p = path.replace("\\", "/")
     if any(part in p for part in LIBRARY_PARTS):
         return False
-    return not os.path.abspath(path).startswith(_OURS)
+    return not _resolved(path).startswith(_OURS)
 
 
 def user_site(frames: list[dict], read_text: bool = True) -> CodeSite | None:
