@@ -51,23 +51,25 @@ def _watched(model, opt, data, **kw):  # noqa: ANN001, ANN003, ANN202
     return w, sent
 
 
+_LOSS = nn.CrossEntropyLoss()
+
+
+def _step(model, opt, x, y) -> None:  # noqa: ANN001
+    opt.zero_grad()
+    _LOSS(model(x), y).backward()
+    opt.step()
+
+
 def _steps(it, model, opt, k: int) -> None:  # noqa: ANN001
     """``k`` steps from the iterator ``it``, kept alive (a dropped timed iterator ends the epoch)."""
-    loss_fn = nn.CrossEntropyLoss()
     for _ in range(k):
-        x, y = next(it)
-        opt.zero_grad()
-        loss_fn(model(x), y).backward()
-        opt.step()
+        _step(model, opt, *next(it))
 
 
 def _train(w, model, opt, steps: int | None = None) -> float:  # noqa: ANN001
-    loss_fn = nn.CrossEntropyLoss()
     t0 = time.perf_counter()
     for k, (x, y) in enumerate(w.dataloader):
-        opt.zero_grad()
-        loss_fn(model(x), y).backward()
-        opt.step()
+        _step(model, opt, x, y)
         if steps is not None and k + 1 >= steps:
             break
     return time.perf_counter() - t0
@@ -163,11 +165,8 @@ def test_the_injected_watcher_samples_and_counts_every_step():
     sent: list = []
     g.transport.send = sent.append
     try:
-        loss_fn = nn.CrossEntropyLoss()
         for x, y in loader:
-            opt.zero_grad()
-            loss_fn(model(x), y).backward()
-            opt.step()
+            _step(model, opt, x, y)
         g.flush()
     finally:
         g.close()
@@ -227,12 +226,9 @@ def _reported(sent: list) -> int:
 def test_a_break_inside_a_rest_counts_every_step_that_ran():
     model, opt, data = _job(2000)
     w, sent = _watched(model, opt, data, report_every=1e9)
-    loss_fn = nn.CrossEntropyLoss()
     ran = 0
     for x, y in w.dataloader:
-        opt.zero_grad()
-        loss_fn(model(x), y).backward()
-        opt.step()
+        _step(model, opt, x, y)
         ran += 1
         if w.hot[REST] and w.hot[RESTED] > 7:  # inside a rest
             break
@@ -245,12 +241,9 @@ def test_a_flush_in_the_loop_body_inside_a_rest_loses_no_step():
     after opt.step()), so it is counted at the next fetch."""
     model, opt, data = _job(1000)
     w, sent = _watched(model, opt, data, report_every=1e9)
-    loss_fn = nn.CrossEntropyLoss()
     woken = 0
     for x, y in w.dataloader:
-        opt.zero_grad()
-        loss_fn(model(x), y).backward()
-        opt.step()
+        _step(model, opt, x, y)
         if w.hot[REST] and w.hot[RESTED] > 5:
             w.flush()
             woken += 1
@@ -263,15 +256,12 @@ def test_a_flush_in_the_loop_body_inside_a_rest_loses_no_step():
 def test_an_apply_before_the_forward_inside_a_rest_times_that_step():
     model, opt, data = _job(400)
     w, sent = _watched(model, opt, data, report_every=1e9)
-    loss_fn = nn.CrossEntropyLoss()
     woken = 0
     for x, y in w.dataloader:
         if w.hot[REST] and w.hot[RESTED] > 5 and not woken:
             w.mark("step_start")  # the fast path's end, before this batch's forward: its step is timed
             woken += 1
-        opt.zero_grad()
-        loss_fn(model(x), y).backward()
-        opt.step()
+        _step(model, opt, x, y)
     w.flush()
     w.close()
     assert woken == 1 and w.steps == 400 == _reported(sent)
@@ -348,11 +338,8 @@ def test_another_loader_read_inside_a_rest_is_not_counted_as_steps():
     sent: list = []
     g.transport.send = sent.append
     try:
-        loss_fn = nn.CrossEntropyLoss()
         for k, (x, y) in enumerate(train):
-            opt.zero_grad()
-            loss_fn(model(x), y).backward()
-            opt.step()
+            _step(model, opt, x, y)
             if k % 300 == 299:
                 with torch.no_grad():
                     for (v,) in val:
