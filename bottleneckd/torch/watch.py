@@ -240,7 +240,7 @@ class Watcher:
         our forward wrapper cannot come off (another wrapper was set over it)."""
         hot = self.hot
         try:
-            hooks = [h for h in self._handles if isinstance(h, (ForwardWrap, StepHook))]
+            hooks = self._switched_hooks()
             if not all(h.off() for h in hooks):
                 for h in hooks:
                     h.on()
@@ -263,9 +263,8 @@ class Watcher:
         hot[REST_IT] = None
         hot[TIMED_LEFT] = sampling.WINDOW_STEPS
         try:
-            for h in self._handles:
-                if isinstance(h, (ForwardWrap, StepHook)):
-                    h.on()
+            for h in self._switched_hooks():
+                h.on()
             self.drain()
             if n:
                 hot[STEPS] += n
@@ -276,6 +275,10 @@ class Watcher:
             self._window_from, self._window_step0 = now, hot[STEPS]
         except Exception as e:  # noqa: BLE001 - our failure never breaks the step
             self.disable(f"{type(e).__name__}: {e}")
+
+    def _switched_hooks(self) -> list[ForwardWrap | StepHook]:
+        """The hooks a rest takes off: the forward wrapper and the optimizer step hooks."""
+        return [h for h in self._handles if isinstance(h, (ForwardWrap, StepHook))]
 
     def wake(self) -> None:
         """End the rest from outside the loop's fetches (a mark, a mitigation applied, a report):
@@ -723,7 +726,7 @@ class Watcher:
         changed size during iteration" into the user's ``optimizer.step()`` or forward."""
         if self.enabled:
             self.enabled = False
-            self.hot[PLAIN] = self.hot[REST] = 0
+            self.hot[PLAIN] = self.hot[REST] = self.hot[ORPHAN] = 0
             cuda_graphs.unregister(self)
             self._counting.abort()
             if self._ranges is not None:
