@@ -45,18 +45,35 @@ class LoadCheck:
         return self.own * (1.0 - math.exp(-self.seconds / LOAD_TAU))
 
     @property
+    def others(self) -> float | None:
+        """Other processes' runnable threads, on average over the measurement: the load average is
+        an exponential average, so ``end = start e^(-T/tau) + (own + others)(1 - e^(-T/tau))``; a
+        start that was the residue of a load just gone decays away instead of counting as others'
+        (None: not known, no load average or no duration)."""
+        if self.start is None or self.end is None or self.seconds <= 0:
+            return None
+        decay = math.exp(-self.seconds / LOAD_TAU)
+        return (self.end - self.start * decay) / (1.0 - decay) - self.own
+
+    @property
     def refused(self) -> str | None:
-        """Why no figure is reported (None: reported)."""
+        """Why no figure is reported (None: reported): the load moved by more than
+        LOAD_CHANGE_REFUSE beyond the benchmark's own part, and (where the duration is known) not
+        because a start that was the residue of a load just gone decayed away: other processes'
+        average over the measurement is more than that above the start's level."""
         if self.start is None or self.end is None:
             return None
-        if abs(self.end - self.start - self.own_rise) > LOAD_CHANGE_REFUSE:
-            mine = f", {self.own_rise:.2f} of it the benchmark's own" if self.own_rise else ""
-            return (
-                f"the 1-minute load average went from {self.start:.2f} to {self.end:.2f} during the measurement"
-                f"{mine} (other processes' part changed by more than {LOAD_CHANGE_REFUSE}): other processes came "
-                "or went while the arms ran, so a wall-clock difference measures them as much as the hook"
-            )
-        return None
+        if abs(self.end - self.start - self.own_rise) <= LOAD_CHANGE_REFUSE:
+            return None
+        others = self.others
+        if others is not None and others - self.start <= LOAD_CHANGE_REFUSE:
+            return None  # the start's residue decayed: nothing came
+        mine = f", {self.own_rise:.2f} of it the benchmark's own" if self.own_rise else ""
+        return (
+            f"the 1-minute load average went from {self.start:.2f} to {self.end:.2f} during the measurement"
+            f"{mine} (other processes' part changed by more than {LOAD_CHANGE_REFUSE}): other processes came "
+            "or went while the arms ran, so a wall-clock difference measures them as much as the hook"
+        )
 
     def lines(self) -> list[str]:
         f = lambda v: "unknown" if v is None else f"{v:.2f}"  # noqa: E731
@@ -66,6 +83,8 @@ class LoadCheck:
                 f" ({self.own_rise:.2f} of the rise the benchmark's own {self.own:g} thread(s) "
                 f"over {self.seconds:.0f} s)"
             )
+        if self.others is not None:
+            out.append(f"other processes' runnable threads over the measurement: {max(0.0, self.others):.2f}")
         if self.start is not None and self.start > LOAD_QUIET:
             out.append(
                 f"WARNING: load {self.start:.2f} > {LOAD_QUIET} at start: the machine is not quiet; "
