@@ -3,8 +3,8 @@
 blocks of steps with and without it; (2) each mitigation's measured speed-up (wall clock,
 verify=True) on a workload with the matching bottleneck beside one without it.
 
-    python scripts/bench_watcher.py [--blocks 40] [--steps 100] [--only overhead|mitigations] [--device cpu|cuda]
-        [--clock wall|cpu] [--loader list|dataloader] [--show-anyway]
+    python scripts/bench_watcher.py [--blocks 40] [--steps 500] [--settle 40] [--only overhead|mitigations]
+        [--device cpu|cuda] [--clock wall|cpu] [--loader list|dataloader] [--show-anyway]
 
 Target (issue 23): A/B at most 10 microseconds and 0.5% of the step, on a quiet machine (load
 average below 0.5), the instrumentation's own work at most 5 us. The overhead figure is the median
@@ -75,7 +75,7 @@ def overhead(
     steps: int,
     device: str = "cpu",
     clock: str = "wall",
-    settle: int = 10,
+    settle: int = 40,
     loader: str = "list",
     show_anyway: bool = False,
 ) -> int:
@@ -86,12 +86,16 @@ def overhead(
     of adjacent blocks gives one difference and one ratio. Each block first runs ``settle`` untimed
     steps, in both arms: the watcher is attached anew for every block, and the first steps after
     attaching (or detaching) run slower while the interpreter's inline caches at torch's call sites
-    re-specialise (measured: ~0.6 ms in all over the first ~6 steps, then nothing); a training run
-    pays that once, not per step. That one-time cost is printed on its own.
+    re-specialise (measured: ~0.6 ms in all over the first ~6 steps, then nothing), and a sampling
+    watcher times its first two windows of steps (~34) to learn the step's length before its first
+    rest (sampling.py); a training run pays both once, not per step. That one-time cost is printed
+    on its own. The steps after it are the steady state: ``steps`` long enough to span the
+    watcher's reports and the window of timed steps after each (500 at the default).
 
     The load average is read at start and end: when it moved by more than 0.5 the A/B figure is
     not reported (``show_anyway`` prints it, labelled provisional). Returns the exit status."""
     load = LoadCheck(load1(), None)
+    began = time.monotonic()
     torch.manual_seed(0)
     now = time.perf_counter
     if clock == "cpu":
@@ -148,7 +152,8 @@ def overhead(
         settling.append(pair["watched_first"] - pair["bare_first"])
         bare.append(pair["bare"])
         watched.append(pair["watched"])
-    load = LoadCheck(load.start, load1())
+    # the benchmark's own runnable threads (torch's, this one among them): their part of the load's rise
+    load = LoadCheck(load.start, load1(), own=float(torch.get_num_threads()), seconds=time.monotonic() - began)
     print(f"overhead on {device} ({clock} clock, {loader} loader): {blocks} pairs of {steps} steps, interleaved")
     for line in load.lines():
         print(line)
@@ -346,7 +351,20 @@ def mitigations(device: str, only: list[str] | None = None) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--blocks", type=int, default=40)
-    ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument(
+        "--steps",
+        type=int,
+        default=500,
+        help="overhead: a block's steps after --settle; 500 steps of ~1.5 ms span the watcher's reports "
+        "(every 0.5 s) and the windows of timed steps after each (sampling.py): the steady state",
+    )
+    ap.add_argument(
+        "--settle",
+        type=int,
+        default=40,
+        help="overhead: a block's first steps, timed apart (the one-time cost of attaching: inline caches "
+        "re-specialise over ~6 steps; a sampling watcher times its first ~34 steps before its first rest)",
+    )
     ap.add_argument("--only", choices=["overhead", "mitigations"], default=None)
     ap.add_argument("--device", default="cpu")
     ap.add_argument(
@@ -368,7 +386,13 @@ def main() -> int:
     status = 0
     if args.only in (None, "overhead"):
         status = overhead(
-            args.blocks, args.steps, args.device, args.clock, loader=args.loader, show_anyway=args.show_anyway
+            args.blocks,
+            args.steps,
+            args.device,
+            args.clock,
+            settle=args.settle,
+            loader=args.loader,
+            show_anyway=args.show_anyway,
         )
     if args.only in (None, "mitigations"):
         mitigations(args.device, args.cases)
