@@ -45,13 +45,19 @@ log = logging.getLogger("bottleneckd.torch")
 OVERHEAD_BUDGET = 0.005
 #: a timed step's cost in situ: the watcher on its fast path minus a bare loop, +37.7 us (95% CI
 #: +26.1 to +46.9) on a 1.69 ms step, 2-core VM (docs/measurements.md, ``python
-#: scripts/bench_hook_floor.py --rounds 250``); the upper end of similar runs (+38.5, +39.8 us)
+#: scripts/bench_hook_floor.py --rounds 250``); the upper end of similar runs (+38.5, +39.8 us).
+#: Interleaved every 8 steps (``scripts/bench_hook_steady.py --every-step``), which cancels the
+#: VM's drift, it measured +84.5 us on a 2.6 ms step: an underestimate, kept (docs/measurements.md,
+#: "The steady state": with the measured costs the sampler would spend its whole budget)
 TIMED_STEP_COST_S = 40e-6
 #: an untimed step's cost in situ: the timed iterator's ``__next__`` counting the batch, the one
 #: Python frame left in the loop, +22.5 us (95% CI +10.6 to +36.1) with ~11% of the block's steps
 #: timed, ~20 us an untimed step, on a 2.1 ms step (docs/measurements.md, "Sampled steps";
 #: ``python scripts/bench_hook_floor.py --rounds 250 --arms untimed``); a trivial Python iterator
-#: class around the same list costs as much there (10-15 us, within the noise)
+#: class around the same list costs as much there (10-15 us, within the noise). Interleaved every 8
+#: steps an untimed step measured 3-4 us (docs/measurements.md, "The steady state"): an
+#: overestimate, kept as the margin for what the model leaves out (the reports, ~0.5 ms every 0.5 s,
+#: and the switching at each window's ends), which keeps the least share timed on a 2 ms step
 UNTIMED_STEP_COST_S = 20e-6
 #: timed steps in a row before a rest: a window of consecutive steps keeps each step's phases
 #: whole; 16 steps make the cost of switching the hooks off and on again (~10 us, once a window)
