@@ -188,7 +188,7 @@ def main() -> int:
             shares.setdefault(name, []).append(float(w.facts.get("timed_step_share") or 0.0))
             w.close()
 
-    shares: dict[str, list[float]] = {}  # the share of each block's steps timed (settle steps included)
+    shares: dict[str, list[float]] = {}  # the share of steps timed in each block's last report
     for name in arms:  # warm-up
         arm(name)
     startup.clear()
@@ -207,7 +207,7 @@ def main() -> int:
         print(f"NOT REPORTED: {load.refused}. Rerun on a quiet machine.")
         return 3
     for name, sh in shares.items():
-        print(f"-- {name}: share of steps timed, median over blocks {statistics.median(sh):.3f}")
+        print(f"-- {name}: share of steps timed in a block's last report, median {statistics.median(sh):.3f}")
     against_bare = ("watched", "every step timed", "untimed", "full path", "minimal")
     pairs = [(name, "bare", f"{name} vs bare") for name in against_bare]
     pairs += [
