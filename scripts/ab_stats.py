@@ -20,6 +20,10 @@ LOAD_QUIET = 1.0
 #: the kernel's 1-minute load average decays with this time constant (seconds): a process that keeps n
 #: threads runnable for T seconds raises it by n (1 - exp(-T / 60)) by itself
 LOAD_TAU = 60.0
+#: the least duration over which the start's decay is told from other processes: the kernel updates
+#: the load average every 5 s in steps of 0.01, so over a shorter run the estimate's error
+#: (~0.01 x LOAD_TAU / seconds) approaches the refusal margin
+DECAY_MIN_SECONDS = 30.0
 #: bootstrap resamples of the pairs for the confidence interval of the median difference
 BOOTSTRAP = 4000
 
@@ -58,16 +62,16 @@ class LoadCheck:
     @property
     def refused(self) -> str | None:
         """Why no figure is reported (None: reported): the load moved by more than
-        LOAD_CHANGE_REFUSE beyond the benchmark's own part, and (where the duration is known) not
-        because a start that was the residue of a load just gone decayed away: other processes'
-        average over the measurement is more than that above the start's level."""
+        LOAD_CHANGE_REFUSE beyond the benchmark's own part, unless the run lasted DECAY_MIN_SECONDS
+        and the decay of its start explains the move: other processes' average over it within
+        LOAD_CHANGE_REFUSE of none (a start that was the residue of a load just gone)."""
         if self.start is None or self.end is None:
             return None
         if abs(self.end - self.start - self.own_rise) <= LOAD_CHANGE_REFUSE:
             return None
         others = self.others
-        if others is not None and others - self.start <= LOAD_CHANGE_REFUSE:
-            return None  # the start's residue decayed: nothing came
+        if others is not None and self.seconds >= DECAY_MIN_SECONDS and abs(others) <= LOAD_CHANGE_REFUSE:
+            return None  # the start's residue decayed over a quiet run: nothing else ran
         mine = f", {self.own_rise:.2f} of it the benchmark's own" if self.own_rise else ""
         return (
             f"the 1-minute load average went from {self.start:.2f} to {self.end:.2f} during the measurement"
@@ -84,7 +88,7 @@ class LoadCheck:
                 f"over {self.seconds:.0f} s)"
             )
         if self.others is not None:
-            out.append(f"other processes' runnable threads over the measurement: {max(0.0, self.others):.2f}")
+            out.append(f"other processes' runnable threads over the measurement (estimate): {self.others:+.2f}")
         if self.start is not None and self.start > LOAD_QUIET:
             out.append(
                 f"WARNING: load {self.start:.2f} > {LOAD_QUIET} at start: the machine is not quiet; "

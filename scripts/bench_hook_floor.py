@@ -180,7 +180,7 @@ def main() -> int:
         if name == "full path":
             w._plain_now = lambda: False  # type: ignore[method-assign]
         if name == "untimed":
-            w.overhead_budget = 1e-12  # sampling.MIN_TIMED_SHARE: rests longer than the block
+            w.overhead_budget = 1e-12  # the least share timed (sampling.MIN_TIMED_SHARE), whatever the step
         try:
             return timed_steps(iter(w.dataloader))
         finally:

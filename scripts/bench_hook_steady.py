@@ -9,27 +9,29 @@ adjacent bare blocks) and their median's confidence interval stays ~+-15 us afte
 each with its own optimizer and batches, train side by side; one is watched by a watcher that
 stays attached for the whole run (its hooks are on that model and optimizer only: ``watch()``
 installs nothing global), the other has nothing of ours. Each round runs ``--steps`` steps of one
-and then of the other (which goes first alternates), on this thread's CPU clock; the round's
-difference per step is one pair. Halfway the roles swap (the watcher is closed and a new one put
-on the other model, past its startup again), so that any difference between the two models
-themselves (where their tensors lie) cancels. Before each half the watcher's first
-``--settle`` steps are run untimed: what a job pays once after attaching (bench_hook_floor.py
-measures it).
+and then of the other (which goes first alternates, so each model runs 2 x ``--steps`` steps in
+a row but the first), on this thread's CPU clock; the round's difference per step is one pair.
+Halfway the roles swap (the watcher is closed and a new one put on the other model, past its
+startup again), so that any difference between the two models themselves (where their tensors
+lie) cancels. Before each half the watcher's first ``--settle`` steps are run untimed: what a
+job pays once after attaching (bench_hook_floor.py measures it).
 
 The watcher sees the wall time of both models' steps between its own: its step looks twice as
-long as it is. What it is allowed per step (sampling.py: the overhead budget times the step) and
-how often it reports (every 0.5 s of wall time, a window of timed steps after each) would double
-per step of its own; both are corrected here: the budget is half the default (the share of the
-watched model's true step stays the default 0.5%) and ``report_every`` twice the default (as
-many reports per watched step as a job of its step length would see). ``--every-step`` times
-every step instead (``overhead_budget=None``): what a timed step costs.
+long as it is, as long as each of its windows of timed steps (16, sampling.WINDOW_STEPS) spans a
+run of the other model's steps, which ``--steps`` at most 8 ensures. What it is allowed per step
+(sampling.py: the overhead budget times the step) and how often it reports (every 0.5 s of wall
+time, a window of timed steps after each) would double per step of its own; both are corrected
+here: the budget is half the default (the share of the watched model's true step stays the
+default 0.5%) and ``report_every`` twice the default (as many reports per watched step as a job
+of its step length would see). ``--every-step`` times every step instead
+(``overhead_budget=None``): what a timed step costs.
 
 This measures ``watch()``; ``bottleneckd run``'s instrumentation installs global optimizer hooks
 and the loader's ``__iter__`` for every DataLoader, which would see both models: it is measured by
 bench_hook_floor.py's ``injected`` arm. Refused (exit 3) when the load average moved by more than
-0.5 besides the benchmark's own thread.
+0.5 besides the benchmark's own thread (scripts/ab_stats.py).
 
-    python scripts/bench_hook_steady.py [--rounds 2000] [--steps 8] [--settle 60]
+    python scripts/bench_hook_steady.py [--rounds 2000] [--steps 8] [--settle 60] [--null] [--every-step]
 """
 
 from __future__ import annotations
@@ -56,18 +58,25 @@ WATCHED_SHARE = 0.5
 REPORT_EVERY_S = 0.5 / WATCHED_SHARE
 #: the default budget (sampling.OVERHEAD_BUDGET) of a step that looks 1 / WATCHED_SHARE as long
 BUDGET = sampling.OVERHEAD_BUDGET * WATCHED_SHARE
+#: the longest run of one model's steps a round for which every window of timed steps
+#: (sampling.WINDOW_STEPS) spans the other model's steps (runs of 2 x steps in a row, but the first)
+MAX_STEPS = sampling.WINDOW_STEPS // 2
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=2000, help="rounds, each a run of steps of both models")
-    ap.add_argument("--steps", type=int, default=8, help="steps of one model in a row (short: drift cancels)")
+    ap.add_argument("--steps", type=int, default=8, help="steps of one model a round, 1 to 8 (the docstring)")
     ap.add_argument("--settle", type=int, default=60, help="the watched model's first steps, untimed (startup)")
     ap.add_argument("--null", action="store_true", help="no watcher on either model: the design's own noise and bias")
     ap.add_argument("--every-step", action="store_true", help="time every step (overhead_budget=None)")
     a = ap.parse_args()
-    if a.rounds < 4 or a.steps < 1 or a.settle < 0:
-        print("--rounds must be at least 4, --steps at least 1, --settle not negative", file=sys.stderr)
+    if a.rounds < 4 or a.rounds % 4 or not 1 <= a.steps <= MAX_STEPS or a.settle < 0:
+        print(
+            f"--rounds must be a multiple of 4 (each half as many rounds of each order), --steps 1 to {MAX_STEPS} "
+            "(each window of timed steps spans the other model's steps), --settle not negative",
+            file=sys.stderr,
+        )
         return 2
     load = LoadCheck(load1(), None)
     began = time.monotonic()
@@ -89,7 +98,7 @@ def main() -> int:
             opt.zero_grad()
             loss_fn(model(xb), yb).backward()
             opt.step()
-        return (now() - t) / n
+        return (now() - t) / n if n else 0.0
 
     bare: list[float] = []
     watched: list[float] = []
@@ -128,7 +137,10 @@ def main() -> int:
     if load.refused:
         print(f"NOT REPORTED: {load.refused}. Rerun on a quiet machine.")
         return 3
-    print(f"share of the watched steps timed, last report of each half: {', '.join(f'{s:.3f}' for s in shares)}")
+    print(
+        "share of the watched steps timed in the last report of each half (a partial interval, not the "
+        f"steady state's): {', '.join(f'{s:.3f}' for s in shares)}"
+    )
     what = "none (--null)" if a.null else "every step timed" if a.every_step else "sampled steps, the default budget"
     print(f"-- watched (watch(), {what}) vs bare, the steady state")
     for line in PairedAB(bare, watched).lines():

@@ -240,6 +240,10 @@ def test_a_wall_clock_figure_is_refused_when_the_load_moved_and_the_median_has_a
     residue = ab.LoadCheck(0.64, 0.98, own=1.0, seconds=181.0)
     assert residue.refused is None and abs(residue.others) < 0.05
     assert ab.LoadCheck(1.5, 0.3, own=0.0, seconds=120.0).refused is None  # a quiet run after a busy start
+    # a fall faster than the decay allows, or a run too short to tell: refused as before
+    assert ab.LoadCheck(1.0, 0.4, own=1.0, seconds=3.0).refused is not None
+    # two other runnable threads for the first 60 s of a 120 s run, then none: 2.0 -> 1.6
+    assert ab.LoadCheck(2.0, 1.6, own=1.0, seconds=120.0).refused is not None
     assert any("not quiet" in line for line in ab.LoadCheck(3.0, 3.1).lines())
     diffs = [float(k) for k in range(1, 12)] + [1000.0]
     lo, hi = ab.bootstrap_median_ci(diffs)
