@@ -52,7 +52,7 @@ from torch.utils.data import DataLoader
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ab_stats import LoadCheck, PairedAB, bootstrap_median_ci, load1  # noqa: E402
-from bench_watcher import _watch, small_model  # noqa: E402
+from bench_watcher import _watch, one_thread_cpu_clock, small_model  # noqa: E402
 
 ARMS = ("bare", "watched", "every step timed", "untimed", "full path", "minimal", "bare loader", "injected")
 
@@ -126,9 +126,7 @@ def main() -> int:
         return 2
     load = LoadCheck(load1(), None)
     began = time.monotonic()
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    now = time.thread_time
+    now = one_thread_cpu_clock()
     model = small_model()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x, y = torch.randn(128, 256), torch.randint(0, 10, (128,))

@@ -48,7 +48,7 @@ from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ab_stats import LoadCheck, PairedAB, load1  # noqa: E402
-from bench_watcher import _watch, small_model  # noqa: E402
+from bench_watcher import _watch, one_thread_cpu_clock, small_model  # noqa: E402
 
 from bottleneckd.torch import sampling  # noqa: E402
 
@@ -80,9 +80,7 @@ def main() -> int:
         return 2
     load = LoadCheck(load1(), None)
     began = time.monotonic()
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    now = time.thread_time
+    now = one_thread_cpu_clock()
     loss_fn = nn.CrossEntropyLoss()
     models = [small_model(), small_model()]
     opts = [torch.optim.SGD(m.parameters(), lr=0.01) for m in models]

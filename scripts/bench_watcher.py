@@ -20,6 +20,7 @@ import argparse
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -34,6 +35,14 @@ from bottleneckd.torch.demo import CostlyImages  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ab_stats import LoadCheck, PairedAB, load1  # noqa: E402
+
+
+def one_thread_cpu_clock() -> Callable[[], float]:
+    """The A/B benchmarks' clock on a shared machine: one torch thread, seeded, and this thread's CPU
+    time (time spent waiting for a core is not counted)."""
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    return time.thread_time
 
 
 def small_model() -> nn.Module:
