@@ -105,11 +105,11 @@ def overhead(
     not reported (``show_anyway`` prints it, labelled provisional). Returns the exit status."""
     load = LoadCheck(load1(), None)
     began = time.monotonic()
-    torch.manual_seed(0)
-    now = time.perf_counter
     if clock == "cpu":
-        torch.set_num_threads(1)
-        now = time.thread_time
+        now = one_thread_cpu_clock()
+    else:
+        torch.manual_seed(0)
+        now = time.perf_counter
     model = small_model().to(device)
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x, y = torch.randn(128, 256, device=device), torch.randint(0, 10, (128,), device=device)
