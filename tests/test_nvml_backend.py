@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from types import SimpleNamespace
 
 import pynvml
 import pytest
@@ -78,13 +79,16 @@ def test_gpm_sample_alloc_failure_is_unsupported_not_an_exception():
     assert b.gpm_metrics(0) is None and b.gpm_metrics(0) is None
 
 
-def test_gpm_interval_is_strictly_longer_than_100_ms_and_early_reads_reuse_the_last():
+def test_gpm_interval_is_strictly_longer_than_100_ms_and_early_reads_reuse_the_last(monkeypatch: pytest.MonkeyPatch):
+    clock = [500.0]  # the backend's clock, moved by the test (a real sleep flaked on a loaded machine)
+    monkeypatch.setattr("bottleneckd.hardware.pynvml_backend.time", SimpleNamespace(monotonic=lambda: clock[0]))
     lib = FakePynvml([Dev()])
     b = PynvmlBackend(lib)
     assert b.gpm_metrics(0) is None  # the first sample opens the interval
-    assert b.gpm_metrics(0) is None  # at once: too soon, no second sample taken
+    clock[0] += 0.09
+    assert b.gpm_metrics(0) is None  # 90 ms on: too soon, no second sample taken
     assert len(lib.gpm_samples) == 1
-    time.sleep(0.11)
+    clock[0] += 0.02
     got = b.gpm_metrics(0)
     assert got is not None and got[nv.GPM_SM_UTIL] == 85.0 and got[nv.GPM_FP32_UTIL] == 10.0
     assert got[nv.GPM_FP64_UTIL] is None  # not reported: unknown, not 0
