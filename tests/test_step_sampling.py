@@ -93,6 +93,36 @@ def test_a_short_step_is_sampled_and_every_step_is_still_counted_with_its_wall_a
         assert sum(r.phases.values()) == pytest.approx(r.wall_seconds, rel=0.05)
 
 
+def test_a_rest_goes_on_through_reports():
+    """Reports every 10 ms on a sub-millisecond step: the rests are not cut at each report (which
+    would time a window after every report, half the steps here), the reports inside a rest
+    carry untimed steps only, and every step is still counted."""
+    n = 4000
+    model, opt, data = _job(n)
+    w, sent = _watched(model, opt, data, report_every=0.01)
+    _train(w, model, opt)
+    w.flush()
+    w.close()
+    assert w.steps == n == _reported(sent)
+    shares = [r.facts["timed_step_share"] for r in sent]
+    assert 0.0 in shares  # a report taken inside a rest, our hooks off
+    timed = sum(r.steps * r.facts["timed_step_share"] for r in sent)
+    assert timed / n < 2 * sampling.MIN_TIMED_SHARE, (timed, n)  # about the least share, not 1 in 2
+    for r in sent:  # an untimed report's phases: the proportions of the timed steps before it
+        assert sum(r.phases.values()) == pytest.approx(r.wall_seconds, rel=0.05)
+
+
+def test_rest_lengths_are_drawn_around_the_budgets():
+    import random
+
+    rng = random.Random(sampling.JITTER_SEED)
+    draws = [sampling.jittered(300, rng) for _ in range(4000)]
+    assert min(draws) >= 150 and max(draws) <= 450
+    assert sum(draws) / len(draws) == pytest.approx(300, rel=0.02)
+    assert len(set(draws)) > 100
+    assert sampling.jittered(1, rng) >= 1
+
+
 def test_a_step_long_enough_for_the_budget_is_always_timed():
     model, opt, data = _job(60, sleep_fwd=0.01)  # 10 ms: 40 us is 0.4% of it, within the 0.5% budget
     w, sent = _watched(model, opt, data, report_every=0.2)

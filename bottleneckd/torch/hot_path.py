@@ -40,13 +40,16 @@ if TYPE_CHECKING:
 #: optimizer.step() (micro-steps included); examples counted at this step's forward; optimizer steps
 #: in progress (one inside another: SAM, Lookahead); when the next report or epoch end is due (the
 #: cadence's due time and step count, mirrored); autocast on at the full path's last check (0/1);
-#: the steps of the rest of untimed steps coming or under way (0: none; sampling.py), the batches
-#: fetched in it so far, the end of the last timed step before it, the ``next`` of the iterator it
-#: counts (None: none yet); timed fast steps left in the window; batches fetched through the timed
-#: iterator since the window began; an optimizer step inside another was seen (0/1); after a rest
-#: ended in the middle of a step, 1 + the steps counted then (0: none: ``Watcher.wake``)
+#: the steps of the part of a rest of untimed steps coming or under way (0: none; sampling.py), the
+#: batches fetched in it so far, where it began (the end of the last timed step, or of the part
+#: before), the ``next`` of the iterator it counts (None: none yet); timed fast steps left in the
+#: window; batches fetched through the timed iterator since the window began; an optimizer step
+#: inside another was seen (0/1); after a rest ended in the middle of a step, 1 + the steps counted
+#: then (0: none: ``Watcher.wake``); the rest's steps after this part (a report is taken between
+#: two parts); the window's step time before the rest (it sizes the parts)
 PLAIN, STEPS, CALLS, EXAMPLES, DEPTH, DUE_AT, DUE_STEP, AUTOCAST = range(8)
 REST, RESTED, REST_FROM, REST_IT, TIMED_LEFT, FED, NESTED, ORPHAN = range(8, 16)
+REST_LEFT, REST_STEP = range(16, 18)
 
 _FRESH = (0.0,) * 9  # the clock's cur after a step (timing._FRESH; its prev_end slot, 8, set apart)
 _PREV = 8
@@ -66,7 +69,7 @@ _is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", _never
 
 def new_state(window: int) -> list[Any]:
     """The hot list; ``window``: timed steps before the first rest may start (sampling.py)."""
-    return [0, 0, 0, 0, 0, math.inf, math.inf, 0, 0, 0, 0.0, None, window, 0, 0, 0]
+    return [0, 0, 0, 0, 0, math.inf, math.inf, 0, 0, 0, 0.0, None, window, 0, 0, 0, 0, 0.0]
 
 
 def clock_now() -> Callable[[], float]:
@@ -86,16 +89,32 @@ def loader_marks(w: Watcher, cur: list[float]) -> Callable[[Callable[[], Any]], 
     between steps: its first fetch takes our hooks off (``rest_begins``), the fetch after its last
     step, one from another iterator or one while the profiler records puts them back
     (``rest_over``) and is timed; the fetches between are counted (the timed iterator takes those
-    itself: loader.py). ``Watcher.window_over`` sizes a rest to end when the next report is due."""
+    itself: loader.py). ``Watcher.window_over`` cuts a rest into parts that end where a report is
+    due; at the fetch after a part that is not the last the report is taken, our hooks still off,
+    and the rest goes on from that fetch's batch (``rest_goes_on``)."""
     hot, pc, prof = w.hot, clock_now(), _profiler
     slow_requested, slow_ready = w.full_batch_requested, w.full_batch_ready
-    rest_begins, rest_over, orphan = w.rest_begins, w.rest_over, w.orphan_step
+    rest_begins, rest_over, orphan, goes_on = w.rest_begins, w.rest_over, w.orphan_step, w.rest_goes_on
 
     def fetch_batch(nxt: Callable[[], Any]) -> Any:
         rest = hot[REST]
         if rest:
             n = hot[RESTED]
-            if n < rest and not prof._is_profiler_enabled and (n or rest_begins(nxt)) and hot[REST_IT] is nxt:
+            if (
+                n >= rest
+                and hot[REST_LEFT]
+                and hot[REST_IT] is nxt
+                and not prof._is_profiler_enabled
+                and goes_on(pc(), n)
+            ):
+                try:  # a part ended (its n steps reported if due): the next part's first batch, our hooks still off
+                    batch = nxt()
+                except StopIteration:
+                    rest_over(pc(), 0)  # the loader is exhausted: no step since the part ended
+                    raise
+                hot[RESTED] = 1
+                return batch
+            elif n < rest and not prof._is_profiler_enabled and (n or rest_begins(nxt)) and hot[REST_IT] is nxt:
                 try:
                     batch = nxt()
                 except StopIteration:
@@ -103,7 +122,7 @@ def loader_marks(w: Watcher, cur: list[float]) -> Callable[[Callable[[], Any]], 
                     raise
                 hot[RESTED] = n + 1
                 return batch
-            rest_over(pc(), n)  # n untimed steps ended now: this batch's step is timed
+            rest_over(pc(), n)  # n untimed steps ended now (none left if goes_on ended it): this batch's step is timed
         if hot[ORPHAN]:
             orphan()  # a step under way when a rest ended early: ended by now if no forward ran since
         hot[FED] += 1

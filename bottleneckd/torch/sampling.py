@@ -23,8 +23,11 @@ untimed step's, the Python frame of the timed iterator, which a loop fed by it a
 
 Only a loop fed by the timed iterator, one batch a step (the window's fetches equal its steps),
 rests: the fetches count the untimed steps, and a rest begins and ends at a fetch, never inside a
-dict of hooks torch is iterating. A rest is sized to end where the next report is due (by steps,
-or by time at the window's step time). It ends early at a batch of another iterator (under
+dict of hooks torch is iterating. A rest goes on through reports: it is cut into parts that end
+where a report is due (by steps, or by time at the window's step time), and the report is taken at
+the fetch between two parts with our hooks still off (``Watcher.rest_goes_on``; a rest that ended
+at each report cost a timed window after every report: 6.9% of a 2 ms step timed, not 5%). Its
+length is drawn within ``REST_JITTER`` of the budget's. It ends early at a batch of another iterator (under
 ``bottleneckd run`` every DataLoader is timed: a validation loader read inside the step), while
 the profiler records, and for anything the fast path does not handle (a mitigation applied, a
 trial, a public mark); a step under way then is timed if its forward or step is still to come,
@@ -37,6 +40,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import random
 
 log = logging.getLogger("bottleneckd.torch")
 
@@ -66,6 +70,12 @@ WINDOW_STEPS = 16
 #: the least share of steps timed, whatever the step's length: a window every 320 steps at most,
 #: so that a 0.3 ms step (3,000 steps a second) still has ~150 timed steps a second
 MIN_TIMED_SHARE = 0.05
+#: a rest's length is drawn uniformly within this share either side of the budget's (the mean kept):
+#: with fixed rests a loop whose slow steps come every k steps, k dividing window + rest, would have
+#: its windows meet the same steps of the period each time (always or never the slow one)
+REST_JITTER = 0.5
+#: the seed of each watcher's draws: the same loop rests alike from one run to the next
+JITTER_SEED = 23
 
 
 def budget_from_env(value: float | None | str = "env") -> float | None:
@@ -115,6 +125,11 @@ def timed_share(step_seconds: float, budget: float | None) -> float:
         return 1.0
     share = (allowed - UNTIMED_STEP_COST_S) / (TIMED_STEP_COST_S - UNTIMED_STEP_COST_S)
     return max(MIN_TIMED_SHARE, share)
+
+
+def jittered(rest: int, rng: random.Random) -> int:
+    """A rest of ``rest`` steps on average, drawn within ``REST_JITTER`` of it (at least one step)."""
+    return max(1, round(rest * rng.uniform(1.0 - REST_JITTER, 1.0 + REST_JITTER)))
 
 
 def rest_steps(step_seconds: float, budget: float | None) -> int:

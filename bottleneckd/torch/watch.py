@@ -20,7 +20,9 @@ watcher (one warning line).
 from __future__ import annotations
 
 import logging
+import math
 import os
+import random
 import sys
 import threading
 import time
@@ -39,7 +41,7 @@ from bottleneckd.model.throughput import measure, peak_of_report, tokens_per_exa
 from bottleneckd.torch import cuda_graphs, hot_path, probe, sampling
 from bottleneckd.torch.cadence import Cadence
 from bottleneckd.torch.closure import StepState, closure_notes, closure_of, with_timed_closure
-from bottleneckd.torch.collectives import rank_identity
+from bottleneckd.torch.collectives import forget_rank_identity, rank_identity
 from bottleneckd.torch.control import MitigationControl
 from bottleneckd.torch.counting import RooflineCounting
 from bottleneckd.torch.cuda_memory import CudaMemory
@@ -59,6 +61,8 @@ from bottleneckd.torch.hot_path import (
     REST,
     REST_FROM,
     REST_IT,
+    REST_LEFT,
+    REST_STEP,
     RESTED,
     STEPS,
     TIMED_LEFT,
@@ -107,9 +111,11 @@ class Watcher:
         #: value raises here, before anything of ours is installed
         self.overhead_budget = sampling.budget_from_env(overhead_budget)
         replace_current(self)
+        forget_rank_identity()  # the launcher's environment read again at this watcher's first report
         #: the hot path's state (hot_path.py): steps, optimizer calls, examples, nesting, when due, rests
         self.hot: list[Any] = hot_path.new_state(sampling.WINDOW_STEPS)
         self._window_from, self._window_step0 = 0.0, 0  # where the window of timed steps began
+        self._jitter = random.Random(sampling.JITTER_SEED)  # the rests' lengths (sampling.jittered)
         self.model, self.optimizer = model, optimizer
         self.enabled, self.closed = True, False
         self.epoch = 0
@@ -213,8 +219,10 @@ class Watcher:
         """A window of timed fast steps ended at ``end`` (hot_path.py): a rest of as many untimed
         steps as the overhead budget asks for the window's step time follows, if any, from the
         next batch the timed iterator fetches. Only a loop fed by it, one batch a step, rests: its
-        fetches count the untimed steps. The rest ends where the next report is due, by steps
-        (its step is then timed and ends the report) or by time at the window's step time."""
+        fetches count the untimed steps. The rest is cut into parts that end where a report is
+        due, by steps or by time at the window's step time (``rest_goes_on``); its length is
+        drawn around the budget's (``sampling.jittered``), so that windows do not keep meeting
+        the same steps of a periodic loop."""
         hot = self.hot
         hot[TIMED_LEFT] = sampling.WINDOW_STEPS
         fed, hot[FED] = hot[FED], 0
@@ -225,14 +233,49 @@ class Watcher:
                 return
             step = (end - since) / n
             rest = sampling.rest_steps(step, self.overhead_budget)
-            rest = min(rest, hot[DUE_STEP] - hot[STEPS] - 1, (hot[DUE_AT] - end) / step)
             if rest >= 1:
-                rest = int(rest)
-                hot[REST_FROM] = end
+                hot[REST_FROM], hot[REST_STEP] = end, step
                 hot[RESTED] = 0
-                hot[REST] = rest
+                self._rest_part(sampling.jittered(rest, self._jitter), end)
         except Exception as e:  # noqa: BLE001 - our failure never breaks the step
             self.disable(f"{type(e).__name__}: {e}")
+
+    def _rest_part(self, left: int, now: float) -> None:
+        """The rest's next part of ``left`` steps to come from ``now``: up to where the next report
+        is due, by steps (the part's last step is the due one) or by time at the window's step
+        time; at least one step."""
+        hot = self.hot
+        part = max(1, math.ceil(min(left, hot[DUE_STEP] - hot[STEPS], (hot[DUE_AT] - now) / hot[REST_STEP])))
+        hot[REST], hot[REST_LEFT] = part, left - part
+
+    def rest_goes_on(self, now: float, n: int) -> bool:
+        """A part of the rest ended at ``now`` (a fetch of the rest's iterator) with ``n`` untimed
+        steps, and steps of the rest are left: the part's steps go into the interval, the report
+        due is taken, and the rest goes on from this fetch's batch with our hooks still off
+        (True). False when the rest ended meanwhile (something the report did woke the watcher: an
+        epoch end, a mitigation the tuner applied, our failure): this batch's step is timed."""
+        hot = self.hot
+        try:
+            left = hot[REST_LEFT]
+            self.drain()  # the window's timed steps first: the part's phases in their proportions
+            hot[STEPS] += n
+            hot[CALLS] += n
+            self._phases.add_untimed(n, now - hot[REST_FROM])
+            hot[REST_FROM], hot[RESTED], hot[REST], hot[REST_LEFT] = now, 0, 1, 0  # nothing of the part left
+            cad = self._cadence
+            if cad.send_due(now):
+                self._send()
+                if self.tuner is not None:
+                    self.tuner.poll()
+            if hot[REST] and cad.epoch_due(now, hot[STEPS]):
+                self.epoch_end()  # its flush ends the rest (wake)
+            if not hot[REST]:
+                return False
+            self._rest_part(left, now)
+            return True
+        except Exception as e:  # noqa: BLE001 - our failure never breaks the step
+            self.disable(f"{type(e).__name__}: {e}")
+            return False
 
     def rest_begins(self, nxt: Any) -> bool:
         """The rest's first batch is being fetched through ``nxt`` (the rest counts that iterator's
@@ -259,7 +302,7 @@ class Watcher:
         if not hot[REST]:
             return
         begun = hot[REST_FROM]
-        hot[REST] = hot[RESTED] = hot[EXAMPLES] = 0
+        hot[REST] = hot[RESTED] = hot[EXAMPLES] = hot[REST_LEFT] = 0
         hot[REST_IT] = None
         hot[TIMED_LEFT] = sampling.WINDOW_STEPS
         try:
@@ -554,6 +597,10 @@ class Watcher:
     def flush(self) -> None:
         """Send the steps timed since the last report (also done every ``report_every`` seconds)."""
         self.wake()  # a rest in progress: its steps go in this report
+        self._send()
+
+    def _send(self) -> None:
+        """The report of the interval's steps (the steps of a rest under way already folded in)."""
         self.drain()
         self.hot[PLAIN] = 0  # one full step a report (hot_path.py)
         self._cadence.sent()
@@ -726,7 +773,7 @@ class Watcher:
         changed size during iteration" into the user's ``optimizer.step()`` or forward."""
         if self.enabled:
             self.enabled = False
-            self.hot[PLAIN] = self.hot[REST] = self.hot[ORPHAN] = 0
+            self.hot[PLAIN] = self.hot[REST] = self.hot[REST_LEFT] = self.hot[ORPHAN] = 0
             cuda_graphs.unregister(self)
             self._counting.abort()
             if self._ranges is not None:
