@@ -161,6 +161,27 @@ def test_accumulator_names_phases_and_folds_intervals_into_the_epoch():
     assert acc.take_epoch().steps == 0
 
 
+def _only(phase: str, seconds: float) -> tuple[float, ...]:
+    return tuple(seconds if p == phase else 0.0 for p in HOOK_PHASES)
+
+
+def test_untimed_steps_take_the_proportions_of_the_last_timed_ones_in_an_interval_without_any():
+    """A report taken inside a rest (sampling.py) holds untimed steps only: their phases follow the
+    window just before the rest, not the run's average (a job whose phases moved since its start)."""
+    acc = PhaseAccumulator()
+    acc.add([(_only("data_wait", 0.009), 0.01)] * 50, [8] * 50)  # an early regime: input-bound
+    acc.take_interval()
+    acc.add([(_only("forward", 0.002), 0.002)] * 16, [8] * 16)  # the window before the rest
+    acc.take_interval()  # a report after the window
+    acc.add_untimed(100, 0.2)  # the rest's part after that report
+    got = acc.take_interval()
+    assert got.steps == 100 and got.examples == 800
+    assert got.phases["forward"] == pytest.approx(0.2) and got.phases["data_wait"] == 0.0
+    acc.add([(_only("backward", 0.003), 0.003)] * 4, [8] * 4)  # timed steps of this interval come first
+    acc.add_untimed(10, 0.03)
+    assert acc.take_interval().phases["backward"] == pytest.approx(0.012 + 0.03)
+
+
 def test_a_drained_batch_adds_up_exactly_as_one_step_at_a_time():
     """The report sums a batch column by column and fills the trial history in one go (issue 23):
     the same floating-point additions, in the same order, as one step at a time, and the same

@@ -205,7 +205,7 @@ def test_the_injected_watcher_samples_and_counts_every_step():
 
 
 def test_a_failure_while_resting_disables_us_and_training_goes_on(caplog: pytest.LogCaptureFixture):
-    model, opt, data = _job(600)
+    model, opt, data = _job(2000)  # longer than the longest rest at the least share timed
     w, _ = _watched(model, opt, data, report_every=1e9)
 
     def broken() -> None:
@@ -215,7 +215,7 @@ def test_a_failure_while_resting_disables_us_and_training_goes_on(caplog: pytest
     _steps(it, model, opt, 3 * sampling.WINDOW_STEPS)
     assert w.hot[REST] > 0
     w.drain = broken  # type: ignore[method-assign]  # the wake at the rest's end fails
-    _steps(it, model, opt, 600 - 3 * sampling.WINDOW_STEPS)  # no exception into the loop
+    _steps(it, model, opt, 2000 - 3 * sampling.WINDOW_STEPS)  # no exception into the loop
     assert not w.enabled and "instrumentation disabled" in caplog.text
     assert "forward" not in model.__dict__
     w.close()

@@ -57,6 +57,9 @@ class PhaseAccumulator:
         self._steps = 0
         self._examples = 0
         self._untimed = 0  # the interval's steps added by add_untimed
+        #: the last batch of timed steps added (phase sums, steps, examples): the proportions of
+        #: untimed steps in an interval with no timed step of its own
+        self._recent: tuple[list[float], int, int] | None = None
         self._epoch = PhaseTotals(0, 0.0, dict.fromkeys(HOOK_PHASES, 0.0))
         self._run = PhaseTotals(0, 0.0, dict.fromkeys(HOOK_PHASES, 0.0))  # every interval taken
 
@@ -70,6 +73,7 @@ class PhaseAccumulator:
         if not n:
             return 0
         sums = self._sums
+        before = sums[:]
         for i, col in enumerate(zip(*[ph for ph, _ in steps], strict=True)):
             sums[i] = sum(col, sums[i])
         walls = [wall for _, wall in steps]
@@ -78,6 +82,9 @@ class PhaseAccumulator:
         if len(ex) < n:
             ex += [0] * (n - len(ex))
         self._examples += sum(ex)
+        # these steps' phase sums as the running totals' differences: a second pass over the columns
+        # would make a tuple iterator per step again (issue 23's count of containers per step)
+        self._recent = ([a - b for a, b in zip(sums, before, strict=True)], n, sum(ex))
         if self._on_steps is not None:
             self._on_steps(walls, ex)
         if self._on_step is not None:
@@ -89,19 +96,24 @@ class PhaseAccumulator:
     def add_untimed(self, steps: int, wall: float) -> None:
         """``steps`` steps that were not timed (a rest, sampling.py) and took ``wall`` seconds in all:
         counted with their wall, which is shared among the phases, and their examples, in the
-        proportions of the timed steps of this interval (or, where it has none yet, of the run so
-        far). Trials never see them (a trial times every step)."""
+        proportions of the timed steps of this interval (or, where it has none: a report taken
+        inside a rest, of the last timed steps added, the window before the rest; of the run so far
+        where there were none). Trials never see them (a trial times every step)."""
         if steps <= 0 or wall < 0:
             return
-        ref = self._interval() if self._steps > self._untimed else self._run
-        total = sum(ref.phases.values())
+        if self._steps > self._untimed or self._recent is None:
+            ref = self._interval() if self._steps > self._untimed else self._run
+            weights, ref_steps, ref_examples = [ref.phases.get(p, 0.0) for p in HOOK_PHASES], ref.steps, ref.examples
+        else:
+            weights, ref_steps, ref_examples = self._recent
+        total = sum(weights)
         if total > 0:
-            for i, name in enumerate(HOOK_PHASES):
-                self._sums[i] += wall * ref.phases.get(name, 0.0) / total
+            for i, w in enumerate(weights):
+                self._sums[i] += wall * w / total
         else:
             self._sums[HOOK_PHASES.index(Phase.OTHER)] += wall
-        if ref.steps:
-            self._examples += round(steps * ref.examples / ref.steps)
+        if ref_steps:
+            self._examples += round(steps * ref_examples / ref_steps)
         self._wall += wall
         self._steps += steps
         self._untimed += steps

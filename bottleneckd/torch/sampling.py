@@ -17,7 +17,7 @@ The share of steps timed is the largest that keeps the expected cost per step wi
     share x TIMED + (1 - share) x UNTIMED <= budget x step
 
 and never below ``MIN_TIMED_SHARE``. On steps longer than TIMED / budget (8 ms at the defaults)
-every step is timed, as before. On steps shorter than about (UNTIMED + MIN x TIMED) / budget (4.4 ms
+every step is timed, as before. On steps shorter than about (UNTIMED + MIN x TIMED) / budget (4.2 ms
 at the defaults) the budget cannot be met: the least share is timed, and the cost is about an
 untimed step's, the Python frame of the timed iterator, which a loop fed by it always pays.
 
@@ -67,9 +67,12 @@ UNTIMED_STEP_COST_S = 20e-6
 #: whole; 16 steps make the cost of switching the hooks off and on again (~10 us, once a window)
 #: small beside the window's own
 WINDOW_STEPS = 16
-#: the least share of steps timed, whatever the step's length: a window every 320 steps at most,
-#: so that a 0.3 ms step (3,000 steps a second) still has ~150 timed steps a second
-MIN_TIMED_SHARE = 0.05
+#: the least share of steps timed, whatever the step's length: a window every 640 steps on average,
+#: so that a 2 ms step still has ~12 timed steps a second (~120 in a 10 s diagnosis window) and a
+#: 0.3 ms step ~80. 5% before: on a 2 ms step the timed windows (66-85 us a timed step in situ)
+#: were ~4 of its ~12.7 us (docs/measurements.md, "The steady state"); a report with no timed step
+#: of its own takes the proportions of the window before (phases.PhaseAccumulator.add_untimed)
+MIN_TIMED_SHARE = 0.025
 #: a rest's length is drawn uniformly within this share either side of the budget's (the mean kept):
 #: with fixed rests a loop whose slow steps come every k steps, k dividing window + rest, would have
 #: its windows meet the same steps of the period each time (always or never the slow one)
