@@ -38,9 +38,9 @@ REPORT_STEPS = 300  # about the default half second at the overhead benchmark's 
 #: and the report's share), 24 before it (40 before issue 23, 27 with torch.compiler's disable
 #: wrappers eagerly in the forward, 25 with the trial history fed one step at a time).
 MAX_PY_CALLS_PER_STEP = 11
-#: the same on the null step with the default overhead budget (sampling.py: ~6% of the steps
-#: timed; an untimed step runs the timed iterator's ``__next__`` alone). Measured 1.7 (3.6 when an
-#: untimed step also ran the fetch closure and a counting post-hook).
+#: the same on the null step with the default overhead budget (sampling.py: the least share of the
+#: steps timed, 2.5%; an untimed step runs the timed iterator's ``__next__`` alone). Measured 1.7
+#: with 5% timed (3.6 when an untimed step also ran the fetch closure and a counting post-hook).
 MAX_PY_CALLS_PER_SAMPLED_STEP = 2.5
 
 
