@@ -139,10 +139,18 @@ def test_a_stage_is_attributed_to_functions_with_their_share_and_interval() -> N
     assert p.attribute("data") is None  # no sample in the stage
 
 
-def test_too_few_samples_name_nothing_and_the_workers_name_the_data_stage() -> None:
+def test_too_few_samples_name_only_a_function_that_holds_most_of_them_and_the_workers_name_the_data_stage() -> None:
+    split = CodeProfile()  # 9 samples over two functions: 5 of 9 is not known to be most (low 0.27)
+    split.add(counts([("other", MAIN, "metric", 1, 5), ("other", MAIN, "log_line", 2, MIN_STAGE_SAMPLES - 6)]))
+    assert split.attribute("other") is None
+    few = CodeProfile()  # 3 of 3: the interval's low end 0.44, not most beyond doubt
+    few.add(counts([("other", MAIN, "metric", 1, 3)]))
+    assert few.attribute("other") is None
+    short = CodeProfile()  # a short job: 7 of its 8 samples in one function (low 0.53): named, alone
+    short.add(counts([("other", MAIN, "python_loop", 4, 7), ("other", MAIN, "log_line", 2, 1)]))
+    a = short.attribute("other")
+    assert a.samples == 8 and [s.function for s in a.sites] == ["python_loop"] and a.sites[0].low > 0.5
     p = CodeProfile()
-    p.add(counts([("other", MAIN, "metric", 1, MIN_STAGE_SAMPLES - 1)]))
-    assert p.attribute("other") is None
     # with loader workers the training process only waits in the data stage: the workers' code is named
     p.add(counts([("data_wait", MAIN, "train_loop", 5, 40), ("data_wait", WORKER, "Tokenizer.encode", 9, 12)]))
     a = p.attribute("data")

@@ -322,6 +322,49 @@ def test_report_every_steps_keeps_its_steps_with_rests():
     assert [r.text.split(" steps")[0].rsplit(" ", 1)[-1] for r in per_epoch[:5]] == ["100"] * 5
 
 
+@pytest.mark.parametrize("every", [700, 1000])
+def test_epochs_by_steps_longer_than_a_rest_keep_their_steps(every: int):
+    """A rest (~624 steps at the least share, drawn within 50%) cut where an epoch by steps ends:
+    the epoch's last step is timed and ends it, never one step late."""
+    model, opt, data = _job(3 * every + 50)
+    w, sent = _watched(model, opt, data, report_every=0.02, report_every_steps=every)
+    _train(w, model, opt)
+    w.close()
+    per_epoch = [r for r in w.epoch_reports if "steps" in r.text]
+    assert [r.text.split(" steps")[0].rsplit(" ", 1)[-1] for r in per_epoch[:3]] == [str(every)] * 3
+    assert w.steps == 3 * every + 50 == _reported(sent)
+
+
+class _PollRecorder:
+    """Stands for run --tune's tuner: records whether a rest was under way at each poll (a poll
+    may switch the loader the rest's fetch is reading: it must come after the rest ended)."""
+
+    def __init__(self, w) -> None:  # noqa: ANN001
+        self.w, self.resting = w, []
+
+    def poll(self) -> None:
+        self.resting.append(bool(self.w.hot[REST]))
+
+    def finish(self) -> None:
+        pass
+
+    def lines(self) -> list[str]:
+        return []
+
+
+def test_the_tuners_poll_never_runs_inside_a_rest():
+    n = 3000
+    model, opt, data = _job(n)
+    w, sent = _watched(model, opt, data, report_every=0.01)
+    w.tuner = tuner = _PollRecorder(w)  # type: ignore[assignment]
+    _train(w, model, opt)
+    w.flush()
+    w.close()
+    assert tuner.resting and not any(tuner.resting)
+    assert w.steps == n == _reported(sent)
+    assert min(r.facts["timed_step_share"] for r in sent) < 0.5  # the rests still happen
+
+
 def test_a_wrapper_over_ours_keeps_every_step_timed_and_the_examples_exact():
     model, opt, data = _job(1500)
     w, sent = _watched(model, opt, data, report_every=0.05)

@@ -10,7 +10,8 @@ so shares are of the stage, not of the named code.
 For the data stage the DataLoader workers' samples are used when there are any: with workers the
 training process only waits on the loader's queue, and the code that makes the batches runs in
 the workers. Shares of a stack sample count are proportions with an uncertainty: fewer than
-MIN_STAGE_SAMPLES samples name nothing.
+MIN_STAGE_SAMPLES samples name only a function that holds most of them beyond doubt
+(DOMINANT_SHARE_LOW).
 """
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ from bottleneckd.model.resources import PHASES, Stage
 #: stack samples in the stage before a share is stated: at 10 samples a share of 50% is known
 #: within +-31 points at 95% (Wilson interval), enough to name the function that holds most of it
 MIN_STAGE_SAMPLES = 10
+#: below MIN_STAGE_SAMPLES a function is still named when it holds most of the stage beyond doubt:
+#: the 95% Wilson interval of its share wholly above this (4 of 4 samples: low 0.51; 7 of 8: 0.53;
+#: 3 of 3: 0.44, not named). A short job sampled at 1 Hz has few samples of any stage (python_heavy
+#: under ``bottleneckd run``, ~20 s: 8 of its other stage, in one function, which named nothing)
+DOMINANT_SHARE_LOW = 0.5
 #: a function below this share of the stage is not named (sampling noise at ~1 Hz over a minute)
 MIN_SITE_SHARE = 0.05
 #: nor one seen in fewer stack samples: a single sample is where the thread happened to be once
@@ -117,17 +123,23 @@ class CodeProfile:
         return merged
 
     def attribute(self, stage: str, top: int = TOP_SITES) -> CodeAttribution | None:
-        """The stage's samples by user function; None when too few were taken in that stage."""
+        """The stage's samples by user function; None when too few were taken in that stage and
+        no function holds most of them beyond doubt."""
         roles = (WORKER, MAIN) if stage == Stage.DATA else (MAIN,)
         for role in roles:
             merged = self.stage_sites(stage, role)
             n = sum(merged.values())
             if role == WORKER and not any(s is not None for s in merged):
                 continue  # no worker ran user code: the main thread's samples say where the stage runs
-            if n < MIN_STAGE_SAMPLES:
+            if not n:
                 continue
+            sites = _top(merged, n, top)
+            if n < MIN_STAGE_SAMPLES:  # too few for shares: only a function that holds most of them
+                sites = tuple(s for s in sites if s.low > DOMINANT_SHARE_LOW)
+                if not sites:
+                    continue
             source = "py-spy" if role == WORKER else self.source  # workers are other processes: py-spy's
-            return CodeAttribution(Stage(stage), role, n, source, _top(merged, n, top), merged.get(None, 0) / n)
+            return CodeAttribution(Stage(stage), role, n, source, sites, merged.get(None, 0) / n)
         return None
 
     def data_random_share(self) -> float | None:

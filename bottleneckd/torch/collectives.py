@@ -203,13 +203,15 @@ class RankIdentityCache:
     """This process's rank identity for each report: the launcher's environment, with rank and
     world size from the process group once there is one (``torch.multiprocessing.spawn`` sets no
     RANK), and the GPU's UUID where the model is on one. Fixed once the process group exists;
-    before, read again after ``IDENTITY_REREAD_S``, for another device, and after ``forget``
-    (a new watcher)."""
+    before, read again after ``IDENTITY_REREAD_S``, for another device, in a forked process, and
+    after ``forget`` (a new watcher). A device given as ``cuda`` without an index follows a later
+    ``torch.cuda.set_device`` only at the next read."""
 
     def __init__(self) -> None:
         self._fixed: Any = None
         self._last: Any = None
         self._device: Any = None
+        self._pid = 0
         self._until = 0.0
 
     def forget(self) -> None:
@@ -222,7 +224,8 @@ class RankIdentityCache:
             return self._fixed
         ready = dist.is_available() and dist.is_initialized()
         now = time.monotonic()
-        if not ready and self._last is not None and now < self._until and device == self._device:
+        pid = os.getpid()  # a process forked since: its own identity
+        if not ready and self._last is not None and now < self._until and device == self._device and pid == self._pid:
             return self._last
         env = dict(os.environ)
         if ready:
@@ -233,7 +236,7 @@ class RankIdentityCache:
         if ready:
             self._fixed = ident
         else:
-            self._last, self._device, self._until = ident, device, now + IDENTITY_REREAD_S
+            self._last, self._device, self._pid, self._until = ident, device, pid, now + IDENTITY_REREAD_S
         return ident
 
 

@@ -37,6 +37,8 @@ class Watched(Protocol):
 
     def drain(self) -> None: ...
 
+    def unplain(self) -> None: ...
+
 
 SEMANTICS = " This changes training semantics: check model quality (section 5 of the paper)."
 
@@ -92,6 +94,7 @@ class MitigationControl:
         mitigation = resolve(mitigation, kwargs)
         if w.model is None:
             raise ValueError("mitigations need the model: use watch(model, optimizer, loader)")
+        w.unplain()  # a rest of untimed steps ends first: our forward wrapper is on before anything wraps it
         inputs = self._measured() if verify else None  # the window before it is applied
         w.drain()
         t = self.trials.start(

@@ -236,24 +236,32 @@ class Watcher:
             if rest >= 1:
                 hot[REST_FROM], hot[REST_STEP] = end, step
                 hot[RESTED] = 0
-                self._rest_part(sampling.jittered(rest, self._jitter), end)
+                if not self._rest_part(sampling.jittered(rest, self._jitter), end):
+                    hot[REST] = hot[REST_LEFT] = 0  # an epoch's last step next: timed
         except Exception as e:  # noqa: BLE001 - our failure never breaks the step
             self.disable(f"{type(e).__name__}: {e}")
 
-    def _rest_part(self, left: int, now: float) -> None:
+    def _rest_part(self, left: int, now: float) -> bool:
         """The rest's next part of ``left`` steps to come from ``now``: up to where the next report
-        is due, by steps (the part's last step is the due one) or by time at the window's step
-        time; at least one step."""
+        is due by time at the window's step time, and to the step before an epoch's last by steps
+        (that step is timed and ends the epoch, hot_path.py); False, and no part, where that is
+        under one step."""
         hot = self.hot
-        part = max(1, math.ceil(min(left, hot[DUE_STEP] - hot[STEPS], (hot[DUE_AT] - now) / hot[REST_STEP])))
-        hot[REST], hot[REST_LEFT] = part, left - part
+        by_time = math.ceil(min(left, (hot[DUE_AT] - now) / hot[REST_STEP]))  # finite: left is
+        part = min(by_time, hot[DUE_STEP] - hot[STEPS] - 1)
+        if part < 1:
+            return False
+        hot[REST], hot[REST_LEFT] = int(part), left - int(part)
+        return True
 
     def rest_goes_on(self, now: float, n: int) -> bool:
         """A part of the rest ended at ``now`` (a fetch of the rest's iterator) with ``n`` untimed
         steps, and steps of the rest are left: the part's steps go into the interval, the report
-        due is taken, and the rest goes on from this fetch's batch with our hooks still off
-        (True). False when the rest ended meanwhile (something the report did woke the watcher: an
-        epoch end, a mitigation the tuner applied, our failure): this batch's step is timed."""
+        due is sent, and the rest goes on from this fetch's batch with our hooks still off (True).
+        False, the rest ended, where more than a report is due (an epoch end; the tuner's poll,
+        which may switch the loader this fetch is reading) or no part is left before an epoch's
+        last step: this batch's step is timed, and what is due is taken at its end, as without a
+        rest."""
         hot = self.hot
         try:
             left = hot[REST_LEFT]
@@ -263,16 +271,16 @@ class Watcher:
             self._phases.add_untimed(n, now - hot[REST_FROM])
             hot[REST_FROM], hot[RESTED], hot[REST], hot[REST_LEFT] = now, 0, 1, 0  # nothing of the part left
             cad = self._cadence
-            if cad.send_due(now):
-                self._send()
-                if self.tuner is not None:
-                    self.tuner.poll()
-            if hot[REST] and cad.epoch_due(now, hot[STEPS]):
-                self.epoch_end()  # its flush ends the rest (wake)
-            if not hot[REST]:
+            send = cad.send_due(now)
+            if (send and self.tuner is not None) or cad.epoch_due(now, hot[STEPS]):
+                self.rest_over(now, 0)
                 return False
-            self._rest_part(left, now)
-            return True
+            if send:
+                self._send()
+            if hot[REST] and self._rest_part(left, now):
+                return True
+            self.rest_over(now, 0)
+            return False
         except Exception as e:  # noqa: BLE001 - our failure never breaks the step
             self.disable(f"{type(e).__name__}: {e}")
             return False
