@@ -101,11 +101,11 @@ class PhaseAccumulator:
         where there were none). Trials never see them (a trial times every step)."""
         if steps <= 0 or wall < 0:
             return
-        if self._steps > self._untimed or self._recent is None:
+        if self._steps == self._untimed and self._recent is not None:
+            weights, ref_steps, ref_examples = self._recent
+        else:
             ref = self._interval() if self._steps > self._untimed else self._run
             weights, ref_steps, ref_examples = [ref.phases.get(p, 0.0) for p in HOOK_PHASES], ref.steps, ref.examples
-        else:
-            weights, ref_steps, ref_examples = self._recent
         total = sum(weights)
         if total > 0:
             for i, w in enumerate(weights):

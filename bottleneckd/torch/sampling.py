@@ -24,10 +24,11 @@ untimed step's, the Python frame of the timed iterator, which a loop fed by it a
 Only a loop fed by the timed iterator, one batch a step (the window's fetches equal its steps),
 rests: the fetches count the untimed steps, and a rest begins and ends at a fetch, never inside a
 dict of hooks torch is iterating. A rest goes on through reports: it is cut into parts that end
-where a report is due (by steps, or by time at the window's step time), and the report is taken at
-the fetch between two parts with our hooks still off (``Watcher.rest_goes_on``; a rest that ended
-at each report cost a timed window after every report: 6.9% of a 2 ms step timed, not 5%). Its
-length is drawn within ``REST_JITTER`` of the budget's. It ends early at a batch of another iterator (under
+where a report is due (by time at the window's step time; one step before an epoch's last by
+steps, which is timed), and the report is taken at the fetch between two parts with our hooks off
+(``Watcher.rest_goes_on``; a rest that ended at each report cost a timed window after every report:
+6.9% of a 2 ms step timed, not 5%). Its length is drawn within ``REST_JITTER`` of the budget's. It
+ends early at a batch of another iterator (under
 ``bottleneckd run`` every DataLoader is timed: a validation loader read inside the step), while
 the profiler records, and for anything the fast path does not handle (a mitigation applied, a
 trial, a public mark); a step under way then is timed if its forward or step is still to come,
