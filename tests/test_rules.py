@@ -246,6 +246,47 @@ def test_cpu_with_peaks_known_uses_the_roofline():
     assert mem.resource == "cpu_memory_bandwidth" and comp.resource == "cpu_compute"
 
 
+def _ridge(flops: float, byts: float) -> PeakTable:
+    return PeakTable(
+        (
+            ResolvedPeak("cpu_compute", "cpu", "fp32_matmul", flops, "FLOP/s", "calibrated", "test"),
+            ResolvedPeak("cpu_memory_bandwidth", "host", "dram_bandwidth", byts, "B/s", "calibrated", "test"),
+        )
+    )
+
+
+def test_memory_bandwidth_only_clearly_below_the_measured_ridge_point():
+    """This VM's ridge point measured 5.0 and 7.3 FLOP/byte in two quiet calibrations (RIDGE_MARGIN):
+    a step at 3.8 (memory-bound, proved) is memory-bound against either; one at 7.2 (compute-bound,
+    proved) is named compute against either, though 7.3 puts it a hair below the ridge."""
+    low, high = _ridge(158e9, 31.7e9), _ridge(231e9, 31.7e9)
+    grad_acc = {"arithmetic_intensity": 3.8, "achieved_flops": 26.6e9, "achieved_bytes_per_second": 7.0e9}
+    evals = {"arithmetic_intensity": 7.2, "achieved_flops": 22.3e9, "achieved_bytes_per_second": 3.1e9}
+    for peaks in (low, high):
+        assert top(cpu_compute(window({**HOST, **job(1.0, 1.0)}, COMPUTE, grad_acc), peaks)).resource == (
+            "cpu_memory_bandwidth"
+        )
+        f = top(cpu_compute(window({**HOST, **job(1.0, 1.0)}, COMPUTE, evals), peaks))
+        assert f.resource == "cpu_compute"
+    assert any("does not tell compute from memory bandwidth" in e for e in f.evidence)  # against 7.3
+
+
+def test_below_every_machines_ridge_is_memory_bandwidth_even_near_a_low_measured_one():
+    """Intensity 3.0, below the lowest ridge point of current machines (3.3), against a measured
+    ridge of 3.5: within RIDGE_MARGIN of it, but on the memory side of every roofline."""
+    f = top(
+        cpu_compute(
+            window(
+                {**HOST, **job(1.0, 1.0)},
+                COMPUTE,
+                {"arithmetic_intensity": 3.0, "achieved_flops": 21e9, "achieved_bytes_per_second": 7.0e9},
+            ),
+            _ridge(111e9, 31.7e9),
+        )
+    )
+    assert f.resource == "cpu_memory_bandwidth"
+
+
 def test_cpu_rule_is_silent_when_the_step_is_not_mostly_compute():
     assert cpu_compute(window({**HOST, **job(7.8, 1.0)}, DATA), NO_PEAKS) == []
 

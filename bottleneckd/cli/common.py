@@ -49,14 +49,26 @@ class Context:
         return self._catalog
 
     def profile(self) -> Profile | None:
-        """The calibration profile (``--profile``, else the default one), read once; None when no
-        ``--profile`` is given and the default does not exist. Raises InputError when a named one is
-        missing or either is invalid."""
+        """The calibration profile (``--profile``, else the default one) with the CPU peaks ``run``
+        measured on this machine where it lacks them (auto_profile.py), read once; None when there
+        is neither. Raises InputError when a named one is missing or either is invalid."""
+        from bottleneckd.peaks.auto_profile import load_auto, merged
         from bottleneckd.peaks.profile import load_profile
 
         if self._profile is None:
-            self._profile = (load_profile(self.profile_path),)
+            self._profile = (merged(load_profile(self.profile_path), load_auto()),)
         return self._profile[0]
+
+    def measure_peaks(self) -> None:
+        """``run`` and ``demo``, before the job starts: measure the CPU peaks the roofline needs and
+        no profile gives, on a quiet machine, and keep them for this machine (auto_profile.py)."""
+        from bottleneckd.peaks.auto_profile import measure_missing, merged
+
+        got = measure_missing(self.profile())
+        if got.line:
+            say(got.line)
+        if got.profile is not None:
+            self._profile = (merged(self.profile(), got.profile),)
 
     def peak_table(self, machine: Machine | None = None) -> tuple[Machine, PeakTable]:
         """``machine`` (this one, detected, when None) and the peaks resolved for it from the

@@ -74,6 +74,12 @@ if TYPE_CHECKING:
     is_flag=True,
     help="With --tune: also try mitigations that change training semantics (mixed precision, data echoing ...).",
 )
+@click.option(
+    "--no-calibrate",
+    is_flag=True,
+    help="Do not measure the CPU's compute and memory-bandwidth peaks before the job starts (done once a machine, "
+    "on a quiet one, where no calibration profile gives them: about 1.5 s).",
+)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.pass_obj
 def run(
@@ -96,13 +102,14 @@ def run(
     no_stacks: bool,
     tune: bool,
     allow_semantics_change: bool,
+    no_calibrate: bool,
     command: tuple[str, ...],
 ) -> None:
     """Run CMD under the sidecar: bottleneckd run [options] -- python train.py ..."""
     from bottleneckd.cli.report import html_needs_plotly
     from bottleneckd.outputs.live import LiveView
     from bottleneckd.outputs.metrics_server import load_web_config, parse_bind
-    from bottleneckd.runtime.job import linger_then_stop, run_job
+    from bottleneckd.runtime.job import check_program, linger_then_stop, run_job
     from bottleneckd.runtime.sinks import Outputs, TraceOut
 
     if allow_semantics_change and not tune:
@@ -120,6 +127,9 @@ def run(
         web = load_web_config(web_config)  # read once, before the job starts
     obj.catalog()  # bad data files are found before the job starts
     obj.profile()
+    check_program(command)  # before the peaks are measured: a typo costs no wait
+    if not no_calibrate:
+        obj.measure_peaks()
     trace = (
         TraceOut(
             trace_path, {"command": list(command)}, force, "--trace", lambda msg: say(f"bottleneckd: error: {msg}")
@@ -276,6 +286,7 @@ def demo(obj: Context, epochs: int, workers: int, interval: float, report_json: 
             "the demo job needs torch: pip install 'bottleneckd[torch]' (CPU build: pip install torch==2.13.0)"
         )
     check_outputs(force, report_json=report_json)
+    obj.measure_peaks()
     say("bottleneckd: diagnosing the demo job live; Ctrl-C stops both")
     # the demo calls bottleneckd.torch.watch itself: nothing to inject
     command = (sys.executable, "-m", "bottleneckd.torch.demo", "--epochs", str(epochs), "--workers", str(workers))

@@ -119,6 +119,15 @@ def _roofline_peak_ratio(w: WindowStats, peaks: PeakTable) -> float | None:
     return max(f, b) if f is not None and b is not None else None
 
 
+def _ridge_over_intensity(w: WindowStats, peaks: PeakTable) -> float | None:
+    """A CPU job's ridge point (its peaks' FLOP/s over bytes/s) over the step's arithmetic intensity."""
+    ai = w.phases.facts.get("arithmetic_intensity") if w.phases else None
+    peak_c, peak_b = peaks.value(Resource.CPU_COMPUTE, "cpu"), peaks.value(Resource.CPU_MEMORY_BANDWIDTH, "host")
+    if runs_on_gpu(w, peaks) or not ai or not peak_c or not peak_b:
+        return None
+    return peak_c / peak_b / float(ai)
+
+
 def _operand_bytes_per_core(w: WindowStats, peaks: PeakTable) -> float | None:
     """As the CPU rule computes it: achieved operand bytes/s per core the job ran on."""
     byts = w.phases.facts.get("achieved_bytes_per_second") if w.phases else None
@@ -260,6 +269,7 @@ WINDOW_STATISTICS: dict[str, Figure] = {
     "job_write_bytes_per_second": _get(Resource.STORAGE_BANDWIDTH, "job", "write_bytes_per_second"),
     "other_idle_share": _fact("other_idle_share"),
     "roofline_peak_ratio": _roofline_peak_ratio,
+    "ridge_over_intensity": _ridge_over_intensity,
     "operand_bytes_per_core": _operand_bytes_per_core,
     "cpu_memory_bandwidth_utilization": _get(Resource.CPU_MEMORY_BANDWIDTH, "host", "utilization"),
     "low_intensity_op_share": _fact("low_intensity_op_share"),

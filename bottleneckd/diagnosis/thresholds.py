@@ -336,6 +336,20 @@ NEAR_PEAK_FLOOR = _t(
     source="chosen: achieved FLOP/s and bytes/s both under 4% of their peaks mean per-operator overhead, not the "
     "roofline, limits the step",
 )
+RIDGE_MARGIN = _t(
+    "RIDGE_MARGIN",
+    1.25,
+    unit="this machine's ridge point over the step's arithmetic intensity",
+    statistic="ridge_over_intensity",
+    source="measured: this 2-core VM's fp32 matmul peak (bottleneckd calibrate, best of 1 s) was 158, 176 and 231 "
+    "GFLOP/s in three quiet runs and its copy bandwidth 30.6-31.7 GB/s, so its ridge point moved from 5.0 to 7.3 "
+    "FLOP/byte (x1.46, +-19% about the middle); a compute-bound step at 7.2 FLOP/byte (eval_phases, proved by "
+    "halving the width, and by its control: 1/16 of the weight bytes no faster) fell on either side. Only an "
+    "intensity more than 1.25x below the ridge names memory bandwidth; nearer, the roofline cannot tell the sides "
+    "apart and the busy cores name compute, as with no peak known",
+    caveat="one machine's spread; the memory-bound step it must keep (grad_accumulation, 3.8 FLOP/byte) is below "
+    "the ridge divided by 1.25 for every ridge measured here (4.0 to 5.8), not for a ridge under 4.75",
+)
 MIN_DRAM_BYTES = _t(
     "MIN_DRAM_BYTES",
     NEAR_PEAK_FLOOR * 25.6e9,

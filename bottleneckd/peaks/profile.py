@@ -57,14 +57,16 @@ def default_profile_path() -> Path:
     return Path(base) / "profile.json"
 
 
-def save_profile(measurements: list[Measurement], path: Path) -> Profile:
-    """Write atomically (temp file + rename): a crash never leaves half a profile."""
+def save_profile(measurements: list[Measurement], path: Path, extra: dict[str, object] | None = None) -> Profile:
+    """Write atomically (temp file + rename): a crash never leaves half a profile. ``extra``: more
+    top-level fields (the automatic profile's machine fingerprint: auto_profile.py)."""
     prof = Profile(hostname=socket.gethostname(), created=time.time(), measurements=tuple(measurements))
     doc = {
         "schema": SCHEMA,
         "hostname": prof.hostname,
         "created": prof.created,
         "measurements": [asdict(m) for m in measurements],
+        **(extra or {}),
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".profile.", suffix=".json")

@@ -11,6 +11,7 @@ orphaned and ``/tmp/bottleneckd-run-*`` left behind)."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 from collections.abc import Callable
@@ -43,6 +44,17 @@ def start_job(command: tuple[str, ...], env: dict[str, str]) -> subprocess.Popen
         raise InputError(f"cannot start {command[0]!r}: permission denied") from e
     except OSError as e:
         raise InputError(f"cannot start {command[0]!r}: {e.strerror or e}") from e
+
+
+def check_program(command: tuple[str, ...]) -> None:
+    """Before any work starts: ``command``'s program exists and may be executed (``start_job``
+    says the same if that changes before it starts). Raises InputError naming the program."""
+    prog = command[0]
+    path = prog if os.sep in prog else shutil.which(prog)
+    if path is None or not os.path.exists(path):
+        raise InputError(f"cannot start {prog!r}: no such program; check the command after '--'")
+    if os.path.isdir(path) or not os.access(path, os.X_OK):
+        raise InputError(f"cannot start {prog!r}: permission denied")
 
 
 def exit_code(returncode: int) -> int:

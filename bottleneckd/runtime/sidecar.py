@@ -17,6 +17,7 @@ from bottleneckd.hardware.detect.machine import Machine, detect_machine
 from bottleneckd.hardware.nvml import NvmlBackend
 from bottleneckd.model.code import StackCounts, merge_counts
 from bottleneckd.model.sample import RankPhases, StepPhases
+from bottleneckd.peaks.auto_profile import load_auto, merged
 from bottleneckd.peaks.catalog import Catalog, load_catalog
 from bottleneckd.peaks.profile import Profile, load_profile
 from bottleneckd.peaks.resolve import PeakTable, resolve_peaks
@@ -149,7 +150,8 @@ class Sidecar:
         self.receiver.close()
 
 
-#: ``profile=DEFAULT_PROFILE``: the user's saved calibration profile, if there is one
+#: ``profile=DEFAULT_PROFILE``: the user's saved calibration profile, if there is one, with the CPU
+#: peaks ``run`` measured on this machine where it lacks them (peaks/auto_profile.py)
 DEFAULT_PROFILE: Any = object()
 
 
@@ -173,7 +175,7 @@ def build_sidecar(
     if catalog is None:
         catalog = load_catalog()
     if profile is DEFAULT_PROFILE:
-        profile = load_profile()
+        profile = merged(load_profile(), load_auto())  # with the CPU peaks run measured here, if any
     spec = SamplerSpec(machine, resolve_peaks(machine, catalog, profile), paths, disabled, nvml)
     samplers, why = spec.build(pid)
     receiver = PhaseReceiver(socket_path, listen=listen).start()

@@ -33,6 +33,7 @@ from bottleneckd.diagnosis.thresholds import (
     MEMBW_BUSY,
     MIN_DRAM_BYTES,
     NEAR_PEAK_FLOOR,
+    RIDGE_MARGIN,
     ROOFLINE_STEPS,
     SIDE_THREADS_SMALL,
     STACK_SAMPLES,
@@ -200,25 +201,36 @@ def _untimed_ddp(c: CpuCase, ev: list[str]) -> Finding | None:
 
 def _roofline_against_peaks(c: CpuCase, ev: list[str]) -> Finding | None:
     """Both peaks known and the hook's achieved FLOP/s and bytes/s: the nearer peak names the
-    resource, unless neither rate is near its peak (per-operator overhead)."""
+    resource, unless neither rate is near its peak (per-operator overhead); memory bandwidth only
+    where the intensity is more than RIDGE_MARGIN below the ridge point, or below every machine's."""
     flops, byts, peak_c, peak_b = c.flops, c.byts, c.peak_c, c.peak_b
     f_ratio = flops / peak_c if flops is not None and peak_c else None
     b_ratio = byts / peak_b if byts is not None and peak_b else None
-    if f_ratio is None or b_ratio is None:
+    if f_ratio is None or b_ratio is None or not peak_c or not peak_b:
         return None
     ev.append(
         f"achieved {fmt_value(flops, 'FLOP/s')} = {pct(f_ratio)} of compute peak, {fmt_value(byts, 'B/s')} = "
         f"{pct(b_ratio)} of memory bandwidth"
     )
-    if c.ai is not None and peak_c and peak_b:
-        ev.append(f"arithmetic intensity {c.ai:.1f} FLOP/byte vs ridge point {peak_c / peak_b:.1f}")
+    ridge = peak_c / peak_b
+    if c.ai is not None:
+        ev.append(f"arithmetic intensity {c.ai:.1f} FLOP/byte vs ridge point {ridge:.1f}")
     if max(f_ratio, b_ratio) < NEAR_PEAK_FLOOR:
         ev.append(
             "neither FLOP/s nor bytes/s is near its peak: per-operator overhead (Python, small ops) limits the step"
         )
         return _compute(Resource.CPU_COMPUTE, OVERHEAD_SCORE, ev)
-    if b_ratio > f_ratio:
+    # b_ratio / f_ratio is the ridge point over the intensity
+    lowest = lowest_ridge()
+    if b_ratio > f_ratio * RIDGE_MARGIN or (
+        b_ratio > f_ratio and c.ai is not None and lowest and c.ai < lowest.flop_per_byte
+    ):
         return _compute(Resource.CPU_MEMORY_BANDWIDTH, min(1.0, ROOFLINE_BASE + b_ratio), ev)
+    if b_ratio > f_ratio:
+        ev.append(
+            f"intensity within {RIDGE_MARGIN:g}x below the ridge point (a measured ridge point moves that much between "
+            "calibrations): the roofline does not tell compute from memory bandwidth here; the busy cores name compute"
+        )
     return _compute(Resource.CPU_COMPUTE, min(1.0, ROOFLINE_BASE + f_ratio), ev)
 
 
@@ -230,37 +242,35 @@ def _note_flops_unknown(c: CpuCase, ev: list[str]) -> Finding | None:
 
 
 def _awaiting_counted_step(c: CpuCase, ev: list[str]) -> Finding | None:
-    """run, no peak: the hook has not yet reported one step's FLOPs and bytes (it does within
-    ROOFLINE_STEPS): compute or memory bandwidth is not guessed."""
+    """run, no memory-bandwidth reading: the hook has not yet reported one step's FLOPs and bytes
+    (it does within ROOFLINE_STEPS): compute or memory bandwidth is not guessed."""
     f = c.facts
     if (
         c.mbw is None
-        and c.peak_b is None
         and c.ai is None
         and f.get("phase_source") != "py-spy"
         and "parameters" in f
         and c.w.steps_seen <= ROOFLINE_STEPS
     ):
         why = (
-            "compute or memory bandwidth: no peak is known here and the hook has not yet counted one step's FLOPs and "
-            f"bytes (it does so early in the run; {c.w.steps_seen} steps so far)"
+            "compute or memory bandwidth: no sampler reads the memory bandwidth here and the hook has not yet counted "
+            f"one step's FLOPs and bytes (it does so early in the run; {c.w.steps_seen} steps so far)"
         )
         return _compute(UNDETERMINED, UNDETERMINED_SCORE, ev + [why])
     return None
 
 
 def _awaiting_operator_mix(c: CpuCase, ev: list[str]) -> Finding | None:
-    """attach, no peak: too few forward stack samples have named their operators yet."""
+    """attach, no memory-bandwidth reading: too few forward stack samples have named their operators yet."""
     if (
         c.mbw is None
-        and c.peak_b is None
         and c.facts.get("phase_source") == "py-spy"
         and c.facts.get("low_intensity_op_share") is None
         and c.w.steps_seen <= STACK_SAMPLES
     ):
         why = (
-            "compute or memory bandwidth: no peak is known here and too few forward stack samples name their operators "
-            f"yet ({c.w.steps_seen} stack samples so far)"
+            "compute or memory bandwidth: no sampler reads the memory bandwidth here and too few forward stack samples "
+            f"name their operators yet ({c.w.steps_seen} stack samples so far)"
         )
         return _compute(UNDETERMINED, UNDETERMINED_SCORE, ev + [why])
     return None
@@ -279,11 +289,12 @@ def _memory_bandwidth_busy(c: CpuCase, ev: list[str]) -> Finding | None:
 
 
 def _below_lowest_ridge(c: CpuCase, ev: list[str]) -> Finding | None:
-    """No bandwidth peak, intensity below the lowest ridge point of any current machine: DRAM-bound,
-    unless the step's operands fit in any last-level cache or the traffic per core the job ran on is
-    too little to fill any machine's memory bandwidth (then per-operator overhead)."""
+    """The roofline undecided (a peak unknown), intensity below the lowest ridge point of any
+    current machine: DRAM-bound, unless the step's operands fit in any last-level cache or the
+    traffic per core the job ran on is too little to fill any machine's memory bandwidth (then
+    per-operator overhead)."""
     ai, ridge, cpu, byts = c.ai, lowest_ridge(), c.cpu, c.byts
-    if not (ai is not None and ridge is not None and ai < ridge.flop_per_byte and c.peak_b is None):
+    if not (ai is not None and ridge is not None and ai < ridge.flop_per_byte):
         return None
     # bytes per core-second the job actually ran: on a shared machine the job gets a fraction of a
     # core, and its bytes/s shrinks with it while its intensity does not
@@ -304,8 +315,8 @@ def _below_lowest_ridge(c: CpuCase, ev: list[str]) -> Finding | None:
             f"({ridge.flop_per_byte:.1f}, {ridge.part}): the memory-bandwidth side of every roofline"
         )
         ev.append(
-            f"achieved {fmt_value(byts, 'B/s')} of operands, {fmt_value(per_core, 'B/s')} per core it ran on "
-            "(memory bandwidth peak unknown here)"
+            f"achieved {fmt_value(byts, 'B/s')} of operands, {fmt_value(per_core, 'B/s')} per core it ran on"
+            + (" (memory bandwidth peak unknown here)" if c.peak_b is None else "")
         )
         score = RIDGE_BASE + RIDGE_RANGE * (1 - ai / ridge.flop_per_byte)
         return _compute(
