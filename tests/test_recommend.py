@@ -240,3 +240,22 @@ def test_random_augmentation_is_made_cheaper_first_and_not_cached():
     blind = recommend(v, KB, full, limit=50, inputs=i)
     assert blind[0].mitigation.id == "cache_preprocessing"
     assert blind[ids(blind).index("simplify_augmentation")].prediction.speedup is None
+
+
+def test_a_memory_bound_step_of_small_products_is_told_to_give_each_weight_more_rows_not_to_fuse():
+    """grad_accumulation (micro-batches of 16 rows, the bytes the products' weights: more rows per
+    weight measured x2.41): fusing the elementwise operators does not fit, and the model-less
+    more_compute_per_byte comes first on the knowledge base's condition. Elementwise traffic
+    (layernorm_gelu_wide): fusing fits and nothing is put first."""
+    v = verdict("cpu_memory_bandwidth", stage="compute")
+    weights = CPU_JOB.set(gpu_count=0, cpu_fast_bf16=True, arithmetic_intensity=3.8, weight_byte_share=0.95)
+    recs = recommend(v, KB, weights, limit=50)
+    assert (
+        recs[0].mitigation.id == "more_compute_per_byte"
+        and "first: most of the step's operand bytes are the weights'" in recs[0].why
+    )
+    why = dict((m.id, w) for m, w in not_fitting(v, KB, weights))["fuse_operators"]
+    assert "fusing the elementwise operators on activations does not cut" in why and "weight_byte_share" in why
+    rowwise = recommend(v, KB, weights.set(arithmetic_intensity=0.05, weight_byte_share=0.01), limit=50)
+    assert "fuse_operators" in ids(rowwise) and not any(r.first for r in rowwise)
+    assert rowwise[0].mitigation.id != "more_compute_per_byte"

@@ -233,3 +233,33 @@ def test_the_counted_step_says_the_dtype_its_flops_ran_in():
     torch.mm(y, torch.randn(16, 16, dtype=torch.bfloat16))
     f = precision_facts(c.stop())
     assert f["fp8_flop_share"] == pytest.approx(0.8) and f["compute_dtype"] == "bfloat16"
+
+
+def _counted_step(model: nn.Module, x: torch.Tensor, steps: int = 1):
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    c = StepCounter()
+    c.start(frozenset(tuple(p.shape) for p in model.parameters()))
+    opt.zero_grad()
+    for _ in range(steps):  # micro-batches: their gradients accumulate
+        model(x).sum().backward()
+    opt.step()
+    return c.stop()
+
+
+def test_the_weights_share_of_the_bytes_tells_weight_traffic_from_activation_traffic():
+    """4 micro-batches of 16 rows through 1536-wide layers (the labelled grad_accumulation's MLP): the
+    bytes are the weights' (read by the products, their gradients accumulated, the update); LayerNorm
+    and GELU on wide rows (layernorm_gelu_wide): the activations'. The fact picks between more rows
+    per product and fusing the elementwise operators."""
+    mlp = nn.Sequential(nn.Linear(1536, 1536), nn.ReLU(), nn.Linear(1536, 1536), nn.ReLU(), nn.Linear(1536, 10))
+    weights = _counted_step(mlp, torch.randn(16, 1536), steps=4)
+    rowwise = _counted_step(nn.Sequential(nn.LayerNorm(4096), nn.GELU(), nn.LayerNorm(4096)), torch.randn(64, 4096))
+    assert weights is not None and rowwise is not None
+    assert weights.weight_byte_share is not None and weights.weight_byte_share > 0.8
+    assert rowwise.weight_byte_share is not None and rowwise.weight_byte_share < 0.05
+    assert 0 < weights.weight_bytes <= weights.operand_bytes
+    # no shapes given: nothing is counted as a weight's
+    c = StepCounter()
+    c.start()
+    mlp(torch.randn(16, 1536)).sum().backward()
+    assert c.stop().weight_bytes == 0

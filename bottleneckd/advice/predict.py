@@ -728,6 +728,12 @@ NO_MODEL = (
 )
 
 
+def has_model(mitigation_id: str, resource: str | None = None) -> bool:
+    """A model predicts the mitigation's gain where it addresses ``resource`` (given its inputs)."""
+    held = MODEL_RESOURCES.get(mitigation_id)
+    return mitigation_id in MODELS and (held is None or resource is None or resource in held)
+
+
 def predict(mitigation_id: str, inputs: StepInputs | None, resource: str | None = None) -> Prediction:
     """The prediction for a knowledge-base mitigation on the window's inputs, where it addresses
     ``resource`` (unknown where its model does not hold for that resource: MODEL_RESOURCES)."""

@@ -27,7 +27,7 @@ from typing import Any
 
 from bottleneckd.advice.fit import first, in_effect, unfit
 from bottleneckd.advice.knowledge import Mitigation
-from bottleneckd.advice.predict import MIN_PREDICTED_GAIN, Prediction, predict
+from bottleneckd.advice.predict import MIN_PREDICTED_GAIN, Prediction, has_model, predict
 from bottleneckd.diagnosis.step_inputs import StepInputs
 from bottleneckd.diagnosis.verdict import Verdict
 from bottleneckd.model.resources import UNDETERMINED, Resource
@@ -63,12 +63,13 @@ class Recommendation:
 def rank_key(r: Recommendation) -> tuple[int, float, float]:
     """Those the knowledge base puts first for this job (``first_if``) when predicted to gain at
     least MIN_PREDICTED_GAIN; then predicted gain per cost (gain >= MIN_PREDICTED_GAIN), then the
-    unpredicted by score, then those predicted to gain less (tier, then descending value); equal
+    unpredicted (those no model predicts put first for this job, then by score), then those predicted to gain less
+    (tier, then descending value); equal
     gains by score (two mitigations the same hook applies, less frequent sync and accumulation on
     DDP, predict alike)."""
     p = r.prediction
     if p is None or p.gain is None:
-        return (1, -r.score, 0.0)
+        return (1, -1.0 if r.first else 0.0, -r.score)
     if p.gain >= MIN_PREDICTED_GAIN:
         return (-1 if r.first else 0, -round(p.gain * COST_WEIGHT.get(r.mitigation.cost, 0.7), 6), -r.score)
     return (2, -p.gain, -r.score)
@@ -135,9 +136,11 @@ def recommend(
             if m.id in best and best[m.id].score >= s:
                 continue
             pred = predict(m.id, inputs, resource) if predictions else None
-            # first only where the knowledge base says so and its gain is predicted (rank_key)
+            # first only where the knowledge base says so and its gain is predicted, or no model
+            # predicts it at all (then first among the unpredicted: rank_key)
             gains = pred is not None and pred.gain is not None and pred.gain >= MIN_PREDICTED_GAIN
-            lead = first(m, facts) if resource == verdict.resource and gains else None
+            modelless = not has_model(m.id, resource)
+            lead = first(m, facts) if resource == verdict.resource and (gains or modelless) else None
             if lead:
                 why += f"; first: {lead}"
             best[m.id] = Recommendation(m, resource, s, why, pred, lead)

@@ -233,6 +233,12 @@ FACTS: dict[str, FactSpec] = {
         _spec("operand_bytes_per_step", "float", _N, "operand bytes of one step"),
         _spec("arithmetic_intensity", "float", _N, "FLOP per operand byte"),
         _spec(
+            "weight_byte_share",
+            "float",
+            _N,
+            "share of the step's operand bytes in tensors shaped as a parameter (weights, gradients, their updates)",
+        ),
+        _spec(
             "flops_unknown",
             "str",
             _N,

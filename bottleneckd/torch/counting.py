@@ -18,9 +18,18 @@ from bottleneckd.torch.roofline import StepCounter, StepCounts
 log = logging.getLogger("bottleneckd.torch")
 
 
+def weight_shapes(model: Any) -> frozenset[tuple[int, ...]]:
+    """The shapes of ``model``'s parameters (empty when they cannot be read)."""
+    try:
+        return frozenset(tuple(p.shape) for p in model.parameters())
+    except Exception:  # noqa: BLE001 - the share goes unknown, the count goes on
+        return frozenset()
+
+
 class RooflineCounting:
-    def __init__(self, at_step: int | None) -> None:
+    def __init__(self, at_step: int | None, weight_shapes: frozenset[tuple[int, ...]] = frozenset()) -> None:
         self.at_step = at_step  # the index of the step to count (None: never)
+        self.weight_shapes = weight_shapes  # the model's parameters' shapes (the weights' share of the bytes)
         self._counter = StepCounter()
         self.flops: float | None = None
         self.operand_bytes: float | None = None
@@ -38,7 +47,7 @@ class RooflineCounting:
             self.active = True
             if self._eager is None:
                 self._eager = _force_eager()
-            self._counter.start()
+            self._counter.start(self.weight_shapes)
         except Exception as e:  # noqa: BLE001
             self._fail(f"could not start: {type(e).__name__}: {e}")
 
@@ -84,6 +93,7 @@ class RooflineCounting:
             "flops_per_step": self.flops,
             "operand_bytes_per_step": self.operand_bytes,
             "arithmetic_intensity": counts.intensity,
+            "weight_byte_share": counts.weight_byte_share if self.weight_shapes else None,  # unknown, not 0
             **precision_facts(counts),
         }
 

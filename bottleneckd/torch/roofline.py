@@ -136,13 +136,28 @@ def operand_bytes(func: torch._ops.OpOverload, args: tuple, kwargs: dict | None,
     return _nbytes((args, kwargs)) + _nbytes(out)
 
 
+def _shaped_bytes(
+    func: torch._ops.OpOverload, args: tuple, kwargs: dict | None, out: object, shapes: frozenset[tuple[int, ...]]
+) -> int:
+    """Of ``operand_bytes``, those of tensors with one of ``shapes``."""
+    name = func.overloadpacket.__name__
+    if func.is_view or name in NO_DATA_OPS:
+        return 0
+    seen = tree_flatten(out)[0] if name in WRITE_ONLY_OPS else tree_flatten((args, kwargs, out))[0]
+    return sum(t.numel() * t.element_size() for t in seen if isinstance(t, torch.Tensor) and tuple(t.shape) in shapes)
+
+
 class OperandBytes(TorchDispatchMode):
     """Operand bytes of every operator; with ``registry`` (a FlopCounterMode's formulas) also the
     FLOPs of each counted operator by the dtype it ran in, and those in convolutions."""
 
-    def __init__(self, registry: dict[Any, Any] | None = None) -> None:
+    def __init__(
+        self, registry: dict[Any, Any] | None = None, weight_shapes: frozenset[tuple[int, ...]] = frozenset()
+    ) -> None:
         super().__init__()
         self.bytes = 0
+        self.weight_shapes = weight_shapes  # the model's parameters' shapes
+        self.weight_bytes = 0  # bytes of operands shaped as a parameter (weights, their gradients, optimizer state)
         self.ops = 0
         self.uncounted_bytes = 0  # bytes of compute operators with no FLOP formula
         self.uncounted_ops: set[str] = set()
@@ -155,6 +170,8 @@ class OperandBytes(TorchDispatchMode):
         out = func(*args, **(kwargs or {}))
         n = operand_bytes(func, args, kwargs, out)
         self.bytes += n
+        if n and self.weight_shapes:
+            self.weight_bytes += _shaped_bytes(func, args, kwargs, out, self.weight_shapes)
         self.ops += 1
         packet = func.overloadpacket
         formula = self.registry.get(packet)
@@ -184,6 +201,17 @@ class StepCounts:
     uncounted_ops: tuple[str, ...] = ()
     flops_by_kind: tuple[tuple[str, int], ...] = ()  # (float8 | bfloat16 | float16 | float32 | float64, FLOPs)
     conv_flops: int = 0
+    weight_bytes: int = 0  # operand bytes shaped as a parameter (weights, gradients, optimizer state)
+
+    @property
+    def weight_byte_share(self) -> float | None:
+        """The share of the step's operand bytes in tensors shaped as one of the model's parameters:
+        the weights the products read, their gradients, the gradient accumulation's and the
+        optimizer's updates. Near 1 (few rows per weight: small micro-batches), more rows per
+        product cut the traffic, and fusing elementwise operators on activations does not; near 0,
+        the traffic is activations. An activation shaped as a parameter (a square layer fed as many
+        rows as it has features) counts as one."""
+        return self.weight_bytes / self.operand_bytes if self.operand_bytes else None
 
     @property
     def missing_flops_bound(self) -> float:
@@ -228,9 +256,10 @@ class StepCounter:
     def active(self) -> bool:
         return self._flops is not None
 
-    def start(self) -> None:
+    def start(self, weight_shapes: frozenset[tuple[int, ...]] = frozenset()) -> None:
+        """``weight_shapes``: the model's parameters' shapes (``StepCounts.weight_byte_share``)."""
         self._flops = FlopCounterMode(display=False, custom_mapping=EXTRA_FORMULAS)
-        self._bytes = OperandBytes(self._flops.flop_registry)
+        self._bytes = OperandBytes(self._flops.flop_registry, weight_shapes)
         self._flops.__enter__()
         self._bytes.__enter__()
 
@@ -248,6 +277,7 @@ class StepCounter:
             tuple(sorted(b.uncounted_ops)),
             tuple(sorted(b.flops_by_kind.items())),
             int(b.conv_flops),
+            int(b.weight_bytes),
         )
         self._flops = self._bytes = None
         return self.result

@@ -43,7 +43,7 @@ from bottleneckd.torch.cadence import Cadence
 from bottleneckd.torch.closure import StepState, closure_notes, closure_of, with_timed_closure
 from bottleneckd.torch.collectives import forget_rank_identity, rank_identity
 from bottleneckd.torch.control import MitigationControl
-from bottleneckd.torch.counting import RooflineCounting
+from bottleneckd.torch.counting import RooflineCounting, weight_shapes
 from bottleneckd.torch.cuda_memory import CudaMemory
 from bottleneckd.torch.epoch import EpochReport, render_epoch
 from bottleneckd.torch.hooks import ForwardWrap, StepHook, install_hooks, remove_all
@@ -134,7 +134,7 @@ class Watcher:
         )
         self.facts = FactBoard({"device": self.device.type, "pid": os.getpid()})
         self._tid = threading.get_native_id()  # the training thread: its run-queue wait goes in each report
-        self._counting = RooflineCounting(roofline_step)
+        self._counting = RooflineCounting(roofline_step, weight_shapes(model))
         self._counting.prepare(0, model)
         self._cuda_memory = CudaMemory(self.device)  # the caching allocator's statistics, read per report
         self.transport = make_transport(socket_path, local_sampling, interval)
