@@ -232,6 +232,23 @@ def test_injected_watcher_times_the_original_loader_and_restores_on_close(tmp_pa
     assert DataLoader.__iter__ is original_iter and not torch.nn.modules.module._global_forward_pre_hooks
 
 
+def test_injected_watcher_counts_the_weights_share_of_the_bytes_of_the_model_it_finds(tmp_path):
+    """`bottleneckd run`'s watcher finds the model at the first optimizer step, before the counted
+    step: the count knows its parameters' shapes (the fact weight_byte_share, advice for a memory-bound
+    step of small products)."""
+    from bottleneckd.torch.inject import GlobalWatcher
+
+    w = GlobalWatcher(socket_path=str(tmp_path / "none.sock"), local_sampling=False, print_epoch=False, roofline_step=3)
+    try:
+        model = nn.Sequential(nn.Linear(256, 256), nn.ReLU(), nn.Linear(256, 10))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        for _ in range(6):
+            step(model, opt, torch.randn(4, 256), torch.randint(0, 10, (4,)))
+        assert w.root is model and w.facts["weight_byte_share"] > 0.5
+    finally:
+        w.close()
+
+
 class _Base(torch.optim.SGD):
     """An optimizer whose step calls another hooked step: a subclass calling ``super().step()``
     once torch has hooked the parent's step too (any plain SGD made first), or SAM's and

@@ -22,6 +22,7 @@ from torch.utils.data import DataLoader
 
 from bottleneckd.torch import cuda_graphs, probe
 from bottleneckd.torch.collectives import wrap_collectives
+from bottleneckd.torch.counting import weight_shapes
 from bottleneckd.torch.hooks import StepHook, wrap_forward
 from bottleneckd.torch.hot_path import DEPTH
 from bottleneckd.torch.loader import LiveLoader, timed
@@ -164,6 +165,7 @@ class GlobalWatcher(Watcher):
             self._candidates, key=lambda m: sum(p.numel() for p in m.parameters())
         )
         self._candidates = []
+        self._counting.weight_shapes = weight_shapes(self.root)  # before the counted step (the weights' share)
         self.facts.update(probe.model_facts(self.root, self.optimizer))
         self.device = next((p.device for p in self.root.parameters()), torch.device("cpu"))
         self.precision = probe.Precision(self.root, self.device.type)

@@ -265,10 +265,7 @@ class Watcher:
         hot = self.hot
         try:
             left = hot[REST_LEFT]
-            self.drain()  # the window's timed steps first: the part's phases in their proportions
-            hot[STEPS] += n
-            hot[CALLS] += n
-            self._phases.add_untimed(n, now - hot[REST_FROM])
+            self._fold_untimed(n, now - hot[REST_FROM])
             hot[REST_FROM], hot[RESTED], hot[REST], hot[REST_LEFT] = now, 0, 1, 0  # nothing of the part left
             cad = self._cadence
             send = cad.send_due(now)
@@ -284,6 +281,16 @@ class Watcher:
         except Exception as e:  # noqa: BLE001 - our failure never breaks the step
             self.disable(f"{type(e).__name__}: {e}")
             return False
+
+    def _fold_untimed(self, n: int, wall: float) -> None:
+        """``n`` untimed steps of a rest that took ``wall`` seconds go into the interval, after the
+        window's timed steps (drained first: the untimed ones take their phases' proportions)."""
+        self.drain()
+        if n:
+            hot = self.hot
+            hot[STEPS] += n
+            hot[CALLS] += n
+            self._phases.add_untimed(n, wall)
 
     def rest_begins(self, nxt: Any) -> bool:
         """The rest's first batch is being fetched through ``nxt`` (the rest counts that iterator's
@@ -316,11 +323,7 @@ class Watcher:
         try:
             for h in self._switched_hooks():
                 h.on()
-            self.drain()
-            if n:
-                hot[STEPS] += n
-                hot[CALLS] += n
-                self._phases.add_untimed(n, now - begun)
+            self._fold_untimed(n, now - begun)
             if isinstance(self.clock, HostClock):
                 self.clock.resume_after(now)
             self._window_from, self._window_step0 = now, hot[STEPS]
