@@ -18,6 +18,14 @@ DATA = ROOT / "tests" / "data"
 from tests.fake_hardware import fake_tree_at, write  # noqa: E402,F401
 
 
+@pytest.fixture(autouse=True)
+def _own_profile_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads or writes the user's ~/.config/bottleneckd: ``bottleneckd run`` keeps the CPU
+    peaks it measures there (auto-profile.json), and a job started with this process's environment
+    would. A test that needs a home of its own sets BOTTLENECKD_HOME itself (``cli_env``)."""
+    monkeypatch.setenv("BOTTLENECKD_HOME", str(tmp_path_factory.mktemp("home")))
+
+
 @pytest.fixture
 def fake_tree(tmp_path: Path) -> tuple[str, str]:
     """A fake /sys and /proc (see tests/fake_hardware.py)."""

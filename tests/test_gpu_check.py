@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -120,6 +121,7 @@ def test_fake_dry_run_end_to_end(tmp_path):
         capture_output=True,
         text=True,
         timeout=900,
+        env={**os.environ, "BOTTLENECKD_HOME": str(tmp_path / "home")},  # run keeps the CPU peaks it measures there
     )
     assert r.returncode == 0, r.stderr[-2000:]
     doc = json.loads((tmp_path / "gpu_check.json").read_text())
