@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from bottleneckd.hardware.detect.host import detect_cpu, detect_memory_total
 from bottleneckd.model.resources import Resource
 from bottleneckd.peaks.profile import Measurement, Profile, default_profile_path, load_profile, save_profile
 
@@ -53,27 +54,17 @@ def auto_profile_path() -> Path:
     return default_profile_path().parent / AUTO_NAME
 
 
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return ""
-
-
-def _memory_total() -> int:
-    import psutil
-
-    return int(psutil.virtual_memory().total)
-
-
 def fingerprint() -> dict[str, Any]:
     """What the automatic peaks hold for: this host, its CPU model, CPU count and memory (another
     machine, or this one resized, measures again)."""
-    return {"host": socket.gethostname(), "cpu": _cpu_model(), "cpus": os.cpu_count() or 0, "memory": _memory_total()}
+    unknown: dict[str, str] = {}
+    cpu = detect_cpu("/sys", "/proc", unknown)
+    return {
+        "host": socket.gethostname(),
+        "cpu": cpu.model or "",
+        "cpus": os.cpu_count() or 0,
+        "memory": detect_memory_total("/proc", unknown) or 0,
+    }
 
 
 def load_auto(path: Path | None = None) -> Profile | None:
@@ -150,7 +141,8 @@ def measure_missing(
     got = [replace(m, method=m.method + note) for m in got]
     path = auto_profile_path()
     earlier = load_auto(path)
-    keep = [m for m in (earlier.measurements if earlier else ()) if (m.resource, m.device) not in set(need)]
+    needed = set(need)
+    keep = [m for m in (earlier.measurements if earlier else ()) if (m.resource, m.device) not in needed]
     try:
         auto = save_profile(keep + got, path, {"fingerprint": fingerprint()})
         where = f"kept in {path}"

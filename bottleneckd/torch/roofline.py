@@ -82,10 +82,6 @@ def _decomposes(func: torch._ops.OpOverload) -> bool:
         return False
 
 
-def _nbytes(obj: object) -> int:
-    return sum(t.numel() * t.element_size() for t in tree_flatten(obj)[0] if isinstance(t, torch.Tensor))
-
-
 #: not marked as views in their schema, but they move no data (aliases, allocations)
 NO_DATA_OPS = frozenset(
     {
@@ -126,25 +122,19 @@ WRITE_ONLY_OPS = frozenset(
 )
 
 
+def _operands(func: torch._ops.OpOverload, args: tuple, kwargs: dict | None, out: object) -> list[torch.Tensor]:
+    """The tensors an aten operator reads and writes (none for metadata-only ops; only its output
+    for an op that writes without reading)."""
+    name = func.overloadpacket.__name__
+    if func.is_view or name in NO_DATA_OPS:
+        return []
+    found = tree_flatten(out if name in WRITE_ONLY_OPS else (args, kwargs, out))[0]
+    return [t for t in found if isinstance(t, torch.Tensor)]
+
+
 def operand_bytes(func: torch._ops.OpOverload, args: tuple, kwargs: dict | None, out: object) -> int:
     """Bytes an aten operator reads and writes, by its operand sizes (0 for metadata-only ops)."""
-    name = func.overloadpacket.__name__
-    if func.is_view or name in NO_DATA_OPS:
-        return 0
-    if name in WRITE_ONLY_OPS:
-        return _nbytes(out)
-    return _nbytes((args, kwargs)) + _nbytes(out)
-
-
-def _shaped_bytes(
-    func: torch._ops.OpOverload, args: tuple, kwargs: dict | None, out: object, shapes: frozenset[tuple[int, ...]]
-) -> int:
-    """Of ``operand_bytes``, those of tensors with one of ``shapes``."""
-    name = func.overloadpacket.__name__
-    if func.is_view or name in NO_DATA_OPS:
-        return 0
-    seen = tree_flatten(out)[0] if name in WRITE_ONLY_OPS else tree_flatten((args, kwargs, out))[0]
-    return sum(t.numel() * t.element_size() for t in seen if isinstance(t, torch.Tensor) and tuple(t.shape) in shapes)
+    return sum(t.numel() * t.element_size() for t in _operands(func, args, kwargs, out))
 
 
 class OperandBytes(TorchDispatchMode):
@@ -168,10 +158,13 @@ class OperandBytes(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
         out = func(*args, **(kwargs or {}))
-        n = operand_bytes(func, args, kwargs, out)
+        operands = _operands(func, args, kwargs, out)
+        n = sum(t.numel() * t.element_size() for t in operands)
         self.bytes += n
         if n and self.weight_shapes:
-            self.weight_bytes += _shaped_bytes(func, args, kwargs, out, self.weight_shapes)
+            self.weight_bytes += sum(
+                t.numel() * t.element_size() for t in operands if tuple(t.shape) in self.weight_shapes
+            )
         self.ops += 1
         packet = func.overloadpacket
         formula = self.registry.get(packet)
