@@ -503,6 +503,38 @@ def restore_link(i: StepInputs) -> Prediction:
     )
 
 
+def cores_back(i: StepInputs) -> Prediction:
+    """The cores other processes hold given back to the job (moved, limited, or the job on cores of
+    its own): its threads run whenever they are runnable. Two ends. The least: only the training
+    thread's run-queue wait goes, q = its running-or-waiting share less its running share, T' =
+    T (1 - q) (a serial step waits on that thread). The most: the job's threads as a whole run what
+    they ask for, busy + waiting cores instead of busy, up to the cores the job may use and the cores
+    the others held: x min(cores, busy + waiting, busy + outside) / busy. The point their geometric
+    mean. Assumes the job's run-queue wait is for the other processes: it is modelled only where
+    they hold at least OUTSIDE_BUSY cores while the job's threads wait (``outside_cores``). Measured
+    on the suite's other_processes job (one busy loop per core outside the job) with the busy loops
+    stopped: x1.90 (3 interleaved runs a side, ``python scripts/eval.py --only other_processes``),
+    predicted x1.69 (x1.66-x1.71) under run and x1.63 under attach."""
+    m = "cpu share"
+    if i.outside_cores is None or not i.busy_cores or i.waiting_cores is None:
+        return unknown(m, "the job's threads do not wait for a CPU behind other processes (or it is not measured)")
+    busy, wait, out = i.busy_cores, i.waiting_cores, i.outside_cores
+    most = max(1.0, min(i.cores or busy + wait, busy + wait, busy + out) / busy)
+    q = None if i.main_cores is None or i.main_demand is None else max(0.0, i.main_demand - i.main_cores)
+    least = 1.0 / (1.0 - min(q, MAX_SHARE)) if q is not None else most
+    return known(
+        m,
+        math.sqrt(least * most),
+        least,
+        most,
+        f"the job's threads run {busy:.2f} cores and wait for {wait:.2f} more while other processes hold "
+        f"{out:.2f}"
+        + (f" ({', '.join(i.outside_processes)})" if i.outside_processes else "")
+        + f": given back, the job runs up to x{most:.2f} of its CPU time"
+        + (f"; the training thread waits {q:.0%} of the time (x{least:.2f} without it)" if q is not None else ""),
+    )
+
+
 def smaller_model(i: StepInputs) -> Prediction:
     """On a CPU, half the width: Amdahl over the compute phases (forward, backward, optimizer) made
     SMALLER_MODEL_LOW (the low end) to SMALLER_MODEL_HIGH (the high end) times faster, the point at
@@ -722,6 +754,7 @@ MODELS: dict[str, Model] = {
     "avoid_host_syncs": host_gaps,
     "restore_link": restore_link,
     "local_model_parallel": other_collectives,
+    "isolate_cores": cores_back,
 }
 NO_MODEL = (
     "no model from the measured step (its gain is in how much work it removes): measure it (verify=True, compare)"

@@ -6,7 +6,10 @@ what the job's own figures say about whether a mitigation can help, not what the
   while idle cores remain (the knowledge base's caveat for them); a job whose two workers fill
   both cores has none left.
 - ``cpu_contended_from_outside``: the verdict is a rank's CPU that other processes take, which the
-  job's ranks wait for (diagnosis/straggler.py): the first thing is to give it its cores back.
+  job's ranks wait for (diagnosis/straggler.py), or the job's threads wait on a run queue while
+  processes outside the job hold cores (rules/cpu_state.py ``waits_behind_others``, what the
+  evidence says as "other processes share these cores"): the first thing is to give it its cores
+  back, which changes nothing in the training.
 - ``job_memory_share``: the job's resident memory over the host's memory in use (rules/capacity.py):
   where host memory is short and others hold most of it, the job's own savings do not free it.
 - ``serial_loader_thread``: a thread of a rank other than its main and autograd threads at a full
@@ -69,7 +72,7 @@ def measured_facts(w: WindowStats, verdict: Verdict, peaks: PeakTable | None = N
     """The facts this window measures (those it cannot are left out: unknown, not zero)."""
     out: dict[str, object] = {}
     cpu = cpu_state(w)
-    if verdict.figures.get("contended_rank_lag_seconds"):
+    if verdict.figures.get("contended_rank_lag_seconds") or cpu.waits_behind_others:
         out["cpu_contended_from_outside"] = True
     held = job_memory_share(w)
     if held is not None:

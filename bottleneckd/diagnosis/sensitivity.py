@@ -255,6 +255,7 @@ WINDOW_STATISTICS: dict[str, Figure] = {
     "cpu_pressure": lambda w, peaks: cpu_state(w).pressure,
     "runqueue_wait_cores": lambda w, peaks: cpu_state(w).waiting,
     "outside_busy_cores": lambda w, peaks: cpu_state(w).outside,
+    "outside_process_top_cores": lambda w, peaks: max((c for _, c in cpu_state(w).outside_named), default=None),
     "loader_workers": lambda w, peaks: cpu_state(w).n_workers,
     "job_busy_cores": lambda w, peaks: cpu_state(w).busy,
     "threads_in_disk_wait": lambda w, peaks: storage_signs(w).d,

@@ -65,6 +65,15 @@ class StepInputs:
     idle_cores: float | None = None
     #: cores the job may use (affinity, quota; else the host's): with idle_cores, how crowded they are
     cores: float | None = None
+    #: the job on this host (its ranks and loader workers, per rank as above): cores it ran on, cores'
+    #: worth of its threads runnable but waiting for a CPU, and cores busy outside the job (other
+    #: processes); outside_cores only where the job's threads wait behind them (rules/cpu_state.py
+    #: ``waits_behind_others``), else None
+    busy_cores: float | None = None
+    waiting_cores: float | None = None
+    outside_cores: float | None = None
+    #: the busiest of those processes, "name[pid] at N.NN" (cores; rules/cpu_state.py ``outside_named``)
+    outside_processes: tuple[str, ...] = ()
     flops_per_step: float | None = None
     bytes_per_step: float | None = None  # operand bytes per step
     compute_seconds: float | None = None  # seconds per step of the phases the roofline counted
@@ -119,6 +128,7 @@ class StepInputs:
             kw = dict(d)
             kw["shares"] = {k: Share(**v) for k, v in d["shares"].items()}
             kw["other_lines"] = {k: Share(**v) for k, v in d.get("other_lines", {}).items()}
+            kw["outside_processes"] = tuple(str(x) for x in d.get("outside_processes", ()))
             return StepInputs(**kw)
         except (KeyError, TypeError, AttributeError):
             return None
@@ -225,6 +235,10 @@ def step_inputs(
         worker_demand=None if cpu.worker_max is None else cpu.worker_hot,
         idle_cores=_per(idle, here),
         cores=_per(cpu.cores, here),
+        busy_cores=_per(cpu.busy, here),
+        waiting_cores=_per(cpu.waiting, here),
+        outside_cores=_per(cpu.outside, here) if cpu.waits_behind_others else None,
+        outside_processes=tuple(f"{who} at {c:.2f}" for who, c in cpu.outside_named),
         flops_per_step=flops,
         bytes_per_step=nbytes,
         compute_seconds=compute_s,

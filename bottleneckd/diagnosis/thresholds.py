@@ -225,6 +225,15 @@ OUTSIDE_BUSY = _t(
     "job's own threads (ranks, loader workers) wait for each other (issue 21 item 10: 'other processes share these "
     "cores' was said when the only other processes were the job's loader workers)",
 )
+OUTSIDE_PROCESS_SHOWN = _t(
+    "OUTSIDE_PROCESS_SHOWN",
+    0.1,
+    unit="cores",
+    statistic="outside_process_top_cores",
+    source="evidence text only: a process outside the job using under a tenth of a core over a sample is not named "
+    "(the tenth of a core WAITING_SHOWN takes for the run-queue wait); the host's processes are scanned only while "
+    "OUTSIDE_BUSY holds (samplers/outside_processes.py)",
+)
 NO_WORKERS = _t(
     "NO_WORKERS",
     0.5,

@@ -318,7 +318,8 @@ FACTS: dict[str, FactSpec] = {
             "cpu_contended_from_outside",
             "bool",
             Producer.MEASURED,
-            "the job's ranks wait for a rank whose CPU other processes take (diagnosis/straggler.py; window)",
+            "the job's ranks wait for a rank whose CPU other processes take (diagnosis/straggler.py), or its threads "
+            "wait for a CPU while other processes hold cores (rules/cpu_state.py waits_behind_others; window)",
         ),
         _spec(
             "job_memory_share",

@@ -147,8 +147,8 @@ def _headroom_text(h: float | None, doc: dict[str, Any] | None = None) -> str:
         return f"a step could be up to {h:.2f}x faster if this stopped limiting it"
     if doc and doc.get("step_phases"):
         return (
-            "no removable stage: the step is this work itself; only doing less of it (the mitigations below) "
-            "makes it faster"
+            "no removable stage: the step is this work itself; only the mitigations below (less of it, or more of "
+            "the machine for it) make it faster"
         )
     return "unknown (needs step phases from the torch hook)"
 

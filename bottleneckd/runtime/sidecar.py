@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bottleneckd.channel.link import PhaseReceiver
-from bottleneckd.diagnosis.thresholds import WINDOW_SAMPLES
+from bottleneckd.diagnosis.thresholds import OUTSIDE_BUSY, OUTSIDE_PROCESS_SHOWN, WINDOW_SAMPLES
 from bottleneckd.hardware.detect.machine import Machine, detect_machine
 from bottleneckd.hardware.nvml import NvmlBackend
 from bottleneckd.model.code import StackCounts, merge_counts
@@ -63,7 +63,7 @@ def build_samplers(
     tree = ProcessTree(pid) if pid else None
     makers: dict[str, Callable[[], Sampler]] = {
         "gpu": lambda: GpuSampler(peaks, nvml, tree=tree, proc_root=proc_root),
-        "cpu_compute": lambda: CpuComputeSampler(peaks, tree, proc_root),
+        "cpu_compute": lambda: CpuComputeSampler(peaks, tree, proc_root, outside=(OUTSIDE_BUSY, OUTSIDE_PROCESS_SHOWN)),
         "cpu_memory": lambda: CpuMemorySampler(peaks, tree, proc_root),
         "cpu_memory_bandwidth": lambda: CpuMemoryBandwidthSampler(peaks, sys_root),
         "storage": lambda: StorageSampler(peaks, machine, paths, proc_root, tree),

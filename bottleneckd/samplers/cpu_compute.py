@@ -10,9 +10,11 @@ from pathlib import Path
 
 import psutil
 
+from bottleneckd.model.outside import OUTSIDE_METRIC, outside_device
 from bottleneckd.model.resources import Resource
 from bottleneckd.model.sample import Reading
 from bottleneckd.peaks.resolve import PeakTable
+from bottleneckd.samplers.outside_processes import OutsideProcesses
 from bottleneckd.samplers.pressure import Pressure, cgroup_dir, usable_cores
 from bottleneckd.samplers.process_tree import LAUNCHER, RANK, WORKER, ProcessTree
 from bottleneckd.samplers.threads import AUTOGRAD_THREAD, ThreadRates, threads
@@ -33,13 +35,19 @@ class CpuComputeSampler:
         tree: ProcessTree | None = None,
         proc_root: str = "/proc",
         cgroup_root: str = "/sys/fs/cgroup",
+        outside: tuple[float, float] | None = None,
     ) -> None:
+        """``outside``: (busy cores outside the job from which the host's processes are scanned, the
+        least cores a process outside the job is named at): the diagnosis's OUTSIDE_BUSY and
+        OUTSIDE_PROCESS_SHOWN, given by the runtime; None: never scanned."""
         self._tree = tree
         self._proc = proc_root
         self._cgroot = cgroup_root
         self._host_psi = Pressure(Path(proc_root) / "pressure" / "cpu")
         self._job_psi: Pressure | None = None
         self._threads = ThreadRates()
+        self._outside_from = outside[0] if outside is not None else None
+        self._outside = OutsideProcesses(proc_root, outside[1] if outside is not None else 0.0)
         self._cores = psutil.cpu_count() or 1
         psutil.cpu_times_percent(percpu=True)  # the first call is a meaningless baseline
 
@@ -64,8 +72,24 @@ class CpuComputeSampler:
         some, full, why = self._host_psi.read()
         out.append(Reading(Resource.CPU_COMPUTE, "host", "pressure_some", some, "ratio", why))
         if self._tree is not None:
-            out += self._job()
+            job = self._job()
+            out += job + self._outside_processes(busy_total, job)
         return out
+
+    def _outside_processes(self, host_busy: float, job: list[Reading]) -> list[Reading]:
+        """The busiest processes outside the job, by name and pid, while they hold ``outside``'s cores
+        or more (the host's busy cores less the job's, as rules/cpu_state.py reckons them)."""
+        assert self._tree is not None
+        got = {r.metric: r.value for r in job if r.device == "job"}
+        outside = host_busy - (got.get("busy_cores") or 0.0) - (got.get("launcher_busy_cores") or 0.0)
+        if self._outside_from is None or outside < self._outside_from:
+            self._outside.skip()
+            return []
+        members = {p.pid for p in self._tree.members()} | {self._tree.pid}
+        return [
+            Reading(Resource.CPU_COMPUTE, outside_device(p.name, p.pid), OUTSIDE_METRIC, p.cores, "cores")
+            for p in self._outside.scan(members)
+        ]
 
     def _job(self) -> list[Reading]:
         tree = self._tree

@@ -7,8 +7,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bottleneckd.diagnosis.rules.common import pct
-from bottleneckd.diagnosis.thresholds import CPU_STALL, NO_WORKERS, ONE_CORE, OUTSIDE_BUSY, SATURATED, WAITING_SHOWN
+from bottleneckd.diagnosis.thresholds import (
+    CPU_STALL,
+    NO_WORKERS,
+    ONE_CORE,
+    OUTSIDE_BUSY,
+    OUTSIDE_PROCESS_SHOWN,
+    SATURATED,
+    WAITING_SHOWN,
+)
 from bottleneckd.diagnosis.window import WindowStats
+from bottleneckd.model.outside import OUTSIDE_METRIC, OUTSIDE_TOP
 from bottleneckd.model.resources import Resource
 
 
@@ -36,6 +45,8 @@ class CpuState:
     outside: float | None = None
     #: the busiest rank's main thread and autograd device threads together, cores (a GPU job's)
     launch: float | None = None
+    #: the busiest processes outside the job ("name[pid]", cores over the window), at most OUTSIDE_TOP
+    outside_named: tuple[tuple[str, float], ...] = ()
 
     @property
     def demand(self) -> float | None:
@@ -74,6 +85,12 @@ class CpuState:
         return not self.saturated and self.demand is not None and self.demand >= SATURATED * self.cores
 
     @property
+    def waits_behind_others(self) -> bool:
+        """The job's threads wait on a run queue (WAITING_SHOWN) while processes outside the job hold
+        cores (OUTSIDE_BUSY): the wait the evidence puts on other processes (``who_waits``)."""
+        return (self.waiting or 0.0) >= WAITING_SHOWN and (self.outside or 0.0) >= OUTSIDE_BUSY
+
+    @property
     def serial(self) -> bool:
         return self.hot >= ONE_CORE
 
@@ -86,7 +103,10 @@ class CpuState:
         host's busy cores less the job's), or its own threads (ranks, loader workers) wanting more
         than the cores; said only as far as the figures show it."""
         if self.outside is not None and self.outside >= OUTSIDE_BUSY:
-            return f"other processes share these cores ({self.outside:.2f} cores busy outside the job)"
+            named = ", ".join(f"{who} at {c:.2f}" for who, c in self.outside_named)
+            return f"other processes share these cores ({self.outside:.2f} cores busy outside the job" + (
+                f": {named})" if named else ")"
+            )
         own = f"{self.ranks} ranks" if self.ranks > 1 else "the training process"
         if self.n_workers:
             own += f" and {self.n_workers:.0f} loader workers"
@@ -159,4 +179,19 @@ def cpu_state(w: WindowStats) -> CpuState:
         waiting=g(Resource.CPU_COMPUTE, "job", "runqueue_wait_cores"),
         outside=outside,
         launch=g(Resource.CPU_COMPUTE, "job", "launch_thread_cores"),
+        outside_named=outside_named(w),
     )
+
+
+def outside_named(w: WindowStats) -> tuple[tuple[str, float], ...]:
+    """The window's busiest processes outside the job, by name and pid: each one's cores averaged
+    over the window's samples (a sample that did not name it counts as none), those at
+    OUTSIDE_PROCESS_SHOWN or more, at most OUTSIDE_TOP of them."""
+    n = max(1, w.samples)
+    found = [
+        (d, s.mean * min(s.count, n) / n)
+        for (r, d, m), s in w.stats.items()
+        if r == Resource.CPU_COMPUTE and m == OUTSIDE_METRIC
+    ]
+    found = [(d, c) for d, c in found if c >= OUTSIDE_PROCESS_SHOWN]
+    return tuple(sorted(found, key=lambda x: -x[1])[:OUTSIDE_TOP])

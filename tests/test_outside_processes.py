@@ -1,0 +1,185 @@
+"""Other processes on the job's cores: named by name and pid (a fake /proc tree, and real busy
+processes outside the job on this machine), said in the evidence, the wait put on them only where
+they hold cores, and giving the job its cores back recommended first with its predicted gain
+(issue 20: the held-out "other processes on the machine" pattern; scripts/workloads/other_processes.py
+proves it: x1.90 with the busy loops stopped)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bottleneckd.advice.predict import cores_back
+from bottleneckd.diagnosis.rules.cpu_state import cpu_state
+from bottleneckd.diagnosis.step_inputs import Share, StepInputs
+from bottleneckd.diagnosis.thresholds import OUTSIDE_BUSY, OUTSIDE_PROCESS_SHOWN
+from bottleneckd.model.outside import OUTSIDE_METRIC
+from bottleneckd.peaks.resolve import PeakTable
+from bottleneckd.runtime.run import Run
+from bottleneckd.samplers.cpu_compute import CpuComputeSampler
+from bottleneckd.samplers.outside_processes import OutsideProcesses, descendants
+from bottleneckd.samplers.process_tree import ProcessTree
+from bottleneckd.samplers.threads import TICK
+from tests.windows import HOST, job, sample, window
+
+
+def _stat(proc: Path, pid: int, name: str, ppid: int, cpu_seconds: float) -> None:
+    ticks = int(round(cpu_seconds * TICK))
+    d = proc / str(pid)
+    d.mkdir(parents=True, exist_ok=True)
+    # pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime ...
+    (d / "stat").write_text(f"{pid} ({name}) R {ppid} {pid} {pid} 0 -1 0 0 0 0 0 {ticks} 0 0 0 20 0 1 0\n")
+
+
+def test_a_scan_names_the_busiest_processes_outside_the_job_from_two_scans(tmp_path: Path) -> None:
+    proc = tmp_path / "proc"
+    me = os.getpid()
+    procs = {
+        101: ("stress", 1, 0.0, 0.9),  # pid: (name, ppid, cpu at the first scan, cpu added by the second)
+        102: ("backup (nightly)", 1, 5.0, 0.5),  # a name with a space and a parenthesis
+        103: ("idle", 1, 1.0, 0.02),  # under OUTSIDE_PROCESS_SHOWN: not named
+        104: ("py-spy", me, 0.0, 0.8),  # the sidecar's own child: left out
+        105: ("python", 1, 0.0, 0.95),  # the job's rank: left out
+        106: ("rsync", 1, 0.0, 0.3),
+        107: ("gzip", 1, 0.0, 0.2),  # fourth busiest: past OUTSIDE_TOP
+    }
+    for pid, (name, ppid, cpu, _) in procs.items():
+        _stat(proc, pid, name, ppid, cpu)
+    scan = OutsideProcesses(str(proc), OUTSIDE_PROCESS_SHOWN)
+    assert scan.scan({105}, now=10.0) == []  # the first scan only sets the baseline
+    for pid, (name, ppid, cpu, more) in procs.items():
+        _stat(proc, pid, name, ppid, cpu + more)
+    _stat(proc, 108, "new", 1, 3.0)  # started between the scans: no rate yet
+    got = scan.scan({105}, now=11.0)
+    assert [(p.pid, p.name) for p in got] == [(101, "stress"), (102, "backup (nightly)"), (106, "rsync")]
+    assert got[0].cores == pytest.approx(0.9, abs=1.0 / TICK)
+    scan.skip()  # a sample not scanned: no rate across the gap
+    assert scan.scan({105}, now=20.0) == []
+
+
+def test_descendants_follow_the_parent_ids() -> None:
+    assert descendants(1, {2: 1, 3: 2, 4: 9, 5: 3}) == {1, 2, 3, 5}
+
+
+def _busy_outside() -> int:
+    """A busy loop outside this process's tree (forked twice: a child of init), ended by the caller."""
+    r, w = os.pipe()
+    code = "import os, sys\nos.write(int(sys.argv[1]), str(os.getpid()).encode())\nwhile True:\n    pass\n"
+    subprocess.run(["sh", "-c", f'"{sys.executable}" -c "$0" {w} & ', code], pass_fds=(w,), check=True, timeout=30)
+    os.close(w)
+    pid = int(os.read(r, 32).decode())
+    os.close(r)
+    return pid
+
+
+def test_the_cpu_sampler_names_a_real_busy_process_outside_the_job() -> None:
+    """On this machine: a sleeping job and a busy loop forked off outside it. With the scan's gate at
+    0 cores the sampler names the loop (by its pid) from its second sample; never the job."""
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    hog = _busy_outside()
+    try:
+        s = CpuComputeSampler(None, ProcessTree(sleeper.pid), outside=(0.0, 0.3))  # type: ignore[arg-type]
+        s.sample()
+        time.sleep(0.8)
+        named = {r.device: r.value for r in s.sample() if r.metric == OUTSIDE_METRIC}
+        assert any(d.endswith(f"[{hog}]") and v >= 0.3 for d, v in named.items()), named
+        assert not any(d.endswith(f"[{sleeper.pid}]") or d.endswith(f"[{os.getpid()}]") for d in named)
+        never = CpuComputeSampler(None, ProcessTree(sleeper.pid))  # type: ignore[arg-type]
+        never.sample()
+        time.sleep(0.3)
+        assert not [r for r in never.sample() if r.metric == OUTSIDE_METRIC]
+    finally:
+        os.kill(hog, 9)
+        sleeper.kill()
+        sleeper.wait()
+
+
+#: the suite's other_processes job as the sampler saw it: one thread at 0.55 of a core asking for
+#: 0.97, two busy loops outside the job on the 2 cores
+CONTENDED = {
+    **HOST,
+    "cpu_compute/host/cores": 2.0,
+    "cpu_compute/host/utilization": 1.0,
+    "cpu_compute/host/busy_cores": 2.0,
+    **job(0.55, 0.55, usable=2.0, waiting=0.42),
+    "cpu_compute/job/main_thread_demand": 0.97,
+    "cpu_compute/job/hottest_thread_demand": 0.97,
+    f"cpu_compute/python[14639]/{OUTSIDE_METRIC}": 0.72,
+    f"cpu_compute/python[14641]/{OUTSIDE_METRIC}": 0.69,
+}
+STEP = {"forward": 0.3, "backward": 0.55, "optimizer": 0.08, "data_wait": 0.07}
+
+
+def test_the_evidence_names_the_processes_the_job_waits_behind() -> None:
+    st = cpu_state(window(CONTENDED, STEP))
+    assert st.waits_behind_others and st.outside == pytest.approx(1.45)
+    assert st.outside_named == (("python[14639]", pytest.approx(0.72)), ("python[14641]", pytest.approx(0.69)))
+    ev = " ".join(st.describe())
+    assert "other processes share these cores (1.45 cores busy outside the job: python[14639] at 0.72" in ev
+
+
+def test_a_process_named_in_one_sample_of_five_counts_as_a_fifth() -> None:
+    from bottleneckd.diagnosis.window import Window
+
+    w = Window(5)
+    for k in range(5):
+        fig = dict(CONTENDED)
+        if k:
+            del fig[f"cpu_compute/python[14639]/{OUTSIDE_METRIC}"]
+        w.add(sample(fig, STEP, t=float(k)))
+    named = cpu_state(w.stats()).outside_named
+    assert named == (("python[14641]", pytest.approx(0.69)), ("python[14639]", pytest.approx(0.72 / 5)))
+
+
+def test_no_wait_is_put_on_other_processes_under_outside_busy() -> None:
+    quiet = {**CONTENDED, "cpu_compute/host/busy_cores": 0.55 + OUTSIDE_BUSY * 0.8}
+    assert not cpu_state(window(quiet, STEP)).waits_behind_others
+    no_wait = {**CONTENDED, "cpu_compute/job/runqueue_wait_cores": 0.02}
+    assert not cpu_state(window(no_wait, STEP)).waits_behind_others
+
+
+def test_cores_back_worked_numbers() -> None:
+    i = StepInputs(
+        step=0.05,
+        shares={"forward": Share(0.3, 0.3, 0.3)},
+        main_cores=0.55,
+        main_demand=0.97,
+        cores=2.0,
+        busy_cores=0.55,
+        waiting_cores=0.42,
+        outside_cores=1.45,
+        outside_processes=("python[14639] at 0.72",),
+    )
+    p = cores_back(i)
+    # the training thread waits 42% of the time: x1/(1-0.42) = 1.72; the job's threads ask for
+    # 0.97 cores and run 0.55: x1.76; the point their geometric mean
+    assert p.low == pytest.approx(1 / 0.58) and p.high == pytest.approx(0.97 / 0.55)
+    assert p.speedup == pytest.approx((1 / 0.58 * 0.97 / 0.55) ** 0.5)
+    assert "python[14639] at 0.72" in p.formula
+    # capped by the cores the others held: a job asking for 1.5 more cores where they held 0.3
+    capped = cores_back(StepInputs(**{**i.__dict__, "waiting_cores": 1.45, "outside_cores": 0.3, "main_demand": 0.6}))
+    assert capped.high == pytest.approx(0.85 / 0.55)
+    assert not cores_back(StepInputs(**{**i.__dict__, "outside_cores": None})).known
+
+
+def test_giving_the_job_its_cores_back_comes_first_with_its_prediction() -> None:
+    p = Run(PeakTable(()), window=5)
+    for k in range(6):
+        snap = p(sample(CONTENDED, STEP, t=float(k)))
+    v = snap.verdict
+    assert (v.resource, v.stage) == ("cpu_compute", "compute")
+    top = snap.recommendations[0]
+    assert top.mitigation.id == "isolate_cores" and top.first, [r.mitigation.id for r in snap.recommendations]
+    assert top.prediction is not None and top.prediction.speedup == pytest.approx(1.74, abs=0.02)
+    assert "python[14639]" in top.prediction.formula
+    alone = {k: v for k, v in CONTENDED.items() if OUTSIDE_METRIC not in k}
+    alone.update({"cpu_compute/host/busy_cores": 0.6, "cpu_compute/job/runqueue_wait_cores": 0.0})
+    q = Run(PeakTable(()), window=5)
+    for k in range(6):
+        snap = q(sample(alone, STEP, t=float(k)))
+    assert "isolate_cores" not in [r.mitigation.id for r in snap.recommendations]
