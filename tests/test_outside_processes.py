@@ -183,3 +183,40 @@ def test_giving_the_job_its_cores_back_comes_first_with_its_prediction() -> None
     for k in range(6):
         snap = q(sample(alone, STEP, t=float(k)))
     assert "isolate_cores" not in [r.mitigation.id for r in snap.recommendations]
+
+
+def test_a_loader_bound_step_is_paced_by_its_busiest_worker() -> None:
+    """data_cpu_bound beside two busy loops (measured on this VM): 94% data wait, one worker running
+    0.59 of a core while asking for 1.00, the training thread at 0.08: the worker's wait sets the
+    least (x1/(1-0.41)), not the training thread's 8%. The busy loops stopped measured x1.43 there."""
+    i = StepInputs(
+        step=0.2,
+        shares={"data_wait": Share(0.94, 0.93, 0.95), "forward": Share(0.04, 0.03, 0.05)},
+        loader_workers=1.0,
+        worker_cores=0.59,
+        worker_demand=1.0,
+        main_cores=0.08,
+        main_demand=0.16,
+        cores=2.0,
+        busy_cores=0.62,
+        waiting_cores=0.47,
+        outside_cores=1.38,
+    )
+    p = cores_back(i)
+    assert p.low == pytest.approx(1 / 0.59) and "the busiest loader worker waits 41%" in p.formula
+    assert p.high == pytest.approx(1.09 / 0.62)
+
+
+def test_of_two_put_first_the_one_that_keeps_the_training_goes_first() -> None:
+    from bottleneckd.advice.knowledge import load_knowledge
+    from bottleneckd.advice.predict import Prediction
+    from bottleneckd.advice.recommend import Recommendation, rank_key
+
+    kb = {m.id: m for m in load_knowledge()}
+    fast = Prediction(1.9, 1.9, 20.0, "", "")
+    cheaper = Recommendation(kb["simplify_augmentation"], "cpu_compute", 1.0, "", fast, "x")
+    cores = Recommendation(kb["isolate_cores"], "cpu_compute", 1.0, "", Prediction(1.73, 1.71, 1.76, "", ""), "y")
+    assert kb["simplify_augmentation"].changes_semantics and not kb["isolate_cores"].changes_semantics
+    assert sorted([cheaper, cores], key=rank_key) == [cores, cheaper]
+    not_first = Recommendation(kb["isolate_cores"], "cpu_compute", 1.0, "", Prediction(3.0, 3.0, 3.0, "", ""))
+    assert sorted([not_first, cheaper], key=rank_key) == [cheaper, not_first]

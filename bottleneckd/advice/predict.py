@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from bottleneckd.diagnosis.step_inputs import Share, StepInputs
-from bottleneckd.diagnosis.thresholds import NO_WORKERS
+from bottleneckd.diagnosis.thresholds import INPUT_HIGH, NO_WORKERS
 from bottleneckd.model.resources import Phase, Resource
 
 #: the largest share of the step a model removes (a step cannot take no time); the same cap as the
@@ -505,14 +505,15 @@ def restore_link(i: StepInputs) -> Prediction:
 
 def cores_back(i: StepInputs) -> Prediction:
     """The cores other processes hold given back to the job (moved, limited, or the job on cores of
-    its own): its threads run whenever they are runnable. Two ends. The least: only the training
-    thread's run-queue wait goes, q = its running-or-waiting share less its running share, T' =
-    T (1 - q) (a serial step waits on that thread). The most: the job's threads as a whole run what
-    they ask for, busy + waiting cores instead of busy, up to the cores the job may use and the cores
-    the others held: x min(cores, busy + waiting, busy + outside) / busy. The point their geometric
-    mean. Assumes the job's run-queue wait is for the other processes: it is modelled only where
-    they hold at least OUTSIDE_BUSY cores while the job's threads wait (``outside_cores``). Measured
-    on the suite's other_processes job (one busy loop per core outside the job) with the busy loops
+    its own): its threads run whenever they are runnable. Two ends. The least: only the run-queue
+    wait of the thread that paces the step goes, q = its running-or-waiting share less its running
+    share, T' = T (1 - q): the busiest loader worker where the step waits for data its workers load,
+    else the training thread. The most: the job's threads as a whole run what they ask for, busy +
+    waiting cores instead of busy, up to the cores the job may use and the cores the others held:
+    x min(cores, busy + waiting, busy + outside) / busy. The point their geometric mean. Assumes
+    the job's run-queue wait is for the other processes: it is modelled only where they hold at
+    least OUTSIDE_BUSY cores while the job's threads wait (``outside_cores``). Measured on the
+    suite's other_processes job (one busy loop per core outside the job) with the busy loops
     stopped: x1.90 (3 interleaved runs a side, ``python scripts/eval.py --only other_processes``),
     predicted x1.69 (x1.66-x1.71) under run and x1.63 under attach."""
     m = "cpu share"
@@ -520,7 +521,7 @@ def cores_back(i: StepInputs) -> Prediction:
         return unknown(m, "the job's threads do not wait for a CPU behind other processes (or it is not measured)")
     busy, wait, out = i.busy_cores, i.waiting_cores, i.outside_cores
     most = max(1.0, min(i.cores or busy + wait, busy + wait, busy + out) / busy)
-    q = None if i.main_cores is None or i.main_demand is None else max(0.0, i.main_demand - i.main_cores)
+    pacer, q = _pacing_wait(i)
     least = 1.0 / (1.0 - min(q, MAX_SHARE)) if q is not None else most
     return known(
         m,
@@ -531,8 +532,21 @@ def cores_back(i: StepInputs) -> Prediction:
         f"{out:.2f}"
         + (f" ({', '.join(i.outside_processes)})" if i.outside_processes else "")
         + f": given back, the job runs up to x{most:.2f} of its CPU time"
-        + (f"; the training thread waits {q:.0%} of the time (x{least:.2f} without it)" if q is not None else ""),
+        + (f"; {pacer} waits {q:.0%} of the time (x{least:.2f} without it)" if q is not None else ""),
     )
+
+
+def _pacing_wait(i: StepInputs) -> tuple[str, float | None]:
+    """The thread that paces the step and the share of the time it waits on a run queue: the busiest
+    loader worker where the step waits for data (INPUT_HIGH) its workers load, else the training thread."""
+    d = i.share(Phase.DATA_WAIT).value
+    if (i.loader_workers or 0.0) >= NO_WORKERS and d >= INPUT_HIGH:
+        if i.worker_cores is None or i.worker_demand is None or not i.loader_workers:
+            return "the busiest loader worker", None
+        return "the busiest loader worker", max(0.0, i.worker_demand - i.worker_cores / i.loader_workers)
+    if i.main_cores is None or i.main_demand is None:
+        return "the training thread", None
+    return "the training thread", max(0.0, i.main_demand - i.main_cores)
 
 
 def smaller_model(i: StepInputs) -> Prediction:

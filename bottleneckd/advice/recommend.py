@@ -62,16 +62,19 @@ class Recommendation:
 
 def rank_key(r: Recommendation) -> tuple[int, float, float]:
     """Those the knowledge base puts first for this job (``first_if``) when predicted to gain at
-    least MIN_PREDICTED_GAIN; then predicted gain per cost (gain >= MIN_PREDICTED_GAIN), then the
-    unpredicted (those no model predicts put first for this job, then by score), then those predicted to gain less
-    (tier, then descending value); equal
-    gains by score (two mitigations the same hook applies, less frequent sync and accumulation on
-    DDP, predict alike)."""
+    least MIN_PREDICTED_GAIN, those that keep the training's semantics before those that change it
+    (the cores other processes hold given back before cheaper augmentation); then predicted gain
+    per cost (gain >= MIN_PREDICTED_GAIN), then the unpredicted (those no model predicts put first
+    for this job, then by score), then those predicted to gain less (tier, then descending value);
+    equal gains by score (two mitigations the same hook applies, less frequent sync and
+    accumulation on DDP, predict alike)."""
     p = r.prediction
     if p is None or p.gain is None:
         return (1, -1.0 if r.first else 0.0, -r.score)
     if p.gain >= MIN_PREDICTED_GAIN:
-        return (-1 if r.first else 0, -round(p.gain * COST_WEIGHT.get(r.mitigation.cost, 0.7), 6), -r.score)
+        # of those put first, one that keeps what is trained goes before one that changes it
+        lead = (-1 if r.mitigation.changes_semantics else -2) if r.first else 0
+        return (lead, -round(p.gain * COST_WEIGHT.get(r.mitigation.cost, 0.7), 6), -r.score)
     return (2, -p.gain, -r.score)
 
 
