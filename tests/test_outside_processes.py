@@ -86,7 +86,10 @@ def test_the_cpu_sampler_names_a_real_busy_process_outside_the_job() -> None:
         s = CpuComputeSampler(None, ProcessTree(sleeper.pid), outside=(0.0, 0.3))  # type: ignore[arg-type]
         s.sample()
         time.sleep(0.8)
-        named = {r.device: r.value for r in s.sample() if r.metric == OUTSIDE_METRIC}
+        got = s.sample()
+        named = {r.device: r.value for r in got if r.metric == OUTSIDE_METRIC}
+        own = [r.value for r in got if r.device == "sidecar" and r.metric == "busy_cores"]
+        assert len(own) == 1 and own[0] is not None and 0.0 <= own[0] < 0.3  # this test process sleeps
         assert any(d.endswith(f"[{hog}]") and v >= 0.3 for d, v in named.items()), named
         assert not any(d.endswith(f"[{sleeper.pid}]") or d.endswith(f"[{os.getpid()}]") for d in named)
         never = CpuComputeSampler(None, ProcessTree(sleeper.pid))  # type: ignore[arg-type]
@@ -134,6 +137,15 @@ def test_a_process_named_in_one_sample_of_five_counts_as_a_fifth() -> None:
         w.add(sample(fig, STEP, t=float(k)))
     named = cpu_state(w.stats()).outside_named
     assert named == (("python[14641]", pytest.approx(0.69)), ("python[14639]", pytest.approx(0.72 / 5)))
+
+
+def test_the_sidecars_own_cpu_is_not_other_processes() -> None:
+    """py-spy and the sidecar at 0.3 cores are the tool's cost: left out of the cores busy outside
+    the job (1.45 with the busy loops; 0.25 left without them, under OUTSIDE_BUSY, is none)."""
+    assert cpu_state(window({**CONTENDED, "cpu_compute/sidecar/busy_cores": 0.3}, STEP)).outside == pytest.approx(1.15)
+    ours = {**CONTENDED, "cpu_compute/host/busy_cores": 0.55 + 0.3 + 0.2, "cpu_compute/sidecar/busy_cores": 0.3}
+    st = cpu_state(window(ours, STEP))
+    assert st.outside == pytest.approx(0.2) and not st.waits_behind_others
 
 
 def test_no_wait_is_put_on_other_processes_under_outside_busy() -> None:

@@ -74,6 +74,8 @@ def measured_facts(w: WindowStats, verdict: Verdict, peaks: PeakTable | None = N
     cpu = cpu_state(w)
     if verdict.figures.get("contended_rank_lag_seconds") or cpu.waits_behind_others:
         out["cpu_contended_from_outside"] = True
+    elif cpu.outside is not None and cpu.waiting is not None:  # measured, and not so
+        out["cpu_contended_from_outside"] = False
     held = job_memory_share(w)
     if held is not None:
         out["job_memory_share"] = round(held, 4)

@@ -48,6 +48,7 @@ class CpuComputeSampler:
         self._threads = ThreadRates()
         self._outside_from = outside[0] if outside is not None else None
         self._outside = OutsideProcesses(proc_root, outside[1] if outside is not None else 0.0)
+        self._own: dict[int, psutil.Process] = {}  # the sidecar and its children (py-spy), for cpu_percent
         self._cores = psutil.cpu_count() or 1
         psutil.cpu_times_percent(percpu=True)  # the first call is a meaningless baseline
 
@@ -73,15 +74,43 @@ class CpuComputeSampler:
         out.append(Reading(Resource.CPU_COMPUTE, "host", "pressure_some", some, "ratio", why))
         if self._tree is not None:
             job = self._job()
-            out += job + self._outside_processes(busy_total, job)
+            own = self._sidecar()
+            out += job + own + self._outside_processes(busy_total, job, own)
         return out
 
-    def _outside_processes(self, host_busy: float, job: list[Reading]) -> list[Reading]:
+    def _sidecar(self) -> list[Reading]:
+        """The CPU of this process and its children that are not the job's (py-spy; under ``run``
+        the job is a child too): the tool's own cost, not other processes' (rules/cpu_state.py
+        leaves it out of the cores busy outside the job). None where the sidecar runs in the job."""
+        assert self._tree is not None
+        members = {p.pid for p in self._tree.members()} | {self._tree.pid}
+        try:
+            me = psutil.Process()
+            procs = [me] + me.children(recursive=True)
+        except psutil.Error:
+            return []
+        if me.pid in members:
+            return [Reading(Resource.CPU_COMPUTE, "sidecar", "busy_cores", None, "cores", "the sidecar is in the job")]
+        total, seen = 0.0, {}
+        for p in procs:
+            if p.pid in members:
+                continue
+            p = self._own.get(p.pid, p)
+            seen[p.pid] = p
+            try:
+                total += p.cpu_percent(None) / 100.0
+            except psutil.Error:
+                continue
+        self._own = seen
+        return [Reading(Resource.CPU_COMPUTE, "sidecar", "busy_cores", total, "cores")]
+
+    def _outside_processes(self, host_busy: float, job: list[Reading], own: list[Reading]) -> list[Reading]:
         """The busiest processes outside the job, by name and pid, while they hold ``outside``'s cores
         or more (the host's busy cores less the job's, as rules/cpu_state.py reckons them)."""
         assert self._tree is not None
         got = {r.metric: r.value for r in job if r.device == "job"}
         outside = host_busy - (got.get("busy_cores") or 0.0) - (got.get("launcher_busy_cores") or 0.0)
+        outside -= next((r.value or 0.0 for r in own if r.device == "sidecar"), 0.0)
         if self._outside_from is None or outside < self._outside_from:
             self._outside.skip()
             return []

@@ -41,7 +41,8 @@ class CpuState:
     hottest_demand: float | None = None
     worker_max_demand: float | None = None
     waiting: float | None = None  # cores' worth of the job's threads runnable but not running
-    #: cores busy on the host outside the job (host busy minus the job's ranks, workers and launcher)
+    #: cores busy on the host outside the job (host busy minus the job's ranks, workers and launcher,
+    #: and the sidecar's own: itself and its py-spy)
     outside: float | None = None
     #: the busiest rank's main thread and autograd device threads together, cores (a GPU job's)
     launch: float | None = None
@@ -161,7 +162,10 @@ def cpu_state(w: WindowStats) -> CpuState:
     psi = g(Resource.CPU_COMPUTE, "job", "pressure_some")
     host_busy, job_busy = g(Resource.CPU_COMPUTE, "host", "busy_cores"), g(Resource.CPU_COMPUTE, "job", "busy_cores")
     launcher = g(Resource.CPU_COMPUTE, "job", "launcher_busy_cores") or 0.0
-    outside = max(0.0, host_busy - job_busy - launcher) if host_busy is not None and job_busy is not None else None
+    own = g(Resource.CPU_COMPUTE, "sidecar", "busy_cores") or 0.0  # the tool's own (py-spy): not other processes
+    outside = (
+        max(0.0, host_busy - job_busy - launcher - own) if host_busy is not None and job_busy is not None else None
+    )
     return CpuState(
         cores=cores,
         busy=g(Resource.CPU_COMPUTE, "job", "busy_cores"),
