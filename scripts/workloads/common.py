@@ -225,35 +225,3 @@ def data_file(name: str, mib: int) -> str:
         os.fsync(f.fileno())  # written back: a later POSIX_FADV_DONTNEED can drop its pages
     os.replace(tmp, path)
     return path
-
-
-#: a busy loop that ends when the process whose id it is given does (checked every ~2M iterations)
-_BUSY_LOOP = """import os, sys
-watched = int(sys.argv[1])
-while True:
-    for _ in range(2_000_000):
-        pass
-    try:
-        os.kill(watched, 0)
-    except OSError:
-        break
-"""
-
-
-def busy_outside(n: int) -> None:
-    """Start ``n`` busy loops outside this job's process tree (another user's work on the machine):
-    each is forked twice, so it is a child of init, not of this process, and ends when this
-    process does (as another program would not: it only spares the machine after the run)."""
-    import sys
-
-    me = os.getpid()
-    for _ in range(n):
-        pid = os.fork()
-        if pid == 0:
-            try:
-                os.setsid()
-                if os.fork() == 0:
-                    os.execv(sys.executable, [sys.executable, "-c", _BUSY_LOOP, str(me)])
-            finally:
-                os._exit(0)
-        os.waitpid(pid, 0)

@@ -14,7 +14,8 @@ MIN_SPEEDUP = 1.4
 
 import os
 
-from common import busy_outside, classifier_step, mlp, options, set_threads, train
+from busy_outside import busy_outside
+from common import classifier_step, mlp, options, set_threads, train
 
 args = options(__doc__).parse_args()
 if not args.intervene:  # before torch: a fork of a process with OpenMP threads is not safe
