@@ -530,7 +530,7 @@ def cores_back(i: StepInputs) -> Prediction:
         most,
         f"the job's threads run {busy:.2f} cores and wait for {wait:.2f} more while other processes hold "
         f"{out:.2f}"
-        + (f" ({', '.join(i.outside_processes)})" if i.outside_processes else "")
+        + (f" (on the host: {', '.join(i.outside_processes)})" if i.outside_processes else "")
         + f": given back, the job runs up to x{most:.2f} of its CPU time"
         + (f"; {pacer} waits {q:.0%} of the time (x{least:.2f} without it)" if q is not None else ""),
     )
@@ -541,9 +541,12 @@ def _pacing_wait(i: StepInputs) -> tuple[str, float | None]:
     loader worker where the step waits for data (INPUT_HIGH) its workers load, else the training thread."""
     d = i.share(Phase.DATA_WAIT).value
     if (i.loader_workers or 0.0) >= NO_WORKERS and d >= INPUT_HIGH:
-        if i.worker_cores is None or i.worker_demand is None or not i.loader_workers:
+        running = i.worker_max_cores
+        if running is None and i.worker_cores is not None and i.loader_workers:
+            running = i.worker_cores / i.loader_workers  # the mean worker's, where the busiest is not read
+        if running is None or i.worker_demand is None:
             return "the busiest loader worker", None
-        return "the busiest loader worker", max(0.0, i.worker_demand - i.worker_cores / i.loader_workers)
+        return "the busiest loader worker", max(0.0, i.worker_demand - running)
     if i.main_cores is None or i.main_demand is None:
         return "the training thread", None
     return "the training thread", max(0.0, i.main_demand - i.main_cores)

@@ -255,6 +255,9 @@ WINDOW_STATISTICS: dict[str, Figure] = {
     "cpu_pressure": lambda w, peaks: cpu_state(w).pressure,
     "runqueue_wait_cores": lambda w, peaks: cpu_state(w).waiting,
     "outside_busy_cores": lambda w, peaks: cpu_state(w).outside,
+    "usable_core_shortfall": lambda w, peaks: (
+        None if (st := cpu_state(w)).host_cores is None else max(0.0, st.host_cores - st.cores)
+    ),
     "outside_process_top_cores": lambda w, peaks: max((c for _, c in cpu_state(w).outside_named), default=None),
     "loader_workers": lambda w, peaks: cpu_state(w).n_workers,
     "job_busy_cores": lambda w, peaks: cpu_state(w).busy,

@@ -72,8 +72,11 @@ class StepInputs:
     busy_cores: float | None = None
     waiting_cores: float | None = None
     outside_cores: float | None = None
-    #: the busiest of those processes, "name[pid] at N.NN" (cores; rules/cpu_state.py ``outside_named``)
+    #: the busiest of those processes, "name[pid] at N.NN" (cores on the host, not per rank;
+    #: rules/cpu_state.py ``outside_named``)
     outside_processes: tuple[str, ...] = ()
+    #: the busiest single loader worker's CPU (cores, 0..1): with worker_demand, its run-queue wait
+    worker_max_cores: float | None = None
     flops_per_step: float | None = None
     bytes_per_step: float | None = None  # operand bytes per step
     compute_seconds: float | None = None  # seconds per step of the phases the roofline counted
@@ -239,6 +242,7 @@ def step_inputs(
         waiting_cores=_per(cpu.waiting, here),
         outside_cores=_per(cpu.outside, here) if cpu.waits_behind_others else None,
         outside_processes=tuple(f"{who} at {c:.2f}" for who, c in cpu.outside_named),
+        worker_max_cores=cpu.worker_max,
         flops_per_step=flops,
         bytes_per_step=nbytes,
         compute_seconds=compute_s,

@@ -225,6 +225,16 @@ OUTSIDE_BUSY = _t(
     "job's own threads (ranks, loader workers) wait for each other (issue 21 item 10: 'other processes share these "
     "cores' was said when the only other processes were the job's loader workers)",
 )
+CONFINED_SLACK = _t(
+    "CONFINED_SLACK",
+    0.5,
+    unit="cores",
+    statistic="usable_core_shortfall",
+    source="a job whose usable cores (affinity, cgroup quota) are this far below the host's is confined to some of "
+    "them, and its run-queue wait is not put on the processes outside it (CPU busy on cores it may not use; a "
+    "quota's throttling is a run-queue wait too): half a core, as affinity counts whole cores and a quota of "
+    "1.9 cores on 2 leaves the job the host",
+)
 OUTSIDE_PROCESS_SHOWN = _t(
     "OUTSIDE_PROCESS_SHOWN",
     0.1,

@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 
+from bottleneckd.model.outside import OUTSIDE_METRIC
 from bottleneckd.model.resources import Resource
 from bottleneckd.model.sample import Reading
 
@@ -81,8 +82,10 @@ def family_name(r: Reading) -> tuple[str, str]:
 
 
 def host_detail(r: Reading, virtual_nics: Collection[str]) -> bool:
-    """A reading of a family node_exporter already exports: one core's busy share, a virtual NIC."""
-    if r.resource == Resource.CPU_COMPUTE and _CORE.fullmatch(r.device):
+    """A reading of a family node_exporter already exports: one core's busy share, a virtual NIC;
+    or a process outside the job, by name and pid (a series per process, and other users' process
+    names: the evidence says them; /metrics only with host detail on)."""
+    if r.resource == Resource.CPU_COMPUTE and (_CORE.fullmatch(r.device) or r.metric == OUTSIDE_METRIC):
         return True
     return r.resource == Resource.INTER_NODE_INTERCONNECT and r.device in virtual_nics
 

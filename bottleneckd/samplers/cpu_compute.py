@@ -49,6 +49,7 @@ class CpuComputeSampler:
         self._outside_from = outside[0] if outside is not None else None
         self._outside = OutsideProcesses(proc_root, outside[1] if outside is not None else 0.0)
         self._own: dict[int, psutil.Process] = {}  # the sidecar and its children (py-spy), for cpu_percent
+        self._reaped: tuple[float, float] | None = None  # its reaped children's CPU seconds, at (monotonic)
         self._cores = psutil.cpu_count() or 1
         psutil.cpu_times_percent(percpu=True)  # the first call is a meaningless baseline
 
@@ -79,9 +80,10 @@ class CpuComputeSampler:
         return out
 
     def _sidecar(self) -> list[Reading]:
-        """The CPU of this process and its children that are not the job's (py-spy; under ``run``
-        the job is a child too): the tool's own cost, not other processes' (rules/cpu_state.py
-        leaves it out of the cores busy outside the job). None where the sidecar runs in the job."""
+        """The CPU of this process and its children that are not the job's (py-spy, running or
+        reaped since the last sample; under ``run`` the job is a child too, reaped only at its end):
+        the tool's own cost, not other processes' (rules/cpu_state.py leaves it out of the cores busy
+        outside the job). None where the sidecar runs in the job."""
         assert self._tree is not None
         members = {p.pid for p in self._tree.members()} | {self._tree.pid}
         try:
@@ -102,6 +104,15 @@ class CpuComputeSampler:
             except psutil.Error:
                 continue
         self._own = seen
+        # children it has reaped since (py-spy's dumps run and exit between two samples)
+        try:
+            t = me.cpu_times()
+            reaped, now = t.children_user + t.children_system, time.monotonic()
+        except psutil.Error:
+            reaped, now = None, time.monotonic()
+        if reaped is not None and self._reaped is not None and now > self._reaped[1]:
+            total += max(0.0, reaped - self._reaped[0]) / (now - self._reaped[1])
+        self._reaped = None if reaped is None else (reaped, now)
         return [Reading(Resource.CPU_COMPUTE, "sidecar", "busy_cores", total, "cores")]
 
     def _outside_processes(self, host_busy: float, job: list[Reading], own: list[Reading]) -> list[Reading]:
@@ -112,7 +123,6 @@ class CpuComputeSampler:
         outside = host_busy - (got.get("busy_cores") or 0.0) - (got.get("launcher_busy_cores") or 0.0)
         outside -= next((r.value or 0.0 for r in own if r.device == "sidecar"), 0.0)
         if self._outside_from is None or outside < self._outside_from:
-            self._outside.skip()
             return []
         members = {p.pid for p in self._tree.members()} | {self._tree.pid}
         return [

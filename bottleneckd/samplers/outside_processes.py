@@ -6,7 +6,7 @@ processes they are, as the code of a stage is named. A scan reads every /proc/PI
 1 ms per 60 processes on this project's 2-core VM; psutil's Process objects take twice that), so it
 runs only while the host's busy cores outside the job reach OUTSIDE_BUSY (the runtime gives the
 CPU sampler the diagnosis's figure: rules/cpu_state.py says "other processes share these cores"
-from it); a rate needs two scans in a row, so the first such sample names none. The job's
+from it); a rate needs two scans, so the first such sample names none. The job's
 processes, the sidecar and its own children (py-spy) are left out.
 """
 
@@ -21,6 +21,10 @@ from bottleneckd.model.outside import OUTSIDE_TOP
 from bottleneckd.samplers.threads import parse_name, parse_stat
 
 __all__ = ["OutsideProcesses", "OutsideProcess", "descendants"]
+
+#: the kernel's thread parent: its children are kernel threads (kswapd, ksoftirqd, kworker), whose
+#: work is often the job's own (reclaim, network, I/O) and which no user stops; not named
+KTHREADD = "2"
 
 
 @dataclass(frozen=True)
@@ -40,14 +44,10 @@ class OutsideProcesses:
         self._last: dict[int, tuple[str, float]] = {}  # pid -> (name, CPU seconds) at the last scan
         self._last_t: float | None = None
 
-    def skip(self) -> None:
-        """This sample is not scanned: the next scan has no baseline (no rate over a gap)."""
-        self._last, self._last_t = {}, None
-
     def scan(self, exclude: set[int], now: float | None = None) -> list[OutsideProcess]:
         """The busiest processes outside ``exclude`` (the job's), this process and its descendants,
-        at ``shown`` cores or more (at most OUTSIDE_TOP), from this scan and the previous one;
-        none on the first scan after a gap."""
+        at ``shown`` cores or more (at most OUTSIDE_TOP), from this scan and the previous one (a
+        rate over the time between them: after a gap, the average over it); none on the first."""
         now = time.monotonic() if now is None else now
         cur: dict[int, tuple[str, float]] = {}
         parent: dict[int, int] = {}
@@ -64,7 +64,7 @@ class OutsideProcesses:
                 ppid = int(line[line.rfind(")") + 2 :].split()[1])
             except (OSError, ValueError, IndexError):
                 continue
-            if parsed is not None:
+            if parsed is not None and entry != KTHREADD and ppid != int(KTHREADD):  # not a kernel thread
                 cur[int(entry)] = (parse_name(line), parsed[1])
                 parent[int(entry)] = ppid
         last, last_t = self._last, self._last_t
@@ -76,7 +76,7 @@ class OutsideProcesses:
         found = [
             OutsideProcess(pid, name, (cpu - last[pid][1]) / dt)
             for pid, (name, cpu) in cur.items()
-            if pid not in left_out and pid in last and cpu >= last[pid][1]
+            if pid not in left_out and pid in last and last[pid][0] == name and cpu >= last[pid][1]
         ]
         found = [p for p in found if p.cores >= self._shown]
         return sorted(found, key=lambda p: -p.cores)[:OUTSIDE_TOP]

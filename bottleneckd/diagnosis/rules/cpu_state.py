@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from bottleneckd.diagnosis.rules.common import pct
 from bottleneckd.diagnosis.thresholds import (
+    CONFINED_SLACK,
     CPU_STALL,
     NO_WORKERS,
     ONE_CORE,
@@ -48,6 +49,8 @@ class CpuState:
     launch: float | None = None
     #: the busiest processes outside the job ("name[pid]", cores over the window), at most OUTSIDE_TOP
     outside_named: tuple[tuple[str, float], ...] = ()
+    #: the host's cores (None where not read): a job that may use fewer is confined to some of them
+    host_cores: float | None = None
 
     @property
     def demand(self) -> float | None:
@@ -88,8 +91,18 @@ class CpuState:
     @property
     def waits_behind_others(self) -> bool:
         """The job's threads wait on a run queue (WAITING_SHOWN) while processes outside the job hold
-        cores (OUTSIDE_BUSY): the wait the evidence puts on other processes (``who_waits``)."""
-        return (self.waiting or 0.0) >= WAITING_SHOWN and (self.outside or 0.0) >= OUTSIDE_BUSY
+        cores (OUTSIDE_BUSY), and the processes named hold that much between them: the wait the
+        evidence puts on other processes (``who_waits``), held to what the advice can act on. Not
+        for a job confined to fewer cores than the host's (an affinity set or a CPU quota: the cores
+        busy outside the job may be others, and a quota's throttling is a run-queue wait too)."""
+        confined = self.host_cores is not None and self.cores < self.host_cores - CONFINED_SLACK
+        named = sum(c for _, c in self.outside_named)
+        return (
+            not confined
+            and (self.waiting or 0.0) >= WAITING_SHOWN
+            and (self.outside or 0.0) >= OUTSIDE_BUSY
+            and named >= OUTSIDE_BUSY
+        )
 
     @property
     def serial(self) -> bool:
@@ -184,6 +197,7 @@ def cpu_state(w: WindowStats) -> CpuState:
         outside=outside,
         launch=g(Resource.CPU_COMPUTE, "job", "launch_thread_cores"),
         outside_named=outside_named(w),
+        host_cores=g(Resource.CPU_COMPUTE, "host", "cores"),
     )
 
 
