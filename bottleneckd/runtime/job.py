@@ -33,17 +33,26 @@ DEFAULT_GRACE = 30.0
 PASS_ON = (signal.SIGUSR1, signal.SIGUSR2)
 
 
+#: why a program cannot start, as start_job and check_program say it
+NOT_FOUND = "no such program; check the command after '--'"
+NOT_EXECUTABLE = "permission denied"
+
+
+def cannot_start(program: str, why: str) -> InputError:
+    return InputError(f"cannot start {program!r}: {why}")
+
+
 def start_job(command: tuple[str, ...], env: dict[str, str]) -> subprocess.Popen:
     """The job started (``command`` with ``env``). Raises InputError, naming the program, when it
     cannot start: not found, not executable, or another OSError."""
     try:
         return subprocess.Popen(list(command), env=env)
     except FileNotFoundError as e:
-        raise InputError(f"cannot start {command[0]!r}: no such program; check the command after '--'") from e
+        raise cannot_start(command[0], NOT_FOUND) from e
     except PermissionError as e:
-        raise InputError(f"cannot start {command[0]!r}: permission denied") from e
+        raise cannot_start(command[0], NOT_EXECUTABLE) from e
     except OSError as e:
-        raise InputError(f"cannot start {command[0]!r}: {e.strerror or e}") from e
+        raise cannot_start(command[0], str(e.strerror or e)) from e
 
 
 def check_program(command: tuple[str, ...]) -> None:
@@ -52,9 +61,9 @@ def check_program(command: tuple[str, ...]) -> None:
     prog = command[0]
     path = prog if os.sep in prog else shutil.which(prog)
     if path is None or not os.path.exists(path):
-        raise InputError(f"cannot start {prog!r}: no such program; check the command after '--'")
+        raise cannot_start(prog, NOT_FOUND)
     if os.path.isdir(path) or not os.access(path, os.X_OK):
-        raise InputError(f"cannot start {prog!r}: permission denied")
+        raise cannot_start(prog, NOT_EXECUTABLE)
 
 
 def exit_code(returncode: int) -> int:
