@@ -10,7 +10,7 @@ from pathlib import Path
 
 import psutil
 
-from bottleneckd.model.outside import OUTSIDE_METRIC, outside_device
+from bottleneckd.model.outside import OUTSIDE_METRIC, outside_cores, outside_device
 from bottleneckd.model.resources import Resource
 from bottleneckd.model.sample import Reading
 from bottleneckd.peaks.resolve import PeakTable
@@ -74,18 +74,17 @@ class CpuComputeSampler:
         some, full, why = self._host_psi.read()
         out.append(Reading(Resource.CPU_COMPUTE, "host", "pressure_some", some, "ratio", why))
         if self._tree is not None:
+            members = {p.pid for p in self._tree.members()} | {self._tree.pid}
             job = self._job()
-            own = self._sidecar()
-            out += job + own + self._outside_processes(busy_total, job, own)
+            own = self._sidecar(members)
+            out += job + own + self._outside_processes(busy_total, job, own, members)
         return out
 
-    def _sidecar(self) -> list[Reading]:
+    def _sidecar(self, members: set[int]) -> list[Reading]:
         """The CPU of this process and its children that are not the job's (py-spy, running or
         reaped since the last sample; under ``run`` the job is a child too, reaped only at its end):
         the tool's own cost, not other processes' (rules/cpu_state.py leaves it out of the cores busy
-        outside the job). None where the sidecar runs in the job."""
-        assert self._tree is not None
-        members = {p.pid for p in self._tree.members()} | {self._tree.pid}
+        outside the job). None where the sidecar runs in the job. ``members``: the job's pids."""
         try:
             me = psutil.Process()
             procs = [me] + me.children(recursive=True)
@@ -115,16 +114,16 @@ class CpuComputeSampler:
         self._reaped = None if reaped is None else (reaped, now)
         return [Reading(Resource.CPU_COMPUTE, "sidecar", "busy_cores", total, "cores")]
 
-    def _outside_processes(self, host_busy: float, job: list[Reading], own: list[Reading]) -> list[Reading]:
-        """The busiest processes outside the job, by name and pid, while they hold ``outside``'s cores
-        or more (the host's busy cores less the job's, as rules/cpu_state.py reckons them)."""
-        assert self._tree is not None
+    def _outside_processes(
+        self, host_busy: float, job: list[Reading], own: list[Reading], members: set[int]
+    ) -> list[Reading]:
+        """The busiest processes outside the job (``members``), by name and pid, while the cores busy
+        outside it (``outside_cores``, as rules/cpu_state.py reckons them) reach ``outside``'s."""
         got = {r.metric: r.value for r in job if r.device == "job"}
-        outside = host_busy - (got.get("busy_cores") or 0.0) - (got.get("launcher_busy_cores") or 0.0)
-        outside -= next((r.value or 0.0 for r in own if r.device == "sidecar"), 0.0)
+        sidecar = next((r.value for r in own if r.device == "sidecar"), None)
+        outside = outside_cores(host_busy, got.get("busy_cores") or 0.0, got.get("launcher_busy_cores"), sidecar)
         if self._outside_from is None or outside < self._outside_from:
             return []
-        members = {p.pid for p in self._tree.members()} | {self._tree.pid}
         return [
             Reading(Resource.CPU_COMPUTE, outside_device(p.name, p.pid), OUTSIDE_METRIC, p.cores, "cores")
             for p in self._outside.scan(members)

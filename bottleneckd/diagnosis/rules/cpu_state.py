@@ -18,7 +18,7 @@ from bottleneckd.diagnosis.thresholds import (
     WAITING_SHOWN,
 )
 from bottleneckd.diagnosis.window import WindowStats
-from bottleneckd.model.outside import OUTSIDE_METRIC, OUTSIDE_TOP
+from bottleneckd.model.outside import OUTSIDE_METRIC, OUTSIDE_TOP, outside_cores
 from bottleneckd.model.resources import Resource
 
 
@@ -174,11 +174,9 @@ def cpu_state(w: WindowStats) -> CpuState:
     ranks = g(Resource.CPU_COMPUTE, "job", "ranks")
     psi = g(Resource.CPU_COMPUTE, "job", "pressure_some")
     host_busy, job_busy = g(Resource.CPU_COMPUTE, "host", "busy_cores"), g(Resource.CPU_COMPUTE, "job", "busy_cores")
-    launcher = g(Resource.CPU_COMPUTE, "job", "launcher_busy_cores") or 0.0
-    own = g(Resource.CPU_COMPUTE, "sidecar", "busy_cores") or 0.0  # the tool's own (py-spy): not other processes
-    outside = (
-        max(0.0, host_busy - job_busy - launcher - own) if host_busy is not None and job_busy is not None else None
-    )
+    launcher = g(Resource.CPU_COMPUTE, "job", "launcher_busy_cores")
+    own = g(Resource.CPU_COMPUTE, "sidecar", "busy_cores")  # the tool's own (py-spy): not other processes
+    outside = None if host_busy is None or job_busy is None else outside_cores(host_busy, job_busy, launcher, own)
     return CpuState(
         cores=cores,
         busy=g(Resource.CPU_COMPUTE, "job", "busy_cores"),
