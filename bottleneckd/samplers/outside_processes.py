@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bottleneckd.model.outside import OUTSIDE_TOP
-from bottleneckd.samplers.threads import parse_name, parse_stat
+from bottleneckd.samplers.threads import parse_name, parse_stat, stat_fields
 
 __all__ = ["OutsideProcesses", "OutsideProcess", "descendants"]
 
@@ -61,7 +61,7 @@ class OutsideProcesses:
             try:
                 line = (self._proc / entry / "stat").read_text()
                 parsed = parse_stat(line)
-                ppid = int(line[line.rfind(")") + 2 :].split()[1])
+                ppid = int(stat_fields(line)[1])
             except (OSError, ValueError, IndexError):
                 continue
             if parsed is not None and entry != KTHREADD and ppid != int(KTHREADD):  # not a kernel thread

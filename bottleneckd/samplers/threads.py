@@ -44,12 +44,16 @@ def parse_name(text: str) -> str:
     return text[start + 1 : end] if 0 <= start < end else ""
 
 
-def parse_stat(text: str) -> tuple[str, float] | None:
-    """(state, utime+stime seconds) from one /proc/.../stat line; the name may hold spaces or ')'."""
+def stat_fields(text: str) -> list[str]:
+    """The fields of one /proc/.../stat line after the name (state, ppid, ...; proc(5)'s third
+    field on); the name may hold spaces or ')'. Empty where the line has no name."""
     end = text.rfind(")")
-    if end < 0:
-        return None
-    f = text[end + 2 :].split()
+    return text[end + 2 :].split() if end >= 0 else []
+
+
+def parse_stat(text: str) -> tuple[str, float] | None:
+    """(state, utime+stime seconds) from one /proc/.../stat line."""
+    f = stat_fields(text)
     if len(f) < 13:
         return None
     return f[0], (int(f[11]) + int(f[12])) / TICK
