@@ -241,7 +241,7 @@ def step_inputs(
         busy_cores=_per(cpu.busy, here),
         waiting_cores=_per(cpu.waiting, here),
         outside_cores=_per(cpu.outside, here) if cpu.waits_behind_others else None,
-        outside_processes=tuple(f"{who} at {c:.2f}" for who, c in cpu.outside_named),
+        outside_processes=cpu.outside_said,
         worker_max_cores=cpu.worker_max,
         flops_per_step=flops,
         bytes_per_step=nbytes,

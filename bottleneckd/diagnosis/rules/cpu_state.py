@@ -89,6 +89,11 @@ class CpuState:
         return not self.saturated and self.demand is not None and self.demand >= SATURATED * self.cores
 
     @property
+    def outside_said(self) -> tuple[str, ...]:
+        """The processes outside the job as the evidence and the advice say them: "name[pid] at 0.72"."""
+        return tuple(f"{who} at {c:.2f}" for who, c in self.outside_named)
+
+    @property
     def waits_behind_others(self) -> bool:
         """The job's threads wait on a run queue (WAITING_SHOWN) while processes outside the job hold
         cores (OUTSIDE_BUSY), and the processes named hold that much between them: the wait the
@@ -117,7 +122,7 @@ class CpuState:
         host's busy cores less the job's), or its own threads (ranks, loader workers) wanting more
         than the cores; said only as far as the figures show it."""
         if self.outside is not None and self.outside >= OUTSIDE_BUSY:
-            named = ", ".join(f"{who} at {c:.2f}" for who, c in self.outside_named)
+            named = ", ".join(self.outside_said)
             return f"other processes share these cores ({self.outside:.2f} cores busy outside the job" + (
                 f": {named})" if named else ")"
             )
