@@ -4,6 +4,7 @@ and CPU pressure stalls (host and the job's cgroup). None of it needs a peak."""
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from pathlib import Path
@@ -48,8 +49,8 @@ class CpuComputeSampler:
         self._threads = ThreadRates()
         self._outside_from = outside[0] if outside is not None else None
         self._outside = OutsideProcesses(proc_root, outside[1] if outside is not None else 0.0)
-        self._own: dict[int, psutil.Process] = {}  # the sidecar and its children (py-spy), for cpu_percent
-        self._reaped: tuple[float, float] | None = None  # its reaped children's CPU seconds, at (monotonic)
+        #: the sidecar's CPU seconds (its own and its reaped children's: py-spy) at a monotonic time
+        self._own_cpu: tuple[float, float] | None = None
         self._cores = psutil.cpu_count() or 1
         psutil.cpu_times_percent(percpu=True)  # the first call is a meaningless baseline
 
@@ -81,38 +82,26 @@ class CpuComputeSampler:
         return out
 
     def _sidecar(self, members: set[int]) -> list[Reading]:
-        """The CPU of this process and its children that are not the job's (py-spy, running or
-        reaped since the last sample; under ``run`` the job is a child too, reaped only at its end):
-        the tool's own cost, not other processes' (rules/cpu_state.py leaves it out of the cores busy
-        outside the job). None where the sidecar runs in the job. ``members``: the job's pids."""
+        """The CPU of this process and of the children it has reaped (py-spy's dumps, each run to its
+        end between two samples), from its own /proc/self/stat: the tool's own cost, not other
+        processes' (rules/cpu_state.py leaves it out of the cores busy outside the job). Under run the
+        job's root is a child too, reaped with its whole CPU time when it ends: nothing is read once
+        it is gone. None where the sidecar runs in the job (``members``: the job's pids)."""
+        assert self._tree is not None
+        if os.getpid() in members:
+            return [Reading(Resource.CPU_COMPUTE, "sidecar", "busy_cores", None, "cores", "the sidecar is in the job")]
         try:
-            me = psutil.Process()
-            procs = [me] + me.children(recursive=True)
+            t = psutil.Process().cpu_times()
         except psutil.Error:
             return []
-        if me.pid in members:
-            return [Reading(Resource.CPU_COMPUTE, "sidecar", "busy_cores", None, "cores", "the sidecar is in the job")]
-        total, seen = 0.0, {}
-        for p in procs:
-            if p.pid in members:
-                continue
-            p = self._own.get(p.pid, p)
-            seen[p.pid] = p
-            try:
-                total += p.cpu_percent(None) / 100.0
-            except psutil.Error:
-                continue
-        self._own = seen
-        # children it has reaped since (py-spy's dumps run and exit between two samples)
-        try:
-            t = me.cpu_times()
-            reaped, now = t.children_user + t.children_system, time.monotonic()
-        except psutil.Error:
-            reaped, now = None, time.monotonic()
-        if reaped is not None and self._reaped is not None and now > self._reaped[1]:
-            total += max(0.0, reaped - self._reaped[0]) / (now - self._reaped[1])
-        self._reaped = None if reaped is None else (reaped, now)
-        return [Reading(Resource.CPU_COMPUTE, "sidecar", "busy_cores", total, "cores")]
+        cpu, now, last = t.user + t.system + t.children_user + t.children_system, time.monotonic(), self._own_cpu
+        self._own_cpu = (cpu, now)
+        if last is None or now <= last[1]:
+            return [Reading(Resource.CPU_COMPUTE, "sidecar", "busy_cores", None, "cores", "first interval")]
+        if not self._tree.alive():
+            return [Reading(Resource.CPU_COMPUTE, "sidecar", "busy_cores", None, "cores", "the job has ended")]
+        rate = min(float(self._cores), max(0.0, cpu - last[0]) / (now - last[1]))
+        return [Reading(Resource.CPU_COMPUTE, "sidecar", "busy_cores", rate, "cores")]
 
     def _outside_processes(
         self, host_busy: float, job: list[Reading], own: list[Reading], members: set[int]
