@@ -59,6 +59,20 @@ def test_judge_right_wrong_undetermined_and_error() -> None:
     assert ev.judge(either, _doc("cpu_compute", "data"))["outcome"] == "wrong"
 
 
+def test_a_straggler_label_is_right_only_with_its_rank_named() -> None:
+    from dataclasses import replace
+
+    w = replace(_w(("cpu_compute",), "compute"), straggler=1)
+    named = {"verdict": {"resource": "cpu_compute", "stage": "compute", "straggler": {"rank": 1}}}
+    assert ev.judge(w, named)["outcome"] == "right"
+    assert ev.judge(w, named)["straggler"] == 1
+    other = {"verdict": {"resource": "cpu_compute", "stage": "compute", "straggler": {"rank": 0}}}
+    assert ev.judge(w, other)["outcome"] == "wrong"
+    assert ev.judge(w, _doc("cpu_compute", "compute"))["outcome"] == "wrong"  # no rank named
+    assert ev.judge(w, _doc("undetermined", "communication"))["outcome"] == "undetermined"
+    assert [x.straggler for x in WORKLOADS if x.name == "straggler_uneven"] == [1]
+
+
 def test_throughput_reads_the_last_line() -> None:
     assert (
         ev.throughput("throughput: 1.5 steps/s (3 steps)\nnoise\nthroughput: 2.250 steps/s (9 steps in 4.0 s)\n")

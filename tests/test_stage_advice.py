@@ -136,6 +136,8 @@ def test_measured_facts_are_declared_produced_and_unknown_when_not_measured():
         "job_memory_share",  # tests/test_rules.py
         "cpu_contended_from_outside",  # tests/test_straggler.py
         "flops_per_parameter",  # tests/test_recommend.py
+        "straggler_limits_the_step",  # tests/test_rank_balance.py
+        "straggler_balance_share",  # tests/test_rank_balance.py
     }
     bare = window(HOST, {"data_wait": 0.5, "forward": 0.5})  # the job's CPU not sampled: unknown, not 0
     assert "job_idle_cores" not in measured_facts(bare, classify(bare, NO_PEAKS))

@@ -234,7 +234,7 @@ def attach(
     view = LiveView(live, quiet, peaks=side.peaks)
     try:
         if not no_stacks:
-            stacks = StackSampler(pid, rate)
+            stacks = StackSampler(pid, rate, ranks=True)
             why = stacks.check()
             if why:
                 say(f"bottleneckd: {why}")
@@ -242,6 +242,7 @@ def attach(
             else:
                 side.phase_sources.append(stacks.drain)
                 side.code_sources.append(stacks.drain_code)
+                side.rank_sources.append(stacks.drain_ranks)
                 stacks.start()
         via = (
             " with py-spy stacks"

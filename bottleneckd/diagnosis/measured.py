@@ -10,6 +10,12 @@ what the job's own figures say about whether a mitigation can help, not what the
   processes outside the job hold cores (rules/cpu_state.py ``waits_behind_others``, what the
   evidence says as "other processes share these cores"): the first thing is to give it its cores
   back, which changes nothing in the training.
+- ``straggler_limits_the_step`` and ``straggler_balance_share``: the job's ranks wait in their
+  collectives for one rank's own extra work (diagnosis/straggler.py names it and the verdict is
+  what it was doing), and the share of the step they would save with the work even among them (the
+  straggler's busy time less the ranks' mean, over the median rank's step): a larger shard, longer
+  sequences, work only rank 0 does. Evening it out keeps the global batch, and comes before
+  making every rank do less.
 - ``job_memory_share``: the job's resident memory over the host's memory in use (rules/capacity.py):
   where host memory is short and others hold most of it, the job's own savings do not free it.
 - ``serial_loader_thread``: a thread of a rank other than its main and autograd threads at a full
@@ -76,6 +82,10 @@ def measured_facts(w: WindowStats, verdict: Verdict, peaks: PeakTable | None = N
         out["cpu_contended_from_outside"] = True
     elif cpu.outside is not None and cpu.waiting is not None:  # measured, and not so
         out["cpu_contended_from_outside"] = False
+    balance = _straggler_balance(verdict)
+    if balance is not None:
+        out["straggler_limits_the_step"] = True
+        out["straggler_balance_share"] = round(balance, 4)
     held = job_memory_share(w)
     if held is not None:
         out["job_memory_share"] = round(held, 4)
@@ -111,6 +121,16 @@ def measured_facts(w: WindowStats, verdict: Verdict, peaks: PeakTable | None = N
     if throttled:
         out["gpu_throttled"] = throttled
     return Facts(out)
+
+
+def _straggler_balance(verdict: Verdict) -> float | None:
+    """The straggler's ``balance_share`` where the verdict is its own work the ranks wait for (a
+    rank named, ``limits_the_step``), else None."""
+    s = verdict.straggler or {}
+    share = s.get("balance_share")
+    if not s.get("limits_the_step") or s.get("kind") != "rank" or not isinstance(share, (int, float)):
+        return None
+    return float(share)
 
 
 def flops_per_parameter(w: WindowStats) -> float | None:

@@ -109,6 +109,9 @@ class StepInputs:
     #: the rate most of the node's InfiniBand ports run at over the slow link's, where the traffic
     #: runs on a slower port or an Ethernet interface (rules/communication.py slow_link); None otherwise
     link_rate_ratio: float | None = None
+    #: the share of the step the job saves with its ranks' work even (the fact
+    #: straggler_balance_share: a rank's own extra work the others wait for, diagnosis/straggler.py)
+    straggler_balance: float | None = None
 
     def share(self, phase: str) -> Share:
         return self.shares.get(phase, Share(0.0, 0.0, 0.0))
@@ -258,6 +261,7 @@ def step_inputs(
         data_random=_share(facts.get("data_random_share")),
         **(_gpu_gaps(stats, peaks) if device == "cuda" else {}),
         link_rate_ratio=None if slow is None else slow.usual / slow.rate,
+        straggler_balance=_share(facts.get("straggler_balance_share")),
     )
 
 

@@ -27,6 +27,7 @@ reported.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from statistics import median
@@ -42,6 +43,7 @@ from bottleneckd.diagnosis.thresholds import (
     STRAGGLER_MAJORITY,
     STRAGGLER_MARGIN,
     STRAGGLER_MIN_INTERVALS,
+    STRAGGLER_SAMPLED_Z,
     STRAGGLER_WAIT_SHARE,
 )
 from bottleneckd.model.identity import RankIdentity
@@ -96,8 +98,8 @@ class RankFigures:
     busy: float  # seconds per step outside collective waits
     wait: float  # seconds per step waiting in collectives
     steps: int
-    slowest: int  # intervals in which it was busy longest
-    last_arrival: int  # intervals in which it waited least (the others waited for it)
+    slowest: float  # intervals in which it was busy longest (shared among the ranks tied: stack samples)
+    last_arrival: float  # intervals in which it waited least (the others waited for it)
     phases: dict[str, float] = field(default_factory=dict)  # seconds per step in each non-wait phase
     runqueue: float | None = None  # seconds per step its training thread waited for a CPU (None: not reported)
     cpu: float | None = None  # seconds per step its training thread ran on a CPU (its work)
@@ -142,6 +144,20 @@ class Straggler:
     #: step beyond the median rank's x (1 + the least contended rank's wait per CPU second); None
     #: when not reported
     contention: float | None = None
+    #: the ranks' phases are stack samples (attach: diagnosis by py-spy, no hook): the figures per
+    #: "step" are per sampling period of a rank, so only their ratios and shares are said
+    sampled: bool = False
+    mean_compute: float | None = None  # the mean rank's busy time per step (what each does with the work even)
+    median_step: float | None = None  # the median rank's busy time and wait per step: the job's step
+
+    @property
+    def balance_share(self) -> float | None:
+        """The share of the step the job saves with the work even among the ranks (each busy as
+        long as their mean; the straggler's lag behind the mean is what the others wait): a rank's
+        own extra work, not a node's or contention's (None)."""
+        if self.kind != "rank" or self.mean_compute is None or not self.median_step or self.contended:
+            return None
+        return min(1.0, max(0.0, self.compute - self.mean_compute) / self.median_step)
 
     @property
     def excess(self) -> float:
@@ -167,7 +183,16 @@ class Straggler:
             return f"rank {self.rank} on {self.node}" + (f" ({self.gpu})" if self.gpu else "")
         return f"node {self.node} (ranks {', '.join(map(str, self.ranks))})"
 
+    def lag_said(self) -> str:
+        """The time the others lose to it: per step from timed steps, a share of the time from stack samples."""
+        if self.sampled:
+            share = self.step_time_lost / self.median_step if self.median_step else 0.0
+            return f"{share:.0%} of the step"
+        return f"{self.step_time_lost * 1e3:.1f} ms per step"
+
     def evidence(self) -> tuple[str, ...]:
+        if self.sampled:
+            return self._sampled_evidence()
         doing = (
             f", most of it {DOING.get(self.doing, self.doing)} (+{self.doing_excess * 1e3:.1f} ms per step)"
             if self.doing
@@ -192,6 +217,26 @@ class Straggler:
             f"busiest in {self.slowest_share:.0%} and last to arrive at the collectives in {self.last_share:.0%} "
             f"of the last {self.intervals} intervals",
             f"step time lost to it: {self.step_time_lost * 1e3:.1f} ms per step (the other ranks wait)",
+            *([rq] if rq else []),
+        )
+
+    def _sampled_evidence(self) -> tuple[str, ...]:
+        """What stack samples of every rank show (attach): the share of each rank's samples outside
+        its collective waits, not times per step."""
+        step = self.median_step or 1.0
+        doing = f", most of it {DOING.get(self.doing, self.doing)}" if self.doing else ""
+        rq = (
+            f"its training thread waited for a CPU {self.runqueue / step:.0%} of the time (median rank "
+            f"{self.median_runqueue / step:.0%}): its own work, not contention from outside the job"
+            if self.runqueue is not None and self.median_runqueue is not None and self.contention is not None
+            else ""
+        )
+        return (
+            f"straggler: {self.who()} busy outside the collectives in {self.compute / step:.0%} of its stack samples "
+            f"(median rank {self.median_compute / step:.0%}; py-spy, every rank in turn){doing}",
+            f"busiest in {self.slowest_share:.0%} and last to arrive at the collectives in {self.last_share:.0%} "
+            f"of the last {self.intervals} intervals",
+            f"step time lost to it: about {self.lag_said()} (the other ranks wait)",
             *([rq] if rq else []),
         )
 
@@ -226,6 +271,10 @@ class Straggler:
             "runqueue_seconds": self.runqueue,
             "median_runqueue_seconds": self.median_runqueue,
             "contention_seconds": self.contention,
+            "mean_compute_seconds": self.mean_compute,
+            "balance_share": self.balance_share,
+            "sampled": self.sampled,
+            "median_step_seconds": self.median_step,
         }
 
 
@@ -256,7 +305,11 @@ def _delta(prev: RankPhases | None, cur: RankPhases, fact: str) -> float | None:
 def rank_figures(window: Sequence[tuple[RankPhases, ...]]) -> list[RankFigures]:
     """Per rank: busy time, wait and each phase per step (the median over the window's intervals:
     one slow interval, such as the first steps' warm-up, does not make a straggler), its run-queue
-    wait, and how often it was the busiest and the last to arrive."""
+    wait, and how often it was the busiest and the last to arrive. Ranks seen by stack samples
+    (attach: a sample or two of each rank an interval, each one phase whole) are summed over the
+    window instead: the median of per-interval shares of 0 or 1 is no rank's share."""
+    if any(r.phases.sampled for rs in window for r in rs):
+        return _sampled_figures(window)
     acc: dict[str, dict[str, Any]] = {}
     prev: dict[str, RankPhases] = {}
     for rs in window:
@@ -304,6 +357,72 @@ def rank_figures(window: Sequence[tuple[RankPhases, ...]]) -> list[RankFigures]:
         for a in acc.values()
         if a["steps"]
     ]
+
+
+def _sampled_figures(window: Sequence[tuple[RankPhases, ...]]) -> list[RankFigures]:
+    """``rank_figures`` of stack-sampled ranks: each rank's samples summed over the window (busy,
+    wait and phases per sample), the busiest and last to arrive per interval as from timed steps,
+    and its run-queue wait and CPU from its main thread's schedstat over the window."""
+    acc: dict[str, dict[str, Any]] = {}
+    first: dict[str, RankPhases] = {}
+    for rs in window:
+        by_key = {r.identity.key: r for r in rs}
+        waits = {k: sum(r.phases.phases.get(n, 0.0) for n in WAIT_PHASES) for k, r in by_key.items()}
+        busy = {k: r.phases.wall_seconds - waits[k] for k, r in by_key.items()}
+        per = {k: busy[k] / r.phases.steps for k, r in by_key.items()}
+        wait = {k: _per_step(r, WAIT_PHASES) for k, r in by_key.items()}
+        # a sample or two of each rank tie often: the busiest (and the least waiting) share the interval
+        top, least = max(per.values()), min(wait.values())
+        slowest = [k for k in per if math.isclose(per[k], top)]
+        last = [k for k in wait if math.isclose(wait[k], least)]
+        for k, r in by_key.items():
+            a = acc.setdefault(k, {"busy": 0.0, "wall": 0.0, "steps": 0, "slow": 0, "last": 0, "ph": {}})
+            first.setdefault(k, r)
+            a["id"], a["end"] = r.identity, r
+            a["busy"] += max(0.0, busy[k])
+            a["wall"] += r.phases.wall_seconds
+            a["steps"] += r.phases.steps
+            a["slow"] += (k in slowest) / len(slowest)
+            a["last"] += (k in last) / len(last)
+            for ph, secs in r.phases.phases.items():
+                if ph not in WAIT_PHASES:
+                    a["ph"][ph] = a["ph"].get(ph, 0.0) + secs
+    out = []
+    for k, a in acc.items():
+        n = a["steps"]
+        if not n:
+            continue
+        busy = a["busy"] / n
+        rq, cpu = (
+            _span(first[k], a["end"], "runqueue_wait_seconds", a["wall"]),
+            _span(first[k], a["end"], "thread_cpu_seconds", a["wall"]),
+        )
+        out.append(
+            RankFigures(
+                identity=a["id"],
+                busy=busy,
+                wait=a["wall"] / n - busy,
+                steps=n,
+                slowest=a["slow"],
+                last_arrival=a["last"],
+                phases={ph: secs / n for ph, secs in a["ph"].items()},
+                runqueue=None if rq is None else rq * a["wall"] / n,
+                cpu=None if cpu is None else cpu * a["wall"] / n,
+                own=max(0.0, busy - rq * a["wall"] / n) if rq is not None else busy,
+            )
+        )
+    return out
+
+
+def _span(a: RankPhases, b: RankPhases, fact: str, wall: float) -> float | None:
+    """Seconds per second a cumulative per-thread figure (schedstat's CPU or run-queue wait) grew
+    from report ``a`` to report ``b``, whose reports after ``a`` cover ``wall`` less ``a``'s own
+    seconds; None when not reported."""
+    x, y = a.phases.facts.get(fact), b.phases.facts.get(fact)
+    span = wall - a.phases.wall_seconds
+    if not isinstance(x, (int, float)) or not isinstance(y, (int, float)) or y < x or span <= 0:
+        return None
+    return (y - x) / span
 
 
 def excess(top: RankFigures, figs: Sequence[RankFigures]) -> float:
@@ -358,6 +477,9 @@ def find_straggler(
     judged = excess(top, figs)
     if top.slowest / n < majority or top.last_arrival / n < LAST_ARRIVAL or judged < margin or top.busy <= med:
         return None
+    sampled = any(r.phases.sampled for rs in window for r in rs)
+    if sampled and sampled_z(top, figs) < STRAGGLER_SAMPLED_Z:
+        return None  # within what a few stack samples of even ranks differ by
     doing, extra = _doing(top, figs)
     rqs = [f.runqueue for f in figs if f.runqueue is not None]
     return Straggler(
@@ -379,7 +501,30 @@ def find_straggler(
         runqueue=top.runqueue,
         median_runqueue=median(rqs) if top.runqueue is not None and len(rqs) == len(figs) else None,
         contention=_contention(top, figs, top.busy - med),
+        sampled=sampled,
+        mean_compute=sum(f.busy for f in figs) / len(figs),
+        median_step=median(f.busy + f.wait for f in figs),
     )
+
+
+def sampled_z(top: RankFigures, figs: Sequence[RankFigures]) -> float:
+    """How many standard errors ``top``'s share of stack samples outside the collectives exceeds
+    the other ranks' pooled share by (a two-proportion z statistic; 0 when it cannot be judged)."""
+    others = [f for f in figs if f is not top]
+
+    def busy_share(f: RankFigures) -> float:
+        return f.busy / (f.busy + f.wait) if f.busy + f.wait > 0 else 0.0
+
+    n1, n0 = top.steps, sum(f.steps for f in others)
+    if n1 <= 0 or n0 <= 0:
+        return 0.0
+    p1 = busy_share(top)
+    p0 = sum(busy_share(f) * f.steps for f in others) / n0
+    pooled = (p1 * n1 + p0 * n0) / (n1 + n0)
+    se = math.sqrt(pooled * (1 - pooled) * (1 / n1 + 1 / n0))
+    if se <= 0:
+        return float("inf") if p1 > p0 else 0.0
+    return (p1 - p0) / se
 
 
 def _contention(top: RankFigures, figs: list[RankFigures], lag: float) -> float | None:
@@ -485,10 +630,19 @@ def _contended(v: Verdict, s: Straggler, figs: list[RankFigures], held: bool) ->
         evidence=(ev, *v.evidence),
         headroom=head,
         figures={**v.figures, "contended_rank_lag_seconds": s.step_time_lost},
-        reason=f"the ranks wait for a rank other processes take the CPU from ({s.step_time_lost * 1e3:.1f} ms of "
-        f"their {med_wait * 1e3:.1f} ms wait per step): contended from outside the job; headroom if it ran as the "
+        reason=f"the ranks wait for a rank other processes take the CPU from ({_of_wait(s, med_wait)}): "
+        "contended from outside the job; headroom if it ran as the "
         "median rank",
     )
+
+
+def _of_wait(s: Straggler, med_wait: float) -> str:
+    """The straggler's lag within the others' wait: ms per step from timed steps, shares of the
+    step from stack samples."""
+    if s.sampled:
+        step = s.median_step or 1.0
+        return f"{s.step_time_lost / step:.0%} of the step of their {med_wait / step:.0%} waiting, from stack samples"
+    return f"{s.step_time_lost * 1e3:.1f} ms of their {med_wait * 1e3:.1f} ms wait per step"
 
 
 def with_straggler(v: Verdict, samples: Iterable[Sample], history: StragglerHistory | None = None) -> Verdict:
@@ -526,8 +680,8 @@ def with_straggler(v: Verdict, samples: Iterable[Sample], history: StragglerHist
             evidence=s.evidence() + tuple(v.evidence),
             headroom=head,
             straggler={**s.to_json(), "evidence": list(s.evidence()), "limits_the_step": True},
-            reason=f"the ranks wait in communication for the straggler ({s.step_time_lost * 1e3:.1f} ms of their "
-            f"{med_wait * 1e3:.1f} ms wait per step): {DOING.get(s.doing or 'forward', s.doing)} limits the step; "
+            reason=f"the ranks wait in communication for the straggler ({_of_wait(s, med_wait)}): "
+            f"{DOING.get(s.doing or 'forward', s.doing)} limits the step; "
             "headroom if it were as quick as the median rank",
         )
     return replace(

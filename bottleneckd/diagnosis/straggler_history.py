@@ -98,7 +98,11 @@ class StragglerHistory:
         ev = (
             f"straggler over the run: {who}, named in {count} of {self.windows} windows with several ranks; "
             f"{s['excess_ratio']:.0%} busy longer than the median rank, "
-            f"{s['step_time_lost_seconds'] * 1e3:.1f} ms per step lost",
+            + (
+                f"{s['step_time_lost_seconds'] / s['median_step_seconds']:.0%} of the step lost (stack samples)"
+                if s.get("sampled") and s.get("median_step_seconds")
+                else f"{s['step_time_lost_seconds'] * 1e3:.1f} ms per step lost"
+            ),
         )
         return replace(
             v,

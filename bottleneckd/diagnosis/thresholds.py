@@ -785,6 +785,16 @@ STRAGGLER_LAST = _t(
     statistic="",
     source="on a loaded 2-core machine, 5 intervals named a rank of an even job in 5 of 26 windows; 10 in none",
 )
+STRAGGLER_SAMPLED_Z = _t(
+    "STRAGGLER_SAMPLED_Z",
+    2.0,
+    unit="standard errors (two-proportion z over the window's stack samples)",
+    statistic="",
+    source="chosen: a rank seen by stack samples (attach, a sample or two of each rank an interval) is named only "
+    "when its share of samples outside the collectives exceeds the other ranks' by two standard errors of the "
+    "difference (about 2% one-sided by chance for even ranks, before the hold); a 2-rank job whose rank 1 did 7x "
+    "rank 0's rows: 88% against 25% (scripts/workloads/straggler_uneven.py under attach)",
+)
 STRAGGLER_WAIT_SHARE = _t(
     "STRAGGLER_WAIT_SHARE",
     0.5,

@@ -375,6 +375,20 @@ FACTS: dict[str, FactSpec] = {
             "whichever is nearer its peak (the hook's roofline; window)",
         ),
         _spec(
+            "straggler_limits_the_step",
+            "bool",
+            Producer.MEASURED,
+            "the ranks wait in their collectives for one rank's own extra work (diagnosis/straggler.py: named, "
+            "not slowed from outside the job; window)",
+        ),
+        _spec(
+            "straggler_balance_share",
+            "float",
+            Producer.MEASURED,
+            "the share of the step the ranks would save with that work even among them: the straggler's busy time "
+            "less the ranks' mean, over the median rank's step (window)",
+        ),
+        _spec(
             "job_idle_cores",
             "float",
             Producer.MEASURED,

@@ -34,8 +34,9 @@ def rank_labels(i: RankIdentity) -> list[str]:
 
 def rank_families(snap: Any) -> Iterator[Metric]:
     """From the latest snapshot: each rank's step time, phases, compute and collective wait in
-    the last interval, its identity, and the straggler the diagnosis named (if any)."""
-    ranks = [r for r in getattr(snap.sample, "ranks", ()) if r.phases.steps > 0]
+    the last interval, its identity, and the straggler the diagnosis named (if any). Ranks seen by
+    stack samples (attach) have no seconds per step to export: only their straggler's name."""
+    ranks = [r for r in getattr(snap.sample, "ranks", ()) if r.phases.steps > 0 and not r.phases.sampled]
     if ranks:
         step = GaugeMetricFamily(
             "bottleneckd_rank_step_seconds",
@@ -83,7 +84,7 @@ def rank_families(snap: Any) -> Iterator[Metric]:
             info.add_metric(lv + [str(i.world_size), i.pod, i.namespace], {})
         yield from (step, phase, comp, wait, index, info)
     s = getattr(snap.verdict, "straggler", None)
-    if s:
+    if s and not s.get("sampled"):  # stack samples give its lag as a share of the step, not seconds
         fam = GaugeMetricFamily(
             "bottleneckd_straggler_step_time_lost_seconds",
             "Seconds per step the job loses to the straggler this sidecar named (its compute minus the median rank's)",

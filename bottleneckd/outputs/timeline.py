@@ -63,7 +63,7 @@ class Timeline:
                 {k: v / r.phases.steps for k, v in r.phases.phases.items()},
             )
             for r in sample.ranks
-            if r.phases.steps
+            if r.phases.steps and not r.phases.sampled  # stack samples (attach) have no seconds per step
         )
         self.rows.append(
             Row(

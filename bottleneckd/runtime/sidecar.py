@@ -120,6 +120,8 @@ class Sidecar:
     phase_sources: list[Callable[[], StepPhases | None]] = field(default_factory=list)
     #: stack samples by the user's code (py-spy under run and attach, the process's own frames under watch())
     code_sources: list[Callable[[], StackCounts | None]] = field(default_factory=list)
+    #: every rank's step phases from stack samples (attach), used with ``phase_sources``' phases
+    rank_sources: list[Callable[[], tuple[RankPhases, ...]]] = field(default_factory=list)
     wired: list[Wired] = field(default_factory=list)
 
     @property
@@ -188,12 +190,17 @@ def build_sidecar(
         channel=receiver.counters,
     )
     sources: list[Callable[[], StepPhases | None]] = []
+    rank_sources: list[Callable[[], tuple[RankPhases, ...]]] = []
 
     def phases() -> tuple[StepPhases | None, tuple[RankPhases, ...]]:
-        """The hook's step phases since the last tick (stack samples stand in when there are none)."""
+        """The hook's step phases since the last tick (stack samples stand in when there are none,
+        every rank's with them)."""
         p, ranks = receiver.drain_ranks()
+        stacked = [src() for src in rank_sources]  # drained every tick: a rank's samples belong to it
         for src in sources if p is None else ():
             p = p or src()
+        if p is not None and p.sampled and not ranks:
+            ranks = next((r for r in stacked if r), ())
         return p, ranks
 
     codes: list[Callable[[], StackCounts | None]] = []
@@ -202,7 +209,7 @@ def build_sidecar(
         return merge_counts([src() for src in codes])
 
     loop = SamplingLoop(samplers, interval, run, phases, code)
-    return Sidecar(spec, why, run, receiver, loop, listen, sources, code_sources=codes)
+    return Sidecar(spec, why, run, receiver, loop, listen, sources, code_sources=codes, rank_sources=rank_sources)
 
 
 def job_paths() -> tuple[str, ...]:

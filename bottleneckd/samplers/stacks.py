@@ -25,9 +25,10 @@ import psutil
 
 from bottleneckd.model.code import MAIN, WORKER, StackCounts
 from bottleneckd.model.resources import Phase
-from bottleneckd.model.sample import StepPhases
+from bottleneckd.model.sample import RankPhases, StepPhases
 from bottleneckd.samplers.code_sites import StackTally, data_draws, user_site
 from bottleneckd.samplers.process_tree import LAUNCHER, RANK, ProcessTree, loader_workers
+from bottleneckd.samplers.rank_stacks import RankStacks, classify_rank_sample
 from bottleneckd.samplers.stack_frames import (
     STARTUP,
     classify_frames,
@@ -56,6 +57,8 @@ def find_py_spy() -> str | None:
 CHECK_TRIES = 3
 #: recent "other" stack samples whose idle flag makes the ``other_idle_share`` fact
 IDLE_MEMORY = 60
+#: dumps between two looks for the job's rank processes (attach's per-rank view)
+RANK_LOOK_EVERY = 4
 #: dumps between two looks for the training process's DataLoader workers (they start at each
 #: epoch unless persistent: a look every few seconds at 1-2 Hz follows them)
 WORKER_LOOK_EVERY = 5
@@ -119,10 +122,18 @@ def training_process(pid: int, frames: list[dict], idle: bool = False) -> int:
 
 class StackSampler:
     def __init__(
-        self, pid: int, rate_hz: float = 2.0, py_spy: str | None = None, workers: bool = True, main: bool = True
+        self,
+        pid: int,
+        rate_hz: float = 2.0,
+        py_spy: str | None = None,
+        workers: bool = True,
+        main: bool = True,
+        ranks: bool = False,
     ) -> None:
         """``main``: dump the training process's main thread (phases and code); ``workers``: its
-        DataLoader workers in turn (code of the data stage)."""
+        DataLoader workers in turn (code of the data stage); ``ranks``: every rank of a
+        multi-process job on CPUs in turn (``drain_ranks``: attach's per-rank view, which names
+        the straggler; under ``run`` the hook in every rank reports it)."""
         self.pid = pid
         self.target = pid
         self.interval = 1.0 / rate_hz
@@ -148,6 +159,8 @@ class StackSampler:
         self._workers: list[int] = []
         self._next_worker = 0
         self._not_workers: set[int] = set()  # children whose stack showed they are not loader workers (ranks)
+        self.rank_view = RankStacks(self.interval) if ranks else None
+        self._main_seen: tuple[int, str] | None = None  # this tick's main-thread sample: (pid, rank phase)
 
     def dump(self, pid: int | None = None) -> list[dict] | None:
         assert self.exe is not None
@@ -197,8 +210,11 @@ class StackSampler:
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
             self._dumps += 1
+            self._main_seen = None
             if self.sample_main:
                 self._sample_main()
+            if self.rank_view is not None:
+                self._sample_rank(self.rank_view)
             if self.sample_workers:
                 self._sample_worker()
 
@@ -231,6 +247,7 @@ class StackSampler:
                 self.target = new  # follow it to one
                 return
         if phase != STARTUP:
+            self._main_seen = (self.target, classify_rank_sample(phase, waits))
             site = user_site(frames)
             self.tally.add(phase, MAIN, site, data_draws(frames, site) if phase == Phase.DATA_WAIT else None)
         op = op_intensity(frames) if phase == Phase.FORWARD else None
@@ -257,6 +274,32 @@ class StackSampler:
         except (RuntimeError, PermissionError, subprocess.TimeoutExpired, ValueError):
             return False
         return t is not None and classify_frames(t.get("frames", [])) not in (Phase.OTHER, STARTUP)
+
+    def _sample_rank(self, view: RankStacks) -> None:
+        """The ranks' main threads whose turn it is (the rank followed for the phases: this tick's sample of it)."""
+        if self._dumps % RANK_LOOK_EVERY == 1:
+            try:
+                view.set_ranks([p for p in self._tree.members() if self._tree.role(p.pid) == RANK])
+            except Exception:  # noqa: BLE001 - a process gone between calls: the next look finds the rest
+                return
+        for pid in view.turn():
+            if self._main_seen is not None and self._main_seen[0] == pid:
+                view.add(pid, self._main_seen[1])
+                continue
+            try:
+                d = self.dump(pid)
+            except (RuntimeError, PermissionError, subprocess.TimeoutExpired, ValueError):
+                continue  # a rank gone (the job ending): not counted
+            t = main_thread(d or [], pid)
+            if t is None:
+                continue
+            phase = classify_frames(t.get("frames", []))
+            if phase != STARTUP:
+                view.add(pid, classify_rank_sample(phase, thread_idle(t)))
+
+    def drain_ranks(self) -> tuple[RankPhases, ...]:
+        """Every rank's stack samples since the last drain (empty unless ``ranks`` and two or more CPU ranks)."""
+        return self.rank_view.drain() if self.rank_view is not None else ()
 
     def _sample_worker(self) -> None:
         """One DataLoader worker's stack, in turn: counted under the data stage when it runs code

@@ -16,7 +16,10 @@ def judge(w: Workload, doc: dict) -> dict:
     if not isinstance(v, dict) or "resource" not in v:
         return {"outcome": "error", "resource": "error", "stage": "-", "evidence": [str(doc.get("error", ""))[-600:]]}
     res, stage = v.get("resource"), v.get("stage") or "-"
-    if res in w.labels and (w.stage is None or res == "undetermined" or stage == w.stage):
+    named = (v.get("straggler") or {}).get("rank")
+    if w.straggler is not None and res != "undetermined" and named != w.straggler:
+        outcome = "wrong"  # the right resource read on the wrong rank (or on none) is not the job's bottleneck
+    elif res in w.labels and (w.stage is None or res == "undetermined" or stage == w.stage):
         outcome = "right"
     elif res == "undetermined":
         outcome = "undetermined"
@@ -30,6 +33,7 @@ def judge(w: Workload, doc: dict) -> dict:
         "headroom": v.get("headroom"),
         "evidence": v.get("evidence", []),
         "reason": v.get("reason"),
+        "straggler": named,
         "secondary": v.get("secondary", []),
         "facts": doc.get("facts", {}),
         "step_phases": doc.get("step_phases"),

@@ -27,6 +27,7 @@ LITERALS = (
     "ALSO_PROVES",
     "ALSO_INTERVENTION",
     "ALSO_MIN_SPEEDUP",
+    "STRAGGLER",
 )
 
 
@@ -56,6 +57,9 @@ class Workload:
     also_proves: str | None = None
     also_intervention: str | None = None
     also_min_speedup: float | None = None
+    #: the rank every other rank waits for: the verdict is right only when it names that rank as the
+    #: straggler (None: no straggler to name)
+    straggler: int | None = None
 
     @property
     def label(self) -> str:
@@ -124,6 +128,7 @@ def discover(folder: Path = W) -> list[Workload]:
                 also_proves=c.get("ALSO_PROVES"),
                 also_intervention=c.get("ALSO_INTERVENTION"),
                 also_min_speedup=c.get("ALSO_MIN_SPEEDUP"),
+                straggler=c.get("STRAGGLER"),
             )
         )
     return sorted(found, key=lambda w: (w.name in LAST, w.name))

@@ -1,0 +1,261 @@
+"""A straggler's own extra work: evening the ranks' work out is the first advice, with its gain
+predicted from the straggler's lag behind the ranks' mean; under attach every rank's stack
+samples (samplers/rank_stacks.py) find it as the hook's timings do under run."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import time
+
+import psutil
+import pytest
+
+from bottleneckd.advice.knowledge import load_knowledge
+from bottleneckd.advice.predict import predict
+from bottleneckd.advice.recommend import recommend
+from bottleneckd.diagnosis.measured import measured_facts
+from bottleneckd.diagnosis.straggler import find_straggler, with_straggler
+from bottleneckd.diagnosis.verdict import Verdict
+from bottleneckd.diagnosis.window import Window
+from bottleneckd.model.facts import Facts
+from bottleneckd.model.identity import RankIdentity
+from bottleneckd.model.sample import RankPhases, Sample, StepPhases
+from bottleneckd.samplers.rank_stacks import (
+    PER_TICK,
+    RankStacks,
+    classify_rank_sample,
+    main_schedstat,
+    rank_numbers,
+    uses_cuda,
+)
+from tests.test_straggler import window
+
+COMM = Verdict(
+    resource="inter_gpu_interconnect",
+    stage="communication",
+    confidence=0.8,
+    evidence=("gradient communication 40% of step time",),
+    headroom=1.6,
+)
+
+
+def cpu_ident(rank: int) -> RankIdentity:
+    return RankIdentity(
+        job="j", run="", restart=0, rank=rank, local_rank=rank, world_size=2, local_world_size=2, node="n1", node_rank=0
+    )
+
+
+PY_SPY = {"phase_source": "py-spy"}
+
+
+def sampled_window(busy: dict[int, float], n: int = 10, per: int = 4, seed: int = 3) -> list[Sample]:
+    """Intervals of ``per`` stack samples of each rank (0.5 s each), busy in backward with
+    probability ``busy[rank]``, else waiting in the all-reduce (as attach's rank view reports)."""
+    rnd = random.Random(seed)
+    out = []
+    for t in range(n):
+        ranks = []
+        for r, p in busy.items():
+            k = sum(rnd.random() < p for _ in range(per))
+            ranks.append(
+                RankPhases(
+                    cpu_ident(r),
+                    StepPhases(
+                        per,
+                        per * 0.5,
+                        {"backward": k * 0.5, "communication": (per - k) * 0.5},
+                        {"phase_source": "py-spy"},
+                    ),
+                )
+            )
+        out.append(Sample(float(t), 1.0, (), None, (), tuple(ranks)))
+    return out
+
+
+def test_a_timed_straggler_gives_the_share_the_ranks_save_with_even_work() -> None:
+    s = find_straggler(window({0: 0.05, 1: 0.15}, noise=0.0))
+    assert s is not None and s.rank == 1 and not s.sampled
+    # busy 0.15 against the mean 0.10, a step of 0.152 (the median rank's busy + wait)
+    assert s.balance_share == pytest.approx(0.05 / 0.152, rel=0.02)
+    assert s.to_json()["balance_share"] == s.balance_share
+
+
+def test_stack_samples_of_every_rank_name_the_straggler_in_shares_not_times() -> None:
+    samples = sampled_window({0: 0.35, 1: 0.95})
+    s = find_straggler(samples)
+    assert s is not None and s.rank == 1 and s.sampled
+    assert 0.15 < (s.balance_share or 0) < 0.45
+    ev = s.evidence()
+    assert ev[0].startswith("straggler: rank 1") and "of its stack samples" in ev[0]
+    assert not any(" ms" in e for e in ev), ev  # a sample stands for a share of the time, not a step's ms
+    v = with_straggler(COMM, samples)
+    assert v.resource == "cpu_compute" and v.stage == "compute" and v.straggler["limits_the_step"]
+    assert "from stack samples" in v.reason and " ms" not in v.reason
+    # even ranks sampled alike: no one is named
+    assert find_straggler(sampled_window({0: 0.6, 1: 0.6})) is None
+
+
+def test_the_straggler_limiting_the_step_makes_even_work_the_first_advice_with_its_gain() -> None:
+    samples = window({0: 0.05, 1: 0.15}, noise=0.0)
+    v = with_straggler(COMM, samples)
+    assert v.straggler and v.straggler["limits_the_step"]
+    w = Window(10)
+    for s in samples:
+        w.add(s)
+    stats = w.stats(Facts())
+    assert stats is not None
+    facts = measured_facts(stats, v)
+    assert facts["straggler_limits_the_step"] is True
+    assert facts["straggler_balance_share"] == pytest.approx(0.05 / 0.152, rel=0.02)
+    # without a straggler named (or one slowed from outside: no balance share) neither fact is set
+    assert "straggler_limits_the_step" not in measured_facts(stats, COMM)
+
+    from bottleneckd.diagnosis.step_inputs import Share, StepInputs
+
+    inputs = StepInputs(
+        step=0.152,
+        shares={"backward": Share(0.6, 0.6, 0.6), "communication": Share(0.4, 0.4, 0.4)},
+        straggler_balance=facts["straggler_balance_share"],
+    )
+    p = predict("balance_ranks", inputs)
+    assert p.speedup == pytest.approx(1 / (1 - 0.05 / 0.152), rel=0.02)
+    assert p.low is not None and p.low < p.speedup == p.high
+    recs = recommend(v, load_knowledge(), dict(facts), inputs=inputs)
+    assert recs[0].mitigation.id == "balance_ranks" and recs[0].first
+    assert not recs[0].mitigation.changes_semantics
+    # no straggler: it does not fit, and says why
+    recs = recommend(v, load_knowledge(), {}, inputs=inputs)
+    assert "balance_ranks" not in [r.mitigation.id for r in recs]
+    assert predict("balance_ranks", StepInputs(step=0.1, shares={})).speedup is None
+
+
+def test_a_rank_sample_waiting_inside_backward_is_the_all_reduce_wait() -> None:
+    assert classify_rank_sample("backward", True) == "communication"
+    assert classify_rank_sample("forward", True) == "communication"
+    assert classify_rank_sample("backward", False) == "backward"
+    assert classify_rank_sample("other", True) == "other"
+    assert classify_rank_sample("communication", False) == "communication"
+
+
+def _sleepers(n: int, env: dict[str, str] | None = None) -> list[subprocess.Popen]:
+    out = []
+    for i in range(n):
+        e = {**os.environ, **(env or {})}
+        if env is not None:
+            e["RANK"] = str(n - 1 - i)  # started last-first: the environment, not the order, numbers them
+        out.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], env=e))
+        time.sleep(0.05)
+    return out
+
+
+def test_ranks_are_numbered_by_their_environment_else_by_start_order() -> None:
+    procs = _sleepers(3)
+    named = _sleepers(2, env={})
+    try:
+        ps = [psutil.Process(p.pid) for p in procs]
+        assert rank_numbers(ps) == {p.pid: i for i, p in enumerate(procs)}
+        ns = [psutil.Process(p.pid) for p in named]
+        time.sleep(0.2)  # the environment is read from /proc once the child has exec'd
+        assert rank_numbers(ns) == {named[0].pid: 1, named[1].pid: 0}
+    finally:
+        for p in procs + named:
+            p.kill()
+            p.wait()
+
+
+def test_every_cpu_rank_is_sampled_at_one_rate_and_drained_as_sampled_phases() -> None:
+    procs = _sleepers(2)
+    try:
+        view = RankStacks(0.5, host="h")
+        view.set_ranks([psutil.Process(p.pid) for p in procs])
+        assert not uses_cuda(procs[0].pid)
+        turn = view.turn()
+        assert sorted(turn) == sorted(p.pid for p in procs)  # two ranks: both every tick
+        view.add(procs[0].pid, "backward")
+        view.add(procs[0].pid, "communication")
+        view.add(procs[1].pid, "backward")
+        ranks = view.drain()
+        assert [r.identity.rank for r in ranks] == [0, 1]
+        r0 = ranks[0].phases
+        assert r0.sampled and r0.steps == 2 and r0.wall_seconds == pytest.approx(1.0)
+        assert r0.phases == {"backward": 0.5, "communication": 0.5}
+        assert isinstance(r0.facts.get("thread_cpu_seconds"), float)
+        assert view.drain() == ()  # drained
+        # one process is no distributed job: nothing is sampled
+        view.set_ranks([psutil.Process(procs[0].pid)])
+        assert view.turn() == []
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def test_more_ranks_than_a_tick_holds_take_turns_and_each_sample_stands_for_longer() -> None:
+    procs = _sleepers(PER_TICK + 2)
+    try:
+        view = RankStacks(0.5, host="h")
+        view.set_ranks([psutil.Process(p.pid) for p in procs])
+        seen = view.turn() + view.turn() + view.turn()
+        assert len(set(seen)) == len(procs) and len(view.turn()) == PER_TICK
+        assert view.period == pytest.approx(0.5 * len(procs) / PER_TICK)
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def test_main_schedstat_reads_the_main_threads_cpu_and_wait() -> None:
+    got = main_schedstat(os.getpid())
+    assert got is not None and got[0] > 0 and got[1] >= 0
+    assert main_schedstat(2**22 + 12345) is None
+
+
+def _attach_ranks(tmp_path, env: dict, *args: str) -> dict:  # noqa: ANN001
+    """A 2-rank gloo job under torchrun (tests/rank_job.py, RANK in each rank's environment),
+    attached 4 s in until it exits."""
+    import json
+    import socket
+
+    from tests.conftest import ROOT, run_cli
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", str(port)]
+    job = subprocess.Popen([*cmd, str(ROOT / "tests" / "rank_job.py"), *args], env=env, stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(4)
+        rep = tmp_path / "a.json"
+        r = run_cli(
+            ["attach", "--pid", str(job.pid), "--quiet", "--force", "--report-json", str(rep)], env, timeout=180
+        )
+        assert r.returncode == 0, r.stderr[-2000:]
+        return json.loads(rep.read_text())
+    finally:
+        job.kill()
+        job.wait()
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_attach_names_a_rank_doing_nine_times_the_forward_work_and_advises_even_work(tmp_path, cli_env):
+    pytest.importorskip("torch")
+    doc = _attach_ranks(tmp_path, cli_env, "--seconds", "34", "--slow-rank", "1", "--extra", "8")
+    v = doc["verdict"]
+    assert (v.get("straggler") or {}).get("rank") == 1, v["evidence"]
+    assert v["straggler"].get("sampled") is True
+    # the others' wait is for it: its work is the verdict, and evening it out the first advice
+    assert v["straggler"].get("limits_the_step") is True, v["evidence"]
+    assert v["resource"] == "cpu_compute" and doc["recommendations"][0]["id"] == "balance_ranks"
+
+
+@pytest.mark.slow
+@pytest.mark.integration
+def test_attach_names_no_rank_when_the_work_is_even(tmp_path, cli_env):
+    pytest.importorskip("torch")
+    doc = _attach_ranks(tmp_path, cli_env, "--seconds", "26")
+    assert doc["verdict"].get("straggler") is None, doc["verdict"]["evidence"]
+    assert "balance_ranks" not in [r["id"] for r in doc["recommendations"]]
