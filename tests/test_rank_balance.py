@@ -126,6 +126,9 @@ def test_the_straggler_limiting_the_step_makes_even_work_the_first_advice_with_i
     recs = recommend(v, load_knowledge(), dict(facts), inputs=inputs)
     assert recs[0].mitigation.id == "balance_ranks" and recs[0].first
     assert not recs[0].mitigation.changes_semantics
+    # a throttled GPU is restored, not given less work
+    throttled = {**facts, "gpu_throttled": ("hw_thermal",)}
+    assert "balance_ranks" not in [r.mitigation.id for r in recommend(v, load_knowledge(), throttled, inputs=inputs)]
     # no straggler: it does not fit, and says why
     recs = recommend(v, load_knowledge(), {}, inputs=inputs)
     assert "balance_ranks" not in [r.mitigation.id for r in recs]
@@ -259,3 +262,28 @@ def test_attach_names_no_rank_when_the_work_is_even(tmp_path, cli_env):
     doc = _attach_ranks(tmp_path, cli_env, "--seconds", "26")
     assert doc["verdict"].get("straggler") is None, doc["verdict"]["evidence"]
     assert "balance_ranks" not in [r["id"] for r in doc["recommendations"]]
+
+
+def test_the_runs_verdict_is_the_stragglers_when_named_in_most_windows_since_ranks_reported() -> None:
+    """The ranks' wait in communication holds while the straggler is being held (5 intervals, then
+    5 of 7 windows): over a short job it can hold longer than the straggler's verdict did. Named in
+    at least half the windows, the straggler's verdict is the run's; named rarely, the run's verdict
+    stays and says it."""
+    from bottleneckd.diagnosis.straggler_history import StragglerHistory
+
+    def feed(hist: StragglerHistory, samples: list[Sample]) -> None:
+        for s in samples:
+            hist.update(with_straggler(COMM, hist.observe(s), hist))
+
+    hist = StragglerHistory()
+    feed(hist, window({0: 0.05, 1: 0.15}, n=20, noise=0.0))
+    v = hist.apply(COMM)
+    assert v is not None and v.resource == "gpu_compute" and v.stage == "compute"  # the window's ranks have GPUs
+    assert v.straggler is not None and v.straggler["rank"] == 1 and v.straggler["limits_the_step"]
+    assert v.straggler["windows_named"] * 2 >= v.straggler["windows"]
+
+    rare = StragglerHistory()
+    feed(rare, window({0: 0.10, 1: 0.10}, n=30, noise=0.0) + window({0: 0.05, 1: 0.15}, n=12, noise=0.0, t0=30.0))
+    v = rare.apply(COMM)
+    assert v is not None and v.resource == COMM.resource and v.straggler is not None
+    assert any(e.startswith("straggler over the run: rank 1") for e in v.evidence)

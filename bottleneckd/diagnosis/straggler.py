@@ -43,6 +43,7 @@ from bottleneckd.diagnosis.thresholds import (
     STRAGGLER_MAJORITY,
     STRAGGLER_MARGIN,
     STRAGGLER_MIN_INTERVALS,
+    STRAGGLER_SAMPLED_LAST,
     STRAGGLER_SAMPLED_Z,
     STRAGGLER_WAIT_SHARE,
 )
@@ -63,6 +64,7 @@ LAST_ARRIVAL = STRAGGLER_LAST_ARRIVAL  # and the last to arrive (waiting least) 
 MIN_INTERVALS = STRAGGLER_MIN_INTERVALS
 HOLD = STRAGGLER_HOLD  # windows of the last HOLD + 2 that must find the same straggler before a verdict names it
 LAST = STRAGGLER_LAST
+SAMPLED_LAST = STRAGGLER_SAMPLED_LAST
 CONTENTION = STRAGGLER_CONTENTION  # a lag at least this much not explained by its own CPU: slowed from outside
 #: windows beyond HOLD that the hold looks back over (HOLD of the last HOLD + 2)
 HOLD_SLACK = 2
@@ -283,13 +285,17 @@ def _per_step(rp: RankPhases, names: Sequence[str]) -> float:
     return sum(rp.phases.phases.get(n, 0.0) for n in names) / s if s else 0.0
 
 
-def intervals(samples: Iterable[Sample], last: int = LAST) -> list[tuple[RankPhases, ...]]:
-    """The last ``last`` sample intervals in which two or more ranks of one job reported steps."""
+def intervals(samples: Iterable[Sample], last: int | None = None) -> list[tuple[RankPhases, ...]]:
+    """The last ``last`` sample intervals in which two or more ranks of one job reported steps
+    (by default LAST, or SAMPLED_LAST where the ranks are stack samples: a sample or two of each
+    rank an interval)."""
     out = []
     for s in samples:
         rs = tuple(r for r in s.ranks if r.phases.steps > 0)
         if len({r.identity.key for r in rs}) > 1:
             out.append(rs)
+    if last is None:
+        last = SAMPLED_LAST if any(r.phases.sampled for rs in out[-LAST:] for r in rs) else LAST
     return out[-last:]
 
 
@@ -451,7 +457,7 @@ def _doing(top: RankFigures, figs: list[RankFigures]) -> tuple[str, float]:
 
 def find_straggler(
     samples: Iterable[Sample],
-    last: int = LAST,
+    last: int | None = None,
     margin: float = MARGIN,
     majority: float = MAJORITY,
     min_intervals: int = MIN_INTERVALS,

@@ -785,15 +785,34 @@ STRAGGLER_LAST = _t(
     statistic="",
     source="on a loaded 2-core machine, 5 intervals named a rank of an even job in 5 of 26 windows; 10 in none",
 )
+STRAGGLER_SAMPLED_LAST = _t(
+    "STRAGGLER_SAMPLED_LAST",
+    30,
+    unit="intervals",
+    statistic="",
+    source="measured under attach (2 samples of each rank an interval): over 10 intervals even DDP jobs reached z 2.7 "
+    "and a rank doing 4x the forward work of a 17 ms step 2.6; over 30, the even jobs 2.4 at most, that rank 3.4 and "
+    "one doing 7x rank 0's rows 5.6-7.3 (scripts/eval.py traces, 2026-12-03)",
+)
 STRAGGLER_SAMPLED_Z = _t(
     "STRAGGLER_SAMPLED_Z",
-    2.0,
+    3.0,
     unit="standard errors (two-proportion z over the window's stack samples)",
     statistic="",
-    source="chosen: a rank seen by stack samples (attach, a sample or two of each rank an interval) is named only "
-    "when its share of samples outside the collectives exceeds the other ranks' by two standard errors of the "
-    "difference (about 2% one-sided by chance for even ranks, before the hold); a 2-rank job whose rank 1 did 7x "
-    "rank 0's rows: 88% against 25% (scripts/workloads/straggler_uneven.py under attach)",
+    source="measured under attach (scripts/eval.py traces, 2026-12-03; windows of STRAGGLER_SAMPLED_LAST intervals): "
+    "the largest z of the suite's seven even DDP and FSDP jobs 1.1-2.4 (at 2.0 over 10 intervals rank 1 of "
+    "accelerate_ddp was named in 2 of 18 windows); jobs whose rank 1 did 7x rank 0's rows (straggler_uneven) 5.6 "
+    "and 7.3; a rank doing 4x the forward work of a 17 ms step (tests/rank_job.py --extra 3) 3.4",
+)
+STRAGGLER_RUN_SHARE = _t(
+    "STRAGGLER_RUN_SHARE",
+    0.5,
+    unit="share of the windows with several ranks",
+    statistic="",
+    source="chosen: the run's verdict is the straggler's when it was named in at least half the windows in which "
+    "the ranks reported and made the verdict there; a 20 s job whose rank 1 did 7x rank 0's rows was named in 8 of 12 "
+    "(the others held the ranks' wait while it was being held), an even torchrun job's rank 0 in 8 of 12 without "
+    "making the verdict (its lag under half the others' wait)",
 )
 STRAGGLER_WAIT_SHARE = _t(
     "STRAGGLER_WAIT_SHARE",
