@@ -280,6 +280,11 @@ class Straggler:
         }
 
 
+def sampled_ranks(window: Sequence[tuple[RankPhases, ...]]) -> bool:
+    """Whether the window's ranks are stack samples (attach), not timed steps."""
+    return any(r.phases.sampled for rs in window for r in rs)
+
+
 def _per_step(rp: RankPhases, names: Sequence[str]) -> float:
     s = rp.phases.steps
     return sum(rp.phases.phases.get(n, 0.0) for n in names) / s if s else 0.0
@@ -295,7 +300,7 @@ def intervals(samples: Iterable[Sample], last: int | None = None) -> list[tuple[
         if len({r.identity.key for r in rs}) > 1:
             out.append(rs)
     if last is None:
-        last = SAMPLED_LAST if any(r.phases.sampled for rs in out[-LAST:] for r in rs) else LAST
+        last = SAMPLED_LAST if sampled_ranks(out[-LAST:]) else LAST
     return out[-last:]
 
 
@@ -314,7 +319,7 @@ def rank_figures(window: Sequence[tuple[RankPhases, ...]]) -> list[RankFigures]:
     wait, and how often it was the busiest and the last to arrive. Ranks seen by stack samples
     (attach: a sample or two of each rank an interval, each one phase whole) are summed over the
     window instead: the median of per-interval shares of 0 or 1 is no rank's share."""
-    if any(r.phases.sampled for rs in window for r in rs):
+    if sampled_ranks(window):
         return _sampled_figures(window)
     acc: dict[str, dict[str, Any]] = {}
     prev: dict[str, RankPhases] = {}
@@ -376,7 +381,7 @@ def _sampled_figures(window: Sequence[tuple[RankPhases, ...]]) -> list[RankFigur
         waits = {k: sum(r.phases.phases.get(n, 0.0) for n in WAIT_PHASES) for k, r in by_key.items()}
         busy = {k: r.phases.wall_seconds - waits[k] for k, r in by_key.items()}
         per = {k: busy[k] / r.phases.steps for k, r in by_key.items()}
-        wait = {k: _per_step(r, WAIT_PHASES) for k, r in by_key.items()}
+        wait = {k: waits[k] / r.phases.steps for k, r in by_key.items()}
         # a sample or two of each rank tie often: the busiest (and the least waiting) share the interval
         top, least = max(per.values()), min(wait.values())
         slowest = [k for k in per if math.isclose(per[k], top)]
@@ -483,7 +488,7 @@ def find_straggler(
     judged = excess(top, figs)
     if top.slowest / n < majority or top.last_arrival / n < LAST_ARRIVAL or judged < margin or top.busy <= med:
         return None
-    sampled = any(r.phases.sampled for rs in window for r in rs)
+    sampled = sampled_ranks(window)
     if sampled and sampled_z(top, figs) < STRAGGLER_SAMPLED_Z:
         return None  # within what a few stack samples of even ranks differ by
     doing, extra = _doing(top, figs)
