@@ -27,10 +27,10 @@ from bottleneckd.samplers.rank_stacks import (
     PER_TICK,
     RankStacks,
     classify_rank_sample,
-    main_schedstat,
     rank_numbers,
     uses_cuda,
 )
+from bottleneckd.samplers.threads import schedstat
 from tests.test_straggler import window
 
 COMM = Verdict(
@@ -210,10 +210,10 @@ def test_more_ranks_than_a_tick_holds_take_turns_and_each_sample_stands_for_long
             p.wait()
 
 
-def test_main_schedstat_reads_the_main_threads_cpu_and_wait() -> None:
-    got = main_schedstat(os.getpid())
+def test_schedstat_reads_the_main_threads_cpu_and_wait() -> None:
+    got = schedstat(os.getpid())
     assert got is not None and got[0] > 0 and got[1] >= 0
-    assert main_schedstat(2**22 + 12345) is None
+    assert schedstat(2**22 + 12345) is None
 
 
 def _attach_ranks(tmp_path, env: dict, *args: str) -> dict:  # noqa: ANN001

@@ -27,6 +27,7 @@ import psutil
 from bottleneckd.model.identity import RankIdentity
 from bottleneckd.model.resources import Phase
 from bottleneckd.model.sample import RankPhases, StepPhases
+from bottleneckd.samplers.threads import schedstat
 
 #: ranks dumped per tick at most (each dump costs py-spy ~10-30 ms of a core; the rank attach
 #: follows is counted from its own dump): on a node of more ranks they take turns
@@ -48,16 +49,6 @@ def uses_cuda(pid: int) -> bool:
             return any("libcuda.so" in line for line in f)
     except OSError:
         return False
-
-
-def main_schedstat(pid: int) -> tuple[float, float] | None:
-    """The main thread's CPU seconds and run-queue wait seconds (cumulative), or None."""
-    try:
-        with open(f"/proc/{pid}/task/{pid}/schedstat") as f:
-            run, wait, *_ = f.read().split()
-        return int(run) / 1e9, int(wait) / 1e9
-    except (OSError, ValueError):
-        return None
 
 
 def rank_numbers(procs: list[psutil.Process]) -> dict[int, int]:
@@ -148,7 +139,7 @@ class RankStacks:
         ident = self._ident.get(pid)
         if ident is None or not self._pids:
             return
-        sched = main_schedstat(pid)
+        sched = schedstat(pid)
         with self._lock:
             self._counts.setdefault(pid, Counter())[phase] += 1
             self._wall[pid] = self._wall.get(pid, 0.0) + self.period

@@ -59,6 +59,19 @@ def parse_stat(text: str) -> tuple[str, float] | None:
     return f[0], (int(f[11]) + int(f[12])) / TICK
 
 
+def schedstat(pid: int, tid: int | None = None, proc_root: str = "/proc") -> tuple[float, float] | None:
+    """Seconds thread ``tid`` of process ``pid`` (its main thread when None) has run on a CPU, and
+    has spent runnable but not running: schedstat's first two fields, in nanoseconds (kernel
+    Documentation/scheduler/sched-stats.rst). The work it did, and the CPU it wanted that other
+    threads or processes had. None where schedstat is not kept or the thread is gone."""
+    try:
+        with open(f"{proc_root}/{pid}/task/{pid if tid is None else tid}/schedstat") as f:
+            run, wait = f.read().split()[:2]
+        return int(run) / 1e9, int(wait) / 1e9
+    except (OSError, ValueError):
+        return None
+
+
 def threads(pid: int, proc_root: str = "/proc") -> list[ThreadStat]:
     out: list[ThreadStat] = []
     base = Path(proc_root) / str(pid) / "task"
@@ -74,13 +87,8 @@ def threads(pid: int, proc_root: str = "/proc") -> list[ThreadStat]:
             continue
         if parsed is None:
             continue
-        wait = None
-        try:
-            f = (base / t / "schedstat").read_text().split()
-            wait = int(f[1]) / 1e9 if len(f) >= 2 else None
-        except (OSError, ValueError):
-            pass
-        out.append(ThreadStat(pid, int(t), parsed[0], parsed[1], wait, parse_name(line)))
+        sched = schedstat(pid, int(t), proc_root)
+        out.append(ThreadStat(pid, int(t), parsed[0], parsed[1], sched[1] if sched else None, parse_name(line)))
     return out
 
 

@@ -12,6 +12,8 @@ from typing import Any
 
 import torch
 
+from bottleneckd.samplers.threads import schedstat
+
 
 def model_facts(model: torch.nn.Module, optimizer: Any = None) -> dict[str, Any]:
     """The model's facts; ``optimizer``: the job's, whose parameters on the CPU while the model's are
@@ -186,23 +188,10 @@ def runtime_facts(model: torch.nn.Module | None, tid: int | None = None) -> dict
         "cudnn_allow_tf32": bool(torch.backends.cudnn.allow_tf32),
         "compiled": compiled,
     }
-    times = schedstat(tid) if tid is not None else None
+    times = schedstat(os.getpid(), tid) if tid is not None else None
     if times is not None:
         out["thread_cpu_seconds"], out["runqueue_wait_seconds"] = times
     return out
-
-
-def schedstat(tid: int) -> tuple[float, float] | None:
-    """Seconds thread ``tid`` of this process has run on a CPU, and has spent runnable but not
-    running (schedstat's first two fields; kernel Documentation/scheduler/sched-stats.rst): the
-    work it did, and the CPU it wanted that other threads or processes had. None where schedstat
-    is not kept."""
-    try:
-        with open(f"/proc/self/task/{tid}/schedstat") as f:
-            run, wait = f.read().split()[:2]
-        return int(run) / 1e9, int(wait) / 1e9
-    except (OSError, ValueError):
-        return None
 
 
 def input_facts(args: tuple) -> dict[str, Any]:
