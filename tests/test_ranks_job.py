@@ -89,23 +89,25 @@ def competing_load(n: int, core: int | None = None):
 
 @pytest.mark.slow
 @pytest.mark.integration
-def test_a_rank_with_30_percent_more_forward_work_is_named_within_35_s(tmp_path, cli_env):
-    rep, timeline = run_job(tmp_path, cli_env, "--seconds", "40", "--slow-rank", "2", "--extra", "0.3")
+def test_a_rank_with_60_percent_more_forward_work_is_named_within_35_s(tmp_path, cli_env):
+    rep, timeline = run_job(tmp_path, cli_env, "--seconds", "40", "--slow-rank", "2", "--extra", "0.6")
     t0 = _first_rank_report(timeline)
     assert {r.identity.rank for s, _ in timeline for r in s.ranks} == {0, 1, 2, 3}  # every rank reported
     named = [(s.t - t0, v.straggler) for s, v in timeline if v.straggler]
     assert named, "no straggler named"
     # the ranks' first steps, the rule's 10 intervals of history and the hold (5 of the last 7 windows).
-    # Judged on busy time alone it was named at 30.0 s in one CI run and not at all in the next (its
-    # busy time +6-14%: every rank waits ~3 ms a step for a CPU); on its own work too (+16-28%, busy
-    # less the wait), named at 8.0 s on a quiet 2-core machine (2026-12-01)
+    # 30% more forward work sat at the margin on 4 ranks over 2 cores: busy +4-26% and own work +9-28%
+    # over the median rank's, named at 8.0 s on a quiet machine and at no time in a CI run
+    # (2026-12-03); an even job's ranks read busy up to +10% and own work up to +13%. 60% more read
+    # busy +13-30%, own work +29-42% in two runs here, named at 8.0 s in both
     assert named[0][0] <= 35.0
     assert {st["rank"] for _, st in named} == {2}  # only ever rank 2
     st = rep["verdict"]["straggler"]
-    # over the margin (0.10) by what the rule judges: its busy time's excess or its own work's (CI: busy
-    # +9.9%, named on its own work)
+    # over the margin (0.10) by what the rule judges, its busy time's excess or its own work's, and busy
+    # over the floor (0.05) either way
     judged = max(st["excess_ratio"], st["own_work_excess_ratio"] or 0.0)
-    assert st["rank"] == 2 and st["kind"] == "rank" and judged > 0.1 and st["step_time_lost_seconds"] > 0
+    assert st["rank"] == 2 and st["kind"] == "rank" and judged > 0.1 and st["excess_ratio"] >= 0.05
+    assert st["step_time_lost_seconds"] > 0
     assert any("straggler" in e and "rank 2" in e for e in rep["verdict"]["evidence"])
 
 

@@ -26,7 +26,7 @@ from bottleneckd.diagnosis.rules.cpu_state import cpu_state
 from bottleneckd.diagnosis.rules.gpu_one import compute_idle, idle_in_compute, pcie_copy_share
 from bottleneckd.diagnosis.rules.other import other_share
 from bottleneckd.diagnosis.rules.storage import io_wait, storage_signs
-from bottleneckd.diagnosis.straggler import excess, find_straggler, intervals, rank_figures
+from bottleneckd.diagnosis.straggler import busy_excess, excess, find_straggler, intervals, rank_figures
 from bottleneckd.diagnosis.thresholds import REGISTRY, STRAGGLER_LAST
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.resources import UNDETERMINED, Phase, Resource, Stage
@@ -321,6 +321,7 @@ RUN_STATISTICS = (
     "dominant_held_intervals",
     "undetermined_over_dominant",
     "straggler_excess",
+    "straggler_busy_excess",
     "straggler_slowest_share",
     "straggler_last_share",
     "straggler_contention_share",
@@ -348,6 +349,7 @@ def _stragglers(recent: Iterable[Sample]) -> dict[str, float] | None:
     n = len(window)
     out = {
         "straggler_excess": excess(top, figs),
+        "straggler_busy_excess": busy_excess(top, figs),
         "straggler_slowest_share": top.slowest / n,
         "straggler_last_share": top.last_arrival / n,
     }

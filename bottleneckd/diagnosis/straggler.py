@@ -9,7 +9,8 @@ time counts every phase but the wait - forward and backward, the optimizer, the 
 is found whichever phase delays it, and named with the phase in which it spends the most more
 than the median rank. A rank is named only when it is the busiest in most of the recent
 intervals, the last to arrive in at least half of them, and busy longer than the median rank by
-more than the noise margin (its busy time, or its own work: busy less its wait for a CPU); all
+more than the noise margin (its busy time, or its own work: busy less its wait for a CPU, with
+its busy time above a smaller floor: the time the others lose to it); all
 the ranks of one node slower than every rank elsewhere are a slow node, named as the node.
 
 Contention from outside the job is not a rank's doing: each rank's hook reports its training
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from bottleneckd.diagnosis.thresholds import (
     COMM_HIGH,
+    STRAGGLER_BUSY_FLOOR,
     STRAGGLER_CONTENTION,
     STRAGGLER_CONTENTION_RATE,
     STRAGGLER_HOLD,
@@ -59,6 +61,7 @@ COMPUTE_PHASES = (Phase.FORWARD, Phase.BACKWARD)
 WAIT_PHASES = (Phase.COMMUNICATION,)
 #: the thresholds (diagnosis/thresholds.py, with their sources) under the names this module has used
 MARGIN = STRAGGLER_MARGIN  # busy this much longer than the median rank's, or it is noise
+BUSY_FLOOR = STRAGGLER_BUSY_FLOOR  # and busy at least this much longer when judged on its own work
 MAJORITY = STRAGGLER_MAJORITY  # busiest in at least this share of the intervals judged
 LAST_ARRIVAL = STRAGGLER_LAST_ARRIVAL  # and the last to arrive (waiting least) in at least half of them
 MIN_INTERVALS = STRAGGLER_MIN_INTERVALS
@@ -72,7 +75,8 @@ HOLD_SLACK = 2
 RULE_SUMMARY = (
     f"a rank busy outside its collective waits longest in at least {MAJORITY:.0%} of the last {LAST} intervals, "
     f"last to arrive at the collectives in at least {LAST_ARRIVAL:.0%} of them, more than {MARGIN:.0%} longer than "
-    f"the median rank (busy, or its own work: busy less its wait for a CPU), found in {HOLD} of the last "
+    f"the median rank (busy, or its own work: busy less its wait for a CPU, with busy at least {BUSY_FLOOR:.0%} "
+    f"longer), found in {HOLD} of the last "
     f"{HOLD + HOLD_SLACK} windows, named with the phase it spends the "
     f"extra time in; not when its own extra CPU leaves {CONTENTION:.0%} or more of that time unexplained (other "
     "processes on its cores); a node when all its ranks are"
@@ -436,18 +440,21 @@ def _span(a: RankPhases, b: RankPhases, fact: str, wall: float) -> float | None:
     return (y - x) / span
 
 
+def busy_excess(top: RankFigures, figs: Sequence[RankFigures]) -> float:
+    """How much longer than the median rank ``top`` is busy, as a ratio less one: the share of the
+    others' work they wait for it."""
+    med = median(f.busy for f in figs)
+    return top.busy / med - 1.0 if med > 0 else 0.0
+
+
 def excess(top: RankFigures, figs: Sequence[RankFigures]) -> float:
     """How much longer than the median rank ``top`` is busy, as a ratio less one: the larger of its
     busy time's excess and its own work's (busy less its wait for a CPU, ``RankFigures.own``). The
     busy excess finds a rank slowed by anything, contention from outside included (judged after,
     by ``Straggler.contended``); the own-work excess finds a rank doing more work when every rank
     waits for a CPU about as long."""
-    med = median(f.busy for f in figs)
     med_own = median(f.own for f in figs)
-    return max(
-        top.busy / med - 1.0 if med > 0 else 0.0,
-        top.own / med_own - 1.0 if med_own > 0 else 0.0,
-    )
+    return max(busy_excess(top, figs), top.own / med_own - 1.0 if med_own > 0 else 0.0)
 
 
 def _doing(top: RankFigures, figs: list[RankFigures]) -> tuple[str, float]:
@@ -486,8 +493,10 @@ def find_straggler(
     top = max(figs, key=lambda f: f.busy)
     # both signals agree: it is busy longest in most intervals, and it is the one the others wait for
     judged = excess(top, figs)
-    if top.slowest / n < majority or top.last_arrival / n < LAST_ARRIVAL or judged < margin or top.busy <= med:
+    if top.slowest / n < majority or top.last_arrival / n < LAST_ARRIVAL or judged < margin:
         return None
+    if top.busy < med * (1.0 + BUSY_FLOOR):
+        return None  # its own work reads longer, but the others lose next to no time to it
     sampled = sampled_ranks(window)
     if sampled and sampled_z(top, figs) < STRAGGLER_SAMPLED_Z:
         return None  # within what a few stack samples of even ranks differ by

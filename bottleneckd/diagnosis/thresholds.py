@@ -749,6 +749,18 @@ STRAGGLER_MARGIN = _t(
     source="chosen: compute 10% longer than the median rank's, or it is noise (nvidia-resiliency-ext flags a rank "
     "at a score of 0.7 relative to the best)",
 )
+STRAGGLER_BUSY_FLOOR = _t(
+    "STRAGGLER_BUSY_FLOOR",
+    0.05,
+    unit="busy / the median rank's - 1",
+    statistic="straggler_busy_excess",
+    source="the time the others lose to a rank is its busy time's excess (evening out a rank 3% busier gains 3% at "
+    "most), and its own work (busy less its run-queue wait, a difference of two figures each about half its busy "
+    "time on 4 ranks over 2 cores) is the noisier figure: even 4-rank gloo torchrun jobs read own work up to +9% here "
+    "and +13% in a CI run that named the rank (tests/test_ranks_job.py, 2026-12-03); a rank doing 30% more forward "
+    "work read busy +4-26% (own +9-28%) in four runs, its windows over the margin busy +6% or more",
+    caveat="measured on one 2-core machine",
+)
 STRAGGLER_MAJORITY = _t(
     "STRAGGLER_MAJORITY",
     0.6,
