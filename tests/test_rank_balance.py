@@ -9,6 +9,7 @@ import random
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
 import psutil
 import pytest
@@ -287,3 +288,46 @@ def test_the_runs_verdict_is_the_stragglers_when_named_in_most_windows_since_ran
     v = rare.apply(COMM)
     assert v is not None and v.resource == COMM.resource and v.straggler is not None
     assert any(e.startswith("straggler over the run: rank 1") for e in v.evidence)
+
+
+def test_the_runs_verdict_carries_the_straggler_that_made_it_where_other_rules_said_it_too() -> None:
+    """The run's verdict is the straggler's own (its rank's compute), held over windows in which it
+    was named and others in which the plain rules said the same (a main thread at a full core under
+    attach; scripts/workloads/straggler_uneven.py, 2026-12-03): the straggler limits the step in
+    the run's verdict too, so evening the ranks' work out fits; a verdict it never made gets the
+    straggler as evidence only."""
+    from bottleneckd.diagnosis.straggler_history import StragglerHistory
+
+    samples = window({0: 0.05, 1: 0.15}, n=20, noise=0.0)
+    hist = StragglerHistory()
+    for s in samples:
+        hist.update(with_straggler(COMM, hist.observe(s), hist))
+    made = hist.apply(COMM)
+    assert made is not None and made.straggler["limits_the_step"]
+    plain = replace(made, straggler=None, evidence=("one thread at a full core",))  # the plain rules' verdict
+    v = hist.apply(plain)
+    assert v is not None and (v.resource, v.stage) == (made.resource, made.stage)
+    assert v.straggler["rank"] == 1 and v.straggler["limits_the_step"] and v.evidence[0] == "one thread at a full core"
+    assert any(e.startswith("straggler over the run: rank 1") for e in v.evidence)
+    w = Window(10)
+    for s in samples:
+        w.add(s)
+    stats = w.stats(Facts())
+    assert stats is not None and measured_facts(stats, v).get("straggler_limits_the_step") is True
+    other = hist.apply(replace(plain, resource="cpu_memory_bandwidth", stage="compute"))
+    assert other is not None and not other.straggler.get("limits_the_step")
+
+
+def test_a_window_that_already_names_the_stragglers_work_keeps_its_verdict_with_the_straggler_limiting() -> None:
+    """Under attach the rank followed can be the straggler itself, computing while the others wait:
+    the window's verdict is its compute already. The straggler they wait for limits the step there
+    too (straggler_uneven under attach had no balance_ranks advice: 2026-12-03)."""
+    samples = window({0: 0.05, 1: 0.15}, noise=0.0)  # its ranks have GPUs: gpu_compute
+    plain = Verdict(resource="gpu_compute", stage="compute", confidence=0.8, evidence=("compute 97% of the step",))
+    v = with_straggler(plain, samples)
+    assert (v.resource, v.stage, v.headroom) == ("gpu_compute", "compute", plain.headroom)
+    assert v.evidence[0] == "compute 97% of the step" and v.straggler["rank"] == 1
+    assert v.straggler["limits_the_step"] is True
+    # another verdict (not the straggler's work, not the ranks' wait): the straggler as evidence only
+    other = with_straggler(replace(plain, resource="cpu_memory_bandwidth"), samples)
+    assert other.straggler["rank"] == 1 and "limits_the_step" not in other.straggler

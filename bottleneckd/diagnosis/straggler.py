@@ -670,7 +670,9 @@ def with_straggler(v: Verdict, samples: Iterable[Sample], history: StragglerHist
     communication and the straggler's extra time accounts for at least half of the median rank's
     wait, the wait is for the straggler, not for the link: the verdict becomes what the straggler
     was doing (its compute, or its code between the steps), with the link's figures kept as
-    secondary evidence. A rank slowed by contention from outside the job is said so, not named."""
+    secondary evidence; where the window's verdict already is what the straggler was doing, it
+    stands, with the straggler as what limits the step. A rank slowed by contention from outside
+    the job is said so, not named."""
     samples = list(samples)
     window = intervals(samples)
     s = find_straggler(samples)
@@ -685,13 +687,17 @@ def with_straggler(v: Verdict, samples: Iterable[Sample], history: StragglerHist
     med_wait = median(f.wait for f in figs)
     med_step = median(f.busy + f.wait for f in figs)
     stage = STAGE_OF.get(s.doing or Phase.FORWARD)
-    if (
-        v.stage == Stage.COMMUNICATION
-        and med_wait > 0
-        and s.step_time_lost >= STRAGGLER_WAIT_SHARE * med_wait
-        and stage
-    ):
-        resource = Resource.GPU_COMPUTE if s.gpu and stage == Stage.COMPUTE else Resource.CPU_COMPUTE
+    resource = Resource.GPU_COMPUTE if s.gpu and stage == Stage.COMPUTE else Resource.CPU_COMPUTE
+    waited_for = med_wait > 0 and s.step_time_lost >= STRAGGLER_WAIT_SHARE * med_wait
+    if stage and waited_for and (v.resource, v.stage) == (resource, stage):
+        # the window already names what the straggler was doing (under attach the rank followed can
+        # be the straggler itself, computing while the others wait): it limits the step
+        return replace(
+            v,
+            evidence=tuple(v.evidence) + s.evidence(),
+            straggler={**s.to_json(), "evidence": list(s.evidence()), "limits_the_step": True},
+        )
+    if stage and waited_for and v.stage == Stage.COMMUNICATION:
         head = med_step / (med_step - s.step_time_lost) if med_step > s.step_time_lost > 0 else None
         return replace(
             v,

@@ -118,12 +118,15 @@ class StragglerHistory:
             ),
         )
         made = self._made.get((s["kind"], s["rank"], s["node"]))
-        if made is not None and v.stage == Stage.COMMUNICATION and count >= RUN_SHARE * self.windows:
-            return replace(
-                made,
-                evidence=tuple(made.evidence) + ev,
-                straggler={**(made.straggler or {}), "windows_named": count, "windows": self.windows},
-            )
+        if made is not None and count >= RUN_SHARE * self.windows:
+            held = {**(made.straggler or {}), "windows_named": count, "windows": self.windows}
+            if v.stage == Stage.COMMUNICATION:
+                return replace(made, evidence=tuple(made.evidence) + ev, straggler=held)
+            if (v.resource, v.stage) == (made.resource, made.stage):
+                # the run's verdict is the one the straggler made where it was named (the windows in
+                # which the other rules said it on their own count for it too): the straggler limits
+                # the step, as it did there (balance_ranks' fact: diagnosis/measured.py)
+                return replace(v, evidence=tuple(v.evidence) + ev, straggler=held)
         return replace(
             v,
             evidence=tuple(v.evidence) + ev,
