@@ -355,7 +355,10 @@ class _PollRecorder:
 def test_the_tuners_poll_never_runs_inside_a_rest():
     n = 3000
     model, opt, data = _job(n)
-    w, sent = _watched(model, opt, data, report_every=0.01)
+    # a poll at each report (every 50 ms: 16-26 polls here). Every 10 ms the rests were cut so often
+    # that in one CI run no report's steps were mostly untimed (least share 0.55; 0.18-0.28 here, under
+    # three spinners too; at 50 ms 0.09-0.14, 2026-12-04)
+    w, sent = _watched(model, opt, data, report_every=0.05)
     w.tuner = tuner = _PollRecorder(w)  # type: ignore[assignment]
     _train(w, model, opt)
     w.flush()
