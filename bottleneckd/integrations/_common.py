@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bottleneckd.model.resources import Phase
+from bottleneckd.model.resources import UNDETERMINED, Phase
 from bottleneckd.model.throughput import Throughput, measure, peak_of_report, tokens_per_example
 
 log = logging.getLogger("bottleneckd.integrations")
@@ -39,8 +39,14 @@ LOGGED_PHASES: tuple[str, ...] = (
 #: every epoch end asks afresh
 REPORT_REFRESH_SECONDS = 30.0
 #: ... and how soon it asks again while the report has no throughput yet (the sidecar had no step
-#: phases when asked, at the start of training): the peak MFU is taken against comes with it
+#: phases when asked, at the start of training: the peak MFU is taken against comes with it) or
+#: no verdict yet (undetermined: a CI run's first log, ~1 s into training, got one, and a report
+#: kept for 30 s logged it to the end of a 6 s run) ...
 REPORT_RETRY_SECONDS = 2.0
+#: ... for this many unsettled answers in a row (the first ~10 s: a sidecar's verdict needs a few
+#: 1 s samples with steps in them), then doubled at each, up to the refresh, so that a job that
+#: stays undetermined is not sampled every 2 s for its whole run
+REPORT_RETRIES_BEFORE_BACK_OFF = 5
 #: the group every metric of ours is logged under
 GROUP = "bottleneck"
 
@@ -60,6 +66,7 @@ class Marks:
         self._logged_tokens = (0, 0)
         self._doc: dict[str, Any] | None = None  # the last sidecar report, and when to ask again
         self._doc_next = float("-inf")
+        self._unsettled = 0  # unsettled reports in a row
 
     def start(self, model: Any, optimizer: Any = None) -> None:
         def make() -> None:
@@ -154,7 +161,7 @@ class Marks:
 
     def _report(self) -> dict[str, Any] | None:
         if time.monotonic() >= self._doc_next:
-            self._doc_next = time.monotonic() + REPORT_RETRY_SECONDS  # answered or not
+            self._doc_next = time.monotonic() + retry_wait(self._unsettled)  # answered or not
             self.watcher.flush()  # the steps so far reach the sidecar before it reports
             doc = self.watcher.transport.report()
             if doc is not None:
@@ -163,7 +170,8 @@ class Marks:
 
     def _keep(self, doc: dict[str, Any]) -> None:
         self._doc = doc
-        wait = REPORT_REFRESH_SECONDS if (doc.get("throughput") or {}).get("steps") else REPORT_RETRY_SECONDS
+        self._unsettled = 0 if settled(doc) else self._unsettled + 1
+        wait = retry_wait(self._unsettled) if self._unsettled else REPORT_REFRESH_SECONDS
         self._doc_next = time.monotonic() + wait
 
     def close(self) -> None:
@@ -173,6 +181,18 @@ class Marks:
                 w.close()
             except Exception:  # noqa: BLE001
                 pass
+
+
+def settled(doc: dict[str, Any]) -> bool:
+    """A report worth keeping for a while: it has the steps' throughput and a verdict."""
+    resource = (doc.get("verdict") or {}).get("resource")
+    return bool((doc.get("throughput") or {}).get("steps")) and resource not in (None, UNDETERMINED.value)
+
+
+def retry_wait(unsettled: int) -> float:
+    """Seconds until the next ask after ``unsettled`` unsettled reports in a row."""
+    doublings = max(0, unsettled - REPORT_RETRIES_BEFORE_BACK_OFF)
+    return min(REPORT_RETRY_SECONDS * 2.0 ** min(doublings, 16), REPORT_REFRESH_SECONDS)
 
 
 def step_metrics(phases: dict[str, float], rate: Throughput, doc: dict[str, Any] | None) -> dict[str, float]:
