@@ -158,12 +158,12 @@ def test_watch_without_a_sidecar_names_fft_augmentation_in_getitem(tmp_path, cli
 def test_watch_without_a_sidecar_names_the_code_of_its_loader_workers(tmp_path, cli_env) -> None:
     """The same FFT augmentation in two DataLoader workers: the process's own thread cannot read
     their frames; py-spy dumps them in turn and names the workers' code. One worker dump a second
-    (WORKER_RATE_HZ) needs 10 in the stage: 30 s leaves room on a loaded machine (20 s fell short
+    (WORKER_RATE_HZ) needs 10 in the stage: 45 s leaves room on a loaded machine (20 s fell short
     once at a load of 24 on 2 cores)."""
     job = tmp_path / "fftw.py"
     job.write_text(FFT_WATCH.replace("batch_size=8)", "batch_size=8, num_workers=2)"))
     env = {**cli_env, "BOTTLENECKD_SOCKET": str(tmp_path / "none" / "s.sock")}
-    r = subprocess.run([sys.executable, str(job), "30"], env=env, capture_output=True, text=True, timeout=300)
+    r = subprocess.run([sys.executable, str(job), "45"], env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-3000:]
     doc = json.loads(next(ln for ln in r.stdout.splitlines() if ln.startswith("REPORT "))[7:])
     code = doc["verdict"]["code"]

@@ -192,15 +192,21 @@ def test_tls_and_basic_auth_from_web_config(tmp_path, cli_env):
             except urllib.error.HTTPError as e:
                 assert e.code == 401
                 break
-            except urllib.error.URLError:
+            except (urllib.error.URLError, TimeoutError, ConnectionError):
                 assert time.monotonic() < deadline
                 time.sleep(0.3)
         req = urllib.request.Request(
             f"https://127.0.0.1:{port}/metrics",
             headers={"Authorization": "Basic " + base64.b64encode(b"prom:secret").decode()},
         )
-        time.sleep(1.5)
-        body = urllib.request.urlopen(req, context=ctx, timeout=5).read().decode()
+        # the samplers' figures come with the first tick (1 s after start, then the samplers' own
+        # time): scraped until they are there, not after a fixed wait
+        deadline = time.monotonic() + 30
+        while True:
+            body = urllib.request.urlopen(req, context=ctx, timeout=10).read().decode()
+            if "bottleneckd_sampler_up" in body or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
         assert "bottleneckd_sampler_up" in body
     finally:
         serve.terminate()

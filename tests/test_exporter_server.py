@@ -322,9 +322,17 @@ def test_one_address_keeps_at_most_a_few_idle_connections():
     server = serve_metrics(Source(), f"127.0.0.1:{port}")
     idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(20)]
     try:
+        # stale counts from the server's accept, not the client's connect: wait for all 20 accepted
+        deadline = time.monotonic() + 10
+        while server.connections.count() < 20:
+            assert time.monotonic() < deadline, server.connections.count()
+            time.sleep(0.05)
         time.sleep(STALE_AFTER + 0.5)
         idle.append(socket.create_connection(("127.0.0.1", port)))  # one more: the oldest stale ones go
-        time.sleep(0.5)
+        deadline = time.monotonic() + 10  # ... once the server accepts it (0.5 s on a quiet machine)
+        while server.connections.evicted < 20 - (MAX_STALE_PER_CLIENT - 1) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)  # the evicted sockets' shutdowns reach the clients
         open_ = 0
         for s in idle[:20]:
             s.settimeout(0.2)
@@ -347,7 +355,7 @@ def test_a_client_sending_a_header_line_every_few_seconds_is_cut_at_the_request_
     line every 5 s held the connection forever (0 scrapes in 40 s)."""
     import bottleneckd.outputs.connections as conns
 
-    monkeypatch.setattr(conns, "REQUEST_TIMEOUT", 2.0)
+    monkeypatch.setattr(conns, "REQUEST_TIMEOUT", 1.0)
     port = free_port()
     server = serve_metrics(Source(), f"127.0.0.1:{port}")
     slow = socket.create_connection(("127.0.0.1", port))
@@ -355,7 +363,7 @@ def test_a_client_sending_a_header_line_every_few_seconds_is_cut_at_the_request_
         slow.sendall(b"GET /metrics HTTP/1.1\r\n")
         t0 = time.monotonic()
         closed_after = None
-        for k in range(12):  # a header line every 0.5 s, 6 s in all: three times the deadline
+        for k in range(12):  # a header line every 0.5 s, 6 s in all: six times the deadline
             time.sleep(0.5)
             try:
                 slow.sendall(f"X-Slow-{k}: {k}\r\n".encode())
@@ -368,6 +376,7 @@ def test_a_client_sending_a_header_line_every_few_seconds_is_cut_at_the_request_
             except OSError:
                 closed_after = time.monotonic() - t0
                 break
+        # cut near the 1 s deadline (2.5 s of slack for a loaded machine), not after the client's 6 s
         assert closed_after is not None and closed_after < 3.5, closed_after
         assert _scrapes(f"http://127.0.0.1:{port}/metrics", 3) == 3
     finally:

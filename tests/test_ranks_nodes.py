@@ -201,8 +201,14 @@ def test_analyze_given_both_nodes_traces_names_the_straggler_across_nodes(tmp_pa
                     stderr=subprocess.DEVNULL,
                 )
             )
-        time.sleep(4)
-        ranks = start_ranks(tmp_path, socks, 28)
+        # the ranks start once both recorders listen (their sockets exist), and run 45 s: the rule's
+        # 10 intervals of history and its hold (5 of 7 windows) after the ranks' start-up, which took
+        # 8 s on a quiet machine and far longer on a loaded one
+        deadline = time.monotonic() + 60
+        while not all(os.path.exists(s) for s in socks.values()):
+            assert time.monotonic() < deadline, "the recorders never listened"
+            time.sleep(0.2)
+        ranks = start_ranks(tmp_path, socks, 45)
         procs += ranks
         for p in ranks:
             p.wait(timeout=300)  # 150 s ran out at load average 20

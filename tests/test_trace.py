@@ -22,7 +22,7 @@ def test_record_then_analyze_round_trip(tmp_path, cli_env):
             "-o",
             str(out),
             "--duration",
-            "1.5",
+            "3",
             "--interval",
             "0.25",
             "--quiet",
@@ -34,7 +34,8 @@ def test_record_then_analyze_round_trip(tmp_path, cli_env):
     assert r.returncode == 0, r.stderr
     header, samples = read_trace(str(out))
     items = list(samples)
-    assert header.version == 1 and header.interval == 0.25 and 4 <= len(items) <= 7
+    # 12 samples at most in 3 s; fewer where ticks overrun (a loaded machine)
+    assert header.version == 1 and header.interval == 0.25 and 4 <= len(items) <= 13
     assert {p.resource for p in header.peaks.peaks} >= {"cpu_compute", "storage_bandwidth"}
     r = run_cli(["analyze", str(out), "--format", "json"], cli_env)
     assert r.returncode == 0, r.stderr

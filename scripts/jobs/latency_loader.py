@@ -1,6 +1,7 @@
 """A Dataset that waits 4 ms per sample on a slow store (a sleep: nothing busy), no loader workers:
 the job `bottleneckd run --tune` is shown and tested on (README, tests/test_tune.py) and that
-`scripts/eval.py --tune-suite` runs as its latency-bound loader. Argument: seconds to run."""
+`scripts/eval.py --tune-suite` runs as its latency-bound loader. Arguments: seconds to run, and
+optionally each sample's wait in ms (4 by default)."""
 
 import sys
 import time
@@ -8,13 +9,15 @@ import time
 import torch
 from torch.utils.data import DataLoader, Dataset
 
+WAIT_S = (float(sys.argv[2]) if len(sys.argv) > 2 else 4.0) / 1000
+
 
 class Remote(Dataset):  # each sample waits on a slow store: latency, nothing busy
     def __len__(self) -> int:
         return 200_000
 
     def __getitem__(self, i: int) -> torch.Tensor:
-        time.sleep(0.004)
+        time.sleep(WAIT_S)
         return torch.randn(16)
 
 
