@@ -118,7 +118,9 @@ def test_the_watcher_sends_json_to_a_listening_sidecar(tmp_path):
     w = watch(model, opt, loader, socket_path=path, report_every=0.0, print_epoch=False)
     assert isinstance(w.transport, SocketTransport)  # a sidecar listens: no sampler thread of our own
     train(w, model, opt)
-    time.sleep(0.5)
+    deadline = time.monotonic() + 10  # every datagram sent is read by the receiver's thread
+    while rx.received + rx.rejected < w.transport.sent and time.monotonic() < deadline:
+        time.sleep(0.05)
     got = rx.drain()
     rx.close()
     assert got is not None and got.steps == 7  # the roofline step (index 3) is counted, not timed
