@@ -27,7 +27,7 @@ from bottleneckd.advice.predict import (
     predict_hook,
     shard_less,
 )
-from bottleneckd.advice.recommend import Recommendation, rank_key
+from bottleneckd.advice.recommend import Recommendation, rank_key, undecided_keep_semantics
 from bottleneckd.diagnosis.step_inputs import Share, StepInputs
 from bottleneckd.model.sample import Sample
 from bottleneckd.outputs.report import render_text
@@ -295,6 +295,44 @@ def test_ranked_by_predicted_gain_per_cost_then_unknown_then_no_gain() -> None:
         "more_loader_workers",
         "smaller_model",
         "simplify_augmentation",
+    ]
+
+
+def test_one_that_keeps_semantics_goes_first_where_the_prediction_cannot_tell_them_apart() -> None:
+    """Under attach a slow store's data served locally was predicted x1.90 at least ("the most is not
+    measured": high x100) and data echoing x1.98: the measurements cannot say which gains more, and
+    echoing changes what is trained (section 5)."""
+    echo = rec("data_echoing", "low", Prediction(1.98, 1.98, 1.98, "amdahl", ""))
+    local = rec("cache_locally", "low", Prediction(1.90, 1.90, 100.0, "storage wait removed", ""))
+    ranked = sorted([echo, local], key=rank_key)
+    assert [r.mitigation.id for r in ranked] == ["data_echoing", "cache_locally"]  # by the point alone
+    assert [r.mitigation.id for r in undecided_keep_semantics(ranked)] == ["cache_locally", "data_echoing"]
+
+
+@pytest.mark.parametrize(
+    "local",
+    [
+        rec("cache_locally", "low", Prediction(1.90, 1.85, 1.95, "m", "")),  # its whole interval below x1.98
+        rec("cache_locally", "high", Prediction(1.90, 1.90, 100.0, "m", "")),  # costlier
+        rec("cache_locally", "low", Prediction(1.01, 1.01, 100.0, "m", "")),  # predicted to gain under 2%
+    ],
+    ids=["interval_below", "costlier", "no_gain"],
+)
+def test_a_change_of_semantics_keeps_its_place_where_the_measurements_decide(local: Recommendation) -> None:
+    echo = rec("data_echoing", "low", Prediction(1.98, 1.98, 1.98, "amdahl", ""))
+    ranked = sorted([echo, local], key=rank_key)
+    assert undecided_keep_semantics(ranked) == ranked
+
+
+def test_a_change_of_semantics_put_first_by_the_knowledge_base_keeps_its_lead() -> None:
+    m = next(m for m in load_knowledge() if m.id == "simplify_augmentation")
+    p = Prediction(1.97, 1.96, 64.0, "amdahl", "")
+    simplify = Recommendation(m, "cpu_compute", 0.5, "", p, "random augmentation")
+    workers = rec("more_loader_workers", "low", Prediction(1.95, 1.95, 100.0, "loader pipeline", ""))
+    ranked = sorted([workers, simplify], key=rank_key)
+    assert [r.mitigation.id for r in undecided_keep_semantics(ranked)] == [
+        "simplify_augmentation",
+        "more_loader_workers",
     ]
 
 
