@@ -318,6 +318,27 @@ def test_the_runs_verdict_carries_the_straggler_that_made_it_where_other_rules_s
     assert other is not None and not other.straggler.get("limits_the_step")
 
 
+def test_under_attach_the_run_counts_the_windows_whose_stack_samples_could_name_the_straggler() -> None:
+    """Under attach a window's intervals (stack samples of each rank) grow over the run, and a rank
+    is named once they are enough: here from the 15th interval of 20, in 6 of 16 windows, every one
+    from then on (straggler_uneven under attach: 4 of 13, 2026-12-04, and its advice lost
+    balance_ranks). The windows that judged fewer intervals than the first to name it could not
+    name it: the run's verdict carries the straggler that made it."""
+    from bottleneckd.diagnosis.straggler_history import StragglerHistory
+
+    hist, named = StragglerHistory(), []
+    for s in sampled_window({0: 0.5, 1: 0.9}, n=20, per=1, seed=3):
+        v = with_straggler(COMM, hist.observe(s), hist)
+        hist.update(v)
+        named.append(bool(v.straggler))
+    assert named == [False] * 14 + [True] * 6 and hist.windows == 16
+    plain = replace(COMM, resource="cpu_compute", stage="compute", evidence=("one thread at a full core",))
+    v = hist.apply(plain)
+    assert v is not None and (v.resource, v.stage) == ("cpu_compute", "compute")
+    assert v.straggler["rank"] == 1 and v.straggler["limits_the_step"] is True
+    assert (v.straggler["windows_named"], v.straggler["windows"]) == (6, 16)
+
+
 def test_a_window_that_already_names_the_stragglers_work_keeps_its_verdict_with_the_straggler_limiting() -> None:
     """Under attach the rank followed can be the straggler itself, computing while the others wait:
     the window's verdict is its compute already. The straggler they wait for limits the step there

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from bottleneckd.diagnosis.straggler import HOLD_SLACK, SAMPLED_LAST, Straggler, intervals
 from bottleneckd.diagnosis.thresholds import STRAGGLER_HOLD as HOLD
 from bottleneckd.diagnosis.thresholds import STRAGGLER_MIN_INTERVALS as MIN_INTERVALS
+from bottleneckd.diagnosis.thresholds import STRAGGLER_RUN_MIN_WINDOWS as RUN_MIN_WINDOWS
 from bottleneckd.diagnosis.thresholds import STRAGGLER_RUN_SHARE as RUN_SHARE
 from bottleneckd.model.resources import Stage
 from bottleneckd.model.sample import Sample
@@ -29,7 +30,11 @@ class StragglerHistory:
 
     def __init__(self, last: int = SAMPLED_LAST) -> None:
         self.windows = 0
+        #: each straggler named: [windows named in, its latest figures, the intervals of the window
+        #: it was first named in]
         self._named: dict[tuple[str, Any, str], list[Any]] = {}
+        #: the windows counted, by the intervals each judged (at most SAMPLED_LAST distinct counts)
+        self._by_intervals: dict[int, int] = {}
         self.recent: deque[Sample] = deque(maxlen=last)  # the samples the straggler is judged on
         self.current = False  # the latest sample had rank reports
         self._seen: deque[Any] = deque(
@@ -74,39 +79,53 @@ class StragglerHistory:
 
     def update(self, v: Verdict) -> None:
         """Count the latest window: the straggler found in it (before the hold), if any."""
-        if not self.current or len(intervals(self.recent)) < MIN_INTERVALS:
+        n = len(intervals(self.recent)) if self.current else 0
+        if n < MIN_INTERVALS:
             return
         self.windows += 1
+        self._by_intervals[n] = self._by_intervals.get(n, 0) + 1
         if self._found is not None and self._confirmed:
             s = self._found.to_json()
             key = (s["kind"], s["rank"], s["node"])
-            e = self._named.setdefault(key, [0, s])
+            e = self._named.setdefault(key, [0, s, n])
             e[0] += 1
             e[1] = s
             if (v.straggler or {}).get("limits_the_step"):
                 self._made[key] = v
 
-    def persistent(self) -> tuple[dict[str, Any], int] | None:
+    def persistent(self) -> tuple[dict[str, Any], int, int] | None:
+        """The straggler named in more windows than any other: its figures, the windows it was named
+        in, and the windows that judged at least as many intervals as the one it was first named in
+        (those that could name it); None where none or a tie."""
         if not self._named:
             return None
         ranked = sorted((e[0] for e in self._named.values()), reverse=True)
-        count, s = max(self._named.values(), key=lambda e: e[0])
+        count, s, first = max(self._named.values(), key=lambda e: e[0])
         unique = len(ranked) == 1 or ranked[1] < count
-        return (s, count) if unique else None
+        could = sum(k for n, k in self._by_intervals.items() if n >= first)
+        return (s, count, could) if unique else None
 
     def apply(self, v: Verdict | None) -> Verdict | None:
         """``v`` with the run's persistent straggler when it carries none of its own. Where ``v``
         is the ranks' wait in communication and the straggler, named in at least half the windows
-        with several ranks, made the verdict when named (the others' wait was for it), the run's
-        verdict is the straggler's: the communication held longer only while the straggler was
-        being held (STRAGGLER_MIN_INTERVALS intervals, then STRAGGLER_HOLD windows: ~10 s of a 20 s
-        job whose rank 1 did 7x rank 0's rows, named in 8 of the 12 windows that followed)."""
+        with several ranks that could name it, made the verdict when named (the others' wait was for
+        it), the run's verdict is the straggler's: the communication held longer only while the
+        straggler was being held (STRAGGLER_MIN_INTERVALS intervals, then STRAGGLER_HOLD windows:
+        ~10 s of a 20 s job whose rank 1 did 7x rank 0's rows, named in 8 of the 12 windows that
+        followed). The windows that could name it judged at least as many intervals as the one it
+        was first named in: under ``attach`` a window's intervals (stack samples of each rank) grow
+        to STRAGGLER_SAMPLED_LAST over the run, and the same job, its ranks sampled for ~17 s, had
+        its straggler named from the 10th interval in one run (in 11 of 16 windows) and from the
+        14th in another (in 4 of 13, every one from then on); the hook's windows reach their
+        STRAGGLER_LAST intervals within seconds, so nearly every window counts. And in at least
+        STRAGGLER_RUN_MIN_WINDOWS windows: a rank of an even job named in the last window alone
+        is not the run's verdict."""
         from dataclasses import replace
 
         p = self.persistent()
         if v is None or p is None or v.straggler:
             return v
-        s, count = p
+        s, count, could = p
         who = f"rank {s['rank']} on {s['node']}" if s["kind"] == "rank" else f"node {s['node']}"
         ev = (
             f"straggler over the run: {who}, named in {count} of {self.windows} windows with several ranks; "
@@ -118,7 +137,7 @@ class StragglerHistory:
             ),
         )
         made = self._made.get((s["kind"], s["rank"], s["node"]))
-        if made is not None and count >= RUN_SHARE * self.windows:
+        if made is not None and count >= max(RUN_SHARE * could, RUN_MIN_WINDOWS):
             held = {**(made.straggler or {}), "windows_named": count, "windows": self.windows}
             if v.stage == Stage.COMMUNICATION:
                 return replace(made, evidence=tuple(made.evidence) + ev, straggler=held)

@@ -819,12 +819,24 @@ STRAGGLER_SAMPLED_Z = _t(
 STRAGGLER_RUN_SHARE = _t(
     "STRAGGLER_RUN_SHARE",
     0.5,
-    unit="share of the windows with several ranks",
+    unit="share of the windows with several ranks that could name the straggler",
     statistic="",
     source="chosen: the run's verdict is the straggler's when it was named in at least half the windows in which "
-    "the ranks reported and made the verdict there; a 20 s job whose rank 1 did 7x rank 0's rows was named in 8 of 12 "
-    "(the others held the ranks' wait while it was being held), an even torchrun job's rank 0 in 8 of 12 without "
-    "making the verdict (its lag under half the others' wait)",
+    "the ranks reported that judged as many intervals as the first to name it, and made the verdict there; a 20 s "
+    "job whose rank 1 did 7x rank 0's rows was named in 8 of 12 (the others held the ranks' wait while it was being "
+    "held), an even torchrun job's rank 0 in 8 of 12 without making the verdict (its lag under half the others' "
+    "wait); under attach the same 7x job was named from its 14th interval in one run, in 4 of 13 windows, every one "
+    "from then on (counted from the first window, 2026-12-04: its advice lost balance_ranks)",
+)
+STRAGGLER_RUN_MIN_WINDOWS = _t(
+    "STRAGGLER_RUN_MIN_WINDOWS",
+    3,
+    unit="windows",
+    statistic="",
+    source="measured under attach (scripts/eval.py traces replayed with bottleneckd analyze, 2026-12-04): with the "
+    "share counted over the windows that could name a straggler, the even accelerate_ddp job had rank 0 named in "
+    "its last window only (1 of 17; 1 of the 1 that judged its 21 intervals), which then took the run's verdict; "
+    "straggler_uneven (rank 1 doing 7x rank 0's rows) was named in 4 of 13 and 11 of 16 windows",
 )
 STRAGGLER_WAIT_SHARE = _t(
     "STRAGGLER_WAIT_SHARE",
