@@ -74,3 +74,10 @@ def run_cli(args: list[str], env: dict[str, str], timeout: float = 120, **kw) ->
     return subprocess.run(
         [sys.executable, "-m", "bottleneckd.cli", *args], env=env, capture_output=True, text=True, timeout=timeout, **kw
     )
+
+
+def job_output(r: subprocess.CompletedProcess, chars: int = 3000) -> str:
+    """What a failed ``run`` printed before its report (the job's own errors: a rank's traceback,
+    torchrun's ChildFailedError), then the report's first lines: the report alone fills a tail."""
+    before, mark, report = r.stderr.partition("=== bottleneckd report ===")
+    return f"exit {r.returncode}; before the report:\n{before[-chars:]}\n{mark}\n{report[:600]}"

@@ -20,7 +20,7 @@ import pytest
 from bottleneckd.diagnosis.code import CodeProfile
 from bottleneckd.outputs.trace import read_trace
 from bottleneckd.samplers.stacks import find_py_spy
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, job_output, run_cli
 
 pytestmark = pytest.mark.skipif(find_py_spy() is None, reason="py-spy is not installed")
 WORKLOADS = ROOT / "scripts" / "workloads"
@@ -33,7 +33,7 @@ def run_job(tmp_path, cli_env, *cmd: str) -> tuple[dict, CodeProfile]:
         cli_env,
         timeout=300,
     )
-    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.returncode == 0, job_output(r)
     profile = CodeProfile()
     for s in read_trace(str(trace))[1]:
         if s.stacks is not None:
@@ -144,7 +144,7 @@ def test_watch_without_a_sidecar_names_fft_augmentation_in_getitem(tmp_path, cli
     job.write_text(FFT_WATCH)
     env = {**cli_env, "BOTTLENECKD_SOCKET": str(tmp_path / "none" / "s.sock")}  # no sidecar: the local one
     r = subprocess.run([sys.executable, str(job), "12"], env=env, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.returncode == 0, job_output(r)
     doc = json.loads(next(ln for ln in r.stdout.splitlines() if ln.startswith("REPORT "))[7:])
     v = doc["verdict"]
     assert v["stage"] == "data", v
@@ -164,7 +164,7 @@ def test_watch_without_a_sidecar_names_the_code_of_its_loader_workers(tmp_path, 
     job.write_text(FFT_WATCH.replace("batch_size=8)", "batch_size=8, num_workers=2)"))
     env = {**cli_env, "BOTTLENECKD_SOCKET": str(tmp_path / "none" / "s.sock")}
     r = subprocess.run([sys.executable, str(job), "45"], env=env, capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.returncode == 0, job_output(r)
     doc = json.loads(next(ln for ln in r.stdout.splitlines() if ln.startswith("REPORT "))[7:])
     code = doc["verdict"]["code"]
     assert code is not None and code["role"] == "worker" and code["source"] == "py-spy", doc["verdict"]

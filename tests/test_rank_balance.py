@@ -223,7 +223,7 @@ def _attach_ranks(tmp_path, env: dict, *args: str) -> dict:  # noqa: ANN001
     import json
     import socket
 
-    from tests.conftest import ROOT, run_cli
+    from tests.conftest import ROOT, job_output, run_cli
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -236,7 +236,7 @@ def _attach_ranks(tmp_path, env: dict, *args: str) -> dict:  # noqa: ANN001
         r = run_cli(
             ["attach", "--pid", str(job.pid), "--quiet", "--force", "--report-json", str(rep)], env, timeout=180
         )
-        assert r.returncode == 0, r.stderr[-2000:]
+        assert r.returncode == 0, job_output(r)
         return json.loads(rep.read_text())
     finally:
         job.kill()

@@ -18,7 +18,7 @@ pytest.importorskip("torch")
 
 from bottleneckd.diagnosis.pipeline import Pipeline  # noqa: E402
 from bottleneckd.outputs.trace import read_trace  # noqa: E402
-from tests.conftest import ROOT, run_cli  # noqa: E402
+from tests.conftest import ROOT, job_output, run_cli  # noqa: E402
 
 JOB = str(ROOT / "tests" / "rank_job.py")
 
@@ -59,7 +59,7 @@ def run_job(tmp_path: Path, env: dict, *args: str, nproc: int = 4) -> tuple[dict
         # with an even 4-rank job that passes on every rerun) is run once more; twice is a failure
         if r.returncode == 0 or attempt:
             break
-    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.returncode == 0, job_output(r)
     header, samples = read_trace(str(trace))
     p = Pipeline(header.peaks)  # the diagnosis alone: the verdict tick by tick
     timeline = []
@@ -215,7 +215,7 @@ def test_run_joins_the_sidecar_already_serving_on_the_node(tmp_path, cli_env):
             cli_env,
             timeout=200,
         )
-        assert r.returncode == 0, r.stderr[-2000:]
+        assert r.returncode == 0, job_output(r)
         assert "joined the sidecar serving this node" in r.stderr
         doc = json.loads(rep.read_text())
         assert doc["node_sidecar"] == cli_env["BOTTLENECKD_SOCKET"]
