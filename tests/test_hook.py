@@ -270,6 +270,40 @@ def test_blocking_collectives_are_timed_as_communication(tmp_path):
         dist.destroy_process_group()
 
 
+@pytest.mark.parametrize("where", ["comm_begin", "comm_end"])
+def test_a_fault_of_ours_around_a_collective_disables_us_and_the_collective_returns(tmp_path, where):
+    """Our clock failing as a blocking collective starts or ends: the user's all_reduce returns its
+    result and our instrumentation comes off (the standard: a failure of ours never breaks the step;
+    before, the exception reached the user's code)."""
+    import torch.distributed as dist
+
+    store = dist.HashStore()
+    dist.init_process_group("gloo", store=store, rank=0, world_size=1)
+    try:
+        model = nn.Linear(8, 8)
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        w = watch(
+            model,
+            opt,
+            socket_path=str(tmp_path / "n.sock"),
+            local_sampling=False,
+            print_epoch=False,
+            roofline_step=None,
+        )
+
+        def broken() -> None:
+            raise RuntimeError("our clock broke")
+
+        setattr(w.clock, where, broken)
+        t = torch.ones(3)
+        dist.all_reduce(t)  # no exception reaches the user's code
+        assert torch.equal(t, torch.ones(3))  # world size 1: the sum is the tensor
+        assert not w.enabled
+        w.close()
+    finally:
+        dist.destroy_process_group()
+
+
 def test_facts_the_advice_needs_follow_the_model_and_settings(tmp_path):
     model = nn.Sequential(nn.Linear(8, 8), nn.Linear(8, 2))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)

@@ -744,12 +744,19 @@ class Watcher:
 
     # --- collectives (collectives.py) ---------------------------------------------------------
     def comm_begin(self) -> None:
+        """Around a blocking collective the user's code calls (collectives.py): never raises into it."""
         if self.enabled and cuda_graphs.STATE.capturing is None:
-            self.clock.comm_begin()
+            try:
+                self.clock.comm_begin()
+            except Exception as e:  # noqa: BLE001 - our failure never breaks the step
+                self.disable(f"{type(e).__name__}: {e}")
 
     def comm_end(self) -> None:
         if self.enabled and cuda_graphs.STATE.capturing is None:
-            self.clock.comm_end()
+            try:
+                self.clock.comm_end()
+            except Exception as e:  # noqa: BLE001 - the collective ran: its result is the user's
+                self.disable(f"{type(e).__name__}: {e}")
 
     def comm_exposed(self, span: Any) -> None:
         """Communication the step waited for inside backward (DDP's buckets, ddp_comm.py): seconds
