@@ -339,6 +339,35 @@ def test_under_attach_the_run_counts_the_windows_whose_stack_samples_could_name_
     assert (v.straggler["windows_named"], v.straggler["windows"]) == (6, 16)
 
 
+def test_a_rank_named_live_in_fewer_than_the_minimum_windows_is_not_the_runs_straggler() -> None:
+    """A rank named live in under STRAGGLER_RUN_MIN_WINDOWS windows (the even accelerate_ddp under
+    attach: rank 0 in 1 of 17, 2026-12-04) is said in the evidence, not carried as the run's
+    straggler; at the minimum it is."""
+    from bottleneckd.diagnosis.straggler_history import StragglerHistory
+    from bottleneckd.diagnosis.thresholds import STRAGGLER_RUN_MIN_WINDOWS
+
+    plain = replace(COMM, resource="cpu_memory_bandwidth", stage="compute", evidence=("memory bus at 90%",))
+    for extra, named_in in ((STRAGGLER_RUN_MIN_WINDOWS - 1, None), (STRAGGLER_RUN_MIN_WINDOWS, 1)):
+        hist, named = StragglerHistory(), []
+        for s in sampled_window({0: 0.5, 1: 0.9}, n=14 + extra, per=1, seed=3):
+            v = with_straggler(COMM, hist.observe(s), hist)
+            hist.update(v)
+            named.append(bool(v.straggler))
+        assert named == [False] * 14 + [True] * extra
+        v = hist.apply(plain)
+        assert v is not None and (v.resource, v.stage) == (plain.resource, plain.stage)
+        assert (v.straggler or {}).get("rank") == named_in
+        few = [e for e in v.evidence if "not the run's straggler" in e]
+        assert few == (
+            [
+                f"named a straggler in {extra} of {hist.windows} windows only: rank 1 on n1, fewer than 3, "
+                "not the run's straggler"
+            ]
+            if named_in is None
+            else []
+        )
+
+
 def test_a_window_that_already_names_the_stragglers_work_keeps_its_verdict_with_the_straggler_limiting() -> None:
     """Under attach the rank followed can be the straggler itself, computing while the others wait:
     the window's verdict is its compute already. The straggler they wait for limits the step there

@@ -119,7 +119,9 @@ class StragglerHistory:
         14th in another (in 4 of 13, every one from then on); the hook's windows reach their
         STRAGGLER_LAST intervals within seconds, so nearly every window counts. And in at least
         STRAGGLER_RUN_MIN_WINDOWS windows: a rank of an even job named in the last window alone
-        is not the run's verdict."""
+        is not the run's verdict. Below that minimum the rank named live is said in the evidence
+        but is not the run's straggler at all; from it, it is (a real straggler on a loaded machine
+        may be named in fewer than half the windows), as what limits the step only as above."""
         from dataclasses import replace
 
         p = self.persistent()
@@ -146,6 +148,14 @@ class StragglerHistory:
                 # which the other rules said it on their own count for it too): the straggler limits
                 # the step, as it did there (balance_ranks' fact: diagnosis/measured.py)
                 return replace(v, evidence=tuple(v.evidence) + ev, straggler=held)
+        if count < RUN_MIN_WINDOWS:
+            # named live in too few windows to be the run's (an even job's rank 0 in 1 of 17 windows
+            # under attach): said, not carried as the run's straggler
+            few = (
+                f"named a straggler in {count} of {self.windows} windows only: {who}, "
+                f"fewer than {RUN_MIN_WINDOWS}, not the run's straggler"
+            )
+            return replace(v, evidence=tuple(v.evidence) + (few,))
         return replace(
             v,
             evidence=tuple(v.evidence) + ev,

@@ -836,7 +836,8 @@ STRAGGLER_RUN_MIN_WINDOWS = _t(
     source="measured under attach (scripts/eval.py traces replayed with bottleneckd analyze, 2026-12-04): with the "
     "share counted over the windows that could name a straggler, the even accelerate_ddp job had rank 0 named in "
     "its last window only (1 of 17; 1 of the 1 that judged its 21 intervals), which then took the run's verdict; "
-    "straggler_uneven (rank 1 doing 7x rank 0's rows) was named in 4 of 13 and 11 of 16 windows",
+    "straggler_uneven (rank 1 doing 7x rank 0's rows) was named in 4 of 13 and 11 of 16 windows. Below it a rank "
+    "named live is not the run's straggler at all (the report carried accelerate_ddp's rank 0 as one): only said",
 )
 STRAGGLER_WAIT_SHARE = _t(
     "STRAGGLER_WAIT_SHARE",
