@@ -129,6 +129,14 @@ def summarize(rows: list[dict], modes: tuple[str, ...]) -> dict:
             f"{m}: right {outcomes.count('right')}/{len(scored)}, undetermined {outcomes.count('undetermined')}, "
             f"wrong {outcomes.count('wrong')}, no report {outcomes.count('error')}"
         )
+        # a rank named on a job whose ranks do the same work: not scored wrong (the label is the
+        # resource), but a claim the job's owner would act on, so counted apart
+        even = [
+            r["name"] for r in scored if m in r and r.get("straggler") is None and r[m].get("straggler") is not None
+        ]
+        summary[m]["straggler_on_even_job"] = even
+        if even:
+            print(f"{m}: a straggler named where the ranks do the same work: {', '.join(even)}")
     summary["advice"] = advice_summary(rows, modes)
     for m in modes:
         print("\n" + confusion(rows, m))
