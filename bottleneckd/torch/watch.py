@@ -670,7 +670,7 @@ class Watcher:
                 closure_notes(bool(self.facts.get("optimizer_closure")), isinstance(self.clock, HostClock))
                 + cuda_graphs.note(self.graphs_kind)
                 + self._counting.notes(bool(self.facts.get("compiled")))
-                + (self.tuner.lines() if self.tuner is not None else []),
+                + (self.tuner.lines() if self.tuner is not None else self._control.measuring()),
                 previous=next((r for r in reversed(self.epoch_reports) if r.step_ms is not None), None),
                 in_effect=self._control.in_effect(),
                 throughput=rate,

@@ -23,7 +23,7 @@ LATENCY_JOB = Path(__file__).resolve().parents[1] / "jobs" / "latency_loader.py"
 
 def jobs(workloads: dict[str, Workload], seconds: float, threads: str, out: Path) -> dict[str, list[str]]:
     found = {
-        "demo": [PY, "-m", "bottleneckd.torch.demo", "--epochs", "4"],
+        "demo": [PY, "-m", "bottleneckd.torch.demo", "--epochs", "10"],
         "latency-bound loader": [PY, str(LATENCY_JOB), f"{seconds:g}"],
     }
     for kind, name in (("loader-bound", "data_cpu_bound"), ("DDP", "ddp_compute")):
