@@ -299,6 +299,32 @@ def test_half_compute_half_data_on_the_same_cpu_is_the_data_stage():
     assert (v.resource, v.stage) == ("cpu_compute", "data")
 
 
+@pytest.mark.parametrize("other", [0.45, 0.50])
+def test_python_between_the_phases_taking_more_of_the_step_than_a_serial_loader_is_the_other_stage(other):
+    """fresh_metric_loops: a pure-Python metric every step at 47-52% of it beside a loader with no
+    workers at 30-33%, one thread at a full core: the larger stage is named (removing the metric
+    measured x2.30; the data wait allows x1.49), with the comparison in its evidence. Fails on the
+    code before (the data stage: 'other' needed half the step and the data finding was stronger)."""
+    from bottleneckd.diagnosis.classify import classify
+
+    data = 0.33
+    w = window(
+        {**HOST, **job(1.0, 0.98)},
+        {"data_wait": data, "forward": 0.06, "backward": 0.09, "optimizer": 1.0 - data - 0.15 - other, "other": other},
+    )
+    v = classify(w, NO_PEAKS)
+    assert (v.resource, v.stage) == ("cpu_compute", "other"), v.evidence
+    assert any("against the data stage's 33%" in e for e in v.evidence), v.evidence
+
+
+def test_the_other_stage_under_half_the_step_and_not_the_largest_stays_silent():
+    from bottleneckd.diagnosis.classify import classify
+
+    w = window({**HOST, **job(1.0, 0.98)}, {"data_wait": 0.40, "forward": 0.1, "backward": 0.1, "other": 0.40})
+    v = classify(w, NO_PEAKS)
+    assert (v.resource, v.stage) == ("cpu_compute", "data"), v.evidence
+
+
 # --- GPU compute, transfer, communication, capacity -----------------------------------------
 
 GPU = {

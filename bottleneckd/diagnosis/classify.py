@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from bottleneckd.diagnosis.rules import RULES
-from bottleneckd.diagnosis.thresholds import ACTIVE, IDLE_UTILIZATION, SECONDARY
+from bottleneckd.diagnosis.rules.common import stage_share
+from bottleneckd.diagnosis.thresholds import ACTIVE, IDLE_UTILIZATION, SECONDARY, STAGE_SHARE_RATIO
 from bottleneckd.diagnosis.verdict import Finding, Verdict
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.resources import UNDETERMINED, Resource, Stage
@@ -28,7 +31,29 @@ def findings(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     for f in out:  # one finding per resource: the strongest
         if f.resource not in best or f.score > best[f.resource].score:
             best[f.resource] = f
+    for f in out:  # of one resource's stages, the one that takes clearly more of the step
+        best[f.resource] = larger_stage(w, best[f.resource], f)
     return sorted(best.values(), key=lambda f: -f.score)
+
+
+def larger_stage(w: WindowStats, strongest: Finding, f: Finding) -> Finding:
+    """Where one resource limits the "other" stage (Python between the phases, checkpoints,
+    logging) and a stronger finding's stage, the other stage is named when it takes
+    STAGE_SHARE_RATIO times that stage's share of the step or more: the resource's score stands (the
+    same resource, as strongly found); the stage, evidence and headroom are the other stage's.
+    Only the other stage: a data wait beside a larger compute stage stays the data stage (hiding it
+    behind compute is the one-argument fix; the compute is the work itself). An undetermined
+    finding is never moved: it names no resource."""
+    if f is strongest or f.stage != Stage.OTHER or f.resource != strongest.resource or f.resource == UNDETERMINED:
+        return strongest
+    mine, theirs = stage_share(w, f.stage), stage_share(w, strongest.stage)
+    if mine is None or theirs is None or mine < theirs * STAGE_SHARE_RATIO:
+        return strongest
+    why = (
+        f"the {f.stage} stage takes {mine:.0%} of the step against the {strongest.stage} stage's {theirs:.0%}, "
+        f"the same resource limiting both: the larger lever"
+    )
+    return replace(f, score=max(f.score, strongest.score), evidence=(*f.evidence, why))
 
 
 def largest_utilization(w: WindowStats) -> tuple[str, str, float] | None:

@@ -58,10 +58,10 @@ from __future__ import annotations
 
 from bottleneckd.diagnosis.job_gpus import co_tenants, job_listed, runs_on_gpu, window_job_gpus
 from bottleneckd.diagnosis.rules.capacity import job_memory_share
+from bottleneckd.diagnosis.rules.common import other_share
 from bottleneckd.diagnosis.rules.communication import other_collectives, slow_link, spans_hosts
 from bottleneckd.diagnosis.rules.cpu_state import cpu_state
 from bottleneckd.diagnosis.rules.gpu_memory import fragmented
-from bottleneckd.diagnosis.rules.other import other_share
 from bottleneckd.diagnosis.thresholds import CLOCK_THROTTLED, INPUT_HIGH, OTHER_HIGH, THROTTLED
 from bottleneckd.diagnosis.verdict import Verdict
 from bottleneckd.diagnosis.window import WindowStats

@@ -19,12 +19,11 @@ from bottleneckd.diagnosis.job_gpus import job_busiest, largest_other_process, w
 from bottleneckd.diagnosis.pipeline import Pipeline
 from bottleneckd.diagnosis.rules.capacity import job_memory_share
 from bottleneckd.diagnosis.rules.comm_cost import comm_cost
-from bottleneckd.diagnosis.rules.common import compute_share, runs_on_gpu
+from bottleneckd.diagnosis.rules.common import compute_share, other_share, runs_on_gpu
 from bottleneckd.diagnosis.rules.communication import usual_port_rate
 from bottleneckd.diagnosis.rules.cpu_compute import MIN_CORES_RAN
 from bottleneckd.diagnosis.rules.cpu_state import cpu_state
 from bottleneckd.diagnosis.rules.gpu_one import compute_idle, idle_in_compute, pcie_copy_share
-from bottleneckd.diagnosis.rules.other import other_share
 from bottleneckd.diagnosis.rules.storage import io_wait, storage_signs
 from bottleneckd.diagnosis.straggler import busy_excess, excess, find_straggler, intervals, rank_figures
 from bottleneckd.diagnosis.thresholds import REGISTRY, STRAGGLER_LAST

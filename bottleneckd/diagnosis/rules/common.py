@@ -24,7 +24,7 @@ from bottleneckd.diagnosis.thresholds import (
     SM_EFFICIENT,
 )
 from bottleneckd.diagnosis.window import WindowStats
-from bottleneckd.model.resources import Phase
+from bottleneckd.model.resources import Phase, Stage
 from bottleneckd.model.units import fmt_seconds
 from bottleneckd.peaks.resolve import PeakTable
 
@@ -115,3 +115,36 @@ def runs_on_gpu(w: WindowStats, peaks: PeakTable | None = None) -> bool:
     """The job trains on a GPU this host samples (diagnosis/job_gpus.py: the device fact, else the
     job seen on one of the node's GPUs; a job on no GPU of a shared GPU node is a CPU job)."""
     return _runs_on_gpu(w, peaks)
+
+
+def other_share(w: WindowStats) -> float | None:
+    """The "other" stage's share of the step: its phase and the step time no phase accounts for."""
+    p = w.phases
+    if p is None or p.wall_seconds <= 0 or not p.steps:
+        return None
+    named = sum(v for k, v in p.phases.items() if k != Phase.OTHER)
+    return max(
+        0.0,
+        min(
+            1.0,
+            (p.phases.get(Phase.OTHER, 0.0) + max(0.0, p.wall_seconds - named - p.phases.get(Phase.OTHER, 0.0)))
+            / p.wall_seconds,
+        ),
+    )
+
+
+def stage_share(w: WindowStats, stage: Stage) -> float | None:
+    """A stage's share of the step (None without phases): data (data wait and file I/O), compute
+    (forward, backward, optimizer), transfer, communication, other. The optimizer's own stage is
+    the compute stage's here (its phase is counted there), so it is 0."""
+    if w.phases is None:
+        return None
+    if stage == Stage.DATA:
+        return data_share(w)
+    if stage == Stage.COMPUTE:
+        return compute_share(w)
+    if stage == Stage.OTHER:
+        return other_share(w)
+    if stage == Stage.OPTIMIZER:
+        return 0.0 if not offloaded(w) else w.phases.share(Phase.OPTIMIZER) or 0.0
+    return w.phases.share(Phase(stage.value)) or 0.0

@@ -28,9 +28,8 @@ from dataclasses import replace
 from typing import Any
 
 from bottleneckd.diagnosis.job_gpus import co_tenants, never_idle, runs_on_gpu, window_job_gpus
-from bottleneckd.diagnosis.rules.common import compute_share, cuda_timed, offloaded, pct
+from bottleneckd.diagnosis.rules.common import compute_share, cuda_timed, offloaded, other_share, pct
 from bottleneckd.diagnosis.rules.gpu_one import one_gpu
-from bottleneckd.diagnosis.rules.other import other_share
 from bottleneckd.diagnosis.thresholds import COMPUTE_STAGE, FOR_LOOP_OPTIMIZER_HIGH, OTHER_HIGH
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats

@@ -1,0 +1,86 @@
+"""Labelled workload: a Lightning Trainer whose Dataset does per-sample numpy work (an FFT low-pass
+of a 96x96 image, re-drawn per index) in __getitem__, num_workers=0; a small MLP on the result.
+Intervention: the samples precomputed once (the same tensors, from memory)."""
+
+LABEL = "cpu_compute"
+PATTERN = "Lightning, numpy FFT per sample in __getitem__, no workers"
+STAGE = "data"
+PROVES = "cache_preprocessing"
+INTERVENTION = "samples precomputed once"
+MIN_SPEEDUP = 1.5
+
+import time
+
+import lightning as L
+import numpy as np
+import torch
+from common import options, report, set_threads
+from torch import nn
+from torch.utils.data import DataLoader, Dataset, TensorDataset
+
+args = options(__doc__).parse_args()
+set_threads()
+N = 512
+
+
+def sample(i: int) -> np.ndarray:
+    r = np.random.default_rng(i).standard_normal((96, 96))
+    for _ in range(6):
+        f = np.fft.fft2(r)
+        f[20:76, 20:76] = 0
+        r = np.real(np.fft.ifft2(f))
+    return r[::3, ::3].astype(np.float32).reshape(-1)
+
+
+class Images(Dataset):
+    def __len__(self) -> int:
+        return N
+
+    def __getitem__(self, i: int):  # noqa: ANN204
+        return torch.from_numpy(sample(i)), i % 10
+
+
+class Net(L.LightningModule):
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(1024, 256), nn.ReLU(), nn.Linear(256, 10))
+
+    def training_step(self, b, _i):  # noqa: ANN001, ANN201
+        x, y = b
+        return nn.functional.cross_entropy(self.net(x), y)
+
+    def configure_optimizers(self):  # noqa: ANN201
+        return torch.optim.SGD(self.parameters(), lr=0.01)
+
+
+class Timed(L.Callback):
+    def __init__(self) -> None:
+        self.t0: float | None = None
+        self.steps = 0
+
+    def on_train_batch_end(self, trainer, *_a) -> None:  # noqa: ANN001
+        if self.t0 is None:
+            self.t0 = time.perf_counter()
+            return
+        self.steps += 1
+        if time.perf_counter() - self.t0 >= args.seconds:
+            trainer.should_stop = True
+
+
+if args.intervene:
+    data = TensorDataset(torch.stack([torch.from_numpy(sample(i)) for i in range(N)]), torch.arange(N) % 10)
+else:
+    data = Images()
+timed = Timed()
+trainer = L.Trainer(
+    accelerator="cpu",
+    devices=1,
+    max_epochs=-1,
+    logger=False,
+    enable_checkpointing=False,
+    enable_progress_bar=False,
+    enable_model_summary=False,
+    callbacks=[timed],
+)
+trainer.fit(Net(), DataLoader(data, batch_size=32, shuffle=True))
+report(timed.steps, time.perf_counter() - (timed.t0 or time.perf_counter()))
