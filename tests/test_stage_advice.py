@@ -224,11 +224,9 @@ def test_apply_returns_a_readable_result(tmp_path):
 
 
 # --- a real small job --------------------------------------------------------------------------
-@pytest.mark.slow
-def test_a_real_latency_bound_job_is_advised_applied_and_then_shown_in_effect(tmp_path):
-    """A Dataset that sleeps in __getitem__ under watch() with the in-process sidecar: the first
-    epoch advises hiding the loader's latency; applied through the hook, the next epochs show it
-    in effect with the step time before and after, and no longer advise it."""
+def _sleepy_job(tmp_path: Any) -> tuple[Any, Any, Any]:
+    """A Dataset that sleeps 8 ms a sample (160 samples, batch 4, no workers) under watch() with the
+    in-process sidecar: the model, its optimizer and the watcher."""
     torch = pytest.importorskip("torch")
     from torch.utils.data import DataLoader, Dataset
 
@@ -246,7 +244,15 @@ def test_a_real_latency_bound_job_is_advised_applied_and_then_shown_in_effect(tm
     model = torch.nn.Linear(16, 1)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     loader = DataLoader(Sleepy(), batch_size=4)
-    w = watch(model, opt, loader, socket_path=f"{tmp_path}/s.sock", local_sampling=True, interval=0.25)
+    return model, opt, watch(model, opt, loader, socket_path=f"{tmp_path}/s.sock", local_sampling=True, interval=0.25)
+
+
+@pytest.mark.slow
+def test_a_real_latency_bound_job_is_advised_applied_and_then_shown_in_effect(tmp_path):
+    """A Dataset that sleeps in __getitem__ under watch() with the in-process sidecar: the first
+    epoch advises hiding the loader's latency; applied through the hook, the next epochs show it
+    in effect with the step time before and after, and no longer advise it."""
+    model, opt, w = _sleepy_job(tmp_path)
     try:
         for epoch in range(3):
             for x in w.dataloader:
@@ -273,24 +279,7 @@ def test_a_mitigation_being_measured_is_not_shown_in_effect_until_kept(tmp_path)
     averages both sides, so its block says the trial is being measured, not "in effect ... faster"
     (the demo's 1 -> 2 workers read -23.7% faster two blocks in, then was not significantly
     faster); once kept it is shown in effect."""
-    torch = pytest.importorskip("torch")
-    from torch.utils.data import DataLoader, Dataset
-
-    from bottleneckd.torch import watch
-
-    class Sleepy(Dataset):
-        def __len__(self) -> int:
-            return 160
-
-        def __getitem__(self, i: int) -> Any:
-            time.sleep(0.008)
-            return torch.randn(16)
-
-    torch.set_num_threads(1)
-    model = torch.nn.Linear(16, 1)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    loader = DataLoader(Sleepy(), batch_size=4)
-    w = watch(model, opt, loader, socket_path=f"{tmp_path}/s.sock", local_sampling=True, interval=0.25)
+    model, opt, w = _sleepy_job(tmp_path)
     try:
         t = None
         for epoch in range(6):

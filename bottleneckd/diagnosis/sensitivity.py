@@ -19,7 +19,7 @@ from bottleneckd.diagnosis.job_gpus import job_busiest, largest_other_process, w
 from bottleneckd.diagnosis.pipeline import Pipeline
 from bottleneckd.diagnosis.rules.capacity import job_memory_share
 from bottleneckd.diagnosis.rules.comm_cost import comm_cost
-from bottleneckd.diagnosis.rules.common import compute_share, other_share, runs_on_gpu
+from bottleneckd.diagnosis.rules.common import compute_share, other_share, runs_on_gpu, stage_share
 from bottleneckd.diagnosis.rules.communication import usual_port_rate
 from bottleneckd.diagnosis.rules.cpu_compute import MIN_CORES_RAN
 from bottleneckd.diagnosis.rules.cpu_state import cpu_state
@@ -28,7 +28,7 @@ from bottleneckd.diagnosis.rules.storage import io_wait, storage_signs
 from bottleneckd.diagnosis.straggler import busy_excess, excess, find_straggler, intervals, rank_figures
 from bottleneckd.diagnosis.thresholds import REGISTRY, STRAGGLER_LAST
 from bottleneckd.diagnosis.window import WindowStats
-from bottleneckd.model.resources import UNDETERMINED, Phase, Resource, Stage
+from bottleneckd.model.resources import UNDETERMINED, Phase, Resource
 from bottleneckd.model.sample import Sample
 from bottleneckd.peaks.resolve import PeakTable
 from bottleneckd.peaks.select import compute_peak
@@ -203,14 +203,7 @@ def _slow_port_bytes(w: WindowStats, peaks: PeakTable) -> float | None:
 def _stage_share(w: WindowStats, peaks: PeakTable) -> float | None:
     """The share of the step of the strongest finding's stage (what headroom() is given)."""
     fs = findings(w, peaks)
-    if not fs:
-        return None
-    stage = fs[0].stage
-    if stage == Stage.COMPUTE:
-        return compute_share(w)
-    if stage == Stage.OTHER:
-        return other_share(w)
-    return _share(*{Stage.DATA: (Phase.DATA_WAIT, Phase.FILE_IO)}.get(stage, (stage,)))(w, peaks)
+    return stage_share(w, fs[0].stage) if fs else None
 
 
 def _score(rank: int) -> Figure:

@@ -189,7 +189,7 @@ OTHER_LARGEST = _t(
     source="chosen, a floor: under OTHER_HIGH the 'other' stage still limits the step where it takes more of it "
     "than any other stage and at least this much (a per-step pure-Python metric at 47-52% of the step beside a "
     "serial loader's 30-33% was read as the data stage; removing the metric measured x2.30, the data wait's share "
-    "allows x1.49: the fresh workload fresh_metric_loops, 2026-12-04)",
+    "allows x1.49: the workload metric_every_step, 2026-12-04)",
 )
 STAGE_SHARE_RATIO = _t(
     "STAGE_SHARE_RATIO",
@@ -197,7 +197,7 @@ STAGE_SHARE_RATIO = _t(
     unit="ratio of step shares",
     statistic="other_share",
     source="chosen: where one resource limits the 'other' stage and a stronger finding's stage, the other stage is "
-    "named when its share of the step is at least this many times that stage's (fresh_metric_loops: other 47-52% "
+    "named when its share of the step is at least this many times that stage's (metric_every_step: other 47-52% "
     "against data 30-33%, 1.4-1.7x; removing the metric measured x2.30, the data wait allows x1.49); a data wait "
     "beside a larger compute stage stays the data stage (hidden behind compute by one DataLoader argument)",
 )

@@ -134,10 +134,10 @@ def other_share(w: WindowStats) -> float | None:
 
 
 def stage_share(w: WindowStats, stage: Stage) -> float | None:
-    """A stage's share of the step (None without phases): data (data wait and file I/O), compute
-    (forward, backward, optimizer), transfer, communication, other. The optimizer's own stage is
-    the compute stage's here (its phase is counted there), so it is 0."""
-    if w.phases is None:
+    """A stage's share of the step (None without timed or sampled steps): data (data wait and file
+    I/O), compute (``compute_share``), other (``other_share``), and the transfer, communication and
+    optimizer stages their phase's (the optimizer's is also the compute stage's, unless offloaded)."""
+    if w.phases is None or not w.phases.steps:
         return None
     if stage == Stage.DATA:
         return data_share(w)
@@ -145,6 +145,4 @@ def stage_share(w: WindowStats, stage: Stage) -> float | None:
         return compute_share(w)
     if stage == Stage.OTHER:
         return other_share(w)
-    if stage == Stage.OPTIMIZER:
-        return 0.0 if not offloaded(w) else w.phases.share(Phase.OPTIMIZER) or 0.0
     return w.phases.share(Phase(stage.value)) or 0.0
