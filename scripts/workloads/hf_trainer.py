@@ -29,8 +29,9 @@ os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
 import torch
 from common import options, report, set_threads
+from hf_timed import Timed
 from torch.utils.data import Dataset
-from transformers import BertConfig, BertForSequenceClassification, Trainer, TrainerCallback, TrainingArguments
+from transformers import BertConfig, BertForSequenceClassification, Trainer, TrainingArguments
 
 args = options(__doc__).parse_args()
 set_threads()
@@ -56,25 +57,8 @@ class Tokens(Dataset):
         return {"input_ids": torch.randint(0, 2000, (128,), generator=g), "labels": i % 2}
 
 
-class Timed(TrainerCallback):
-    """Optimizer steps per second after the first (untimed) one; stops after --seconds."""
-
-    def __init__(self) -> None:
-        self.t0: float | None = None
-        self.steps = 0
-
-    def on_step_end(self, _args, state, control, **_kw):  # noqa: ANN001, ANN201
-        if self.t0 is None:
-            self.t0 = time.perf_counter()
-            return control
-        self.steps += 1
-        if time.perf_counter() - self.t0 >= args.seconds:
-            control.should_training_stop = True
-        return control
-
-
 accumulate = 4 if args.control else 1
-timed = Timed()
+timed = Timed(args.seconds)
 targs = TrainingArguments(
     output_dir=tempfile.mkdtemp(prefix="hf-trainer-"),
     per_device_train_batch_size=8 // accumulate,

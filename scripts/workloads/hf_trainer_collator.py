@@ -26,11 +26,11 @@ os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
 import torch
 from common import options, report, set_threads
+from hf_timed import Timed
 from transformers import (
     BertConfig,
     BertForSequenceClassification,
     Trainer,
-    TrainerCallback,
     TrainingArguments,
     default_data_collator,
 )
@@ -121,24 +121,7 @@ else:
     train_data, collator = [{"text": t, "label": y} for t, y in zip(docs, labels, strict=True)], collate
 
 
-class Timed(TrainerCallback):
-    """Optimizer steps per second after the first (untimed) one; stops after --seconds."""
-
-    def __init__(self) -> None:
-        self.t0: float | None = None
-        self.steps = 0
-
-    def on_step_end(self, _args, state, control, **_kw):  # noqa: ANN001, ANN201
-        if self.t0 is None:
-            self.t0 = time.perf_counter()
-            return control
-        self.steps += 1
-        if time.perf_counter() - self.t0 >= args.seconds:
-            control.should_training_stop = True
-        return control
-
-
-timed = Timed()
+timed = Timed(args.seconds)
 targs = TrainingArguments(
     output_dir=tempfile.mkdtemp(prefix="hf-collator-"),
     per_device_train_batch_size=16,

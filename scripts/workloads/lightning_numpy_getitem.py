@@ -15,6 +15,7 @@ import lightning as L
 import numpy as np
 import torch
 from common import options, report, set_threads
+from lightning_timed import Timed
 from torch import nn
 from torch.utils.data import DataLoader, Dataset, TensorDataset
 
@@ -53,25 +54,11 @@ class Net(L.LightningModule):
         return torch.optim.SGD(self.parameters(), lr=0.01)
 
 
-class Timed(L.Callback):
-    def __init__(self) -> None:
-        self.t0: float | None = None
-        self.steps = 0
-
-    def on_train_batch_end(self, trainer, *_a) -> None:  # noqa: ANN001
-        if self.t0 is None:
-            self.t0 = time.perf_counter()
-            return
-        self.steps += 1
-        if time.perf_counter() - self.t0 >= args.seconds:
-            trainer.should_stop = True
-
-
 if args.intervene:
     data = TensorDataset(torch.stack([torch.from_numpy(sample(i)) for i in range(N)]), torch.arange(N) % 10)
 else:
     data = Images()
-timed = Timed()
+timed = Timed(args.seconds)
 trainer = L.Trainer(
     accelerator="cpu",
     devices=1,

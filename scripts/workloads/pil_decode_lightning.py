@@ -19,6 +19,7 @@ import lightning as L
 import numpy as np
 import torch
 from common import options, report, set_threads
+from lightning_timed import Timed
 from PIL import Image
 from torch import nn
 from torch.utils.data import DataLoader, Dataset, TensorDataset
@@ -88,23 +89,7 @@ class Net(L.LightningModule):
         return torch.optim.SGD(self.parameters(), lr=0.01)
 
 
-class Timed(L.Callback):
-    """Steps per second after the first (untimed) step; stops the Trainer after --seconds."""
-
-    def __init__(self) -> None:
-        self.t0: float | None = None
-        self.steps = 0
-
-    def on_train_batch_end(self, trainer, *_a) -> None:  # noqa: ANN001
-        if self.t0 is None:
-            self.t0 = time.perf_counter()
-            return
-        self.steps += 1
-        if time.perf_counter() - self.t0 >= args.seconds:
-            trainer.should_stop = True
-
-
-timed = Timed()
+timed = Timed(args.seconds)
 trainer = L.Trainer(
     accelerator="cpu",
     devices=1,
