@@ -245,8 +245,9 @@ def _fill_cache(dev: str, release: bool) -> str:
     """The caching allocator holding ~90% of the GPU (a big block allocated and freed)."""
     if dev != "cuda":
         return "no caching allocator on the CPU: nothing filled"
+    torch.cuda.empty_cache()  # "both" runs base then intervention in one process: start each from the same cache
     free, total = torch.cuda.mem_get_info()
-    big = torch.empty(int(free - 0.1 * total), dtype=torch.uint8, device=dev)
+    big = torch.empty(max(0, int(free - 0.1 * total)), dtype=torch.uint8, device=dev)
     del big  # freed to the cache, still reserved: NVML reads the GPU ~90% used
     if release:
         torch.cuda.empty_cache()
@@ -381,6 +382,8 @@ def train(name: str, variant: str, seconds: float, small: bool, dev: str) -> dic
     step()  # the first step outside the clock (compilation, cuBLAS handles)
     if dev == "cuda":
         torch.cuda.synchronize()
+    if int(os.environ.get("RANK", "0")) == 0:  # gpu_check.py probes and attaches from here on, not during start-up
+        print(json.dumps({"event": "training", "workload": name, "variant": variant}), flush=True)
     steps, t0 = 0, time.perf_counter()
     while not _stop(time.perf_counter() - t0 >= seconds, steps, dev):
         step()

@@ -69,7 +69,7 @@ def test_the_facts_a_workload_must_show_are_checked():
 def test_two_rank_workloads_need_two_gpus_and_the_budget_is_kept():
     import argparse
 
-    a = argparse.Namespace(fake=False, seconds=8.0, timing=4.0)
+    a = argparse.Namespace(fake=False, seconds=6.0, timing=2.0, budget=gpu_check.BUDGET_S)
     assert "needs 2 GPUs, this machine has 1" in gpu_check.skip_reason("fsdp_2rank", a, 1, 0.0)
     assert gpu_check.skip_reason("fsdp_2rank", a, 2, 0.0) == ""
     assert gpu_check.skip_reason("bf16_matmul", a, 1, gpu_check.BUDGET_S - 10).startswith("time budget")

@@ -8,6 +8,7 @@ from torch import nn  # noqa: E402
 from torch.utils.data import DataLoader, TensorDataset  # noqa: E402
 
 from bottleneckd.channel.link import PhaseReceiver  # noqa: E402
+from bottleneckd.runtime.job import rejected_note  # noqa: E402
 from bottleneckd.torch import watch  # noqa: E402
 from bottleneckd.torch.transport import SocketTransport  # noqa: E402
 
@@ -150,7 +151,25 @@ def test_receiver_rejects_non_json_and_never_unpickles(tmp_path):
     rx.ingest(b"\x80\x04K\x01.")  # a pickle
     rx.ingest(b'{"steps": "x"}')
     assert rx.rejected == 1 and rx.unknown_version == 1 and rx.drain() is None  # a dict with no version: not ours
+    # the run's report says so, with why (a refused report's phases are missing: never silent)
+    note = rejected_note(rx.rejected + rx.unknown_version, rx.last_error)
+    assert note is not None and note.startswith("2 of the hook's messages were refused") and "(last: version" in note
+    assert rejected_note(0, "") is None
     rx.close()
+
+
+def test_the_disable_warning_names_where_our_code_failed(tmp_path, caplog):
+    """A bug report needs the place: 'ValueError: x' alone did not say which of our hooks raised."""
+    model = nn.Linear(8, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    w = watch(model, opt, [torch.randn(4, 8)] * 3, socket_path=str(tmp_path / "x.sock"), local_sampling=False)
+    try:
+        raise ValueError("boom")
+    except ValueError as e:
+        w.disable(f"{type(e).__name__}: {e}")
+    (msg,) = [r.getMessage() for r in caplog.records if "instrumentation disabled" in r.getMessage()]
+    assert "ValueError: boom at test_hook.py:" in msg and "in test_the_disable_warning_names" in msg
+    w.close()
 
 
 def test_a_failure_inside_our_hooks_disables_them_and_training_goes_on(tmp_path, caplog):

@@ -88,3 +88,18 @@ def test_wrong_fact_is_dropped_not_the_message() -> None:
     d["facts"] = {"low_intensity_op_share": "x", "device": "cpu", "nope": 1}
     r = decode(json.dumps(d).encode())
     assert isinstance(r, StepReport) and dict(r.facts) == {"device": "cpu"} and r.facts.rejected == 2
+
+
+def test_an_example_count_past_the_bound_is_unknown_not_the_message_refused() -> None:
+    """Seen on an H200: a job whose batch is one 1-D tensor of 2**29 elements (each counted as an
+    example) had every report after its first refused (17 steps: 9e9 examples), so its run read as
+    not training and the verdict came from its first step. The steps and phases must arrive."""
+    big = 17 * 2**29
+    r = StepReport(ID, 17, 0.5, {"forward": 0.1, "backward": 0.3}, Facts(device="cuda"), examples=big)
+    assert "examples" not in json.loads(encode(r))  # the sender leaves out what the receiver would not trust
+    back = decode(_with(examples=big))  # and a sender that still sends it is not refused
+    assert isinstance(back, StepReport) and back.steps == 4 and back.examples is None
+    assert decode(_with(examples=1000)).examples == 1000
+    for bad in (-1, "12", 1.5, True):
+        with pytest.raises(ProtocolError):
+            decode(_with(examples=bad))

@@ -73,7 +73,9 @@ class StepReport:
             "wall_seconds": self.wall_seconds,
             "phases": dict(self.phases),
             "facts": Facts(self.facts).to_json(),
-            **({"examples": self.examples} if self.examples is not None else {}),
+            # a count past MAX_EXAMPLES (a 1-D input of 2**29 elements counts each as an example) is
+            # left out: the receiver would not trust it, and the steps and phases must still arrive
+            **({"examples": self.examples} if self.examples is not None and self.examples <= MAX_EXAMPLES else {}),
         }
 
     def step_phases(self) -> StepPhases:
@@ -96,7 +98,7 @@ class StepReport:
             wall_seconds=_seconds(d.get("wall_seconds"), "wall_seconds"),
             phases={k: _seconds(v, f"phases.{k}") for k, v in phases.items()},
             facts=Facts.from_json(d.get("facts")),
-            examples=None if d.get("examples") is None else _int(d["examples"], "examples", MAX_EXAMPLES),
+            examples=_examples(d.get("examples")),
         )
 
 
@@ -188,6 +190,15 @@ def _int(v: Any, name: str, hi: int) -> int:
     if type(v) is not int or not 0 <= v <= hi:
         raise ProtocolError(f"{name}: expected an integer in 0..{hi}")
     return v
+
+
+def _examples(v: Any) -> int | None:
+    """The report's example count: None when absent, or past MAX_EXAMPLES (unknown, not a reason to
+    drop the report's steps and phases: a hook that counted a 1-D input's 2**29 elements as examples
+    had every report after its first refused, and its job read as not training); garbage is refused."""
+    if v is None or (type(v) is int and v > MAX_EXAMPLES):
+        return None
+    return _int(v, "examples", MAX_EXAMPLES)
 
 
 def _seconds(v: Any, name: str, hi: float = MAX_SECONDS) -> float:

@@ -181,6 +181,17 @@ class JobRun:
     server: MetricsServer | None = None
 
 
+def rejected_note(rejected: int, why: str) -> str | None:
+    """What the report says when the hook's messages were refused: never silent (the job would
+    otherwise read as not training while it trained)."""
+    if not rejected:
+        return None
+    return (
+        f"{rejected} of the hook's messages were refused by this sidecar (last: {why}); the step phases "
+        "of those intervals are missing: a bottleneckd of another version in the job, or a bug to report"
+    )
+
+
 def job_stacks(side: Sidecar, pid: int, rate: float) -> tuple[Any, str | None]:
     """A py-spy sampler of the job's stacks feeding the sidecar's code attribution, or None and why not."""
     from bottleneckd.samplers.stacks import StackSampler
@@ -259,7 +270,9 @@ def run_job(
         "instrumentation": {
             "injected": inject,
             "phase_messages": side.receiver.received,
-            "note": None if side.run.steps() or joined else no_phases_note(command, inject),
+            "rejected_messages": side.receiver.rejected + side.receiver.unknown_version,
+            "note": rejected_note(side.receiver.rejected + side.receiver.unknown_version, side.receiver.last_error)
+            or (None if side.run.steps() or joined else no_phases_note(command, inject)),
             "stack_samples": stacks.samples_total if stacks is not None else 0,
             "stacks_note": stacks_note or (stacks.error if stacks is not None and not stacks.samples_total else None),
         }

@@ -26,6 +26,7 @@ import random
 import sys
 import threading
 import time
+import traceback
 from array import array
 from collections.abc import Callable, Iterable, Mapping
 from types import FrameType
@@ -781,7 +782,12 @@ class Watcher:
         """Our failure: every hook of ours comes off (and a half-done count is undone); training goes on."""
         if not self.enabled:
             return
-        log.warning("bottleneckd instrumentation disabled after an internal error (%s); training is unaffected", why)
+        log.warning(
+            "bottleneckd instrumentation disabled after an internal error (%s%s); training is unaffected",
+            why,
+            _where(),
+            exc_info=bool(os.environ.get("BOTTLENECKD_DEBUG")) and sys.exc_info()[0] is not None,
+        )
         self._teardown(keep_torch_hooks=True)
 
     def _teardown(self, keep_torch_hooks: bool = False) -> None:
@@ -832,3 +838,15 @@ def _inside_optimizer_step() -> bool:
             return True
         f = f.f_back
     return False
+
+
+def _where() -> str:
+    """Where the exception being handled was raised, as ' at file.py:line in function' (the innermost
+    frame of ours, else the innermost): what a bug report needs, without a traceback in the job's log."""
+    tb = sys.exc_info()[2]
+    if tb is None:
+        return ""
+    frames = traceback.extract_tb(tb)
+    ours = [f for f in frames if f"{os.sep}bottleneckd{os.sep}" in f.filename] or frames
+    f = ours[-1]
+    return f" at {os.path.basename(f.filename)}:{f.lineno} in {f.name}"
