@@ -344,7 +344,8 @@ def _attach(name: str, a: argparse.Namespace, out: Path, env: dict[str, str]) ->
     att = subprocess.run(
         _cli(a.fake)
         + ["attach", "--pid", str(job.pid), "--quiet", "--interval", "0.5"]
-        + ["--duration", f"{max(1.0, a.seconds - 1.5):g}", "--report-json", str(rep)],
+        + ["--duration", f"{max(1.0, a.seconds - 1.5):g}", "--report-json", str(rep)]
+        + ["--trace", str(out / f"{name}.attach.trace.jsonl"), "--force"],  # replayable with analyze
         env=env,
         capture_output=True,
         text=True,

@@ -14,7 +14,7 @@ import pytest
 
 from bottleneckd.samplers.cpu_compute import CpuComputeSampler
 from bottleneckd.samplers.process_tree import LAUNCHER, RANK, WORKER, ProcessTree, names_launcher
-from bottleneckd.samplers.stacks import classify_frames
+from bottleneckd.samplers.stacks import StackSampler, classify_frames
 from bottleneckd.samplers.threads import ThreadRates, parse_name, parse_stat, threads
 
 SPIN = "import time\ndef spin(s):\n    t = time.time()\n    while time.time() - t < s: pass\n"
@@ -385,3 +385,36 @@ def test_an_fsdp_module_being_imported_is_not_fsdp_running():
     assert wrappers(importing) == set()
     running = [f("forward", "torch/distributed/fsdp/fully_sharded_data_parallel.py"), f("step", "train.py")]
     assert wrappers(running) == {"fsdp"}
+
+
+def test_a_copy_to_the_device_outside_forward_is_the_transfer_stage(tmp_path):
+    """On an H200 a pageable ``b.to("cuda")`` in the loop read as "other" under attach (py-spy shows
+    the line that calls the C++ copy, no frame of its own) while pinning the memory made the step
+    x2.6 faster; the hook timed it as the transfer stage. The line tells it, as the frameworks'
+    copy functions do; a copy back to the host (a wait for the GPU) stays "other"."""
+    src = tmp_path / "train.py"
+    src.write_text("x = 1\non_dev = batch.to(dev, non_blocking=True)\nm = metric(out.to('cpu'))\nlog(step)\n")
+
+    def at(line: int) -> list[dict]:
+        return [{"name": "train_step", "filename": str(src), "line": line}, f("main", str(src))]
+
+    assert classify_frames(at(2)) == "transfer"
+    # on a machine with no GPU the same line is a cast in host memory: the other stage
+    assert StackSampler(os.getpid(), copies=False)._phase(at(2)) == "other"
+    assert StackSampler(os.getpid(), copies=True)._phase(at(2)) == "transfer"
+    assert classify_frames(at(3)) == "other"
+    assert classify_frames(at(4)) == "other"
+    # the same line inside the model's forward is forward (the whole stack decides first)
+    assert classify_frames(at(2)[:1] + [f("Module._call_impl", "torch/nn/modules/module.py")]) == "forward"
+    lightning = [
+        f("batch_to", "lightning/fabric/utilities/apply_func.py"),
+        f("apply_to_collection", "lightning_utilities/core/apply_func.py"),
+        f("move_data_to_device", "lightning/fabric/utilities/apply_func.py"),
+        f("_apply_batch_transfer_handler", "lightning/pytorch/core/module.py"),
+        f("advance", "lightning/pytorch/loops/training_epoch_loop.py"),
+    ]
+    assert classify_frames(lightning) == "transfer"
+    gpu_augment = [f("on_after_batch_transfer", "train.py")] + lightning[3:]  # the user's hook: not a copy
+    assert classify_frames(gpu_augment) == "other"
+    hf = [f("_prepare_input", "transformers/trainer.py"), f("training_step", "transformers/trainer.py")]
+    assert classify_frames(hf) == "transfer"

@@ -352,6 +352,9 @@ def test_transfer_share_and_busy_pcie():
     )
     f = top(transfer(w, NO_PEAKS))
     assert (f.resource, f.stage) == ("cpu_gpu_interconnect", "transfer")
+    # a machine with no GPU has no CPU-GPU link: a "copy" there (a stack line such as x.to(dtype)) is a cast
+    cpu_only = window(HOST, {"transfer": 0.45, "forward": 0.3, "backward": 0.25}, {"gpu_count": 0})
+    assert transfer(cpu_only, NO_PEAKS) == []
 
 
 def test_communication_share_on_one_node_and_across_nodes():

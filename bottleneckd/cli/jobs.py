@@ -234,7 +234,7 @@ def attach(
     view = LiveView(live, quiet, peaks=side.peaks)
     try:
         if not no_stacks:
-            stacks = StackSampler(pid, rate, ranks=True)
+            stacks = StackSampler(pid, rate, ranks=True, copies=bool(side.machine.gpus))
             why = stacks.check()
             if why:
                 say(f"bottleneckd: {why}")

@@ -196,7 +196,7 @@ def job_stacks(side: Sidecar, pid: int, rate: float) -> tuple[Any, str | None]:
     """A py-spy sampler of the job's stacks feeding the sidecar's code attribution, or None and why not."""
     from bottleneckd.samplers.stacks import StackSampler
 
-    s = StackSampler(pid, rate)
+    s = StackSampler(pid, rate, copies=bool(side.machine.gpus))
     if s.exe is None:
         return None, "py-spy is not installed (pip install py-spy): the code is not named"
     side.code_sources.append(s.drain_code)

@@ -38,6 +38,10 @@ RULES: tuple[tuple[str, str, str], ...] = (
     ("torch/cuda/__init__", "synchronize", Phase.GPU_WAIT),
     ("torch/cuda/streams", "synchronize", Phase.GPU_WAIT),
     ("torch/serialization", "load", Phase.FILE_IO),  # torch.save (a checkpoint) is outside the step's phases: "other"
+    # the frameworks' batch copies to the device (Lightning, Accelerate, the Hugging Face Trainer)
+    ("lightning/fabric/utilities/apply_func", "move_data_to_device", Phase.TRANSFER),
+    ("accelerate/utils/operations", "send_to_device", Phase.TRANSFER),
+    ("transformers/trainer", "_prepare_input", Phase.TRANSFER),
     ("torch/optim/", "", Phase.OPTIMIZER),
     ("torch/autograd/", "backward", Phase.BACKWARD),
     ("torch/_tensor", "backward", Phase.BACKWARD),
@@ -59,6 +63,7 @@ PHASE_ORDER = (
     Phase.COMMUNICATION,
     Phase.GPU_WAIT,
     Phase.FILE_IO,
+    Phase.TRANSFER,
     Phase.OPTIMIZER,
     Phase.BACKWARD,
     Phase.FORWARD,
@@ -82,9 +87,17 @@ HIGH_INTENSITY = re.compile(
 )
 
 
+#: a source line that copies a tensor to a device: ``.to(...)``, ``.cuda(...)``, ``.copy_(...)``
+#: (the copy itself is C++, so the innermost Python frame is the line that calls it); not a copy
+#: back to the host (``.to("cpu")``), whose time is the wait for the GPU's queued work
+COPY_LINE = re.compile(r"\.(cuda|copy_)\(|\.to\((?![^)]*[\'\"]cpu)")
+
+
 def classify_frames(frames: list[dict]) -> str:
     """The stage of one stack (frames innermost first, as py-spy gives them): the first phase of
-    PHASE_ORDER matched by any frame, else "other"."""
+    PHASE_ORDER matched by any frame; else "transfer" where the innermost frame's source line is a
+    copy to a device outside the model's forward (a pageable ``batch.to("cuda")`` read as "other"
+    under attach on an H200 while pinning its memory made the step x2.6 faster); else "other"."""
     if not frames:
         return (
             STARTUP  # no Python frame on the main thread: the interpreter starting or shutting down (atexit, teardown)
@@ -106,7 +119,12 @@ def classify_frames(frames: list[dict]) -> str:
         for needle, func, phase in RULES:
             if needle in path and func in name:
                 seen.add(phase)
-    return next((ph for ph in PHASE_ORDER if ph in seen), Phase.OTHER)
+    matched = next((ph for ph in PHASE_ORDER if ph in seen), None)
+    if matched is not None:
+        return matched
+    top = frames[0]
+    line = linecache.getline(top.get("filename", ""), int(top.get("line", 0) or 0))
+    return Phase.TRANSFER if COPY_LINE.search(line) else Phase.OTHER
 
 
 HIGH_LINE = re.compile(

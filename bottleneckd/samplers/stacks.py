@@ -129,12 +129,16 @@ class StackSampler:
         workers: bool = True,
         main: bool = True,
         ranks: bool = False,
+        copies: bool = True,
     ) -> None:
         """``main``: dump the training process's main thread (phases and code); ``workers``: its
         DataLoader workers in turn (code of the data stage); ``ranks``: every rank of a
         multi-process job on CPUs in turn (``drain_ranks``: attach's per-rank view, which names
-        the straggler; under ``run`` the hook in every rank reports it)."""
+        the straggler; under ``run`` the hook in every rank reports it). ``copies``: the machine
+        has a GPU, so a copy line outside the model is the transfer stage (stack_frames.COPY_LINE);
+        without one it is a cast in host memory, the other stage."""
         self.pid = pid
+        self.copies = copies
         self.target = pid
         self.interval = 1.0 / rate_hz
         self.exe = py_spy or find_py_spy()
@@ -236,7 +240,7 @@ class StackSampler:
         if t is None:
             return
         frames = t.get("frames", [])
-        phase = classify_frames(frames)
+        phase = self._phase(frames)
         waits = thread_idle(t)
         idle = phase == Phase.OTHER and waits
         if idle and self._dumps % 4 == 2:  # a launcher waiting on its ranks (found late, or a rank restarted)
@@ -263,6 +267,10 @@ class StackSampler:
                 self._ops[op] += 1
             self._n += 1
             self.samples_total += 1
+
+    def _phase(self, frames: list[dict]) -> str:
+        phase = classify_frames(frames)
+        return Phase.OTHER if phase == Phase.TRANSFER and not self.copies else phase
 
     def _attached_trains(self) -> bool:
         """The process attached to, left for a child while it waited, runs a training phase now:
@@ -293,7 +301,7 @@ class StackSampler:
             t = main_thread(d or [], pid)
             if t is None:
                 continue
-            phase = classify_frames(t.get("frames", []))
+            phase = self._phase(t.get("frames", []))
             if phase != STARTUP:
                 view.add(pid, classify_rank_sample(phase, thread_idle(t)))
 

@@ -23,6 +23,8 @@ def transfer(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     """The family: timed copies taking a high share of the step, or PCIe busy while the SMs idle;
     the stronger of the two scores, the evidence of both."""
     p = w.phases
+    if p is not None and p.facts.get("gpu_count") == 0:
+        return []  # no GPU on this machine: no CPU-GPU link to limit a copy (a stack line read as one is a cast)
     share = p.share(Phase.TRANSFER) if p else None
     copies, copies_ev = _timed_copies(share)
     if copies:
