@@ -452,14 +452,55 @@ def test_gpu_inputs_take_the_peaks_of_the_jobs_path_and_of_bf16() -> None:
     # roofline is max(40 ms, 10 ms) = 40 ms, half of the compute time
     facts = {"device": "cuda", "param_dtype": "float32", "allow_tf32": False}
     facts |= {"flops_per_step": 2.68e12, "operand_bytes_per_step": 4.8e10, "achieved_flops": 2.68e12 / 0.08}
-    st = window({"gpu_compute/gpu0/utilization": 0.9}, {"forward": 0.3, "backward": 0.5, "data_wait": 0.2}, facts)
+    gpu = {"gpu_compute/gpu0/utilization": 0.9, "gpu_compute/gpu0/busy_fraction": 1.0}
+    st = window(
+        {**gpu, "gpu_compute/gpu0/sm_activity": 0.9}, {"forward": 0.3, "backward": 0.5, "data_wait": 0.2}, facts
+    )
     i = step_inputs(st, {}, peaks, facts)
     assert i.device == "cuda" and i.peak_flops == 67e12 and i.peak_flops_low == {"bfloat16": 989e12, "float16": 989e12}
     assert i.peak_bandwidth == 4.8e12 and i.compute_seconds == pytest.approx(0.08) and i.step == pytest.approx(0.1)
     p = mixed_precision(i)
-    # bf16: R' = max(2.7 ms, 5 ms) (operands halved) -> compute x1.778 -> Amdahl(0.8) = x1.538;
-    # R' = max(2.7 ms, 10 ms) (not halved) -> x1.6 -> x1.429
-    assert p.high == pytest.approx(1 / (0.2 + 0.8 * 0.5625)) and p.low == pytest.approx(1 / (0.2 + 0.8 * 0.625))
+    # bf16 on a GPU, high end: R' = max(2.7 ms, 5 ms) (operands halved) with the kernels as efficient
+    # against it as now: compute x(40/5) = x8 -> Amdahl(0.8) = 1/0.3; low end: R' = max(2.7 ms, 10 ms)
+    # (not halved) with the 40 ms of overhead kept: compute 80 -> 50 ms, x1.6 -> 1/0.7
+    assert p.high == pytest.approx(1 / (0.2 + 0.8 / 8)) and p.low == pytest.approx(1 / (0.2 + 0.8 * 0.625))
+    assert "kernels as efficient on the new path" in p.formula and i.gpu_idle_in_compute == 0.0
+    # without NVML's busy fraction the time the GPU idles is not known: the roofline's gain alone
+    st = window({"gpu_compute/gpu0/utilization": 0.9}, {"forward": 0.3, "backward": 0.5, "data_wait": 0.2}, facts)
+    blind = mixed_precision(step_inputs(st, {}, peaks, facts))
+    assert blind.high == pytest.approx(1 / (0.2 + 0.8 * 0.5625)) and "roofline's gain alone" in blind.formula
+
+
+def test_tf32_from_the_h200s_fp32_mlp() -> None:
+    """The H200 run of gpu_check's fp32_mlp (tests/data/h200_real): 50.3 TFLOP/s achieved = 75% of the
+    fp32 peak (67), compute the whole step; TF32 (494 TFLOP/s) measured x5.26. Low end: the 25% of
+    overhead kept, x2.85; high end: the kernels as efficient on TF32, x7.4 (the whole step: capped by
+    MAX_SHARE); the measured gain between them."""
+    from bottleneckd.advice.predict import tf32_matmuls
+
+    f = 50.3e12 * 0.06  # FLOP in a 60 ms step at the achieved rate
+    i = inputs(
+        {"forward": 0.35, "backward": 0.6, "optimizer": 0.05},
+        0.06,
+        device="cuda",
+        flops_per_step=f,
+        bytes_per_step=151e9 * 0.06,
+        compute_seconds=0.06,
+        peak_flops=67e12,
+        peak_flops_low={"tf32": 494e12},
+        peak_bandwidth=4.8e12,
+        gpu_idle_in_compute=0.0,
+        gpu_kernels_fill=True,
+    )
+    p = tf32_matmuls(i)
+    assert p.low == pytest.approx(1 / (0.25 + 0.75 * 67 / 494), rel=0.02)
+    assert p.low < 5.26 < p.high and p.speedup is not None and 3.5 < p.speedup < 5.26
+    assert "operands halved" not in p.formula  # the same bytes on TF32
+    assert tf32_matmuls(StepInputs(**{**i.__dict__, "peak_flops_low": {}})).speedup is None  # no TF32 (pre-Ampere)
+    # launch-bound (the H200's launch_bound: the GPU idles 88% of the compute phases, small kernels):
+    # faster math shortens only the kernels' time, so the high end is the roofline's gain alone
+    idle = tf32_matmuls(StepInputs(**{**i.__dict__, "gpu_idle_in_compute": 0.88, "gpu_kernels_fill": False}))
+    assert idle.high == pytest.approx(idle.low)
 
 
 def test_removing_all_of_the_step_is_unknown_not_a_hundredfold() -> None:

@@ -160,15 +160,32 @@ def roofline_time(flops: float, nbytes: float, peak: float, bandwidth: float) ->
 
 
 def mixed_precision(i: StepInputs, dtype: str = "bfloat16") -> Prediction:
-    """Mixed precision from the roofline and the dtype peaks.
+    """Mixed precision from the roofline and the dtype peaks (``faster_path``): operands halved at
+    the high end (B' = B/2), none halved at the low end (autocast keeps activations and reductions
+    in fp32 and adds casts)."""
+    return faster_path(i, dtype, f"a {dtype} peak for this device (run 'bottleneckd calibrate')", (1.0, 0.5))
+
+
+def tf32_matmuls(i: StepInputs) -> Prediction:
+    """TF32 tensor cores for float32 matrix products: the same bytes, the TF32 path's peak."""
+    return faster_path(i, "tf32", "a TF32 tensor-core peak for this device (Ampere or newer)", (1.0, 1.0))
+
+
+def faster_path(i: StepInputs, path: str, what: str, byte_factors: tuple[float, float]) -> Prediction:
+    """The compute phases on a faster math path, from the roofline.
 
     The roofline accounts for R = max(F/P, B/BW) of the measured compute time Tc (F, B: FLOP and
-    operand bytes per step; P: the peak of the job's path; BW: memory bandwidth); e = R/Tc is its
-    share, the rest is overhead the dtype does not change. In ``dtype`` the roofline time is
-    R' = max(F/P16, B'/BW): with every operand halved (B' = B/2) at the high end, with none halved
-    (B' = B: autocast keeps activations and reductions in fp32 and adds casts) at the low end; the
-    point is the mean of the two step times. Tc' = Tc (1 - e + e R'/R), then Amdahl over the
-    compute share Tc/T."""
+    operand bytes per step; P: the peak of the job's path; BW: memory bandwidth); e = R/Tc is the
+    kernels' efficiency against it. On the new path R' = max(F/P', kB/BW) (k: ``byte_factors``,
+    low end then high end). Low end: the rest of Tc is overhead the path does not change,
+    Tc' = Tc (1 - e + e R'/R). High end where the GPU's kernels fill the compute phases: the new
+    path's kernels are as efficient against its peak as the old ones against theirs, so the time the
+    GPU runs kernels scales by R'/R and only the time it idles in the compute phases (g, NVML's busy
+    fraction: launches, host work) stays, Tc' = Tc (g + (1 - g) R'/R) (on the H200 TF32 gave x5.26
+    on an fp32 MLP at e = 0.75, where the fixed overhead alone allows x2.85: tensor-core kernels are
+    no less efficient than the SIMT fp32 ones). On a CPU, where g is not measured, or where small
+    kernels leave the SMs idle, the low end's overhead holds at both ends. The point is the mean of
+    the two step times; Amdahl over the compute share Tc/T."""
     m = "roofline and dtype peaks"
     missing = [
         name
@@ -177,7 +194,7 @@ def mixed_precision(i: StepInputs, dtype: str = "bfloat16") -> Prediction:
             ("operand bytes per step", i.bytes_per_step),
             ("the compute phases' time", i.compute_seconds),
             ("the peak of the job's dtype path", i.peak_flops),
-            (f"a {dtype} peak for this device (run 'bottleneckd calibrate')", i.peak_flops_low.get(dtype)),
+            (what, i.peak_flops_low.get(path)),
             ("the memory bandwidth peak", i.peak_bandwidth),
         )
         if not v
@@ -185,23 +202,35 @@ def mixed_precision(i: StepInputs, dtype: str = "bfloat16") -> Prediction:
     if missing:
         return unknown(m, "not measured: " + ", ".join(missing))
     f, b, tc = i.flops_per_step or 0.0, i.bytes_per_step or 0.0, i.compute_seconds or 0.0
-    p, p16, bw = i.peak_flops or 0.0, i.peak_flops_low[dtype], i.peak_bandwidth or 0.0
+    p, p_new, bw = i.peak_flops or 0.0, i.peak_flops_low[path], i.peak_bandwidth or 0.0
     r = roofline_time(f, b, p, bw)
     e = min(1.0, r / tc)
     share = min(MAX_SHARE, tc / i.step)
+    g = i.gpu_idle_in_compute
+    kernels = i.device == "cuda" and g is not None and i.gpu_kernels_fill is not False
 
-    def speed(nbytes: float) -> float:
-        return amdahl(share, 1.0 / (1.0 - e + e * roofline_time(f, nbytes, p16, bw) / r))
+    def speed(k: float, same_efficiency: bool) -> float:
+        ratio = roofline_time(f, k * b, p_new, bw) / r
+        return amdahl(
+            share, 1.0 / ((g or 0.0) + (1.0 - (g or 0.0)) * ratio if same_efficiency else 1.0 - e + e * ratio)
+        )
 
-    hi, lo = speed(b / 2), speed(b)
+    lo, hi = speed(byte_factors[0], False), speed(byte_factors[1], kernels)
     point = 2.0 / (1.0 / hi + 1.0 / lo)  # the mean of the two step times
+    ends = (
+        f"kernels as efficient on the new path, the GPU idle {g or 0.0:.0%} of the compute phases as now "
+        "(high), or the roofline's gain alone (low)"
+        if kernels
+        else "the roofline's gain alone"
+    )
+    halved = ", operands halved (high) or not (low)" if byte_factors[0] != byte_factors[1] else ""
     return known(
         m,
         point,
         lo,
         hi,
-        f"the roofline is {e:.0%} of the compute phases ({share:.0%} of the step); {dtype} peak "
-        f"{p16 / p:.1f}x the current path's, operands halved (high) or not (low)",
+        f"the roofline is {e:.0%} of the compute phases ({share:.0%} of the step); {path} peak "
+        f"{p_new / p:.1f}x the current path's; {ends}{halved}",
     )
 
 
@@ -776,6 +805,7 @@ MODELS: dict[str, Model] = {
     "hide_loader_latency": more_workers,
     "data_echoing": data_echoing,
     "mixed_precision": mixed_precision,
+    "tf32_matmuls": tf32_matmuls,
     "less_frequent_sync": less_frequent_sync,
     "larger_batch": gradient_accumulation,
     "gradient_compression": gradient_compression,

@@ -34,7 +34,8 @@ LINE_KINDS: dict[str, re.Pattern[str]] = {
     "evaluation": re.compile(r"\bevaluat|\bvalidat|\.eval\(\)|\bno_grad\(\)|\binference_mode\(\)"),
 }
 #: low-precision compute paths tried for mixed precision, by autocast dtype
-LOW_PATHS = {"bfloat16": "bf16 tensor", "float16": "fp16 tensor"}
+#: the faster math paths the what-if models read: autocast's dtypes, and TF32 for float32 matmuls
+LOW_PATHS = {"bfloat16": "bf16 tensor", "float16": "fp16 tensor", "tf32": "tf32 tensor"}
 
 
 @dataclass(frozen=True)
