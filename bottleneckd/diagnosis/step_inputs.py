@@ -33,7 +33,6 @@ LINE_KINDS: dict[str, re.Pattern[str]] = {
     "logging": re.compile(r"\bprint\(|\blog(ger|ging)?\.|\bwandb\.|\bwriter\.add_|\.log\(|\bmlflow\."),
     "evaluation": re.compile(r"\bevaluat|\bvalidat|\.eval\(\)|\bno_grad\(\)|\binference_mode\(\)"),
 }
-#: low-precision compute paths tried for mixed precision, by autocast dtype
 #: the faster math paths the what-if models read: autocast's dtypes, and TF32 for float32 matmuls
 LOW_PATHS = {"bfloat16": "bf16 tensor", "float16": "fp16 tensor", "tf32": "tf32 tensor"}
 
