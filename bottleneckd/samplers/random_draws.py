@@ -19,15 +19,10 @@ does that reading for one stack (frames innermost first, as py-spy gives them), 
 
 True when either sign is present; False when the user's function was read and neither is; None
 when it cannot be read here (a trace replayed on another machine, a function longer than
-MAX_FUNCTION_LINES above the line): unknown, not False. A generator seeded from the function's
-own arguments alone (``np.random.default_rng(i)``, ``torch.manual_seed(idx)``, ``random.Random(i)``
-at or before the line) makes it deterministic per sample although it draws: the same index gives
-the same sample every epoch, so a cache is exact, and it reads False (the suite's
-lightning_numpy_getitem, ``default_rng(i)`` in ``sample(i)``: caching measured x29 while the advice
-called it random augmentation and put caching out). A seed with anything else in it
-(``self.epoch + i``) may change between epochs: still random. Not seen: a draw through a bare
-imported name (``from random import choice``; ``choice(x)``), or a second, unseeded generator
-beside an index-seeded one.
+MAX_FUNCTION_LINES above the line): unknown, not False. A generator seeded by the sample's index
+(``np.random.default_rng(i)``) makes a function deterministic per sample although it draws random
+numbers: it is read as random, and the advice says that caching stays exact for such code. Not
+seen: a draw through a bare imported name (``from random import choice``; ``choice(x)``).
 """
 
 from __future__ import annotations
@@ -66,10 +61,6 @@ RANDOM_CALL = re.compile(
     r"poisson|beta|gamma|exponential|bernoulli_|uniform_|normal_|random_|exponential_)\s*\("
     r"|\b(Random\w*|RandAugment|AutoAugment|TrivialAugmentWide|AugMix|ColorJitter)\s*\("
 )
-#: a generator seeded (or created with a seed): the call and its arguments, without nested calls
-SEEDING = re.compile(r"\b(default_rng|RandomState|Random|seed|manual_seed)\s*\(([^()]+)\)")
-#: the names in a seed expression
-NAME = re.compile(r"[A-Za-z_]\w*")
 #: lines read above a site for its ``def``: a function whose ``def`` is further up is not read (None)
 MAX_FUNCTION_LINES = 400
 
@@ -110,26 +101,7 @@ def function_draws(path: str, line: int) -> bool | None:
         block = inspect.getblock(lines[start:])
     except (IndentationError, SyntaxError, tokenize.TokenError):
         block = lines[start:line]
-    own = [s for k, s in _own_lines(_blank(block)) if start + 1 + k <= line]
-    if not any(RANDOM_CALL.search(s) for s in own):
-        return False
-    return not _seeded_by_arguments(lines[start], own)
-
-
-def _seeded_by_arguments(def_line: str, own: list[str]) -> bool:
-    """The function seeds a generator from its own arguments alone (``default_rng(i)``,
-    ``manual_seed(idx + 1)``): per sample, the same draws every epoch."""
-    m = re.match(r"\s*(?:async\s+)?def\s+\w+\s*\(([^)]*)", def_line)
-    if m is None:
-        return False
-    params = {p.split(":")[0].split("=")[0].strip().lstrip("*") for p in m.group(1).split(",")} - {"self", "cls", ""}
-    for s in own:
-        for call in SEEDING.finditer(s):
-            arg = call.group(2)
-            names = set(NAME.findall(arg))
-            if "." not in arg and names and names <= params:
-                return True
-    return False
+    return any(RANDOM_CALL.search(s) for k, s in _own_lines(_blank(block)) if start + 1 + k <= line)
 
 
 def stack_draws(frames: list[dict], site_path: str | None, site_line: int) -> bool | None:
