@@ -21,17 +21,15 @@ CONTROL_MAX_SPEEDUP = 1.25
 PROOF_SECONDS = 10  # steps of a few hundred ms on a busy machine: a 6-second run counts too few
 
 import os
-import tempfile
-import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded
 os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
 import torch
-from common import options, report, set_threads
-from hf_timed import Timed
+from common import options, set_threads
+from hf_timed import train_for
 from torch.utils.data import Dataset
-from transformers import BertConfig, BertForSequenceClassification, Trainer, TrainingArguments
+from transformers import BertConfig, BertForSequenceClassification
 
 args = options(__doc__).parse_args()
 set_threads()
@@ -58,20 +56,11 @@ class Tokens(Dataset):
 
 
 accumulate = 4 if args.control else 1
-timed = Timed(args.seconds)
-targs = TrainingArguments(
-    output_dir=tempfile.mkdtemp(prefix="hf-trainer-"),
+train_for(
+    args.seconds,
+    model,
+    Tokens(),
     per_device_train_batch_size=8 // accumulate,
     gradient_accumulation_steps=accumulate,
-    max_steps=1_000_000,
-    learning_rate=1e-4,
-    save_strategy="no",
-    report_to=[],
-    logging_strategy="no",
-    disable_tqdm=True,
-    use_cpu=True,
-    dataloader_num_workers=0,
     bf16=args.also,
 )
-Trainer(model=model, args=targs, train_dataset=Tokens(), callbacks=[timed]).train()
-report(timed.steps, time.perf_counter() - (timed.t0 or time.perf_counter()))

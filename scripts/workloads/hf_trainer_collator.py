@@ -17,21 +17,17 @@ MIN_SPEEDUP = 2.0
 
 import os
 import random
-import tempfile
-import time
 import unicodedata
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing is downloaded
 os.environ.setdefault("TRANSFORMERS_NO_ADVISORY_WARNINGS", "1")
 
 import torch
-from common import options, report, set_threads
-from hf_timed import Timed
+from common import options, set_threads
+from hf_timed import train_for
 from transformers import (
     BertConfig,
     BertForSequenceClassification,
-    Trainer,
-    TrainingArguments,
     default_data_collator,
 )
 
@@ -121,19 +117,11 @@ else:
     train_data, collator = [{"text": t, "label": y} for t, y in zip(docs, labels, strict=True)], collate
 
 
-timed = Timed(args.seconds)
-targs = TrainingArguments(
-    output_dir=tempfile.mkdtemp(prefix="hf-collator-"),
+train_for(
+    args.seconds,
+    model,
+    train_data,
+    collator,
     per_device_train_batch_size=16,
-    max_steps=1_000_000,
-    learning_rate=1e-4,
-    save_strategy="no",
-    report_to=[],
-    logging_strategy="no",
-    disable_tqdm=True,
-    use_cpu=True,
-    dataloader_num_workers=0,
     remove_unused_columns=False,  # the collator needs the raw "text"
 )
-Trainer(model=model, args=targs, train_dataset=train_data, data_collator=collator, callbacks=[timed]).train()
-report(timed.steps, time.perf_counter() - (timed.t0 or time.perf_counter()))

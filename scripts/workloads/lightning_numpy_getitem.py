@@ -9,13 +9,12 @@ PROVES = "cache_preprocessing"
 INTERVENTION = "samples precomputed once"
 MIN_SPEEDUP = 1.5
 
-import time
 
 import lightning as L
 import numpy as np
 import torch
-from common import options, report, set_threads
-from lightning_timed import Timed
+from common import options, set_threads
+from lightning_timed import fit_for
 from torch import nn
 from torch.utils.data import DataLoader, Dataset, TensorDataset
 
@@ -58,16 +57,4 @@ if args.intervene:
     data = TensorDataset(torch.stack([torch.from_numpy(sample(i)) for i in range(N)]), torch.arange(N) % 10)
 else:
     data = Images()
-timed = Timed(args.seconds)
-trainer = L.Trainer(
-    accelerator="cpu",
-    devices=1,
-    max_epochs=-1,
-    logger=False,
-    enable_checkpointing=False,
-    enable_progress_bar=False,
-    enable_model_summary=False,
-    callbacks=[timed],
-)
-trainer.fit(Net(), DataLoader(data, batch_size=32, shuffle=True))
-report(timed.steps, time.perf_counter() - (timed.t0 or time.perf_counter()))
+fit_for(args.seconds, Net(), DataLoader(data, batch_size=32, shuffle=True))

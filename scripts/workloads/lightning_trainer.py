@@ -18,12 +18,11 @@ CONTROL = (
 )
 CONTROL_MAX_SPEEDUP = 1.25
 
-import time
 
 import lightning as L
 import torch
-from common import mlp, options, report, set_threads
-from lightning_timed import Timed
+from common import mlp, options, set_threads
+from lightning_timed import fit_for
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
@@ -46,17 +45,9 @@ class Net(L.LightningModule):
 
 
 data = TensorDataset(torch.randn(batch * 64, d_in), torch.randint(0, 10, (batch * 64,)))
-timed = Timed(args.seconds)
-trainer = L.Trainer(
-    accelerator="cpu",
-    devices=1,
-    max_epochs=-1,
-    logger=False,
-    enable_checkpointing=False,
-    enable_progress_bar=False,
-    enable_model_summary=False,
-    callbacks=[timed],
+fit_for(
+    args.seconds,
+    Net(),
+    DataLoader(data, batch_size=batch, shuffle=True),
     precision="bf16-mixed" if args.also else "32-true",
 )
-trainer.fit(Net(), DataLoader(data, batch_size=batch, shuffle=True))
-report(timed.steps, time.perf_counter() - (timed.t0 or time.perf_counter()))

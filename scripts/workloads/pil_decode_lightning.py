@@ -13,13 +13,12 @@ INTERVENTION = "the images decoded and resized once in setup() (same tensors, sa
 MIN_SPEEDUP = 2.0
 
 import io
-import time
 
 import lightning as L
 import numpy as np
 import torch
-from common import options, report, set_threads
-from lightning_timed import Timed
+from common import options, set_threads
+from lightning_timed import fit_for
 from PIL import Image
 from torch import nn
 from torch.utils.data import DataLoader, Dataset, TensorDataset
@@ -89,16 +88,4 @@ class Net(L.LightningModule):
         return torch.optim.SGD(self.parameters(), lr=0.01)
 
 
-timed = Timed(args.seconds)
-trainer = L.Trainer(
-    accelerator="cpu",
-    devices=1,
-    max_epochs=-1,
-    logger=False,
-    enable_checkpointing=False,
-    enable_progress_bar=False,
-    enable_model_summary=False,
-    callbacks=[timed],
-)
-trainer.fit(Net(), datamodule=Photos())
-report(timed.steps, time.perf_counter() - (timed.t0 or time.perf_counter()))
+fit_for(args.seconds, Net(), datamodule=Photos())
