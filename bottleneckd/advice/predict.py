@@ -206,19 +206,17 @@ def faster_path(i: StepInputs, path: str, what: str, byte_factors: tuple[float, 
     r = roofline_time(f, b, p, bw)
     e = min(1.0, r / tc)
     share = min(MAX_SHARE, tc / i.step)
-    g = i.gpu_idle_in_compute
-    kernels = i.device == "cuda" and g is not None and i.gpu_kernels_fill is not False
+    kernels = i.device == "cuda" and i.gpu_idle_in_compute is not None and i.gpu_kernels_fill is not False
+    g = i.gpu_idle_in_compute or 0.0  # read only where ``kernels``
 
     def speed(k: float, same_efficiency: bool) -> float:
         ratio = roofline_time(f, k * b, p_new, bw) / r
-        return amdahl(
-            share, 1.0 / ((g or 0.0) + (1.0 - (g or 0.0)) * ratio if same_efficiency else 1.0 - e + e * ratio)
-        )
+        return amdahl(share, 1.0 / (g + (1.0 - g) * ratio if same_efficiency else 1.0 - e + e * ratio))
 
     lo, hi = speed(byte_factors[0], False), speed(byte_factors[1], kernels)
     point = 2.0 / (1.0 / hi + 1.0 / lo)  # the mean of the two step times
     ends = (
-        f"kernels as efficient on the new path, the GPU idle {g or 0.0:.0%} of the compute phases as now "
+        f"kernels as efficient on the new path, the GPU idle {g:.0%} of the compute phases as now "
         "(high), or the roofline's gain alone (low)"
         if kernels
         else "the roofline's gain alone"
