@@ -87,6 +87,12 @@ def main() -> None:
         steps += 1
     if rank == 0:
         print(f"rank_job: {steps} steps on {dist.get_world_size()} ranks", flush=True)
+    # The last collective's tensors are Python-owned: the gloo worker thread that drops them needs
+    # the GIL, and if the interpreter is finalizing by then the rank aborts ("terminate called
+    # without an active exception", SIGABRT; pytorch/pytorch#190489). Seen in 3 of 15 runs of this
+    # job under `run --no-inject` beside a node sidecar (and in CI), and still in 3 of 13 with the
+    # model deleted first. A pause with the GIL released lets that thread finish before exit.
+    time.sleep(0.05)
     dist.destroy_process_group()
 
 
