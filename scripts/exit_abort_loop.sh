@@ -19,15 +19,16 @@ shift $(($# < 3 ? $# : 3))
 py=${PYTHON:-.venv/bin/python}
 dir=$(mktemp -d)
 mkdir -p "$dir/home" "$dir/channel"
+free_port() { "$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 export BOTTLENECKD_HOME="$dir/home" BOTTLENECKD_SOCKET="$dir/channel/bottleneckd.sock" PYTHONPATH="$PWD"
-port=$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 "$py" -m bottleneckd.cli serve --bind "127.0.0.1:$port" --quiet --duration $((runs * 60 + 60)) 2>/dev/null &
 serve=$!
 trap 'kill $serve 2>/dev/null' EXIT
 sleep 4
 failed=0
 for i in $(seq "$runs"); do
-    master=$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    master=$(free_port)
     "$py" -m bottleneckd.cli run --quiet --force "$@" --report-json "$dir/r.json" -- \
         "$py" -m torch.distributed.run --nproc-per-node 2 --master-port "$master" "$job" --seconds "$seconds" \
         >"$dir/out_$i.txt" 2>&1

@@ -36,29 +36,17 @@ def run_torchrun(env: dict, run_args: list[str], job_args: list[str], nproc: int
     torchrun job fail to start its ranks (exit 1, an even 4-rank job) that passed on every rerun.
     (A rank aborting at exit, "terminate called without an active exception", was PyTorch's: see
     rank_job.py's end.)"""
-    for attempt in range(2):
-        r = run_cli(
-            [
-                "run",
-                *run_args,
-                "--",
-                sys.executable,
-                "-m",
-                "torch.distributed.run",
-                "--nproc-per-node",
-                str(nproc),
-                "--master-port",
-                str(_port()),  # free when chosen, not reserved: another process can take it first
-                JOB,
-                *job_args,
-            ],
-            env,
-            timeout=timeout,
-        )
-        if r.returncode == 0 or attempt:
-            return r
+    command = [*run_args, "--", sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc)]
+
+    def once() -> subprocess.CompletedProcess:
+        # a port free when chosen, not reserved: another process can take it first
+        return run_cli(["run", *command, "--master-port", str(_port()), JOB, *job_args], env, timeout=timeout)
+
+    r = once()
+    if r.returncode != 0:
         warnings.warn(f"the torchrun job failed; running it once more. {job_output(r, 1500)}", stacklevel=2)
-    raise AssertionError("unreachable")
+        r = once()
+    return r
 
 
 def run_job(tmp_path: Path, env: dict, *args: str, nproc: int = 4) -> tuple[dict, list]:
