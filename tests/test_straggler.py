@@ -414,3 +414,61 @@ def test_ranks_waiting_for_a_rank_other_processes_take_the_cpu_from_is_cpu_conte
     assert "other processes on its cores slow it" in got.evidence[0] and got.figures["contended_rank_lag_seconds"] > 0
     facts = {"device": "cuda", "cpu_contended_from_outside": True}
     assert recommend(got, load_knowledge(), facts)[0].mitigation.id == "isolate_cores"
+
+
+def overlapped_window(
+    fwd: dict[int, float], bwd: dict[int, float], overlapped: float | None, n: int = 10
+) -> list[Sample]:
+    """2 ranks of a DDP job whose all-reduce runs beside backward (``overlapped`` s a step in flight
+    then, the fact the hook reports; None: not reported): each rank's forward and backward as given,
+    the other 20 ms a step of optimizer and code between steps; the faster rank waits the difference."""
+    out = []
+    for t in range(n):
+        busy = {r: fwd[r] + bwd[r] + 0.02 for r in fwd}
+        step = max(busy.values()) + 0.01
+        facts = {} if overlapped is None else {"comm_overlapped_seconds_per_step": overlapped}
+        ranks = tuple(
+            RankPhases(
+                ident(r, per_node=2),
+                StepPhases(
+                    5,
+                    step * 5,
+                    {
+                        "forward": fwd[r] * 5,
+                        "backward": bwd[r] * 5,
+                        "optimizer": 0.1,
+                        "communication": (step - busy[r]) * 5,
+                    },
+                    facts=facts,
+                ),
+            )
+            for r in fwd
+        )
+        out.append(Sample(float(t), 1.0, (), None, (), ranks))
+    return out
+
+
+def test_a_lag_in_backward_alone_beside_the_all_reduce_names_no_one():
+    """The shape of 2 even gloo ranks on 2 cores (scripts/workloads/ddp_torchrun.py, measured): forward
+    equal, one rank's backward 37 ms a step longer while 80 ms of all-reduce ran beside it."""
+    from bottleneckd.diagnosis.straggler import with_straggler
+    from bottleneckd.diagnosis.verdict import Verdict
+
+    even_work = overlapped_window({0: 0.014, 1: 0.014}, {0: 0.110, 1: 0.073}, overlapped=0.08)
+    s = find_straggler(even_work)
+    assert s is not None and s.rank == 0 and s.overlapped and s.excess > 0.10
+    assert s.overlap_lag == pytest.approx(0.0185, abs=0.001)  # its backward less the 2 ranks' median
+    comm = Verdict(resource="inter_gpu_interconnect", stage="communication", confidence=0.8, evidence=("e",))
+    v = with_straggler(comm, even_work)
+    assert v.straggler is None and v.resource == "inter_gpu_interconnect"
+    assert "backward beyond what its forward predicts" in v.evidence[-1] and "no rank is named" in v.evidence[-1]
+    # the same lag where no overlap is reported: named, as before
+    s = find_straggler(overlapped_window({0: 0.014, 1: 0.014}, {0: 0.110, 1: 0.073}, overlapped=None))
+    assert s is not None and s.rank == 0 and not s.overlapped
+    # a rank given more work is slower in forward too, in proportion: named, the overlap or not
+    # (straggler_uneven's shape: forward 47 vs 8 ms, backward 89 vs 15 ms)
+    s = find_straggler(overlapped_window({0: 0.008, 1: 0.047}, {0: 0.015, 1: 0.089}, overlapped=0.02))
+    assert s is not None and s.rank == 1 and not s.overlapped and s.overlap_lag == 0.0
+    # more forward work only (a frozen backbone, tests/rank_job.py --extra): named
+    s = find_straggler(overlapped_window({0: 0.040, 1: 0.070}, {0: 0.050, 1: 0.050}, overlapped=0.03))
+    assert s is not None and s.rank == 1 and not s.overlapped

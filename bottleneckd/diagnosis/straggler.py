@@ -79,7 +79,8 @@ RULE_SUMMARY = (
     f"longer), found in {HOLD} of the last "
     f"{HOLD + HOLD_SLACK} windows, named with the phase it spends the "
     f"extra time in; not when its own extra CPU leaves {CONTENTION:.0%} or more of that time unexplained (other "
-    "processes on its cores); a node when all its ranks are"
+    "processes on its cores), nor when it is within the margin without the backward its forward does not predict "
+    "(the all-reduce running beside backward slows one rank more than another); a node when all its ranks are"
 )
 #: what a phase of the straggler's extra time means
 DOING: dict[str, str] = {
@@ -114,6 +115,9 @@ class RankFigures:
     #: rank waits for a CPU about as long, which dilutes a real difference in work: 30% more forward
     #: work on 4 gloo ranks on 2 cores was +16-28% own work but +6-14% busy (tests/test_ranks_job.py)
     own: float = 0.0
+    #: seconds per step of the job's all-reduce in flight during its backward (fact
+    #: ``comm_overlapped_seconds_per_step``; None: not reported, as under attach)
+    overlapped: float | None = None
 
     @property
     def wait_per_cpu(self) -> float | None:
@@ -125,6 +129,9 @@ class RankFigures:
     def compute(self) -> float:
         """Forward + backward per step."""
         return sum(self.phases.get(k, 0.0) for k in COMPUTE_PHASES)
+
+    def phase(self, name: str) -> float:
+        return self.phases.get(name, 0.0)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -155,6 +162,15 @@ class Straggler:
     sampled: bool = False
     mean_compute: float | None = None  # the mean rank's busy time per step (what each does with the work even)
     median_step: float | None = None  # the median rank's busy time and wait per step: the job's step
+    #: seconds per step of its lag in backward beyond what its forward predicts, where without it
+    #: the lag is within the margin (``overlap_lag``): the all-reduce beside backward, not its work
+    #: (callers say so and name no one); 0 otherwise
+    overlap_lag: float = 0.0
+
+    @property
+    def overlapped(self) -> bool:
+        """Its lag is the all-reduce running beside its backward, not its own work."""
+        return self.overlap_lag > 0
 
     @property
     def balance_share(self) -> float | None:
@@ -255,6 +271,14 @@ class Straggler:
             "work; no rank is named"
         )
 
+    def overlap_evidence(self) -> str:
+        return (
+            f"{self.who()} is busy {self.excess:.0%} longer than the median rank, but "
+            f"{self.overlap_lag * 1e3:.1f} ms per step of it is backward beyond what its forward predicts (forward "
+            "as the median rank's): the all-reduce runs beside backward on the same cores, and which rank it "
+            "slows is not the work each was given; no rank is named"
+        )
+
     def to_json(self) -> dict[str, Any]:
         return {
             "kind": self.kind,
@@ -281,6 +305,7 @@ class Straggler:
             "balance_share": self.balance_share,
             "sampled": self.sampled,
             "median_step_seconds": self.median_step,
+            "overlap_lag_seconds": self.overlap_lag,
         }
 
 
@@ -338,7 +363,19 @@ def rank_figures(window: Sequence[tuple[RankPhases, ...]]) -> list[RankFigures]:
         last = min(wait, key=lambda k: (wait[k], -busy[k]))
         for k, r in by_key.items():
             a = acc.setdefault(
-                k, {"busy": [], "own": [], "wait": [], "steps": 0, "slow": 0, "last": 0, "ph": {}, "rq": [], "cpu": []}
+                k,
+                {
+                    "busy": [],
+                    "own": [],
+                    "wait": [],
+                    "steps": 0,
+                    "slow": 0,
+                    "last": 0,
+                    "ph": {},
+                    "rq": [],
+                    "cpu": [],
+                    "ov": [],
+                },
             )
             a["id"] = r.identity
             a["busy"].append(busy[k])
@@ -355,6 +392,9 @@ def rank_figures(window: Sequence[tuple[RankPhases, ...]]) -> list[RankFigures]:
                 a["rq"].append(rq)
                 a["cpu"].append(cpu)
             a["own"].append(max(0.0, busy[k] - rq) if rq is not None else busy[k])
+            ov = r.phases.facts.get("comm_overlapped_seconds_per_step")
+            if isinstance(ov, (int, float)) and math.isfinite(ov):
+                a["ov"].append(float(ov))
             prev[k] = r
     return [
         RankFigures(
@@ -368,6 +408,7 @@ def rank_figures(window: Sequence[tuple[RankPhases, ...]]) -> list[RankFigures]:
             runqueue=median(a["rq"]) if a["rq"] else None,
             cpu=median(a["cpu"]) if a["cpu"] else None,
             own=median(a["own"]),
+            overlapped=median(a["ov"]) if a["ov"] else None,
         )
         for a in acc.values()
         if a["steps"]
@@ -457,6 +498,30 @@ def excess(top: RankFigures, figs: Sequence[RankFigures]) -> float:
     return max(busy_excess(top, figs), top.own / med_own - 1.0 if med_own > 0 else 0.0)
 
 
+def overlap_lag(top: RankFigures, figs: Sequence[RankFigures]) -> float:
+    """Seconds per step of ``top``'s backward beyond what its forward predicts (the median rank's
+    backward scaled by ``top``'s forward over the median rank's), at most the all-reduce the job
+    has in flight during backward; 0 where no rank reports that overlap.
+
+    While backward runs, DDP's all-reduce of the gradients already computed runs beside it: on a
+    CPU the collectives' threads of every rank share the cores with the training threads, on a GPU
+    the communication kernels share the SMs and memory. Which rank's backward that slows is not
+    the work it was given: 2 gloo ranks on 2 cores with even work (scripts/workloads/ddp_torchrun.py,
+    accelerate_ddp.py) read one rank's backward 33-45 ms longer a step (its training thread's CPU
+    per step +16-40%), forward within 1 ms of the other's, and named that rank a straggler at
+    +11-13% busy in 3 of 4 runs under ``run`` (one rank +10%, all of it backward, in 1 of 2 runs
+    with ``--no-stacks``); a rank given more work is slower in forward too, in proportion
+    (straggler_uneven: forward 49 vs 8 ms, backward 89 vs 15 ms, this figure 0). See
+    docs/measurements.md, "stragglers that were the all-reduce"."""
+    ovs = [f.overlapped for f in figs if f.overlapped]
+    med_f = median(f.phase(Phase.FORWARD) for f in figs)
+    med_b = median(f.phase(Phase.BACKWARD) for f in figs)
+    if not ovs or med_f <= 0 or med_b <= 0:
+        return 0.0
+    predicted = med_b * top.phase(Phase.FORWARD) / med_f
+    return min(max(0.0, top.phase(Phase.BACKWARD) - predicted), median(ovs))
+
+
 def _doing(top: RankFigures, figs: list[RankFigures]) -> tuple[str, float]:
     """The phase in which ``top`` spends the most more than the median rank, and by how much."""
     names = {ph for f in figs for ph in f.phases}
@@ -476,7 +541,9 @@ def find_straggler(
 ) -> Straggler | None:
     """The rank or node the job waits for, or None (fewer than two ranks, too few intervals, no
     rank consistently the busiest, or a spread within the noise margin). A rank slowed by CPU
-    contention is returned with ``contended`` set: callers say so and name no one."""
+    contention is returned with ``contended`` set, one whose lag is within the margin without the
+    backward its forward does not predict with ``overlapped`` (``overlap_lag``): callers say so and
+    name no one."""
     window = intervals(samples, last)
     if len(window) < min_intervals:
         return None
@@ -497,6 +564,12 @@ def find_straggler(
         return None
     if top.busy < med * (1.0 + BUSY_FLOOR):
         return None  # its own work reads longer, but the others lose next to no time to it
+    # its lag without the backward its forward does not predict, against the same median rank
+    interference = overlap_lag(top, figs)
+    med_own = median(f.own for f in figs)
+    rest_own = (top.own - interference) / med_own - 1.0 if med_own > 0 else 0.0
+    rest_busy = (top.busy - interference) / med - 1.0
+    overlap_only = interference > 0 and (max(rest_busy, rest_own) < margin or rest_busy < BUSY_FLOOR)
     sampled = sampled_ranks(window)
     if sampled and sampled_z(top, figs) < STRAGGLER_SAMPLED_Z:
         return None  # within what a few stack samples of even ranks differ by
@@ -524,6 +597,7 @@ def find_straggler(
         sampled=sampled,
         mean_compute=sum(f.busy for f in figs) / len(figs),
         median_step=median(f.busy + f.wait for f in figs),
+        overlap_lag=interference if overlap_only else 0.0,
     )
 
 
@@ -679,6 +753,10 @@ def with_straggler(v: Verdict, samples: Iterable[Sample], history: StragglerHist
     if s is not None and s.contended:
         held = history.hold_contended(s) if history is not None else True
         return _contended(v, s, rank_figures(window), held)
+    if s is not None and s.overlapped:
+        if history is not None:
+            history.confirm(None)
+        return replace(v, evidence=tuple(v.evidence) + (s.overlap_evidence(),))
     if history is not None:
         s = history.confirm(s)
     if s is None:
