@@ -225,12 +225,20 @@ def test_random_augmentation_is_made_cheaper_first_and_not_cached():
     full = CPU_JOB.set(job_idle_cores=0.2)  # the workers fill the cores: no other worker fits
     i = StepInputs(step=0.1, shares=shares, loader_workers=2.0, worker_cores=1.8, idle_cores=0.2, cores=2.0)
     drawn = StepInputs(**{**i.__dict__, "data_random": 0.9})
-    recs = recommend(v, KB, full.set(data_random_share=0.9), limit=50, inputs=drawn)
+    random = full.set(data_random_share=0.9, data_seeded_share=0.0)
+    recs = recommend(v, KB, random, limit=50, inputs=drawn)
     assert recs[0].mitigation.id == "simplify_augmentation" and "first: half or more" in recs[0].why, ids(recs)
     assert recs[0].prediction.speedup == pytest.approx(1 / max(0.1, 1 - 0.9 * 0.5))
     assert "cache_preprocessing" not in ids(recs)
-    why = {m.id: w for m, w in not_fitting(v, KB, full.set(data_random_share=0.9))}
+    why = {m.id: w for m, w in not_fitting(v, KB, random)}
     assert "stop augmenting" in why["cache_preprocessing"]
+    # the same draws seeded by the sample (a generator seeded by its index): the same each epoch, so
+    # the cache is exact and fits; cheaper augmentation stays first, saying so
+    seeded = full.set(data_random_share=0.9, data_seeded_share=0.8)
+    recs = recommend(v, KB, seeded, limit=50, inputs=drawn)
+    assert recs[0].mitigation.id == "simplify_augmentation" and "seeded by the sample" in recs[0].why, ids(recs)
+    assert "cache_preprocessing" in ids(recs)[:3]
+    assert "cache_preprocessing" not in {m.id for m, _ in not_fitting(v, KB, seeded)}
     # a tokenizer's loader: nothing drawn, the cache is exact and removes the whole stage
     det = recommend(
         v, KB, full.set(data_random_share=0.0), limit=50, inputs=StepInputs(**{**i.__dict__, "data_random": 0.0})

@@ -99,6 +99,8 @@ class CodeProfile:
         self.counts: dict[tuple[str, str], Counter[CodeSite | None]] = {}
         #: the data stage's stack samples by role and whether they drew random numbers (None: not read)
         self.draws: dict[str, Counter[bool | None]] = {}
+        #: of those that drew, by role, how many drew from generators seeded by the sample
+        self.seeded: Counter[str] = Counter()
         self.source = ""
 
     def add(self, c: StackCounts) -> None:
@@ -106,6 +108,8 @@ class CodeProfile:
         for r in c.rows:
             if PHASES.get(r.phase) == Stage.DATA:
                 self.draws.setdefault(r.role, Counter())[r.draws_random] += r.count
+                if r.draws_random and r.seeded:
+                    self.seeded[r.role] += r.count
             bucket = self.counts.setdefault((r.phase, r.role), Counter())
             bucket[r.site] += r.count
             if len(bucket) > MAX_SITES:  # fold the least seen site into "no site" (bounded memory)
@@ -146,11 +150,29 @@ class CodeProfile:
         """Of the data stage's stack samples read for random draws, the share that drew them (random
         augmentation): the DataLoader workers' when MIN_STAGE_SAMPLES of theirs were read, else the
         main thread's (a loader without workers); None with fewer read in both."""
+        role = self._read_role()
+        if role is None:
+            return None
+        c = self.draws[role]
+        return c[True] / (c[True] + c[False])
+
+    def data_seeded_share(self) -> float | None:
+        """Of the data stage's stack samples that drew random numbers (those ``data_random_share``
+        counts), the share whose draws were seeded by the sample (a cache of them is exact): known
+        where ``data_random_share`` is (0 where none drew), None where it is not."""
+        role = self._read_role()
+        if role is None:
+            return None
+        drew = self.draws[role][True]
+        return self.seeded[role] / drew if drew else 0.0
+
+    def _read_role(self) -> str | None:
+        """The role whose data-stage stacks were read for draws MIN_STAGE_SAMPLES times or more: the
+        workers' before the main thread's."""
         for role in (WORKER, MAIN):
             c = self.draws.get(role, Counter())
-            read = c[True] + c[False]
-            if read >= MIN_STAGE_SAMPLES:
-                return c[True] / read
+            if c[True] + c[False] >= MIN_STAGE_SAMPLES:
+                return role
         return None
 
 

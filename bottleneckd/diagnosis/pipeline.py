@@ -135,7 +135,7 @@ class Pipeline:
         self._inputs_of: dict[str, StepInputs] = {}  # resource -> inputs of the last training window it held
         # what the code profile says, as of the last tick (immutable: summary() reads them from another thread)
         self._other: OtherCode = NO_OTHER
-        self._drawn: float | None = None
+        self._drawn: dict[str, float] = {}
 
     def __call__(self, sample: Sample) -> Diagnosis:
         if sample.phases is not None:  # the report's whole state replaces the last
@@ -155,8 +155,8 @@ class Pipeline:
         stable = self.tracker.update(raw, stats)
         if stats.phases is not None and stats.phases.steps:
             self._measured = measured_facts(stats, stable, self.peaks)
-        self._drawn = drawn = self.code.data_random_share()  # over the run, as the code named
-        advised = Facts({**facts, **self._measured, **_drawn_fact(drawn)})
+        self._drawn = drawn = _drawn_fact(self.code)  # over the run, as the code named
+        advised = Facts({**facts, **self._measured, **drawn})
         if advised != self._advised_facts:  # the same object while equal (the advice is kept)
             self._advised_facts = advised
         self._samples += 1
@@ -244,7 +244,7 @@ class Pipeline:
         if held is None:
             return None
         measured = measured_facts(held.stats, v, self.peaks) if held.steps else Facts()
-        facts = Facts({**state, **measured, **_drawn_fact(self._drawn)})
+        facts = Facts({**state, **measured, **self._drawn})
         return Summary(
             verdict=_over(v, held, self.peaks),
             last=v,
@@ -256,9 +256,14 @@ class Pipeline:
         )
 
 
-def _drawn_fact(drawn: float | None) -> dict[str, float]:
-    """The fact of the share of the loader's stack samples drawing random numbers, when known."""
-    return {} if drawn is None else {"data_random_share": drawn}
+def _drawn_fact(code: CodeProfile) -> dict[str, float]:
+    """The facts of the share of the loader's stack samples drawing random numbers, and of those
+    the share seeded by the sample, where known."""
+    drawn, seeded = code.data_random_share(), code.data_seeded_share()
+    return {
+        **({} if drawn is None else {"data_random_share": drawn}),
+        **({} if seeded is None else {"data_seeded_share": seeded}),
+    }
 
 
 def _over(v: Verdict, held: Held, peaks: PeakTable) -> Verdict:

@@ -60,6 +60,9 @@ class StackCount:
     #: data stage only: the stacks draw random numbers for the sample (random augmentation, which a
     #: cache would freeze: samplers/random_draws.py); None when not read (another stage, no source)
     draws_random: bool | None = None
+    #: and those draws come from generators seeded by the sample (samplers/seeded_draws.py): the same
+    #: sample every epoch, a cache of it exact
+    seeded: bool = False
 
 
 @dataclass(frozen=True)
@@ -79,9 +82,19 @@ class StackCounts:
             "source": self.source,
             "rate_hz": self.rate_hz,
             "rows": [
-                [r.phase, r.role, None, None, 0, "", r.count, r.draws_random]
+                [r.phase, r.role, None, None, 0, "", r.count, r.draws_random, r.seeded]
                 if r.site is None
-                else [r.phase, r.role, r.site.function, r.site.file, r.site.line, r.site.text, r.count, r.draws_random]
+                else [
+                    r.phase,
+                    r.role,
+                    r.site.function,
+                    r.site.file,
+                    r.site.line,
+                    r.site.text,
+                    r.count,
+                    r.draws_random,
+                    r.seeded,
+                ]
                 for r in self.rows
             ],
         }
@@ -107,12 +120,15 @@ class StackCounts:
 
 def _row(r: Any, k: int) -> StackCount:
     where = f"stacks.rows[{k}]"
-    if not isinstance(r, list) or len(r) not in (7, 8):  # 7: a trace written before draws_random
-        raise ValueError(f"{where}: expected [phase, role, function, file, line, text, count, draws_random]")
+    if not isinstance(r, list) or len(r) not in (7, 8, 9):  # 7: a trace written before draws_random; 8: before seeded
+        raise ValueError(f"{where}: expected [phase, role, function, file, line, text, count, draws_random, seeded]")
     phase, role, fn, file, line, text, count = r[:7]
-    draws = r[7] if len(r) == 8 else None
+    draws = r[7] if len(r) >= 8 else None
     if draws is not None and type(draws) is not bool:
         raise ValueError(f"{where}: draws_random must be true, false or null")
+    seeded = r[8] if len(r) == 9 else False
+    if type(seeded) is not bool or (seeded and draws is not True):
+        raise ValueError(f"{where}: seeded must be true (only where draws_random is) or false")
     if phase not in PHASES:
         raise ValueError(f"{where}: unknown phase")
     phase = Phase(phase)
@@ -121,7 +137,7 @@ def _row(r: Any, k: int) -> StackCount:
     if type(count) is not int or not 0 < count <= MAX_COUNT:
         raise ValueError(f"{where}: count must be a positive integer")
     if fn is None and file is None:
-        return StackCount(phase, role, None, count, draws)
+        return StackCount(phase, role, None, count, draws, seeded)
     ok = (
         isinstance(fn, str)
         and isinstance(file, str)
@@ -134,22 +150,24 @@ def _row(r: Any, k: int) -> StackCount:
     )
     if not ok:
         raise ValueError(f"{where}: expected a function name, a file path, a line number and the line's text")
-    return StackCount(phase, role, CodeSite(fn, file, line, text), count, draws)
+    return StackCount(phase, role, CodeSite(fn, file, line, text), count, draws, seeded)
 
 
-#: a row's key: (phase, role, site, draws_random)
-Key = tuple[str, str, CodeSite | None, bool | None]
+#: a row's key: (phase, role, site, draws_random, seeded)
+Key = tuple[str, str, CodeSite | None, bool | None, bool]
 
 
 def fold(counts: Counter[Key]) -> tuple[StackCount, ...]:
-    """Rows of (phase, role, site, draws_random) counts within MAX_ROWS: the most seen half kept as
-    they are, the rest folded into their (phase, role, draws_random) with no site (at most
-    len(PHASES) * 2 * 3 more rows)."""
+    """Rows of (phase, role, site, draws_random, seeded) counts within MAX_ROWS: the most seen half
+    kept as they are, the rest folded into their (phase, role, draws_random, seeded) with no site
+    (at most len(PHASES) * 2 * 4 more rows)."""
     ranked = counts.most_common()
     kept: Counter[Key] = Counter(dict(ranked[: MAX_ROWS // 2]))
-    for (phase, role, _, draws), n in ranked[MAX_ROWS // 2 :]:
-        kept[(phase, role, None, draws)] += n
-    return tuple(StackCount(Phase(ph), role, site, n, draws) for (ph, role, site, draws), n in kept.items())
+    for (phase, role, _, draws, seeded), n in ranked[MAX_ROWS // 2 :]:
+        kept[(phase, role, None, draws, seeded)] += n
+    return tuple(
+        StackCount(Phase(ph), role, site, n, draws, seeded) for (ph, role, site, draws, seeded), n in kept.items()
+    )
 
 
 def merge_counts(items: list[StackCounts | None]) -> StackCounts | None:
@@ -160,5 +178,5 @@ def merge_counts(items: list[StackCounts | None]) -> StackCounts | None:
     merged: Counter[Key] = Counter()
     for c in got:
         for r in c.rows:
-            merged[(r.phase, r.role, r.site, r.draws_random)] += r.count
+            merged[(r.phase, r.role, r.site, r.draws_random, r.seeded)] += r.count
     return StackCounts(got[0].source, got[0].rate_hz, fold(merged))

@@ -424,6 +424,13 @@ FACTS: dict[str, FactSpec] = {
             "(random augmentation, which a cache would freeze), over the run",
         ),
         _spec(
+            "data_seeded_share",
+            "float",
+            Producer.CODE_PROFILE,
+            "of the data stage's stack samples that draw random numbers, the share whose draws come from "
+            "generators seeded by the sample (the same every epoch: a cache of them is exact), over the run",
+        ),
+        _spec(
             "other_idle_share",
             "float",
             Producer.STACKS,

@@ -17,7 +17,7 @@ import threading
 from collections import Counter
 
 from bottleneckd.model.code import MAX_NAME, MAX_TEXT, CodeSite, Key, StackCounts, fold
-from bottleneckd.samplers.random_draws import library_draws, stack_draws
+from bottleneckd.samplers.random_draws import Reading, library_draws, stack_draws
 from bottleneckd.samplers.stack_frames import LOADER_PATH
 
 #: path fragments of code that is not the user's: installed packages and the standard library
@@ -55,22 +55,29 @@ def user_site(frames: list[dict], read_text: bool = True) -> CodeSite | None:
     return None
 
 
-def data_draws(frames: list[dict], site: CodeSite | None) -> bool | None:
-    """A data-stage stack draws random numbers for the sample (``random_draws.stack_draws``): the
+def data_draws(frames: list[dict], site: CodeSite | None) -> Reading:
+    """Whether a data-stage stack draws random numbers for the sample, and whether they are seeded
+    by the sample (``random_draws.stack_draws``): the
     frames inside the user's innermost one, and that function's source when the loader called it.
     With no user frame, or only the loop that asked for the batch (a library dataset loading in
     the training process), the library frames are all there is to read
     (``random_draws.library_draws``: unknown unless the batch was being built there): the loop's
     own draws (a diffusion model's noise, a seed) are not the data's."""
     if site is None:
-        return library_draws(frames)
+        return library_draws(frames), False
     k = next((k for k, f in enumerate(frames) if (f.get("filename") or "")[:MAX_NAME] == site.file), len(frames))
     # a user frame the loader called is the data's code (a dataset's ``__getitem__``, a ``collate_fn``,
     # a transform); one outside it asked for the batch
-    called_by_loader = any(LOADER_PATH in (f.get("filename") or "").replace("\\", "/") for f in frames[k + 1 :])
-    if not called_by_loader:
-        return library_draws(frames[:k])
-    return stack_draws(frames[:k], site.file, site.line)
+    loader = next(
+        (j for j in range(k + 1, len(frames)) if LOADER_PATH in (frames[j].get("filename") or "").replace("\\", "/")),
+        None,
+    )
+    if loader is None:
+        return library_draws(frames[:k]), False
+    # the user's functions between the loader and the site called it (the seed they pass it counts)
+    outer = [f for f in frames[k + 1 : loader] if user_file(f.get("filename") or "")]
+    callers = tuple((str(f.get("filename")), int(f.get("line") or 0)) for f in outer)
+    return stack_draws(frames[:k], site.file, site.line, callers)
 
 
 class StackTally:
@@ -83,9 +90,9 @@ class StackTally:
         self._counts: Counter[Key] = Counter()
         self._lock = threading.Lock()
 
-    def add(self, phase: str, role: str, site: CodeSite | None, draws_random: bool | None = None) -> None:
+    def add(self, phase: str, role: str, site: CodeSite | None, draws: Reading = (None, False)) -> None:
         with self._lock:
-            self._counts[(phase, role, site, draws_random)] += 1
+            self._counts[(phase, role, site, draws[0], bool(draws[0]) and draws[1])] += 1
 
     def drain(self) -> StackCounts | None:
         """The counts since the last drain (None when nothing was sampled), within MAX_ROWS rows

@@ -21,8 +21,11 @@ True when either sign is present; False when the user's function was read and ne
 when it cannot be read here (a trace replayed on another machine, a function longer than
 MAX_FUNCTION_LINES above the line): unknown, not False. A generator seeded by the sample's index
 (``np.random.default_rng(i)``) makes a function deterministic per sample although it draws random
-numbers: it is read as random, and the advice says that caching stays exact for such code. Not
-seen: a draw through a bare imported name (``from random import choice``; ``choice(x)``).
+numbers. It is read as drawing (its time is what cheaper augmentation would cut) and, where every
+draw comes from a generator seeded by the function's own arguments (``seeded_draws``) and the user
+code that called it from the loader draws no seed at random, as seeded: the same sample every
+epoch, so a cache of it is exact. Not seen: a draw through a bare imported name (``from random
+import choice``; ``choice(x)``).
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import re
 import textwrap
 import tokenize
 
+from bottleneckd.samplers.seeded_draws import seeded_by_arguments
 from bottleneckd.samplers.stack_frames import FETCH_PATH
 
 #: qualified names of random transforms (the class before the method): torchvision's transforms v1
@@ -72,6 +76,10 @@ def frame_draws(frame: dict) -> bool:
     return bool(RANDOM_TRANSFORM.search(name)) or bool(STDLIB_RANDOM.search(path))
 
 
+#: (draws random numbers for the sample, None: not read; every draw seeded by the function's arguments)
+Reading = tuple[bool | None, bool]
+
+
 def library_draws(frames: list[dict]) -> bool | None:
     """A stack with no user function to read: True when a random frame is on it; False only when
     the batch was being built in this thread (PyTorch's fetch on the stack) and the frames' names
@@ -84,34 +92,50 @@ def library_draws(frames: list[dict]) -> bool | None:
     return False if building and qualified else None
 
 
-@functools.lru_cache(maxsize=1024)
 def function_draws(path: str, line: int) -> bool | None:
     """The function around ``path:line`` calls a random number generator at or before ``line``;
-    None when the file cannot be read here or its ``def`` is too far up. Cached: a site is read
-    once (the sampler sees the same few sites)."""
+    None when the file cannot be read here or its ``def`` is too far up."""
+    return function_reading(path, line)[0]
+
+
+@functools.lru_cache(maxsize=1024)
+def function_reading(path: str, line: int) -> Reading:
+    """Whether the function around ``path:line`` calls a random number generator at or before
+    ``line`` (None: not readable here), and whether every such call draws from a generator seeded
+    by its parameters (``seeded_draws``). Cached: a site is read once (the sampler sees the same
+    few sites)."""
     lines = linecache.getlines(path)
     if not lines or not 0 < line <= len(lines):
-        return None
+        return None, False
     start = _def_line(lines, line - 1)
     if start is None:  # module-level code: the line alone
-        return bool(RANDOM_CALL.search(_blank([lines[line - 1]])[0]))
+        return bool(RANDOM_CALL.search(_blank([lines[line - 1]])[0])), False
     if start < 0:
-        return None
+        return None, False
     try:
         block = inspect.getblock(lines[start:])
     except (IndentationError, SyntaxError, tokenize.TokenError):
         block = lines[start:line]
-    return any(RANDOM_CALL.search(s) for k, s in _own_lines(_blank(block)) if start + 1 + k <= line)
+    if not any(RANDOM_CALL.search(s) for k, s in _own_lines(_blank(block)) if start + 1 + k <= line):
+        return False, False
+    return True, seeded_by_arguments(textwrap.dedent("".join(block)), line - start, RANDOM_CALL)
 
 
-def stack_draws(frames: list[dict], site_path: str | None, site_line: int) -> bool | None:
-    """The stack (frames innermost first) draws random numbers for the sample: a random transform
-    on it, or the user's innermost function (``site_path:site_line``) calling a generator."""
+def stack_draws(
+    frames: list[dict], site_path: str | None, site_line: int, callers: tuple[tuple[str, int], ...] = ()
+) -> Reading:
+    """Whether the stack (frames innermost first) draws random numbers for the sample: a random
+    transform on it, or the user's innermost function (``site_path:site_line``) calling a
+    generator; and whether those draws are seeded by that function's arguments, its ``callers``
+    (the user's functions that called it from the loader, innermost first: path and line) drawing
+    none (a seed one of them drew at random makes the sample random again; one not readable here
+    leaves it unshown)."""
     if any(frame_draws(f) for f in frames):
-        return True
+        return True, False
     if not site_path or site_line <= 0:
-        return None
-    return function_draws(site_path, site_line)
+        return None, False
+    draws, seeded = function_reading(site_path, site_line)
+    return draws, seeded and all(function_draws(p, n) is False for p, n in callers)
 
 
 def _def_line(lines: list[str], k: int) -> int | None:

@@ -67,7 +67,7 @@ class SelfStackSampler:
         if phase == STARTUP:
             return
         site = user_site(frames)
-        self.tally.add(phase, MAIN, site, data_draws(frames, site) if phase == Phase.DATA_WAIT else None)
+        self.tally.add(phase, MAIN, site, data_draws(frames, site) if phase == Phase.DATA_WAIT else (None, False))
         self.samples_total += 1
 
     def _run(self) -> None:

@@ -253,7 +253,7 @@ class StackSampler:
         if phase != STARTUP:
             self._main_seen = (self.target, classify_rank_sample(phase, waits))
             site = user_site(frames)
-            self.tally.add(phase, MAIN, site, data_draws(frames, site) if phase == Phase.DATA_WAIT else None)
+            self.tally.add(phase, MAIN, site, data_draws(frames, site) if phase == Phase.DATA_WAIT else (None, False))
         op = op_intensity(frames) if phase == Phase.FORWARD else None
         seen = wrappers(frames) if phase != STARTUP else set()
         with self._lock:
