@@ -260,6 +260,12 @@ SEEDED = textwrap.dedent(
         return np.random.default_rng(seed).standard_normal(64)  # inline
 
 
+    def chained(i, n):
+        rng = np.random.default_rng(i)
+        x = rng.standard_normal(n).astype(np.float32)
+        return x * rng.uniform(-0.1, 0.1, n)  # a method on a draw's result
+
+
     def by_index(i):
         return make(i)  # the index
 
@@ -280,6 +286,7 @@ SEEDED = textwrap.dedent(
         ("# global-seeded", True),  # np.random.seed(i + 7), then the module's functions
         ("# one draw without the generator", False),
         ("# inline", True),  # default_rng(seed).standard_normal(...)
+        ("# a method on a draw's result", True),  # rng.standard_normal(n).astype(...): astype draws nothing
     ],
 )
 def test_draws_seeded_by_the_functions_arguments_are_the_same_for_the_same_sample(

@@ -118,19 +118,25 @@ def seeded_by_arguments(source: str, line: int, draws: re.Pattern[str]) -> bool:
                 seeded[owner] = n.lineno
             elif GLOBAL_SEEDER.match(f"{owner}.{attr}") and _seed_of_params(_first_arg(n), params):
                 global_seeded[owner.split(".")[0] if owner != "torch.random" else "torch"] = n.lineno
-    found = False
+    seen = False  # a call ``draws`` finds: a draw, or building or seeding a generator
     for n in nodes:
-        if not isinstance(n, ast.Call) or n.lineno > line:
+        if not isinstance(n, ast.Call) or n.lineno > line or not draws.search(_callee(n.func) + "("):
             continue
-        callee = ast.unparse(n.func)
-        if not draws.search(callee + "("):
-            continue
+        seen = True
         if _seeded_call(n, params) or _is_seeding(n, params):
-            continue  # building or seeding a generator is no draw
+            continue  # building or seeding a generator from the parameters draws nothing yet
         if not _from_seeded(n, params, seeded, global_seeded):
             return False
-        found = True
-    return found
+    return seen
+
+
+def _callee(f: ast.expr) -> str:
+    """The called name as text, a call it is made on shown as ``_()``: in
+    ``rng.standard_normal(n).astype(...)`` the draw is the inner call (read on its own), not the
+    ``astype``."""
+    if isinstance(f, ast.Attribute):
+        return f"{'_()' if isinstance(f.value, ast.Call) else ast.unparse(f.value)}.{f.attr}"
+    return ast.unparse(f)
 
 
 def _is_seeding(call: ast.Call, params: set[str]) -> bool:
