@@ -250,6 +250,26 @@ def test_random_augmentation_is_made_cheaper_first_and_not_cached():
     assert blind[ids(blind).index("simplify_augmentation")].prediction.speedup is None
 
 
+def test_removing_a_stage_that_is_the_whole_step_goes_before_changing_semantics_to_reduce_it():
+    """Under attach every stack sample of a tokenizing loader's job was in the data wait: caching the
+    preprocessing (removal) cannot be given a figure, data echoing (half of it) can, x1.98. Removing
+    the stage gains more than halving it: the cache, which keeps what is trained, goes first."""
+    from bottleneckd.diagnosis.step_inputs import Share, StepInputs
+
+    v = verdict("cpu_compute", stage="data")
+    facts = CPU_JOB.set(job_idle_cores=0.2, data_random_share=0.0, data_seeded_share=0.0)
+    i = StepInputs(step=0.1, shares={"data_wait": Share(1.0, 1.0, 1.0)}, idle_cores=0.2, cores=2.0, data_random=0.0)
+    recs = recommend(v, KB, facts, limit=50, inputs=i)
+    cache, echo = (next(r for r in recs if r.mitigation.id == k) for k in ("cache_preprocessing", "data_echoing"))
+    assert cache.prediction.speedup is None and cache.prediction.removes_all
+    assert echo.prediction.speedup == pytest.approx(1.98, abs=0.01)
+    assert ids(recs).index("cache_preprocessing") < ids(recs).index("data_echoing"), ids(recs)
+    # where the stage is not all of the step, both have figures and the usual comparison decides
+    part = StepInputs(**{**i.__dict__, "shares": {"data_wait": Share(0.6, 0.5, 0.7), "forward": Share(0.4, 0.3, 0.5)}})
+    recs = recommend(v, KB, facts, limit=50, inputs=part)
+    assert not next(r for r in recs if r.mitigation.id == "cache_preprocessing").prediction.removes_all
+
+
 def test_a_memory_bound_step_of_small_products_is_told_to_give_each_weight_more_rows_not_to_fuse():
     """grad_accumulation (micro-batches of 16 rows, the bytes the products' weights: more rows per
     weight measured x2.41): fusing the elementwise operators does not fit, and the model-less

@@ -59,6 +59,9 @@ class Prediction:
     high: float | None
     model: str  # "amdahl", "loader pipeline", "roofline", ...
     formula: str  # with the measured numbers; for an unknown one, why
+    #: unknown because it removes a stage that is all of the step as measured: more than any partial
+    #: reduction of that stage gives, though by how much is not measured (``_amdahl_share``)
+    removes_all: bool = False
 
     @property
     def known(self) -> bool:
@@ -240,7 +243,8 @@ def _amdahl_share(model: str, s: Share, factor: float, what: str) -> Prediction:
     # window: the least is not the stage's own, STEADY_LOW)
     if math.isinf(factor) and s.value >= MAX_SHARE:
         if s.low >= MAX_SHARE or s.low < STEADY_LOW * s.value:
-            return unknown(model, f"{what} is {s.value:.0%} of the step: the time left without it is not measured")
+            why = f"{what} is {s.value:.0%} of the step: the time left without it is not measured"
+            return Prediction(None, None, None, model, why, removes_all=s.low >= MAX_SHARE)
         least = amdahl(s.low, factor)
         return known(
             model,

@@ -10,7 +10,8 @@ gain less; the knowledge base's ``first_if`` puts a predicted one ahead of all (
 a performance engineer makes before weighing the rest: another loader worker where a whole core
 is idle beside a CPU-bound loader); a recommendation that keeps the training's semantics goes
 before one above it that changes them where the prediction cannot tell their gains apart (its
-interval reaches the other's predicted speed-up: ``undecided_keep_semantics``); within the active
+interval reaches the other's predicted speed-up: ``undecided_keep_semantics``), or where it removes
+a stage that is the whole step as measured and the other only reduces it; within the active
 bottleneck's recommendations, then within a secondary pressure's (a resource that does not limit
 the step gains it nothing until the active one is relieved: a larger batch "predicted" from the
 step's communication share is no first advice for a job out of GPU memory, nor for ranks that
@@ -175,6 +176,8 @@ def undecided_keep_semantics(ranked: list[Recommendation]) -> list[Recommendatio
 
 def _undecided_against(keeps: Recommendation, changes: Recommendation) -> bool:
     p, q = keeps.prediction, changes.prediction
+    if _removes_what_it_reduces(keeps, changes):
+        return True
     return (
         not keeps.mitigation.changes_semantics
         and changes.mitigation.changes_semantics
@@ -226,3 +229,25 @@ def elsewhere(verdict: Verdict, kb: tuple[Mitigation, ...], facts: Mapping[str, 
             (m, f"relieves {verdict.resource} in the {', '.join(stages)} stage; this step's time is in {verdict.stage}")
         )
     return out
+
+
+def _removes_what_it_reduces(keeps: Recommendation, changes: Recommendation) -> bool:
+    """``keeps`` removes a stage that is all of the step as measured (its gain unknown, but more than
+    any part of it: ``Prediction.removes_all``) and ``changes`` only reduces a stage of the same
+    (data echoing's x1.98 beside caching the preprocessing, under ``attach`` where every stack
+    sample of a tokenizing loader's job was in the data wait): the one that keeps what is trained
+    goes first, at no greater cost, neither put first by the knowledge base."""
+    p, q = keeps.prediction, changes.prediction
+    return (
+        not keeps.mitigation.changes_semantics
+        and changes.mitigation.changes_semantics
+        and keeps.first is None
+        and changes.first is None
+        and keeps.resource == changes.resource
+        and p is not None
+        and p.removes_all
+        and q is not None
+        and q.speedup is not None
+        and bool(set(keeps.mitigation.stages) & set(changes.mitigation.stages))
+        and COST_WEIGHT.get(keeps.mitigation.cost, 0.7) >= COST_WEIGHT.get(changes.mitigation.cost, 0.7)
+    )
