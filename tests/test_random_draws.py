@@ -260,6 +260,13 @@ SEEDED = textwrap.dedent(
         return np.random.default_rng(seed).standard_normal(64)  # inline
 
 
+    def rebound(i):
+        rng = np.random.default_rng(i)
+        if i % 2:
+            rng = np.random.default_rng()
+        return rng.standard_normal(8)  # rebound to an unseeded generator on some path
+
+
     def chained(i, n):
         rng = np.random.default_rng(i)
         x = rng.standard_normal(n).astype(np.float32)
@@ -286,6 +293,7 @@ SEEDED = textwrap.dedent(
         ("# global-seeded", True),  # np.random.seed(i + 7), then the module's functions
         ("# one draw without the generator", False),
         ("# inline", True),  # default_rng(seed).standard_normal(...)
+        ("# rebound to an unseeded generator", False),
         ("# a method on a draw's result", True),  # rng.standard_normal(n).astype(...): astype draws nothing
     ],
 )

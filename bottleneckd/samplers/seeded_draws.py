@@ -106,12 +106,21 @@ def seeded_by_arguments(source: str, line: int, draws: re.Pattern[str]) -> bool:
     seeded: dict[str, int] = {}  # generator names bound to a seeded generator -> the line they were bound
     plain: dict[str, int] = {}  # names bound to torch.Generator() (seeded by a later .manual_seed(i))
     global_seeded: dict[str, int] = {}  # module -> the line its global generator was seeded
+    rebound: set[str] = set()  # names also bound to something else: their draws are not shown seeded
     for n in sorted(nodes, key=lambda x: getattr(x, "lineno", 0)):
-        if isinstance(n, ast.Assign) and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name):
-            if _seeded_call(n.value, params):
-                seeded[n.targets[0].id] = n.lineno
-            elif isinstance(n.value, ast.Call) and UNSEEDED_GENERATOR.search(ast.unparse(n.value.func)):
-                plain[n.targets[0].id] = n.lineno
+        if isinstance(n, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With, ast.NamedExpr)):
+            targets = n.targets if isinstance(n, ast.Assign) else [getattr(n, "target", None)]
+            if isinstance(n, ast.With):
+                targets = [w.optional_vars for w in n.items]
+            names = [t.id for t in targets if isinstance(t, ast.Name)]
+            value = getattr(n, "value", None)
+            one = isinstance(n, ast.Assign) and len(names) == 1 and len(n.targets) == 1
+            if one and value is not None and _seeded_call(value, params):
+                seeded[names[0]] = n.lineno
+            elif one and isinstance(value, ast.Call) and UNSEEDED_GENERATOR.search(ast.unparse(value.func)):
+                plain[names[0]] = n.lineno
+            else:
+                rebound.update(names)
         elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
             owner, attr = ast.unparse(n.func.value), n.func.attr
             if attr == "manual_seed" and owner in plain and _seed_of_params(_first_arg(n), params):
@@ -125,7 +134,7 @@ def seeded_by_arguments(source: str, line: int, draws: re.Pattern[str]) -> bool:
         seen = True
         if _seeded_call(n, params) or _is_seeding(n, params):
             continue  # building or seeding a generator from the parameters draws nothing yet
-        if not _from_seeded(n, params, seeded, global_seeded):
+        if not _from_seeded(n, params, {k: v for k, v in seeded.items() if k not in rebound}, global_seeded):
             return False
     return seen
 
