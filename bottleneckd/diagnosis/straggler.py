@@ -117,7 +117,7 @@ class RankFigures:
     own: float = 0.0
     #: seconds per step of the job's all-reduce in flight during its backward (fact
     #: ``comm_overlapped_seconds_per_step``; None: not reported, as under attach)
-    overlapped: float | None = None
+    comm_overlapped: float | None = None
 
     @property
     def wait_per_cpu(self) -> float | None:
@@ -408,7 +408,7 @@ def rank_figures(window: Sequence[tuple[RankPhases, ...]]) -> list[RankFigures]:
             runqueue=median(a["rq"]) if a["rq"] else None,
             cpu=median(a["cpu"]) if a["cpu"] else None,
             own=median(a["own"]),
-            overlapped=median(a["ov"]) if a["ov"] else None,
+            comm_overlapped=median(a["ov"]) if a["ov"] else None,
         )
         for a in acc.values()
         if a["steps"]
@@ -513,7 +513,7 @@ def overlap_lag(top: RankFigures, figs: Sequence[RankFigures]) -> float:
     with ``--no-stacks``); a rank given more work is slower in forward too, in proportion
     (straggler_uneven: forward 49 vs 8 ms, backward 89 vs 15 ms, this figure 0). See
     docs/measurements.md, "stragglers that were the all-reduce"."""
-    ovs = [f.overlapped for f in figs if f.overlapped]
+    ovs = [f.comm_overlapped for f in figs if f.comm_overlapped]
     med_f = median(f.phase(Phase.FORWARD) for f in figs)
     med_b = median(f.phase(Phase.BACKWARD) for f in figs)
     if not ovs or med_f <= 0 or med_b <= 0:
