@@ -472,3 +472,24 @@ def test_a_lag_in_backward_alone_beside_the_all_reduce_names_no_one():
     # more forward work only (a frozen backbone, tests/rank_job.py --extra): named
     s = find_straggler(overlapped_window({0: 0.040, 1: 0.070}, {0: 0.050, 1: 0.050}, overlapped=0.03))
     assert s is not None and s.rank == 1 and not s.overlapped
+
+
+def test_the_run_says_a_rank_held_back_by_the_all_reduce_beside_backward_and_names_none():
+    from bottleneckd.diagnosis.straggler import with_straggler
+    from bottleneckd.diagnosis.straggler_history import StragglerHistory
+    from bottleneckd.diagnosis.verdict import Verdict
+
+    h = StragglerHistory()
+    v0 = Verdict(resource="inter_gpu_interconnect", stage="communication", confidence=0.8, evidence=("c",))
+    for s in overlapped_window({0: 0.014, 1: 0.014}, {0: 0.110, 1: 0.073}, overlapped=0.08, n=14):
+        h.update(with_straggler(v0, h.observe(s), h))
+    v = h.apply(v0)
+    assert v.straggler is None and v.resource == "inter_gpu_interconnect"
+    assert h.overlap_windows == h.windows == 10  # every window with 5 or more intervals found it
+    assert v.evidence[-1].startswith("over the run, in 10 of 10 windows with several ranks: rank 0 on n1 (GPU-0) is busy")
+    assert "no rank is named" in v.evidence[-1]
+    # even ranks: nothing said
+    h = StragglerHistory()
+    for s in overlapped_window({0: 0.014, 1: 0.014}, {0: 0.090, 1: 0.090}, overlapped=0.08, n=14):
+        h.update(with_straggler(v0, h.observe(s), h))
+    assert h.apply(v0) is v0

@@ -23,7 +23,7 @@ from bottleneckd.diagnosis.measured import measured_facts
 from bottleneckd.diagnosis.stability import VerdictTracker, regime
 from bottleneckd.diagnosis.step_inputs import NO_OTHER, OtherCode, StepInputs, other_code, phase_ranges, step_inputs
 from bottleneckd.diagnosis.straggler import with_straggler
-from bottleneckd.diagnosis.straggler_history import StragglerHistory
+from bottleneckd.diagnosis.straggler_history import RUN_NOTES, StragglerHistory
 from bottleneckd.diagnosis.thresholds import (
     DOMINANT_INTERVALS,
     DOMINANT_UNDETERMINED_RATIO,
@@ -281,6 +281,10 @@ def _over(v: Verdict, held: Held, peaks: PeakTable) -> Verdict:
     if f is None:  # no rule names it over the whole time: the windows that did speak for it
         return v
     code = (v.code.evidence(),) if v.code is not None else ()  # the code named stays named
+    notes = tuple(e for e in v.evidence if e.startswith(RUN_NOTES))  # the run's ranks, none named
     return replace(
-        v, evidence=f.evidence + tuple(straggler.get("evidence", ())) + code, headroom=f.headroom, figures=f.figures
+        v,
+        evidence=f.evidence + tuple(straggler.get("evidence", ())) + notes + code,
+        headroom=f.headroom,
+        figures=f.figures,
     )

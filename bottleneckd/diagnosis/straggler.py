@@ -275,7 +275,7 @@ class Straggler:
         return (
             f"{self.who()} is busy {self.excess:.0%} longer than the median rank, but "
             f"{self.overlap_lag * 1e3:.1f} ms per step of it is backward beyond what its forward predicts (forward "
-            "as the median rank's): the all-reduce runs beside backward on the same cores, and which rank it "
+            "as the median rank's): the all-reduce runs beside backward on the same cores (or GPU), and which rank it "
             "slows is not the work each was given; no rank is named"
         )
 
@@ -755,7 +755,7 @@ def with_straggler(v: Verdict, samples: Iterable[Sample], history: StragglerHist
         return _contended(v, s, rank_figures(window), held)
     if s is not None and s.overlapped:
         if history is not None:
-            history.confirm(None)
+            history.note_overlapped(s)
         return replace(v, evidence=tuple(v.evidence) + (s.overlap_evidence(),))
     if history is not None:
         s = history.confirm(s)

@@ -4,6 +4,7 @@ the windows (``StragglerHistory``). See ``straggler.py`` for how one window find
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from bottleneckd.diagnosis.straggler import HOLD_SLACK, SAMPLED_LAST, Straggler, intervals
@@ -16,6 +17,11 @@ from bottleneckd.model.sample import Sample
 
 if TYPE_CHECKING:
     from bottleneckd.diagnosis.verdict import Verdict
+
+
+#: how the run's straggler notes that name no one begin (``StragglerHistory.apply``): the run's
+#: summary keeps them beside the evidence its rules give (diagnosis/pipeline.py ``_over``)
+RUN_NOTES = ("over the run, in ", "named a straggler in ")
 
 
 class StragglerHistory:
@@ -45,6 +51,11 @@ class StragglerHistory:
         #: the latest verdict each named straggler made where the others' wait was for it
         #: (``limits_the_step``: what it was doing, not the link)
         self._made: dict[tuple[str, Any, str], Verdict] = {}
+        #: a rank found busier only in backward beside the all-reduce (``Straggler.overlapped``): the
+        #: windows it was found so in, and its latest evidence (said in the run's report, not named)
+        self._overlap: Straggler | None = None
+        self._overlap_found = False
+        self.overlap_windows = 0
 
     def observe(self, sample: Sample) -> tuple[Sample, ...]:
         """Add a sample; returns the samples to judge this window's straggler on (none once the
@@ -68,6 +79,12 @@ class StragglerHistory:
         self._confirmed = sum(k == key for k in self._seen) >= HOLD
         return s if self._confirmed else None
 
+    def note_overlapped(self, s: Straggler) -> None:
+        """``s`` was found busier only in backward beside the all-reduce: no straggler this window
+        (as ``confirm(None)``), remembered for the run's report."""
+        self.confirm(None)
+        self._overlap, self._overlap_found = s, True
+
     def hold_contended(self, s: Straggler) -> bool:
         """``s``, a rank behind from CPU other processes take, was found so in HOLD of the last
         HOLD + 2 windows, as a straggler is held before it is named: a few seconds of contention
@@ -84,6 +101,8 @@ class StragglerHistory:
             return
         self.windows += 1
         self._by_intervals[n] = self._by_intervals.get(n, 0) + 1
+        self.overlap_windows += self._overlap_found
+        self._overlap_found = False
         if self._found is not None and self._confirmed:
             s = self._found.to_json()
             key = (s["kind"], s["rank"], s["node"])
@@ -122,9 +141,14 @@ class StragglerHistory:
         is not the run's verdict. Below that minimum the rank named live is said in the evidence
         but is not the run's straggler at all; from it, it is (a real straggler on a loaded machine
         may be named in fewer than half the windows), as what limits the step only as above."""
-        from dataclasses import replace
-
         p = self.persistent()
+        if v is not None and p is None and not v.straggler and self._overlap is not None:
+            if self.overlap_windows >= RUN_MIN_WINDOWS:
+                said = (
+                    f"over the run, in {self.overlap_windows} of {self.windows} windows with several ranks: "
+                    + self._overlap.overlap_evidence()
+                )
+                return replace(v, evidence=tuple(v.evidence) + (said,))
         if v is None or p is None or v.straggler:
             return v
         s, count, could = p
