@@ -486,7 +486,8 @@ def test_the_run_says_a_rank_held_back_by_the_all_reduce_beside_backward_and_nam
     v = h.apply(v0)
     assert v.straggler is None and v.resource == "inter_gpu_interconnect"
     assert h.overlap_windows == h.windows == 10  # every window with 5 or more intervals found it
-    assert v.evidence[-1].startswith("over the run, in 10 of 10 windows with several ranks: rank 0 on n1 (GPU-0) is busy")
+    said = "over the run, in 10 of 10 windows with several ranks: rank 0 on n1 (GPU-0) is busy"
+    assert v.evidence[-1].startswith(said)
     assert "no rank is named" in v.evidence[-1]
     # even ranks: nothing said
     h = StragglerHistory()
