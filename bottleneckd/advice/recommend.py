@@ -175,25 +175,35 @@ def undecided_keep_semantics(ranked: list[Recommendation]) -> list[Recommendatio
 
 
 def _undecided_against(keeps: Recommendation, changes: Recommendation) -> bool:
+    """``keeps`` goes before ``changes``: the two are a semantics-keeping and a semantics-changing
+    recommendation for the same resource, neither put first, ``keeps`` at no greater cost, and the
+    measurements cannot say ``changes`` gains more: ``keeps``'s interval reaches its predicted
+    speed-up, or ``keeps`` removes a stage that is all of the step (``Prediction.removes_all``: its
+    gain has no figure but is more than any part of it; data echoing's x1.98 beside caching the
+    preprocessing under ``attach``, every stack sample of a tokenizing loader's job in the data
+    wait) of which ``changes`` reduces some."""
     p, q = keeps.prediction, changes.prediction
-    if _removes_what_it_reduces(keeps, changes):
-        return True
-    return (
+    if not (
         not keeps.mitigation.changes_semantics
         and changes.mitigation.changes_semantics
         and keeps.first is None
         and changes.first is None
         and keeps.resource == changes.resource
+        and COST_WEIGHT.get(keeps.mitigation.cost, 0.7) >= COST_WEIGHT.get(changes.mitigation.cost, 0.7)
         and p is not None
         and q is not None
-        and p.gain is not None
+        and q.speedup is not None
+    ):
+        return False
+    if p.removes_all:
+        return bool(set(keeps.mitigation.stages) & set(changes.mitigation.stages))
+    return (
+        p.gain is not None
         and q.gain is not None
         and p.gain >= MIN_PREDICTED_GAIN
         and q.gain >= MIN_PREDICTED_GAIN
         and p.high is not None
-        and q.speedup is not None
         and p.high >= q.speedup
-        and COST_WEIGHT.get(keeps.mitigation.cost, 0.7) >= COST_WEIGHT.get(changes.mitigation.cost, 0.7)
     )
 
 
@@ -229,25 +239,3 @@ def elsewhere(verdict: Verdict, kb: tuple[Mitigation, ...], facts: Mapping[str, 
             (m, f"relieves {verdict.resource} in the {', '.join(stages)} stage; this step's time is in {verdict.stage}")
         )
     return out
-
-
-def _removes_what_it_reduces(keeps: Recommendation, changes: Recommendation) -> bool:
-    """``keeps`` removes a stage that is all of the step as measured (its gain unknown, but more than
-    any part of it: ``Prediction.removes_all``) and ``changes`` only reduces a stage of the same
-    (data echoing's x1.98 beside caching the preprocessing, under ``attach`` where every stack
-    sample of a tokenizing loader's job was in the data wait): the one that keeps what is trained
-    goes first, at no greater cost, neither put first by the knowledge base."""
-    p, q = keeps.prediction, changes.prediction
-    return (
-        not keeps.mitigation.changes_semantics
-        and changes.mitigation.changes_semantics
-        and keeps.first is None
-        and changes.first is None
-        and keeps.resource == changes.resource
-        and p is not None
-        and p.removes_all
-        and q is not None
-        and q.speedup is not None
-        and bool(set(keeps.mitigation.stages) & set(changes.mitigation.stages))
-        and COST_WEIGHT.get(keeps.mitigation.cost, 0.7) >= COST_WEIGHT.get(changes.mitigation.cost, 0.7)
-    )

@@ -104,7 +104,7 @@ def seeded_by_arguments(source: str, line: int, draws: re.Pattern[str]) -> bool:
         return False
     nodes = _own_nodes(fn)
     seeded: dict[str, int] = {}  # generator names bound to a seeded generator -> the line they were bound
-    plain: dict[str, int] = {}  # names bound to torch.Generator() (seeded by a later .manual_seed(i))
+    plain: set[str] = set()  # names bound to torch.Generator() (seeded by a later .manual_seed(i))
     global_seeded: dict[str, int] = {}  # module -> the line its global generator was seeded
     rebound: set[str] = set()  # names also bound to something else: their draws are not shown seeded
     for n in sorted(nodes, key=lambda x: getattr(x, "lineno", 0)):
@@ -118,7 +118,7 @@ def seeded_by_arguments(source: str, line: int, draws: re.Pattern[str]) -> bool:
             if one and value is not None and _seeded_call(value, params):
                 seeded[names[0]] = n.lineno
             elif one and isinstance(value, ast.Call) and UNSEEDED_GENERATOR.search(ast.unparse(value.func)):
-                plain[names[0]] = n.lineno
+                plain.add(names[0])
             else:
                 rebound.update(names)
         elif isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
@@ -126,7 +126,7 @@ def seeded_by_arguments(source: str, line: int, draws: re.Pattern[str]) -> bool:
             if attr == "manual_seed" and owner in plain and _seed_of_params(_first_arg(n), params):
                 seeded[owner] = n.lineno
             elif GLOBAL_SEEDER.match(f"{owner}.{attr}") and _seed_of_params(_first_arg(n), params):
-                global_seeded[owner.split(".")[0] if owner != "torch.random" else "torch"] = n.lineno
+                global_seeded[owner.split(".")[0]] = n.lineno
     seen = False  # a call ``draws`` finds: a draw, or building or seeding a generator
     for n in nodes:
         if not isinstance(n, ast.Call) or n.lineno > line or not draws.search(_callee(n.func) + "("):
@@ -172,6 +172,6 @@ def _from_seeded(call: ast.Call, params: set[str], seeded: dict[str, int], globa
         return _seeded_call(owner, params)  # default_rng(i).standard_normal(...)
     module = ast.unparse(owner)
     if GLOBAL_MODULE.match(module):
-        root = "torch" if module.startswith("torch") else module.split(".")[0]
+        root = module.split(".")[0]  # np, numpy, random, torch: as its seeding is keyed
         return root in global_seeded and global_seeded[root] <= call.lineno
     return False
