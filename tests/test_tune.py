@@ -213,7 +213,8 @@ def test_a_job_too_short_to_measure_is_said_so_and_left_as_it_started(tmp_path, 
 def test_the_next_trial_waits_for_a_window_of_what_was_kept(tmp_path, monkeypatch):
     """A latency-bound loader that won with 2 workers is tried with 4, but only once the sidecar's
     window holds nothing but steps with 2: planned at once, the prediction for 4 came from the
-    window of the 0/2-worker A/B blocks (x5.00 predicted, x1.90 measured)."""
+    window of the 0/2-worker A/B blocks (x5.00 predicted, x1.90 measured). The first trial waits
+    too, for a window of nothing but steps."""
     monkeypatch.setattr(tune_mod, "FRESH_WINDOW_SLACK_SECONDS", 0.5)
     w, model, opt, loader = tuned_watcher(
         tmp_path, monkeypatch, [rec("hide_loader_latency", "dataloader_settings")], Data(sleep=0.004)
@@ -229,6 +230,7 @@ def test_the_next_trial_waits_for_a_window_of_what_was_kept(tmp_path, monkeypatc
         start(cand)
 
     w.tuner._start = timed
+    began = time.monotonic()
     try:
         train(w, model, opt, loader, until=lambda: len(started) >= 2, limit=90)
     finally:
@@ -239,6 +241,7 @@ def test_the_next_trial_waits_for_a_window_of_what_was_kept(tmp_path, monkeypatc
     assert [n for _, n in started[:2]] == [2, 4], started
     decided = w.tuner._decided_at
     assert decided is not None and started[1][0] - decided >= span + 0.5  # a window of 2 workers first
+    assert started[0][0] - began >= span + 0.5  # the first, a window of steps (not the job's start-up) first
 
 
 # --- end to end: bottleneckd run --tune on a loader-bound job --------------------------------------

@@ -172,6 +172,17 @@ class MitigationControl:
         else:
             self.engine.revert_later(t.mitigation)
 
+    def settle(self, t: Trial, keep: bool) -> None:
+        """A held trial (``Trial.held``) kept or reverted; its verdict said where measured here."""
+        self.trials.settle(t, keep)
+        w = self._w
+        if isinstance(w.clock, CudaClock):
+            w.clock.every = w.cuda_sample_every
+        if t.verdict is not None:
+            self._say(t.message)
+        if not keep:
+            self._event("mitigation_reverted", t, t.message if t.verdict is not None else "reverted as rank 0 measured")
+
     def _decided(self, t: Trial) -> None:
         w = self._w
         if isinstance(w.clock, CudaClock):

@@ -50,6 +50,9 @@ class Trial:
     epoch: int = 0  # epochs completed when it was applied
     #: the speed-up the what-if model predicted from the window before it was applied (advice/predict.py)
     predicted: Prediction | None = None
+    #: kept or reverted only when settled (``Trials.settle``), not when its blocks end: the ranks
+    #: of a multi-rank job switch at the same step, as rank 0 measured it (torch/tune_ranks.py)
+    held: bool = False
     _skip: int = 0
     _block: Steps = field(default_factory=list)
 
@@ -147,7 +150,10 @@ class Trials:
         (t.with_blocks if t.applied else t.without_blocks).append(t._block)
         t._block = []
         if len(t.with_blocks) >= t.blocks and len(t.without_blocks) >= t.blocks:
-            self._decide(t)
+            if t.held:
+                self.current = None  # measured out: without it since the last turn, until settled
+            else:
+                self._decide(t)
             return
         t.applied = not t.applied
         t._skip = max(1, t.warmup, settle_steps(t))  # at least the step in flight when the turn was asked for
@@ -161,6 +167,20 @@ class Trials:
         t.applied = bool(t.kept)
         self.current = None
         self._on_decided(t)
+
+    def measure(self, t: Trial) -> BlockVerdict:
+        """A held trial's verdict from its blocks, nothing switched (``settle`` does that)."""
+        t.verdict = decide(t.without_blocks, t.with_blocks, t.alpha, t.min_gain)
+        return t.verdict
+
+    def settle(self, t: Trial, keep: bool) -> None:
+        """A held trial kept (applied again where its last block ran without it) or reverted, at
+        the next forward, whether or not its blocks are over here."""
+        if self.current is t:
+            self.current = None
+        if keep != t.applied:
+            self._toggle(t, keep)
+        t.applied = t.kept = keep
 
     def start(
         self,

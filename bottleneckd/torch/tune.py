@@ -10,6 +10,12 @@ it has not tried. Semantics-changing ones are refused unless ``allow_semantics``
 ``--allow-semantics-change`` flag); so are those the ranks of a multi-rank job would have to switch
 at the same step (a comm hook or no_sync on one rank alone would hang the all-reduce).
 
+In a multi-rank job (torch.distributed initialised by the first control tick, at step
+FIRST_TICK_STEP) rank 0's tuner plans and decides, and every rank starts each trial, turns its
+blocks and settles it at the same step count (``tune_ranks.py``): a DataLoader setting on one rank
+alone would gain nothing while the others wait at the all-reduce. The other ranks measure nothing
+of their own and report nothing; rank 0's report is the job's.
+
 Never slower than it started: a mitigation stays only when its blocks were significantly faster
 (``min_gain``, ``alpha``); a trial the job ends in the middle of is reverted and reported as
 unfinished (too short to measure); with steps so slow that one trial would take longer than
@@ -32,6 +38,7 @@ from bottleneckd.model.hooks import HOOKS
 from bottleneckd.model.protocol import Event
 from bottleneckd.torch.mitigations.dataloader_settings import in_flight
 from bottleneckd.torch.trials import Trial, settle_steps
+from bottleneckd.torch.tune_ranks import FIRST_TICK_STEP, RankLink, Tick, link_of_job, tick_steps
 
 if TYPE_CHECKING:
     from bottleneckd.torch.watch import Watcher
@@ -104,26 +111,187 @@ class Tuner:
         self._started_steps = 0
         self._shown = 0  # outcomes already in an epoch block
         self._settled = 0  # the watcher's step count when the last trial was decided
-        self._decided_at: float | None = None  # monotonic time the last trial was decided
+        #: monotonic time the last trial was decided (before the first: the steps' start)
+        self._decided_at: float | None = None
         self._escalation: Candidate | None = None  # the next trial of a kept loader setting, when fresh
         #: mean step time before the first trial, and over the last steps at the end (ms)
         self.before_ms: float | None = None
         self.after_ms: float | None = None
+        #: "pending" until the first control tick; then "single" (one rank: polled at flushes),
+        #: "leader" or "follower" (a multi-rank job: driven by the ticks, tune_ranks.py)
+        self.role = "pending"
+        self._link: RankLink | None = None
+        self._tick = 0  # the number of the next control tick
+        self._published: Tick | None = None  # rank 0: what it wrote for the next tick
+        self._seq = 0  # trials started, the same count on every rank
+        w._cadence.tick_at(FIRST_TICK_STEP)
         atexit.register(self.finish)
 
     # --- driven at each flush of the watcher ---------------------------------------------------
     def poll(self) -> None:
-        """Called at each flush; a failure of ours reverts the trial in progress and stops tuning."""
-        if self.finished or self.stopped is not None:
+        """Called at each flush of a job of one rank; a failure of ours reverts the trial in
+        progress and stops tuning."""
+        if self.finished or self.stopped is not None or self.role != "single":
             return
         try:
             self._poll()
         except Exception as e:  # noqa: BLE001 - never into training, never a mitigation left unproved
-            if self.current is not None:
-                self._w._engine.revert_later(self.current[1].mitigation)
-                self.current[1].kept = False
+            self._failed(e)
+
+    def _failed(self, e: Exception) -> None:
+        self._revert_current()
+        self._stop(f"internal error ({type(e).__name__}: {e}); what was in trial is reverted")
+
+    def _revert_current(self) -> None:
+        if self.current is not None:
+            self._w._engine.revert_later(self.current[1].mitigation)
+            self.current[1].kept = False
+            if self._w.trials.current is self.current[1]:
+                self._w.trials.current = None
+            self.current = None
+
+    # --- driven at each control tick (a step count: Cadence.tick_at) -----------------------------
+    def tick(self, steps: int) -> None:
+        """A control tick: the first says whether this is a multi-rank job; in one, rank 0 plans
+        and every rank does at the same step what rank 0 wrote a tick earlier (tune_ranks.py)."""
+        cad = self._w._cadence
+        if self.finished or self.role in ("single", "done"):
+            cad.tick_at(math.inf)
+            return
+        try:
+            if self.role == "pending":
+                self._steps_began()
+            if self.role == "pending" and not self._role():
+                cad.tick_at(math.inf)
+                self.poll()
+                return
+            nxt = self._lead(steps) if self.role == "leader" else self._follow()
+            self._tick += 1
+            cad.tick_at(math.inf if nxt is None else nxt)
+        except Exception as e:  # noqa: BLE001 - never into training, never a mitigation left unproved
+            cad.tick_at(math.inf)
+            leader = self.role == "leader"
+            self.role = "done"
+            self._failed(e)
+            if leader and self._link is not None:  # the other ranks stop at their next tick, not after a wait
+                try:
+                    self._link.publish(self._tick + 1, Tick(({"stop": self.stopped},), 0))
+                except Exception:  # noqa: BLE001, S110 - they stop after their wait instead
+                    pass
+
+    def _steps_began(self) -> None:
+        """The first trial waits, as one after a trial decided, for a window of nothing but steps:
+        planned 1 s into the steps of the DDP latency-bound loader (scripts/jobs/ddp_latency_loader.py),
+        its first trial was predicted x1.58 from a window holding the ranks' start-up, the training
+        thread at 0.65 of a core (imports, process group); it measured x2.40, and the thread runs at
+        0.06 of a core in its steps (/proc/PID/task/TID/stat)."""
+        self._w.drain()
+        self._decided_at = time.monotonic() - sum(s for s, _ in self._w.trials.history)
+
+    def _role(self) -> bool:
+        """At the first tick: whether this is a multi-rank job whose tuners go in step (True)."""
+        link = link_of_job()
+        if link is None:
+            self.role = "single"
+            return False
+        if isinstance(link, str):
+            self.role = "done"
+            self._stop(link)
+            return False
+        self._link, self.role = link, "leader" if link.leader else "follower"
+        if link.leader:
+            self._say(f"tune: rank 0 of {link.world} plans and measures the trials; all switch at the same step")
+        return True
+
+    def _lead(self, steps: int) -> int | None:
+        """Rank 0's tick: do what it wrote for this tick, then write the next tick's commands and
+        the step of the tick after. None: no more ticks (a stop was written and done)."""
+        link = self._link
+        assert link is not None
+        self._w.drain()
+        now = self._published
+        if now is None:  # tick 0: written now; the other ranks wait for it at most their skew
+            now = Tick((), steps + self._tick_steps())
+            link.publish(0, now)
+        self._do(now.commands)
+        if self.role == "done":
+            return None
+        cmds = self._plan()
+        self._published = Tick(tuple(cmds), now.next_step + self._tick_steps())
+        link.publish(self._tick + 1, self._published)
+        return now.next_step
+
+    def _follow(self) -> int | None:
+        """Another rank's tick: wait for rank 0's commands (written a tick earlier) and do them."""
+        link = self._link
+        assert link is not None
+        try:
+            now = link.read(self._tick)
+        except Exception as e:  # noqa: BLE001 - out of step with rank 0: stop, what is in trial reverted
+            self.role = "done"
+            self._revert_current()
+            self._stop(
+                f"rank {link.rank}: rank 0's commands for tick {self._tick} did not come within "
+                f"{link.wait_seconds:.0f} s ({type(e).__name__}): the ranks do not run in step; "
+                "what was in trial is reverted"
+            )
+            return None
+        self._w.drain()
+        self._do(now.commands)
+        return None if self.role == "done" else now.next_step
+
+    def _tick_steps(self) -> int:
+        walls = [s for s, _ in self._w.trials.history][-32:]
+        return tick_steps(statistics.median(walls) if walls else 0.0)
+
+    def _plan(self) -> list[dict[str, Any]]:
+        """Rank 0: the commands for the next tick: settle a trial it decided, stop, or start one."""
+        if self.current is not None:
+            t = self.current[1]
+            if t.kept is not None or self._w.trials.current is t:
+                return []  # its blocks go on
+            return [{"settle": self._seq, "keep": bool(self._w.trials.measure(t).keep)}]
+        if self.stopped is not None:
+            return [{"stop": self.stopped}]
+        nxt = self._next_candidate()
+        if nxt is None:
+            return []
+        cand, blocks = nxt, self._blocks(nxt)
+        if blocks is None:
+            return [{"stop": self.stopped}] if self.stopped is not None else []
+        steps, warmup = blocks
+        return [
+            {
+                "start": self._seq + 1,
+                "hook": cand.hook,
+                "recommendation": cand.recommendation,
+                "params": cand.params,
+                "changes_semantics": cand.changes_semantics,
+                "steps": steps,
+                "warmup": warmup,
+            }
+        ]
+
+    def _do(self, commands: tuple[dict[str, Any], ...]) -> None:
+        for c in commands:
+            if "start" in c:
+                sem = bool(c["changes_semantics"])
+                cand = Candidate(str(c["hook"]), str(c["recommendation"]), dict(c["params"]), sem)
+                self._seq = int(c["start"])
+                t = self._begin(cand, int(c["steps"]), int(c["warmup"]))
+                if t is not None:
+                    t.held = True  # its blocks turn at the same steps on every rank; settled at a tick
+            elif "settle" in c and self.current is not None and self._seq == int(c["settle"]):
+                cand, t = self.current
                 self.current = None
-            self._stop(f"internal error ({type(e).__name__}: {e}); what was in trial is reverted")
+                self._w._control.settle(t, bool(c["keep"]))
+                if self.role == "leader":
+                    self._decided(cand, t)
+            elif "stop" in c:
+                self.role = "done"
+                if self._link is not None and not self._link.leader:
+                    self._revert_current()
+                    self.stopped = f"rank 0 stopped: {c['stop']}"
 
     def _poll(self) -> None:
         if self.current is not None:
@@ -132,22 +300,30 @@ class Tuner:
                 return
             self.current = None
             self._decided(cand, t)
+        nxt = self._next_candidate()
+        if nxt is not None:
+            self._start(nxt)
+
+    def _next_candidate(self) -> Candidate | None:
+        """The next mitigation to try, at most every PLAN_POLL_SECONDS, once the sidecar's window
+        shows the job as it now runs: a kept loader setting's next step, or the first
+        recommendation with a hook not tried yet."""
         now = time.monotonic()
         if now < self._next_poll or self._w.model is None or len(self._w.trials.history) < SETTLE_STEPS:
-            return
+            return None
         self._next_poll = now + PLAN_POLL_SECONDS
         doc = self._w.transport.report() or {}
         if not self._fresh(doc, now):
-            return
+            return None
         if self._escalation is not None:
             cand, self._escalation = self._escalation, None
-            self._start(cand)
-            return
-        self._plan_next(doc)
+            return cand
+        return self._plan_next(doc)
 
     def _fresh(self, doc: dict[str, Any], now: float) -> bool:
-        """Whether the sidecar's window has only steps run since the last trial was decided (its
-        recommendations and what-if inputs then describe the job as it now runs)."""
+        """Whether the sidecar's window has only steps run since the last trial was decided, or
+        since the steps began (its recommendations and what-if inputs then describe the job as it
+        now runs)."""
         if self._decided_at is None:
             return True
         period = doc.get("period") or {}
@@ -155,7 +331,7 @@ class Tuner:
         span = float(span) if isinstance(span, (int, float)) and span > 0 else DEFAULT_WINDOW_SECONDS
         return now - self._decided_at >= span + FRESH_WINDOW_SLACK_SECONDS
 
-    def _plan_next(self, doc: dict[str, Any]) -> None:
+    def _plan_next(self, doc: dict[str, Any]) -> Candidate | None:
         for rec in doc.get("recommendations") or []:
             hook, rid = rec.get("hook"), str(rec.get("id", ""))
             if not hook or (hook, rid) in self.tried or hook not in HOOKS:
@@ -163,8 +339,8 @@ class Tuner:
             self.tried.add((hook, rid))
             cand = self._candidate(hook, rid)
             if cand is not None:
-                self._start(cand)
-                return
+                return cand
+        return None
 
     def _candidate(self, hook: str, rid: str) -> Candidate | None:
         sem = HOOKS[hook].changes_semantics
@@ -172,7 +348,10 @@ class Tuner:
             self._record(TuneOutcome(hook, rid, "refused", why="changes training semantics: --allow-semantics-change"))
             return None
         if hook in COLLECTIVE_HOOKS and int(self._w.facts.get("world_size") or 1) > 1:
-            why = "the ranks would have to switch at the same step; --tune does not coordinate ranks"
+            why = (
+                "every rank would have to switch it at the same step, and a rank that counted its steps "
+                "differently would hang the all-reduce: --tune leaves it to the code on a multi-rank job"
+            )
             self._record(TuneOutcome(hook, rid, "refused", why=why))
             return None
         params: dict[str, Any] = {}
@@ -197,6 +376,13 @@ class Tuner:
         return getattr(self._w._engine.loader, "loader", None)
 
     def _start(self, cand: Candidate) -> None:
+        blocks = self._blocks(cand)
+        if blocks is not None:
+            self._begin(cand, *blocks)
+
+    def _blocks(self, cand: Candidate) -> tuple[int, int] | None:
+        """A trial's steps a block and warm-up steps after each turn, from the recent steps; None
+        (and tuning stopped) where the trial would take longer than MAX_TRIAL_SECONDS."""
         walls = [s for s, _ in self._w.trials.history][-32:]
         step = statistics.median(walls) if walls else 0.0
         steps = min(MAX_BLOCK_STEPS, max(MIN_BLOCK_STEPS, math.ceil(BLOCK_SECONDS / step) if step > 0 else 0))
@@ -208,7 +394,10 @@ class Tuner:
                 f"steps of {step:.2f} s: one trial needs {2 * BLOCKS} blocks of {steps}+{skip} steps, "
                 f"{need:.0f} s, more than the {MAX_TRIAL_SECONDS:.0f} s --tune allows a trial: too slow to measure"
             )
-            return
+            return None
+        return steps, warmup
+
+    def _begin(self, cand: Candidate, steps: int, warmup: int) -> Trial | None:
         try:
             t = self._w.apply(
                 cand.hook,
@@ -224,11 +413,12 @@ class Tuner:
             self._record(
                 TuneOutcome(cand.hook, cand.recommendation, "failed", cand.params, why=f"{type(e).__name__}: {e}")
             )
-            return
+            return None
         self.current = (cand, t)
         self._started_steps = self._w.steps
         if self.before_ms is None and t.before_step_seconds is not None:
             self.before_ms = 1000.0 * t.before_step_seconds
+        return t
 
     def _decided(self, cand: Candidate, t: Trial) -> None:
         why = "" if t.kept else "not significantly faster: reverted"
@@ -255,6 +445,9 @@ class Tuner:
         w = self._w
         if w.steps == 0 and not self.outcomes:
             return  # replaced before it timed a step (an explicit watch() under run): nothing to say
+        if self._link is not None and not self._link.leader:
+            self._finish_following()
+            return
         if self.current is not None:
             cand, t = self.current
             self.current = None
@@ -289,19 +482,34 @@ class Tuner:
             self.after_ms = 1000.0 * statistics.mean(s for s, _ in list(w.trials.history)[-after:])
             self._send(Event(SUMMARY, "tune", time.time(), False, summary_note(self.before_ms, self.after_ms)))
         for line in self.summary():
-            w._control._say(line)
+            self._say(line)
+
+    def _finish_following(self) -> None:
+        """Another rank's end: what it has in trial reverted; rank 0 reports the job's trials."""
+        if self.current is not None and self.current[1].kept is None:
+            try:
+                self._w._engine.revert(self.current[1].mitigation)
+            except Exception:  # noqa: BLE001, S110 - the job is ending: nothing to slow down any more
+                pass
+            self.current[1].kept = False
+        self.current = None
+        for line in self.summary():
+            self._say(line)
 
     def _stop(self, why: str) -> None:
         if self.stopped is None:
             self.stopped = why
             self._send(Event(STOPPED, "tune", time.time(), False, why[:256]))
-            self._w._control._say(f"tune: stopped trying: {why}")
+            self._say(f"tune: stopped trying: {why}")
+
+    def _say(self, text: str) -> None:
+        self._w._control._say(text)
 
     # --- results --------------------------------------------------------------------------------
     def _record(self, o: TuneOutcome) -> None:
         self.outcomes.append(o)
         self._send(Event(RESULT, o.hook, time.time(), bool(HOOKS[o.hook].changes_semantics), o.to_note()))
-        self._w._control._say(f"tune: {o.line()}")
+        self._say(f"tune: {o.line()}")
 
     def _send(self, e: Event) -> None:
         try:
@@ -316,11 +524,19 @@ class Tuner:
         if self.current is not None:
             cand, t = self.current
             done = len(t.with_blocks) + len(t.without_blocks)
-            out.append(f"tune: trying {cand.hook} ({cand.recommendation}): block {done + 1} of {2 * t.blocks}")
+            where = (
+                f"block {done + 1} of {2 * t.blocks}"
+                if done < 2 * t.blocks
+                else "measured; every rank keeps or reverts it at the next tick, as rank 0 measured it"
+            )
+            out.append(f"tune: trying {cand.hook} ({cand.recommendation}): {where}")
         return out
 
     def summary(self) -> list[str]:
         """The closing lines: how many trials were kept, what to change in the code, why it stopped."""
+        if self._link is not None and not self._link.leader:
+            out = [f"tune: rank {self._link.rank} switched with rank 0 at the same steps; rank 0 measured and reports"]
+            return out + ([f"tune: stopped trying: {self.stopped}"] if self.stopped else [])
         kept = [o for o in self.outcomes if o.status == "kept"]
         n = f"{len(kept)} of {len(self.outcomes)} trials kept" if self.outcomes else "nothing tried"
         out = [f"tune: {n}"]

@@ -270,7 +270,7 @@ class Watcher:
             hot[REST_FROM], hot[RESTED], hot[REST], hot[REST_LEFT] = now, 0, 1, 0  # nothing of the part left
             cad = self._cadence
             send = cad.send_due(now)
-            if (send and self.tuner is not None) or cad.epoch_due(now, hot[STEPS]):
+            if (send and self.tuner is not None) or cad.epoch_due(now, hot[STEPS]) or cad.tick_due(hot[STEPS]):
                 self.rest_over(now, 0)
                 return False
             if send:
@@ -600,6 +600,8 @@ class Watcher:
             self.drain()
         if cad.epoch_due(now, self.steps):
             self.epoch_end()
+        if cad.tick_due(self.steps) and self.tuner is not None:
+            self.tuner.tick(self.steps)  # a multi-rank job's tuners, in step (torch/tune_ranks.py)
 
     # --- reports ------------------------------------------------------------------------------
     def drain(self) -> None:

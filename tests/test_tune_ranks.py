@@ -1,0 +1,54 @@
+"""``--tune`` on a multi-rank job: rank 0 plans and measures, every rank switches at the same step
+(torch/tune_ranks.py), through the job's own c10d store."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+torch = pytest.importorskip("torch")
+import torch.distributed as dist  # noqa: E402
+
+from bottleneckd.torch.tune_ranks import MAX_TICK_STEPS, MIN_TICK_STEPS, RankLink, Tick, tick_steps  # noqa: E402
+from tests import ddp_workers  # noqa: E402
+from tests.test_ranks import _spawn  # noqa: E402
+
+
+def test_a_tick_comes_back_from_its_text():
+    t = Tick(({"start": 1, "hook": "dataloader_settings", "params": {"num_workers": 2}},), 120)
+    assert Tick.loads(t.dumps()) == t
+    assert Tick.loads(Tick((), 9).dumps().encode()) == Tick((), 9)  # the store gives bytes
+
+
+def test_ticks_come_about_every_tick_seconds_within_bounds():
+    assert tick_steps(0.01) == 100  # 1 s of 10 ms steps
+    assert tick_steps(0.0) == MIN_TICK_STEPS and tick_steps(5.0) == MIN_TICK_STEPS
+    assert tick_steps(1e-6) == MAX_TICK_STEPS
+
+
+def test_a_rank_out_of_step_gets_an_error_after_its_wait_not_a_hang():
+    store = dist.TCPStore("127.0.0.1", 0, 1, True, timedelta(seconds=30))
+    leader, follower = RankLink(store, 0, 2), RankLink(store, 1, 2, wait_seconds=0.2)
+    leader.publish(0, Tick((), 16))
+    assert follower.read(0) == Tick((), 16)
+    with pytest.raises(Exception):  # noqa: B017 - the store's own error (a timeout), whatever its class
+        follower.read(1)  # rank 0 never wrote tick 1
+
+
+@pytest.mark.slow
+def test_every_rank_of_a_ddp_job_switches_its_loader_at_the_same_steps(tmp_path):
+    """Two gloo ranks, each loader waiting 3 ms a sample with no worker; the sidecar recommends
+    hiding the latency. Without ticks each rank planned and turned its blocks at its own time (a
+    trial's blocks then mixed both settings); here the worker count, step by step, is the same
+    on both ranks, rank 0 decided the trial and rank 1 reported nothing of its own."""
+    ranks = _spawn(tmp_path, ddp_workers.tune_steps, 1200)
+    lead, follow = ranks
+    assert (lead["role"], follow["role"]) == ("leader", "follower")
+    assert len(lead["workers"]) == len(follow["workers"]) == 1200
+    assert max(lead["workers"]) == 2, lead  # the trial of 2 workers ran
+    assert lead["workers"] == follow["workers"]  # switched at the same steps, both ways
+    decided = [o for o in lead["outcomes"] if o[1] in ("kept", "reverted")]
+    assert decided and decided[0][0] == "dataloader_settings" and decided[0][2] == 2, lead["outcomes"]
+    assert follow["outcomes"] == [] and follow["stopped"] is None, follow
+    assert "rank 0 measured and reports" in follow["summary"][0]
