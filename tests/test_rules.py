@@ -549,6 +549,10 @@ def test_cpu_under_attach_waits_for_the_operator_mix_before_telling_compute_from
     assert low.resource == "cpu_memory_bandwidth"
     late = top(cpu_compute(window({**HOST, **job(1.0, 0.99)}, COMPUTE, {"phase_source": "py-spy"}, n=5), NO_PEAKS))
     assert late.resource == "cpu_compute"
+    # with no FLOP or byte count, busy cores cannot tell compute from memory bandwidth: it says so
+    assert any("arithmetic intensity unknown" in e and "memory bandwidth" in e for e in late.evidence)
+    counted = top(cpu_compute(window({**HOST, **job(7.7, 1.0)}, COMPUTE, {"arithmetic_intensity": 40.0}), NO_PEAKS))
+    assert not any("arithmetic intensity unknown" in e for e in counted.evidence)
 
 
 def test_cpu_compute_with_unknown_flops_uses_peak_free_evidence_and_says_why():

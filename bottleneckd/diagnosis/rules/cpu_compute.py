@@ -360,7 +360,17 @@ def _busy_cores(c: CpuCase, ev: list[str]) -> Finding:
             else "one thread at a full core while the other cores idle: a serial (GIL-bound or single-threaded) step"
         )
     busy = (cpu.busy / cpu.cores) if cpu.busy is not None else (cpu.host or 0.0)
-    return _compute(Resource.CPU_COMPUTE, BUSY_BASE + BUSY_RANGE * min(1.0, max(busy, 1.0 if cpu.serial else 0.0)), ev)
+    score = BUSY_BASE + BUSY_RANGE * min(1.0, max(busy, 1.0 if cpu.serial else 0.0))
+    if ai is None and not c.facts.get("flops_unknown"):
+        # said, not scored: a lower score let DDP's all-reduce outrank the compute that halving the
+        # batch proved (ddp_compute under attach, tests/test_stack_comm.py); busy cores name compute
+        # right on 16 of the suite's 17 compute-stage CPU jobs under attach, grad_accumulation (a
+        # skinny GEMM streaming its weights, memory bandwidth) the one they cannot tell
+        ev.append(
+            "arithmetic intensity unknown (no FLOP or byte count: attach has no hook; `bottleneckd run` counts "
+            "them): busy cores name compute, and cannot tell it from waiting on memory bandwidth"
+        )
+    return _compute(Resource.CPU_COMPUTE, score, ev)
 
 
 #: the decisions in order; the first that names a finding decides, else ``_busy_cores``
