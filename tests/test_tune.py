@@ -193,6 +193,20 @@ def test_semantics_changing_mitigations_are_refused_without_the_flag(tmp_path, m
     assert w.tuner.outcomes[-1].status == "unfinished" and w.echo == 1  # reverted at the end
 
 
+def test_a_mitigation_needing_what_the_tuner_cannot_know_is_refused_with_the_code_to_write(tmp_path, monkeypatch):
+    """Progressive freezing needs the run's length: refused, saying how to apply it by hand (it
+    failed with a TypeError before)."""
+    recs = [rec("freeze_layers", "progressive_freezing")]
+    w, model, opt, loader = tuned_watcher(tmp_path, monkeypatch, recs, Data(sleep=0.002), allow=True)
+    try:
+        train(w, model, opt, loader, until=lambda: bool(w.tuner.outcomes), limit=30)
+    finally:
+        w.close()
+    o = w.tuner.outcomes[0]
+    assert (o.hook, o.status) == ("progressive_freezing", "refused"), o
+    assert "needs total_steps" in o.why and "w.apply('progressive_freezing', total_steps=..." in o.why
+
+
 def test_a_job_too_short_to_measure_is_said_so_and_left_as_it_started(tmp_path, monkeypatch):
     w, model, opt, loader = tuned_watcher(
         tmp_path, monkeypatch, [rec("hide_loader_latency", "dataloader_settings")], Data(sleep=0.002)

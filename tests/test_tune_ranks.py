@@ -10,6 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 import torch.distributed as dist  # noqa: E402
 
+from bottleneckd.torch import tune as tune_mod  # noqa: E402
 from bottleneckd.torch.tune_ranks import MAX_TICK_STEPS, MIN_TICK_STEPS, RankLink, Tick, tick_steps  # noqa: E402
 from tests import ddp_workers  # noqa: E402
 from tests.test_ranks import _spawn  # noqa: E402
@@ -52,3 +53,28 @@ def test_every_rank_of_a_ddp_job_switches_its_loader_at_the_same_steps(tmp_path)
     assert decided and decided[0][0] == "dataloader_settings" and decided[0][2] == 2, lead["outcomes"]
     assert follow["outcomes"] == [] and follow["stopped"] is None, follow
     assert "rank 0 measured and reports" in follow["summary"][0]
+
+
+def test_a_follower_that_hears_nothing_stops_and_reverts_its_trial(tmp_path, monkeypatch):
+    """A rank whose rank 0 wrote nothing for its tick (out of step, or rank 0's hook gone): it
+    waits its wait, stops tuning, reverts the loader setting it had in trial, and ticks no more."""
+    from tests.test_tune import Data, rec, train, tuned_watcher
+
+    w, model, opt, loader = tuned_watcher(
+        tmp_path, monkeypatch, [rec("hide_loader_latency", "dataloader_settings")], Data()
+    )
+    store = dist.TCPStore("127.0.0.1", 0, 1, True, timedelta(seconds=30))
+    try:
+        train(w, model, opt, loader, until=lambda: w.steps >= 2)
+        tuner = w.tuner
+        tuner.role, tuner._link = "follower", RankLink(store, 1, 2, wait_seconds=0.2)
+        tuner._begin(tune_mod.Candidate("dataloader_settings", "hide_loader_latency", {"num_workers": 2}, False), 50, 2)
+        assert loader.num_workers == 2 and tuner.current is not None
+        w._cadence.tick_at(w.steps + 1)  # the next step is a tick; rank 0 never wrote it
+        train(w, model, opt, loader, until=lambda: True)
+        train(w, model, opt, loader, until=lambda: True)  # the next forward does the revert
+        assert tuner.role == "done" and "did not come within" in (tuner.stopped or "")
+        assert loader.num_workers == 0 and tuner.current is None
+        assert w._cadence.tick_step == float("inf")
+    finally:
+        w.close()

@@ -25,6 +25,7 @@ MAX_TRIAL_SECONDS it stops trying and says so.
 from __future__ import annotations
 
 import atexit
+import inspect
 import math
 import os
 import statistics
@@ -361,6 +362,14 @@ class Tuner:
                 self._record(TuneOutcome(hook, rid, "failed", why=p))
                 return None
             params = p
+        needs = required_options(hook, params)
+        if needs:
+            why = (
+                f"needs {', '.join(needs)}, which --tune cannot know: apply it in the code "
+                f"(w.apply({hook!r}, {', '.join(f'{n}=...' for n in needs)}, verify=True))"
+            )
+            self._record(TuneOutcome(hook, rid, "refused", why=why))
+            return None
         return Candidate(hook, rid, params, sem)
 
     def _settle_estimate(self, cand: Candidate) -> int:
@@ -507,6 +516,9 @@ class Tuner:
 
     # --- results --------------------------------------------------------------------------------
     def _record(self, o: TuneOutcome) -> None:
+        if self.role == "follower":  # rank 0 reports the job's trials: this rank only says it
+            self._say(f"tune: rank {self._link.rank if self._link else '?'}: {o.line()}")
+            return
         self.outcomes.append(o)
         self._send(Event(RESULT, o.hook, time.time(), bool(HOOKS[o.hook].changes_semantics), o.to_note()))
         self._say(f"tune: {o.line()}")
@@ -553,6 +565,22 @@ class Tuner:
         if self.stopped:
             out.append(f"tune: stopped trying: {self.stopped}")
         return out
+
+
+def required_options(hook: str, given: dict[str, Any]) -> list[str]:
+    """The options a hook's class must be given that the tuner does not give it (progressive
+    freezing's total_steps: the run's length)."""
+    from bottleneckd.torch.mitigations import REGISTRY
+
+    sig = inspect.signature(REGISTRY[HOOKS[hook]].__init__)
+    return [
+        n
+        for n, p in sig.parameters.items()
+        if n != "self"
+        and p.default is inspect.Parameter.empty
+        and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        and n not in given
+    ]
 
 
 def outcome(cand: Candidate, t: Trial, status: str, why: str) -> TuneOutcome:
