@@ -286,6 +286,25 @@ def test_stack_samples_of_start_up_are_not_steps():
     assert ph is not None and ph.steps == 2 and ph.share("forward") == 1.0
 
 
+def test_a_burst_samples_faster_at_first_then_at_the_rate_and_counts_each_sample_s_seconds():
+    """run's code naming: 2 Hz for the first minute (a short job's few samples), then 1 Hz; the
+    phase seconds of a drain count each sample at the interval it was taken at."""
+    from collections import Counter
+
+    from bottleneckd.samplers.stacks import StackSampler
+
+    s = StackSampler(os.getpid(), 1.0, py_spy="/bin/true", burst=(2.0, 60.0))
+    s._started = time.monotonic()
+    assert s._wait() == 0.5
+    s._started -= 61
+    assert s._wait() == 1.0
+    s._counts, s._n, s._wall = Counter({"forward": 4}), 4, 4 * 0.5  # four samples of the burst
+    ph = s.drain()
+    assert ph is not None and ph.wall_seconds == 2.0
+    assert StackSampler(os.getpid(), 1.0, py_spy="/bin/true", burst=(2.0, 60.0), ranks=True)._burst is None
+    assert StackSampler(os.getpid(), 5.0, py_spy="/bin/true", burst=(2.0, 60.0))._burst is None  # no slower burst
+
+
 def test_an_fsdp_wrapper_on_the_stack_says_the_parameters_are_sharded():
     """As the hook's probe says under run: attach's advice then fits sharding less (FSDP)."""
     from collections import Counter

@@ -78,3 +78,29 @@ def test_a_follower_that_hears_nothing_stops_and_reverts_its_trial(tmp_path, mon
         assert w._cadence.tick_step == float("inf")
     finally:
         w.close()
+
+
+def test_a_trial_measured_but_not_yet_settled_when_the_job_ends_is_reported_as_measured(tmp_path, monkeypatch):
+    """Rank 0's trial whose blocks ended after its last tick: at the job's end its verdict is
+    taken from the blocks (kept or reverted, with the ratio), not reported as unfinished."""
+    from tests.test_tune import Data, rec, train, tuned_watcher
+
+    w, model, opt, loader = tuned_watcher(
+        tmp_path, monkeypatch, [rec("hide_loader_latency", "dataloader_settings")], Data(sleep=0.002)
+    )
+    store = dist.TCPStore("127.0.0.1", 0, 1, True, timedelta(seconds=30))
+    try:
+        train(w, model, opt, loader, until=lambda: w.steps >= 2)
+        tuner = w.tuner
+        tuner.role, tuner._link = "leader", RankLink(store, 0, 2)
+        w._cadence.tick_at(float("inf"))  # no tick comes before the end
+        cand = tune_mod.Candidate("dataloader_settings", "hide_loader_latency", {"num_workers": 2}, False)
+        t = tuner._begin(cand, 6, 2)
+        assert t is not None
+        t.held = True
+        train(w, model, opt, loader, until=lambda: w.trials.current is None)
+        assert t.kept is None and len(t.with_blocks) == len(t.without_blocks) == 3  # measured, held
+    finally:
+        w.close()
+    o = tuner.outcomes[-1]
+    assert o.status in ("kept", "reverted") and o.ratio is not None, o

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from bottleneckd.model.errors import InputError
 from bottleneckd.runtime.foreground import handled, run_foreground
-from bottleneckd.runtime.job_env import STACK_RATE
+from bottleneckd.runtime.job_env import STACK_BURST_RATE, STACK_BURST_SECONDS, STACK_RATE
 from bottleneckd.runtime.sidecar import Sidecar
 from bottleneckd.runtime.sinks import Outputs
 
@@ -196,7 +196,8 @@ def job_stacks(side: Sidecar, pid: int, rate: float) -> tuple[Any, str | None]:
     """A py-spy sampler of the job's stacks feeding the sidecar's code attribution, or None and why not."""
     from bottleneckd.samplers.stacks import StackSampler
 
-    s = StackSampler(pid, rate, copies=bool(side.machine.gpus))
+    burst = (max(rate, STACK_BURST_RATE), STACK_BURST_SECONDS)  # a short job's code named too
+    s = StackSampler(pid, rate, copies=bool(side.machine.gpus), burst=burst)
     if s.exe is None:
         return None, "py-spy is not installed (pip install py-spy): the code is not named"
     side.code_sources.append(s.drain_code)

@@ -15,6 +15,13 @@ from pathlib import Path
 #: py-spy dumps per second under ``run`` (and as many of one loader worker): each costs ~12 ms of CPU
 #: (measured: 20 dumps of a 3-process DataLoader job, py-spy 0.4.3), so 1 Hz takes ~2.5% of a core
 STACK_RATE = 1.0
+#: ... and this many for the job's first STACK_BURST_SECONDS (attach's default rate): a job of 20 s
+#: sampled at 1 Hz gave 8 stack samples of its data stage, too few to name its code
+#: (hf_trainer_collator under run, docs/eval-results/verdicts-only/20261205T0110-e336812.json;
+#: attach at 2 Hz named it from 20); a long job then costs what it did. ~12 ms of CPU a dump: the
+#: burst takes ~5% of a core (main thread and a loader worker at 2 Hz) for its minute
+STACK_BURST_RATE = 2.0
+STACK_BURST_SECONDS = 60.0
 
 INJECT_DIR = str(Path(__file__).resolve().parent.parent / "torch" / "_inject")
 PACKAGE_DIR = str(Path(__file__).resolve().parent.parent)

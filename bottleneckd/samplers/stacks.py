@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 from collections import Counter, deque
 
 import psutil
@@ -130,17 +131,23 @@ class StackSampler:
         main: bool = True,
         ranks: bool = False,
         copies: bool = True,
+        burst: tuple[float, float] | None = None,
     ) -> None:
         """``main``: dump the training process's main thread (phases and code); ``workers``: its
         DataLoader workers in turn (code of the data stage); ``ranks``: every rank of a
         multi-process job on CPUs in turn (``drain_ranks``: attach's per-rank view, which names
         the straggler; under ``run`` the hook in every rank reports it). ``copies``: the machine
         has a GPU, so a copy line outside the model is the transfer stage (stack_frames.COPY_LINE);
-        without one it is a cast in host memory, the other stage."""
+        without one it is a cast in host memory, the other stage. ``burst``: (rate, seconds), a
+        higher rate for the first seconds (``run``'s code naming: a short job's few samples; not
+        with ``ranks``)."""
         self.pid = pid
         self.copies = copies
         self.target = pid
         self.interval = 1.0 / rate_hz
+        if burst is not None and (ranks or burst[0] <= rate_hz):
+            burst = None  # the rank view counts its samples at one rate
+        self._burst = burst
         self.exe = py_spy or find_py_spy()
         self._counts: Counter[str] = Counter()
         self._ops: Counter[str] = Counter()
@@ -148,6 +155,9 @@ class StackSampler:
         #: recent forward/backward samples: was the thread waiting? (DDP on CPU: on the all-reduce)
         self._compute_idle: deque[bool] = deque(maxlen=IDLE_MEMORY)
         self._n = 0
+        self._wall = 0.0  # seconds the main thread's samples since the last drain stand for
+        self._started = time.monotonic()
+        self._tick = self.interval  # the seconds the tick being sampled stands for
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -211,8 +221,17 @@ class StackSampler:
         zero = [p for p in ranks if _environ(p).get("LOCAL_RANK", _environ(p).get("RANK")) == "0"]
         self.target = (zero or sorted(ranks, key=lambda p: p.pid))[0].pid
 
+    def _wait(self) -> float:
+        """Seconds to the next tick: the burst's interval during its first seconds, then the rate's."""
+        b = self._burst
+        if b is not None and time.monotonic() - self._started < b[1]:
+            return 1.0 / b[0]
+        return self.interval
+
     def _run(self) -> None:
-        while not self._stop.wait(self.interval):
+        self._started = time.monotonic()
+        while not self._stop.wait(wait := self._wait()):
+            self._tick = wait
             self._dumps += 1
             self._main_seen = None
             if self.sample_main:
@@ -266,6 +285,7 @@ class StackSampler:
             if op:
                 self._ops[op] += 1
             self._n += 1
+            self._wall += self._tick
             self.samples_total += 1
 
     def _phase(self, frames: list[dict]) -> str:
@@ -355,7 +375,8 @@ class StackSampler:
             idle = list(self._idle)  # the last IDLE_MEMORY "other" samples, across drains
             compute_idle = list(self._compute_idle)
             wrapped = set(self._wrappers)
-            self._n, self._counts = 0, Counter()
+            each = self._wall / self._n if self._wall > 0 else self.interval  # a burst's ticks are shorter
+            self._n, self._counts, self._wall = 0, Counter(), 0.0
         n -= counts.pop(STARTUP, 0)
         if n <= 0:  # only start-up (imports) seen: no training step yet
             return None
@@ -370,7 +391,7 @@ class StackSampler:
             facts["other_idle_share"] = sum(idle) / len(idle)
         if len(compute_idle) >= 3:
             facts["compute_idle_share"] = sum(compute_idle) / len(compute_idle)
-        return StepPhases(n, n * self.interval, {k: v * self.interval for k, v in counts.items()}, facts)
+        return StepPhases(n, n * each, {k: v * each for k, v in counts.items()}, facts)
 
     def stop(self) -> None:
         self._stop.set()

@@ -460,6 +460,8 @@ class Tuner:
         if self.current is not None:
             cand, t = self.current
             self.current = None
+            if t.held and t.kept is None and w.trials.current is not t:  # measured, not yet settled at a tick
+                w._control.settle(t, bool(w.trials.measure(t).keep))
             if t.kept is None:
                 try:
                     w._engine.revert(t.mitigation)
