@@ -60,7 +60,8 @@ if TYPE_CHECKING:
     type=click.FloatRange(0.1, 20),
     default=STACK_RATE,
     show_default=True,
-    help="py-spy stack samples per second (names the code of the bottleneck's stage).",
+    help="py-spy stack samples per second after the job's first minute, which is sampled at 2 per second "
+    "(names the code of the bottleneck's stage).",
 )
 @click.option("--no-stacks", is_flag=True, help="Do not sample the job's stacks (no py-spy, no ptrace).")
 @click.option(
