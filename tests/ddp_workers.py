@@ -141,6 +141,22 @@ def fsdp_steps(rank: int, world: int, port: int, out: str, width: int, steps: in
     dist.destroy_process_group()
 
 
+def rec(rid: str, hook: str) -> dict[str, Any]:
+    """A recommendation as the report JSON has it (the fields the epoch block renders)."""
+    return {
+        "id": rid,
+        "hook": hook,
+        "name": rid,
+        "changes_semantics": False,
+        "cites": [],
+        "sources": [],
+        "section": "6.1",
+        "taxonomy_path": "given",
+        "why": "given",
+        "prediction": None,
+    }
+
+
 class SlowStore(torch.utils.data.Dataset):
     """Each sample waits 3 ms on a slow store (a sleep: nothing busy): a latency-bound loader."""
 
@@ -173,20 +189,9 @@ def tune_steps(rank: int, world: int, port: int, out: str, steps: int) -> None:
         tune=True,
         report_every=0.1,
     )
-    rec = {
-        "id": "hide_loader_latency",
-        "hook": "dataloader_settings",
-        "name": "hide the loader's latency",
-        "changes_semantics": False,
-        "cites": [],
-        "sources": [],
-        "section": "6.1",
-        "taxonomy_path": "given",
-        "why": "given",
-        "prediction": None,
-    }  # as the report JSON has it (the fields the epoch block renders)
     verdict = {"resource": "undetermined", "stage": "data", "confidence": 0.0, "evidence": [], "reason": "given"}
-    w.transport.report = lambda: {"verdict": verdict, "recommendations": [rec]}  # the sidecar's, given
+    recs = [rec("hide_loader_latency", "dataloader_settings")]
+    w.transport.report = lambda: {"verdict": verdict, "recommendations": recs}  # the sidecar's, given
     workers: list[int] = []
     for x in loader:
         opt.zero_grad()

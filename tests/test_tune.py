@@ -23,6 +23,7 @@ from torch.utils.data import DataLoader, Dataset, get_worker_info  # noqa: E402
 
 from bottleneckd.torch import loader_switch, watch  # noqa: E402
 from bottleneckd.torch import tune as tune_mod  # noqa: E402
+from tests.ddp_workers import rec  # noqa: E402
 
 
 # --- the outcome's wire form -------------------------------------------------------------------
@@ -136,22 +137,6 @@ def train(w: Any, model: Any, opt: Any, loader: Any, until: Any, limit: float = 
         if until() or time.monotonic() - t0 > limit:
             break
     return steps
-
-
-def rec(rid: str, hook: str) -> dict[str, Any]:
-    """A recommendation as the report JSON has it (the fields the epoch block renders)."""
-    return {
-        "id": rid,
-        "hook": hook,
-        "name": rid,
-        "changes_semantics": False,
-        "cites": [],
-        "sources": [],
-        "section": "6.1",
-        "taxonomy_path": "given",
-        "why": "given",
-        "prediction": None,
-    }
 
 
 @pytest.mark.slow

@@ -13,6 +13,7 @@ import torch.distributed as dist  # noqa: E402
 from bottleneckd.torch import tune as tune_mod  # noqa: E402
 from bottleneckd.torch.tune_ranks import MAX_TICK_STEPS, MIN_TICK_STEPS, RankLink, Tick, tick_steps  # noqa: E402
 from tests import ddp_workers  # noqa: E402
+from tests.ddp_workers import rec  # noqa: E402
 from tests.test_ranks import _spawn  # noqa: E402
 
 
@@ -58,7 +59,7 @@ def test_every_rank_of_a_ddp_job_switches_its_loader_at_the_same_steps(tmp_path)
 def test_a_follower_that_hears_nothing_stops_and_reverts_its_trial(tmp_path, monkeypatch):
     """A rank whose rank 0 wrote nothing for its tick (out of step, or rank 0's hook gone): it
     waits its wait, stops tuning, reverts the loader setting it had in trial, and ticks no more."""
-    from tests.test_tune import Data, rec, train, tuned_watcher
+    from tests.test_tune import Data, train, tuned_watcher
 
     w, model, opt, loader = tuned_watcher(
         tmp_path, monkeypatch, [rec("hide_loader_latency", "dataloader_settings")], Data()
@@ -83,7 +84,7 @@ def test_a_follower_that_hears_nothing_stops_and_reverts_its_trial(tmp_path, mon
 def test_a_trial_measured_but_not_yet_settled_when_the_job_ends_is_reported_as_measured(tmp_path, monkeypatch):
     """Rank 0's trial whose blocks ended after its last tick: at the job's end its verdict is
     taken from the blocks (kept or reverted, with the ratio), not reported as unfinished."""
-    from tests.test_tune import Data, rec, train, tuned_watcher
+    from tests.test_tune import Data, train, tuned_watcher
 
     w, model, opt, loader = tuned_watcher(
         tmp_path, monkeypatch, [rec("hide_loader_latency", "dataloader_settings")], Data(sleep=0.002)

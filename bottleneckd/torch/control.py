@@ -174,23 +174,24 @@ class MitigationControl:
 
     def settle(self, t: Trial, keep: bool) -> None:
         """A held trial (``Trial.held``) kept or reverted; its verdict said where measured here."""
-        self.trials.settle(t, keep)
-        w = self._w
-        if isinstance(w.clock, CudaClock):
-            w.clock.every = w.cuda_sample_every
-        if t.verdict is not None:
-            self._say(t.message)
-        if not keep:
-            self._event("mitigation_reverted", t, t.message if t.verdict is not None else "reverted as rank 0 measured")
+        self.trials.settle(t, keep)  # switched by the trial's toggle, at the next forward
+        measured = t.verdict is not None
+        self._ended(t, t.message if measured else "reverted as rank 0 measured", say=measured)
 
     def _decided(self, t: Trial) -> None:
+        if not t.kept:
+            self.engine.revert_later(t.mitigation)  # not inside the optimizer's hook loop: at the next forward
+        self._ended(t, t.message, say=True)
+
+    def _ended(self, t: Trial, note: str, say: bool) -> None:
+        """A trial kept or reverted: every step timed no more (CUDA), the revert recorded, its verdict said."""
         w = self._w
         if isinstance(w.clock, CudaClock):
             w.clock.every = w.cuda_sample_every
         if not t.kept:
-            self.engine.revert_later(t.mitigation)  # not inside the optimizer's hook loop: at the next forward
-            self._event("mitigation_reverted", t, t.message)
-        self._say(t.message)
+            self._event("mitigation_reverted", t, note)
+        if say:
+            self._say(t.message)
 
     def _say(self, text: str) -> None:
         print(f"[bottleneckd] {text}", file=self._w.print_to, flush=True)

@@ -160,6 +160,7 @@ class Tuner:
             cad.tick_at(math.inf)
             return
         try:
+            self._w.drain()  # the steps so far in the history (and the trial's blocks)
             if self.role == "pending":
                 self._steps_began()
             if self.role == "pending" and not self._role():
@@ -186,7 +187,6 @@ class Tuner:
         its first trial was predicted x1.58 from a window holding the ranks' start-up, the training
         thread at 0.65 of a core (imports, process group); it measured x2.40, and the thread runs at
         0.06 of a core in its steps (/proc/PID/task/TID/stat)."""
-        self._w.drain()
         self._decided_at = time.monotonic() - sum(s for s, _ in self._w.trials.history)
 
     def _role(self) -> bool:
@@ -209,7 +209,6 @@ class Tuner:
         the step of the tick after. None: no more ticks (a stop was written and done)."""
         link = self._link
         assert link is not None
-        self._w.drain()
         now = self._published
         if now is None:  # tick 0: written now; the other ranks wait for it at most their skew
             now = Tick((), steps + self._tick_steps())
@@ -237,13 +236,16 @@ class Tuner:
                 "what was in trial is reverted"
             )
             return None
-        self._w.drain()
         self._do(now.commands)
         return None if self.role == "done" else now.next_step
 
     def _tick_steps(self) -> int:
+        return tick_steps(self._step_seconds())
+
+    def _step_seconds(self) -> float:
+        """The median wall time of the recent steps (0: none timed yet)."""
         walls = [s for s, _ in self._w.trials.history][-32:]
-        return tick_steps(statistics.median(walls) if walls else 0.0)
+        return statistics.median(walls) if walls else 0.0
 
     def _plan(self) -> list[dict[str, Any]]:
         """Rank 0: the commands for the next tick: settle a trial it decided, stop, or start one."""
@@ -392,8 +394,7 @@ class Tuner:
     def _blocks(self, cand: Candidate) -> tuple[int, int] | None:
         """A trial's steps a block and warm-up steps after each turn, from the recent steps; None
         (and tuning stopped) where the trial would take longer than MAX_TRIAL_SECONDS."""
-        walls = [s for s, _ in self._w.trials.history][-32:]
-        step = statistics.median(walls) if walls else 0.0
+        step = self._step_seconds()
         steps = min(MAX_BLOCK_STEPS, max(MIN_BLOCK_STEPS, math.ceil(BLOCK_SECONDS / step) if step > 0 else 0))
         warmup = min(steps, max(2, math.ceil(WARMUP_SECONDS / step) if step > 0 else 2))
         skip = max(warmup, self._settle_estimate(cand))  # steps skipped after each turn (trials.py)
@@ -463,11 +464,7 @@ class Tuner:
             if t.held and t.kept is None and w.trials.current is not t:  # measured, not yet settled at a tick
                 w._control.settle(t, bool(w.trials.measure(t).keep))
             if t.kept is None:
-                try:
-                    w._engine.revert(t.mitigation)
-                except Exception:  # noqa: BLE001, S110 - the job is ending: nothing to slow down any more
-                    pass
-                t.kept = False
+                self._revert_at_end(t)
                 done = w.steps - self._started_steps
                 need = 2 * t.blocks * (t.steps + max(t.warmup, settle_steps(t)))
                 self._record(
@@ -498,14 +495,18 @@ class Tuner:
     def _finish_following(self) -> None:
         """Another rank's end: what it has in trial reverted; rank 0 reports the job's trials."""
         if self.current is not None and self.current[1].kept is None:
-            try:
-                self._w._engine.revert(self.current[1].mitigation)
-            except Exception:  # noqa: BLE001, S110 - the job is ending: nothing to slow down any more
-                pass
-            self.current[1].kept = False
+            self._revert_at_end(self.current[1])
         self.current = None
         for line in self.summary():
             self._say(line)
+
+    def _revert_at_end(self, t: Trial) -> None:
+        """A trial the job ended in: reverted now (no forward comes to do it later)."""
+        try:
+            self._w._engine.revert(t.mitigation)
+        except Exception:  # noqa: BLE001, S110 - the job is ending: nothing to slow down any more
+            pass
+        t.kept = False
 
     def _stop(self, why: str) -> None:
         if self.stopped is None:

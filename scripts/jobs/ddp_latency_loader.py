@@ -13,20 +13,11 @@ import time
 
 import torch
 import torch.distributed as dist
+from latency_loader import Remote  # the same slow store (this file's folder is on sys.path)
 from torch.nn.parallel import DistributedDataParallel
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader
 
 SECONDS = float(sys.argv[1]) if len(sys.argv) > 1 else 30.0
-WAIT_S = (float(sys.argv[2]) if len(sys.argv) > 2 else 4.0) / 1000
-
-
-class Remote(Dataset):  # each sample waits on a slow store: latency, nothing busy
-    def __len__(self) -> int:
-        return 200_000
-
-    def __getitem__(self, i: int) -> torch.Tensor:
-        time.sleep(WAIT_S)
-        return torch.randn(16)
 
 
 def rank_main() -> None:

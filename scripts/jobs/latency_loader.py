@@ -21,13 +21,14 @@ class Remote(Dataset):  # each sample waits on a slow store: latency, nothing bu
         return torch.randn(16)
 
 
-torch.set_num_threads(1)
-model = torch.nn.Linear(16, 1)
-opt = torch.optim.SGD(model.parameters(), lr=0.01)
-t0 = time.time()
-for x in DataLoader(Remote(), batch_size=4):  # the loader held by nothing but its epoch
-    opt.zero_grad()
-    model(x).sum().backward()
-    opt.step()
-    if time.time() - t0 > float(sys.argv[1]):
-        break
+if __name__ == "__main__":  # Remote is also the DDP job's (ddp_latency_loader.py)
+    torch.set_num_threads(1)
+    model = torch.nn.Linear(16, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01)
+    t0 = time.time()
+    for x in DataLoader(Remote(), batch_size=4):  # the loader held by nothing but its epoch
+        opt.zero_grad()
+        model(x).sum().backward()
+        opt.step()
+        if time.time() - t0 > float(sys.argv[1]):
+            break
