@@ -43,8 +43,7 @@ def train_for(seconds: float, model: Any, train_dataset: Any, collator: Any = No
         logging_strategy="no",
         disable_tqdm=True,
         use_cpu=True,
-        dataloader_num_workers=0,
-        **args_kw,
+        **{"dataloader_num_workers": 0, **args_kw},
     )
     Trainer(model=model, args=targs, train_dataset=train_dataset, data_collator=collator, callbacks=[timed]).train()
     report(timed.steps, time.perf_counter() - (timed.t0 or time.perf_counter()))

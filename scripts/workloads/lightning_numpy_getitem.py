@@ -8,6 +8,9 @@ STAGE = "data"
 PROVES = "cache_preprocessing"
 INTERVENTION = "samples precomputed once"
 MIN_SPEEDUP = 1.5
+ALSO_PROVES = "more_loader_workers"
+ALSO_INTERVENTION = "num_workers=2 (the same __getitem__, in two loader workers)"
+ALSO_MIN_SPEEDUP = 1.15
 
 
 import lightning as L
@@ -57,4 +60,4 @@ if args.intervene:
     data = TensorDataset(torch.stack([torch.from_numpy(sample(i)) for i in range(N)]), torch.arange(N) % 10)
 else:
     data = Images()
-fit_for(args.seconds, Net(), DataLoader(data, batch_size=32, shuffle=True))
+fit_for(args.seconds, Net(), DataLoader(data, batch_size=32, shuffle=True, num_workers=2 if args.also else 0))
