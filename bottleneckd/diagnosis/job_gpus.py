@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bottleneckd.diagnosis.thresholds import CO_TENANT_BYTES, GPU_NEVER_IDLE
+from bottleneckd.diagnosis.thresholds import CO_TENANT_BYTES, GPU_NEVER_IDLE, GPU_NO_KERNELS
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.job_gpus import JobGpus, job_gpus
 from bottleneckd.model.resources import Resource
@@ -70,7 +70,24 @@ def window_job_gpus(w: WindowStats, peaks: PeakTable | None) -> JobGpus:
     devs = w.devices(Resource.GPU_COMPUTE)
     device = str((w.phases.facts.get("device") if w.phases else None) or "")
     seen = {d: v for d in devs if (v := w.get(Resource.GPU_COMPUTE, d, "job_process")) is not None}
-    return job_gpus(devs, peaks.gpu_uuids() if peaks is not None else {}, rank_uuids(w), seen, device)
+    if not seen:
+        seen = _seen_in_process_lists(w, devs)
+    idle = [
+        d for d in devs if (st := w.stats.get((Resource.GPU_COMPUTE, d, "busy_fraction"))) and st.max < GPU_NO_KERNELS
+    ]
+    return job_gpus(devs, peaks.gpu_uuids() if peaks is not None else {}, rank_uuids(w), seen, device, idle)
+
+
+def _seen_in_process_lists(w: WindowStats, devs: list[str]) -> dict[str, float]:
+    """GPU -> 1.0 where NVML's process list names one of the job's PIDs (the hook's ``pid`` facts),
+    0.0 where it does not, for a window without the sampler's ``job_process`` readings (a trace
+    written by other tools, or constructed): only where some GPU lists one of them, which shows the
+    lists are in the job's PID namespace; else nothing (the job's absence is not shown)."""
+    pids = job_pids(w)
+    lists = {d: _listed(w, d) for d in devs}
+    if not pids or not any(pids & listed.keys() for listed in lists.values()):
+        return {}
+    return {d: 1.0 if pids & listed.keys() else 0.0 for d, listed in lists.items()}
 
 
 def never_idle(w: WindowStats, peaks: PeakTable | None) -> tuple[str, float] | None:

@@ -48,6 +48,10 @@ what the job's own figures say about whether a mitigation can help, not what the
   path, or bytes/s over its memory bandwidth, whichever is the nearer (the hook's roofline). Far
   below both (a few percent) while its SMs read active, the kernels are too small to fill the GPU:
   more rows per kernel (a larger per-GPU batch) use it; a lower-precision path does not.
+- ``pcie_while_copying``: the job's busiest PCIe link's share of its peak while the step copies
+  (rules/transfer.py ``link_while_copying``). At PAGEABLE_LINK_MAX or more the copies are not held
+  to a pageable copy's rate (a third of a pinned one's): pinning the host memory does not speed
+  them up.
 - ``gpu_throttled``: the clock-event reasons that hold a job's GPU's SM clock down (under
   CLOCK_THROTTLED of its maximum with the reason active in THROTTLED of the samples): thermal
   slowdowns, hardware slowdown, the power brake. Not the software power cap: GPU Boost runs a busy
@@ -62,6 +66,7 @@ from bottleneckd.diagnosis.rules.common import other_share
 from bottleneckd.diagnosis.rules.communication import other_collectives, slow_link, spans_hosts
 from bottleneckd.diagnosis.rules.cpu_state import cpu_state
 from bottleneckd.diagnosis.rules.gpu_memory import fragmented
+from bottleneckd.diagnosis.rules.transfer import link_while_copying
 from bottleneckd.diagnosis.thresholds import CLOCK_THROTTLED, INPUT_HIGH, OTHER_HIGH, THROTTLED
 from bottleneckd.diagnosis.verdict import Verdict
 from bottleneckd.diagnosis.window import WindowStats
@@ -120,6 +125,9 @@ def measured_facts(w: WindowStats, verdict: Verdict, peaks: PeakTable | None = N
     throttled = gpu_throttled(w, peaks)
     if throttled:
         out["gpu_throttled"] = throttled
+    copying = link_while_copying(w, peaks) if runs_on_gpu(w, peaks) else None
+    if copying is not None:
+        out["pcie_while_copying"] = round(copying[1], 4)
     return Facts(out)
 
 

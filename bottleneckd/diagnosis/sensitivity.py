@@ -25,6 +25,7 @@ from bottleneckd.diagnosis.rules.cpu_compute import MIN_CORES_RAN
 from bottleneckd.diagnosis.rules.cpu_state import cpu_state
 from bottleneckd.diagnosis.rules.gpu_one import compute_idle, idle_in_compute, pcie_copy_share
 from bottleneckd.diagnosis.rules.storage import io_wait, storage_signs
+from bottleneckd.diagnosis.rules.transfer import link_while_copying
 from bottleneckd.diagnosis.straggler import busy_excess, excess, find_straggler, intervals, rank_figures
 from bottleneckd.diagnosis.thresholds import REGISTRY, STRAGGLER_LAST
 from bottleneckd.diagnosis.window import WindowStats
@@ -277,6 +278,7 @@ WINDOW_STATISTICS: dict[str, Figure] = {
     "sm_activity": _get(Resource.GPU_COMPUTE, None, "sm_activity"),
     "gpu_dram_utilization": _get(Resource.GPU_MEMORY_BANDWIDTH, None, "utilization"),
     "gpu_busy_fraction": _get(Resource.GPU_COMPUTE, None, "busy_fraction"),
+    "pcie_while_copying": lambda w, peaks: None if (c := link_while_copying(w, peaks)) is None else c[1],
     "gpu_memory_busy_fraction": _get(Resource.GPU_MEMORY_BANDWIDTH, None, "memory_busy_fraction"),
     "gpu_throttle_share": _throttle,
     "pcie_copy_over_gpu_idle": _copy_over_idle,

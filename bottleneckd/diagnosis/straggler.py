@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from bottleneckd.diagnosis.thresholds import (
     COMM_HIGH,
+    SECONDARY,
     STRAGGLER_BUSY_FLOOR,
     STRAGGLER_CONTENTION,
     STRAGGLER_CONTENTION_RATE,
@@ -739,6 +740,25 @@ def _of_wait(s: Straggler, med_wait: float) -> str:
     return f"{s.step_time_lost * 1e3:.1f} ms of their {med_wait * 1e3:.1f} ms wait per step"
 
 
+#: the links whose findings score the ranks' wait in their collectives
+_LINKS = (Resource.INTER_GPU_INTERCONNECT, Resource.INTER_NODE_INTERCONNECT)
+
+
+def _links_less_the_wait(
+    secondary: tuple[tuple[Resource, float], ...], lost: float, wait: float
+) -> tuple[tuple[Resource, float], ...]:
+    """The secondary pressures of a verdict whose ranks wait for a straggler: a link's score, read
+    from the communication's share of the step, scaled to the part of the median rank's wait the
+    straggler does not explain (the rest is its lag, not the link), and left out under SECONDARY."""
+    rest = max(0.0, 1.0 - lost / wait) if wait > 0 else 1.0
+    out = []
+    for r, score in secondary:
+        scaled = score * rest if r in _LINKS else score
+        if scaled >= SECONDARY:
+            out.append((r, scaled))
+    return tuple(out)
+
+
 def with_straggler(v: Verdict, samples: Iterable[Sample], history: StragglerHistory | None = None) -> Verdict:
     """The window's verdict with the straggler, when one is named. When the job's steps wait in
     communication and the straggler's extra time accounts for at least half of the median rank's
@@ -773,6 +793,7 @@ def with_straggler(v: Verdict, samples: Iterable[Sample], history: StragglerHist
         return replace(
             v,
             evidence=tuple(v.evidence) + s.evidence(),
+            secondary=_links_less_the_wait(v.secondary, s.step_time_lost, med_wait),
             straggler={**s.to_json(), "evidence": list(s.evidence()), "limits_the_step": True},
         )
     if stage and waited_for and v.stage == Stage.COMMUNICATION:
@@ -783,6 +804,7 @@ def with_straggler(v: Verdict, samples: Iterable[Sample], history: StragglerHist
             stage=stage,
             evidence=s.evidence() + tuple(v.evidence),
             headroom=head,
+            secondary=_links_less_the_wait(v.secondary, s.step_time_lost, med_wait),
             straggler={**s.to_json(), "evidence": list(s.evidence()), "limits_the_step": True},
             reason=f"the ranks wait in communication for the straggler ({_of_wait(s, med_wait)}): "
             f"{DOING.get(s.doing or 'forward', s.doing)} limits the step; "

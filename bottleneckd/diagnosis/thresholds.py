@@ -533,6 +533,15 @@ GPU_BUSY_NO_GPM = _t(
     "judged: memory bandwidth by NVML's memory-busy fraction (NVML_MEMORY_BUSY_HIGH), else undetermined; NVML's busy "
     "reads ~100% for compute-, memory- and launch-bound jobs alike, so it names no compute bottleneck by itself",
 )
+GPU_NO_KERNELS = _t(
+    "GPU_NO_KERNELS",
+    0.01,
+    unit="NVML busy fraction (largest over the window)",
+    statistic="gpu_busy_fraction",
+    source="NVML's utilization.gpu counts whole percent of the sample period with a kernel running: 0 on a GPU "
+    "that ran none. Where the job's GPUs are unknown (no CUDA UUIDs, no process lists), a GPU under this in "
+    "every sample of the window is not the job's when others ran kernels (a one-GPU job on an eight-GPU node)",
+)
 GPU_NEVER_IDLE = _t(
     "GPU_NEVER_IDLE",
     0.95,
@@ -579,6 +588,17 @@ COPY_SM_IDLE = _t(
     statistic="sm_activity",
     source="KempnerPulse's DCGM classifier: transfer-bound when PCIe or the copy engines are busy while SM activity "
     "is under 30%",
+)
+PAGEABLE_LINK_MAX = _t(
+    "PAGEABLE_LINK_MAX",
+    0.5,
+    unit="share of the link's peak per direction while copying",
+    statistic="pcie_while_copying",
+    source="a pageable host-to-device copy stages through the driver's pinned buffer: 20.4 GB/s against 55.5 GB/s "
+    "pinned on an H200's PCIe Gen5 x16 link (63 GB/s per direction), 32% of the link's peak "
+    "(docs/measurements.md, scripts/gpu_check.py). A job whose link runs at half its peak or more while it "
+    "copies is not held to that rate: pinning its memory is not what limits the copies (their volume is)",
+    caveat="chosen between the 32% measured pageable and the 88% measured pinned",
 )
 
 # --- capacity -----------------------------------------------------------------------------------

@@ -368,6 +368,13 @@ FACTS: dict[str, FactSpec] = {
             "more: fragmentation, not shortage (the hook's allocator figures)",
         ),
         _spec(
+            "pcie_while_copying",
+            "float",
+            Producer.MEASURED,
+            "the job's busiest PCIe link's share of its peak per direction while the step copies to the GPU "
+            "(its utilization over the copies' share of the step; window)",
+        ),
+        _spec(
             "gpu_roofline_share",
             "float",
             Producer.MEASURED,

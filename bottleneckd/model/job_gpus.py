@@ -9,7 +9,9 @@ communication rules and the energy per step must read the job's own GPUs. In ord
 2. NVML's process lists (the GPU sampler's ``job_process``): 1 on a GPU where a process of the
    job's tree is listed, 0 where none is and every listed PID is visible to us; unknown where NVML
    lists PIDs of another PID namespace;
-3. neither: every GPU is considered, and the note says so.
+3. neither: every GPU that ran kernels in the window is considered where some did and others sat
+   idle throughout (a one-GPU job on an eight-GPU node: the idle seven are not its, nor can their
+   idleness speak for it), else every GPU; the note says so (``known`` stays False).
 
 A job seen on no GPU at all (every GPU's list read, none of them holding a job process) runs on
 none: its GPUs are the empty set, *known* (a CPU job on a GPU node), not "every GPU". So does a job
@@ -45,10 +47,12 @@ def job_gpus(
     rank_uuids: Mapping[int, Iterable[str]],
     job_process: Mapping[str, float],
     device: str = "",
+    idle: Iterable[str] = (),
 ) -> JobGpus:
     """``devices``: the GPU units sampled here; ``uuid_of``: unit -> NVML UUID; ``rank_uuids``: rank
     -> the GPU UUIDs it names; ``job_process``: unit -> 1/0 where NVML's process lists tell;
-    ``device``: the hook's device fact ("" when no hook reports)."""
+    ``device``: the hook's device fact ("" when no hook reports); ``idle``: the units that ran no
+    kernel throughout the window."""
     devs = sorted(devices)
     if not devs:
         return JobGpus((), True, "no GPU sampled on this node")
@@ -74,8 +78,13 @@ def job_gpus(
             f"no job process on {', '.join(d for d in devs if d not in unknown)}; "
             f"{', '.join(unknown)} considered (NVML lists PIDs of another namespace there)",
         )
-    return JobGpus(
-        tuple(devs),
-        False,
-        "which GPUs are the job's is unknown (no CUDA UUIDs from the hook, no NVML process list): every GPU considered",
-    )
+    why = "which GPUs are the job's is unknown (no CUDA UUIDs from the hook, no NVML process list)"
+    quiet = sorted(set(idle) & set(devs))
+    if quiet and len(quiet) < len(devs):
+        busy = [d for d in devs if d not in quiet]
+        return JobGpus(
+            tuple(busy),
+            False,
+            f"{why}: the {len(busy)} that ran kernels considered ({', '.join(quiet)} idle throughout)",
+        )
+    return JobGpus(tuple(devs), False, f"{why}: every GPU considered")

@@ -129,8 +129,8 @@ def read_header(path: str, line: str) -> TraceHeader:
             VERSION,
             unix_time(d["created"]),
             interval_seconds(d["interval"]),
-            Machine.from_json(d["machine"]),
-            PeakTable.from_json(d["peaks"]),
+            machine := Machine.from_json(d["machine"]),
+            PeakTable.from_json(d["peaks"]).with_gpu_uuids({g.device: g.uuid for g in machine.gpus if g.uuid}),
             dict(d.get("meta", {})),
         )
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as e:

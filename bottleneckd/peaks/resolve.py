@@ -6,7 +6,7 @@ the catalog. A resource with no figure is reported as unknown with the reason, n
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
@@ -19,6 +19,9 @@ from bottleneckd.peaks.profile import Profile
 
 #: fp32 FLOPs per cycle per core by vector ISA, assuming two FMA units (stated in every estimate)
 _FP32_FLOPS_PER_CYCLE = (("avx512f", 64), ("avx2", 32), ("avx", 16), ("asimd", 16))
+
+
+_GPU_RESOURCES = frozenset({Resource.GPU_COMPUTE, Resource.GPU_MEMORY, Resource.GPU_MEMORY_BANDWIDTH})
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,19 @@ class PeakTable:
     def value(self, resource: str, device: str, metric: str | None = None) -> float | None:
         p = self.get(resource, device, metric)
         return None if p is None else p.value
+
+    def with_gpu_uuids(self, uuids: Mapping[str, str]) -> PeakTable:
+        """This table with each GPU row that carries no UUID given its device's from ``uuids``
+        (device -> UUID: the machine's detected GPUs, which a constructed trace's peak rows may
+        leave out)."""
+        return PeakTable(
+            tuple(
+                replace(p, uuid=uuids[p.device])
+                if p.uuid is None and p.device in uuids and p.resource in _GPU_RESOURCES
+                else p
+                for p in self.peaks
+            )
+        )
 
     def gpu_uuids(self) -> dict[str, str]:
         """GPU unit -> its NVML UUID (from the GPU rows that carry one)."""

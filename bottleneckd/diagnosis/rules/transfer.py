@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from bottleneckd.diagnosis.job_gpus import job_busiest
 from bottleneckd.diagnosis.rules.common import headroom, pct, stack_samples
-from bottleneckd.diagnosis.thresholds import BUSY, COPY_SM_IDLE, TRANSFER_HIGH
+from bottleneckd.diagnosis.thresholds import BUSY, COPY_SM_IDLE, PAGEABLE_LINK_MAX, TRANSFER_HIGH
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.resources import Phase, Resource, Stage
@@ -50,20 +50,38 @@ def _timed_copies(share: float | None) -> tuple[float, list[str]]:
     return 0.0, []
 
 
+def link_while_copying(w: WindowStats, peaks: PeakTable | None) -> tuple[str, float] | None:
+    """The job's busiest PCIe link and its share of the peak while the step copies (its utilization
+    over the interval divided by the copies' share of the step, at most 1), or None where either is
+    not measured."""
+    share = w.phases.share(Phase.TRANSFER) if w.phases is not None else None
+    pcie = job_busiest(w, peaks, Resource.CPU_GPU_INTERCONNECT)
+    if pcie is None or not share:
+        return None
+    return pcie[0], min(1.0, pcie[1] / share)
+
+
 def _while_copying(w: WindowStats, peaks: PeakTable | None, share: float | None) -> list[str]:
     """The job's busiest PCIe link during the copies, and whether the host memory is pinned."""
     ev = []
     pcie = job_busiest(w, peaks, Resource.CPU_GPU_INTERCONNECT)
-    if pcie is not None and share:
+    copying = link_while_copying(w, peaks)
+    if pcie is not None and copying is not None:
         ev.append(
             f"{pcie[0]} PCIe at {pct(pcie[1])} of its peak per direction over the interval, "
-            f"{pct(min(1.0, pcie[1] / share))} while copying"
+            f"{pct(copying[1])} while copying"
         )
     if w.phases is not None and w.phases.facts.get("pin_memory") is False:
-        ev.append(
-            "host memory not pinned (DataLoader pin_memory=False): a pageable copy stages through a pinned buffer "
-            "and runs at about a third of a pinned one's rate"
-        )
+        if copying is not None and copying[1] >= PAGEABLE_LINK_MAX:
+            ev.append(
+                f"host memory not pinned (DataLoader pin_memory=False), yet the link ran at {pct(copying[1])} of its "
+                "peak while copying, more than a pageable copy reaches: the copies' volume limits them, not the staging"
+            )
+        else:
+            ev.append(
+                "host memory not pinned (DataLoader pin_memory=False): a pageable copy stages through a pinned "
+                "buffer and runs at about a third of a pinned one's rate"
+            )
     return ev
 
 

@@ -1,0 +1,146 @@
+"""GPU traces written blind (tests/data/construct_blind_gpu.py: from docs/trace-format.md and the
+facts' declarations only, by an engineer who had not read the rules), through ``bottleneckd
+analyze``, against the label the engineer gave each.
+
+What they exposed (2026-12-05), each pinned here:
+- the job's GPU was never identified from a documented trace: the UUIDs are in the header's
+  ``machine.gpus``, not on the peak rows, and NVML's process lists (``process_bytes:PID``) were
+  read only through the sampler's own ``job_process`` reading. On an eight-GPU node running a
+  one-GPU job, the seven idle GPUs outvoted the busy one: cpu_compute at 41.7x headroom beside
+  "596 TFLOP/s = 60% of the bf16 tensor peak";
+- mixed precision was recommended first to a job whose parameters and FLOPs are bf16 already;
+- pinned memory was recommended for copies that ran the link at its peak;
+- a straggler's wait, read as the link's, was listed as a secondary pressure stronger than the
+  verdict itself."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bottleneckd.diagnosis.classify import classify
+from bottleneckd.outputs.trace import read_trace
+from bottleneckd.runtime.run import Run
+from tests.conftest import run_cli
+from tests.test_verdict_consistency import check
+
+CONSTRUCT = Path(__file__).resolve().parent / "data" / "construct_blind_gpu.py"
+
+#: scenario -> (resource, stage), as the engineer labelled it before running anything
+LABELS = {
+    "01_gpu_compute": ("gpu_compute", "compute"),
+    "02_gpu_membw": ("gpu_memory_bandwidth", "compute"),
+    "03a_input_cpu_4workers": ("cpu_compute", "data"),
+    "03b_input_cpu_saturated": ("cpu_compute", "data"),
+    "04_h2d_pcie": ("cpu_gpu_interconnect", "transfer"),
+    "05_multinode_ib": ("inter_node_interconnect", "communication"),
+    "06_nvlink_allreduce": ("inter_gpu_interconnect", "communication"),
+    "07_gpu_memory_capacity": ("gpu_memory", "compute"),
+    "08_launch_bound": ("cpu_compute", "compute"),
+    "09_storage_bound": ("storage_bandwidth", "data"),
+    "10_straggler_rank2": ("gpu_compute", "compute"),
+    "12_no_dcgm_compute": ("gpu_compute", "compute"),
+    "13_gpu_cotenant": ("gpu_compute", "compute"),
+    "14a_thermal_throttle": ("gpu_compute", "compute"),
+    "14b_fp32_no_tf32": ("gpu_compute", "compute"),
+    "14c_one_of_eight_compute": ("gpu_compute", "compute"),
+}
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("blind")
+    subprocess.run([sys.executable, str(CONSTRUCT), str(out)], check=True, capture_output=True)
+    return out
+
+
+def analyze(path: Path, cli_env: dict[str, str]) -> dict:
+    r = run_cli(["analyze", "--format", "json", str(path)], cli_env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return json.loads(r.stdout)
+
+
+def rewrite(src: Path, dst: Path, *, uuids: bool, process_lists: bool) -> Path:
+    """``src`` without the GPUs' UUIDs (header and the hook's ``cuda_uuids``) and/or without NVML's
+    process lists."""
+    lines = src.read_text().splitlines()
+    head = json.loads(lines[0])
+    if not uuids:
+        for g in head["machine"]["gpus"]:
+            g["uuid"] = None
+        for p in head["peaks"]:
+            p.pop("uuid", None)
+    out = [json.dumps(head)]
+    for line in lines[1:]:
+        d = json.loads(line)
+        if not process_lists:
+            d["readings"] = [r for r in d["readings"] if not r[2].startswith("process_bytes")]
+        if not uuids and d.get("phases"):
+            d["phases"]["facts"].pop("cuda_uuids", None)
+        out.append(json.dumps(d))
+    dst.write_text("\n".join(out) + "\n")
+    return dst
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(LABELS))
+def test_analyze_gives_the_blind_label(name, traces, cli_env):
+    doc = analyze(traces / f"{name}.jsonl", cli_env)
+    v = doc["verdict"]
+    assert (v["resource"], v["stage"]) == LABELS[name], v["evidence"]
+    assert doc["recommendations"], "each of these situations has something to do"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(LABELS))
+def test_no_window_of_a_blind_trace_contradicts_its_evidence(name, traces):
+    header, samples = read_trace(str(traces / f"{name}.jsonl"))
+    p = Run(header.peaks, header.machine)
+    for s in samples:
+        snap = p(s)
+        check(classify(snap.stats, header.peaks), snap.stats, header.peaks)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("uuids", "process_lists", "found"),
+    [
+        (True, True, "on gpu0 (rank 0)"),  # the header's UUIDs, matched to the hook's cuda_uuids
+        (False, True, "on gpu0"),  # NVML's process lists name the job's pid
+        (False, False, "the 1 that ran kernels considered"),  # neither: the idle seven are not its
+    ],
+)
+def test_a_one_gpu_job_on_eight_gpus_is_judged_on_its_gpu(uuids, process_lists, found, traces, cli_env, tmp_path):
+    src = traces / "14c_one_of_eight_compute.jsonl"
+    doc = analyze(rewrite(src, tmp_path / "t.jsonl", uuids=uuids, process_lists=process_lists), cli_env)
+    v = doc["verdict"]
+    assert (v["resource"], v["stage"]) == ("gpu_compute", "compute"), v["evidence"]
+    assert any(found in e for e in v["evidence"]), v["evidence"]
+    assert not any("7 of the 8 GPUs" in e for e in v["evidence"])
+
+
+@pytest.mark.slow
+def test_mixed_precision_is_in_effect_for_a_bf16_job(traces, cli_env):
+    doc = analyze(traces / "07_gpu_memory_capacity.jsonl", cli_env)
+    assert "mixed_precision" not in [r["id"] for r in doc["recommendations"]]
+    assert any(x["id"] == "mixed_precision" and "bfloat16" in x["because"] for x in doc["already_in_effect"])
+
+
+@pytest.mark.slow
+def test_pinning_is_not_advised_for_copies_that_fill_the_link(traces, cli_env):
+    doc = analyze(traces / "04_h2d_pcie.jsonl", cli_env)
+    assert "pinned_memory" not in [r["id"] for r in doc["recommendations"]]
+    assert any(x["id"] == "pinned_memory" and "pcie_while_copying" in x["because"] for x in doc["not_fitting"])
+    ev = " ".join(doc["verdict"]["evidence"])
+    assert "a third of a pinned one's rate" not in ev and "more than a pageable copy reaches" in ev
+
+
+@pytest.mark.slow
+def test_the_wait_for_a_straggler_is_not_a_link_pressure(traces, cli_env):
+    v = analyze(traces / "10_straggler_rank2.jsonl", cli_env)["verdict"]
+    assert v["straggler"]["rank"] == 2
+    assert "inter_gpu_interconnect" not in [s["resource"] for s in v.get("secondary") or ()]
