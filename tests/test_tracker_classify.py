@@ -41,13 +41,39 @@ def test_tracker_keeps_a_bounded_immutable_list_of_regime_changes():
     tr = VerdictTracker(hold=1)
     tr.update(v("cpu_compute", t=0), W)
     n = MAX_REGIME_CHANGES + 25
+    cycle = ("storage_bandwidth", "cpu_memory", "cpu_compute")  # never straight back to the one just left
     for i in range(1, n + 1):
-        tr.update(v("storage_bandwidth" if i % 2 else "cpu_compute", t=i), W)
+        tr.update(v(cycle[(i - 1) % 3], t=i), W)
     assert len(tr.changes) == MAX_REGIME_CHANGES and tr.changes_total == n
     assert tr.changes[-1].t == n and tr.changes[0].t == n - MAX_REGIME_CHANGES + 1
     before = tr.changes
     tr.update(v(tr.current.resource, t=n + 1), W)
     assert tr.changes is before
+
+
+def test_tracker_goes_back_to_the_regime_it_just_left_only_over_a_whole_window():
+    """A finding whose figure sits on its threshold: the sliding windows cross it in runs of two or
+    three. The first change is taken (hold); going back to the regime just left needs
+    WINDOW_SAMPLES windows in a row, and neither the hold nor a jump."""
+    from bottleneckd.diagnosis.thresholds import FLAP_WINDOWS, WINDOW_SAMPLES
+
+    tr = VerdictTracker(hold=2, jump=0.35)
+    tr.update(v("gpu_compute", conf=0.6, t=0), W)
+    for t in (1, 2):
+        tr.update(v(UNDETERMINED, "other", conf=0.0, t=t), W)
+    assert tr.current.resource == UNDETERMINED and tr.changes_total == 1
+    for t in range(3, 3 + WINDOW_SAMPLES - 1):  # back, at a far higher confidence, for one window too few
+        tr.update(v("gpu_compute", conf=0.9, t=t), W)
+    assert tr.current.resource == UNDETERMINED and tr.changes_total == 1
+    assert tr.update(v("gpu_compute", conf=0.9, t=3 + WINDOW_SAMPLES), W).resource == "gpu_compute"
+    assert tr.changes_total == 2
+    # a regime left longer ago than FLAP_WINDOWS comes back on the hold as any other
+    tr2 = VerdictTracker(hold=2, jump=0.35)
+    tr2.update(v("gpu_compute", t=0), W)
+    for t in range(1, FLAP_WINDOWS + 3):
+        tr2.update(v("cpu_compute", t=t), W)
+    tr2.update(v("gpu_compute", t=50), W)
+    assert tr2.update(v("gpu_compute", t=51), W).resource == "gpu_compute"
 
 
 def test_tracker_a_much_stronger_verdict_takes_over_at_once():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bottleneckd.diagnosis.thresholds import CHECKPOINT_WRITES, JUMP, TRACKER_HOLD
+from bottleneckd.diagnosis.thresholds import CHECKPOINT_WRITES, FLAP_WINDOWS, JUMP, TRACKER_HOLD, WINDOW_SAMPLES
 from bottleneckd.diagnosis.verdict import RegimeChange, Verdict
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.resources import UNDETERMINED, Resource
@@ -44,7 +44,10 @@ def regime(v: Verdict) -> tuple[str, str]:
 
 class VerdictTracker:
     """A new verdict (resource and stage) replaces the current one after ``hold`` consecutive
-    windows agree, or at once when it is much stronger (confidence margin ``jump``)."""
+    windows agree, or at once when it is much stronger (confidence margin ``jump``), unless it is
+    the regime the tracker left within the last FLAP_WINDOWS windows: that one comes back only
+    when WINDOW_SAMPLES windows in a row agree (a finding whose figure sits on its threshold would
+    otherwise flap each time the sliding window's mean crosses it)."""
 
     def __init__(self, hold: int = TRACKER_HOLD, jump: float = JUMP) -> None:
         self.hold = hold
@@ -52,6 +55,9 @@ class VerdictTracker:
         self.current: Verdict | None = None
         self._candidate: tuple[str, str] | None = None
         self._count = 0
+        #: the regime last replaced, and the windows seen since
+        self._left: tuple[str, str] | None = None
+        self._since_change = 0
         #: the latest regime changes, oldest first: an immutable tuple replaced on each change, so
         #: that a snapshot holds it without a copy per tick
         self.changes: tuple[RegimeChange, ...] = ()
@@ -62,6 +68,7 @@ class VerdictTracker:
         if cur is None:
             self.current = v
             return v
+        self._since_change += 1
         if regime(v) == regime(cur):
             self._candidate, self._count = None, 0
             self.current = replace(v, since=cur.since)
@@ -70,7 +77,13 @@ class VerdictTracker:
             self._count += 1
         else:
             self._candidate, self._count = regime(v), 1
-        if self._count >= self.hold or v.confidence - cur.confidence >= self.jump:
+        if regime(v) == self._left and self._since_change <= FLAP_WINDOWS:
+            # back to the regime just left: only on agreement over a window's length of samples (the
+            # windows slide one sample at a time, so two in a row are mostly the same evidence)
+            agreed = self._count >= max(self.hold, WINDOW_SAMPLES)
+        else:
+            agreed = self._count >= self.hold or v.confidence - cur.confidence >= self.jump
+        if agreed:
             change = RegimeChange(
                 v.t,
                 cur.resource,
@@ -83,5 +96,6 @@ class VerdictTracker:
             self.changes_total += 1
             self.current = replace(v, since=v.t)
             self._candidate, self._count = None, 0
+            self._left, self._since_change = regime(cur), 0
             return self.current
         return replace(cur, t=v.t)

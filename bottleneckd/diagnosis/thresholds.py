@@ -750,6 +750,17 @@ JUMP = _t(
     statistic="",
     source="chosen: a verdict this much more confident than the current one replaces it at once, without the hold",
 )
+FLAP_WINDOWS = _t(
+    "FLAP_WINDOWS",
+    10,
+    unit="windows",
+    statistic="",
+    source="a regime the verdict left this many windows ago or less comes back only when WINDOW_SAMPLES windows "
+    "in a row agree (a whole window of samples; not HOLD, nor at once by JUMP): a steady GPU job whose SM "
+    "activity sat on LOW_SM (50% +- 3% from sample to sample) changed regime 7 times in 45 s without it "
+    "(tests/test_gpu_blind.py, scenario 11_balanced_unremarkable)",
+    caveat="chosen, not measured: 10 s at 1 Hz, twice the sidecar's default window",
+)
 CHECKPOINT_WRITES = _t(
     "CHECKPOINT_WRITES",
     2.0,
