@@ -140,6 +140,12 @@ def test_pinning_is_not_advised_for_copies_that_fill_the_link(traces, cli_env):
 
 
 @pytest.mark.slow
+def test_a_verdict_from_the_roofline_alone_says_the_sms_were_not_measured(traces, cli_env):
+    ev = analyze(traces / "12_no_dcgm_compute.jsonl", cli_env)["verdict"]["evidence"]
+    assert any(e.startswith("SM activity not measured") for e in ev), ev
+
+
+@pytest.mark.slow
 def test_the_wait_for_a_straggler_is_not_a_link_pressure(traces, cli_env):
     v = analyze(traces / "10_straggler_rank2.jsonl", cli_env)["verdict"]
     assert v["straggler"]["rank"] == 2

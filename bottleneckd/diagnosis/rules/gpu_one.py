@@ -393,9 +393,13 @@ def _roofline(c: GpuCase) -> Finding | None:
     roofline ratios does not make a GPU whose SMs mostly idle compute- or memory-bound."""
     if c.f_ratio is None or c.b_ratio is None or c.sm is not None:
         return None
+    busy = f"; GPU busy {pct(c.busy)} of the time (NVML)" if c.busy is not None else ""
+    unmeasured = [
+        f"SM activity not measured ({_why_unmeasured(c)}): the roofline with the job's own peak decides{busy}"
+    ]
     if c.b_ratio > c.f_ratio:
-        return _compute(Resource.GPU_MEMORY_BANDWIDTH, min(1.0, ROOFLINE_BASE + c.b_ratio), c.gev + c.roof)
-    return _compute(Resource.GPU_COMPUTE, min(1.0, ROOFLINE_BASE + c.f_ratio), c.gev + c.roof)
+        return _compute(Resource.GPU_MEMORY_BANDWIDTH, min(1.0, ROOFLINE_BASE + c.b_ratio), c.gev + c.roof + unmeasured)
+    return _compute(Resource.GPU_COMPUTE, min(1.0, ROOFLINE_BASE + c.f_ratio), c.gev + c.roof + unmeasured)
 
 
 def _nvml_memory_busy(c: GpuCase) -> Finding | None:
