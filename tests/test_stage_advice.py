@@ -130,6 +130,7 @@ def test_measured_facts_are_declared_produced_and_unknown_when_not_measured():
         "gpu_memory_fragmented",  # tests/test_gpu_judged.py
         "gpu_co_tenants",  # tests/test_gpu_judged.py
         "pcie_while_copying",  # tests/test_gpu_blind.py
+        "parameter_memory_share",  # tests/test_gpu_blind.py
         "degraded_link",  # tests/test_rules.py
         "other_collectives_share",  # tests/test_rules.py
         "several_hosts",  # tests/test_rules.py

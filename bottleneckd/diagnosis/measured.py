@@ -52,6 +52,10 @@ what the job's own figures say about whether a mitigation can help, not what the
   (rules/transfer.py ``link_while_copying``). At PAGEABLE_LINK_MAX or more the copies are not held
   to a pageable copy's rate (a third of a pinned one's): pinning the host memory does not speed
   them up.
+- ``parameter_memory_share``: one copy of the model's parameters per rank on the node over the
+  job's resident memory. At 5% or less (the knowledge base's condition on meta-device
+  initialisation), avoiding materialised model copies frees little of a host at capacity: the
+  memory is the job's data, not its model.
 - ``gpu_throttled``: the clock-event reasons that hold a job's GPU's SM clock down (under
   CLOCK_THROTTLED of its maximum with the reason active in THROTTLED of the samples): thermal
   slowdowns, hardware slowdown, the power brake. Not the software power cap: GPU Boost runs a busy
@@ -125,6 +129,9 @@ def measured_facts(w: WindowStats, verdict: Verdict, peaks: PeakTable | None = N
     throttled = gpu_throttled(w, peaks)
     if throttled:
         out["gpu_throttled"] = throttled
+    params = parameter_memory_share(w)
+    if params is not None:
+        out["parameter_memory_share"] = round(params, 4)
     copying = link_while_copying(w, peaks) if runs_on_gpu(w, peaks) else None
     if copying is not None:
         out["pcie_while_copying"] = round(copying[1], 4)
@@ -139,6 +146,23 @@ def _straggler_balance(verdict: Verdict) -> float | None:
     if not s.get("limits_the_step") or s.get("kind") != "rank" or not isinstance(share, (int, float)):
         return None
     return float(share)
+
+
+#: bytes per parameter by the hook's param_dtype
+_DTYPE_BYTES = {"float64": 8, "float32": 4, "bfloat16": 2, "float16": 2, "float8": 1}
+
+
+def parameter_memory_share(w: WindowStats) -> float | None:
+    """One copy of the model's parameters per rank on the node over the job's resident memory, or
+    None (parameters, their dtype or the job's memory not known)."""
+    f = w.phases.facts if w.phases is not None else {}
+    params, nbytes = f.get("parameters"), _DTYPE_BYTES.get(str(f.get("param_dtype") or ""))
+    rss = w.get(Resource.CPU_MEMORY, "job", "resident_bytes")
+    local = f.get("local_world_size")
+    copies = local if isinstance(local, int) and not isinstance(local, bool) and local > 0 else 1
+    if not isinstance(params, (int, float)) or isinstance(params, bool) or params <= 0 or nbytes is None or not rss:
+        return None
+    return min(1.0, float(params) * nbytes * copies / rss)
 
 
 def flops_per_parameter(w: WindowStats) -> float | None:

@@ -699,7 +699,23 @@ STAGE_OF: dict[str, Stage] = {
     Phase.OPTIMIZER: Stage.COMPUTE,
     Phase.GPU_WAIT: Stage.COMPUTE,
     Phase.OTHER: Stage.OTHER,
+    Phase.DATA_WAIT: Stage.DATA,
+    Phase.FILE_IO: Stage.DATA,
+    Phase.TRANSFER: Stage.TRANSFER,
 }
+
+
+def straggler_resource(s: Straggler, stage: Stage | None) -> Resource:
+    """What limits the straggler in the stage it spends its extra time in: its GPU's compute (a GPU
+    rank computing), its CPU (computing on a CPU, code between the steps, its loader building
+    batches: the loader's CPU is what a rank's data wait most often waits on, and more of it is the
+    first thing to give), storage for a rank reading files inline, its PCIe link for a rank copying
+    its batch."""
+    if stage == Stage.TRANSFER:
+        return Resource.CPU_GPU_INTERCONNECT
+    if s.doing == Phase.FILE_IO:
+        return Resource.STORAGE_BANDWIDTH
+    return Resource.GPU_COMPUTE if s.gpu and stage == Stage.COMPUTE else Resource.CPU_COMPUTE
 
 
 def _contended(v: Verdict, s: Straggler, figs: list[RankFigures], held: bool) -> Verdict:
@@ -785,7 +801,7 @@ def with_straggler(v: Verdict, samples: Iterable[Sample], history: StragglerHist
     med_wait = median(f.wait for f in figs)
     med_step = median(f.busy + f.wait for f in figs)
     stage = STAGE_OF.get(s.doing or Phase.FORWARD)
-    resource = Resource.GPU_COMPUTE if s.gpu and stage == Stage.COMPUTE else Resource.CPU_COMPUTE
+    resource = straggler_resource(s, stage)
     waited_for = med_wait > 0 and s.step_time_lost >= STRAGGLER_WAIT_SHARE * med_wait
     if stage and waited_for and (v.resource, v.stage) == (resource, stage):
         # the window already names what the straggler was doing (under attach the rank followed can

@@ -368,6 +368,12 @@ FACTS: dict[str, FactSpec] = {
             "more: fragmentation, not shortage (the hook's allocator figures)",
         ),
         _spec(
+            "parameter_memory_share",
+            "float",
+            Producer.MEASURED,
+            "one copy of the model's parameters per rank on the node over the job's resident memory (window)",
+        ),
+        _spec(
             "pcie_while_copying",
             "float",
             Producer.MEASURED,
