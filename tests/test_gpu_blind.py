@@ -96,6 +96,7 @@ def test_a_rank_waiting_for_its_batches_is_the_straggler_not_the_link(traces2, c
     doc = analyze(traces2 / "b3_02_ddp_rank5_loader_straggler.jsonl", cli_env)
     v = doc["verdict"]
     assert v["straggler"]["rank"] == 5 and v["straggler"]["limits_the_step"]
+    assert v["held"]["ranks"] == 8  # its steps are the 8 ranks' summed: "62 steps on each of 8 ranks"
     assert [r["id"] for r in doc["recommendations"][:2]] == ["balance_ranks", "more_loader_workers"]
 
 

@@ -80,9 +80,10 @@ class Summary:
     last: Verdict
     seconds: float
     samples: int
-    steps: int
+    steps: int  # summed over the ranks that reported (each rank's own steps: steps / ranks)
     facts: Facts = field(default_factory=Facts)
     inputs: StepInputs | None = None
+    ranks: int = 1  # the ranks whose steps it sums
 
 
 def dominant_of(
@@ -253,6 +254,7 @@ class Pipeline:
             steps=held.steps,
             facts=facts,
             inputs=step_inputs(held.stats, held.ranges, self.peaks, facts, self._other),
+            ranks=max(1, len(held.stats.ranks)),
         )
 
 

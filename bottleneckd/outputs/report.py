@@ -64,6 +64,7 @@ def build_report(
             "seconds": round(summary.seconds, 3),
             "samples": summary.samples,
             "steps": summary.steps,
+            "ranks": summary.ranks,
         }
         doc["verdict"]["last_window"] = {
             "t": summary.last.t,
@@ -131,7 +132,9 @@ def period_text(doc: dict[str, Any]) -> str:
     run = f"a {p['seconds']:.0f} s run ({p['samples']} samples)"
     if not held:
         return f"{run}; the evidence is from the verdict's last window"
-    return f"the {held['seconds']:.0f} s this verdict held while training ({held['steps']} steps), of {run}"
+    ranks = held.get("ranks") or 1
+    steps = f"{held['steps']} steps" if ranks <= 1 else f"{held['steps'] // ranks} steps on each of {ranks} ranks"
+    return f"the {held['seconds']:.0f} s this verdict held while training ({steps}), of {run}"
 
 
 def last_window_text(doc: dict[str, Any]) -> str:
