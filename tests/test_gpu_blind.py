@@ -73,20 +73,18 @@ LABELS2 = {
 }
 
 
-@pytest.fixture(scope="module")
-def traces2(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("blind2")
-    subprocess.run([sys.executable, str(CONSTRUCT2), str(out)], check=True, capture_output=True)
+def construct(script: Path, out: Path) -> Path:
+    subprocess.run([sys.executable, str(script), str(out)], check=True, capture_output=True)
     return out
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(LABELS2))
-def test_analyze_gives_the_second_rounds_label(name, traces2, cli_env):
-    doc = analyze(traces2 / f"{name}.jsonl", cli_env)
-    v = doc["verdict"]
-    assert (v["resource"], v["stage"]) == LABELS2[name], v["evidence"]
-    assert doc["recommendations"]
+@pytest.fixture(scope="module")
+def traces2(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return construct(CONSTRUCT2, tmp_path_factory.mktemp("blind2"))
+
+
+#: (round, scenario) for every labelled trace of both rounds
+LABELLED = [("first", n) for n in sorted(LABELS)] + [("second", n) for n in sorted(LABELS2)]
 
 
 @pytest.mark.slow
@@ -109,9 +107,7 @@ def test_a_host_whose_memory_is_the_jobs_data_is_not_told_to_initialise_on_meta(
 
 @pytest.fixture(scope="module")
 def traces(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("blind")
-    subprocess.run([sys.executable, str(CONSTRUCT), str(out)], check=True, capture_output=True)
-    return out
+    return construct(CONSTRUCT, tmp_path_factory.mktemp("blind"))
 
 
 def analyze(path: Path, cli_env: dict[str, str]) -> dict:
@@ -143,18 +139,19 @@ def rewrite(src: Path, dst: Path, *, uuids: bool, process_lists: bool) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(LABELS))
-def test_analyze_gives_the_blind_label(name, traces, cli_env):
-    doc = analyze(traces / f"{name}.jsonl", cli_env)
+@pytest.mark.parametrize(("blind_round", "name"), LABELLED)
+def test_analyze_gives_the_blind_label(blind_round, name, traces, traces2, cli_env):
+    folder, labels = (traces, LABELS) if blind_round == "first" else (traces2, LABELS2)
+    doc = analyze(folder / f"{name}.jsonl", cli_env)
     v = doc["verdict"]
-    assert (v["resource"], v["stage"]) == LABELS[name], v["evidence"]
+    assert (v["resource"], v["stage"]) == labels[name], v["evidence"]
     assert doc["recommendations"], "each of these situations has something to do"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(LABELS))
-def test_no_window_of_a_blind_trace_contradicts_its_evidence(name, traces):
-    header, samples = read_trace(str(traces / f"{name}.jsonl"))
+@pytest.mark.parametrize(("blind_round", "name"), LABELLED)
+def test_no_window_of_a_blind_trace_contradicts_its_evidence(blind_round, name, traces, traces2):
+    header, samples = read_trace(str((traces if blind_round == "first" else traces2) / f"{name}.jsonl"))
     p = Run(header.peaks, header.machine)
     for s in samples:
         snap = p(s)
