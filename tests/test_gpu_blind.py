@@ -18,15 +18,22 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from bottleneckd.diagnosis.classify import classify
+from bottleneckd.diagnosis.job_gpus import window_job_gpus
+from bottleneckd.diagnosis.straggler import Straggler, straggler_resource
+from bottleneckd.diagnosis.verdict import Verdict
+from bottleneckd.model.job_gpus import JobGpus
+from bottleneckd.model.resources import Resource, Stage
 from bottleneckd.outputs.trace import read_trace
 from bottleneckd.runtime.run import Run
 from tests.conftest import run_cli
 from tests.test_verdict_consistency import check
+from tests.windows import NO_PEAKS, window
 
 CONSTRUCT = Path(__file__).resolve().parent / "data" / "construct_blind_gpu.py"
 CONSTRUCT2 = Path(__file__).resolve().parent / "data" / "construct_blind_gpu2.py"
@@ -174,6 +181,8 @@ def test_a_one_gpu_job_on_eight_gpus_is_judged_on_its_gpu(uuids, process_lists, 
     assert (v["resource"], v["stage"]) == ("gpu_compute", "compute"), v["evidence"]
     assert any(found in e for e in v["evidence"]), v["evidence"]
     assert not any("7 of the 8 GPUs" in e for e in v["evidence"])
+    if process_lists or uuids:  # found by what names the job's GPU, not by which GPUs ran kernels
+        assert not any("ran kernels considered" in e for e in v["evidence"]), v["evidence"]
 
 
 @pytest.mark.slow
@@ -193,6 +202,13 @@ def test_pinning_is_not_advised_for_copies_that_fill_the_link(traces, cli_env):
 
 
 @pytest.mark.slow
+def test_a_steady_job_on_a_threshold_does_not_flap_at_every_crossing(traces, cli_env):
+    """SM activity at 50% +- 3% against LOW_SM: 7 regime changes in 45 s before the flap guard."""
+    doc = analyze(traces / "11_balanced_unremarkable.jsonl", cli_env)
+    assert len(doc["regime_changes"]) <= 4, doc["regime_changes"]
+
+
+@pytest.mark.slow
 def test_a_verdict_from_the_roofline_alone_says_the_sms_were_not_measured(traces, cli_env):
     ev = analyze(traces / "12_no_dcgm_compute.jsonl", cli_env)["verdict"]["evidence"]
     assert any(e.startswith("SM activity not measured") for e in ev), ev
@@ -203,3 +219,50 @@ def test_the_wait_for_a_straggler_is_not_a_link_pressure(traces, cli_env):
     v = analyze(traces / "10_straggler_rank2.jsonl", cli_env)["verdict"]
     assert v["straggler"]["rank"] == 2
     assert "inter_gpu_interconnect" not in [s["resource"] for s in v.get("secondary") or ()]
+
+
+# --- the pieces, without a trace ------------------------------------------------------------------
+def _gpus(busy: dict[str, float], facts: dict) -> JobGpus:
+    figures: dict[str, float | None] = {}
+    for dev, b in busy.items():
+        figures[f"gpu_compute/{dev}/busy_fraction"] = b
+        figures[f"gpu_compute/{dev}/utilization"] = b
+    return window_job_gpus(window(figures, {"forward": 0.5, "backward": 0.5}, facts), NO_PEAKS)
+
+
+def test_the_gpus_that_ran_kernels_stand_for_the_jobs_only_where_they_can():
+    """Unknown GPUs, one of eight busy: the hook's CUDA job with one rank here is judged on it; an
+    attach job (no hook), a job with more ranks here than GPUs busy, or two GPUs busy for a one-rank
+    job (another tenant's) keep every GPU."""
+    eight = {f"gpu{i}": (0.9 if i == 0 else 0.0) for i in range(8)}
+    one = _gpus(eight, {"device": "cuda", "local_world_size": 1})
+    assert one.devices == ("gpu0",) and not one.known and "ran kernels considered" in one.note
+    assert len(_gpus(eight, {}).devices) == 8  # attach: no hook says the job is on CUDA
+    assert len(_gpus(eight, {"device": "cuda", "local_world_size": 2}).devices) == 8
+    tenant = {**eight, "gpu5": 0.7}
+    assert len(_gpus(tenant, {"device": "cuda", "local_world_size": 1}).devices) == 8
+
+
+def test_a_stragglers_data_wait_is_storage_where_the_window_says_so():
+    s = Straggler(
+        kind="rank",
+        rank=5,
+        node="n",
+        gpu="GPU-x",
+        ranks=(5,),
+        compute=0.5,
+        median_compute=0.3,
+        slowest_share=1.0,
+        last_share=1.0,
+        intervals=10,
+        step_time_lost=0.2,
+        doing="data_wait",
+    )
+    cpu = Verdict(resource="inter_gpu_interconnect", stage="communication", confidence=0.9, evidence=())
+    assert straggler_resource(s, Stage.DATA, cpu) == Resource.CPU_COMPUTE
+    nfs = replace(cpu, secondary=((Resource.STORAGE_NETWORK_BANDWIDTH, 0.6),))
+    assert straggler_resource(s, Stage.DATA, nfs) == Resource.STORAGE_NETWORK_BANDWIDTH
+    assert straggler_resource(replace(s, doing="file_io"), Stage.DATA, cpu) == Resource.STORAGE_BANDWIDTH
+    assert straggler_resource(replace(s, doing="transfer"), Stage.TRANSFER, cpu) == Resource.CPU_GPU_INTERCONNECT
+    cpu_job = replace(s, gpu="", doing="transfer")
+    assert straggler_resource(cpu_job, Stage.TRANSFER, cpu) == Resource.CPU_COMPUTE

@@ -51,29 +51,39 @@ def test_tracker_keeps_a_bounded_immutable_list_of_regime_changes():
     assert tr.changes is before
 
 
-def test_tracker_goes_back_to_the_regime_it_just_left_only_over_a_whole_window():
+def test_tracker_turns_a_third_time_between_two_regimes_only_over_a_whole_window():
     """A finding whose figure sits on its threshold: the sliding windows cross it in runs of two or
-    three. The first change is taken (hold); going back to the regime just left needs
-    WINDOW_SAMPLES windows in a row, and neither the hold nor a jump."""
+    three. An excursion and its return are taken on the hold; leaving again for the same regime
+    soon after needs WINDOW_SAMPLES windows in a row, and neither the hold nor a jump."""
     from bottleneckd.diagnosis.thresholds import FLAP_WINDOWS, WINDOW_SAMPLES
 
     tr = VerdictTracker(hold=2, jump=0.35)
     tr.update(v("gpu_compute", conf=0.6, t=0), W)
-    for t in (1, 2):
+    for t in (1, 2):  # the excursion
         tr.update(v(UNDETERMINED, "other", conf=0.0, t=t), W)
     assert tr.current.resource == UNDETERMINED and tr.changes_total == 1
-    for t in range(3, 3 + WINDOW_SAMPLES - 1):  # back, at a far higher confidence, for one window too few
-        tr.update(v("gpu_compute", conf=0.9, t=t), W)
-    assert tr.current.resource == UNDETERMINED and tr.changes_total == 1
-    assert tr.update(v("gpu_compute", conf=0.9, t=3 + WINDOW_SAMPLES), W).resource == "gpu_compute"
-    assert tr.changes_total == 2
-    # a regime left longer ago than FLAP_WINDOWS comes back on the hold as any other
+    for t in (3, 4):  # its return, on the hold
+        tr.update(v("gpu_compute", conf=0.6, t=t), W)
+    assert tr.current.resource == "gpu_compute" and tr.changes_total == 2
+    for t in range(5, 5 + WINDOW_SAMPLES - 1):  # away again, for one window too few
+        tr.update(v(UNDETERMINED, "other", conf=0.0, t=t), W)
+    assert tr.current.resource == "gpu_compute" and tr.changes_total == 2
+    assert tr.update(v(UNDETERMINED, "other", conf=0.0, t=9), W).resource == UNDETERMINED
+    # a different regime is taken on the hold as any other
     tr2 = VerdictTracker(hold=2, jump=0.35)
-    tr2.update(v("gpu_compute", t=0), W)
-    for t in range(1, FLAP_WINDOWS + 3):
-        tr2.update(v("cpu_compute", t=t), W)
-    tr2.update(v("gpu_compute", t=50), W)
-    assert tr2.update(v("gpu_compute", t=51), W).resource == "gpu_compute"
+    for t, r in enumerate(["gpu_compute", "cpu_compute", "cpu_compute", "gpu_compute", "gpu_compute"]):
+        tr2.update(v(r, t=t), W)
+    assert tr2.current.resource == "gpu_compute"
+    tr2.update(v("storage_bandwidth", "data", t=5), W)
+    assert tr2.update(v("storage_bandwidth", "data", t=6), W).resource == "storage_bandwidth"
+    # and the same turn long after the return, too
+    tr3 = VerdictTracker(hold=2, jump=0.35)
+    for t, r in enumerate(["gpu_compute", "cpu_compute", "cpu_compute", "gpu_compute", "gpu_compute"]):
+        tr3.update(v(r, t=t), W)
+    for t in range(5, 5 + FLAP_WINDOWS):
+        tr3.update(v("gpu_compute", t=t), W)
+    tr3.update(v("cpu_compute", t=40), W)
+    assert tr3.update(v("cpu_compute", t=41), W).resource == "cpu_compute"
 
 
 def test_tracker_a_much_stronger_verdict_takes_over_at_once():

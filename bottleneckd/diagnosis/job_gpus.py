@@ -70,12 +70,28 @@ def window_job_gpus(w: WindowStats, peaks: PeakTable | None) -> JobGpus:
     devs = w.devices(Resource.GPU_COMPUTE)
     device = str((w.phases.facts.get("device") if w.phases else None) or "")
     seen = {d: v for d in devs if (v := w.get(Resource.GPU_COMPUTE, d, "job_process")) is not None}
-    if not seen:
+    sampled = any((Resource.GPU_COMPUTE, d, "job_process") in w.notes for d in devs)
+    if not seen and not sampled:  # the sampler's own "unknown" (PIDs of another namespace) stands
         seen = _seen_in_process_lists(w, devs)
+    return job_gpus(
+        devs, peaks.gpu_uuids() if peaks is not None else {}, rank_uuids(w), seen, device, _not_the_jobs(w, devs)
+    )
+
+
+def _not_the_jobs(w: WindowStats, devs: list[str]) -> list[str]:
+    """The GPUs that ran no kernel throughout the window (GPU_NO_KERNELS), offered as not the job's
+    only where that cannot be another tenant's work standing in for the job's: the hook says the job
+    trains on CUDA, and as many GPUs ran kernels as the job's ranks on this node (one where it does
+    not say). Without the hook (attach), or with more GPUs busy than the job has ranks here, none."""
+    facts = w.phases.facts if w.phases is not None else {}
+    if not str(facts.get("device") or "").startswith("cuda"):
+        return []
     idle = [
         d for d in devs if (st := w.stats.get((Resource.GPU_COMPUTE, d, "busy_fraction"))) and st.max < GPU_NO_KERNELS
     ]
-    return job_gpus(devs, peaks.gpu_uuids() if peaks is not None else {}, rank_uuids(w), seen, device, idle)
+    local = facts.get("local_world_size")
+    ranks_here = local if isinstance(local, int) and not isinstance(local, bool) and local > 0 else 1
+    return idle if len(devs) - len(idle) == ranks_here else []
 
 
 def _seen_in_process_lists(w: WindowStats, devs: list[str]) -> dict[str, float]:

@@ -44,10 +44,11 @@ def regime(v: Verdict) -> tuple[str, str]:
 
 class VerdictTracker:
     """A new verdict (resource and stage) replaces the current one after ``hold`` consecutive
-    windows agree, or at once when it is much stronger (confidence margin ``jump``), unless it is
-    the regime the tracker left within the last FLAP_WINDOWS windows: that one comes back only
-    when WINDOW_SAMPLES windows in a row agree (a finding whose figure sits on its threshold would
-    otherwise flap each time the sliding window's mean crosses it)."""
+    windows agree, or at once when it is much stronger (confidence margin ``jump``). A verdict that
+    has just come back from an excursion (A -> B -> A) leaves again for the same regime within
+    FLAP_WINDOWS windows only when WINDOW_SAMPLES windows in a row agree: a finding whose figure
+    sits on its threshold would otherwise flap each time the sliding window's mean crosses it, while
+    one noisy excursion still ends on the hold."""
 
     def __init__(self, hold: int = TRACKER_HOLD, jump: float = JUMP) -> None:
         self.hold = hold
@@ -55,8 +56,9 @@ class VerdictTracker:
         self.current: Verdict | None = None
         self._candidate: tuple[str, str] | None = None
         self._count = 0
-        #: the regime last replaced, and the windows seen since
+        #: the regimes replaced at the last change and the one before, and the windows seen since
         self._left: tuple[str, str] | None = None
+        self._left_before: tuple[str, str] | None = None
         self._since_change = 0
         #: the latest regime changes, oldest first: an immutable tuple replaced on each change, so
         #: that a snapshot holds it without a copy per tick
@@ -77,9 +79,10 @@ class VerdictTracker:
             self._count += 1
         else:
             self._candidate, self._count = regime(v), 1
-        if regime(v) == self._left and self._since_change <= FLAP_WINDOWS:
-            # back to the regime just left: only on agreement over a window's length of samples (the
-            # windows slide one sample at a time, so two in a row are mostly the same evidence)
+        if regime(v) == self._left and regime(cur) == self._left_before and self._since_change <= FLAP_WINDOWS:
+            # a third turn between the same two regimes: only on agreement over a window's length of
+            # samples (the windows slide one sample at a time, so two in a row are mostly the same
+            # evidence); a first return from an excursion is taken on the hold, as any change
             agreed = self._count >= max(self.hold, WINDOW_SAMPLES)
         else:
             agreed = self._count >= self.hold or v.confidence - cur.confidence >= self.jump
@@ -96,6 +99,6 @@ class VerdictTracker:
             self.changes_total += 1
             self.current = replace(v, since=v.t)
             self._candidate, self._count = None, 0
-            self._left, self._since_change = regime(cur), 0
+            self._left_before, self._left, self._since_change = self._left, regime(cur), 0
             return self.current
         return replace(cur, t=v.t)

@@ -705,16 +705,22 @@ STAGE_OF: dict[str, Stage] = {
 }
 
 
-def straggler_resource(s: Straggler, stage: Stage | None) -> Resource:
+_STORAGE = (Resource.STORAGE_BANDWIDTH, Resource.STORAGE_NETWORK_BANDWIDTH)
+
+
+def straggler_resource(s: Straggler, stage: Stage | None, v: Verdict) -> Resource:
     """What limits the straggler in the stage it spends its extra time in: its GPU's compute (a GPU
     rank computing), its CPU (computing on a CPU, code between the steps, its loader building
     batches: the loader's CPU is what a rank's data wait most often waits on, and more of it is the
-    first thing to give), storage for a rank reading files inline, its PCIe link for a rank copying
-    its batch."""
-    if stage == Stage.TRANSFER:
+    first thing to give; storage where the window's verdict or a secondary pressure is storage, or
+    the rank reads files inline), its PCIe link for a GPU rank copying its batch."""
+    if stage == Stage.TRANSFER and s.gpu:
         return Resource.CPU_GPU_INTERCONNECT
-    if s.doing == Phase.FILE_IO:
-        return Resource.STORAGE_BANDWIDTH
+    if stage == Stage.DATA:
+        storage = next((r for r in (v.resource, *(r for r, _ in v.secondary)) if r in _STORAGE), None)
+        if storage is not None:  # the window's own storage finding says what the data waits on
+            return storage
+        return Resource.STORAGE_BANDWIDTH if s.doing == Phase.FILE_IO else Resource.CPU_COMPUTE
     return Resource.GPU_COMPUTE if s.gpu and stage == Stage.COMPUTE else Resource.CPU_COMPUTE
 
 
@@ -779,10 +785,11 @@ def with_straggler(v: Verdict, samples: Iterable[Sample], history: StragglerHist
     """The window's verdict with the straggler, when one is named. When the job's steps wait in
     communication and the straggler's extra time accounts for at least half of the median rank's
     wait, the wait is for the straggler, not for the link: the verdict becomes what the straggler
-    was doing (its compute, or its code between the steps), with the link's figures kept as
-    secondary evidence; where the window's verdict already is what the straggler was doing, it
-    stands, with the straggler as what limits the step. A rank slowed by contention from outside
-    the job is said so, not named."""
+    was doing (its compute, its code between the steps, its data wait or its copies:
+    ``straggler_resource``), with the link's figures kept as evidence and the links' secondary
+    pressures scaled to the part of the wait it does not explain; where the window's verdict already
+    is what the straggler was doing, it stands, with the straggler as what limits the step. A rank
+    slowed by contention from outside the job is said so, not named."""
     samples = list(samples)
     window = intervals(samples)
     s = find_straggler(samples)
@@ -801,7 +808,7 @@ def with_straggler(v: Verdict, samples: Iterable[Sample], history: StragglerHist
     med_wait = median(f.wait for f in figs)
     med_step = median(f.busy + f.wait for f in figs)
     stage = STAGE_OF.get(s.doing or Phase.FORWARD)
-    resource = straggler_resource(s, stage)
+    resource = straggler_resource(s, stage, v)
     waited_for = med_wait > 0 and s.step_time_lost >= STRAGGLER_WAIT_SHARE * med_wait
     if stage and waited_for and (v.resource, v.stage) == (resource, stage):
         # the window already names what the straggler was doing (under attach the rank followed can

@@ -540,7 +540,9 @@ GPU_NO_KERNELS = _t(
     statistic="gpu_busy_fraction",
     source="NVML's utilization.gpu counts whole percent of the sample period with a kernel running: 0 on a GPU "
     "that ran none. Where the job's GPUs are unknown (no CUDA UUIDs, no process lists), a GPU under this in "
-    "every sample of the window is not the job's when others ran kernels (a one-GPU job on an eight-GPU node)",
+    "every sample of the window is not the job's where the hook says the job trains on CUDA and as many other "
+    "GPUs ran kernels as it has ranks on the node (a one-GPU job on an eight-GPU node)",
+    caveat="compared with the window's largest busy fraction; the statistic column's figure is its mean",
 )
 GPU_NEVER_IDLE = _t(
     "GPU_NEVER_IDLE",
@@ -755,10 +757,10 @@ FLAP_WINDOWS = _t(
     10,
     unit="windows",
     statistic="",
-    source="a regime the verdict left this many windows ago or less comes back only when WINDOW_SAMPLES windows "
-    "in a row agree (a whole window of samples; not HOLD, nor at once by JUMP): a steady GPU job whose SM "
-    "activity sat on LOW_SM (50% +- 3% from sample to sample) changed regime 7 times in 45 s without it "
-    "(tests/test_gpu_blind.py, scenario 11_balanced_unremarkable)",
+    source="a verdict back from an excursion (A -> B -> A) this many windows ago or less leaves for B again only "
+    "when WINDOW_SAMPLES windows in a row agree (a whole window of samples; not HOLD, nor at once by JUMP): a "
+    "steady GPU job whose SM activity sat on LOW_SM (50% +- 3% from sample to sample) changed regime 7 times in "
+    "45 s without it (tests/test_gpu_blind.py, scenario 11_balanced_unremarkable)",
     caveat="chosen, not measured: 10 s at 1 Hz, twice the sidecar's default window",
 )
 CHECKPOINT_WRITES = _t(

@@ -9,9 +9,9 @@ communication rules and the energy per step must read the job's own GPUs. In ord
 2. NVML's process lists (the GPU sampler's ``job_process``): 1 on a GPU where a process of the
    job's tree is listed, 0 where none is and every listed PID is visible to us; unknown where NVML
    lists PIDs of another PID namespace;
-3. neither: every GPU that ran kernels in the window is considered where some did and others sat
-   idle throughout (a one-GPU job on an eight-GPU node: the idle seven are not its, nor can their
-   idleness speak for it), else every GPU; the note says so (``known`` stays False).
+3. neither: where the hook says the job trains on CUDA and as many GPUs ran kernels as it has
+   ranks on the node, those (a one-GPU job on an eight-GPU node: the idle seven are not its, nor
+   can their idleness speak for it); else every GPU. The note says which (``known`` stays False).
 
 A job seen on no GPU at all (every GPU's list read, none of them holding a job process) runs on
 none: its GPUs are the empty set, *known* (a CPU job on a GPU node), not "every GPU". So does a job
@@ -29,8 +29,8 @@ from bottleneckd.model.identity import gpu_key
 
 @dataclass(frozen=True)
 class JobGpus:
-    devices: tuple[str, ...]  # the job's GPU units on this node; every GPU when not known
-    known: bool  # False: ``devices`` is every GPU, for lack of knowledge
+    devices: tuple[str, ...]  # the job's GPU units on this node; when not known, every GPU (or those that ran kernels)
+    known: bool  # False: ``devices`` is a guess (every GPU, or those that ran kernels), for lack of knowledge
     note: str  # how they were found, or why every GPU is considered
     #: (rank, device) for each rank whose own GPU is one of this node's units
     ranks: tuple[tuple[int, str], ...] = ()

@@ -133,7 +133,9 @@ def period_text(doc: dict[str, Any]) -> str:
     if not held:
         return f"{run}; the evidence is from the verdict's last window"
     ranks = held.get("ranks") or 1
-    steps = f"{held['steps']} steps" if ranks <= 1 else f"{held['steps'] // ranks} steps on each of {ranks} ranks"
+    about = "" if held["steps"] % ranks == 0 else "about "
+    each = f"{about}{held['steps'] // ranks} steps on each of {ranks} ranks"
+    steps = f"{held['steps']} steps" if ranks <= 1 else each
     return f"the {held['seconds']:.0f} s this verdict held while training ({steps}), of {run}"
 
 

@@ -2,7 +2,8 @@
 
 - The job's GPUs (diagnosis/job_gpus.py): the GPUs its ranks name (each rank's identity and CUDA
   UUIDs), else NVML's process lists; other tenants' GPUs are left out. Unknown (no hook, no
-  process lists, another PID namespace): every GPU, said in the evidence. A job seen on no GPU
+  process lists, another PID namespace): the GPUs that ran kernels where they can only be the
+  job's (model/job_gpus.py), else every GPU, said in the evidence. A job seen on no GPU
   is not judged here (a CPU job on a GPU node).
 - Every rank's own GPU is judged (gpu_one.py), with that rank's facts (its roofline and dtype):
   the job's facts are one rank's, and the ranks of a job need not be alike.

@@ -51,14 +51,18 @@ def _timed_copies(share: float | None) -> tuple[float, list[str]]:
 
 
 def link_while_copying(w: WindowStats, peaks: PeakTable | None) -> tuple[str, float] | None:
-    """The job's busiest PCIe link and its share of the peak while the step copies (its utilization
-    over the interval divided by the copies' share of the step, at most 1), or None where either is
-    not measured."""
+    """The job's busiest PCIe link and its host-to-device share of the peak while the step copies
+    (the GPU's received bytes over the link's peak, else its utilization, either over the interval
+    divided by the copies' share of the step, at most 1), or None where the copies are under
+    TRANSFER_HIGH of the step (a small share magnifies a noisy rate) or either is not measured."""
     share = w.phases.share(Phase.TRANSFER) if w.phases is not None else None
     pcie = job_busiest(w, peaks, Resource.CPU_GPU_INTERCONNECT)
-    if pcie is None or not share:
+    if pcie is None or share is None or share < TRANSFER_HIGH:
         return None
-    return pcie[0], min(1.0, pcie[1] / share)
+    rx = w.get(Resource.CPU_GPU_INTERCONNECT, pcie[0], "rx_bytes_per_second")
+    peak = w.get(Resource.CPU_GPU_INTERCONNECT, pcie[0], "peak")
+    rate = rx / peak if rx is not None and peak else pcie[1]
+    return pcie[0], min(1.0, rate / share)
 
 
 def _while_copying(w: WindowStats, peaks: PeakTable | None, share: float | None) -> list[str]:
@@ -66,10 +70,10 @@ def _while_copying(w: WindowStats, peaks: PeakTable | None, share: float | None)
     ev = []
     pcie = job_busiest(w, peaks, Resource.CPU_GPU_INTERCONNECT)
     copying = link_while_copying(w, peaks)
-    if pcie is not None and copying is not None:
+    if pcie is not None and share:
         ev.append(
             f"{pcie[0]} PCIe at {pct(pcie[1])} of its peak per direction over the interval, "
-            f"{pct(copying[1])} while copying"
+            f"{pct(min(1.0, pcie[1] / share))} while copying"
         )
     if w.phases is not None and w.phases.facts.get("pin_memory") is False:
         if copying is not None and copying[1] >= PAGEABLE_LINK_MAX:
