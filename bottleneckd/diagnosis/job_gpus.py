@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from bottleneckd.diagnosis.thresholds import CO_TENANT_BYTES, GPU_NEVER_IDLE, GPU_NO_KERNELS
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.job_gpus import JobGpus, job_gpus
@@ -89,9 +92,13 @@ def _not_the_jobs(w: WindowStats, devs: list[str]) -> list[str]:
     idle = [
         d for d in devs if (st := w.stats.get((Resource.GPU_COMPUTE, d, "busy_fraction"))) and st.max < GPU_NO_KERNELS
     ]
+    return idle if len(devs) - len(idle) == ranks_on_node(facts) else []
+
+
+def ranks_on_node(facts: Mapping[str, Any]) -> int:
+    """The job's ranks on this node (the hook's ``local_world_size``), one where it does not say."""
     local = facts.get("local_world_size")
-    ranks_here = local if isinstance(local, int) and not isinstance(local, bool) and local > 0 else 1
-    return idle if len(devs) - len(idle) == ranks_here else []
+    return local if isinstance(local, int) and not isinstance(local, bool) and local > 0 else 1
 
 
 def _seen_in_process_lists(w: WindowStats, devs: list[str]) -> dict[str, float]:

@@ -64,7 +64,7 @@ what the job's own figures say about whether a mitigation can help, not what the
 
 from __future__ import annotations
 
-from bottleneckd.diagnosis.job_gpus import co_tenants, job_listed, runs_on_gpu, window_job_gpus
+from bottleneckd.diagnosis.job_gpus import co_tenants, job_listed, ranks_on_node, runs_on_gpu, window_job_gpus
 from bottleneckd.diagnosis.rules.capacity import job_memory_share
 from bottleneckd.diagnosis.rules.common import other_share
 from bottleneckd.diagnosis.rules.communication import other_collectives, slow_link, spans_hosts
@@ -158,8 +158,7 @@ def parameter_memory_share(w: WindowStats) -> float | None:
     f = w.phases.facts if w.phases is not None else {}
     params, nbytes = f.get("parameters"), _DTYPE_BYTES.get(str(f.get("param_dtype") or ""))
     rss = w.get(Resource.CPU_MEMORY, "job", "resident_bytes")
-    local = f.get("local_world_size")
-    copies = local if isinstance(local, int) and not isinstance(local, bool) and local > 0 else 1
+    copies = ranks_on_node(f)
     if not isinstance(params, (int, float)) or isinstance(params, bool) or params <= 0 or nbytes is None or not rss:
         return None
     return min(1.0, float(params) * nbytes * copies / rss)
