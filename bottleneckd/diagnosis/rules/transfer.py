@@ -69,13 +69,13 @@ def _while_copying(w: WindowStats, peaks: PeakTable | None, share: float | None)
     """The job's busiest PCIe link during the copies, and whether the host memory is pinned."""
     ev = []
     pcie = job_busiest(w, peaks, Resource.CPU_GPU_INTERCONNECT)
-    copying = link_while_copying(w, peaks)
     if pcie is not None and share:
         ev.append(
             f"{pcie[0]} PCIe at {pct(pcie[1])} of its peak per direction over the interval, "
             f"{pct(min(1.0, pcie[1] / share))} while copying"
         )
     if w.phases is not None and w.phases.facts.get("pin_memory") is False:
+        copying = link_while_copying(w, peaks)
         if copying is not None and copying[1] >= PAGEABLE_LINK_MAX:
             ev.append(
                 f"host memory not pinned (DataLoader pin_memory=False), yet the link ran at {pct(copying[1])} of its "
