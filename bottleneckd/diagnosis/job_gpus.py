@@ -118,14 +118,20 @@ def never_idle(w: WindowStats, peaks: PeakTable | None) -> tuple[str, float] | N
     (NVML's busy fraction): such GPUs never waited for the host, so host-side time (a thread spinning
     in a synchronisation, stack samples outside the phases) overlaps their work. None otherwise, and
     for a job on no GPU."""
+    least = least_busy(w, peaks)
+    return least if least is not None and least[1] >= GPU_NEVER_IDLE else None
+
+
+def least_busy(w: WindowStats, peaks: PeakTable | None) -> tuple[str, float] | None:
+    """The least busy of the job's GPUs and the share of the time it ran kernels (NVML's busy
+    fraction); None for a job on no GPU or where a GPU of the job has no busy figure."""
     if not runs_on_gpu(w, peaks):
         return None
     jg = window_job_gpus(w, peaks)
     busy = [(d, v) for d in jg.devices if (v := w.get(Resource.GPU_COMPUTE, d, "busy_fraction")) is not None]
     if not busy or len(busy) < len(jg.devices):
         return None
-    least = min(busy, key=lambda dv: dv[1])
-    return least if least[1] >= GPU_NEVER_IDLE else None
+    return min(busy, key=lambda dv: dv[1])
 
 
 def job_busiest(

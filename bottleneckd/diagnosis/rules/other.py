@@ -4,14 +4,22 @@ samplers see: the job writing to storage (or stalled on I/O), one thread at a fu
 code), the job's processes at their cores; undetermined with the reason otherwise. A GPU job whose
 GPUs never idle (diagnosis/job_gpus.py ``never_idle``) spends that time waiting on them (a
 ``.item()`` spinning in a CUDA synchronisation reads as a thread at a full core): the GPU rules judge
-it (gpu_compute.py), not this one."""
+it (gpu_compute.py), not this one.
+
+A GPU job timed by the hook's CUDA events whose GPUs idle (OTHER_LARGEST of the time or more) is
+the other way round: the compute stage is the GPU's own timeline, and the other stage is the host's
+work while the GPU waits for it (per-step ``.item()``, logging, metrics on the host). There the other
+stage is weighed against the host's stages only (data, transfer, communication), and at full
+strength from OTHER_HIGH of the step: a GPU idle half its step for the host is as starved as a GPU
+waiting on its loader (a blind trace: host work 41-46% of the step beside the GPU's 52-59% read
+"balanced", no advice; at 51% it read cpu_compute/other)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from bottleneckd.diagnosis.job_gpus import never_idle
-from bottleneckd.diagnosis.rules.common import headroom, other_share, pct, stack_samples, stage_share
+from bottleneckd.diagnosis.job_gpus import least_busy, never_idle
+from bottleneckd.diagnosis.rules.common import cuda_timed, headroom, other_share, pct, stack_samples, stage_share
 from bottleneckd.diagnosis.rules.cpu_state import CpuState, cpu_state
 from bottleneckd.diagnosis.rules.storage import io_wait
 from bottleneckd.diagnosis.thresholds import OTHER_HIGH, OTHER_IDLE, OTHER_LARGEST, WRITES
@@ -34,12 +42,20 @@ UNDETERMINED_WEIGHT = 0.7
 def other(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     """The family: the step mostly outside the phases, explained by the first decision that holds."""
     share = other_share(w)
-    if share is None or not (share >= OTHER_HIGH or _largest_stage(w, share)) or never_idle(w, peaks) is not None:
+    if share is None or never_idle(w, peaks) is not None:
+        return []
+    waiting = _gpu_waits_for_host(w, peaks)
+    if not (share >= OTHER_HIGH or _largest_stage(w, share, host_only=waiting is not None)):
         return []
     src = "stack samples" if w.phases and w.phases.facts.get("phase_source") == "py-spy" else "step time"
     ev = [f"{pct(share)} of {src} outside data loading, forward, backward, optimizer and communication"]
+    if waiting is not None:
+        ev.append(
+            f"{waiting[0]}, the job's least busy GPU, ran kernels {pct(waiting[1])} of the time: it waits for the host "
+            "there (the phases are its CUDA-event timeline)"
+        )
     head = headroom(share, stack_samples(w))
-    strength = min(1.0, share / FULL_SHARE)
+    strength = min(1.0, share / (OTHER_HIGH if waiting is not None else FULL_SHARE))
     cpu = cpu_state(w)
     found = _writes_or_io_waits(w, ev, strength) or _thread_waits(w, cpu, ev, strength) or _cpu_busy(cpu, ev, strength)
     if found is None:
@@ -51,13 +67,26 @@ def other(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     return [replace(found, headroom=head)]
 
 
-def _largest_stage(w: WindowStats, share: float) -> bool:
+def _gpu_waits_for_host(w: WindowStats, peaks: PeakTable) -> tuple[str, float] | None:
+    """The job's least busy GPU and its busy fraction, where the hook's CUDA events timed the step
+    and that GPU idled OTHER_LARGEST of the time or more: the other stage is then host work the GPU
+    waits for. None otherwise (no CUDA events, a GPU busy enough to have run the other stage's time)."""
+    if not cuda_timed(w):
+        return None
+    least = least_busy(w, peaks)
+    return least if least is not None and 1.0 - least[1] >= OTHER_LARGEST else None
+
+
+def _largest_stage(w: WindowStats, share: float, host_only: bool = False) -> bool:
     """Below OTHER_HIGH, the stage still limits the step where it is at least OTHER_LARGEST of it
     and more than any other stage (a per-step metric at 47-52% of the step beside a serial loader's
-    33%: removing the metric measured x2.30, the loader's share allows x1.49)."""
+    33%: removing the metric measured x2.30, the loader's share allows x1.49). ``host_only``: the
+    GPU waits for the host in the other stage, so the GPU's own stages (compute, optimizer) are not
+    weighed against it; the GPU rules judge them."""
     if share < OTHER_LARGEST:
         return False
-    rest = (stage_share(w, s) for s in Stage if s != Stage.OTHER)
+    gpu_own = (Stage.COMPUTE, Stage.OPTIMIZER) if host_only else ()
+    rest = (stage_share(w, s) for s in Stage if s != Stage.OTHER and s not in gpu_own)
     return all(r is None or r < share for r in rest)
 
 
