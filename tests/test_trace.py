@@ -172,3 +172,24 @@ def test_a_mitigation_applied_by_the_hook_is_recorded_as_an_event(tmp_path, cli_
     assert [(e["kind"], e["name"], e["changes_semantics"]) for e in events] == [
         ("mitigation_applied", "channels_last", False)
     ]
+
+
+def test_a_reader_ignores_header_fields_it_does_not_know(tmp_path):
+    """The format's contract ("a reader must ignore fields it does not know"), in every object of
+    the header's machine and peaks (a blind trace writer's `firmware` on a block device rejected
+    the whole trace); a missing field that may be unknown reads as unknown."""
+    lines = GPU_TRACE.read_text().splitlines()
+    head = json.loads(lines[0])
+    m = head["machine"]
+    m["cpu"]["microcode"] = "0x2b000571"
+    m["cpu"].pop("sockets")
+    for obj in (*m["gpus"], *m["block_devices"], *m["nics"], *m["mounts"], *head["peaks"]):
+        obj["firmware"] = "x"
+    assert m["block_devices"] and m["gpus"] and head["peaks"]
+    m["block_devices"][0].pop("model")
+    out = tmp_path / "extra.jsonl"
+    out.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
+    header, samples = read_trace(str(out))
+    assert header.machine is not None
+    assert header.machine.cpu.sockets is None and header.machine.block_devices[0].model is None
+    assert len(list(samples)) == len(lines) - 1

@@ -12,6 +12,7 @@ from typing import Any
 
 from bottleneckd.hardware.detect.machine import Machine
 from bottleneckd.hardware.detect.types import GpuInfo
+from bottleneckd.model.from_json import from_json
 from bottleneckd.model.identity import gpu_key
 from bottleneckd.model.resources import CAPACITY_RESOURCES, RESOURCES, Resource
 from bottleneckd.peaks.catalog import Catalog, DeviceSpec
@@ -94,7 +95,7 @@ class PeakTable:
 
     @staticmethod
     def from_json(rows: Iterable[dict[str, Any]]) -> PeakTable:
-        return PeakTable(tuple(ResolvedPeak(**{**r, "resource": Resource(r["resource"])}) for r in rows))
+        return PeakTable(tuple(from_json(ResolvedPeak, r, resource=Resource(r["resource"])) for r in rows))
 
 
 def table4_ratio(peak: ResolvedPeak, fastest_madd: float | None) -> str:

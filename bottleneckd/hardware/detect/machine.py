@@ -10,6 +10,7 @@ from bottleneckd.hardware.detect import gpus as gpu_detect
 from bottleneckd.hardware.detect import host as host_detect
 from bottleneckd.hardware.detect.types import BlockDevice, CpuInfo, GpuInfo, IbPort, Mount, Nic
 from bottleneckd.hardware.nvml import NvmlBackend
+from bottleneckd.model.from_json import from_json
 
 __all__ = ["Machine", "detect_machine"]
 
@@ -34,16 +35,21 @@ class Machine:
     def from_json(d: dict[str, Any]) -> Machine:
         return Machine(
             hostname=d["hostname"],
-            cpu=CpuInfo(**{**d["cpu"], "flags": tuple(d["cpu"].get("flags", ()))}),
+            cpu=from_json(CpuInfo, d["cpu"], flags=tuple(d["cpu"].get("flags") or ())),
             memory_total_bytes=d.get("memory_total_bytes"),
             gpus=tuple(
-                GpuInfo(**{**g, "mig_fractions": tuple(g["mig_fractions"]) if g.get("mig_fractions") else None})
+                from_json(
+                    GpuInfo,
+                    g,
+                    gpm_supported=bool(g.get("gpm_supported", False)),
+                    mig_fractions=tuple(g["mig_fractions"]) if g.get("mig_fractions") else None,
+                )
                 for g in d.get("gpus", ())
             ),
-            block_devices=tuple(BlockDevice(**b) for b in d.get("block_devices", ())),
-            nics=tuple(Nic(**n) for n in d.get("nics", ())),
-            ib_ports=tuple(IbPort(**p) for p in d.get("ib_ports", ())),
-            mounts=tuple(Mount(**m) for m in d.get("mounts", ())),
+            block_devices=tuple(from_json(BlockDevice, b) for b in d.get("block_devices", ())),
+            nics=tuple(from_json(Nic, n) for n in d.get("nics", ())),
+            ib_ports=tuple(from_json(IbPort, p) for p in d.get("ib_ports", ())),
+            mounts=tuple(from_json(Mount, m) for m in d.get("mounts", ())),
             unknown=dict(d.get("unknown", {})),
         )
 
