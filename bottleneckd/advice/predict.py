@@ -466,7 +466,20 @@ def other_lines(i: StepInputs, kind: str, every: int = EVERY_N) -> Prediction:
     o = i.share(Phase.OTHER)
     s = Share(o.value * line.value, o.low * line.low, o.high * line.high)
     what = "the hottest function" + (f" {i.hottest}" if i.hottest else "") if kind == "hottest_function" else kind
+    what = "lines reading device tensors on the host (.item(), .cpu())" if kind == "host_sync" else what
     return _amdahl_share(m, s, every, f"{what}: {line.value:.0%} of the other stage's stack samples,")
+
+
+def host_syncs(i: StepInputs) -> Prediction:
+    """Synchronisations read every N steps, where they are: on the other stage's lines that read a
+    device tensor on the host (``.item()`` in a logging line, a metric's ``.cpu()``), and in the
+    gaps they leave inside the compute phases (``host_gaps``); the larger of the two where both are
+    measured (the gaps of one place are not the other's time)."""
+    gaps, line = host_gaps(i), i.other_lines.get("host_sync")
+    if line is None or line.value <= 0.0:  # no synchronising line seen in the other stage
+        return gaps
+    lines = other_lines(i, "host_sync")
+    return lines if gaps.speedup is None or (lines.speedup or 0.0) >= gaps.speedup else gaps
 
 
 #: a smaller model, as section 5's baseline means it: half the width. The compute phases' FLOPs fall
@@ -822,7 +835,7 @@ MODELS: dict[str, Model] = {
     "cache_locally": cache_locally,
     "small_state_optimizer": small_state_optimizer,
     "fused_optimizer": fused_optimizer,
-    "avoid_host_syncs": host_gaps,
+    "avoid_host_syncs": host_syncs,
     "restore_link": restore_link,
     "local_model_parallel": other_collectives,
     "isolate_cores": cores_back,

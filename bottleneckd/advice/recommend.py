@@ -66,13 +66,19 @@ class Recommendation:
 def rank_key(r: Recommendation) -> tuple[int, float, float]:
     """Those the knowledge base puts first for this job (``first_if``) when predicted to gain at
     least MIN_PREDICTED_GAIN, those that keep the training's semantics before those that change it
-    (the cores other processes hold given back before cheaper augmentation); then predicted gain
+    (the cores other processes hold given back before cheaper augmentation), and after them those
+    put first that keep the semantics and no model predicts; then predicted gain
     per cost (gain >= MIN_PREDICTED_GAIN), then the unpredicted (those no model predicts put first
     for this job, then by score), then those predicted to gain less (tier, then descending value);
     equal gains by score (two mitigations the same hook applies, less frequent sync and
     accumulation on DDP, predict alike)."""
     p = r.prediction
     if p is None or p.gain is None:
+        if r.first and not r.mitigation.changes_semantics and (p is None or p.model == "none"):
+            # put first by the knowledge base, no model of its gain, nothing trained changes: after
+            # those put first with a predicted gain, before the rest (matching the threads to the
+            # cores beside a smaller model predicted x2: one setting against a different model)
+            return (-2, 0.0, -r.score)
         return (1, -1.0 if r.first else 0.0, -r.score)
     if p.gain >= MIN_PREDICTED_GAIN:
         # of those put first, one that keeps what is trained goes before one that changes it

@@ -26,12 +26,15 @@ if TYPE_CHECKING:
     from bottleneckd.peaks.resolve import PeakTable
 
 #: source lines of the "other" stage by what they do (the stack samples' innermost user line): a
-#: line that saves a checkpoint, logs, or evaluates. Matched on the line's text, so only calls
-#: written on the line itself count (a helper called on it counts under its own lines).
+#: line that saves a checkpoint, logs, evaluates, or reads a device tensor on the host (a
+#: synchronisation on a GPU: ``.item()``, ``.cpu()``, ``.tolist()``, ``.numpy()``,
+#: ``torch.cuda.synchronize``; PyTorch's tuning guide names them). Matched on the line's text, so
+#: only calls written on the line itself count (a helper called on it counts under its own lines).
 LINE_KINDS: dict[str, re.Pattern[str]] = {
     "checkpoint": re.compile(r"torch\.save|\bsave_checkpoint|\bfsync\b|\bdcp\.|\basync_save|\.save\(|save_state_dict"),
     "logging": re.compile(r"\bprint\(|\blog(ger|ging)?\.|\bwandb\.|\bwriter\.add_|\.log\(|\bmlflow\."),
     "evaluation": re.compile(r"\bevaluat|\bvalidat|\.eval\(\)|\bno_grad\(\)|\binference_mode\(\)"),
+    "host_sync": re.compile(r"\.item\(\)|\.cpu\(\)|\.tolist\(\)|\.numpy\(\)|\bcuda\.synchronize\(|\.nonzero\("),
 }
 #: the faster math paths the what-if models read: autocast's dtypes, and TF32 for float32 matmuls
 LOW_PATHS = {"bfloat16": "bf16 tensor", "float16": "fp16 tensor", "tf32": "tf32 tensor"}

@@ -121,6 +121,7 @@ FACTS: dict[str, FactSpec] = {
         _spec("input_rank", "int", _P, "dimensions of the model's first input (4 for an image batch NCHW)"),
         _spec("allow_tf32", "bool", _P, "torch.backends.cuda.matmul.allow_tf32"),
         _spec("cudnn_allow_tf32", "bool", _P, "torch.backends.cudnn.allow_tf32 (convolutions; on by default)"),
+        _spec("intra_op_threads", "int", _P, "torch.get_num_threads(): the training process's intra-op threads"),
         _spec(
             "cuda_uuids",
             "strs",
@@ -406,6 +407,13 @@ FACTS: dict[str, FactSpec] = {
             "float",
             Producer.MEASURED,
             "cores the job may use that its processes neither ran on nor waited for (window)",
+        ),
+        _spec(
+            "job_threads_waiting_share",
+            "float",
+            Producer.MEASURED,
+            "the job's threads runnable but waiting for a CPU (schedstat), in cores, over the cores it may use, where "
+            "they wait for one another (not behind other processes: cpu_contended_from_outside) (window)",
         ),
         _spec(
             "flops_per_parameter",

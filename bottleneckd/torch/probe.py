@@ -187,6 +187,7 @@ def runtime_facts(model: torch.nn.Module | None, tid: int | None = None) -> dict
         # convolutions: cuDNN's own switch, on by default (fp32 convolutions run on TF32 tensor cores)
         "cudnn_allow_tf32": bool(torch.backends.cudnn.allow_tf32),
         "compiled": compiled,
+        "intra_op_threads": torch.get_num_threads(),
     }
     times = schedstat(os.getpid(), tid) if tid is not None else None
     if times is not None:

@@ -57,7 +57,12 @@ def other(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     head = headroom(share, stack_samples(w))
     strength = min(1.0, share / (OTHER_HIGH if waiting is not None else FULL_SHARE))
     cpu = cpu_state(w)
-    found = _writes_or_io_waits(w, ev, strength) or _thread_waits(w, cpu, ev, strength) or _cpu_busy(cpu, ev, strength)
+    found = (
+        _writes_or_io_waits(w, ev, strength)
+        or _thread_waits(w, cpu, ev, strength)
+        or _cpu_busy(cpu, ev, strength)
+        or _thread_runs(w, cpu, share, ev, strength)
+    )
     if found is None:
         why = (
             "the job neither computes (no thread near a full core) nor writes nor waits on storage there: a sleep, a "
@@ -126,3 +131,22 @@ def _cpu_busy(cpu: CpuState, ev: list[str], strength: float) -> Finding | None:
         else "the job's processes at their cores outside the timed phases"
     )
     return _other(Resource.CPU_COMPUTE, CPU_WEIGHT * strength, ev + cpu.describe() + [what])
+
+
+def _thread_runs(w: WindowStats, cpu: CpuState, share: float, ev: list[str], strength: float) -> Finding | None:
+    """The stacks saw the thread run there (waiting in less than OTHER_IDLE of its recent stack
+    samples outside the phases) and the training thread's busy time covers the stage (at ``share``
+    of a core or more): Python between the phases, its core averaged down by the phases in which it
+    waits (a GPU job's host thread, idle while the GPU runs the step's kernels, at 0.75 of a core
+    with the stage at 46% of the step: a blind trace read it as "a sleep, a lock or another
+    process")."""
+    idle = w.phases.facts.get("other_idle_share") if w.phases else None
+    thread = cpu.main if cpu.main is not None else cpu.hottest
+    if not isinstance(idle, (int, float)) or idle >= OTHER_IDLE or thread is None or thread < share:
+        return None
+    why = (
+        f"the sampled thread ran (did not wait) in {pct(1.0 - idle)} of its recent stack samples outside the phases, "
+        f"and the training thread's {thread:.2f} of a core covers the stage's {pct(share)} of the step: Python code "
+        "between the phases (logging, metrics, host-side bookkeeping)"
+    )
+    return _other(Resource.CPU_COMPUTE, CPU_WEIGHT * strength, ev + cpu.describe() + [why])
