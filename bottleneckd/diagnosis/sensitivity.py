@@ -29,6 +29,7 @@ from bottleneckd.diagnosis.rules.transfer import link_while_copying
 from bottleneckd.diagnosis.straggler import busy_excess, excess, find_straggler, intervals, rank_figures
 from bottleneckd.diagnosis.thresholds import REGISTRY, STRAGGLER_LAST
 from bottleneckd.diagnosis.window import WindowStats
+from bottleneckd.model.links import rdma_port
 from bottleneckd.model.resources import UNDETERMINED, Phase, Resource
 from bottleneckd.model.sample import Sample
 from bottleneckd.peaks.resolve import PeakTable
@@ -163,7 +164,7 @@ def _copy_over_idle(w: WindowStats, peaks: PeakTable) -> float | None:
     phases (where that case applies: gpu_one.idle_in_compute)."""
     for dev in window_job_gpus(w, peaks).devices:
         copies = pcie_copy_share(w, dev)
-        found = idle_in_compute(w, w.get(Resource.GPU_COMPUTE, dev, "busy_fraction"))
+        found = idle_in_compute(w, w.over_phases(Resource.GPU_COMPUTE, dev, "busy_fraction"))
         if copies is not None and found is not None and found[1] > 0:
             return copies / found[1]
     return None
@@ -172,7 +173,7 @@ def _copy_over_idle(w: WindowStats, peaks: PeakTable) -> float | None:
 def _idle_in_compute(w: WindowStats, peaks: PeakTable) -> float | None:
     """The share of the interval the job's first GPU idles inside the compute phases (gpu_one.compute_idle)."""
     for dev in window_job_gpus(w, peaks).devices:
-        found = compute_idle(w, w.get(Resource.GPU_COMPUTE, dev, "busy_fraction"))
+        found = compute_idle(w, w.over_phases(Resource.GPU_COMPUTE, dev, "busy_fraction"))
         if found is not None:
             return found[1]
     return None
@@ -188,7 +189,7 @@ def _slow_port_bytes(w: WindowStats, peaks: PeakTable) -> float | None:
             w.get(Resource.INTER_NODE_INTERCONNECT, d, "peak"),
         )
         for (r, d, m), s in w.stats.items()
-        if r == Resource.INTER_NODE_INTERCONNECT and m == "utilization" and "/" in d
+        if r == Resource.INTER_NODE_INTERCONNECT and m == "utilization" and rdma_port(d)
     }
     usual = usual_port_rate(w)[0]
     if not ports or not usual:

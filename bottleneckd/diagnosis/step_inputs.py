@@ -277,7 +277,7 @@ def _gpu_gaps(stats: WindowStats, peaks: PeakTable) -> dict[str, Any]:
     fill: list[bool | None] = []
     for dev in window_job_gpus(stats, peaks).devices:
         busy = stats.get(Resource.GPU_COMPUTE, dev, "busy_fraction")
-        found = compute_idle(stats, busy)
+        found = compute_idle(stats, stats.over_phases(Resource.GPU_COMPUTE, dev, "busy_fraction"))
         if found is not None:
             idle.append(found[1])
             fill.append(kernels_fill(stats.get(Resource.GPU_COMPUTE, dev, "sm_activity"), busy))

@@ -45,6 +45,13 @@ class WindowStats:
     topology: tuple[tuple[str, tuple[int, ...]], ...] = ()
     #: each rank's latest report in the window (empty for one process reporting without ranks)
     ranks: tuple[RankView, ...] = ()
+    #: readings' means over the intervals the timed steps of ``phases`` ran in (``Window.stats``):
+    #: a figure to set beside a phase's share; empty where they are the window's (stack samples)
+    phase_means: Mapping[tuple[str, str, str], float] = field(default_factory=dict)
+    #: False where those intervals held more time outside the steps than one of the steps takes: a
+    #: step longer than the others (a checkpoint, an evaluation, a recompilation) was running when
+    #: the last one ended, and their readings hold it beside the phases that do not
+    steps_cover_readings: bool = True
 
     def get(self, resource: str, device: str | None, metric: str, field: str = "mean") -> float | None:
         """One statistic; with ``device=None`` the largest over devices (the busiest GPU, disk, NIC)."""
@@ -53,6 +60,12 @@ class WindowStats:
             return None if s is None else getattr(s, field)
         vals = [getattr(s, field) for (r, _, m), s in self.stats.items() if r == resource and m == metric]
         return max(vals) if vals else None
+
+    def over_phases(self, resource: str, device: str, metric: str) -> float | None:
+        """A reading's mean over the intervals the phases' steps ran in (``phase_means``), else over
+        the window: the figure to compare with a phase's share of the step."""
+        key = (resource, device, metric)
+        return self.phase_means[key] if key in self.phase_means else self.get(resource, device, metric)
 
     def busiest(self, resource: str, metric: str = "utilization") -> tuple[str, float] | None:
         best = None
@@ -153,6 +166,7 @@ class Window:
             phases = self._stack_phases() or phases
         if phases is None:
             phases = merge_phases(s.phases for s in self.samples)
+        timed = phases is not None and not phases.sampled
         if phases is not None:
             if facts is None:
                 facts = next(s.phases.facts for s in reversed(self.samples) if s.phases is not None)
@@ -174,4 +188,42 @@ class Window:
             self.steps_seen,
             tuple((n, tuple(sorted(rs))) for n, rs in sorted(nodes.items())),
             tuple(sorted(views.values(), key=lambda v: (v.rank, v.node))),
+            *self._over_steps(phases if timed else None),
         )
+
+    def _over_steps(self, phases: StepPhases | None) -> tuple[dict[tuple[str, str, str], float], bool]:
+        """The readings' means over the intervals the timed steps of ``phases`` ran in, and whether
+        the steps cover them (``WindowStats.steps_cover_readings``). The intervals: back from the
+        last one in which a step ended (those after it hold a step still running, which no phase
+        covers yet) over as many seconds as one rank's steps took (a step longer than an interval,
+        reported whole where it ends, ran in the intervals before)."""
+        samples = list(self.samples)
+        last = next((i for i in range(len(samples) - 1, -1, -1) if samples[i].phases is not None), None)
+        if phases is None or last is None or not phases.steps:
+            return {}, True
+        ranks = max(1, len(samples[last].ranks))
+        need, took = phases.wall_seconds / ranks, 0.0
+        taken: list[Sample] = []
+        for s in reversed(samples[: last + 1]):
+            taken.append(s)
+            took += s.interval
+            if took >= need * (1.0 - STEP_COVER_SLACK):
+                break
+        step = need / max(1.0, phases.steps / ranks)
+        return _means(taken), took - need <= max(STEP_COVER_SLACK * took, step)
+
+
+#: the intervals taken for a window's steps may fall short of their time, or exceed it beyond one
+#: step's time, by this share (an interval's edges are not a step's): a 1.0 s step in a 1.006 s
+#: interval is one interval, not two (chosen: the jitter of a sampling tick)
+STEP_COVER_SLACK = 0.1
+
+
+def _means(samples: Iterable[Sample]) -> dict[tuple[str, str, str], float]:
+    """Each known reading's mean over ``samples``."""
+    sums: dict[tuple[str, str, str], list[float]] = {}
+    for s in samples:
+        for r in s.readings:
+            if r.value is not None:
+                sums.setdefault((r.resource, r.device, r.metric), []).append(r.value)
+    return {k: sum(v) / len(v) for k, v in sums.items()}

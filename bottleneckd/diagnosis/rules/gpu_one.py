@@ -91,6 +91,9 @@ class GpuCase:
     facts: Mapping[str, Any]  # the facts of the rank on this GPU (the job's without rank reports)
     sm: float | None
     busy: float | None  # NVML 'GPU utilization': share of time a kernel runs
+    #: the same over the intervals the phases' steps ran in (``WindowStats.over_phases``): the figure
+    #: set beside the phases' shares (a checkpoint after the last step ended is in no phase)
+    step_busy: float | None
     mem_busy: float | None  # NVML's memory-busy fraction: share of time device memory is read or written
     dram: float | None
     pipes: dict[str, float]
@@ -160,6 +163,7 @@ def gpu_case(w: WindowStats, peaks: PeakTable, dev: str, facts: Mapping[str, Any
         facts=facts,
         sm=g(Resource.GPU_COMPUTE, dev, "sm_activity"),
         busy=g(Resource.GPU_COMPUTE, dev, "busy_fraction"),
+        step_busy=w.over_phases(Resource.GPU_COMPUTE, dev, "busy_fraction"),
         mem_busy=g(Resource.GPU_MEMORY_BANDWIDTH, dev, "memory_busy_fraction"),
         dram=g(Resource.GPU_MEMORY_BANDWIDTH, dev, "utilization"),
         pipes={k.split("_")[0]: v for k in PIPES if (v := g(Resource.GPU_COMPUTE, dev, k)) is not None},
@@ -254,9 +258,9 @@ def _host_gaps(c: GpuCase) -> Finding | None:
     threads at a full core, the step not replayed from CUDA graphs, the kernels filling the GPU
     while they run (``kernels_fill``, where SM activity is measured) and the idle not explained by
     PCIe copies: the host's CPU limits the step between the kernels."""
-    found, busy = compute_idle(c.w, c.busy), c.busy
+    found, busy = compute_idle(c.w, c.step_busy), c.step_busy
     host = c.launch if c.launch is not None else c.main
-    if found is None or busy is None or c.facts.get("cuda_graphs") or kernels_fill(c.sm, busy) is False:
+    if found is None or busy is None or c.facts.get("cuda_graphs") or kernels_fill(c.sm, c.busy) is False:
         return None  # small kernels' gaps are their launches: _overhead_bound's, or _idle_in_compute's
     comp, idle = found
     if idle < HOST_GAPS or host is None or host < ONE_CORE:
@@ -270,9 +274,9 @@ def _host_gaps(c: GpuCase) -> Finding | None:
         *([c.act] if c.measured else []),
         *c.roof,
     ]
-    if c.sm is not None and busy > 0:
+    if c.sm is not None and c.busy:
         ev.append(
-            f"SM activity {pct(c.sm)} is a time average: {pct(min(1.0, c.sm / busy))} while kernels run, so the "
+            f"SM activity {pct(c.sm)} is a time average: {pct(min(1.0, c.sm / c.busy))} while kernels run, so the "
             "kernels fill the GPU; the gaps between them are the host's"
         )
     host_finding = _the_launching_host(
@@ -326,12 +330,14 @@ def compute_idle(w: WindowStats, busy: float | None) -> tuple[float, float] | No
     (the phases less the time kernels ran, NVML's busy fraction: a lower bound, kernels outside the
     phases counted as in them), where the phases hold COMPUTE_STAGE of the step; else None. From
     stack samples (attach) the phases are the host thread's: in them while the GPU idles, it works
-    or waits there on something other than the GPU. NVML's busy fraction is averaged over the
-    window's interval, the phases over its last steps: time outside the steps (a checkpoint) counts
-    as idle here."""
+    or waits there on something other than the GPU. ``busy``: NVML's busy fraction over the
+    intervals the phases' steps ran in (``WindowStats.over_phases``), so that a checkpoint or an
+    evaluation after the last step ended (in no phase yet) does not count as idle inside them; None
+    where those intervals hold more time than the steps beyond one step's (``steps_cover_readings``:
+    the GPU idle then may be a long step's, not the phases')."""
     comp = compute_share(w)
-    if busy is None or comp is None or comp < COMPUTE_STAGE:
-        return None
+    if busy is None or comp is None or comp < COMPUTE_STAGE or not w.steps_cover_readings:
+        return None  # a step still running beside the last ones: its time is in the readings, not the phases
     return comp, max(0.0, comp - busy)
 
 
@@ -355,7 +361,7 @@ def _idle_in_compute(c: GpuCase) -> Finding | None:
     it waits there on copies over PCIe or on the host (see the module's docstring). Where no SM
     activity is measured the hook's roofline decides first (``_roofline``), and a step replayed
     from CUDA graphs has no launches to blame (undetermined)."""
-    found = idle_in_compute(c.w, c.busy)
+    found = idle_in_compute(c.w, c.step_busy)
     active = c.active
     if found is None or (active is not None and active >= LOW_SM):
         return None
@@ -363,7 +369,7 @@ def _idle_in_compute(c: GpuCase) -> Finding | None:
         return None  # the roofline's to judge
     comp, idle = found
     ev = c.gev + (
-        [f"{pct(comp)} of the step in forward/backward/optimizer, yet kernels ran only {pct(c.busy)} of the time"]
+        [f"{pct(comp)} of the step in forward/backward/optimizer, yet kernels ran only {pct(c.step_busy)} of the time"]
         + ([c.act] if c.measured else [])
         + c.roof
     )

@@ -1,0 +1,64 @@
+"""The window's readings over the intervals its timed steps ran in (``WindowStats.over_phases``),
+and whether the steps cover them (``steps_cover_readings``): a checkpoint, an evaluation or a
+recompilation running when the last step ended is in the readings and in no phase yet.
+
+Found by blind traces (tests/data/construct_blind_gpu3.py periodic_checkpoint, compile_recompiles):
+the GPU's idle seconds of a checkpoint, averaged over the window, were set beside the phases of
+the short steps around it, and a compute-bound job read "launch-bound" (cpu_compute) for a few
+windows after each checkpoint."""
+
+from __future__ import annotations
+
+from bottleneckd.diagnosis.window import Window
+from bottleneckd.model.sample import Sample
+from tests.windows import sample
+
+BUSY = "gpu_compute/gpu0/busy_fraction"
+COMPUTE = {"forward": 0.3, "backward": 0.65, "optimizer": 0.05}
+
+
+def stats(samples: list[Sample]):  # noqa: ANN201
+    w = Window(5)
+    for s in samples:
+        w.add(s)
+    st = w.stats()
+    assert st is not None
+    return st
+
+
+def test_a_steady_job_reads_its_steps_intervals_and_they_cover_them():
+    st = stats([sample({BUSY: 0.9 + 0.02 * i}, COMPUTE, t=float(i)) for i in range(5)])
+    # the last two intervals' phases (PHASE_SAMPLES), ten 0.1 s steps each: the last two intervals' readings
+    assert st.over_phases("gpu_compute", "gpu0", "busy_fraction") == 0.97
+    assert st.steps_cover_readings
+
+
+def test_an_interval_with_no_step_ended_is_left_out_and_a_step_in_flight_uncovers_the_readings():
+    steady = [sample({BUSY: 1.0}, COMPUTE, t=float(i)) for i in range(3)]
+    # one 0.3 s step ended early in the interval; then a checkpoint: the GPU idle, no step ends
+    short = sample({BUSY: 0.3}, COMPUTE, t=3.0, steps=1, step=0.3)
+    ckpt = Sample(4.0, 1.0, sample({BUSY: 0.0}).readings, None)
+    st = stats([*steady, short, ckpt])
+    # the phases are the last two intervals' (the short step alone): its interval's readings, not
+    # the checkpoint's after it, which is in no phase
+    assert st.over_phases("gpu_compute", "gpu0", "busy_fraction") == 0.3
+    assert st.get("gpu_compute", "gpu0", "busy_fraction") == (3.0 + 0.3) / 5
+    # the 0.3 s step covers 1 s of its interval: 0.7 s outside it, more than one step's time
+    assert not st.steps_cover_readings
+
+
+def test_a_step_longer_than_an_interval_reads_the_intervals_it_ran_in():
+    """A 2.5 s step (a checkpoint inside it) reported whole in the interval where it ends: its
+    readings are those of the three intervals it ran in, and it covers them."""
+    steady = [sample({BUSY: 1.0}, COMPUTE, t=float(i)) for i in range(2)]
+    running = [Sample(2.0 + i, 1.0, sample({BUSY: 0.0}).readings, None) for i in range(2)]
+    ended = sample({BUSY: 0.5}, {"forward": 0.1, "backward": 0.2, "other": 0.7}, t=4.0, steps=1, step=2.5)
+    st = stats([*steady, *running, ended])
+    assert st.over_phases("gpu_compute", "gpu0", "busy_fraction") == 0.5 / 3
+    assert st.steps_cover_readings
+
+
+def test_stack_sampled_phases_read_the_window():
+    attach = {"phase_source": "py-spy"}
+    st = stats([sample({BUSY: 0.2 * i}, COMPUTE, attach, t=float(i)) for i in range(5)])
+    assert st.phase_means == {} and st.over_phases("gpu_compute", "gpu0", "busy_fraction") == 0.4
