@@ -710,7 +710,10 @@ def test_a_port_trained_down_below_its_siblings_rate_is_named_and_restored_first
     w = window(figs(rates, busy), shares, hook)
     f = top(communication(w, NO_PEAKS))
     assert f.resource == "inter_node_interconnect", f
-    assert any("mlx5_3/1 runs at 200 Gb/s where 7 of the node's 8 ports run at 400 Gb/s" in e for e in f.evidence)
+    assert any(
+        "mlx5_3/1 runs at 200 Gb/s where 7 of the 8 InfiniBand/RoCE ports sampled run at 400 Gb/s" in e
+        for e in f.evidence
+    )
     v = classify(w, NO_PEAKS)
     facts = {**hook, **dict(measured_facts(w, v, NO_PEAKS))}
     assert facts["degraded_link"] == "mlx5_3/1"

@@ -30,6 +30,7 @@ from bottleneckd.diagnosis.thresholds import (
 )
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
+from bottleneckd.model.links import rdma_port
 from bottleneckd.model.resources import Phase, Resource, Stage
 from bottleneckd.peaks.resolve import PeakTable
 
@@ -217,8 +218,9 @@ class DegradedPort:
                 "NCCL_IB_DISABLE, NCCL_SOCKET_IFNAME)"
             )
         return (
-            f"{self.port} runs at {self.rate * 8 / 1e9:.0f} Gb/s where {self.siblings} of the node's {self.ports} "
-            f"ports run at {self.usual * 8 / 1e9:.0f} Gb/s: a link trained down (cable, transceiver, lanes) that "
+            f"{self.port} runs at {self.rate * 8 / 1e9:.0f} Gb/s where {self.siblings} of the {self.ports} "
+            f"InfiniBand/RoCE ports sampled run at {self.usual * 8 / 1e9:.0f} Gb/s: a link trained down (cable, "
+            "transceiver, lanes) that "
             "the all-reduce waits on"
         )
 
@@ -228,7 +230,7 @@ def _ports(w: WindowStats, metric: str) -> dict[str, float]:
     return {
         d: s.mean
         for (r, d, m), s in w.stats.items()
-        if r == Resource.INTER_NODE_INTERCONNECT and m == metric and "/" in d and s.mean is not None
+        if r == Resource.INTER_NODE_INTERCONNECT and m == metric and rdma_port(d) and s.mean is not None
     }
 
 
@@ -274,7 +276,7 @@ def slow_transport(w: WindowStats) -> DegradedPort | None:
     sockets beside an idle RDMA fabric (an independent probe's trace: eth0 at 90% of 100 GbE during
     the all-reduce, eight NDR ports idle)."""
     busiest = w.busiest(Resource.INTER_NODE_INTERCONNECT)
-    if busiest is None or "/" in busiest[0]:
+    if busiest is None or rdma_port(busiest[0]):
         return None
     usual, n = usual_port_rate(w)
     rate = w.get(Resource.INTER_NODE_INTERCONNECT, busiest[0], "peak")
