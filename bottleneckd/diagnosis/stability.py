@@ -20,15 +20,19 @@ def regime_label(w: WindowStats, before: str, after: str, before_stage: str = ""
     disks = [
         (m, s.mean) for (r, d, m), s in w.stats.items() if r == Resource.STORAGE_BANDWIDTH and d not in ("job", "host")
     ]
-    writes = sum(v for m, v in disks if m == "throughput")
     reads = sum(v for m, v in disks if m == "read_bytes_per_second")
-    if steps == 0 and writes > CHECKPOINT_WRITES * max(reads, 1.0):
+    # a disk's throughput is its bytes read and written (samplers/storage.py)
+    writes = max(0.0, sum(v for m, v in disks if m == "throughput") - reads)
+    writing = writes > CHECKPOINT_WRITES * max(reads, 1.0)
+    if steps == 0 and writing:
         return "checkpoint writing (no steps, storage busy writing)"
     if steps == 0:
         return "no training steps (evaluation, checkpoint or a pause)"
     if before == UNDETERMINED and steps:
         return f"training steps under way: {after} now limits the step"
     epoch = w.phases.facts.get("epoch") if w.phases else None
+    if after in (Resource.STORAGE_BANDWIDTH, Resource.STORAGE_NETWORK_BANDWIDTH) and writing:
+        return "writing to storage (checkpoints or logs)"
     if after in (Resource.STORAGE_BANDWIDTH, Resource.STORAGE_NETWORK_BANDWIDTH) and epoch is not None:
         return f"epoch {epoch}: reading from storage (cold cache)"
     if before == after:
