@@ -338,8 +338,9 @@ def blind_labels(script: Path) -> dict[str, tuple[str, str]]:
 OPEN3 = {
     "item_sync_logging": "no idle share of the stack samples (other_idle_share) in the trace: a thread at 0.75 of a "
     "core beside a 46% stage may be waiting (test_a_thread_that_ran_there_is_python_between_the_phases)",
-    "compile_recompiles": "a 3 s step reported whole in the interval where it ends: the windows before it pair the "
-    "GPU's idle readings with the short steps' phases",
+    "compile_recompiles": "reads undetermined/other (it read cpu_compute/compute, launch-bound, before the window's "
+    "readings were taken over the steps' own intervals): as item_sync_logging, no other_idle_share in the trace and "
+    "the main thread at 0.71 of a core beside a stage at 52%",
     "zero_offload_cpu_adam": "an offloaded optimizer at the CPU's memory bandwidth is read as its CPU",
     "balanced_nothing_saturated": "the author's own label (the largest stage) is soft; the tool's undetermined/data "
     "(a wait on latency) is as defensible",
@@ -417,3 +418,26 @@ def test_threads_waiting_for_one_another_are_matched_to_the_cores_first(name, tr
     doc = analyze((traces3 if name == "third" else traces4) / f"{trace}.jsonl", cli_env)
     assert doc["facts"]["job_threads_waiting_share"] >= 0.5
     assert doc["recommendations"][0]["id"] == "match_threads_to_cores"
+
+
+def test_a_merged_traces_ethernet_interfaces_are_not_counted_as_rdma_ports(traces3, cli_env):
+    """Four nodes' traces analysed together: the other nodes' links are named ``<node>/<device>``;
+    their Ethernet interfaces are not InfiniBand ports (the degraded port's evidence said "7 of the
+    node's 11 ports": 8 InfiniBand ports and 3 other nodes' eth0)."""
+    r = run_cli(
+        ["analyze", "--format", "json", *map(str, sorted(traces3.glob("multinode_nic_degraded.node*.jsonl")))], cli_env
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    ev = json.loads(r.stdout)["verdict"]["evidence"]
+    assert any("where 7 of the 8 InfiniBand/RoCE ports sampled run at 200 Gb/s" in e for e in ev), ev
+
+
+def test_no_window_of_a_checkpointing_compute_bound_job_reads_launch_bound(traces3, cli_env):
+    """Round 3's periodic checkpoint on an H200 (compute-bound, a blocking checkpoint 12% of the
+    wall): the GPU's idle seconds while it is written are in no step's phases yet; no window
+    reads the steps around it as launch-bound (cpu_compute), only the checkpoint's as storage."""
+    r = run_cli(["analyze", "--timeline", str(traces3 / "periodic_checkpoint.jsonl")], cli_env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    verdicts = {line.split()[1] for line in r.stdout.splitlines() if line[:1].isdigit()}
+    assert verdicts <= {"gpu_compute", "storage_bandwidth"}, verdicts
+    assert "writing to storage (checkpoints or logs)" in r.stdout

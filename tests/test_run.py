@@ -59,7 +59,7 @@ def test_a_reverted_mitigation_is_gone_from_the_rules_and_the_advice_on_the_same
     assert "autocast_dtype" not in rules_see and "mitigations" not in rules_see
     # the advice reads the same state, with what the window measured besides (diagnosis/measured.py)
     assert "autocast_dtype" not in advice_sees and dict(rules_see).items() <= dict(advice_sees).items()
-    assert set(advice_sees) - set(rules_see) <= {"job_idle_cores", "idle_wait_stage"}
+    assert set(advice_sees) - set(rules_see) <= {"job_idle_cores", "job_threads_waiting_share", "idle_wait_stage"}
     assert "mixed_precision" in [r.mitigation.id for r in snap.recommendations]
 
 
