@@ -441,3 +441,14 @@ def test_no_window_of_a_checkpointing_compute_bound_job_reads_launch_bound(trace
     verdicts = {line.split()[1] for line in r.stdout.splitlines() if line[:1].isdigit()}
     assert verdicts <= {"gpu_compute", "storage_bandwidth"}, verdicts
     assert "writing to storage (checkpoints or logs)" in r.stdout
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "trace"), [("second", "b3_08_host_memory_swap"), ("fourth", "host_swapping")])
+def test_a_host_swapping_in_its_data_stage_is_not_told_to_train_a_smaller_model(name, trace, traces2, traces4, cli_env):
+    """Two blind traces of a host in swap while its loaders hold the dataset (the parameters 1-2% of
+    the job's memory): a smaller model frees nothing there; keeping the data out of RAM comes first."""
+    doc = analyze((traces2 if name == "second" else traces4) / f"{trace}.jsonl", cli_env)
+    assert (doc["verdict"]["resource"], doc["verdict"]["stage"]) == ("cpu_memory", "data")
+    ids = [r["id"] for r in doc["recommendations"]]
+    assert "smaller_model" not in ids and ids[0] == "data_on_nvme", ids
