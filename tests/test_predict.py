@@ -369,13 +369,13 @@ def test_end_to_end_through_the_pipeline_and_the_report() -> None:
     # with its reason); then by predicted gain per cost (all low cost): x5, x1.67
     assert order[:3] == ["more_loader_workers", "cache_preprocessing", "data_echoing"], order
     assert "first: a whole core is idle" in by_id["more_loader_workers"].why
-    # then the rest, none predicted above x1.2: a smaller model speeds up the 20% of compute only
+    # then the rest, none predicted above x1.2 (a smaller model, which would speed up the 20% of
+    # compute only, is not advised for a data stage at all)
     rest = {r.mitigation.id: r.prediction.speedup for r in snap.recommendations[3:]}
-    assert all(v is None or v < 1.2 for v in rest.values()), rest
+    assert all(v is None or v < 1.2 for v in rest.values()) and "smaller_model" not in by_id, rest
     doc = p.report()
     recs = {r["id"]: r for r in doc["recommendations"]}
     assert recs["more_loader_workers"]["prediction"]["speedup"] == pytest.approx(2.0 / 2.2 / 0.8 / 0.5, abs=1e-4)
-    assert recs["smaller_model"]["prediction"]["speedup"] == pytest.approx(1 / (0.8 + 0.2 / math.sqrt(8)), rel=0.02)
     text = render_text(doc)
     assert "predicted x1.67 (x1.67 to x1.67) by amdahl: data wait 80%" in text
     # the report carries the inputs: the hook predicts its own settings from them (a trial's "predicted")
