@@ -120,3 +120,12 @@ def test_epoch_block_has_samples_and_tokens_per_second(tmp_path, capsys):
     assert t.model_flops_per_second and t.mfu is None  # no sidecar answered: no peak, so no MFU
     assert "throughput: " in rep.text and "tokens/s" in rep.text and "MFU unknown" in rep.text
     assert "throughput: " in capsys.readouterr().out
+
+
+def test_attach_rates_nothing_its_stack_samples_are_not_steps():
+    """Under attach the phases count stack samples and their wall time is samples x the sampling
+    period: a 'step time' of 0.5 s at 2 Hz is the period, not the job's (a blind trace writer read
+    it as the job's)."""
+    t = measure(steps=40, wall_seconds=20.0, examples=None, facts={"phase_source": "py-spy"}, peak=None)
+    assert t.step_seconds is None and t.samples_per_second is None and t.mfu is None
+    assert "attach counts stack samples" in t.samples_unknown and "attach counts stack samples" in t.mfu_unknown

@@ -26,6 +26,9 @@ from bottleneckd.model.units import fmt_value
 
 #: why the samples are unknown when the hook counted none
 NO_EXAMPLES = "no examples counted (the model's first input is not a batch tensor)"
+#: why nothing is rated under attach: its phases are counted from stack samples, whose wall time
+#: is the samples times the sampling period, not a step's
+ATTACH_NO_STEPS = "no step timed: attach counts stack samples, not steps (the torch hook times them)"
 #: why tokens/s is unknown without token-id inputs
 NO_TOKENS = "the model's input is not a batch x sequence tensor of token ids"
 
@@ -129,8 +132,9 @@ def measure(
     ranks (steps and wall summed over ranks, as the sidecar merges them; one rank's own figures
     with ``ranks=1``). ``facts``: the hook's (``flops_per_step``, ``flops_unknown``,
     ``tokens_per_example``); ``peak``: one device's peak on the job's path (None: not looked up)."""
-    if steps <= 0 or wall_seconds <= 0:  # nothing to rate; the peak is still said
-        why = "no training step timed"
+    sampled = facts.get("phase_source") == "py-spy"  # attach: steps count stack samples, not steps
+    if steps <= 0 or wall_seconds <= 0 or sampled:  # nothing to rate; the peak is still said
+        why = ATTACH_NO_STEPS if sampled else "no training step timed"
         return Throughput(
             steps=0,
             step_seconds=None,
