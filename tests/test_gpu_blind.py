@@ -452,3 +452,13 @@ def test_a_host_swapping_in_its_data_stage_is_not_told_to_train_a_smaller_model(
     assert (doc["verdict"]["resource"], doc["verdict"]["stage"]) == ("cpu_memory", "data")
     ids = [r["id"] for r in doc["recommendations"]]
     assert "smaller_model" not in ids and ids[0] == "data_on_nvme", ids
+
+
+def test_a_cpu_job_behind_other_processes_is_not_said_to_leave_cores_idle(traces4, cli_env):
+    """Round 4's CPU job beside two ffmpeg processes holding 38 of the 48 cores, its main thread
+    running 0.46 of a core and waiting for the rest: not "a full core while the other cores idle";
+    and its FLOP and byte counts give its arithmetic intensity without the ratio as a fact."""
+    ev = analyze(traces4 / "cpu_other_processes.jsonl", cli_env)["verdict"]["evidence"]
+    assert not any("other cores idle" in e for e in ev), ev
+    assert any("running or waiting to run a full core's worth of time (other processes take" in e for e in ev), ev
+    assert any(e.startswith("arithmetic intensity 11.8 FLOP/byte") for e in ev), ev

@@ -19,7 +19,13 @@ from bottleneckd.diagnosis.job_gpus import job_busiest, largest_other_process, w
 from bottleneckd.diagnosis.pipeline import Pipeline
 from bottleneckd.diagnosis.rules.capacity import job_memory_share
 from bottleneckd.diagnosis.rules.comm_cost import comm_cost
-from bottleneckd.diagnosis.rules.common import compute_share, other_share, runs_on_gpu, stage_share
+from bottleneckd.diagnosis.rules.common import (
+    arithmetic_intensity,
+    compute_share,
+    other_share,
+    runs_on_gpu,
+    stage_share,
+)
 from bottleneckd.diagnosis.rules.communication import usual_port_rate
 from bottleneckd.diagnosis.rules.cpu_compute import MIN_CORES_RAN
 from bottleneckd.diagnosis.rules.cpu_state import cpu_state
@@ -122,7 +128,7 @@ def _roofline_peak_ratio(w: WindowStats, peaks: PeakTable) -> float | None:
 
 def _ridge_over_intensity(w: WindowStats, peaks: PeakTable) -> float | None:
     """A CPU job's ridge point (its peaks' FLOP/s over bytes/s) over the step's arithmetic intensity."""
-    ai = w.phases.facts.get("arithmetic_intensity") if w.phases else None
+    ai = arithmetic_intensity(w.phases.facts) if w.phases else None
     peak_c, peak_b = peaks.value(Resource.CPU_COMPUTE, "cpu"), peaks.value(Resource.CPU_MEMORY_BANDWIDTH, "host")
     if runs_on_gpu(w, peaks) or not ai or not peak_c or not peak_b:
         return None

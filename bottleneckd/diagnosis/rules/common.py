@@ -6,6 +6,9 @@ with its source.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from bottleneckd.diagnosis.job_gpus import runs_on_gpu as _runs_on_gpu
 from bottleneckd.diagnosis.thresholds import (
     BUSY,
@@ -146,3 +149,15 @@ def stage_share(w: WindowStats, stage: Stage) -> float | None:
     if stage == Stage.OTHER:
         return other_share(w)
     return w.phases.share(Phase(stage.value)) or 0.0
+
+
+def arithmetic_intensity(facts: Mapping[str, Any]) -> float | None:
+    """FLOP per operand byte: the hook's ``arithmetic_intensity``, else its ``flops_per_step`` over
+    ``operand_bytes_per_step`` (a trace that carries the two counts and not their ratio)."""
+    ai = facts.get("arithmetic_intensity")
+    if isinstance(ai, (int, float)) and not isinstance(ai, bool):
+        return float(ai)
+    f, b = facts.get("flops_per_step"), facts.get("operand_bytes_per_step")
+    if isinstance(f, (int, float)) and isinstance(b, (int, float)) and f > 0 and b > 0:
+        return float(f) / float(b)
+    return None

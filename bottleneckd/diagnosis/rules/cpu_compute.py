@@ -21,7 +21,7 @@ from typing import Any
 
 from bottleneckd.diagnosis.ridge import lowest_ridge, smallest_last_level_cache
 from bottleneckd.diagnosis.rules.comm_cost import comm_cost
-from bottleneckd.diagnosis.rules.common import compute_share, pct, runs_on_gpu
+from bottleneckd.diagnosis.rules.common import arithmetic_intensity, compute_share, pct, runs_on_gpu
 from bottleneckd.diagnosis.rules.compute_wait import waiting_inside_compute
 from bottleneckd.diagnosis.rules.cpu_state import CpuState, cpu_state
 from bottleneckd.diagnosis.rules.stack_comm import stack_comm
@@ -33,6 +33,8 @@ from bottleneckd.diagnosis.thresholds import (
     MEMBW_BUSY,
     MIN_DRAM_BYTES,
     NEAR_PEAK_FLOOR,
+    ONE_CORE,
+    OUTSIDE_BUSY,
     RIDGE_MARGIN,
     ROOFLINE_STEPS,
     SIDE_THREADS_SMALL,
@@ -118,8 +120,8 @@ class CpuCase:
         return self.facts.get("achieved_bytes_per_second")
 
     @property
-    def ai(self) -> Any:
-        return self.facts.get("arithmetic_intensity")
+    def ai(self) -> float | None:
+        return arithmetic_intensity(self.facts)
 
     @property
     def mbw(self) -> float | None:
@@ -353,11 +355,16 @@ def _busy_cores(c: CpuCase, ev: list[str]) -> Finding:
             f"({ridge.flop_per_byte:.1f})"
         )
     if cpu.serial and not cpu.saturated:
+        # the thread may run less than a core and wait for the rest (cpu.hot counts both); the cores
+        # are idle only where nothing outside the job holds them either
+        runs = max(cpu.main or 0.0, cpu.hottest or 0.0) >= ONE_CORE
+        others = cpu.contended or (cpu.outside or 0.0) >= OUTSIDE_BUSY
         ev.append(
-            "one thread running or waiting to run a full core's worth of time (other processes take the rest of the "
-            "cores): a serial (GIL-bound or single-threaded) step"
-            if cpu.contended
-            else "one thread at a full core while the other cores idle: a serial (GIL-bound or single-threaded) step"
+            "one thread at a full core while the other cores idle: a serial (GIL-bound or single-threaded) step"
+            if runs and not others
+            else "one thread running or waiting to run a full core's worth of time"
+            + (" (other processes take the rest of the cores)" if others else "")
+            + ": a serial (GIL-bound or single-threaded) step"
         )
     busy = (cpu.busy / cpu.cores) if cpu.busy is not None else (cpu.host or 0.0)
     score = BUSY_BASE + BUSY_RANGE * min(1.0, max(busy, 1.0 if cpu.serial else 0.0))
