@@ -341,7 +341,6 @@ OPEN3 = {
     "compile_recompiles": "reads undetermined/other (it read cpu_compute/compute, launch-bound, before the window's "
     "readings were taken over the steps' own intervals): as item_sync_logging, no other_idle_share in the trace and "
     "the main thread at 0.71 of a core beside a stage at 52%",
-    "zero_offload_cpu_adam": "an offloaded optimizer at the CPU's memory bandwidth is read as its CPU",
     "balanced_nothing_saturated": "the author's own label (the largest stage) is soft; the tool's undetermined/data "
     "(a wait on latency) is as defensible",
 }
