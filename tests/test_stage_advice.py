@@ -122,8 +122,14 @@ def test_measured_facts_are_declared_produced_and_unknown_when_not_measured():
     w = window(job(busy=1.5, main=0.4, usable=2.0, waiting=0.2), {"data_wait": 0.5, "forward": 0.5})
     got = measured_facts(w, classify(w, NO_PEAKS))
     assert got["job_idle_cores"] == pytest.approx(0.3) and got.rejected == 0
-    # the job's threads runnable but waiting, over its cores, where no process outside it holds them
-    assert got["job_threads_waiting_share"] == pytest.approx(0.1)
+    # the job's threads runnable but waiting, over its cores: only where the host's busy cores say
+    # no process outside the job holds them (here unknown: the host's not sampled)
+    assert "job_threads_waiting_share" not in got
+    alone = window(
+        {**job(busy=1.5, main=0.4, usable=2.0, waiting=1.2), "cpu_compute/host/busy_cores": 1.5},
+        {"data_wait": 0.5, "forward": 0.5},
+    )
+    assert measured_facts(alone, classify(alone, NO_PEAKS))["job_threads_waiting_share"] == pytest.approx(0.6)
     assert {n for n, s in FACTS.items() if "bottleneckd.diagnosis.measured" in s.producers} == {
         "job_idle_cores",
         "job_threads_waiting_share",  # tests/test_gpu_blind.py

@@ -33,7 +33,7 @@ def test_a_steady_job_reads_its_steps_intervals_and_they_cover_them():
     assert st.steps_cover_readings
 
 
-def test_an_interval_with_no_step_ended_is_left_out_and_a_step_in_flight_uncovers_the_readings():
+def test_an_interval_with_no_step_ended_is_left_out():
     steady = [sample({BUSY: 1.0}, COMPUTE, t=float(i)) for i in range(3)]
     # one 0.3 s step ended early in the interval; then a checkpoint: the GPU idle, no step ends
     short = sample({BUSY: 0.3}, COMPUTE, t=3.0, steps=1, step=0.3)
@@ -43,8 +43,34 @@ def test_an_interval_with_no_step_ended_is_left_out_and_a_step_in_flight_uncover
     # the checkpoint's after it, which is in no phase
     assert st.over_phases("gpu_compute", "gpu0", "busy_fraction") == 0.3
     assert st.get("gpu_compute", "gpu0", "busy_fraction") == (3.0 + 0.3) / 5
-    # the 0.3 s step covers 1 s of its interval: 0.7 s outside it, more than one step's time
+    # 0.7 s of its interval outside the step: within STEP_REPORT_LAG (a step reported a tick late)
+    assert st.steps_cover_readings
+
+
+def test_steps_that_leave_most_of_their_interval_uncovered_do_not_speak_for_its_readings():
+    """At 5 s intervals (``--interval 5``), an interval whose ten steps took 1 s: 4 s of it outside
+    any step, more than a step, a tenth of it and STEP_REPORT_LAG: something else ran there. (At
+    1 s intervals the intervals taken exceed the steps by less than one: the walk back over the
+    steps' own time is the alignment, and this check a guard for longer intervals.)"""
+
+    def tick(t: float, busy: float, wall: float) -> Sample:
+        s = sample({BUSY: busy}, COMPUTE, t=t, steps=10, step=wall / 10)
+        return Sample(s.t, 5.0, s.readings, s.phases)
+
+    st = stats([tick(5.0 * i, 1.0, 5.0) for i in range(4)] + [tick(20.0, 0.2, 1.0)])
+    # the last two intervals' steps (6 s) over their two intervals (10 s): 4 s outside them
+    assert st.over_phases("gpu_compute", "gpu0", "busy_fraction") == 0.6
     assert not st.steps_cover_readings
+
+
+def test_a_steady_job_reporting_every_half_second_is_covered():
+    """The hook reports at most every 0.5 s, at the first step end after: a tick's steps took 0.5 to
+    1.5 s, two ticks' 1.5 to 2.5 s (a review's simulation: with one step's slack alone 35-65% of
+    such ticks read uncovered)."""
+    for walls in ((0.5, 1.0), (1.0, 0.5), (0.75, 0.75), (1.5, 0.5)):
+        ticks = [sample({BUSY: 0.9}, COMPUTE, t=float(i), steps=10, step=0.1) for i in range(3)]
+        ticks += [sample({BUSY: 0.9}, COMPUTE, t=3.0 + i, steps=int(w * 10), step=0.1) for i, w in enumerate(walls)]
+        assert stats(ticks).steps_cover_readings, walls
 
 
 def test_a_step_longer_than_an_interval_reads_the_intervals_it_ran_in():

@@ -472,9 +472,12 @@ def other_lines(i: StepInputs, kind: str, every: int = EVERY_N) -> Prediction:
 
 def host_syncs(i: StepInputs) -> Prediction:
     """Synchronisations read every N steps, where they are: on the other stage's lines that read a
-    device tensor on the host (``.item()`` in a logging line, a metric's ``.cpu()``), and in the
-    gaps they leave inside the compute phases (``host_gaps``); the larger of the two where both are
-    measured (the gaps of one place are not the other's time)."""
+    device tensor on the host (``.item()`` in a logging line, a metric's ``.cpu()``), or in the gaps
+    they leave inside the compute phases (``host_gaps``); the larger of the two where both are
+    measured (a lower bound: the two are different time, but the compute phases' gaps may be the
+    launches a removed sync still leaves, which ``host_gaps`` already halves at its low end). The
+    lines' samples count the host waiting there for the GPU's queued work too: an upper bound of
+    what reading them every N steps saves."""
     gaps, line = host_gaps(i), i.other_lines.get("host_sync")
     if line is None or line.value <= 0.0:  # no synchronising line seen in the other stage
         return gaps
@@ -654,7 +657,7 @@ SMALL_STATE_FACTOR = 28.0 / 16.0
 #: batch or model, which no model of the step predicts)
 MODEL_RESOURCES: dict[str, frozenset[str]] = {
     "small_state_optimizer": frozenset({Resource.GPU_MEMORY_BANDWIDTH, Resource.CPU_MEMORY_BANDWIDTH}),
-    # the host between the kernels inside the compute phases; a sync outside them (the other stage) is not modelled
+    # the host: between the kernels inside the compute phases, or on the other stage's lines that synchronise
     "avoid_host_syncs": frozenset({Resource.CPU_COMPUTE}),
 }
 

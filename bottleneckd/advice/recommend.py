@@ -66,8 +66,9 @@ class Recommendation:
 def rank_key(r: Recommendation) -> tuple[int, float, float]:
     """Those the knowledge base puts first for this job (``first_if``) when predicted to gain at
     least MIN_PREDICTED_GAIN, those that keep the training's semantics before those that change it
-    (the cores other processes hold given back before cheaper augmentation), and after them those
-    put first that keep the semantics and no model predicts; then predicted gain
+    (the cores other processes hold given back before cheaper augmentation), and next those put
+    first that keep the semantics and no model predicts (before those put first that change them);
+    then predicted gain
     per cost (gain >= MIN_PREDICTED_GAIN), then the unpredicted (those no model predicts put first
     for this job, then by score), then those predicted to gain less (tier, then descending value);
     equal gains by score (two mitigations the same hook applies, less frequent sync and
@@ -76,8 +77,9 @@ def rank_key(r: Recommendation) -> tuple[int, float, float]:
     if p is None or p.gain is None:
         if r.first and not r.mitigation.changes_semantics and (p is None or p.model == "none"):
             # put first by the knowledge base, no model of its gain, nothing trained changes: after
-            # those put first with a predicted gain, before the rest (matching the threads to the
-            # cores beside a smaller model predicted x2: one setting against a different model)
+            # those put first with a predicted gain that keep the semantics, before the rest
+            # (matching the threads to the cores beside a smaller model predicted x2: one setting
+            # against a different model)
             return (-2, 0.0, -r.score)
         return (1, -1.0 if r.first else 0.0, -r.score)
     if p.gain >= MIN_PREDICTED_GAIN:

@@ -102,7 +102,7 @@ def measured_facts(w: WindowStats, verdict: Verdict, peaks: PeakTable | None = N
         out["serial_loader_thread"] = True
     if cpu.busy is not None:
         out["job_idle_cores"] = round(max(0.0, cpu.cores - cpu.busy - (cpu.waiting or 0.0)), 3)
-    if cpu.waiting is not None and cpu.cores > 0 and not out.get("cpu_contended_from_outside"):
+    if cpu.waiting is not None and cpu.cores > 0 and out.get("cpu_contended_from_outside") is False:
         out["job_threads_waiting_share"] = round(cpu.waiting / cpu.cores, 4)
     stage = idle_wait_stage(w, verdict)
     if stage is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bottleneckd.diagnosis.thresholds import CHECKPOINT_WRITES, FLAP_WINDOWS, JUMP, TRACKER_HOLD, WINDOW_SAMPLES
+from bottleneckd.diagnosis.thresholds import CHECKPOINT_WRITES, FLAP_WINDOWS, JUMP, TRACKER_HOLD, WINDOW_SAMPLES, WRITES
 from bottleneckd.diagnosis.verdict import RegimeChange, Verdict
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.resources import UNDETERMINED, Resource
@@ -23,7 +23,7 @@ def regime_label(w: WindowStats, before: str, after: str, before_stage: str = ""
     reads = sum(v for m, v in disks if m == "read_bytes_per_second")
     # a disk's throughput is its bytes read and written (samplers/storage.py)
     writes = max(0.0, sum(v for m, v in disks if m == "throughput") - reads)
-    writing = writes > CHECKPOINT_WRITES * max(reads, 1.0)
+    writing = writes >= WRITES and writes > CHECKPOINT_WRITES * max(reads, 1.0)
     if steps == 0 and writing:
         return "checkpoint writing (no steps, storage busy writing)"
     if steps == 0:

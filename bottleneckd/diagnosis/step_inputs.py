@@ -27,14 +27,15 @@ if TYPE_CHECKING:
 
 #: source lines of the "other" stage by what they do (the stack samples' innermost user line): a
 #: line that saves a checkpoint, logs, evaluates, or reads a device tensor on the host (a
-#: synchronisation on a GPU: ``.item()``, ``.cpu()``, ``.tolist()``, ``.numpy()``,
-#: ``torch.cuda.synchronize``; PyTorch's tuning guide names them). Matched on the line's text, so
-#: only calls written on the line itself count (a helper called on it counts under its own lines).
+#: synchronisation on a GPU: ``.item()``, ``.cpu()``, ``.tolist()``, ``.nonzero(``,
+#: ``torch.cuda.synchronize``; PyTorch's tuning guide names them; a checkpoint's line that copies
+#: to the host is the checkpoint's). Matched on the line's text, so only calls written on the line
+#: itself count (a helper called on it counts under its own lines).
 LINE_KINDS: dict[str, re.Pattern[str]] = {
     "checkpoint": re.compile(r"torch\.save|\bsave_checkpoint|\bfsync\b|\bdcp\.|\basync_save|\.save\(|save_state_dict"),
     "logging": re.compile(r"\bprint\(|\blog(ger|ging)?\.|\bwandb\.|\bwriter\.add_|\.log\(|\bmlflow\."),
     "evaluation": re.compile(r"\bevaluat|\bvalidat|\.eval\(\)|\bno_grad\(\)|\binference_mode\(\)"),
-    "host_sync": re.compile(r"\.item\(\)|\.cpu\(\)|\.tolist\(\)|\.numpy\(\)|\bcuda\.synchronize\(|\.nonzero\("),
+    "host_sync": re.compile(r"\.item\(\)|\.cpu\(\)|\.tolist\(\)|\bcuda\.synchronize\(|\.nonzero\("),
 }
 #: the faster math paths the what-if models read: autocast's dtypes, and TF32 for float32 matmuls
 LOW_PATHS = {"bfloat16": "bf16 tensor", "float16": "fp16 tensor", "tf32": "tf32 tensor"}
@@ -345,8 +346,13 @@ def other_code(code: CodeProfile) -> OtherCode:
     if n < MIN_STAGE_SAMPLES:
         return OtherCode(samples=n)
     out: dict[str, Share] = {}
+    ckpt = LINE_KINDS["checkpoint"]
     for kind, pat in LINE_KINDS.items():
-        k = sum(c for s, c in sites.items() if s is not None and pat.search(s.text))
+        k = sum(
+            c
+            for s, c in sites.items()
+            if s is not None and pat.search(s.text) and not (kind == "host_sync" and ckpt.search(s.text))
+        )
         out[kind] = Share(k / n, *wilson(k, n))
     a = code.attribute(Stage.OTHER)
     if a is not None and a.sites:

@@ -191,6 +191,15 @@ OTHER_LARGEST = _t(
     "serial loader's 30-33% was read as the data stage; removing the metric measured x2.30, the data wait's share "
     "allows x1.49: the workload metric_every_step, 2026-12-04)",
 )
+GPU_WAITS_FOR_HOST = _t(
+    "GPU_WAITS_FOR_HOST",
+    0.35,
+    unit="share of time no kernel runs (1 - NVML utilization)",
+    statistic="",
+    source="chosen, OTHER_LARGEST's share: a GPU job timed by CUDA events whose least busy GPU idles this much of "
+    "the time spends the other stage waiting for its host, whose work there is weighed against the host's stages "
+    "only (rules/other.py; a blind trace: host syncs at 46% of the step beside the GPU's 52%, the GPU idle 50%)",
+)
 STAGE_SHARE_RATIO = _t(
     "STAGE_SHARE_RATIO",
     1.3,
@@ -721,6 +730,25 @@ PHASE_STACK_SAMPLES = _t(
     "30 s after a change of loader workers), 0.11 over 20; on a 30 ms-step job 65 samples at 2 Hz gave shares within "
     "0.1 of the job's own perf_counter timing of each phase",
 )
+STEP_COVER_SLACK = _t(
+    "STEP_COVER_SLACK",
+    0.1,
+    unit="share of the intervals' time",
+    statistic="",
+    source="chosen: the window's intervals up to the last step's end may hold this much time outside one rank's "
+    "steps (or one step's time, or STEP_REPORT_LAG, whichever is larger) before a longer step is taken to run beside "
+    "them (diagnosis/window.py steps_cover_readings): the jitter of a sampling tick against the steps' ends",
+)
+STEP_REPORT_LAG = _t(
+    "STEP_REPORT_LAG",
+    1.0,
+    unit="s",
+    statistic="",
+    source="the hook reports its steps every 0.5 s at most, at the first step end after (torch/watch.py "
+    "report_every): steps that ended before a tick can arrive in the next one; twice that period, for the tick's "
+    "and the report's own jitter (a review's simulation of the default cadence: with one step's slack alone, 35-65% "
+    "of a steady job's ticks read as uncovered)",
+)
 WINDOW_SAMPLES = _t(
     "WINDOW_SAMPLES",
     5,
@@ -768,7 +796,8 @@ CHECKPOINT_WRITES = _t(
     2.0,
     unit="ratio (disk writes / disk reads)",
     statistic="",
-    source="regime label only: with no steps, disks writing twice what they read is a checkpoint being written",
+    source="regime label only: disks writing twice what they read (and WRITES or more) are writing a checkpoint "
+    "(with no steps) or checkpoints or logs (a change to storage while steps run)",
 )
 DOMINANT_INTERVALS = _t(
     "DOMINANT_INTERVALS",

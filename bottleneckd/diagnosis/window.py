@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bottleneckd.diagnosis.thresholds import PHASE_STACK_SAMPLES
+from bottleneckd.diagnosis.thresholds import PHASE_STACK_SAMPLES, STEP_COVER_SLACK, STEP_REPORT_LAG
 from bottleneckd.model.sample import Sample, StepPhases
 
 
@@ -48,9 +48,8 @@ class WindowStats:
     #: readings' means over the intervals the timed steps of ``phases`` ran in (``Window.stats``):
     #: a figure to set beside a phase's share; empty where they are the window's (stack samples)
     phase_means: Mapping[tuple[str, str, str], float] = field(default_factory=dict)
-    #: False where those intervals held more time outside the steps than one of the steps takes: a
-    #: step longer than the others (a checkpoint, an evaluation, a recompilation) was running when
-    #: the last one ended, and their readings hold it beside the phases that do not
+    #: False where those intervals hold more time outside one rank's steps than STEP_COVER_SLACK of
+    #: it, one step and STEP_REPORT_LAG: a step longer than the others ran beside them unreported
     steps_cover_readings: bool = True
 
     def get(self, resource: str, device: str | None, metric: str, field: str = "mean") -> float | None:
@@ -194,14 +193,16 @@ class Window:
     def _over_steps(self, phases: StepPhases | None) -> tuple[dict[tuple[str, str, str], float], bool]:
         """The readings' means over the intervals the timed steps of ``phases`` ran in, and whether
         the steps cover them (``WindowStats.steps_cover_readings``). The intervals: back from the
-        last one in which a step ended (those after it hold a step still running, which no phase
-        covers yet) over as many seconds as one rank's steps took (a step longer than an interval,
-        reported whole where it ends, ran in the intervals before)."""
+        last one in which a step ended (those after it hold a step still running, a checkpoint, an
+        evaluation or a recompilation, which no phase covers yet) over as many seconds as one rank's
+        steps took (a step longer than an interval, reported whole where it ends, ran in the
+        intervals before). Covered: their time less the steps' at most the larger of
+        STEP_COVER_SLACK of it, one step, and STEP_REPORT_LAG (steps reported in the next tick)."""
         samples = list(self.samples)
         last = next((i for i in range(len(samples) - 1, -1, -1) if samples[i].phases is not None), None)
         if phases is None or last is None or not phases.steps:
             return {}, True
-        ranks = max(1, len(samples[last].ranks))
+        ranks = max(1, len({r.identity.key for s in samples[: last + 1] for r in s.ranks}))
         need, took = phases.wall_seconds / ranks, 0.0
         taken: list[Sample] = []
         for s in reversed(samples[: last + 1]):
@@ -210,13 +211,7 @@ class Window:
             if took >= need * (1.0 - STEP_COVER_SLACK):
                 break
         step = need / max(1.0, phases.steps / ranks)
-        return _means(taken), took - need <= max(STEP_COVER_SLACK * took, step)
-
-
-#: the intervals taken for a window's steps may fall short of their time, or exceed it beyond one
-#: step's time, by this share (an interval's edges are not a step's): a 1.0 s step in a 1.006 s
-#: interval is one interval, not two (chosen: the jitter of a sampling tick)
-STEP_COVER_SLACK = 0.1
+        return _means(taken), took - need <= max(STEP_COVER_SLACK * took, step, STEP_REPORT_LAG)
 
 
 def _means(samples: Iterable[Sample]) -> dict[tuple[str, str, str], float]:

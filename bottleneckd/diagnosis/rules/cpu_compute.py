@@ -358,7 +358,7 @@ def _busy_cores(c: CpuCase, ev: list[str]) -> Finding:
         # the thread may run less than a core and wait for the rest (cpu.hot counts both); the cores
         # are idle only where nothing outside the job holds them either
         runs = max(cpu.main or 0.0, cpu.hottest or 0.0) >= ONE_CORE
-        others = cpu.contended or (cpu.outside or 0.0) >= OUTSIDE_BUSY
+        others = cpu.waits_behind_others or (cpu.outside or 0.0) >= OUTSIDE_BUSY
         ev.append(
             "one thread at a full core while the other cores idle: a serial (GIL-bound or single-threaded) step"
             if runs and not others

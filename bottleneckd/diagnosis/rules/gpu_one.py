@@ -92,7 +92,7 @@ class GpuCase:
     sm: float | None
     busy: float | None  # NVML 'GPU utilization': share of time a kernel runs
     #: the same over the intervals the phases' steps ran in (``WindowStats.over_phases``): the figure
-    #: set beside the phases' shares (a checkpoint after the last step ended is in no phase)
+    #: set beside the phases' shares (a checkpoint running after the last step ended is in no phase)
     step_busy: float | None
     mem_busy: float | None  # NVML's memory-busy fraction: share of time device memory is read or written
     dram: float | None
@@ -332,9 +332,9 @@ def compute_idle(w: WindowStats, busy: float | None) -> tuple[float, float] | No
     stack samples (attach) the phases are the host thread's: in them while the GPU idles, it works
     or waits there on something other than the GPU. ``busy``: NVML's busy fraction over the
     intervals the phases' steps ran in (``WindowStats.over_phases``), so that a checkpoint or an
-    evaluation after the last step ended (in no phase yet) does not count as idle inside them; None
-    where those intervals hold more time than the steps beyond one step's (``steps_cover_readings``:
-    the GPU idle then may be a long step's, not the phases')."""
+    evaluation running after the last step ended (in no phase yet) does not count as idle inside
+    them; None where the steps do not cover those intervals (``steps_cover_readings``: the GPU idle
+    then may be a longer step's)."""
     comp = compute_share(w)
     if busy is None or comp is None or comp < COMPUTE_STAGE or not w.steps_cover_readings:
         return None  # a step still running beside the last ones: its time is in the readings, not the phases

@@ -6,7 +6,7 @@ GPUs never idle (diagnosis/job_gpus.py ``never_idle``) spends that time waiting 
 ``.item()`` spinning in a CUDA synchronisation reads as a thread at a full core): the GPU rules judge
 it (gpu_compute.py), not this one.
 
-A GPU job timed by the hook's CUDA events whose GPUs idle (OTHER_LARGEST of the time or more) is
+A GPU job timed by the hook's CUDA events whose GPUs idle (GPU_WAITS_FOR_HOST of the time or more) is
 the other way round: the compute stage is the GPU's own timeline, and the other stage is the host's
 work while the GPU waits for it (per-step ``.item()``, logging, metrics on the host). There the other
 stage is weighed against the host's stages only (data, transfer, communication), and at full
@@ -18,11 +18,19 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bottleneckd.diagnosis.job_gpus import least_busy, never_idle
-from bottleneckd.diagnosis.rules.common import cuda_timed, headroom, other_share, pct, stack_samples, stage_share
+from bottleneckd.diagnosis.job_gpus import least_busy, never_idle, window_job_gpus
+from bottleneckd.diagnosis.rules.common import (
+    cuda_timed,
+    headroom,
+    offloaded,
+    other_share,
+    pct,
+    stack_samples,
+    stage_share,
+)
 from bottleneckd.diagnosis.rules.cpu_state import CpuState, cpu_state
 from bottleneckd.diagnosis.rules.storage import io_wait
-from bottleneckd.diagnosis.thresholds import OTHER_HIGH, OTHER_IDLE, OTHER_LARGEST, WRITES
+from bottleneckd.diagnosis.thresholds import GPU_WAITS_FOR_HOST, OTHER_HIGH, OTHER_IDLE, OTHER_LARGEST, WRITES
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.resources import UNDETERMINED, Resource, Stage
@@ -73,13 +81,16 @@ def other(w: WindowStats, peaks: PeakTable) -> list[Finding]:
 
 
 def _gpu_waits_for_host(w: WindowStats, peaks: PeakTable) -> tuple[str, float] | None:
-    """The job's least busy GPU and its busy fraction, where the hook's CUDA events timed the step
-    and that GPU idled OTHER_LARGEST of the time or more: the other stage is then host work the GPU
-    waits for. None otherwise (no CUDA events, a GPU busy enough to have run the other stage's time)."""
-    if not cuda_timed(w):
+    """The job's least busy GPU and its busy fraction over the intervals the steps ran in
+    (``WindowStats.over_phases``), where the hook's CUDA events timed the step and that GPU idled
+    GPU_WAITS_FOR_HOST of the time or more: the other stage is then host work the GPU waits for.
+    None otherwise (no CUDA events, a GPU busy enough to have run the other stage's time)."""
+    if not cuda_timed(w) or least_busy(w, peaks) is None:  # the job's GPUs, each with a busy figure
         return None
-    least = least_busy(w, peaks)
-    return least if least is not None and 1.0 - least[1] >= OTHER_LARGEST else None
+    devices = window_job_gpus(w, peaks).devices
+    busy = [(d, v) for d in devices if (v := w.over_phases(Resource.GPU_COMPUTE, d, "busy_fraction")) is not None]
+    least = min(busy, key=lambda dv: dv[1]) if busy else None
+    return least if least is not None and 1.0 - least[1] >= GPU_WAITS_FOR_HOST else None
 
 
 def _largest_stage(w: WindowStats, share: float, host_only: bool = False) -> bool:
@@ -90,7 +101,8 @@ def _largest_stage(w: WindowStats, share: float, host_only: bool = False) -> boo
     weighed against it; the GPU rules judge them."""
     if share < OTHER_LARGEST:
         return False
-    gpu_own = (Stage.COMPUTE, Stage.OPTIMIZER) if host_only else ()
+    # the GPU's own stages; an optimizer offloaded to the CPU (CPU Adam) is the host's
+    gpu_own = (Stage.COMPUTE,) + (() if offloaded(w) else (Stage.OPTIMIZER,)) if host_only else ()
     rest = (stage_share(w, s) for s in Stage if s != Stage.OTHER and s not in gpu_own)
     return all(r is None or r < share for r in rest)
 
