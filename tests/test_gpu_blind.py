@@ -11,15 +11,21 @@ What they exposed (2026-12-05), each pinned here:
 - mixed precision was recommended first to a job whose parameters and FLOPs are bf16 already;
 - pinned memory was recommended for copies that ran the link at its peak;
 - a straggler's wait, read as the link's, was listed as a secondary pressure stronger than the
-  verdict itself."""
+  verdict itself.
+
+Rounds 2-4 (construct_blind_gpu2.py to construct_blind_gpu4.py) are checked the same way below,
+with what each exposed pinned beside it; the labels the tool does not give yet are named with why
+(OPEN3, OPEN4)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -270,16 +276,20 @@ def test_a_stragglers_data_wait_is_storage_where_the_window_says_so():
     assert straggler_resource(cpu_job, Stage.TRANSFER, cpu) == Resource.CPU_COMPUTE
 
 
+def generator(script: Path) -> ModuleType:
+    """A blind round's generator, imported from its file (test data, not a package)."""
+    spec = importlib.util.spec_from_file_location(script.stem, script)
+    assert spec is not None and spec.loader is not None
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    return gen
+
+
 def host_sync_variant(out: Path, other_s: float, gpu_busy: float | None = None) -> Path:
     """The second round's host-sync job (b3_03: 0.102 s of GPU work a step, timed by CUDA events)
     with ``other_s`` seconds of host work a step, its GPU busy for the GPU work's share of the step
     (or ``gpu_busy``), SM, tensor and DRAM activity scaled with it."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("construct_blind_gpu2", CONSTRUCT2)
-    assert spec is not None and spec.loader is not None
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
+    gen = generator(CONSTRUCT2)
     base = next(s for s in gen.SC if s["name"] == "b3_03_host_sync_logging_other")
     step = dict(gen.st3, other=other_s)
     busy = gpu_busy if gpu_busy is not None else (0.030 + 0.060 + 0.012) / sum(step.values())
@@ -324,13 +334,7 @@ CONSTRUCT4 = Path(__file__).resolve().parent / "data" / "construct_blind_gpu4.py
 
 def blind_labels(script: Path) -> dict[str, tuple[str, str]]:
     """The LABELS a blind round's generator holds, as its author wrote them before running anything."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(script.stem, script)
-    assert spec is not None and spec.loader is not None
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
-    return dict(gen.LABELS)
+    return dict(generator(script).LABELS)
 
 
 #: rounds 3 and 4 (2026-12-05): scenarios whose label the tool does not give yet, and why (each is
