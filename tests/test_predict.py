@@ -106,6 +106,21 @@ def test_a_loader_in_the_training_process_is_offered_a_worker_per_core_it_could_
     assert "0 -> 1 workers" in more_workers(replace(inline, idle_cores=0.5, main_cores=0.6)).formula
 
 
+def test_more_workers_are_offered_as_many_as_hide_the_loading_not_every_free_core() -> None:
+    """A blind trace: the loading 84% of the step on the training thread at a full core, 61.6 cores
+    free: 0.84 of a step's CPU per batch over the 0.16 of compute hides behind 6 workers (5.25), not
+    62; the gain is the same, and so is its interval's top."""
+    inline = inputs(
+        {"data_wait": 0.84, "forward": 0.16}, 0.5, main_cores=1.0, loader_workers=0.0, idle_cores=61.6, cores=64.0
+    )
+    p = more_workers(inline)
+    assert "0 -> 6 workers" in p.formula, p.formula
+    assert p.speedup == pytest.approx(1 / 0.16, rel=0.03) and p.high == pytest.approx(p.speedup, rel=0.03)
+    # with workers: 4 of them at a core each, data wait 60%: 4 / 0.4 = 10 workers hide it, not 4 + 61
+    four = inputs({"data_wait": 0.6, "forward": 0.4}, 0.1, loader_workers=4.0, worker_cores=4.0, idle_cores=61.0)
+    assert "4 -> 10 workers" in more_workers(four).formula
+
+
 def test_more_workers_on_cores_crowded_by_other_processes_take_a_fair_share() -> None:
     """One loader worker at a third of a core, the 2 cores full (other processes): a second worker
     gets a share as the first does (the demo measured x2.12 for 1 -> 2 workers so); the cores the

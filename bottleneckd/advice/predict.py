@@ -286,6 +286,11 @@ def data_echoing(i: StepInputs, factor: int = ECHO) -> Prediction:
     )
 
 
+#: the rest of the step (1 - data wait) a loader's workers are sized against is at least this: a step
+#: that is all data wait sizes them by the free cores alone
+MIN_REST = 0.02
+
+
 def more_workers(i: StepInputs, new: float | None = None) -> Prediction:
     """More DataLoader workers from the per-batch loader CPU time and the free cores (``loader_step``).
 
@@ -315,6 +320,12 @@ def more_workers(i: StepInputs, new: float | None = None) -> Prediction:
         new = max(1.0, w) * LATENCY_WORKERS_FACTOR
     elif new is None:
         new = w + max(1.0, math.floor(i.idle_cores)) if w >= NO_WORKERS else max(1.0, round(i.idle_cores + d.value * u))
+        # no more than hide the loading behind the rest of the step: a batch's CPU time over the step
+        # less its data wait, each worker a core (62 free cores offered "0 -> 62 workers" for a
+        # loading that 6 hide)
+        per_batch = (u * w if w >= NO_WORKERS else d.value * u) * i.step
+        enough = math.ceil(per_batch / (max(1.0 - d.value, MIN_REST) * i.step))
+        new = min(new, max(w + 1.0, float(enough)))
     if new <= w:
         return unknown(m, f"{new:g} workers is not more than the {w:g} running")
     idle = i.idle_cores
