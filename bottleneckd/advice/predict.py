@@ -316,6 +316,7 @@ def more_workers(i: StepInputs, new: float | None = None) -> Prediction:
             return unknown(m, "not measured: the training thread's CPU use")
         u, demand = i.main_cores, max(i.main_cores, i.main_demand or 0.0)
     cpu_bound = demand >= CPU_BOUND
+    per = (u * w if w >= NO_WORKERS else d.value * u) * i.step  # the loading's CPU seconds per batch
     if new is None and not cpu_bound:
         new = max(1.0, w) * LATENCY_WORKERS_FACTOR
     elif new is None:
@@ -323,8 +324,7 @@ def more_workers(i: StepInputs, new: float | None = None) -> Prediction:
         # no more than hide the loading behind the rest of the step: a batch's CPU time over the step
         # less its data wait, each worker a core (62 free cores offered "0 -> 62 workers" for a
         # loading that 6 hide)
-        per_batch = (u * w if w >= NO_WORKERS else d.value * u) * i.step
-        enough = math.ceil(per_batch / (max(1.0 - d.value, MIN_REST) * i.step))
+        enough = math.ceil(per / (max(1.0 - d.value, MIN_REST) * i.step))
         new = min(new, max(w + 1.0, float(enough)))
     if new <= w:
         return unknown(m, f"{new:g} workers is not more than the {w:g} running")
@@ -341,7 +341,6 @@ def more_workers(i: StepInputs, new: float | None = None) -> Prediction:
         # busy machine (idle 0) for a 0 -> 2 worker change run --tune measured at x2.17
         return i.step / loader_step(i.step, x, w, cpu if cpu_bound else 0.0, cores, idle, new, fair)
 
-    per = (u * w if w >= NO_WORKERS else d.value * u) * i.step
     kind = "CPU-bound" if cpu_bound else "waiting (latency)"
     return known(
         m,

@@ -122,13 +122,16 @@ def never_idle(w: WindowStats, peaks: PeakTable | None) -> tuple[str, float] | N
     return least if least is not None and least[1] >= GPU_NEVER_IDLE else None
 
 
-def least_busy(w: WindowStats, peaks: PeakTable | None) -> tuple[str, float] | None:
+def least_busy(w: WindowStats, peaks: PeakTable | None, over_steps: bool = False) -> tuple[str, float] | None:
     """The least busy of the job's GPUs and the share of the time it ran kernels (NVML's busy
-    fraction); None for a job on no GPU or where a GPU of the job has no busy figure."""
+    fraction, over the window, or with ``over_steps`` over the intervals its steps ran in:
+    ``WindowStats.over_phases``); None for a job on no GPU or where a GPU of the job has no busy
+    figure."""
     if not runs_on_gpu(w, peaks):
         return None
     jg = window_job_gpus(w, peaks)
-    busy = [(d, v) for d in jg.devices if (v := w.get(Resource.GPU_COMPUTE, d, "busy_fraction")) is not None]
+    read = w.over_phases if over_steps else w.get
+    busy = [(d, v) for d in jg.devices if (v := read(Resource.GPU_COMPUTE, d, "busy_fraction")) is not None]
     if not busy or len(busy) < len(jg.devices):
         return None
     return min(busy, key=lambda dv: dv[1])

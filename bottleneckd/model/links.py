@@ -9,11 +9,11 @@ import re
 
 __all__ = ["rdma_port"]
 
-_PORT = re.compile(r"[^/]+/\d+")
+#: a device, then its port number, at the end of the name
+_PORT = re.compile(r"(?:^|/)[^/]+/\d+$")
 
 
 def rdma_port(device: str) -> bool:
     """``device`` names an InfiniBand/RoCE port (its last component a port number), on this node
     or another's."""
-    parts = device.rsplit("/", 2)
-    return len(parts) >= 2 and _PORT.fullmatch("/".join(parts[-2:])) is not None
+    return _PORT.search(device) is not None

@@ -220,8 +220,7 @@ class DegradedPort:
         return (
             f"{self.port} runs at {self.rate * 8 / 1e9:.0f} Gb/s where {self.siblings} of the {self.ports} "
             f"InfiniBand/RoCE ports sampled run at {self.usual * 8 / 1e9:.0f} Gb/s: a link trained down (cable, "
-            "transceiver, lanes) that "
-            "the all-reduce waits on"
+            "transceiver, lanes) that the all-reduce waits on"
         )
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from bottleneckd.diagnosis.job_gpus import least_busy, never_idle, window_job_gpus
+from bottleneckd.diagnosis.job_gpus import least_busy, never_idle
 from bottleneckd.diagnosis.rules.common import (
     cuda_timed,
     headroom,
@@ -85,11 +85,7 @@ def _gpu_waits_for_host(w: WindowStats, peaks: PeakTable) -> tuple[str, float] |
     (``WindowStats.over_phases``), where the hook's CUDA events timed the step and that GPU idled
     GPU_WAITS_FOR_HOST of the time or more: the other stage is then host work the GPU waits for.
     None otherwise (no CUDA events, a GPU busy enough to have run the other stage's time)."""
-    if not cuda_timed(w) or least_busy(w, peaks) is None:  # the job's GPUs, each with a busy figure
-        return None
-    devices = window_job_gpus(w, peaks).devices
-    busy = [(d, v) for d in devices if (v := w.over_phases(Resource.GPU_COMPUTE, d, "busy_fraction")) is not None]
-    least = min(busy, key=lambda dv: dv[1]) if busy else None
+    least = least_busy(w, peaks, over_steps=True) if cuda_timed(w) else None
     return least if least is not None and 1.0 - least[1] >= GPU_WAITS_FOR_HOST else None
 
 
