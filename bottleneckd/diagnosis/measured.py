@@ -16,6 +16,9 @@ what the job's own figures say about whether a mitigation can help, not what the
   straggler's busy time less the ranks' mean, over the median rank's step): a larger shard, longer
   sequences, work only rank 0 does. Evening it out keeps the global batch, and comes before
   making every rank do less.
+- ``straggler_data_lag_share``: where that straggler's own work is waiting for its next batch, its
+  wait beyond the median rank's over the median rank's step: the loader's figures (diagnosis/
+  step_inputs.py) are then the straggler's, since the job waits on its loader, not on the ranks' mean.
 - ``job_memory_share``: the job's resident memory over the host's memory in use (rules/capacity.py):
   where host memory is short and others hold most of it, the job's own savings do not free it.
 - ``serial_loader_thread``: a thread of a rank other than its main and autograd threads at a full
@@ -95,6 +98,9 @@ def measured_facts(w: WindowStats, verdict: Verdict, peaks: PeakTable | None = N
     if balance is not None:
         out["straggler_limits_the_step"] = True
         out["straggler_balance_share"] = round(balance, 4)
+    lag = _straggler_data_lag(verdict)
+    if lag is not None:
+        out["straggler_data_lag_share"] = round(lag, 4)
     held = job_memory_share(w)
     if held is not None:
         out["job_memory_share"] = round(held, 4)
@@ -148,6 +154,18 @@ def _straggler_balance(verdict: Verdict) -> float | None:
     if not s.get("limits_the_step") or s.get("kind") != "rank" or not isinstance(share, (int, float)):
         return None
     return float(share)
+
+
+def _straggler_data_lag(verdict: Verdict) -> float | None:
+    """The straggler's data wait beyond the median rank's, over the median rank's step, where the
+    verdict is that wait (a rank named, ``limits_the_step``, waiting for its next batch), else None."""
+    s = verdict.straggler or {}
+    lag, step = s.get("doing_excess_seconds"), s.get("median_step_seconds")
+    if not s.get("limits_the_step") or s.get("kind") != "rank" or s.get("doing") != Phase.DATA_WAIT:
+        return None
+    if not isinstance(lag, (int, float)) or not isinstance(step, (int, float)) or step <= 0 or lag <= 0:
+        return None
+    return min(1.0, float(lag) / float(step))
 
 
 #: bytes per parameter by the hook's param_dtype

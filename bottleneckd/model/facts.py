@@ -403,6 +403,13 @@ FACTS: dict[str, FactSpec] = {
             "less the ranks' mean, over the median rank's step (window)",
         ),
         _spec(
+            "straggler_data_lag_share",
+            "float",
+            Producer.MEASURED,
+            "where that extra work is the straggler waiting for its next batch: its wait beyond the median rank's, "
+            "over the median rank's step (the loader models take the straggler's wait as the step's; window)",
+        ),
+        _spec(
             "job_idle_cores",
             "float",
             Producer.MEASURED,
