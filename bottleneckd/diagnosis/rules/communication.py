@@ -91,7 +91,11 @@ def communication(w: WindowStats, peaks: PeakTable) -> list[Finding]:
 def _comm_case(w: WindowStats, peaks: PeakTable | None = None) -> CommCase:
     p = w.phases
     share = p.share(Phase.COMMUNICATION) if p else None
-    base_ev = [f"gradient communication {pct(share)} of step time"] if share is not None and share >= COMM_HIGH else []
+    # with neither DDP nor FSDP in the job, its collectives are its own calls: a hand-written
+    # gradient all-reduce, or tensor/pipeline/expert parallelism's (the hook does not tell them apart)
+    own = p is not None and p.facts.get("ddp") is False and p.facts.get("fsdp") is False
+    what = "communication (the job's own collectives, no DDP or FSDP)" if own else "gradient communication"
+    base_ev = [f"{what} {pct(share)} of step time"] if share is not None and share >= COMM_HIGH else []
     base = min(1.0, (share or 0.0) / FULL_SHARE) if base_ev else 0.0
     cost = comm_cost(w)
     sc = stack_comm(w)
