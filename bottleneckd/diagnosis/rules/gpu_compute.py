@@ -29,9 +29,10 @@ from dataclasses import replace
 from typing import Any
 
 from bottleneckd.diagnosis.job_gpus import co_tenants, never_idle, runs_on_gpu, window_job_gpus
-from bottleneckd.diagnosis.rules.common import compute_share, cuda_timed, offloaded, other_share, pct
+from bottleneckd.diagnosis.rules.common import compute_share, cuda_timed, data_share, offloaded, other_share, pct
+from bottleneckd.diagnosis.rules.cpu_state import cpu_state
 from bottleneckd.diagnosis.rules.gpu_one import one_gpu
-from bottleneckd.diagnosis.thresholds import COMPUTE_STAGE, FOR_LOOP_OPTIMIZER_HIGH, OTHER_HIGH
+from bottleneckd.diagnosis.thresholds import COMPUTE_STAGE, FOR_LOOP_OPTIMIZER_HIGH, INPUT_HIGH, NO_WORKERS, OTHER_HIGH
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.job_gpus import JobGpus
@@ -87,7 +88,39 @@ def gpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
             )
             found = [replace(f, evidence=(*f.evidence, note)) for f in found]
         per.append((dev, ranks, found if stage is None else [replace(f, stage=stage) for f in found]))
-    return _over_gpus(per, base)
+    return _behind_the_loader(w, _over_gpus(per, base))
+
+
+def _behind_the_loader(w: WindowStats, found: list[Finding]) -> list[Finding]:
+    """The GPU's findings where its step waits for batches that loader workers make beside it: at
+    INPUT_HIGH of the step or more the workers do not keep up, and a faster GPU step would only wait
+    longer for them (the loader, not the GPU, sets the pace). Each finding's score is scaled by the
+    share of the step that is not that wait (chosen: the data stage's findings, at most 0.95 from
+    INPUT_HIGH, then lead; the GPU's stays a secondary pressure). A blind trace: a SATA disk 99% busy,
+    the step waiting 40% for its 8 workers' batches, read gpu_memory_bandwidth/compute from the
+    roofline at 56% of the GPU's bandwidth. Without workers the loading runs between the steps on the
+    training thread, serial with the GPU's work where the step synchronises: both stages count."""
+    data = data_share(w)
+    if data is None or data < INPUT_HIGH or not found or not _loader_workers(w):
+        return found
+    why = (
+        f"the step waits {pct(data)} of its time for batches its loader workers make beside the GPU: they do not "
+        "keep up, and a faster GPU step would wait longer for them"
+    )
+    return [
+        replace(f, score=f.score * (1.0 - data), evidence=(*f.evidence, why))
+        if f.stage in (Stage.COMPUTE, Stage.OPTIMIZER)
+        else f
+        for f in found
+    ]
+
+
+def _loader_workers(w: WindowStats) -> bool:
+    """The job's DataLoader has worker processes (the hook's fact, else the workers counted)."""
+    n = w.phases.facts.get("loader_workers") if w.phases is not None else None
+    if isinstance(n, int) and not isinstance(n, bool):
+        return n >= 1
+    return cpu_state(w).n_workers >= NO_WORKERS
 
 
 def _optimizer_lead(w: WindowStats) -> str | None:
