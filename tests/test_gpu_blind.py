@@ -13,9 +13,9 @@ What they exposed (2026-12-05), each pinned here:
 - a straggler's wait, read as the link's, was listed as a secondary pressure stronger than the
   verdict itself.
 
-Rounds 2-4 (construct_blind_gpu2.py to construct_blind_gpu4.py) are checked the same way below,
+Rounds 2-5 (construct_blind_gpu2.py to construct_blind_gpu5.py) are checked the same way below,
 with what each exposed pinned beside it; the labels the tool does not give yet are named with why
-(OPEN3, OPEN4)."""
+(OPEN3, OPEN4, OPEN5)."""
 
 from __future__ import annotations
 
@@ -347,6 +347,7 @@ def test_host_work_that_keeps_the_gpu_idle_is_weighed_against_the_hosts_stages(
 
 CONSTRUCT3 = Path(__file__).resolve().parent / "data" / "construct_blind_gpu3.py"
 CONSTRUCT4 = Path(__file__).resolve().parent / "data" / "construct_blind_gpu4.py"
+CONSTRUCT5 = Path(__file__).resolve().parent / "data" / "construct_blind_gpu5.py"
 
 
 def blind_labels(script: Path) -> dict[str, tuple[str, str]]:
@@ -371,6 +372,27 @@ OPEN4 = {
 }
 
 
+#: round 5 (2026-12-05, 16 scenarios; 10 right as first run, then the loader-outpaced GPU step, the
+#: device under attach and the idle link of a job's own collectives fixed)
+OPEN5 = {
+    "pageable_h2d_pcie_gen3": "copies 40% of a serial step beside a compute stage at 81% of the GPU's memory "
+    "bandwidth: both limit (the verdict holds gpu_memory_bandwidth 32 s, cpu_gpu_interconnect 18 s, at 0.99 of it); "
+    "the author's pinned memory is the cheaper fix, the tool's Amdahl lever is the larger stage",
+    "fsdp_act_ckpt_mem_full": "the author's gpu_memory (activation checkpointing forced by full memory, ~25% "
+    "recompute) against the tool's gpu_compute at 55% of the bf16 peak with gpu_memory second (0.95): the "
+    "recomputation is not measured in the trace, only its configuration",
+    "hetero_l40s_a10_ddp": "two of four ranks slow (A10s beside L40S): the straggler test names one rank busier "
+    "than the median, and with half the ranks slow none is; the wait reads as the link's",
+    "ckpt_to_nfs_10gbe": "a save to NFS over 10 GbE 35% of the wall: the run verdict is the regime held longest "
+    "(training, gpu_compute), the save a regime change; and the NFS mount's peak is the fastest local link's",
+}
+
+
+@pytest.fixture(scope="module")
+def traces5(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return construct(CONSTRUCT5, tmp_path_factory.mktemp("blind5"))
+
+
 @pytest.fixture(scope="module")
 def traces3(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return construct(CONSTRUCT3, tmp_path_factory.mktemp("blind3"))
@@ -381,22 +403,25 @@ def traces4(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return construct(CONSTRUCT4, tmp_path_factory.mktemp("blind4"))
 
 
-LABELLED_LATER = [("third", n) for n in sorted(set(blind_labels(CONSTRUCT3)) - set(OPEN3))] + [
-    ("fourth", n) for n in sorted(set(blind_labels(CONSTRUCT4)) - set(OPEN4))
+LATER = {"third": (CONSTRUCT3, OPEN3), "fourth": (CONSTRUCT4, OPEN4), "fifth": (CONSTRUCT5, OPEN5)}
+LABELLED_LATER = [
+    (r, n) for r, (script, open_) in LATER.items() for n in sorted(set(blind_labels(script)) - set(open_))
 ]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("blind_round", "name"), LABELLED_LATER)
-def test_analyze_gives_the_later_rounds_blind_labels(blind_round, name, traces3, traces4, cli_env):
-    folder, script = (traces3, CONSTRUCT3) if blind_round == "third" else (traces4, CONSTRUCT4)
+def test_analyze_gives_the_later_rounds_blind_labels(blind_round, name, traces3, traces4, traces5, cli_env):
+    folder = {"third": traces3, "fourth": traces4, "fifth": traces5}[blind_round]
+    script = LATER[blind_round][0]
     paths = sorted(folder.glob(f"{name}.node*.jsonl")) or [folder / f"{name}.jsonl"]
     r = run_cli(["analyze", "--format", "json", *map(str, paths)], cli_env)
     assert r.returncode == 0, r.stderr[-2000:]
     doc = json.loads(r.stdout)
     v = doc["verdict"]
     assert (v["resource"], v["stage"]) == blind_labels(script)[name], v["evidence"]
-    assert doc["recommendations"], "each of these situations has something to do"
+    if v["resource"] != "undetermined":
+        assert doc["recommendations"], "each of these situations has something to do"
 
 
 def with_facts(src: Path, dst: Path, **facts: object) -> Path:
@@ -482,3 +507,40 @@ def test_a_cpu_job_behind_other_processes_is_not_said_to_leave_cores_idle(traces
     assert not any("other cores idle" in e for e in ev), ev
     assert any("running or waiting to run a full core's worth of time (other processes take" in e for e in ev), ev
     assert any(e.startswith("arithmetic intensity 11.8 FLOP/byte") for e in ev), ev
+
+
+@pytest.mark.slow
+def test_attach_on_a_gpu_job_gets_the_gpu_advice(traces5, cli_env):
+    """Round 5's launch-bound job on an RTX 4090 under attach (no hook, so no device fact): NVML
+    lists the job's process on the GPU, so it is a CUDA job and CUDA graphs fit (they were 'not
+    fitting: device unknown', and mixed precision came first for a GPU held back by its host)."""
+    doc = analyze(traces5 / "attach_4090_launch_bound.jsonl", cli_env)
+    assert doc["facts"]["device"] == "cuda"
+    assert doc["recommendations"][0]["id"] == "cuda_graphs", [r["id"] for r in doc["recommendations"]]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("workers", "verdict"), [(8, "storage_bandwidth"), (0, "gpu_memory_bandwidth")])
+def test_a_gpu_step_behind_its_loader_workers_is_the_loaders(workers, verdict, traces5, cli_env, tmp_path):
+    """Round 5's job reading from a SATA disk 99% busy, waiting 40% of the step for batches beside a
+    compute stage at 56% of the GPU's bandwidth: with loader workers making batches beside the GPU
+    a faster GPU step would only wait longer (storage, data); with none the loading runs on the
+    training thread between the GPU's steps, and the larger stage leads."""
+    src = traces5 / "sata_ssd_irregular_cadence.jsonl"
+    doc = analyze(with_facts(src, tmp_path / "t.jsonl", loader_workers=workers), cli_env)
+    v = doc["verdict"]
+    assert v["resource"] == verdict, v["evidence"]
+    if workers:
+        assert v["stage"] == "data" and "gpu_memory_bandwidth" in [s["resource"] for s in v["secondary"]]
+
+
+@pytest.mark.slow
+def test_a_jobs_own_collectives_on_an_idle_link_are_not_the_links(traces3, traces5, cli_env):
+    """Round 5's 4-stage pipeline (its bubble 43% of the step, NVLink at 7% while communicating, DDP's
+    all-reduce not timed) is a wait in the job's own collectives, not named; round 3's tensor
+    parallelism (NVLink at 46% while communicating) is the link's."""
+    bubble = analyze(traces5 / "pipeline_bubble_pp4.jsonl", cli_env)["verdict"]
+    assert bubble["resource"] == "undetermined" and "not for the link's bandwidth" in bubble["reason"]
+    tp = analyze(traces3 / "tp_nvlink_exposed.jsonl", cli_env)["verdict"]
+    assert tp["resource"] == "inter_gpu_interconnect"
+    assert tp["evidence"][0].startswith("communication (the job's own collectives: no DDP or FSDP) 37%")

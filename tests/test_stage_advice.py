@@ -149,6 +149,8 @@ def test_measured_facts_are_declared_produced_and_unknown_when_not_measured():
         "flops_per_parameter",  # tests/test_recommend.py
         "straggler_limits_the_step",  # tests/test_rank_balance.py
         "straggler_balance_share",  # tests/test_rank_balance.py
+        "straggler_data_lag_share",  # tests/test_gpu_blind.py
+        "device",  # tests/test_gpu_blind.py (attach on a GPU job)
     }
     bare = window(HOST, {"data_wait": 0.5, "forward": 0.5})  # the job's CPU not sampled: unknown, not 0
     assert "job_idle_cores" not in measured_facts(bare, classify(bare, NO_PEAKS))

@@ -78,6 +78,18 @@ LINK_IDLE_WHILE_COMMUNICATING = _t(
     "or NCCL over shared memory or PCIe (P2P disabled), also leaves the NVLink counters idle, so it is applied only "
     "where the step's data wait is comparable to it",
 )
+OWN_COLLECTIVES_LINK_IDLE = _t(
+    "OWN_COLLECTIVES_LINK_IDLE",
+    0.15,
+    unit="share of the link's peak while communicating",
+    statistic="link_while_communicating",
+    source="chosen between two blind traces of jobs with neither DDP nor FSDP (their collectives their own): "
+    "tensor parallelism's all-reduces moving activations over NVLink at 46% of its peak while communicating (the "
+    "link limits), and a 4-stage pipeline's bubble (43% of the step) with NVLink at 7%: the ranks wait for the "
+    "previous stage, and a faster link changes nothing",
+    caveat="not applied to DDP or FSDP, whose idle link while communicating is a late rank (diagnosis/straggler.py) "
+    "or an all-reduce of many small buckets, which syncing less often does shorten",
+)
 LATE_BATCH_DATA_RATIO = _t(
     "LATE_BATCH_DATA_RATIO",
     0.5,

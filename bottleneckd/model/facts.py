@@ -112,7 +112,13 @@ FACTS: dict[str, FactSpec] = {
     s.name: s
     for s in (
         # the model and the loop (hook)
-        _spec("device", "str", _W, "the model's device type: cpu, cuda, ..."),
+        _spec(
+            "device",
+            "str",
+            (_W, Producer.MEASURED),
+            "the model's device type: cpu, cuda, ... (the hook's; without it, cuda where the job is seen on the "
+            "node's GPUs: attach)",
+        ),
         _spec("pid", "int", _W, "the training process"),
         _spec("epoch", "int", _W, "epochs completed"),
         _spec("parameters", "int", _P, "number of model parameters"),

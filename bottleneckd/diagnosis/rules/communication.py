@@ -11,7 +11,9 @@ inter_gpu_interconnect. The evidence names the links and the ranks on each node.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from bottleneckd.diagnosis.job_gpus import job_busiest
 from bottleneckd.diagnosis.rules.comm_cost import comm_cost
@@ -24,6 +26,7 @@ from bottleneckd.diagnosis.thresholds import (
     INPUT_MODERATE,
     LATE_BATCH_DATA_RATIO,
     LINK_IDLE_WHILE_COMMUNICATING,
+    OWN_COLLECTIVES_LINK_IDLE,
     RAIL_BYTES,
     SHARED_COMM_HIGH,
     USUAL_RATE_PORTS,
@@ -31,7 +34,7 @@ from bottleneckd.diagnosis.thresholds import (
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.links import rdma_port
-from bottleneckd.model.resources import Phase, Resource, Stage
+from bottleneckd.model.resources import UNDETERMINED, Phase, Resource, Stage
 from bottleneckd.peaks.resolve import PeakTable
 
 # --- scores: chosen, not measured -----------------------------------------------------------------
@@ -63,6 +66,9 @@ class CommCase:
     #: the hook reported the job's world size and local world size (attach does not: its ranks on
     #: other hosts are unseen)
     world_known: bool = False
+    #: why the communication phase holds only the job's own collectives ("" where it may hold DDP's
+    #: or FSDP's): neither in the job, or DDP's all-reduce not timed (the hook's facts)
+    own: str = ""
 
     @property
     def several_hosts(self) -> bool:
@@ -91,10 +97,8 @@ def communication(w: WindowStats, peaks: PeakTable) -> list[Finding]:
 def _comm_case(w: WindowStats, peaks: PeakTable | None = None) -> CommCase:
     p = w.phases
     share = p.share(Phase.COMMUNICATION) if p else None
-    # with neither DDP nor FSDP in the job, its collectives are its own calls: a hand-written
-    # gradient all-reduce, or tensor/pipeline/expert parallelism's (the hook does not tell them apart)
-    own = p is not None and p.facts.get("ddp") is False and p.facts.get("fsdp") is False
-    what = "communication (the job's own collectives, no DDP or FSDP)" if own else "gradient communication"
+    own = _own_collectives(p.facts if p is not None else {})
+    what = f"communication (the job's own collectives: {own})" if own else "gradient communication"
     base_ev = [f"{what} {pct(share)} of step time"] if share is not None and share >= COMM_HIGH else []
     base = min(1.0, (share or 0.0) / FULL_SHARE) if base_ev else 0.0
     cost = comm_cost(w)
@@ -132,8 +136,32 @@ def _comm_case(w: WindowStats, peaks: PeakTable | None = None) -> CommCase:
     local = (p.facts.get("local_world_size") if p else None) or world
     nvl = job_busiest(w, peaks, Resource.INTER_GPU_INTERCONNECT)
     return CommCase(
-        w=w, share=share, base=base, base_ev=base_ev, world=world, local=local, nvl=nvl, world_known=world_known
+        w=w,
+        share=share,
+        base=base,
+        base_ev=base_ev,
+        world=world,
+        local=local,
+        nvl=nvl,
+        world_known=world_known,
+        own=own,
     )
+
+
+def _own_collectives(facts: Mapping[str, Any]) -> str:
+    """Why the hook's communication phase holds only collectives the job calls itself (a hand-written
+    gradient all-reduce, or tensor, pipeline or expert parallelism's: the hook does not tell them
+    apart), or "": with neither DDP nor FSDP in the job, or DDP whose comm hook did not time its
+    all-reduce (``ddp_comm_timing`` off), which then is in no phase. FSDP's collectives go through the
+    wrapped functions: its phase is the gradients' and parameters' too."""
+    if facts.get("fsdp") is True:
+        return ""
+    if facts.get("ddp") is False and facts.get("fsdp") is False:
+        return "no DDP or FSDP"
+    timing = facts.get("ddp_comm_timing")
+    if facts.get("ddp") is True and isinstance(timing, str) and timing.startswith("off"):
+        return "DDP's all-reduce not timed"
+    return ""
 
 
 def other_collectives(w: WindowStats) -> float | None:
@@ -311,11 +339,31 @@ def _intra_node(c: CommCase, named: bool) -> Finding | None:
     elif base and not named and c.world > 1 and c.world == c.local:
         ev.append(f"{c.world} ranks on one node")
     score = max(base, min(1.0, nvl[1] if nvl else 0.0))
+    idle = _own_collectives_wait(c)
+    if idle:
+        return Finding(resource=UNDETERMINED, stage=Stage.COMMUNICATION, score=score, evidence=(*ev, idle))
     waiting = _waiting_for_a_late_rank(c)
     if waiting:
         ev.append(waiting)
         score *= WAITING_FOR_RANKS
     return _link(Resource.INTER_GPU_INTERCONNECT, score, ev, c)
+
+
+def _own_collectives_wait(c: CommCase) -> str:
+    """A job with neither DDP nor FSDP whose collectives leave the link under OWN_COLLECTIVES_LINK_IDLE
+    of its peak while they run: the ranks wait in them (a pipeline's bubble, a slower rank or stage,
+    small messages' latency) rather than move bytes at the link's rate, and what they wait for is
+    not measured here (said, or "")."""
+    if not c.own or c.nvl is None or not c.share:
+        return ""
+    during = c.nvl[1] / c.share
+    if during >= OWN_COLLECTIVES_LINK_IDLE:
+        return ""
+    return (
+        f"the link at {pct(during)} of its peak while communicating: the ranks wait in their own collectives (a "
+        "pipeline's bubble, a slower rank or stage, small messages' latency), not for the link's bandwidth; a "
+        "profiler trace (torch.profiler, Nsight Systems) would tell which"
+    )
 
 
 def _waiting_for_a_late_rank(c: CommCase) -> str:
