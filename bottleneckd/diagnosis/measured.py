@@ -155,7 +155,7 @@ def _straggler_balance(verdict: Verdict) -> float | None:
     rank named, ``limits_the_step``), else None."""
     s = verdict.straggler or {}
     share = s.get("balance_share")
-    if not s.get("limits_the_step") or s.get("kind") != "rank" or not isinstance(share, (int, float)):
+    if not s.get("limits_the_step") or s.get("kind") == "node" or not isinstance(share, (int, float)):
         return None
     return float(share)
 
@@ -165,7 +165,7 @@ def _straggler_data_lag(verdict: Verdict) -> float | None:
     verdict is that wait (a rank named, ``limits_the_step``, waiting for its next batch), else None."""
     s = verdict.straggler or {}
     lag, step = s.get("doing_excess_seconds"), s.get("median_step_seconds")
-    if not s.get("limits_the_step") or s.get("kind") != "rank" or s.get("doing") != Phase.DATA_WAIT:
+    if not s.get("limits_the_step") or s.get("kind") == "node" or s.get("doing") != Phase.DATA_WAIT:
         return None
     if not isinstance(lag, (int, float)) or not isinstance(step, (int, float)) or step <= 0 or lag <= 0:
         return None

@@ -137,7 +137,7 @@ class RankFigures:
 
 @dataclass(frozen=True, kw_only=True)
 class Straggler:
-    kind: str  # "rank" | "node"
+    kind: str  # "rank" | "node" | "ranks" (several ranks slower than all the others: _slow_group)
     rank: int | None  # the rank (None for a node)
     node: str
     gpu: str
@@ -178,7 +178,7 @@ class Straggler:
         """The share of the step the job saves with the work even among the ranks (each busy as
         long as their mean; the straggler's lag behind the mean is what the others wait): a rank's
         own extra work, not a node's or contention's (None)."""
-        if self.kind != "rank" or self.mean_compute is None or not self.median_step or self.contended:
+        if self.kind == "node" or self.mean_compute is None or not self.median_step or self.contended:
             return None
         return min(1.0, max(0.0, self.compute - self.mean_compute) / self.median_step)
 
@@ -204,7 +204,13 @@ class Straggler:
     def who(self) -> str:
         if self.kind == "rank":
             return f"rank {self.rank} on {self.node}" + (f" ({self.gpu})" if self.gpu else "")
+        if self.kind == "ranks":
+            return f"ranks {', '.join(map(str, self.ranks))}" + (f" on {self.node}" if self.node else "")
         return f"node {self.node} (ranks {', '.join(map(str, self.ranks))})"
+
+    def against(self) -> str:
+        """Whom its busy time is measured against."""
+        return "the faster ranks' median" if self.kind == "ranks" else "the median rank"
 
     def lag_said(self) -> str:
         """The time the others lose to it: per step from timed steps, a share of the time from stack samples."""
@@ -235,7 +241,7 @@ class Straggler:
             else ""
         )
         return (
-            f"straggler: {self.who()} busy {self.excess:.0%} longer than the median rank outside the collectives "
+            f"straggler: {self.who()} busy {self.excess:.0%} longer than {self.against()} outside the collectives "
             f"({self.compute * 1e3:.1f} ms vs {self.median_compute * 1e3:.1f} ms per step){own}{doing}",
             f"busiest in {self.slowest_share:.0%} and last to arrive at the collectives in {self.last_share:.0%} "
             f"of the last {self.intervals} intervals",
@@ -558,6 +564,12 @@ def find_straggler(
     node = _slow_node(figs, med, margin, n)
     if node is not None:
         return node
+    # GPU ranks only: CPU ranks sharing a machine's cores (4 gloo ranks on 2 cores, other processes
+    # beside them) run unevenly in pairs, and a rank's own straggling read as a pair with a noisy one
+    gpus = all(f.identity.gpu for f in figs)
+    group = _slow_group(figs, margin, n) if gpus and not sampled_ranks(window) else None
+    if group is not None:
+        return group
     top = max(figs, key=lambda f: f.busy)
     # both signals agree: it is busy longest in most intervals, and it is the one the others wait for
     judged = excess(top, figs)
@@ -647,6 +659,47 @@ def _contention(top: RankFigures, figs: list[RankFigures], lag: float) -> float 
     rate = median(rates)
     work = max(0.0, top.cpu - median(cpus)) * (1 + top.wait_per_cpu)
     return max(0.0, lag - work) if top.wait_per_cpu >= STRAGGLER_CONTENTION_RATE * rate else 0.0
+
+
+def _slow_group(figs: list[RankFigures], margin: float, n: int) -> Straggler | None:
+    """Several ranks, at most half the job's, each slower than every other rank by the margin and
+    together the busiest and the last to arrive in most intervals (GPUs of a slower model in one
+    job, a rack of throttled cards): no one of them is the busiest in most intervals, so no rank is
+    named, yet the others wait for them. Named as a group (kind ``ranks``), measured against the
+    faster ranks: a blind trace of two A10s beside two L40S in one DDP job, 121 ms of compute a step
+    against 42 ms, read as the link's wait. GPU ranks only (``find_straggler``)."""
+    order = sorted(figs, key=lambda f: f.busy)
+    for m in range(2, len(order) // 2 + 1):  # the slow group: the m busiest ranks
+        fast, slow = order[:-m], order[-m:]
+        if slow[0].busy < fast[-1].busy * (1 + margin) or slow[-1].busy >= slow[-2].busy * (1 + margin):
+            continue  # not apart from the rest, or its busiest rank apart from the group: a rank's to name
+        share = sum(f.slowest for f in slow) / n
+        last = sum(f.last_arrival for f in slow) / n
+        if share < MAJORITY or last < LAST_ARRIVAL:
+            continue
+        top, med_fast = slow[-1], median(f.busy for f in fast)
+        doing, extra = _doing(top, fast)
+        nodes = {f.identity.node for f in slow}
+        return Straggler(
+            kind="ranks",
+            rank=None,
+            node=nodes.pop() if len(nodes) == 1 else "",
+            gpu=top.identity.gpu,
+            ranks=tuple(sorted(f.identity.rank for f in slow)),
+            compute=top.busy,
+            median_compute=med_fast,
+            slowest_share=share,
+            last_share=last,
+            intervals=n,
+            step_time_lost=top.busy - med_fast,
+            own=top.own,
+            median_own=median(f.own for f in fast),
+            doing=doing,
+            doing_excess=extra,
+            mean_compute=sum(f.busy for f in figs) / len(figs),
+            median_step=median(f.busy + f.wait for f in figs),
+        )
+    return None
 
 
 def _slow_node(figs: list[RankFigures], med: float, margin: float, n: int) -> Straggler | None:

@@ -152,7 +152,11 @@ class StragglerHistory:
         if v is None or p is None or v.straggler:
             return v
         s, count, could = p
-        who = f"rank {s['rank']} on {s['node']}" if s["kind"] == "rank" else f"node {s['node']}"
+        ranks = ", ".join(map(str, s.get("ranks") or ()))
+        who = {
+            "rank": f"rank {s['rank']} on {s['node']}",
+            "ranks": f"ranks {ranks}" + (f" on {s['node']}" if s["node"] else ""),
+        }.get(s["kind"], f"node {s['node']}")
         ev = (
             f"straggler over the run: {who}, named in {count} of {self.windows} windows with several ranks; "
             f"{s['excess_ratio']:.0%} busy longer than the median rank, "
