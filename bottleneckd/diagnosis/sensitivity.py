@@ -110,6 +110,17 @@ def _nfs_over_local(w: WindowStats, peaks: PeakTable) -> float | None:
     return nfs[1] / max(local, 1.0)
 
 
+def _nfs_over_nic(w: WindowStats, peaks: PeakTable) -> float | None:
+    """The busiest network file system's bytes over the busiest NIC's busier direction's."""
+    nfs = w.busiest(Resource.STORAGE_NETWORK_BANDWIDTH, "throughput")
+    nic = w.busiest(Resource.INTER_NODE_INTERCONNECT)
+    if nfs is None or nic is None:
+        return None
+    tx = w.get(Resource.INTER_NODE_INTERCONNECT, nic[0], "tx_bytes_per_second") or 0.0
+    rx = w.get(Resource.INTER_NODE_INTERCONNECT, nic[0], "rx_bytes_per_second") or 0.0
+    return nfs[1] / max(tx, rx) if max(tx, rx) > 0 else None
+
+
 def _roofline_peak_ratio(w: WindowStats, peaks: PeakTable) -> float | None:
     """The nearer of the achieved FLOP/s and bytes/s to its peak (CPU, or the job's first GPU)."""
     facts = w.phases.facts if w.phases else {}
@@ -270,6 +281,7 @@ WINDOW_STATISTICS: dict[str, Figure] = {
     "bytes_per_read_call": lambda w, peaks: _ratio(storage_signs(w).reads, storage_signs(w).calls),
     "device_utilization": _device_utilization,
     "nfs_over_local_reads": _nfs_over_local,
+    "nfs_over_nic_bytes": _nfs_over_nic,
     "job_write_bytes_per_second": _get(Resource.STORAGE_BANDWIDTH, "job", "write_bytes_per_second"),
     "other_idle_share": _fact("other_idle_share"),
     "roofline_peak_ratio": _roofline_peak_ratio,

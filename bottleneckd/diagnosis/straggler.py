@@ -72,6 +72,10 @@ SAMPLED_LAST = STRAGGLER_SAMPLED_LAST
 CONTENTION = STRAGGLER_CONTENTION  # a lag at least this much not explained by its own CPU: slowed from outside
 #: windows beyond HOLD that the hold looks back over (HOLD of the last HOLD + 2)
 HOLD_SLACK = 2
+#: a slow group (``_slow_group``): two ranks or more (one is a rank's to name), at most half the job's
+#: (more than half slow is the job's pace, its faster ranks the odd ones)
+GROUP_MIN = 2
+GROUP_MAX_SHARE = 0.5
 #: the rule in words, from the constants above (README.md's is generated from it: scripts/gen_docs.py)
 RULE_SUMMARY = (
     f"a rank busy outside its collective waits longest in at least {MAJORITY:.0%} of the last {LAST} intervals, "
@@ -669,7 +673,7 @@ def _slow_group(figs: list[RankFigures], margin: float, n: int) -> Straggler | N
     faster ranks: a blind trace of two A10s beside two L40S in one DDP job, 121 ms of compute a step
     against 42 ms, read as the link's wait. GPU ranks only (``find_straggler``)."""
     order = sorted(figs, key=lambda f: f.busy)
-    for m in range(2, len(order) // 2 + 1):  # the slow group: the m busiest ranks
+    for m in range(GROUP_MIN, int(len(order) * GROUP_MAX_SHARE) + 1):  # the slow group: the m busiest ranks
         fast, slow = order[:-m], order[-m:]
         if slow[0].busy < fast[-1].busy * (1 + margin) or slow[-1].busy >= slow[-2].busy * (1 + margin):
             continue  # not apart from the rest, or its busiest rank apart from the group: a rank's to name

@@ -370,6 +370,17 @@ NFS_OVER_LOCAL = _t(
     statistic="nfs_over_local_reads",
     source="chosen: the loader reads over the network when the network file system reads twice what local disks do",
 )
+NFS_ON_NIC = _t(
+    "NFS_ON_NIC",
+    0.8,
+    unit="ratio (the mount's bytes / the NIC's busier direction's)",
+    statistic="nfs_over_nic_bytes",
+    source="chosen: a NIC whose busier direction moves no more than 1.25x the network file system's bytes carries "
+    "mostly them, and is taken as the mount's path (a blind trace: a checkpoint writing 1.2 GB/s to NFS over a "
+    "10 GbE port sending 1.2 GB/s, the node's InfiniBand idle)",
+    caveat="bytes, not routes: other traffic of the same rate on that NIC while the mount moves its bytes over "
+    "another link would be taken for the mount's",
+)
 WRITES = _t(
     "WRITES",
     20e6,

@@ -18,6 +18,7 @@ from typing import Any
 from bottleneckd.diagnosis.job_gpus import job_busiest
 from bottleneckd.diagnosis.rules.comm_cost import comm_cost
 from bottleneckd.diagnosis.rules.common import data_share, headroom, pct, stack_samples
+from bottleneckd.diagnosis.rules.network_storage import network_storage
 from bottleneckd.diagnosis.rules.stack_comm import stack_comm
 from bottleneckd.diagnosis.thresholds import (
     BUSY,
@@ -203,7 +204,7 @@ def _inter_node(c: CommCase) -> Finding | None:
     or ranks on several hosts; never for a job whose ranks are all on this host."""
     if c.one_host:
         return None
-    nic = c.w.busiest(Resource.INTER_NODE_INTERCONNECT)
+    nic = _job_nic(c.w)
     share, base, where = c.share, c.base, c.where
     during = min(1.0, nic[1] / share) if nic is not None and share else None  # NIC busy while communicating
     # busy while communicating says which link the communication waits on, and how hard, only where
@@ -226,6 +227,14 @@ def _inter_node(c: CommCase) -> Finding | None:
         )
         return _link(Resource.INTER_NODE_INTERCONNECT, base, c.base_ev + [hosts], c)
     return None
+
+
+def _job_nic(w: WindowStats) -> tuple[str, float] | None:
+    """The busiest NIC, unless its bytes are mostly a network file system's (rules/network_storage.py:
+    a checkpoint or the loader's reads, not the job's collectives)."""
+    nic = w.busiest(Resource.INTER_NODE_INTERCONNECT)
+    nfs = network_storage(w)
+    return None if nic is not None and nfs is not None and nfs.nic == nic[0] else nic
 
 
 @dataclass(frozen=True)
@@ -306,7 +315,7 @@ def slow_transport(w: WindowStats) -> DegradedPort | None:
     at, while every one of those idles (under IDLE_UTILIZATION): the collectives run over TCP
     sockets beside an idle RDMA fabric (an independent probe's trace: eth0 at 90% of 100 GbE during
     the all-reduce, eight NDR ports idle)."""
-    busiest = w.busiest(Resource.INTER_NODE_INTERCONNECT)
+    busiest = _job_nic(w)
     if busiest is None or rdma_port(busiest[0]):
         return None
     usual, n = usual_port_rate(w)

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from bottleneckd.diagnosis.rules.common import data_share, fmt_s, headroom, pct, stack_samples
 from bottleneckd.diagnosis.rules.cpu_state import CpuState, cpu_state
+from bottleneckd.diagnosis.rules.network_storage import network_storage
 from bottleneckd.diagnosis.rules.storage import io_wait, storage_evidence
 from bottleneckd.diagnosis.thresholds import (
     BUSY,
@@ -81,14 +82,14 @@ def _data(resource: Resource, score: float, ev: list[str], head: float | None) -
 
 
 def _network_storage(w: WindowStats, strength: float, ev: list[str], head: float | None) -> Finding | None:
-    """A network file system's link busy."""
-    net = w.busiest(Resource.STORAGE_NETWORK_BANDWIDTH)
-    if net is None or not net[1] >= BUSY:
+    """A network file system's link busy (rules/network_storage.py: or the NIC it runs over)."""
+    net = network_storage(w)
+    if net is None or not net.utilization >= BUSY:
         return None
     return _data(
         Resource.STORAGE_NETWORK_BANDWIDTH,
-        strength * min(1.0, net[1] / FULL_UTILIZATION),
-        ev + [f"network file system {net[0]} at {pct(net[1])} of the link"],
+        strength * min(1.0, net.utilization / FULL_UTILIZATION),
+        ev + [net.said()],
         head,
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bottleneckd.diagnosis.job_gpus import job_busiest
 from bottleneckd.diagnosis.rules.common import pct
+from bottleneckd.diagnosis.rules.network_storage import NetworkStorage, network_storage
 from bottleneckd.diagnosis.rules.storage import io_wait, storage_evidence
 from bottleneckd.diagnosis.thresholds import (
     BUSY,
@@ -35,25 +36,32 @@ def machine_only(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     gpu = job_busiest(w, peaks, Resource.GPU_COMPUTE, "busy_fraction")  # the job's GPUs, not another tenant's
     gpu_busy = gpu[1] if gpu else None
     nvl = job_busiest(w, peaks, Resource.INTER_GPU_INTERCONNECT)  # the job's GPUs' links
+    nfs = network_storage(w)
+    nic = w.busiest(Resource.INTER_NODE_INTERCONNECT)
+    if nfs is not None and nic is not None and nfs.nic == nic[0]:
+        nic = None  # its bytes are the network file system's: the storage's finding below
     found = (
         _cpu_beside_idle_gpu(w, gpu_busy),
         _storage_beside_idle_gpu(w, gpu_busy),
         _storage_without_gpu(w, gpu_busy),
-        _busy_link(
-            Resource.INTER_NODE_INTERCONNECT,
-            Stage.COMMUNICATION,
-            "{dev} at {pct} of its line rate",
-            w.busiest(Resource.INTER_NODE_INTERCONNECT),
-        ),
+        _busy_link(Resource.INTER_NODE_INTERCONNECT, Stage.COMMUNICATION, "{dev} at {pct} of its line rate", nic),
         _busy_link(Resource.INTER_GPU_INTERCONNECT, Stage.COMMUNICATION, "{dev} at {pct} of its peak", nvl),
-        _busy_link(
-            Resource.STORAGE_NETWORK_BANDWIDTH,
-            Stage.DATA,
-            "network file system {dev} at {pct} of the link",
-            w.busiest(Resource.STORAGE_NETWORK_BANDWIDTH),
-        ),
+        _network_storage(nfs),
     )
     return [f for f in found if f is not None]
+
+
+def _network_storage(nfs: NetworkStorage | None) -> Finding | None:
+    """A network file system busy on its own: writes (over a path that sends more than it receives)
+    are a checkpoint or log between the steps, reads the loader's."""
+    if nfs is None or not nfs.utilization >= BUSY:
+        return None
+    return Finding(
+        resource=Resource.STORAGE_NETWORK_BANDWIDTH,
+        stage=Stage.OTHER if nfs.writes else Stage.DATA,
+        score=min(1.0, nfs.utilization),
+        evidence=(nfs.said(),),
+    )
 
 
 def _gpu_idle(gpu_busy: float | None) -> bool:

@@ -29,8 +29,9 @@ from bottleneckd.diagnosis.rules.common import (
     stage_share,
 )
 from bottleneckd.diagnosis.rules.cpu_state import CpuState, cpu_state
+from bottleneckd.diagnosis.rules.network_storage import network_storage
 from bottleneckd.diagnosis.rules.storage import io_wait
-from bottleneckd.diagnosis.thresholds import GPU_WAITS_FOR_HOST, OTHER_HIGH, OTHER_IDLE, OTHER_LARGEST, WRITES
+from bottleneckd.diagnosis.thresholds import BUSY, GPU_WAITS_FOR_HOST, OTHER_HIGH, OTHER_IDLE, OTHER_LARGEST, WRITES
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.resources import UNDETERMINED, Resource, Stage
@@ -108,9 +109,13 @@ def _other(resource: Resource, score: float, ev: list[str]) -> Finding:
 
 
 def _writes_or_io_waits(w: WindowStats, ev: list[str], strength: float) -> Finding | None:
-    """The job writing (checkpoints, logs) or stalled on I/O there: storage."""
+    """The job writing (checkpoints, logs) or stalled on I/O there: storage; a network file system's
+    when one is busy sending (rules/network_storage.py)."""
     writes = w.get(Resource.STORAGE_BANDWIDTH, "job", "write_bytes_per_second")
     io, io_ev = io_wait(w)
+    nfs = network_storage(w)
+    if nfs is not None and nfs.writes and nfs.utilization >= BUSY:
+        return _other(Resource.STORAGE_NETWORK_BANDWIDTH, STORAGE_WEIGHT * strength, [*ev, nfs.said(), *io_ev])
     if not ((writes is not None and writes >= WRITES) or io):
         return None
     extra = [f"job writing {fmt_value(writes, 'B/s')} (checkpoints or logs)"] if writes else []

@@ -1,0 +1,64 @@
+"""A network file system's traffic and the link it runs over.
+
+The mount's peak is bounded by the node's fastest link (peaks/resolve.py): where the traffic runs
+over a slower NIC (NFS on a 10 GbE port of a node with 200 Gb/s InfiniBand for its collectives),
+its utilization against that bound reads a few percent while the port is full. A NIC whose bytes
+are mostly the mount's (the mount moves NFS_ON_NIC of the NIC's busier direction or more) is taken
+as its path: the mount is as busy as that NIC, and the NIC's business is the storage's, not the
+job's communication (a blind trace: a checkpoint to NFS over 10 GbE at 96% read as the inter-node
+interconnect, the mount at 4.5%, on a one-node job)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bottleneckd.diagnosis.thresholds import NFS_ON_NIC
+from bottleneckd.diagnosis.window import WindowStats
+from bottleneckd.model.resources import Resource
+
+
+@dataclass(frozen=True, kw_only=True)
+class NetworkStorage:
+    """The busiest network file system mount over the window."""
+
+    mount: str
+    utilization: float  # the mount's own, or its path's where that is busier
+    nic: str = ""  # the NIC taken as its path ("": none)
+    writes: bool = False  # the path sends more than it receives (a checkpoint, not a loader's reads)
+
+    def said(self) -> str:
+        via = f" (over {self.nic}, whose bytes are mostly the mount's)" if self.nic else ""
+        return f"network file system {self.mount} at {self.utilization:.0%} of the link{via}"
+
+
+def network_storage(w: WindowStats) -> NetworkStorage | None:
+    """The busiest mount, with the NIC it runs over where one carries mostly its bytes; None
+    without a mount's utilization."""
+    best: NetworkStorage | None = None
+    for dev in w.devices(Resource.STORAGE_NETWORK_BANDWIDTH):
+        own = w.get(Resource.STORAGE_NETWORK_BANDWIDTH, dev, "utilization")
+        if own is None:
+            continue
+        found = NetworkStorage(mount=dev, utilization=own)
+        moved = w.get(Resource.STORAGE_NETWORK_BANDWIDTH, dev, "throughput")
+        path = _path(w, moved) if moved else None
+        if path is not None and path.utilization > own:
+            found = NetworkStorage(mount=dev, utilization=path.utilization, nic=path.mount, writes=path.writes)
+        if best is None or found.utilization > best.utilization:
+            best = found
+    return best
+
+
+def _path(w: WindowStats, moved: float) -> NetworkStorage | None:
+    """The busiest NIC whose busier direction's bytes the mount's ``moved`` bytes are NFS_ON_NIC of
+    or more (as a NetworkStorage naming the NIC), or None."""
+    best: NetworkStorage | None = None
+    for nic in w.devices(Resource.INTER_NODE_INTERCONNECT):
+        util = w.get(Resource.INTER_NODE_INTERCONNECT, nic, "utilization")
+        tx = w.get(Resource.INTER_NODE_INTERCONNECT, nic, "tx_bytes_per_second") or 0.0
+        rx = w.get(Resource.INTER_NODE_INTERCONNECT, nic, "rx_bytes_per_second") or 0.0
+        if util is None or max(tx, rx) <= 0 or moved < NFS_ON_NIC * max(tx, rx):
+            continue
+        if best is None or util > best.utilization:
+            best = NetworkStorage(mount=nic, utilization=util, writes=tx > rx)
+    return best
