@@ -98,6 +98,11 @@ def known(model: str, point: float, a: float, b: float, formula: str) -> Predict
     return Prediction(point, lo, hi, model, formula)
 
 
+#: pinned host-to-device copies run at this share of the link's peak per direction: 55.5 of 63 GB/s
+#: on an H200's PCIe Gen5 x16 link (docs/measurements.md, scripts/gpu_check.py)
+PINNED_LINK_SHARE = 0.88
+
+
 # --- the models ---------------------------------------------------------------------------------
 def amdahl(p: float, s: float) -> float:
     """Amdahl's law: a fraction ``p`` of the step made ``s`` times faster (``s = inf``: removed):
@@ -384,6 +389,28 @@ def other_collectives(i: StepInputs) -> Prediction:
         hi,
         f"collectives other than the gradients' all-reduce {o:.0%} of the step: kept on a node's links, up to all "
         "of it removed (high), or none if the groups do not fit in a node (low)",
+    )
+
+
+def pinned_memory(i: StepInputs) -> Prediction:
+    """Pinned host memory: the copies, t of the step at u of the link's peak while they run
+    (``pcie_while_copying``; a pageable copy stages through the driver's pinned buffer, 32% of the
+    peak measured), run at PINNED_LINK_SHARE of it: Amdahl over t with a factor PINNED_LINK_SHARE / u
+    (asynchronous copies beside the compute, ``non_blocking=True``, can hide more: not counted)."""
+    m = "amdahl"
+    u = i.pcie_while_copying
+    if u is None or u <= 0.0:
+        return unknown(m, "not measured: the link's rate while the step copies (pcie_while_copying)")
+    if u >= PINNED_LINK_SHARE:
+        return unknown(m, f"the link at {u:.0%} of its peak while copying already, a pinned copy's rate")
+    t, f = i.share(Phase.TRANSFER), PINNED_LINK_SHARE / u
+    return known(
+        m,
+        amdahl(t.value, f),
+        amdahl(t.low, f),
+        amdahl(t.high, f),
+        f"copies {t.value:.0%} of the step at {u:.0%} of the link's peak; pinned ones run at "
+        f"{PINNED_LINK_SHARE:.0%} of it (measured on an H200): {f:.1f}x faster",
     )
 
 
@@ -853,6 +880,7 @@ MODELS: dict[str, Model] = {
     "local_model_parallel": other_collectives,
     "isolate_cores": cores_back,
     "balance_ranks": balance_ranks,
+    "pinned_memory": pinned_memory,
 }
 NO_MODEL = (
     "no model from the measured step (its gain is in how much work it removes): measure it (verify=True, compare)"

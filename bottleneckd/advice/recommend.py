@@ -38,6 +38,12 @@ from bottleneckd.model.resources import UNDETERMINED, Resource
 COST_WEIGHT = {"low": 1.0, "medium": 0.75, "high": 0.5}
 SECONDARY_WEIGHT = 0.5
 ITERATIONS_WEIGHT = 0.85  # a mitigation that saves iterations, not time per iteration: its gain is less certain
+#: a secondary pressure found this strongly (its finding's score) is as much the step's limit as the
+#: verdict (a blind trace: pageable copies 40% of a serial step, the transfer's finding 0.99 beside a
+#: memory-bound compute stage's 1.0): its recommendations for another stage that keep the semantics and
+#: are predicted to gain rank with the active bottleneck's (before its unpredicted ones), not after all
+#: of them
+TIED_SECONDARY = 0.9
 
 __all__ = ["Recommendation", "recommend", "skipped", "not_fitting", "elsewhere"]
 
@@ -158,9 +164,30 @@ def recommend(
             if lead:
                 why += f"; first: {lead}"
             best[m.id] = Recommendation(m, resource, s, why, pred, lead)
-    # the active bottleneck's first; ties keep the knowledge base's order
-    ranked = sorted(best.values(), key=lambda r: (r.resource != verdict.resource, *rank_key(r)))
+    # the active bottleneck's first (and a tied secondary's predicted, semantics-keeping ones beside
+    # them); ties keep the knowledge base's order
+    tied = {res for res, sc in verdict.secondary if sc >= TIED_SECONDARY}
+    ranked = sorted(
+        best.values(),
+        key=lambda r: (r.resource != verdict.resource and not _tied(r, tied, verdict.stage), *rank_key(r)),
+    )
     return undecided_keep_semantics(ranked)[:limit]
+
+
+def _tied(r: Recommendation, tied: set[Resource], stage: str) -> bool:
+    """``r`` is for a secondary pressure as strong as the verdict (TIED_SECONDARY), acts in another
+    stage of the step than the verdict's (its own share of a serial step, not a consequence of the
+    verdict's: a host in swap makes its disk busy in the same data stage, where caching the dataset
+    locally is no fix), keeps what is trained and is predicted to gain."""
+    p = r.prediction
+    return (
+        r.resource in tied
+        and stage not in r.mitigation.stages
+        and not r.mitigation.changes_semantics
+        and p is not None
+        and p.gain is not None
+        and p.gain >= MIN_PREDICTED_GAIN
+    )
 
 
 def undecided_keep_semantics(ranked: list[Recommendation]) -> list[Recommendation]:

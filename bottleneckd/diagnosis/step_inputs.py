@@ -116,6 +116,9 @@ class StepInputs:
     #: the share of the step the job saves with its ranks' work even (the fact
     #: straggler_balance_share: a rank's own extra work the others wait for, diagnosis/straggler.py)
     straggler_balance: float | None = None
+    #: the job's busiest PCIe link's share of its peak while the step copies (the fact
+    #: pcie_while_copying, rules/transfer.py); None where not measured
+    pcie_while_copying: float | None = None
 
     def share(self, phase: str) -> Share:
         return self.shares.get(phase, Share(0.0, 0.0, 0.0))
@@ -272,6 +275,7 @@ def step_inputs(
         **(_gpu_gaps(stats, peaks) if device == "cuda" else {}),
         link_rate_ratio=None if slow is None else slow.usual / slow.rate,
         straggler_balance=_share(facts.get("straggler_balance_share")),
+        pcie_while_copying=_share(facts.get("pcie_while_copying")),
     )
 
 
