@@ -590,3 +590,49 @@ def test_pinned_memory_comes_first_for_tied_copies(traces5, cli_env):
     top = doc["recommendations"][0]
     assert top["id"] == "pinned_memory", [r["id"] for r in doc["recommendations"]]
     assert 1.25 < top["prediction"]["speedup"] < 1.4 and "36% of the link's peak" in top["prediction"]["formula"]
+
+
+def with_nic(src: Path, dst: Path, nic: str, rate: float, peak: float) -> Path:
+    """``src`` with ``nic`` sending ``rate`` B/s (its utilization against ``peak``) in every sample."""
+    out = []
+    for line in src.read_text().splitlines():
+        d = json.loads(line)
+        if d.get("type") == "sample":
+            for r in d["readings"]:
+                if r[0] == "inter_node_interconnect" and r[1] == nic:
+                    r[3] = {
+                        "throughput": rate,
+                        "tx_bytes_per_second": rate,
+                        "utilization": rate / peak,
+                        "peak": peak,
+                    }.get(r[2], r[3])
+        out.append(json.dumps(d))
+    dst.write_text("\n".join(out) + "\n")
+    return dst
+
+
+@pytest.mark.slow
+def test_a_nic_that_cannot_carry_the_mounts_bytes_is_not_its_path(traces5, cli_env, tmp_path):
+    """The same save with the 10 GbE port replaced by a 1 GbE one sending 100 MB/s (a management
+    port busy with uploads) while the mount moves 1.1 GB/s: that port is not the mount's path, and
+    the mount is not said to be as busy as it."""
+    src = with_nic(traces5 / "ckpt_to_nfs_10gbe.jsonl", tmp_path / "t.jsonl", "enp226s0", 100e6, 125e6)
+    r = run_cli(["analyze", "--timeline", str(src)], cli_env)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "over enp226s0" not in r.stdout
+    assert "storage_network_bandwidth" not in [line.split()[1] for line in r.stderr.splitlines() if line[:1].isdigit()]
+
+
+@pytest.mark.slow
+def test_attach_where_the_jobs_gpus_are_not_known_says_no_device(traces5, cli_env, tmp_path):
+    """The same attach without NVML's process lists (a container's PID namespace): the job is not
+    known to be on the GPU, so no device is claimed for it (CUDA graphs stay 'device unknown')."""
+    out = []
+    for line in (traces5 / "attach_4090_launch_bound.jsonl").read_text().splitlines():
+        d = json.loads(line)
+        if d.get("type") == "sample":
+            d["readings"] = [r for r in d["readings"] if r[2] != "job_process" and not r[2].startswith("process_bytes")]
+        out.append(json.dumps(d))
+    (tmp_path / "t.jsonl").write_text("\n".join(out) + "\n")
+    doc = analyze(tmp_path / "t.jsonl", cli_env)
+    assert "device" not in doc["facts"]

@@ -99,8 +99,12 @@ def known(model: str, point: float, a: float, b: float, formula: str) -> Predict
 
 
 #: pinned host-to-device copies run at this share of the link's peak per direction: 55.5 of 63 GB/s
-#: on an H200's PCIe Gen5 x16 link (docs/measurements.md, scripts/gpu_check.py)
+#: on an H200's PCIe Gen5 x16 link, pageable ones at 20.4 GB/s (docs/measurements.md,
+#: scripts/gpu_check.py): pinning speeds a copy by at most their ratio, 2.7x. A link slower than a
+#: pageable copy's rate while copying is held by something else (many small copies' latency, the
+#: step's queue), which pinning does not shorten more
 PINNED_LINK_SHARE = 0.88
+PAGEABLE_LINK_SHARE = 0.32
 
 
 # --- the models ---------------------------------------------------------------------------------
@@ -395,15 +399,16 @@ def other_collectives(i: StepInputs) -> Prediction:
 def pinned_memory(i: StepInputs) -> Prediction:
     """Pinned host memory: the copies, t of the step at u of the link's peak while they run
     (``pcie_while_copying``; a pageable copy stages through the driver's pinned buffer, 32% of the
-    peak measured), run at PINNED_LINK_SHARE of it: Amdahl over t with a factor PINNED_LINK_SHARE / u
-    (asynchronous copies beside the compute, ``non_blocking=True``, can hide more: not counted)."""
+    peak measured), run at PINNED_LINK_SHARE of it: Amdahl over t with a factor PINNED_LINK_SHARE / u,
+    u no lower than a pageable copy's rate (PAGEABLE_LINK_SHARE: the measured ratio caps it), and
+    asynchronous copies beside the compute (``non_blocking=True``), which can hide more, not counted."""
     m = "amdahl"
     u = i.pcie_while_copying
     if u is None or u <= 0.0:
         return unknown(m, "not measured: the link's rate while the step copies (pcie_while_copying)")
     if u >= PINNED_LINK_SHARE:
         return unknown(m, f"the link at {u:.0%} of its peak while copying already, a pinned copy's rate")
-    t, f = i.share(Phase.TRANSFER), PINNED_LINK_SHARE / u
+    t, f = i.share(Phase.TRANSFER), PINNED_LINK_SHARE / max(u, PAGEABLE_LINK_SHARE)
     return known(
         m,
         amdahl(t.value, f),

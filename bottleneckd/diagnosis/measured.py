@@ -19,8 +19,9 @@ what the job's own figures say about whether a mitigation can help, not what the
 - ``straggler_data_lag_share``: where that straggler's own work is waiting for its next batch, its
   wait beyond the median rank's over the median rank's step: the loader's figures (diagnosis/
   step_inputs.py) are then the straggler's, since the job waits on its loader, not on the ranks' mean.
-- ``device``: ``cuda`` where no hook said the model's device and the job is seen on the node's GPUs
-  (attach): the advice for GPUs (CUDA graphs, TF32) fits it.
+- ``device``: ``cuda`` where no hook said the model's device and the job's GPUs are known (NVML lists
+  its processes on them: attach), not merely not ruled out: the advice for GPUs (CUDA graphs, TF32)
+  fits it.
 - ``job_memory_share``: the job's resident memory over the host's memory in use (rules/capacity.py):
   where host memory is short and others hold most of it, the job's own savings do not free it.
 - ``serial_loader_thread``: a thread of a rank other than its main and autograd threads at a full
@@ -96,8 +97,10 @@ def measured_facts(w: WindowStats, verdict: Verdict, peaks: PeakTable | None = N
         out["cpu_contended_from_outside"] = True
     elif cpu.outside is not None and cpu.waiting is not None:  # measured, and not so
         out["cpu_contended_from_outside"] = False
-    if peaks is not None and "device" not in (w.phases.facts if w.phases is not None else {}) and runs_on_gpu(w, peaks):
-        out["device"] = "cuda"  # attach has no hook to say so: the job's processes are on the node's GPUs
+    if peaks is not None and "device" not in (w.phases.facts if w.phases is not None else {}):
+        seen = window_job_gpus(w, peaks)
+        if seen.known and seen.devices:  # attach has no hook to say so: NVML lists the job's processes on them
+            out["device"] = "cuda"
     balance = _straggler_balance(verdict)
     if balance is not None:
         out["straggler_limits_the_step"] = True
@@ -152,7 +155,7 @@ def measured_facts(w: WindowStats, verdict: Verdict, peaks: PeakTable | None = N
 
 def _straggler_balance(verdict: Verdict) -> float | None:
     """The straggler's ``balance_share`` where the verdict is its own work the ranks wait for (a
-    rank named, ``limits_the_step``), else None."""
+    rank or a group of ranks named, not a node: ``limits_the_step``), else None."""
     s = verdict.straggler or {}
     share = s.get("balance_share")
     if not s.get("limits_the_step") or s.get("kind") == "node" or not isinstance(share, (int, float)):

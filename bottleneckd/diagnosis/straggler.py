@@ -85,7 +85,9 @@ RULE_SUMMARY = (
     f"{HOLD + HOLD_SLACK} windows, named with the phase it spends the "
     f"extra time in; not when its own extra CPU leaves {CONTENTION:.0%} or more of that time unexplained (other "
     "processes on its cores), nor when it is within the margin without the backward its forward does not predict "
-    "(the all-reduce running beside backward slows one rank more than another); a node when all its ranks are"
+    "(the all-reduce running beside backward slows one rank more than another); a node when all its ranks are "
+    "slower than every rank elsewhere; of GPU ranks, a group (at most half of them) each slower than every other "
+    "rank by the margin and together the busiest and the last to arrive, where no one rank is the busiest"
 )
 #: what a phase of the straggler's extra time means
 DOING: dict[str, str] = {
@@ -570,6 +572,9 @@ def find_straggler(
         return node
     # GPU ranks only: CPU ranks sharing a machine's cores (4 gloo ranks on 2 cores, other processes
     # beside them) run unevenly in pairs, and a rank's own straggling read as a pair with a noisy one
+    # before the rank: two A10s beside two L40S each read the busiest in 60-70% of a window's intervals
+    # in turn, named rank 3, then rank 2, and never held; a rank apart from the group by the margin is
+    # still a rank's to name (``_slow_group``)
     gpus = all(f.identity.gpu for f in figs)
     group = _slow_group(figs, margin, n) if gpus and not sampled_ranks(window) else None
     if group is not None:
@@ -671,7 +676,10 @@ def _slow_group(figs: list[RankFigures], margin: float, n: int) -> Straggler | N
     job, a rack of throttled cards): no one of them is the busiest in most intervals, so no rank is
     named, yet the others wait for them. Named as a group (kind ``ranks``), measured against the
     faster ranks: a blind trace of two A10s beside two L40S in one DDP job, 121 ms of compute a step
-    against 42 ms, read as the link's wait. GPU ranks only (``find_straggler``)."""
+    against 42 ms, read as the link's wait. GPU ranks only (``find_straggler``), and not where the
+    group's busiest rank is apart from the next by the margin (a rank's to name); slowed from outside
+    (``contention``) or by the all-reduce beside backward (``overlap_lag``) as a rank is, its busiest
+    member judged against the faster ranks."""
     order = sorted(figs, key=lambda f: f.busy)
     for m in range(GROUP_MIN, int(len(order) * GROUP_MAX_SHARE) + 1):  # the slow group: the m busiest ranks
         fast, slow = order[:-m], order[-m:]
@@ -684,6 +692,8 @@ def _slow_group(figs: list[RankFigures], margin: float, n: int) -> Straggler | N
         top, med_fast = slow[-1], median(f.busy for f in fast)
         doing, extra = _doing(top, fast)
         nodes = {f.identity.node for f in slow}
+        judged = [*fast, top]  # its busiest member against the faster ranks, as a rank against the others
+        interference = overlap_lag(top, judged)
         return Straggler(
             kind="ranks",
             rank=None,
@@ -702,6 +712,9 @@ def _slow_group(figs: list[RankFigures], margin: float, n: int) -> Straggler | N
             doing_excess=extra,
             mean_compute=sum(f.busy for f in figs) / len(figs),
             median_step=median(f.busy + f.wait for f in figs),
+            runqueue=top.runqueue,
+            contention=_contention(top, judged, top.busy - med_fast),
+            overlap_lag=interference if interference > 0 and top.busy - interference < med_fast * (1 + margin) else 0.0,
         )
     return None
 

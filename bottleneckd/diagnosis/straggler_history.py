@@ -38,7 +38,7 @@ class StragglerHistory:
         self.windows = 0
         #: each straggler named: [windows named in, its latest figures, the intervals of the window
         #: it was first named in]
-        self._named: dict[tuple[str, Any, str], list[Any]] = {}
+        self._named: dict[tuple[str, Any, str, tuple[int, ...]], list[Any]] = {}
         #: the windows counted, by the intervals each judged (at most SAMPLED_LAST distinct counts)
         self._by_intervals: dict[int, int] = {}
         self.recent: deque[Sample] = deque(maxlen=last)  # the samples the straggler is judged on
@@ -50,7 +50,7 @@ class StragglerHistory:
         self._confirmed = False  # the latest window's straggler was named (after the hold)
         #: the latest verdict each named straggler made where the others' wait was for it
         #: (``limits_the_step``: what it was doing, not the link)
-        self._made: dict[tuple[str, Any, str], Verdict] = {}
+        self._made: dict[tuple[str, Any, str, tuple[int, ...]], Verdict] = {}
         #: a rank found busier only in backward beside the all-reduce (``Straggler.overlapped``): the
         #: windows it was found so in, and its latest evidence (said in the run's report, not named)
         self._overlap: Straggler | None = None
@@ -71,7 +71,7 @@ class StragglerHistory:
         2-core test machine an evenly loaded rank ran 25-32% slower for ~10 s in 1 of 6 runs: 3
         windows), and one noisy window does not hide a real one."""
         self._found = s
-        self._seen.append(None if s is None else (s.kind, s.rank, s.node))
+        self._seen.append(None if s is None else (s.kind, s.rank, s.node, s.ranks))
         self._confirmed = False
         if s is None:
             return None
@@ -105,7 +105,7 @@ class StragglerHistory:
         self._overlap_found = False
         if self._found is not None and self._confirmed:
             s = self._found.to_json()
-            key = (s["kind"], s["rank"], s["node"])
+            key = (s["kind"], s["rank"], s["node"], tuple(s["ranks"]))
             e = self._named.setdefault(key, [0, s, n])
             e[0] += 1
             e[1] = s
@@ -159,14 +159,15 @@ class StragglerHistory:
         }.get(s["kind"], f"node {s['node']}")
         ev = (
             f"straggler over the run: {who}, named in {count} of {self.windows} windows with several ranks; "
-            f"{s['excess_ratio']:.0%} busy longer than the median rank, "
+            f"{s['excess_ratio']:.0%} busy longer than "
+            + ("the faster ranks' median, " if s["kind"] == "ranks" else "the median rank, ")
             + (
                 f"{s['step_time_lost_seconds'] / s['median_step_seconds']:.0%} of the step lost (stack samples)"
                 if s.get("sampled") and s.get("median_step_seconds")
                 else f"{s['step_time_lost_seconds'] * 1e3:.1f} ms per step lost"
             ),
         )
-        made = self._made.get((s["kind"], s["rank"], s["node"]))
+        made = self._made.get((s["kind"], s["rank"], s["node"], tuple(s["ranks"])))
         if made is not None and count >= max(RUN_SHARE * could, RUN_MIN_WINDOWS):
             held = {**(made.straggler or {}), "windows_named": count, "windows": self.windows}
             if v.stage == Stage.COMMUNICATION:

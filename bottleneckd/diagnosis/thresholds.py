@@ -87,8 +87,10 @@ OWN_COLLECTIVES_LINK_IDLE = _t(
     "tensor parallelism's all-reduces moving activations over NVLink at 46% of its peak while communicating (the "
     "link limits), and a 4-stage pipeline's bubble (43% of the step) with NVLink at 7%: the ranks wait for the "
     "previous stage, and a faster link changes nothing",
-    caveat="not applied to DDP or FSDP, whose idle link while communicating is a late rank (diagnosis/straggler.py) "
-    "or an all-reduce of many small buckets, which syncing less often does shorten",
+    caveat="not applied to FSDP, nor to DDP whose all-reduce its comm hook timed: their idle link while "
+    "communicating is a late rank (diagnosis/straggler.py) or an all-reduce of many small buckets, which syncing "
+    "less often does shorten; nor where the step waits for data as long (LINK_IDLE_WHILE_COMMUNICATING: a late "
+    "batch)",
 )
 LATE_BATCH_DATA_RATIO = _t(
     "LATE_BATCH_DATA_RATIO",

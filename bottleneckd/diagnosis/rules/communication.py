@@ -18,7 +18,7 @@ from typing import Any
 from bottleneckd.diagnosis.job_gpus import job_busiest
 from bottleneckd.diagnosis.rules.comm_cost import comm_cost
 from bottleneckd.diagnosis.rules.common import data_share, headroom, pct, stack_samples
-from bottleneckd.diagnosis.rules.network_storage import network_storage
+from bottleneckd.diagnosis.rules.network_storage import job_nic
 from bottleneckd.diagnosis.rules.stack_comm import stack_comm
 from bottleneckd.diagnosis.thresholds import (
     BUSY,
@@ -204,7 +204,7 @@ def _inter_node(c: CommCase) -> Finding | None:
     or ranks on several hosts; never for a job whose ranks are all on this host."""
     if c.one_host:
         return None
-    nic = _job_nic(c.w)
+    nic = job_nic(c.w)
     share, base, where = c.share, c.base, c.where
     during = min(1.0, nic[1] / share) if nic is not None and share else None  # NIC busy while communicating
     # busy while communicating says which link the communication waits on, and how hard, only where
@@ -227,14 +227,6 @@ def _inter_node(c: CommCase) -> Finding | None:
         )
         return _link(Resource.INTER_NODE_INTERCONNECT, base, c.base_ev + [hosts], c)
     return None
-
-
-def _job_nic(w: WindowStats) -> tuple[str, float] | None:
-    """The busiest NIC, unless its bytes are mostly a network file system's (rules/network_storage.py:
-    a checkpoint or the loader's reads, not the job's collectives)."""
-    nic = w.busiest(Resource.INTER_NODE_INTERCONNECT)
-    nfs = network_storage(w)
-    return None if nic is not None and nfs is not None and nfs.nic == nic[0] else nic
 
 
 @dataclass(frozen=True)
@@ -315,7 +307,7 @@ def slow_transport(w: WindowStats) -> DegradedPort | None:
     at, while every one of those idles (under IDLE_UTILIZATION): the collectives run over TCP
     sockets beside an idle RDMA fabric (an independent probe's trace: eth0 at 90% of 100 GbE during
     the all-reduce, eight NDR ports idle)."""
-    busiest = _job_nic(w)
+    busiest = job_nic(w)
     if busiest is None or rdma_port(busiest[0]):
         return None
     usual, n = usual_port_rate(w)
@@ -348,10 +340,10 @@ def _intra_node(c: CommCase, named: bool) -> Finding | None:
     elif base and not named and c.world > 1 and c.world == c.local:
         ev.append(f"{c.world} ranks on one node")
     score = max(base, min(1.0, nvl[1] if nvl else 0.0))
-    idle = _own_collectives_wait(c)
+    waiting = _waiting_for_a_late_rank(c)
+    idle = "" if waiting else _own_collectives_wait(c)  # a late batch explains the wait first
     if idle:
         return Finding(resource=UNDETERMINED, stage=Stage.COMMUNICATION, score=score, evidence=(*ev, idle))
-    waiting = _waiting_for_a_late_rank(c)
     if waiting:
         ev.append(waiting)
         score *= WAITING_FOR_RANKS
@@ -359,8 +351,9 @@ def _intra_node(c: CommCase, named: bool) -> Finding | None:
 
 
 def _own_collectives_wait(c: CommCase) -> str:
-    """A job with neither DDP nor FSDP whose collectives leave the link under OWN_COLLECTIVES_LINK_IDLE
-    of its peak while they run: the ranks wait in them (a pipeline's bubble, a slower rank or stage,
+    """A job whose communication phase holds only its own collectives (``CommCase.own``: neither DDP
+    nor FSDP, or DDP's all-reduce not timed) that leave the link under OWN_COLLECTIVES_LINK_IDLE of
+    its peak while they run: the ranks wait in them (a pipeline's bubble, a slower rank or stage,
     small messages' latency) rather than move bytes at the link's rate, and what they wait for is
     not measured here (said, or "")."""
     if not c.own or c.nvl is None or not c.share:

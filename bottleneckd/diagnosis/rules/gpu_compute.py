@@ -29,7 +29,7 @@ from dataclasses import replace
 from typing import Any
 
 from bottleneckd.diagnosis.job_gpus import co_tenants, never_idle, runs_on_gpu, window_job_gpus
-from bottleneckd.diagnosis.rules.common import compute_share, cuda_timed, data_share, offloaded, other_share, pct
+from bottleneckd.diagnosis.rules.common import compute_share, cuda_timed, offloaded, other_share, pct
 from bottleneckd.diagnosis.rules.cpu_state import cpu_state
 from bottleneckd.diagnosis.rules.gpu_one import one_gpu
 from bottleneckd.diagnosis.thresholds import COMPUTE_STAGE, FOR_LOOP_OPTIMIZER_HIGH, INPUT_HIGH, NO_WORKERS, OTHER_HIGH
@@ -88,10 +88,10 @@ def gpu_compute(w: WindowStats, peaks: PeakTable) -> list[Finding]:
             )
             found = [replace(f, evidence=(*f.evidence, note)) for f in found]
         per.append((dev, ranks, found if stage is None else [replace(f, stage=stage) for f in found]))
-    return _behind_the_loader(w, _over_gpus(per, base))
+    return _behind_the_loader(w, peaks, _over_gpus(per, base))
 
 
-def _behind_the_loader(w: WindowStats, found: list[Finding]) -> list[Finding]:
+def _behind_the_loader(w: WindowStats, peaks: PeakTable, found: list[Finding]) -> list[Finding]:
     """The GPU's findings where its step waits for batches that loader workers make beside it: at
     INPUT_HIGH of the step or more the workers do not keep up, and a faster GPU step would only wait
     longer for them (the loader, not the GPU, sets the pace). Each finding's score is scaled by the
@@ -99,9 +99,10 @@ def _behind_the_loader(w: WindowStats, found: list[Finding]) -> list[Finding]:
     INPUT_HIGH, then lead; the GPU's stays a secondary pressure). A blind trace: a SATA disk 99% busy,
     the step waiting 40% for its 8 workers' batches, read gpu_memory_bandwidth/compute from the
     roofline at 56% of the GPU's bandwidth. Without workers the loading runs between the steps on the
-    training thread, serial with the GPU's work where the step synchronises: both stages count."""
-    data = data_share(w)
-    if data is None or data < INPUT_HIGH or not found or not _loader_workers(w):
+    training thread, serial with the GPU's work where the step synchronises: both stages count. A GPU
+    that never idles (job_gpus.py ``never_idle``) is not waiting for batches: its findings stand."""
+    data = w.phases.share(Phase.DATA_WAIT) if w.phases is not None else None  # not file reads of its own
+    if data is None or data < INPUT_HIGH or not found or not _loader_workers(w) or never_idle(w, peaks) is not None:
         return found
     why = (
         f"the step waits {pct(data)} of its time for batches its loader workers make beside the GPU: they do not "

@@ -84,7 +84,7 @@ def _data(resource: Resource, score: float, ev: list[str], head: float | None) -
 def _network_storage(w: WindowStats, strength: float, ev: list[str], head: float | None) -> Finding | None:
     """A network file system's link busy (rules/network_storage.py: or the NIC it runs over)."""
     net = network_storage(w)
-    if net is None or not net.utilization >= BUSY:
+    if net is None or not net.utilization >= BUSY or net.writes:  # a path that sends: writes, not reads
         return None
     return _data(
         Resource.STORAGE_NETWORK_BANDWIDTH,

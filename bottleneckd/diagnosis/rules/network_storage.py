@@ -3,8 +3,9 @@
 The mount's peak is bounded by the node's fastest link (peaks/resolve.py): where the traffic runs
 over a slower NIC (NFS on a 10 GbE port of a node with 200 Gb/s InfiniBand for its collectives),
 its utilization against that bound reads a few percent while the port is full. A NIC whose bytes
-are mostly the mount's (the mount moves NFS_ON_NIC of the NIC's busier direction or more) is taken
-as its path: the mount is as busy as that NIC, and the NIC's business is the storage's, not the
+are mostly the mount's (the mount moves NFS_ON_NIC of the NIC's busier direction or more, and no
+more than that direction over NFS_ON_NIC: a port that cannot carry the mount's bytes is not its
+path) is taken as its path: the mount is as busy as that NIC, and the NIC's business is the storage's, not the
 job's communication (a blind trace: a checkpoint to NFS over 10 GbE at 96% read as the inter-node
 interconnect, the mount at 4.5%, on a one-node job)."""
 
@@ -50,15 +51,24 @@ def network_storage(w: WindowStats) -> NetworkStorage | None:
 
 
 def _path(w: WindowStats, moved: float) -> NetworkStorage | None:
-    """The busiest NIC whose busier direction's bytes the mount's ``moved`` bytes are NFS_ON_NIC of
-    or more (as a NetworkStorage naming the NIC), or None."""
+    """The busiest NIC whose busier direction moves about the mount's ``moved`` bytes (between
+    NFS_ON_NIC and 1 / NFS_ON_NIC times them), as a NetworkStorage naming the NIC, or None."""
     best: NetworkStorage | None = None
     for nic in w.devices(Resource.INTER_NODE_INTERCONNECT):
         util = w.get(Resource.INTER_NODE_INTERCONNECT, nic, "utilization")
         tx = w.get(Resource.INTER_NODE_INTERCONNECT, nic, "tx_bytes_per_second") or 0.0
         rx = w.get(Resource.INTER_NODE_INTERCONNECT, nic, "rx_bytes_per_second") or 0.0
-        if util is None or max(tx, rx) <= 0 or moved < NFS_ON_NIC * max(tx, rx):
+        busier = max(tx, rx)
+        if util is None or busier <= 0 or not NFS_ON_NIC * busier <= moved <= busier / NFS_ON_NIC:
             continue
         if best is None or util > best.utilization:
             best = NetworkStorage(mount=nic, utilization=util, writes=tx > rx)
     return best
+
+
+def job_nic(w: WindowStats) -> tuple[str, float] | None:
+    """The busiest NIC and its utilization, unless its bytes are mostly a network file system's (a
+    checkpoint or the loader's reads, not the job's collectives)."""
+    nic = w.busiest(Resource.INTER_NODE_INTERCONNECT)
+    nfs = network_storage(w)
+    return None if nic is not None and nfs is not None and nfs.nic == nic[0] else nic

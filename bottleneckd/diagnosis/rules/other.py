@@ -114,7 +114,8 @@ def _writes_or_io_waits(w: WindowStats, ev: list[str], strength: float) -> Findi
     writes = w.get(Resource.STORAGE_BANDWIDTH, "job", "write_bytes_per_second")
     io, io_ev = io_wait(w)
     nfs = network_storage(w)
-    if nfs is not None and nfs.writes and nfs.utilization >= BUSY:
+    # the job's own writes measured as none: another process's (a co-tenant's checkpoint)
+    if nfs is not None and nfs.writes and nfs.utilization >= BUSY and (writes is None or writes >= WRITES):
         return _other(Resource.STORAGE_NETWORK_BANDWIDTH, STORAGE_WEIGHT * strength, [*ev, nfs.said(), *io_ev])
     if not ((writes is not None and writes >= WRITES) or io):
         return None
