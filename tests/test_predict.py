@@ -539,11 +539,11 @@ def test_removing_all_of_the_step_is_unknown_not_a_hundredfold() -> None:
 def test_the_loader_model_takes_the_dataloaders_own_worker_count_over_a_mean_of_processes() -> None:
     """The window counted 0.6 worker processes (the worker started within it); the DataLoader has 1:
     read as 0.6, the model predicted x3.32 for 1 -> 2 workers where x1.74 was measured."""
-    from bottleneckd.diagnosis.step_inputs import _workers
+    from bottleneckd.diagnosis.rules.cpu_state import loader_workers
 
-    assert _workers(0.6, {"loader_workers": 1}) == 1.0
-    assert _workers(0.6, {}) == 0.6  # no hook fact: what was counted
-    assert _workers(None, {"loader_workers": True}) is None  # not a count
+    assert loader_workers(0.6, {"loader_workers": 1}) == 1.0
+    assert loader_workers(0.6, {}) == 0.6  # no hook fact: what was counted
+    assert loader_workers(None, {"loader_workers": True}) is None  # not a count
 
 
 def test_caching_a_storage_bound_dataset_locally_between_the_loading_s_cpu_kept_and_the_wait_removed() -> None:

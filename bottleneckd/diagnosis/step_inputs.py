@@ -189,7 +189,7 @@ def step_inputs(
     from bottleneckd.diagnosis.job_gpus import runs_on_gpu
     from bottleneckd.diagnosis.rules.comm_cost import comm_cost
     from bottleneckd.diagnosis.rules.communication import other_collectives, slow_link
-    from bottleneckd.diagnosis.rules.cpu_state import cpu_state
+    from bottleneckd.diagnosis.rules.cpu_state import cpu_state, loader_workers
     from bottleneckd.diagnosis.rules.stack_comm import stack_comm
     from bottleneckd.peaks.select import PATHS, compute_peak
 
@@ -244,7 +244,7 @@ def step_inputs(
         step=ph.wall_seconds / ph.steps,
         shares=shares,
         device=device,
-        loader_workers=_workers(None if counted is None else counted / here, facts),
+        loader_workers=loader_workers(None if counted is None else counted / here, facts),
         # the straggler's loader is the one the job waits on: its workers run as the busiest one
         worker_cores=_per(cpu.workers, here)
         if lag is None or cpu.worker_max is None or not counted
@@ -354,17 +354,6 @@ def _per(v: float | None, n: int) -> float | None:
 def _share(v: Any) -> float | None:
     """A share fact (0..1), or None when absent or not one."""
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and 0.0 <= v <= 1.0 else None
-
-
-def _workers(counted: float | None, facts: Mapping[str, Any]) -> float | None:
-    """The loader's worker processes: the DataLoader's own ``num_workers`` (the hook's fact) when
-    known, else the processes counted over the window (a mean: 0.6 while the worker started within
-    it, which the loader model read as 0.6 workers and predicted x3.32 for 1 -> 2 where x1.74 was
-    measured)."""
-    n = facts.get("loader_workers")
-    if isinstance(n, int) and not isinstance(n, bool) and n >= 0:
-        return float(n)
-    return counted
 
 
 def other_code(code: CodeProfile) -> OtherCode:

@@ -87,7 +87,8 @@ RULE_SUMMARY = (
     "processes on its cores), nor when it is within the margin without the backward its forward does not predict "
     "(the all-reduce running beside backward slows one rank more than another); a node when all its ranks are "
     "slower than every rank elsewhere; of GPU ranks, a group (at most half of them) each slower than every other "
-    "rank by the margin and together the busiest and the last to arrive, where no one rank is the busiest"
+    "rank by the margin and together the busiest and the last to arrive, its busiest rank not apart from the next "
+    "by the margin"
 )
 #: what a phase of the straggler's extra time means
 DOING: dict[str, str] = {
@@ -570,11 +571,11 @@ def find_straggler(
     node = _slow_node(figs, med, margin, n)
     if node is not None:
         return node
-    # GPU ranks only: CPU ranks sharing a machine's cores (4 gloo ranks on 2 cores, other processes
-    # beside them) run unevenly in pairs, and a rank's own straggling read as a pair with a noisy one
-    # before the rank: two A10s beside two L40S each read the busiest in 60-70% of a window's intervals
-    # in turn, named rank 3, then rank 2, and never held; a rank apart from the group by the margin is
-    # still a rank's to name (``_slow_group``)
+    # a slow group, on GPU ranks only: CPU ranks sharing a machine's cores (4 gloo ranks on 2 cores,
+    # other processes beside them) run unevenly in pairs, and a rank's own straggling read as a pair
+    # with a noisy one. Tried before a single rank: two A10s beside two L40S each read the busiest in
+    # 60-70% of a window's intervals in turn, were named rank 3, then rank 2, and never held; a rank
+    # apart from the group by the margin is still a rank's to name (``_slow_group``)
     gpus = all(f.identity.gpu for f in figs)
     group = _slow_group(figs, margin, n) if gpus and not sampled_ranks(window) else None
     if group is not None:

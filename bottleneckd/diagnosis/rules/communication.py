@@ -72,6 +72,12 @@ class CommCase:
     own: str = ""
 
     @property
+    def link_during(self) -> float | None:
+        """The busiest inter-GPU link's share of its peak while communicating (its utilization over
+        the communication's share of the step), or None without either."""
+        return self.nvl[1] / self.share if self.nvl is not None and self.share else None
+
+    @property
     def several_hosts(self) -> bool:
         return spans_hosts(self.w)
 
@@ -356,10 +362,8 @@ def _own_collectives_wait(c: CommCase) -> str:
     its peak while they run: the ranks wait in them (a pipeline's bubble, a slower rank or stage,
     small messages' latency) rather than move bytes at the link's rate, and what they wait for is
     not measured here (said, or "")."""
-    if not c.own or c.nvl is None or not c.share:
-        return ""
-    during = c.nvl[1] / c.share
-    if during >= OWN_COLLECTIVES_LINK_IDLE:
+    during = c.link_during
+    if not c.own or during is None or during >= OWN_COLLECTIVES_LINK_IDLE:
         return ""
     return (
         f"the link at {pct(during)} of its peak while communicating: the ranks wait in their own collectives (a "
@@ -371,10 +375,9 @@ def _own_collectives_wait(c: CommCase) -> str:
 def _waiting_for_a_late_rank(c: CommCase) -> str:
     """The link measured idle while communicating and the step waiting for data besides: the exposed
     communication is the ranks waiting for the one whose batch came last (said, or "")."""
-    data = data_share(c.w) or 0.0
-    if c.nvl is None or not c.share or data < INPUT_MODERATE or data < LATE_BATCH_DATA_RATIO * c.share:
+    data, during = data_share(c.w) or 0.0, c.link_during
+    if during is None or data < INPUT_MODERATE or data < LATE_BATCH_DATA_RATIO * (c.share or 0.0):
         return ""
-    during = c.nvl[1] / c.share
     if during >= LINK_IDLE_WHILE_COMMUNICATING:
         return ""
     return (

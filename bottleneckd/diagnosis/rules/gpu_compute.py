@@ -30,7 +30,7 @@ from typing import Any
 
 from bottleneckd.diagnosis.job_gpus import co_tenants, never_idle, runs_on_gpu, window_job_gpus
 from bottleneckd.diagnosis.rules.common import compute_share, cuda_timed, offloaded, other_share, pct
-from bottleneckd.diagnosis.rules.cpu_state import cpu_state
+from bottleneckd.diagnosis.rules.cpu_state import cpu_state, loader_workers
 from bottleneckd.diagnosis.rules.gpu_one import one_gpu
 from bottleneckd.diagnosis.thresholds import COMPUTE_STAGE, FOR_LOOP_OPTIMIZER_HIGH, INPUT_HIGH, NO_WORKERS, OTHER_HIGH
 from bottleneckd.diagnosis.verdict import Finding
@@ -102,7 +102,10 @@ def _behind_the_loader(w: WindowStats, peaks: PeakTable, found: list[Finding]) -
     training thread, serial with the GPU's work where the step synchronises: both stages count. A GPU
     that never idles (job_gpus.py ``never_idle``) is not waiting for batches: its findings stand."""
     data = w.phases.share(Phase.DATA_WAIT) if w.phases is not None else None  # not file reads of its own
-    if data is None or data < INPUT_HIGH or not found or not _loader_workers(w) or never_idle(w, peaks) is not None:
+    if data is None or data < INPUT_HIGH or not found:
+        return found
+    workers = loader_workers(cpu_state(w).n_workers, w.phases.facts if w.phases is not None else {}) or 0.0
+    if workers < NO_WORKERS or never_idle(w, peaks) is not None:
         return found
     why = (
         f"the step waits {pct(data)} of its time for batches its loader workers make beside the GPU: they do not "
@@ -114,14 +117,6 @@ def _behind_the_loader(w: WindowStats, peaks: PeakTable, found: list[Finding]) -
         else f
         for f in found
     ]
-
-
-def _loader_workers(w: WindowStats) -> bool:
-    """The job's DataLoader has worker processes (the hook's fact, else the workers counted)."""
-    n = w.phases.facts.get("loader_workers") if w.phases is not None else None
-    if isinstance(n, int) and not isinstance(n, bool):
-        return n >= 1
-    return cpu_state(w).n_workers >= NO_WORKERS
 
 
 def _optimizer_lead(w: WindowStats) -> str | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from bottleneckd.diagnosis.job_gpus import job_busiest
 from bottleneckd.diagnosis.rules.common import pct
-from bottleneckd.diagnosis.rules.network_storage import NetworkStorage, job_nic, network_storage
+from bottleneckd.diagnosis.rules.network_storage import NetworkStorage, network_storage, nic_beside
 from bottleneckd.diagnosis.rules.storage import io_wait, storage_evidence
 from bottleneckd.diagnosis.thresholds import (
     BUSY,
@@ -37,7 +37,7 @@ def machine_only(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     gpu_busy = gpu[1] if gpu else None
     nvl = job_busiest(w, peaks, Resource.INTER_GPU_INTERCONNECT)  # the job's GPUs' links
     nfs = network_storage(w)
-    nic = job_nic(w)  # a NIC whose bytes are the network file system's: the storage's finding below
+    nic = nic_beside(w, nfs)  # a NIC whose bytes are the network file system's: the storage's finding below
     found = (
         _cpu_beside_idle_gpu(w, gpu_busy),
         _storage_beside_idle_gpu(w, gpu_busy),

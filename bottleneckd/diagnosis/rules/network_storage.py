@@ -69,6 +69,10 @@ def _path(w: WindowStats, moved: float) -> NetworkStorage | None:
 def job_nic(w: WindowStats) -> tuple[str, float] | None:
     """The busiest NIC and its utilization, unless its bytes are mostly a network file system's (a
     checkpoint or the loader's reads, not the job's collectives)."""
+    return nic_beside(w, network_storage(w))
+
+
+def nic_beside(w: WindowStats, nfs: NetworkStorage | None) -> tuple[str, float] | None:
+    """``job_nic`` where the network file system (``network_storage``) is known already."""
     nic = w.busiest(Resource.INTER_NODE_INTERCONNECT)
-    nfs = network_storage(w)
     return None if nic is not None and nfs is not None and nfs.nic == nic[0] else nic
