@@ -103,65 +103,88 @@ class Held:
 
 
 class HeldAccounts:
-    """Running sums per regime; written by the pipeline's thread, read under its lock."""
+    """Running sums per regime, and over every training sample whatever its regime (the whole run);
+    written by the pipeline's thread, read under its lock."""
 
     def __init__(self) -> None:
         self._accounts: dict[tuple[str, str], _Account] = {}
+        self._run: _Account | None = None
 
     def add(self, regime: tuple[str, str], sample: Sample) -> None:
         a = self._accounts.get(regime)
         if a is None:
             a = self._accounts[regime] = _Account(start=sample.t - sample.interval)
-        a.end = sample.t
-        a.samples += 1
-        a.seconds += sample.interval
-        for r in sample.readings:
-            key = (r.resource, r.device, r.metric)
-            if r.value is None:
-                a.notes[key] = r.note
-            else:
-                a.series.setdefault(key, _Series()).add(r.value)
-        p = sample.phases
-        if p is not None and p.steps:
-            a.steps += p.steps
-            a.wall += p.wall_seconds
-            for k, x in p.phases.items():
-                a.phases[k] = a.phases.get(k, 0.0) + x
-            for k in a.phases.keys() - p.phases.keys():  # a phase this sample did not time: 0 in it
-                a.shares[k].add(0.0)
-            for k in p.phases:
-                if k not in a.shares:  # a phase first timed now was 0 in the samples before
-                    a.shares[k] = _ShareCounts()
-                    a.shares[k].bins[0], a.shares[k].count = a.timed, a.timed
-                a.shares[k].add(p.share(k) or 0.0)
-            a.timed += 1
-        for rp in sample.ranks:
-            i = rp.identity
-            a.nodes.setdefault(i.node, set()).add(i.rank)
-            a.views[i.key] = RankView(i.rank, i.node, i.gpu, rp.phases.facts)
+        if self._run is None:
+            self._run = _Account(start=sample.t - sample.interval)
+        _book(a, sample)
+        _book(self._run, sample)
 
     def held(self, regime: tuple[str, str], facts: Mapping[str, Any], steps_seen: int) -> Held | None:
         """The regime's statistics over all of its time (the facts: this tick's), or None when it
         never held while training."""
-        a = self._accounts.get(regime)
-        if a is None or not a.samples:
+        return _held(self._accounts.get(regime), facts, steps_seen)
+
+    def whole(self, facts: Mapping[str, Any], steps_seen: int) -> Held | None:
+        """Every training sample's statistics as one window, or None before the first."""
+        return _held(self._run, facts, steps_seen)
+
+    def run_share(self, phase: str) -> float | None:
+        """``phase``'s share of the whole run's step time (None before a step is timed)."""
+        a = self._run
+        if a is None or not a.steps or a.wall <= 0.0:
             return None
-        phases = StepPhases(a.steps, a.wall, dict(a.phases), facts) if a.steps else None
-        stats = WindowStats(
-            start=a.start,
-            end=a.end,
-            samples=a.samples,
-            stats={k: s.stat() for k, s in a.series.items()},
-            notes=dict(a.notes),
-            phases=phases,
-            steps_seen=steps_seen,
-            topology=tuple((n, tuple(sorted(rs))) for n, rs in sorted(a.nodes.items())),
-            ranks=tuple(sorted(a.views.values(), key=lambda v: (v.rank, v.node))),
-        )
-        return Held(
-            stats=stats,
-            seconds=a.seconds,
-            samples=a.samples,
-            steps=a.steps,
-            ranges={k: c.range() for k, c in a.shares.items() if c.count},
-        )
+        return a.phases.get(phase, 0.0) / a.wall
+
+
+def _book(a: _Account, sample: Sample) -> None:
+    a.end = sample.t
+    a.samples += 1
+    a.seconds += sample.interval
+    for r in sample.readings:
+        key = (r.resource, r.device, r.metric)
+        if r.value is None:
+            a.notes[key] = r.note
+        else:
+            a.series.setdefault(key, _Series()).add(r.value)
+    p = sample.phases
+    if p is not None and p.steps:
+        a.steps += p.steps
+        a.wall += p.wall_seconds
+        for k, x in p.phases.items():
+            a.phases[k] = a.phases.get(k, 0.0) + x
+        for k in a.phases.keys() - p.phases.keys():  # a phase this sample did not time: 0 in it
+            a.shares[k].add(0.0)
+        for k in p.phases:
+            if k not in a.shares:  # a phase first timed now was 0 in the samples before
+                a.shares[k] = _ShareCounts()
+                a.shares[k].bins[0], a.shares[k].count = a.timed, a.timed
+            a.shares[k].add(p.share(k) or 0.0)
+        a.timed += 1
+    for rp in sample.ranks:
+        i = rp.identity
+        a.nodes.setdefault(i.node, set()).add(i.rank)
+        a.views[i.key] = RankView(i.rank, i.node, i.gpu, rp.phases.facts)
+
+
+def _held(a: _Account | None, facts: Mapping[str, Any], steps_seen: int) -> Held | None:
+    if a is None or not a.samples:
+        return None
+    phases = StepPhases(a.steps, a.wall, dict(a.phases), facts) if a.steps else None
+    stats = WindowStats(
+        start=a.start,
+        end=a.end,
+        samples=a.samples,
+        stats={k: s.stat() for k, s in a.series.items()},
+        notes=dict(a.notes),
+        phases=phases,
+        steps_seen=steps_seen,
+        topology=tuple((n, tuple(sorted(rs))) for n, rs in sorted(a.nodes.items())),
+        ranks=tuple(sorted(a.views.values(), key=lambda v: (v.rank, v.node))),
+    )
+    return Held(
+        stats=stats,
+        seconds=a.seconds,
+        samples=a.samples,
+        steps=a.steps,
+        ranges={k: c.range() for k, c in a.shares.items() if c.count},
+    )

@@ -14,6 +14,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from bottleneckd.diagnosis.classify import classify, findings
@@ -29,13 +30,15 @@ from bottleneckd.diagnosis.thresholds import (
     DOMINANT_UNDETERMINED_RATIO,
     HOLD,
     INTERVAL_JITTER,
+    OTHER_LARGEST,
     WINDOW_SAMPLES,
 )
 from bottleneckd.diagnosis.throughput import window_throughput
 from bottleneckd.diagnosis.verdict import RegimeChange, Verdict
+from bottleneckd.diagnosis.whole_run import WHOLE_RUN, between_the_phases
 from bottleneckd.diagnosis.window import Window, WindowStats
 from bottleneckd.model.facts import EMPTY, Facts
-from bottleneckd.model.resources import UNDETERMINED
+from bottleneckd.model.resources import UNDETERMINED, Phase, Stage
 from bottleneckd.model.sample import Sample
 from bottleneckd.model.throughput import Throughput
 from bottleneckd.peaks.capabilities import gpu_facts
@@ -84,6 +87,8 @@ class Summary:
     facts: Facts = field(default_factory=Facts)
     inputs: StepInputs | None = None
     ranks: int = 1  # the ranks whose steps it sums
+    #: read over all the training time as one window, not a regime's (diagnosis/whole_run.py)
+    whole_run: bool = False
 
 
 def dominant_of(
@@ -131,12 +136,14 @@ class Pipeline:
         self._last_of: dict[str, Verdict] = {}
         self._stragglers = StragglerHistory()
         self._held_stage: dict[tuple[str, str], float] = {}
+        self._last_of_stage: dict[tuple[str, str], Verdict] = {}  # each regime's last verdict while training
         self._accounts = HeldAccounts()  # each regime over all its time (under the lock)
         self.code = CodeProfile()  # stack samples by the user's code, over the run
         self._inputs_of: dict[str, StepInputs] = {}  # resource -> inputs of the last training window it held
         # what the code profile says, as of the last tick (immutable: summary() reads them from another thread)
         self._other: OtherCode = NO_OTHER
         self._drawn: dict[str, float] = {}
+        self._whole: Verdict | None = None  # the run's verdict from its whole time (diagnosis/whole_run.py)
 
     def __call__(self, sample: Sample) -> Diagnosis:
         if sample.phases is not None:  # the report's whole state replaces the last
@@ -170,6 +177,7 @@ class Pipeline:
         key = (stable.resource, stable.stage)
         if training:
             self._held_stage[key] = self._held_stage.get(key, 0.0) + sample.interval
+            self._last_of_stage[key] = stable
         best = self._last_of.get(stable.resource)
         if (
             best is None
@@ -178,7 +186,12 @@ class Pipeline:
         ):
             self._last_of[stable.resource] = stable
         interval = max(sample.interval, MIN_INTERVAL)
+        if training:
+            with self._lock:
+                self._accounts.add(regime(stable), sample)
         dominant = self._stragglers.apply(dominant_of(self._held, self._held_training, self._last_of, interval))
+        self._whole = self._whole_run(dominant, facts)
+        dominant = self._whole or dominant
         self._other = other_code(self.code)
         inputs = step_inputs(stats, phase_ranges(self.window.samples), self.peaks, self._advised_facts, self._other)
         if inputs is not None:
@@ -197,10 +210,18 @@ class Pipeline:
             throughput=window_throughput(stats, self.peaks, self._advised_facts),
         )
         with self._lock:
-            if training:
-                self._accounts.add(regime(stable), sample)
             self._latest = diagnosis
         return diagnosis
+
+    def _whole_run(self, dominant: Verdict | None, facts: Facts) -> Verdict | None:
+        """The run's verdict from all its training time as one window, where its other stage limits it
+        and the regime held longest is another stage's (diagnosis/whole_run.py); read only once the
+        whole run's other stage reaches the share its rule needs."""
+        share = self._accounts.run_share(Phase.OTHER)
+        if dominant is None or share is None or share < OTHER_LARGEST:
+            return None
+        held_other = [(self._last_of_stage[k], s) for k, s in self._held_stage.items() if k[1] == Stage.OTHER]
+        return between_the_phases(dominant, self._accounts.whole(facts, self.window.steps_seen), self.peaks, held_other)
 
     def with_code(self, v: Verdict, facts: Facts | None = None) -> Verdict:
         """The verdict with the user's code its stage runs (evidence and ``code``), when stacks name
@@ -241,7 +262,10 @@ class Pipeline:
         time's is 42%)."""
         with self._lock:
             state = self._facts
-            held = self._accounts.held(regime(v), state, self.window.steps_seen)
+            whole = self._whole is not None and regime(v) == regime(self._whole)
+            held = (self._accounts.whole if whole else partial(self._accounts.held, regime(v)))(
+                state, self.window.steps_seen
+            )
         if held is None:
             return None
         measured = measured_facts(held.stats, v, self.peaks) if held.steps else Facts()
@@ -255,6 +279,7 @@ class Pipeline:
             facts=facts,
             inputs=step_inputs(held.stats, held.ranges, self.peaks, facts, self._other),
             ranks=max(1, len(held.stats.ranks)),
+            whole_run=whole,
         )
 
 
@@ -278,7 +303,7 @@ def _over(v: Verdict, held: Held, peaks: PeakTable) -> Verdict:
         whole = classify(held.stats, peaks)
         if whole.resource != UNDETERMINED:
             return v  # undetermined window by window, not over the whole: the windows speak
-        return replace(v, evidence=whole.evidence, reason=whole.reason)
+        return replace(v, evidence=_whole_run_notes(v) + whole.evidence, reason=whole.reason)
     f = next((f for f in findings(held.stats, peaks) if f.resource == v.resource and f.stage == v.stage), None)
     if f is None:  # no rule names it over the whole time: the windows that did speak for it
         return v
@@ -286,7 +311,12 @@ def _over(v: Verdict, held: Held, peaks: PeakTable) -> Verdict:
     notes = tuple(e for e in v.evidence if e.startswith(RUN_NOTES))  # the run's ranks, none named
     return replace(
         v,
-        evidence=f.evidence + tuple(straggler.get("evidence", ())) + notes + code,
+        evidence=_whole_run_notes(v) + f.evidence + tuple(straggler.get("evidence", ())) + notes + code,
         headroom=f.headroom,
         figures=f.figures,
     )
+
+
+def _whole_run_notes(v: Verdict) -> tuple[str, ...]:
+    """Why the whole run, not the regime held longest, gave ``v`` (diagnosis/whole_run.py): first."""
+    return tuple(e for e in v.evidence if e.startswith(WHOLE_RUN))

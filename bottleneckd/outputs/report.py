@@ -65,6 +65,7 @@ def build_report(
             "samples": summary.samples,
             "steps": summary.steps,
             "ranks": summary.ranks,
+            "whole_run": summary.whole_run,
         }
         doc["verdict"]["last_window"] = {
             "t": summary.last.t,
@@ -136,6 +137,8 @@ def period_text(doc: dict[str, Any]) -> str:
     about = "" if held["steps"] % ranks == 0 else "about "
     each = f"{about}{held['steps'] // ranks} steps on each of {ranks} ranks"
     steps = f"{held['steps']} steps" if ranks <= 1 else each
+    if held.get("whole_run"):
+        return f"all {held['seconds']:.0f} s of training ({steps}) as one window, of {run}"
     return f"the {held['seconds']:.0f} s this verdict held while training ({steps}), of {run}"
 
 
