@@ -348,6 +348,7 @@ def test_host_work_that_keeps_the_gpu_idle_is_weighed_against_the_hosts_stages(
 CONSTRUCT3 = Path(__file__).resolve().parent / "data" / "construct_blind_gpu3.py"
 CONSTRUCT4 = Path(__file__).resolve().parent / "data" / "construct_blind_gpu4.py"
 CONSTRUCT5 = Path(__file__).resolve().parent / "data" / "construct_blind_gpu5.py"
+CONSTRUCT6 = Path(__file__).resolve().parent / "data" / "construct_blind_gpu6.py"
 
 
 def blind_labels(script: Path) -> dict[str, tuple[str, str]]:
@@ -387,6 +388,25 @@ OPEN5 = {
 }
 
 
+#: round 6 (2026-12-05, 16 scenarios; 12 right as first run, one half right; then FSDP's exposed
+#: collectives the phases left inside forward and backward fixed)
+OPEN6 = {
+    "ebs_epoch1_pagecache_epoch2": "storage-bound epoch 1 (61 s), GPU-bound epoch 2 served from the page cache "
+    "(59 s): the run verdict is the regime held longest, storage; the author's is the one in effect at the end; the "
+    "regime change is reported",
+    "coco_eval_rank0": "rank 0's 12 s COCO evaluation in 2 of 230 intervals while 7 ranks wait in the barrier: the "
+    "whole run's phases read forward 30%, communication 26%, other 4% (rank 0's work counted once among 8); no stage "
+    "rule names the evaluation",
+    "dali_gpu_decode": "decoding on the GPU: data wait 32% beside compute 64%, both the GPU's; the same resource in "
+    "two stages is named by the larger (STAGE_SHARE_RATIO), compute; the author's data stage is where the lever is",
+}
+
+
+@pytest.fixture(scope="module")
+def traces6(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return construct(CONSTRUCT6, tmp_path_factory.mktemp("blind6"))
+
+
 @pytest.fixture(scope="module")
 def traces5(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return construct(CONSTRUCT5, tmp_path_factory.mktemp("blind5"))
@@ -402,7 +422,12 @@ def traces4(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return construct(CONSTRUCT4, tmp_path_factory.mktemp("blind4"))
 
 
-LATER = {"third": (CONSTRUCT3, OPEN3), "fourth": (CONSTRUCT4, OPEN4), "fifth": (CONSTRUCT5, OPEN5)}
+LATER = {
+    "third": (CONSTRUCT3, OPEN3),
+    "fourth": (CONSTRUCT4, OPEN4),
+    "fifth": (CONSTRUCT5, OPEN5),
+    "sixth": (CONSTRUCT6, OPEN6),
+}
 LABELLED_LATER = [
     (r, n) for r, (script, open_) in LATER.items() for n in sorted(set(blind_labels(script)) - set(open_))
 ]
@@ -410,15 +435,16 @@ LABELLED_LATER = [
 
 @pytest.mark.slow
 @pytest.mark.parametrize(("blind_round", "name"), LABELLED_LATER)
-def test_analyze_gives_the_later_rounds_blind_labels(blind_round, name, traces3, traces4, traces5, cli_env):
-    folder = {"third": traces3, "fourth": traces4, "fifth": traces5}[blind_round]
+def test_analyze_gives_the_later_rounds_blind_labels(blind_round, name, traces3, traces4, traces5, traces6, cli_env):
+    folder = {"third": traces3, "fourth": traces4, "fifth": traces5, "sixth": traces6}[blind_round]
     script = LATER[blind_round][0]
     paths = sorted(folder.glob(f"{name}.node*.jsonl")) or [folder / f"{name}.jsonl"]
     r = run_cli(["analyze", "--format", "json", *map(str, paths)], cli_env)
     assert r.returncode == 0, r.stderr[-2000:]
     doc = json.loads(r.stdout)
     v = doc["verdict"]
-    assert (v["resource"], v["stage"]) == blind_labels(script)[name], v["evidence"]
+    also = getattr(generator(script), "NOTES", {}).get(name, {}).get("also_acceptable")  # the author's second label
+    assert (v["resource"], v["stage"]) in {blind_labels(script)[name], *([tuple(also)] if also else [])}, v["evidence"]
     if v["resource"] != "undetermined":
         assert doc["recommendations"], "each of these situations has something to do"
 
@@ -636,3 +662,21 @@ def test_attach_where_the_jobs_gpus_are_not_known_says_no_device(traces5, cli_en
     (tmp_path / "t.jsonl").write_text("\n".join(out) + "\n")
     doc = analyze(tmp_path / "t.jsonl", cli_env)
     assert "device" not in doc["facts"]
+
+
+@pytest.mark.slow
+def test_fsdp_s_exposed_collectives_left_inside_forward_and_backward_are_the_link_s(traces6, cli_env, tmp_path):
+    """FSDP on 8 PCIe GPUs: the hook's facts time 2.59 s of a 3.6 s step as exposed communication, the
+    phases hold none of it (forward+backward 99%). It read undetermined/compute with no advice; the
+    exposed share stands for the phase (EXPOSED_OUTSIDE_PHASE), and sharding less comes first,
+    predicted from it. Without the exposed figure the phases stand."""
+    path = traces6 / "fsdp_pcie_allgather_l40s.jsonl"
+    doc = json.loads(run_cli(["analyze", "--format", "json", str(path)], cli_env).stdout)
+    v = doc["verdict"]
+    assert (v["resource"], v["stage"]) == ("inter_gpu_interconnect", "communication")
+    assert any("inside forward and backward" in e for e in v["evidence"]), v["evidence"]
+    first = doc["recommendations"][0]
+    assert first["id"] == "shard_less" and first["prediction"]["speedup"] > 1.2
+    bare = with_facts(path, tmp_path / "no_exposed.jsonl", comm_exposed_seconds_per_step=None)
+    doc = json.loads(run_cli(["analyze", "--format", "json", str(bare)], cli_env).stdout)
+    assert doc["verdict"]["resource"] != "inter_gpu_interconnect"

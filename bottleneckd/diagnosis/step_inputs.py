@@ -188,7 +188,7 @@ def step_inputs(
     can run without the step)."""
     from bottleneckd.diagnosis.job_gpus import runs_on_gpu
     from bottleneckd.diagnosis.rules.comm_cost import comm_cost
-    from bottleneckd.diagnosis.rules.communication import other_collectives, slow_link
+    from bottleneckd.diagnosis.rules.communication import exposed_outside_phase, other_collectives, slow_link
     from bottleneckd.diagnosis.rules.cpu_state import cpu_state, loader_workers
     from bottleneckd.diagnosis.rules.stack_comm import stack_comm
     from bottleneckd.peaks.select import PATHS, compute_peak
@@ -204,6 +204,9 @@ def step_inputs(
     sc = stack_comm(stats)
     if sc is not None and sc.waiting > 0.0:
         shares = _waiting_is_communication(shares, sc.waiting)
+    outside = exposed_outside_phase(stats)  # the hook's exposed waits the phases left in forward/backward
+    if outside is not None:
+        shares = _waiting_is_communication(shares, outside - shares.get(Phase.COMMUNICATION, Share(0, 0, 0)).value)
     cpu = cpu_state(stats)
     lag = _share(facts.get("straggler_data_lag_share"))
     if lag is not None:
@@ -324,7 +327,8 @@ def _waiting_is_communication(shares: dict[str, Share], waiting: float) -> dict[
     """Attach on a DDP job: the stack samples in which the main thread waited inside forward or
     backward (the reducer waiting for its all-reduce, rules/stack_comm.py) are the step's exposed
     communication, as the hook's comm timing makes them; taken from forward and backward in
-    proportion to their shares."""
+    proportion to their shares. So is the hook's exposed communication that the phases left in
+    forward and backward (rules/communication.py ``exposed_outside_phase``)."""
     compute = (Phase.FORWARD, Phase.BACKWARD)
     total = sum(shares[k].value for k in compute if k in shares)
     if total <= 0.0:

@@ -23,6 +23,7 @@ from bottleneckd.diagnosis.rules.stack_comm import stack_comm
 from bottleneckd.diagnosis.thresholds import (
     BUSY,
     COMM_HIGH,
+    EXPOSED_OUTSIDE_PHASE,
     IDLE_UTILIZATION,
     INPUT_MODERATE,
     LATE_BATCH_DATA_RATIO,
@@ -109,6 +110,13 @@ def _comm_case(w: WindowStats, peaks: PeakTable | None = None) -> CommCase:
     base_ev = [f"{what} {pct(share)} of step time"] if share is not None and share >= COMM_HIGH else []
     base = min(1.0, (share or 0.0) / FULL_SHARE) if base_ev else 0.0
     cost = comm_cost(w)
+    outside = exposed_outside_phase(w)
+    if outside is not None:
+        share, base = outside, min(1.0, outside / FULL_SHARE)
+        phase = p.share(Phase.COMMUNICATION) if p is not None else None
+        base_ev = [
+            f"{what} {pct(outside)} of step time, inside forward and backward (the communication phase {pct(phase)})"
+        ]
     sc = stack_comm(w)
     if sc is not None:  # attach on a DDP job: the reducer's wait and the backend's threads, from stacks
         # as with the hook's timing: the overlapped part counts only at SHARED_COMM_HIGH and above
@@ -153,6 +161,19 @@ def _comm_case(w: WindowStats, peaks: PeakTable | None = None) -> CommCase:
         world_known=world_known,
         own=own,
     )
+
+
+def exposed_outside_phase(w: WindowStats) -> float | None:
+    """The hook's exposed communication's share of the step where the communication phase holds under
+    EXPOSED_OUTSIDE_PHASE of it (the waits left in forward and backward), at COMM_HIGH or more; else
+    None (the phase stands)."""
+    cost, p = comm_cost(w), w.phases
+    if cost is None or cost.step <= 0 or p is None:
+        return None
+    exposed = min(1.0, cost.exposed / cost.step)
+    if exposed < COMM_HIGH or (p.share(Phase.COMMUNICATION) or 0.0) >= EXPOSED_OUTSIDE_PHASE * exposed:
+        return None
+    return exposed
 
 
 def _own_collectives(facts: Mapping[str, Any]) -> str:
