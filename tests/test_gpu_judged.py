@@ -118,6 +118,18 @@ def test_fp8_first_for_a_bf16_compute_bound_job_on_a_gpu_with_fp8_tensor_cores_o
     assert fp32[0] == "mixed_precision" and "fp8_matmuls" not in fp32  # bf16 first, then FP8
 
 
+def test_compiling_comes_before_changing_what_is_trained_on_a_compute_bound_gpu():
+    """A bf16 compute-bound GPU without FP8 tensor cores (an A100): compiling the model keeps what is
+    trained and came nowhere (selective backprop and a smaller model came first); after FP8 where
+    that fits; not where the model is compiled or the job runs on the CPU. Its gain is not predicted,
+    only bounded by the compute phases' roofline."""
+    bf16 = {"device": "cuda", "gpu_count": 1, "autocast_dtype": "bfloat16", "compute_dtype": "bfloat16"}
+    assert _first("gpu_compute", "compute", gpu_fp8=False, **bf16)[0] == "compile_model"
+    assert _first("gpu_compute", "compute", gpu_fp8=True, **bf16)[:2] == ["fp8_matmuls", "compile_model"]
+    assert "compile_model" not in _first("gpu_compute", "compute", gpu_fp8=False, compiled=True, **bf16)
+    assert "compile_model" not in _first("gpu_compute", "compute", device="cpu", gpu_count=0)
+
+
 def test_a_thermally_throttled_gpu_gets_its_clocks_restored_first():
     facts = {"device": "cuda", "gpu_count": 1, "autocast_dtype": "bfloat16", "compute_dtype": "bfloat16"}
     assert _first("gpu_compute", "compute", gpu_throttled=("hw_thermal",), gpu_fp8=True, **facts)[0] == (

@@ -183,6 +183,28 @@ def tf32_matmuls(i: StepInputs) -> Prediction:
     return faster_path(i, "tf32", "a TF32 tensor-core peak for this device (Ampere or newer)", (1.0, 1.0))
 
 
+def compile_model(i: StepInputs) -> Prediction:
+    """torch.compile on a GPU-bound step: its fused kernels leave the matrix products' FLOPs as they
+    are, so the most it can give is the compute phases' time above their roofline (R = max(F/P,
+    B/BW) of the measured compute time Tc): Tc' >= R, Amdahl over the compute share. How much of
+    that time compiling removes is not measured here: unknown, with the bound and the published
+    averages (x1.21 float32, x1.51 AMP over 163 models on an A100: the knowledge base's source)."""
+    m = "roofline bound"
+    published = (
+        "how much of it compiling removes is not measured (published averages: x1.21 in float32, x1.51 with AMP)"
+    )
+    if not (i.flops_per_step and i.bytes_per_step and i.compute_seconds and i.peak_flops and i.peak_bandwidth):
+        return unknown(m, f"the compute phases' roofline not counted (FLOP and bytes per step, peaks); {published}")
+    r = roofline_time(i.flops_per_step, i.bytes_per_step, i.peak_flops, i.peak_bandwidth)
+    share = min(MAX_SHARE, i.compute_seconds / i.step)
+    most = amdahl(share, i.compute_seconds / min(r, i.compute_seconds))
+    return unknown(
+        m,
+        f"at most x{most:.2f}: the compute phases ({share:.0%} of the step) at their roofline "
+        f"({min(1.0, r / i.compute_seconds):.0%} of their time now); {published}",
+    )
+
+
 def faster_path(i: StepInputs, path: str, what: str, byte_factors: tuple[float, float]) -> Prediction:
     """The compute phases on a faster math path, from the roofline.
 
@@ -886,6 +908,7 @@ MODELS: dict[str, Model] = {
     "isolate_cores": cores_back,
     "balance_ranks": balance_ranks,
     "pinned_memory": pinned_memory,
+    "compile_model": compile_model,
 }
 NO_MODEL = (
     "no model from the measured step (its gain is in how much work it removes): measure it (verify=True, compare)"

@@ -221,8 +221,10 @@ SCENARIOS: dict[str, Scenario] = {
         "8B model with 72% of its FLOPs in FP8 matmuls (aten._scaled_mm) on an H100: 1.05 PFLOP/s achieved, "
         "SM 90%, tensor 74%",
         "compute-bound against the FP8/bf16 blend of peaks (68%), not over 100% of the bf16 peak; FP8 already in "
-        "use, what is left is less work",
-        ("smaller_model", "shrink_tensors", "selective_backprop"),
+        "use, what is left is less work; compiling the model (not compiled here) keeps what is trained and comes "
+        "before less work (added 2026-12-05 with the knowledge base's compile_model, its gain bounded by the roofline, "
+        "not predicted)",
+        ("compile_model", "smaller_model", "shrink_tensors", "selective_backprop"),
     ),
     "s_a100_hook_roofline_compute": _s(
         A100_8,
@@ -231,8 +233,10 @@ SCENARIOS: dict[str, Scenario] = {
         s_tick,
         "bf16 autocast GEMM-heavy step on an A100 (no GPM, no dcgm-exporter) under bottleneckd run: 66% of the bf16 "
         "peak, operand bytes at 27% of memory bandwidth; NVML busy 100%",
-        "without activity counters the hook's roofline against the bf16 peak says compute",
-        ("smaller_model", "shrink_tensors", "selective_backprop"),
+        "without activity counters the hook's roofline against the bf16 peak says compute; compiling the model (not "
+        "compiled here) keeps what is trained and comes before less work (added 2026-12-05 with the knowledge base's "
+        "compile_model, its gain bounded by the roofline, not predicted)",
+        ("compile_model", "smaller_model", "shrink_tensors", "selective_backprop"),
     ),
     "t_a100_dcgm_memory_bound": _s(
         A100_8,
