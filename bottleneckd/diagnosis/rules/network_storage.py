@@ -26,15 +26,23 @@ class NetworkStorage:
     utilization: float  # the mount's own, or its path's where that is busier
     nic: str = ""  # the NIC taken as its path ("": none)
     writes: bool = False  # the path sends more than it receives (a checkpoint, not a loader's reads)
+    #: the mount has no byte counter: its path is the NIC receiving about the job's reads that reach
+    #: no local disk (``uncounted``)
+    reads_only: bool = False
 
     def said(self) -> str:
+        if self.reads_only:
+            return (
+                f"network mount {self.mount} (no byte counter) read over {self.nic}, at {self.utilization:.0%} of its "
+                "line rate: the NIC receives about the job's reads that reach no local disk"
+            )
         via = f" (over {self.nic}, whose bytes are mostly the mount's)" if self.nic else ""
         return f"network file system {self.mount} at {self.utilization:.0%} of the link{via}"
 
 
 def network_storage(w: WindowStats) -> NetworkStorage | None:
     """The busiest mount, with the NIC it runs over where one carries mostly its bytes; None
-    without a mount's utilization."""
+    without a mount's utilization, unless one mount has no byte counter (``uncounted``)."""
     best: NetworkStorage | None = None
     for dev in w.devices(Resource.STORAGE_NETWORK_BANDWIDTH):
         own = w.get(Resource.STORAGE_NETWORK_BANDWIDTH, dev, "utilization")
@@ -47,7 +55,29 @@ def network_storage(w: WindowStats) -> NetworkStorage | None:
             found = NetworkStorage(mount=dev, utilization=path.utilization, nic=path.mount, writes=path.writes)
         if best is None or found.utilization > best.utilization:
             best = found
-    return best
+    return best or uncounted(w)
+
+
+def uncounted(w: WindowStats) -> NetworkStorage | None:
+    """The one network mount with no byte counter (a FUSE mount of an object store, s3fs, gcsfuse:
+    the kernel keeps NFS's per-mount counters only) as the job's read path, where a NIC receives
+    about the job's reads that reach no local disk (read calls' bytes less the block layer's:
+    page-cache hits move nothing over a NIC, so a NIC receiving about them, more than it sends, is
+    where they come from). None where several such mounts leave which one open, or no NIC matches."""
+    mounts = [
+        d
+        for d in w.devices(Resource.STORAGE_NETWORK_BANDWIDTH)
+        if w.get(Resource.STORAGE_NETWORK_BANDWIDTH, d, "throughput") is None
+        and w.get(Resource.STORAGE_NETWORK_BANDWIDTH, d, "utilization") is None
+    ]
+    chars = w.get(Resource.STORAGE_BANDWIDTH, "job", "read_chars_per_second")
+    if len(mounts) != 1 or not chars:
+        return None
+    remote = chars - (w.get(Resource.STORAGE_BANDWIDTH, "job", "read_bytes_per_second") or 0.0)
+    path = _path(w, remote) if remote > 0 else None
+    if path is None or path.writes:
+        return None
+    return NetworkStorage(mount=mounts[0], utilization=path.utilization, nic=path.mount, reads_only=True)
 
 
 def _path(w: WindowStats, moved: float) -> NetworkStorage | None:

@@ -9,10 +9,13 @@ it (gpu_compute.py), not this one.
 A GPU job timed by the hook's CUDA events whose GPUs idle (GPU_WAITS_FOR_HOST of the time or more) is
 the other way round: the compute stage is the GPU's own timeline, and the other stage is the host's
 work while the GPU waits for it (per-step ``.item()``, logging, metrics on the host). There the other
-stage is weighed against the host's stages only (data, transfer, communication), and at full
-strength from OTHER_HIGH of the step: a GPU idle half its step for the host is as starved as a GPU
-waiting on its loader (a blind trace: host work 41-46% of the step beside the GPU's 52-59% read
-"balanced", no advice; at 51% it read cpu_compute/other)."""
+stage is judged as the data stage is: from INPUT_HIGH of the step, at full strength there, and
+weighed against the host's stages only (data, transfer, communication): a GPU idle for its host is
+as starved as a GPU waiting on its loader (a blind trace: host work 41-46% of the step beside the
+GPU's 52-59% read "balanced", no advice; at 51% it read cpu_compute/other; two more: per-step
+``.tolist()`` at 26-31% of the step, the GPU idle as long, read gpu_compute/compute). The GPU waits
+there where it idles GPU_WAITS_FOR_HOST of the time, or about as long as the stage lasts
+(IDLE_COVERS_OTHER)."""
 
 from __future__ import annotations
 
@@ -29,9 +32,19 @@ from bottleneckd.diagnosis.rules.common import (
     stage_share,
 )
 from bottleneckd.diagnosis.rules.cpu_state import CpuState, cpu_state
+from bottleneckd.diagnosis.rules.input import HIGH_WEIGHT, LOADER_AT_FULL_CORE
 from bottleneckd.diagnosis.rules.network_storage import network_storage
 from bottleneckd.diagnosis.rules.storage import io_wait
-from bottleneckd.diagnosis.thresholds import BUSY, GPU_WAITS_FOR_HOST, OTHER_HIGH, OTHER_IDLE, OTHER_LARGEST, WRITES
+from bottleneckd.diagnosis.thresholds import (
+    BUSY,
+    GPU_WAITS_FOR_HOST,
+    IDLE_COVERS_OTHER,
+    INPUT_HIGH,
+    OTHER_HIGH,
+    OTHER_IDLE,
+    OTHER_LARGEST,
+    WRITES,
+)
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
 from bottleneckd.model.resources import UNDETERMINED, Resource, Stage
@@ -46,6 +59,10 @@ FULL_SHARE = 0.8
 STORAGE_WEIGHT = 0.85
 CPU_WEIGHT = 0.8
 UNDETERMINED_WEIGHT = 0.7
+#: where the GPU waits for its host there, a thread at its core weighs as a loader's does in the data
+#: stage (rules/input.py: the stage's HIGH_WEIGHT, a thread at a full core LOADER_AT_FULL_CORE): the
+#: same starved GPU, the same evidence
+HOST_WAIT_CPU_WEIGHT = HIGH_WEIGHT * LOADER_AT_FULL_CORE
 
 
 def other(w: WindowStats, peaks: PeakTable) -> list[Finding]:
@@ -53,7 +70,7 @@ def other(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     share = other_share(w)
     if share is None or never_idle(w, peaks) is not None:
         return []
-    waiting = _gpu_waits_for_host(w, peaks)
+    waiting = _gpu_waits_for_host(w, peaks, share)
     if not (share >= OTHER_HIGH or _largest_stage(w, share, host_only=waiting is not None)):
         return []
     src = "stack samples" if w.phases and w.phases.facts.get("phase_source") == "py-spy" else "step time"
@@ -64,13 +81,14 @@ def other(w: WindowStats, peaks: PeakTable) -> list[Finding]:
             "there (the phases are its CUDA-event timeline)"
         )
     head = headroom(share, stack_samples(w))
-    strength = min(1.0, share / (OTHER_HIGH if waiting is not None else FULL_SHARE))
+    strength = min(1.0, share / (INPUT_HIGH if waiting is not None else FULL_SHARE))
     cpu = cpu_state(w)
+    cpu_weight = CPU_WEIGHT if waiting is None else HOST_WAIT_CPU_WEIGHT
     found = (
         _writes_or_io_waits(w, ev, strength)
         or _thread_waits(w, cpu, ev, strength)
-        or _cpu_busy(cpu, ev, strength)
-        or _thread_runs(w, cpu, share, ev, strength)
+        or _cpu_busy(cpu, ev, cpu_weight * strength)
+        or _thread_runs(w, cpu, share, ev, cpu_weight * strength)
     )
     if found is None:
         why = (
@@ -81,22 +99,28 @@ def other(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     return [replace(found, headroom=head)]
 
 
-def _gpu_waits_for_host(w: WindowStats, peaks: PeakTable) -> tuple[str, float] | None:
+def _gpu_waits_for_host(w: WindowStats, peaks: PeakTable, share: float) -> tuple[str, float] | None:
     """The job's least busy GPU and its busy fraction over the intervals the steps ran in
     (``WindowStats.over_phases``), where the hook's CUDA events timed the step and that GPU idled
-    GPU_WAITS_FOR_HOST of the time or more: the other stage is then host work the GPU waits for.
-    None otherwise (no CUDA events, a GPU busy enough to have run the other stage's time)."""
+    GPU_WAITS_FOR_HOST of the time or more, or at least IDLE_COVERS_OTHER of the other stage's
+    ``share`` where that is INPUT_HIGH of the step or more: the other stage is then host work the GPU
+    waits for. None otherwise (no CUDA events, a GPU busy enough to have run the other stage's time)."""
     least = least_busy(w, peaks, over_steps=True) if cuda_timed(w) else None
-    return least if least is not None and 1.0 - least[1] >= GPU_WAITS_FOR_HOST else None
+    if least is None:
+        return None
+    idle = 1.0 - least[1]
+    covers = share >= INPUT_HIGH and idle >= IDLE_COVERS_OTHER * share
+    return least if idle >= GPU_WAITS_FOR_HOST or covers else None
 
 
 def _largest_stage(w: WindowStats, share: float, host_only: bool = False) -> bool:
     """Below OTHER_HIGH, the stage still limits the step where it is at least OTHER_LARGEST of it
     and more than any other stage (a per-step metric at 47-52% of the step beside a serial loader's
     33%: removing the metric measured x2.30, the loader's share allows x1.49). ``host_only``: the
-    GPU waits for the host in the other stage, so the GPU's own stages (compute, optimizer) are not
+    GPU waits for the host in the other stage, as it waits for a loader: the stage counts from
+    INPUT_HIGH, as the data stage does, and the GPU's own stages (compute, optimizer) are not
     weighed against it; the GPU rules judge them."""
-    if share < OTHER_LARGEST:
+    if share < (INPUT_HIGH if host_only else OTHER_LARGEST):
         return False
     # the GPU's own stages; an optimizer offloaded to the CPU (CPU Adam) is the host's
     gpu_own = (Stage.COMPUTE,) + (() if offloaded(w) else (Stage.OPTIMIZER,)) if host_only else ()
@@ -135,7 +159,7 @@ def _thread_waits(w: WindowStats, cpu: CpuState, ev: list[str], strength: float)
     return _other(UNDETERMINED, UNDETERMINED_WEIGHT * strength, ev + cpu.describe() + [why])
 
 
-def _cpu_busy(cpu: CpuState, ev: list[str], strength: float) -> Finding | None:
+def _cpu_busy(cpu: CpuState, ev: list[str], score: float) -> Finding | None:
     """One thread at a full core (Python between the phases) or the job's processes at their cores."""
     if not cpu.busy_evidence:
         return None
@@ -144,10 +168,10 @@ def _cpu_busy(cpu: CpuState, ev: list[str], strength: float) -> Finding | None:
         if cpu.serial and not cpu.saturated
         else "the job's processes at their cores outside the timed phases"
     )
-    return _other(Resource.CPU_COMPUTE, CPU_WEIGHT * strength, ev + cpu.describe() + [what])
+    return _other(Resource.CPU_COMPUTE, score, ev + cpu.describe() + [what])
 
 
-def _thread_runs(w: WindowStats, cpu: CpuState, share: float, ev: list[str], strength: float) -> Finding | None:
+def _thread_runs(w: WindowStats, cpu: CpuState, share: float, ev: list[str], score: float) -> Finding | None:
     """The stacks saw the thread run there (waiting in less than OTHER_IDLE of its recent stack
     samples outside the phases) and the training thread's busy time covers the stage (at ``share``
     of a core or more): Python between the phases, its core averaged down by the phases in which it
@@ -163,4 +187,4 @@ def _thread_runs(w: WindowStats, cpu: CpuState, share: float, ev: list[str], str
         f"and the training thread's {thread:.2f} of a core covers the stage's {pct(share)} of the step: Python code "
         "between the phases (logging, metrics, host-side bookkeeping)"
     )
-    return _other(Resource.CPU_COMPUTE, CPU_WEIGHT * strength, ev + cpu.describe() + [why])
+    return _other(Resource.CPU_COMPUTE, score, ev + cpu.describe() + [why])
