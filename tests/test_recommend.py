@@ -287,3 +287,15 @@ def test_a_memory_bound_step_of_small_products_is_told_to_give_each_weight_more_
     rowwise = recommend(v, KB, weights.set(arithmetic_intensity=0.05, weight_byte_share=0.01), limit=50)
     assert "fuse_operators" in ids(rowwise) and not any(r.first for r in rowwise)
     assert rowwise[0].mitigation.id != "more_compute_per_byte"
+
+
+def test_host_memory_the_job_holds_itself_is_shrunk_first_other_processes_memory_freed_first() -> None:
+    """Host memory full: where the job holds most of it (its caches, each loader worker's copy of
+    the dataset's Python objects, its batches in flight), holding less comes first (the suite's
+    memory_capacity workload: its in-RAM cache not held measured x2 or more; a blind trace of
+    workers prefetching deep into swap); where other processes hold most of it, freeing theirs."""
+    v = verdict("cpu_memory", stage="data")
+    own = ids(recommend(v, load_knowledge(), Facts({"job_memory_share": 0.97})))
+    assert own[0] == "hold_less_in_memory" and "free_host_memory" not in own
+    others = ids(recommend(v, load_knowledge(), Facts({"job_memory_share": 0.2})))
+    assert others[0] == "free_host_memory" and "hold_less_in_memory" not in others
