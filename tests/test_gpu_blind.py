@@ -542,11 +542,13 @@ def test_a_checkpointing_compute_bound_job_reads_launch_bound_only_as_a_checkpoi
 @pytest.mark.parametrize(("name", "trace"), [("second", "b3_08_host_memory_swap"), ("fourth", "host_swapping")])
 def test_a_host_swapping_in_its_data_stage_is_not_told_to_train_a_smaller_model(name, trace, traces2, traces4, cli_env):
     """Two blind traces of a host in swap while its loaders hold the dataset (the parameters 1-2% of
-    the job's memory): a smaller model frees nothing there; keeping the data out of RAM comes first."""
+    the job's memory): a smaller model frees nothing there; holding less in RAM comes first (round
+    4's author: "workers duplicating the dataset -> fewer workers / shared arrays"), keeping the
+    data on NVMe beside it."""
     doc = analyze((traces2 if name == "second" else traces4) / f"{trace}.jsonl", cli_env)
     assert (doc["verdict"]["resource"], doc["verdict"]["stage"]) == ("cpu_memory", "data")
     ids = [r["id"] for r in doc["recommendations"]]
-    assert "smaller_model" not in ids and ids[0] == "data_on_nvme", ids
+    assert "smaller_model" not in ids and ids[0] == "hold_less_in_memory" and "data_on_nvme" in ids[:3], ids
 
 
 def test_a_cpu_job_behind_other_processes_is_not_said_to_leave_cores_idle(traces4, cli_env):

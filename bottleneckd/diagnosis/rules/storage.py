@@ -159,11 +159,15 @@ def _job_reads(s: StorageSigns) -> list[str]:
     if s.reads is None:
         return []
     reads, chars, calls = s.reads, s.chars, s.calls
-    hit = f", {pct(max(0.0, 1 - reads / chars))} served from the page cache" if chars else ""
+    # what the read calls returned and the block device did not: the page cache's, or a network
+    # mount's (NFS, FUSE), whose reads never reach a local block device
+    hit = f", {pct(max(0.0, 1 - reads / chars))} served without it (page cache or a network mount)" if chars else ""
     per = f" in {fmt_value(calls, 'reads/s')}" if calls else ""
     ev = [f"job reads {fmt_value(reads, 'B/s')} from the block device{per}{hit}"]
-    if calls and reads / max(calls, 1.0) < SMALL_READ:
-        ev.append(f"{fmt_value(reads / calls, 'B')} per read call: small reads, limited by operations per second")
+    size = (chars if chars else reads) / max(calls or 0.0, 1.0)  # bytes a read call asks for
+    from_disk = not chars or reads >= chars / 2  # most of them the block device's: its operations limit
+    if calls and size < SMALL_READ and from_disk:
+        ev.append(f"{fmt_value(size, 'B')} per read call: small reads, limited by operations per second")
     return ev
 
 
