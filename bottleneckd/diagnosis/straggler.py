@@ -739,11 +739,14 @@ def _slow_node(figs: list[RankFigures], med: float, margin: float, n: int) -> St
             last = sum(f.last_arrival for f in own) / n
             if share < MAJORITY or last < LAST_ARRIVAL:
                 continue
+            # what its ranks do longer: its busiest rank against the other nodes' (as a group's)
+            top = max(own, key=lambda f: f.busy)
+            doing, extra = _doing(top, others)
             return Straggler(
                 kind="node",
                 rank=None,
                 node=name,
-                gpu="",
+                gpu=top.identity.gpu,
                 ranks=tuple(sorted(f.identity.rank for f in own)),
                 compute=mean,
                 median_compute=med,
@@ -751,6 +754,8 @@ def _slow_node(figs: list[RankFigures], med: float, margin: float, n: int) -> St
                 last_share=last,
                 intervals=n,
                 step_time_lost=max(f.busy for f in own) - med,
+                doing=doing,
+                doing_excess=extra,
             )
     return None
 

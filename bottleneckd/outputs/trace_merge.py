@@ -9,8 +9,12 @@ order from its start tick). In each tick:
 - step phases: summed over the nodes (shares and per-step figures stay means over ranks);
 - readings: the first trace's (the node of the lowest rank) as recorded, so that host-level
   figures stay one node's, not a sum of unlike machines; of the other nodes only the links
-  between nodes and GPUs (``inter_node_interconnect``, ``inter_gpu_interconnect``), each device
-  named ``host/device``, so that the communication rule sees the busiest NIC of any node.
+  between nodes and GPUs (``inter_node_interconnect``, ``inter_gpu_interconnect``) and their
+  disks (``storage_bandwidth`` devices, not the host's or job's totals), each device named
+  ``host/device``, so that the communication rule sees the busiest NIC of any node and the
+  storage rules a straggler node's busy disk (a blind trace: a node reading from a SATA disk at
+  97% of its peak, its ranks waiting 0.8 s a step for batches, read as their CPU);
+- facts: the primary node's, as one node's ranks merge (the lowest rank's).
 """
 
 from __future__ import annotations
@@ -22,6 +26,11 @@ from bottleneckd.model.resources import Resource
 from bottleneckd.model.sample import Reading, Sample
 
 LINKS = (Resource.INTER_NODE_INTERCONNECT, Resource.INTER_GPU_INTERCONNECT)
+#: per-device figures of every node (each device its own utilization, nothing summed): a straggler
+#: node's busy disk is what its ranks' data wait waits on
+DEVICES = (Resource.STORAGE_BANDWIDTH,)
+#: devices that are a host's or a job's totals, not one device's: the primary node's only
+HOST_LEVEL = ("host", "job")
 
 
 def _lowest_rank(samples: list[Sample]) -> int:
@@ -57,7 +66,7 @@ def merge_node_traces(traces: list[tuple[str, Iterable[Sample]]]) -> Iterator[Sa
             readings += [
                 Reading(r.resource, f"{node}/{r.device}", r.metric, r.value, r.unit, r.note)
                 for r in s.readings
-                if r.resource in LINKS
+                if r.resource in LINKS or (r.resource in DEVICES and r.device not in HOST_LEVEL)
             ]
         ranks = tuple(sorted((r for _, s in group for r in s.ranks), key=lambda r: (r.identity.rank, r.identity.key)))
         ref = primary or group[0][1]
@@ -65,7 +74,10 @@ def merge_node_traces(traces: list[tuple[str, Iterable[Sample]]]) -> Iterator[Sa
             t=t0 + k * interval,
             interval=ref.interval,
             readings=tuple(readings),
-            phases=merge_phases(s.phases for _, s in group),
+            # the primary node's facts, as a node's ranks merge (channel/ranks.py: the lowest rank's):
+            # merge_phases keeps the last item's, so the primary comes last (a straggler node's own
+            # exposed communication, a few ms, read beside the others' wait as other collectives)
+            phases=merge_phases(s.phases for _, s in sorted(group, key=lambda g: -g[0])),
             samplers=ref.samplers,
             ranks=ranks,
         )
