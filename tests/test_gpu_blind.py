@@ -731,3 +731,58 @@ def test_reads_through_a_fuse_mount_are_the_network_storage_s_where_a_nic_receiv
     assert doc["recommendations"][0]["id"] == "cache_locally"
     cached = with_reading(path, tmp_path / "cached.jsonl", "storage_bandwidth", "job", "read_chars_per_second", 4.0)
     assert analyze(cached, cli_env)["verdict"]["resource"] != "storage_network_bandwidth"
+
+
+@pytest.mark.slow
+def test_a_gpu_that_runs_kernels_through_the_other_stage_idles_only_in_its_data_wait(tmp_path, cli_env):
+    """The host-sync job with the GPU running kernels through the other stage (an EMA update, GPU
+    metrics) and idle only while it waits for data: data 20%, other 22%, the GPU busy 80%. Its idle
+    time is the data wait's, not the other stage's: not the host's work (a review's probe read it
+    cpu_compute/other, "it waits for the host there", against the GPU's own busy figure)."""
+    gen = generator(CONSTRUCT2)
+    base = next(s for s in gen.SC if s["name"] == "b3_03_host_sync_logging_other")
+    step = dict(gen.st3, data_wait=0.035, other=0.040)
+    busy = (0.102 + step["other"] + 0.002) / sum(step.values())
+    gpu = dict(base["gpus"][0], busy=busy, sm=0.84 * busy, tensor=0.6 * busy, dram=0.4 * busy)
+    path = Path(gen.write(dict(base, name="ema_in_other", step=step, gpus=[gpu]), str(tmp_path)))
+    v = analyze(path, cli_env)["verdict"]
+    assert v["stage"] != "other", v["evidence"]
+
+
+def with_uncounted_mount(src: Path, dst: Path, nic: str, factor: float) -> Path:
+    """``src`` with a FUSE mount that has no byte counter and the job's read calls returning
+    ``factor`` times what ``nic`` receives (page-cache hits: no block device's bytes)."""
+    out = []
+    note = "fuse.mountpoint-s3: no generic byte counter (NFS mountstats only)"
+    for line in src.read_text().splitlines():
+        d = json.loads(line)
+        if d.get("type") == "sample":
+            rs = d["readings"]
+            rx = next(r[3] for r in rs if r[:3] == ["inter_node_interconnect", nic, "rx_bytes_per_second"])
+            for r in rs:
+                if r[:3] == ["storage_bandwidth", "job", "read_chars_per_second"]:
+                    r[3] = factor * rx
+            rs += [
+                ["storage_network_bandwidth", "/mnt/data", "throughput", None, "B/s", note],
+                ["storage_network_bandwidth", "/mnt/data", "utilization", None, "ratio", note],
+            ]
+        out.append(json.dumps(d))
+    dst.write_text("\n".join(out) + "\n")
+    return dst
+
+
+@pytest.mark.slow
+def test_a_collective_s_even_traffic_is_not_a_fuse_mount_s_reads(traces5, cli_env, tmp_path):
+    """Round 5's NCCL over 100 GbE between two nodes, with a FUSE mount and the job's page-cache reads
+    at 0.9 of what the port receives: the port sends as much as it receives (a ring all-reduce), so
+    it is not the mount's read path; its business stays the collectives'."""
+    paths = [
+        with_uncounted_mount(
+            traces5 / f"ethernet_2node_allreduce.node{k}.jsonl", tmp_path / f"e.node{k}.jsonl", "ens12", 0.9
+        )
+        for k in (0, 1)
+    ]
+    r = run_cli(["analyze", "--format", "json", *map(str, paths)], cli_env)
+    v = json.loads(r.stdout)["verdict"]
+    assert (v["resource"], v["stage"]) == ("inter_node_interconnect", "communication")
+    assert any("ens12 at" in e for e in v["evidence"]), v["evidence"]

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 from bottleneckd.diagnosis.held import HeldAccounts
+from bottleneckd.diagnosis.pipeline import Pipeline
 from bottleneckd.diagnosis.thresholds import OTHER_LARGEST
 from bottleneckd.diagnosis.verdict import Verdict
 from bottleneckd.diagnosis.whole_run import WHOLE_RUN, between_the_phases
@@ -83,5 +84,29 @@ def test_a_regime_in_the_other_stage_speaks_where_the_whole_run_names_no_resourc
     even = HeldAccounts()
     for t in range(10):
         even.add(("gpu_compute", "compute"), sample(idle, {"forward": 0.55, "other": 0.45}, t=float(t)))
-    v = between_the_phases(compute, even.whole(Facts(), 0), NO_PEAKS, [(held, 7.0)])
-    assert v is None or v.resource == "undetermined"  # the compute stage as large: no regime of the other's
+    # the compute stage as large: no regime of the other's, and the rules name nothing in it either
+    assert between_the_phases(compute, even.whole(Facts(), 0), NO_PEAKS, [(held, 7.0)]) is None
+    short = between_the_phases(compute, whole, NO_PEAKS, [(held, 2.0)], min_seconds=2.7)  # held too briefly
+    assert short is not None and short.resource == "undetermined"
+
+
+def test_a_short_checkpoint_regime_does_not_override_what_the_whole_run_names() -> None:
+    """Through the pipeline: 193 s of windows read a serial loader at a full core (data 37%, per-step
+    work between the phases 38%), one 8 s checkpoint reads storage/other for 7 s. The whole run's
+    rules name the data stage (its finding beats the other stage's): the regime held longest stands,
+    not the checkpoint's 7 s (a review's probe: it read storage_bandwidth/other)."""
+    p = Pipeline(NO_PEAKS)
+    base = job(busy=1.0, main=1.0, hottest=1.0)
+    for t in range(200):
+        ckpt = 100 <= t < 108
+        fig = dict(base, **{"storage_bandwidth/job/write_bytes_per_second": 4e8 if ckpt else 0.0})
+        shares = (
+            {"data_wait": 0.1, "forward": 0.1, "other": 0.8}
+            if ckpt
+            else {"data_wait": 0.37, "forward": 0.25, "other": 0.38}
+        )
+        d = p(sample(fig, shares, t=float(t)))
+    assert d.dominant is not None and (d.dominant.resource, d.dominant.stage) == (Resource.CPU_COMPUTE, Stage.DATA)
+    assert not d.dominant.evidence[0].startswith(WHOLE_RUN)
+    s = p.summary(d.dominant)
+    assert s is not None and not s.whole_run

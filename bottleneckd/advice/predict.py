@@ -185,23 +185,25 @@ def tf32_matmuls(i: StepInputs) -> Prediction:
 
 def compile_model(i: StepInputs) -> Prediction:
     """torch.compile on a GPU-bound step: its fused kernels leave the matrix products' FLOPs as they
-    are, so the most it can give is the compute phases' time above their roofline (R = max(F/P,
-    B/BW) of the measured compute time Tc): Tc' >= R, Amdahl over the compute share. How much of
-    that time compiling removes is not measured here: unknown, with the bound and the published
-    averages (x1.21 float32, x1.51 AMP over 163 models on an A100: the knowledge base's source)."""
-    m = "roofline bound"
+    are, so the most it can give is the compute phases at their FLOPs' time at the job's peak
+    (F/P of the measured compute time Tc; not the roofline's bytes, which count every operator's
+    unfused inputs and outputs, the very traffic fusion removes): Tc' >= F/P, Amdahl over the
+    compute share. How much compiling removes is not measured here: unknown, with the bound and
+    the published averages (x1.21 float32, x1.51 AMP over 163 models on an A100: the knowledge
+    base's source)."""
+    m = "FLOP bound"
     published = (
         "how much of it compiling removes is not measured (published averages: x1.21 in float32, x1.51 with AMP)"
     )
-    if not (i.flops_per_step and i.bytes_per_step and i.compute_seconds and i.peak_flops and i.peak_bandwidth):
-        return unknown(m, f"the compute phases' roofline not counted (FLOP and bytes per step, peaks); {published}")
-    r = roofline_time(i.flops_per_step, i.bytes_per_step, i.peak_flops, i.peak_bandwidth)
+    if not (i.flops_per_step and i.compute_seconds and i.peak_flops):
+        return unknown(m, f"the compute phases' FLOPs or the peak not known; {published}")
+    floor = min(i.flops_per_step / i.peak_flops, i.compute_seconds)
     share = min(MAX_SHARE, i.compute_seconds / i.step)
-    most = amdahl(share, i.compute_seconds / min(r, i.compute_seconds))
+    most = amdahl(share, i.compute_seconds / floor)
     return unknown(
         m,
-        f"at most x{most:.2f}: the compute phases ({share:.0%} of the step) at their roofline "
-        f"({min(1.0, r / i.compute_seconds):.0%} of their time now); {published}",
+        f"at most x{most:.2f}: the compute phases ({share:.0%} of the step) at the peak's rate for their FLOPs "
+        f"({floor / i.compute_seconds:.0%} of their time now); {published}",
     )
 
 

@@ -35,7 +35,7 @@ from bottleneckd.diagnosis.thresholds import (
 )
 from bottleneckd.diagnosis.throughput import window_throughput
 from bottleneckd.diagnosis.verdict import RegimeChange, Verdict
-from bottleneckd.diagnosis.whole_run import WHOLE_RUN, between_the_phases
+from bottleneckd.diagnosis.whole_run import WHOLE_RUN, between_the_phases, from_whole_run
 from bottleneckd.diagnosis.window import Window, WindowStats
 from bottleneckd.model.facts import EMPTY, Facts
 from bottleneckd.model.resources import UNDETERMINED, Phase, Stage
@@ -190,7 +190,7 @@ class Pipeline:
             with self._lock:
                 self._accounts.add(regime(stable), sample)
         dominant = self._stragglers.apply(dominant_of(self._held, self._held_training, self._last_of, interval))
-        self._whole = self._whole_run(dominant, facts)
+        self._whole = self._whole_run(dominant, facts, interval)
         dominant = self._whole or dominant
         self._other = other_code(self.code)
         inputs = step_inputs(stats, phase_ranges(self.window.samples), self.peaks, self._advised_facts, self._other)
@@ -213,15 +213,25 @@ class Pipeline:
             self._latest = diagnosis
         return diagnosis
 
-    def _whole_run(self, dominant: Verdict | None, facts: Facts) -> Verdict | None:
+    def _whole_run(self, dominant: Verdict | None, facts: Facts, interval: float) -> Verdict | None:
         """The run's verdict from all its training time as one window, where its other stage limits it
         and the regime held longest is another stage's (diagnosis/whole_run.py); read only once the
-        whole run's other stage reaches the share its rule needs."""
+        whole run's other stage reaches the share its rule needs, beside a regime held longest of
+        another stage and no straggler (then a second pass of the rules, over the run's sums, each
+        tick: a report at any tick, the last included, reads the run as it stands)."""
         share = self._accounts.run_share(Phase.OTHER)
-        if dominant is None or share is None or share < OTHER_LARGEST:
+        if dominant is None or dominant.stage == Stage.OTHER or dominant.straggler or share is None:
+            return None
+        if share < OTHER_LARGEST:
             return None
         held_other = [(self._last_of_stage[k], s) for k, s in self._held_stage.items() if k[1] == Stage.OTHER]
-        return between_the_phases(dominant, self._accounts.whole(facts, self.window.steps_seen), self.peaks, held_other)
+        return between_the_phases(
+            dominant,
+            self._accounts.whole(facts, self.window.steps_seen),
+            self.peaks,
+            held_other,
+            min_seconds=DOMINANT_INTERVALS * interval * INTERVAL_JITTER,
+        )
 
     def with_code(self, v: Verdict, facts: Facts | None = None) -> Verdict:
         """The verdict with the user's code its stage runs (evidence and ``code``), when stacks name
@@ -262,7 +272,7 @@ class Pipeline:
         time's is 42%)."""
         with self._lock:
             state = self._facts
-            whole = self._whole is not None and regime(v) == regime(self._whole)
+            whole = from_whole_run(v)  # the verdict says so: not the loop's state of a later tick
             held = (self._accounts.whole if whole else partial(self._accounts.held, regime(v)))(
                 state, self.window.steps_seen
             )

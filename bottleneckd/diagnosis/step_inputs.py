@@ -204,9 +204,10 @@ def step_inputs(
     sc = stack_comm(stats)
     if sc is not None and sc.waiting > 0.0:
         shares = _waiting_is_communication(shares, sc.waiting)
-    outside = exposed_outside_phase(stats)  # the hook's exposed waits the phases left in forward/backward
-    if outside is not None:
-        shares = _waiting_is_communication(shares, outside - shares.get(Phase.COMMUNICATION, Share(0, 0, 0)).value)
+    outside = exposed_outside_phase(stats) if sc is None else None  # the hook's exposed waits left in forward/backward
+    left = 0.0 if outside is None else outside - shares.get(Phase.COMMUNICATION, Share(0, 0, 0)).value
+    if left > 0.0:
+        shares = _waiting_is_communication(shares, left)
     cpu = cpu_state(stats)
     lag = _share(facts.get("straggler_data_lag_share"))
     if lag is not None:

@@ -281,6 +281,15 @@ WAITING_SHOWN = _t(
     statistic="runqueue_wait_cores",
     source="evidence text only: run-queue wait under a tenth of a core is not mentioned",
 )
+FROM_DISK = _t(
+    "FROM_DISK",
+    0.5,
+    unit="share of the read calls' bytes",
+    statistic="",
+    source="evidence text only: small read calls whose bytes are mostly the block device's are limited by its "
+    "operations; otherwise they are the page cache's or a network mount's (an NFS-bound blind trace read "
+    "'0 B per read call: small reads')",
+)
 OUTSIDE_BUSY = _t(
     "OUTSIDE_BUSY",
     0.25,

@@ -32,14 +32,19 @@ WHOLE_RUN = "over the whole run "
 
 
 def between_the_phases(
-    dominant: Verdict | None, whole: Held | None, peaks: PeakTable, held_other: Sequence[tuple[Verdict, float]] = ()
+    dominant: Verdict | None,
+    whole: Held | None,
+    peaks: PeakTable,
+    held_other: Sequence[tuple[Verdict, float]] = (),
+    min_seconds: float = 0.0,
 ) -> Verdict | None:
     """The whole run's verdict where its other stage limits it and the regime held longest is
-    another stage's; None otherwise (the dominant stands). Where the rules name no resource for the
-    other stage over the whole run (its work and the training's averaged together: undetermined,
-    or no finding) but it is the whole run's largest stage, the regime that held longest in the
-    other stage while training (``held_other``: each one's verdict and seconds) is the run's. A
-    straggler's verdict stands: its ranks' time between the phases is the wait for it."""
+    another stage's; None otherwise (the dominant stands). Where the rules name no resource over
+    the whole run (its other stage's work and the training's averaged together: undetermined, or no
+    finding), but the other stage is the whole run's largest, the regime that held longest in the
+    other stage while training (``held_other``: each one's verdict and seconds, at least
+    ``min_seconds``) is the run's; never where they name another stage over it. A straggler's verdict
+    stands: its ranks' time between the phases is the wait for it."""
     if dominant is None or whole is None or dominant.stage == Stage.OTHER or dominant.straggler:
         return None
     ph = whole.stats.phases
@@ -50,30 +55,32 @@ def between_the_phases(
         f"{WHOLE_RUN}({whole.seconds:.0f} s of training, {whole.steps} steps): {pct(share)} of the step between "
         "the phases"
     )
-    named = None  # the rules' verdict on the whole run where they name its other stage
-    if any(f.stage == Stage.OTHER for f in findings(whole.stats, peaks)):
-        v = classify(whole.stats, peaks)
-        if v.stage == Stage.OTHER:
-            named = replace(
-                v,
-                evidence=(
-                    f"{note}, though the regime held longest ({regime_text(dominant)}) reads the windows between",
-                    *v.evidence,
-                ),
-            )
-    if named is not None and named.resource != UNDETERMINED:
-        return named
-    # the rules name no resource there over the whole run: the windows that read the other stage may
+    v = classify(whole.stats, peaks)
+    if v.resource != UNDETERMINED:  # the rules name the whole run's limit: the other stage, or not at all
+        if v.stage != Stage.OTHER:
+            return None
+        why = f"{note}, though the regime held longest ({regime_text(dominant)}) reads the windows between"
+        return replace(v, evidence=(why, *v.evidence))
+    named = v if v.stage == Stage.OTHER and any(f.stage == Stage.OTHER for f in findings(whole.stats, peaks)) else None
+    # no resource named over the whole run: the windows that read the other stage may name it
     rest = (stage_share(whole.stats, s) for s in Stage if s != Stage.OTHER)
-    determined = [(v, s) for v, s in held_other if v.resource != UNDETERMINED]
+    determined = [(r, s) for r, s in held_other if r.resource != UNDETERMINED and s >= min_seconds]
     if not determined or any(r is not None and r >= share for r in rest):
-        return named
-    v, seconds = max(determined, key=lambda vs: vs[1])
+        if named is None:
+            return None
+        why = f"{note}, though the regime held longest ({regime_text(dominant)}) reads the windows between"
+        return replace(named, evidence=(why, *named.evidence))
+    r, seconds = max(determined, key=lambda vs: vs[1])
     why = (
         f"{note}, the largest stage; the windows that read the other stage ({seconds:.0f} s) named "
-        f"{v.resource}, those between them {regime_text(dominant)}"
+        f"{r.resource}, those between them {regime_text(dominant)}"
     )
-    return replace(v, evidence=(why, *v.evidence))
+    return replace(r, evidence=(why, *r.evidence))
+
+
+def from_whole_run(v: Verdict) -> bool:
+    """``v`` is a run's verdict this module gave (its first evidence says so)."""
+    return bool(v.evidence) and v.evidence[0].startswith(WHOLE_RUN)
 
 
 def regime_text(v: Verdict) -> str:

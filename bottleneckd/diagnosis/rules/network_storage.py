@@ -61,9 +61,10 @@ def network_storage(w: WindowStats) -> NetworkStorage | None:
 def uncounted(w: WindowStats) -> NetworkStorage | None:
     """The one network mount with no byte counter (a FUSE mount of an object store, s3fs, gcsfuse:
     the kernel keeps NFS's per-mount counters only) as the job's read path, where a NIC receives
-    about the job's reads that reach no local disk (read calls' bytes less the block layer's:
-    page-cache hits move nothing over a NIC, so a NIC receiving about them, more than it sends, is
-    where they come from). None where several such mounts leave which one open, or no NIC matches."""
+    about the job's reads that reach no local disk (read calls' bytes less the block layer's), beyond
+    what it sends (within NFS_ON_NIC): page-cache hits move nothing over a NIC, and a collective's
+    traffic, even both ways, leaves no surplus. None where several such mounts leave which one
+    open, or no NIC matches."""
     mounts = [
         d
         for d in w.devices(Resource.STORAGE_NETWORK_BANDWIDTH)
@@ -74,10 +75,21 @@ def uncounted(w: WindowStats) -> NetworkStorage | None:
     if len(mounts) != 1 or not chars:
         return None
     remote = chars - (w.get(Resource.STORAGE_BANDWIDTH, "job", "read_bytes_per_second") or 0.0)
-    path = _path(w, remote) if remote > 0 else None
-    if path is None or path.writes:
+    if remote <= 0:
         return None
-    return NetworkStorage(mount=mounts[0], utilization=path.utilization, nic=path.mount, reads_only=True)
+    # what a NIC receives beyond what it sends: a collective's traffic is even both ways (a ring
+    # all-reduce sends what it receives), reads come in only
+    best: NetworkStorage | None = None
+    for nic in w.devices(Resource.INTER_NODE_INTERCONNECT):
+        util = w.get(Resource.INTER_NODE_INTERCONNECT, nic, "utilization")
+        tx = w.get(Resource.INTER_NODE_INTERCONNECT, nic, "tx_bytes_per_second") or 0.0
+        rx = w.get(Resource.INTER_NODE_INTERCONNECT, nic, "rx_bytes_per_second") or 0.0
+        surplus = rx - tx
+        if util is None or surplus <= 0 or not NFS_ON_NIC * surplus <= remote <= surplus / NFS_ON_NIC:
+            continue
+        if best is None or util > best.utilization:
+            best = NetworkStorage(mount=mounts[0], utilization=util, nic=nic, reads_only=True)
+    return best
 
 
 def _path(w: WindowStats, moved: float) -> NetworkStorage | None:

@@ -59,9 +59,9 @@ FULL_SHARE = 0.8
 STORAGE_WEIGHT = 0.85
 CPU_WEIGHT = 0.8
 UNDETERMINED_WEIGHT = 0.7
-#: where the GPU waits for its host there, a thread at its core weighs as a loader's does in the data
-#: stage (rules/input.py: the stage's HIGH_WEIGHT, a thread at a full core LOADER_AT_FULL_CORE): the
-#: same starved GPU, the same evidence
+#: where the GPU waits for its host there, the job's CPU (a thread at its core, or its processes at
+#: theirs) weighs as a loader's does in the data stage (rules/input.py: the stage's HIGH_WEIGHT, a
+#: thread at a full core LOADER_AT_FULL_CORE): the same starved GPU, the same evidence
 HOST_WAIT_CPU_WEIGHT = HIGH_WEIGHT * LOADER_AT_FULL_CORE
 
 
@@ -102,14 +102,17 @@ def other(w: WindowStats, peaks: PeakTable) -> list[Finding]:
 def _gpu_waits_for_host(w: WindowStats, peaks: PeakTable, share: float) -> tuple[str, float] | None:
     """The job's least busy GPU and its busy fraction over the intervals the steps ran in
     (``WindowStats.over_phases``), where the hook's CUDA events timed the step and that GPU idled
-    GPU_WAITS_FOR_HOST of the time or more, or at least IDLE_COVERS_OTHER of the other stage's
-    ``share`` where that is INPUT_HIGH of the step or more: the other stage is then host work the GPU
-    waits for. None otherwise (no CUDA events, a GPU busy enough to have run the other stage's time)."""
+    GPU_WAITS_FOR_HOST of the time or more, or, beyond the data and transfer stages' shares (the GPU
+    idles through those too), at least IDLE_COVERS_OTHER of the other stage's ``share`` where that is
+    INPUT_HIGH of the step or more: the other stage is then host work the GPU waits for. None
+    otherwise (no CUDA events, a GPU busy enough to have run the other stage's time)."""
     least = least_busy(w, peaks, over_steps=True) if cuda_timed(w) else None
     if least is None:
         return None
     idle = 1.0 - least[1]
-    covers = share >= INPUT_HIGH and idle >= IDLE_COVERS_OTHER * share
+    # its idle time beyond what the host's other stages (a data wait, blocking copies) account for
+    beyond = idle - sum(stage_share(w, s) or 0.0 for s in (Stage.DATA, Stage.TRANSFER))
+    covers = share >= INPUT_HIGH and beyond >= IDLE_COVERS_OTHER * share
     return least if idle >= GPU_WAITS_FOR_HOST or covers else None
 
 

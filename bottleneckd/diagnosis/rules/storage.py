@@ -11,6 +11,7 @@ from bottleneckd.diagnosis.thresholds import (
     BUSY,
     D_THREADS,
     DISK_BUSY_WITH_MISSES,
+    FROM_DISK,
     IO_STALL,
     IOWAIT_HIGH,
     MISS_RATIO,
@@ -165,7 +166,7 @@ def _job_reads(s: StorageSigns) -> list[str]:
     per = f" in {fmt_value(calls, 'reads/s')}" if calls else ""
     ev = [f"job reads {fmt_value(reads, 'B/s')} from the block device{per}{hit}"]
     size = (chars if chars else reads) / max(calls or 0.0, 1.0)  # bytes a read call asks for
-    from_disk = not chars or reads >= chars / 2  # most of them the block device's: its operations limit
+    from_disk = not chars or reads >= FROM_DISK * chars  # most of them the block device's: its operations limit
     if calls and size < SMALL_READ and from_disk:
         ev.append(f"{fmt_value(size, 'B')} per read call: small reads, limited by operations per second")
     return ev
