@@ -26,7 +26,9 @@ what the job's own figures say about whether a mitigation can help, not what the
   where host memory is short and others hold most of it, the job's own savings do not free it.
 - ``serial_loader_thread``: a thread of a rank other than its main and autograd threads at a full
   core while the main thread and the loader workers run less (rules/cpu_state.py
-  ``side_thread_at_full_core``: the pin-memory thread): more workers do not add to it.
+  ``side_thread_at_full_core``: the pin-memory thread), or the main thread running through the
+  wait for its workers' batches (rules/input.py ``main_thread_works_in_the_wait``: a collate in the
+  training process): more workers do not add to it.
 - ``idle_wait_stage``: the stage (data or other) in which the step spends its time waiting with
   nothing busy: the diagnosis ruled every resource out there (no thread near a full core, no
   storage, network or I/O wait), so the step waits on latency (a sleep, a remote service, a lock).
@@ -76,6 +78,7 @@ from bottleneckd.diagnosis.rules.common import other_share
 from bottleneckd.diagnosis.rules.communication import other_collectives, slow_link, spans_hosts
 from bottleneckd.diagnosis.rules.cpu_state import cpu_state
 from bottleneckd.diagnosis.rules.gpu_memory import fragmented
+from bottleneckd.diagnosis.rules.input import main_thread_works_in_the_wait
 from bottleneckd.diagnosis.rules.transfer import link_while_copying
 from bottleneckd.diagnosis.thresholds import CLOCK_THROTTLED, INPUT_HIGH, OTHER_HIGH, THROTTLED
 from bottleneckd.diagnosis.verdict import Verdict
@@ -111,7 +114,8 @@ def measured_facts(w: WindowStats, verdict: Verdict, peaks: PeakTable | None = N
     held = job_memory_share(w)
     if held is not None:
         out["job_memory_share"] = round(held, 4)
-    if cpu.side_thread_at_full_core:
+    data = w.phases.share(Phase.DATA_WAIT) if w.phases is not None else None
+    if cpu.side_thread_at_full_core or (data is not None and main_thread_works_in_the_wait(w, cpu, data)):
         out["serial_loader_thread"] = True
     if cpu.busy is not None:
         out["job_idle_cores"] = round(max(0.0, cpu.cores - cpu.busy - (cpu.waiting or 0.0)), 3)

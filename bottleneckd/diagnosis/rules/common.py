@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from bottleneckd.diagnosis.job_gpus import least_busy
 from bottleneckd.diagnosis.job_gpus import runs_on_gpu as _runs_on_gpu
 from bottleneckd.diagnosis.thresholds import (
     BUSY,
@@ -17,6 +18,7 @@ from bottleneckd.diagnosis.thresholds import (
     CPU_STALL,
     DRAM_PRACTICAL_MAX,
     HEADROOM_MAX_SHARE,
+    IDLE_COVERS_OTHER,
     INPUT_HIGH,
     INPUT_MODERATE,
     MIN_DRAM_BYTES,
@@ -161,3 +163,19 @@ def arithmetic_intensity(facts: Mapping[str, Any]) -> float | None:
     if isinstance(f, (int, float)) and isinstance(b, (int, float)) and f > 0 and b > 0:
         return float(f) / float(b)
     return None
+
+
+def gpu_idles_through(
+    w: WindowStats, peaks: PeakTable | None, stage: Stage, besides: tuple[Stage, ...]
+) -> tuple[str, float] | None:
+    """The job's least busy GPU and its busy fraction over the steps' intervals, where it idles through
+    ``stage``: its idle time beyond the ``besides`` stages' shares (host stages it idles through too)
+    at least IDLE_COVERS_OTHER of the stage's share, that share INPUT_HIGH of the step or more. The
+    stage is then host work the GPU waits for, serial with its own (a data wait, blocking copies,
+    Python between the steps); None otherwise."""
+    share = stage_share(w, stage)
+    least = least_busy(w, peaks, over_steps=True)
+    if share is None or least is None or share < INPUT_HIGH:
+        return None
+    beyond = 1.0 - least[1] - sum(stage_share(w, s) or 0.0 for s in besides)
+    return least if beyond >= IDLE_COVERS_OTHER * share else None

@@ -24,6 +24,7 @@ from dataclasses import replace
 from bottleneckd.diagnosis.job_gpus import least_busy, never_idle
 from bottleneckd.diagnosis.rules.common import (
     cuda_timed,
+    gpu_idles_through,
     headroom,
     offloaded,
     other_share,
@@ -38,7 +39,6 @@ from bottleneckd.diagnosis.rules.storage import io_wait
 from bottleneckd.diagnosis.thresholds import (
     BUSY,
     GPU_WAITS_FOR_HOST,
-    IDLE_COVERS_OTHER,
     INPUT_HIGH,
     OTHER_HIGH,
     OTHER_IDLE,
@@ -70,7 +70,7 @@ def other(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     share = other_share(w)
     if share is None or never_idle(w, peaks) is not None:
         return []
-    waiting = _gpu_waits_for_host(w, peaks, share)
+    waiting = _gpu_waits_for_host(w, peaks)
     if not (share >= OTHER_HIGH or _largest_stage(w, share, host_only=waiting is not None)):
         return []
     src = "stack samples" if w.phases and w.phases.facts.get("phase_source") == "py-spy" else "step time"
@@ -99,21 +99,19 @@ def other(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     return [replace(found, headroom=head)]
 
 
-def _gpu_waits_for_host(w: WindowStats, peaks: PeakTable, share: float) -> tuple[str, float] | None:
+def _gpu_waits_for_host(w: WindowStats, peaks: PeakTable) -> tuple[str, float] | None:
     """The job's least busy GPU and its busy fraction over the intervals the steps ran in
     (``WindowStats.over_phases``), where the hook's CUDA events timed the step and that GPU idled
-    GPU_WAITS_FOR_HOST of the time or more, or, beyond the data and transfer stages' shares (the GPU
-    idles through those too), at least IDLE_COVERS_OTHER of the other stage's ``share`` where that is
-    INPUT_HIGH of the step or more: the other stage is then host work the GPU waits for. None
-    otherwise (no CUDA events, a GPU busy enough to have run the other stage's time)."""
+    GPU_WAITS_FOR_HOST of the time or more, or idles through the other stage beyond the data and
+    transfer stages (rules/common.py ``gpu_idles_through``): the other stage is then host work the
+    GPU waits for. None otherwise (no CUDA events, a GPU busy enough to have run the other stage's
+    time)."""
     least = least_busy(w, peaks, over_steps=True) if cuda_timed(w) else None
     if least is None:
         return None
-    idle = 1.0 - least[1]
-    # its idle time beyond what the host's other stages (a data wait, blocking copies) account for
-    beyond = idle - sum(stage_share(w, s) or 0.0 for s in (Stage.DATA, Stage.TRANSFER))
-    covers = share >= INPUT_HIGH and beyond >= IDLE_COVERS_OTHER * share
-    return least if idle >= GPU_WAITS_FOR_HOST or covers else None
+    if 1.0 - least[1] >= GPU_WAITS_FOR_HOST:
+        return least
+    return gpu_idles_through(w, peaks, Stage.OTHER, besides=(Stage.DATA, Stage.TRANSFER))
 
 
 def _largest_stage(w: WindowStats, share: float, host_only: bool = False) -> bool:

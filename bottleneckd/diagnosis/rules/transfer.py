@@ -8,7 +8,8 @@ cannot fill the link (20.4 vs 55.5 GB/s host-to-device on an H200, docs/measurem
 from __future__ import annotations
 
 from bottleneckd.diagnosis.job_gpus import job_busiest
-from bottleneckd.diagnosis.rules.common import headroom, pct, stack_samples
+from bottleneckd.diagnosis.rules.common import gpu_idles_through, headroom, pct, stack_samples
+from bottleneckd.diagnosis.rules.input import HIGH_WEIGHT
 from bottleneckd.diagnosis.thresholds import BUSY, COPY_SM_IDLE, PAGEABLE_LINK_MAX, TRANSFER_HIGH
 from bottleneckd.diagnosis.verdict import Finding
 from bottleneckd.diagnosis.window import WindowStats
@@ -26,7 +27,7 @@ def transfer(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     if p is not None and p.facts.get("gpu_count") == 0:
         return []  # no GPU on this machine: no CPU-GPU link to limit a copy (a stack line read as one is a cast)
     share = p.share(Phase.TRANSFER) if p else None
-    copies, copies_ev = _timed_copies(share)
+    copies, copies_ev = _timed_copies(w, peaks, share)
     if copies:
         copies_ev += _while_copying(w, peaks, share)
     link, link_ev = _pcie_busy_while_sms_idle(w, peaks)
@@ -44,10 +45,23 @@ def transfer(w: WindowStats, peaks: PeakTable) -> list[Finding]:
     ]
 
 
-def _timed_copies(share: float | None) -> tuple[float, list[str]]:
-    if share is not None and share >= TRANSFER_HIGH:
-        return min(1.0, share / FULL_SHARE), [f"host-to-device copies {pct(share)} of step time"]
-    return 0.0, []
+def _timed_copies(w: WindowStats, peaks: PeakTable, share: float | None) -> tuple[float, list[str]]:
+    """The copies' strength: their share of the step, full at FULL_SHARE; where the GPU idles through
+    them (blocking copies: ``non_blocking=False``, or pageable memory, on the compute stream), as a
+    data wait's is (rules/input.py: full from INPUT_HIGH, TRANSFER_HIGH's source, weighed
+    HIGH_WEIGHT): the same starved GPU (a blind trace: blocking copies of pinned batches 20% of the
+    step, the GPU idle as long, read gpu_compute/compute from its 78%)."""
+    if share is None or share < TRANSFER_HIGH:
+        return 0.0, []
+    ev = [f"host-to-device copies {pct(share)} of step time"]
+    idle = gpu_idles_through(w, peaks, Stage.TRANSFER, besides=(Stage.DATA, Stage.OTHER))
+    if idle is None:
+        return min(1.0, share / FULL_SHARE), ev
+    ev.append(
+        f"{idle[0]}, the job's least busy GPU, ran kernels {pct(idle[1])} of the time: it idles through the copies "
+        "(they block its stream)"
+    )
+    return min(1.0, share / TRANSFER_HIGH) * HIGH_WEIGHT, ev
 
 
 def link_while_copying(w: WindowStats, peaks: PeakTable | None) -> tuple[str, float] | None:
