@@ -649,3 +649,20 @@ def test_pinned_memory_speeds_the_copies_to_a_pinned_copys_rate() -> None:
     assert p.speedup == pytest.approx(amdahl(0.4, 0.88 / 0.36)) and 1.30 < p.speedup < 1.32
     assert pinned_memory(inputs({"transfer": 0.4, "forward": 0.6})).speedup is None
     assert pinned_memory(inputs({"transfer": 0.4, "forward": 0.6}, pcie_while_copying=0.9)).speedup is None
+
+
+def test_cuda_graphs_are_predicted_from_the_launches_gaps_between_small_kernels_only() -> None:
+    """Launch-bound GPU step (the host limits it): between small kernels the GPU's idle share of the
+    compute phases is the launches', which a graph removes (half to all of it); between kernels that
+    fill the GPU the gaps are synchronisations, which a graph cannot hold; faster kernels there gain
+    the host nothing."""
+    from bottleneckd.advice.predict import predict
+    from bottleneckd.diagnosis.step_inputs import Share, StepInputs
+
+    shares = {"forward": Share(0.3, 0.3, 0.3), "backward": Share(0.6, 0.6, 0.6), "other": Share(0.1, 0.1, 0.1)}
+    small = StepInputs(step=0.05, shares=shares, device="cuda", gpu_idle_in_compute=0.6, gpu_kernels_fill=False)
+    p = predict("cuda_graphs", small, "cpu_compute")
+    assert p.speedup is not None and p.low == pytest.approx(1 / 0.7) and p.high == pytest.approx(1 / 0.4)
+    assert predict("cuda_graphs", replace(small, gpu_kernels_fill=True), "cpu_compute").speedup is None
+    assert predict("cuda_graphs", replace(small, gpu_kernels_fill=None), "cpu_compute").speedup is None
+    assert predict("mixed_precision", small, "cpu_compute").speedup is None

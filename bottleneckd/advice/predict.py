@@ -598,6 +598,40 @@ def host_gaps(i: StepInputs) -> Prediction:
     )
 
 
+def launch_gaps(i: StepInputs) -> Prediction:
+    """CUDA graphs on a step whose host launches its kernels one by one: the GPU's idle share of the
+    interval between kernels inside the compute phases, g (``gpu_one.compute_idle``), is the
+    launches' (and the host's Python between them); a graph replays them at once. All of it removed
+    at the high end (Amdahl), half at the low end (the host still runs the step's Python and the
+    graph's own replay); the point their geometric mean (NVIDIA's guide: often 1.2-3x on
+    launch-bound workloads, the knowledge base's source). Only where the host limits the step
+    (MODEL_RESOURCES) and the kernels are small (``gpu_one.kernels_fill`` false): between kernels that
+    fill the GPU the gaps are synchronisations (``host_gaps``), which a graph cannot hold."""
+    m = "amdahl"
+    if i.gpu_idle_in_compute is None:
+        return unknown(m, "not measured: the GPU's busy fraction (NVML) beside compute phases that hold the step")
+    if i.gpu_kernels_fill is None:
+        return unknown(
+            m,
+            "whether the GPU's gaps are the launches of small kernels or synchronisations is not measured "
+            "(SM activity: GPM, a dcgm-exporter)",
+        )
+    if i.gpu_kernels_fill:
+        return unknown(
+            m,
+            "the kernels fill the GPU while they run: the gaps between them are the host's synchronisations, which "
+            "a graph cannot hold (removing the syncs is predicted)",
+        )
+    g = min(i.gpu_idle_in_compute, MAX_SHARE)
+    return _half_or_all(
+        m,
+        g,
+        math.inf,
+        f"the GPU idles {g:.0%} of the interval between kernels inside the compute phases, its launches' gaps: "
+        "half of that removed (low) or all (high)",
+    )
+
+
 def restore_link(i: StepInputs) -> Prediction:
     """The degraded port back at the rate of its siblings, r times its own: the exposed
     communication c made r times faster at the high end (all of it the port's transfer), half of
@@ -725,6 +759,8 @@ MODEL_RESOURCES: dict[str, frozenset[str]] = {
     "small_state_optimizer": frozenset({Resource.GPU_MEMORY_BANDWIDTH, Resource.CPU_MEMORY_BANDWIDTH}),
     # the host: between the kernels inside the compute phases, or on the other stage's lines that synchronise
     "avoid_host_syncs": frozenset({Resource.CPU_COMPUTE}),
+    # the host's launches: where the host limits the step
+    "cuda_graphs": frozenset({Resource.CPU_COMPUTE}),
 }
 
 
@@ -911,7 +947,10 @@ MODELS: dict[str, Model] = {
     "balance_ranks": balance_ranks,
     "pinned_memory": pinned_memory,
     "compile_model": compile_model,
+    "cuda_graphs": launch_gaps,
 }
+#: the models of a faster math path for the GPU's kernels (the roofline and dtype peaks)
+FASTER_KERNELS = frozenset({"mixed_precision", "tf32_matmuls"})
 NO_MODEL = (
     "no model from the measured step (its gain is in how much work it removes): measure it (verify=True, compare)"
 )
@@ -931,6 +970,12 @@ def predict(mitigation_id: str, inputs: StepInputs | None, resource: str | None 
     held = MODEL_RESOURCES.get(mitigation_id)
     if held is not None and resource is not None and resource not in held:
         return unknown("none", f"for {resource}: {NO_MODEL}")
+    if mitigation_id in FASTER_KERNELS and resource == Resource.CPU_COMPUTE and inputs.device == "cuda":
+        return unknown(
+            "none",
+            "the host limits this GPU step (its launches, its Python): faster kernels leave the host's time as it is, "
+            "so the step gains little or nothing; measure it (verify=True, compare)",
+        )
     model = MODELS.get(mitigation_id)
     return model(inputs) if model else unknown("none", NO_MODEL)
 
