@@ -143,7 +143,6 @@ class Pipeline:
         # what the code profile says, as of the last tick (immutable: summary() reads them from another thread)
         self._other: OtherCode = NO_OTHER
         self._drawn: dict[str, float] = {}
-        self._whole: Verdict | None = None  # the run's verdict from its whole time (diagnosis/whole_run.py)
 
     def __call__(self, sample: Sample) -> Diagnosis:
         if sample.phases is not None:  # the report's whole state replaces the last
@@ -190,8 +189,7 @@ class Pipeline:
             with self._lock:
                 self._accounts.add(regime(stable), sample)
         dominant = self._stragglers.apply(dominant_of(self._held, self._held_training, self._last_of, interval))
-        self._whole = self._whole_run(dominant, facts, interval)
-        dominant = self._whole or dominant
+        dominant = self._whole_run(dominant, facts, interval) or dominant  # the whole run's, where it speaks
         self._other = other_code(self.code)
         inputs = step_inputs(stats, phase_ranges(self.window.samples), self.peaks, self._advised_facts, self._other)
         if inputs is not None:
