@@ -115,7 +115,7 @@ def measured_facts(w: WindowStats, verdict: Verdict, peaks: PeakTable | None = N
     if held is not None:
         out["job_memory_share"] = round(held, 4)
     data = w.phases.share(Phase.DATA_WAIT) if w.phases is not None else None
-    if cpu.side_thread_at_full_core or (data is not None and main_thread_works_in_the_wait(w, cpu, data)):
+    if cpu.side_thread_at_full_core or (data is not None and main_thread_works_in_the_wait(w, cpu, data) is not None):
         out["serial_loader_thread"] = True
     if cpu.busy is not None:
         out["job_idle_cores"] = round(max(0.0, cpu.cores - cpu.busy - (cpu.waiting or 0.0)), 3)

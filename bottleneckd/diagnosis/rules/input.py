@@ -129,26 +129,26 @@ def _loader_cpu(cpu: CpuState, strength: float, ev: list[str], head: float | Non
     return None
 
 
-def main_thread_works_in_the_wait(w: WindowStats, cpu: CpuState, share: float) -> bool:
+def main_thread_works_in_the_wait(w: WindowStats, cpu: CpuState, share: float) -> float | None:
     """The step waits ``share`` of its time for batches its loader workers make, yet its main thread
     runs through most of that wait: over the intervals the phases were read in (a change of regime
     in the window's earlier seconds is not read against the phases' later ones), busy beyond the rest
     of the step by at least IDLE_COVERS_OTHER of the wait (a thread blocked on the workers' queue
     does not run). The training process does loading work of its own between the workers' batches
     (a collate or concatenation there, a conversion or copy of each batch), which more workers do
-    not share."""
+    not share. Its cores where it does, else None."""
     main = w.over_phases(Resource.CPU_COMPUTE, "job", "main_busy_cores")
     if cpu.n_workers < NO_WORKERS or main is None or main < ONE_CORE or share < INPUT_HIGH:
-        return False
-    return main - (1.0 - share) >= IDLE_COVERS_OTHER * share
+        return None
+    return main if main - (1.0 - share) >= IDLE_COVERS_OTHER * share else None
 
 
 def _main_thread_in_the_wait(
     w: WindowStats, cpu: CpuState, share: float, strength: float, ev: list[str], head: float | None
 ) -> Finding | None:
-    if not main_thread_works_in_the_wait(w, cpu, share):
+    main = main_thread_works_in_the_wait(w, cpu, share)
+    if main is None:
         return None
-    main = w.over_phases(Resource.CPU_COMPUTE, "job", "main_busy_cores") or 0.0
     why = (
         f"the main thread runs {main:.2f} of a core while the step waits {pct(share)} for its workers' batches: it "
         "works through the wait (a collate or concatenation in the training process, a conversion or copy of each "

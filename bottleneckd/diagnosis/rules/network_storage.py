@@ -79,29 +79,25 @@ def uncounted(w: WindowStats) -> NetworkStorage | None:
         return None
     # what a NIC receives beyond what it sends: a collective's traffic is even both ways (a ring
     # all-reduce sends what it receives), reads come in only
+    path = _path(w, remote, surplus=True)
+    return (
+        None
+        if path is None
+        else NetworkStorage(mount=mounts[0], utilization=path.utilization, nic=path.mount, reads_only=True)
+    )
+
+
+def _path(w: WindowStats, moved: float, surplus: bool = False) -> NetworkStorage | None:
+    """The busiest NIC whose busier direction (with ``surplus``: what it receives beyond what it
+    sends) moves about ``moved`` bytes (between NFS_ON_NIC and 1 / NFS_ON_NIC times them), as a
+    NetworkStorage naming the NIC, or None."""
     best: NetworkStorage | None = None
     for nic in w.devices(Resource.INTER_NODE_INTERCONNECT):
         util = w.get(Resource.INTER_NODE_INTERCONNECT, nic, "utilization")
         tx = w.get(Resource.INTER_NODE_INTERCONNECT, nic, "tx_bytes_per_second") or 0.0
         rx = w.get(Resource.INTER_NODE_INTERCONNECT, nic, "rx_bytes_per_second") or 0.0
-        surplus = rx - tx
-        if util is None or surplus <= 0 or not NFS_ON_NIC * surplus <= remote <= surplus / NFS_ON_NIC:
-            continue
-        if best is None or util > best.utilization:
-            best = NetworkStorage(mount=mounts[0], utilization=util, nic=nic, reads_only=True)
-    return best
-
-
-def _path(w: WindowStats, moved: float) -> NetworkStorage | None:
-    """The busiest NIC whose busier direction moves about the mount's ``moved`` bytes (between
-    NFS_ON_NIC and 1 / NFS_ON_NIC times them), as a NetworkStorage naming the NIC, or None."""
-    best: NetworkStorage | None = None
-    for nic in w.devices(Resource.INTER_NODE_INTERCONNECT):
-        util = w.get(Resource.INTER_NODE_INTERCONNECT, nic, "utilization")
-        tx = w.get(Resource.INTER_NODE_INTERCONNECT, nic, "tx_bytes_per_second") or 0.0
-        rx = w.get(Resource.INTER_NODE_INTERCONNECT, nic, "rx_bytes_per_second") or 0.0
-        busier = max(tx, rx)
-        if util is None or busier <= 0 or not NFS_ON_NIC * busier <= moved <= busier / NFS_ON_NIC:
+        carried = rx - tx if surplus else max(tx, rx)
+        if util is None or carried <= 0 or not NFS_ON_NIC * carried <= moved <= carried / NFS_ON_NIC:
             continue
         if best is None or util > best.utilization:
             best = NetworkStorage(mount=nic, utilization=util, writes=tx > rx)
